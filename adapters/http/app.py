@@ -1,0 +1,58 @@
+"""The Starlette application, built declaratively in one place.
+
+The facade is opened by the lifespan (so pools and files are owned by it, never by import)
+and reaches requests through ``request.state.facade``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractContextManager, asynccontextmanager, nullcontext
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+
+from strongroom.adapters.http import errors
+from strongroom.adapters.http.request_ids import RequestIdMiddleware
+from strongroom.adapters.http.routes import system, workspaces
+from strongroom.domain.errors import StrongroomError
+from strongroom.ports.usecases import Strongroom
+
+FacadeOpener = Callable[[], AbstractContextManager[Strongroom]]
+
+ROUTES = [*system.routes, *workspaces.routes]
+
+
+def build_app(
+    open_facade: FacadeOpener,
+    *,
+    environment: str = "development",
+    public_url: str | None = None,
+) -> Starlette:
+    """The ASGI application over the facade that ``open_facade`` yields for its lifetime."""
+
+    @asynccontextmanager
+    async def lifespan(_app: Starlette) -> AsyncIterator[dict[str, Any]]:
+        with open_facade() as facade:
+            yield {"facade": facade}
+
+    app = Starlette(
+        routes=ROUTES,
+        middleware=[Middleware(RequestIdMiddleware)],
+        exception_handlers={
+            StrongroomError: errors.strongroom_error,
+            HTTPException: errors.http_error,
+            Exception: errors.internal_error,
+        },
+        lifespan=lifespan,
+    )
+    app.state.environment = environment
+    app.state.public_url = public_url
+    return app
+
+
+def app_for(facade: Strongroom, **options: Any) -> Starlette:
+    """The ASGI application over an already built facade (embedding, tests)."""
+    return build_app(lambda: nullcontext(facade), **options)

@@ -1,0 +1,137 @@
+"""Strict parsing of JSON request bodies: content type, JSON, unknown fields, exact types.
+
+Every failure is ``invalid_request`` (400) naming what is wrong.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from typing import Any, TypeVar
+from urllib.parse import urlsplit
+from uuid import UUID
+
+import cattrs
+from cattrs.errors import ClassValidationError, ForbiddenExtraKeysError
+
+from strongroom.domain.errors import InvalidRequestError
+
+T = TypeVar("T")
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    result: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in result:
+            raise InvalidRequestError(f"duplicate field {key!r} in body")
+        result[key] = value
+    return result
+
+
+def is_json_content_type(content_type: str | None) -> bool:
+    """``application/json``, optionally with a UTF-8 charset parameter."""
+    if content_type is None:
+        return False
+    media_type, _, params = content_type.partition(";")
+    if media_type.strip().lower() != "application/json":
+        return False
+    params = params.strip().lower().replace(" ", "")
+    return params in ("", "charset=utf-8", 'charset="utf-8"')
+
+
+def parse_json_object(body: bytes, content_type: str | None, *, optional: bool) -> dict[str, Any]:
+    """The body as a JSON object; an absent body is ``{}`` where the body is optional."""
+    if not body:
+        if optional:
+            return {}
+        raise InvalidRequestError("a JSON body is required")
+    if not is_json_content_type(content_type):
+        raise InvalidRequestError("Content-Type must be application/json")
+    try:
+        value = json.loads(
+            body.decode("utf-8"),
+            object_pairs_hook=_no_duplicate_keys,
+            parse_constant=_reject_constant,
+        )
+    except (UnicodeDecodeError, ValueError, RecursionError) as error:
+        raise InvalidRequestError("body is not valid JSON") from error
+    if not isinstance(value, dict):
+        raise InvalidRequestError("body must be a JSON object")
+    return value
+
+
+def _strict(kind: type[Any], label: str) -> Any:
+    def structure(value: Any, _type: Any) -> Any:
+        if type(value) is not kind:
+            raise TypeError(f"expected {label}")
+        return value
+
+    return structure
+
+
+def _uuid(value: Any, _type: Any) -> UUID:
+    if not isinstance(value, str):
+        raise TypeError("expected a UUID string")
+    try:
+        return UUID(value)
+    except ValueError as error:
+        raise ValueError("expected a UUID") from error
+
+
+def make_converter() -> cattrs.Converter:
+    """The converter of request bodies: unknown keys refused, no silent type coercion."""
+    converter = cattrs.Converter(forbid_extra_keys=True)
+    converter.register_structure_hook(str, _strict(str, "a string"))
+    converter.register_structure_hook(int, _strict(int, "an integer"))
+    converter.register_structure_hook(bool, _strict(bool, "a boolean"))
+    converter.register_structure_hook(UUID, _uuid)
+    return converter
+
+
+_CONVERTER = make_converter()
+_PATH_PATTERN = re.compile(r" @ \$\.?(.*)$")
+
+
+def _describe(error: ClassValidationError) -> str:
+    for leaf in _leaves(error):
+        if isinstance(leaf, ForbiddenExtraKeysError):
+            return f"unknown field: {', '.join(sorted(leaf.extra_fields))}"
+    messages = cattrs.transform_error(error)
+    first = messages[0] if messages else "body does not match the expected shape"
+    match = _PATH_PATTERN.search(first)
+    field = match.group(1) if match else ""
+    reason = _PATH_PATTERN.sub("", first)
+    if reason.startswith("required field missing"):
+        return f"missing field: {field}"
+    return f"invalid value for {field}: {reason}" if field else reason
+
+
+def _leaves(error: BaseException) -> list[BaseException]:
+    if isinstance(error, BaseExceptionGroup):
+        return [leaf for inner in error.exceptions for leaf in _leaves(inner)]
+    return [error]
+
+
+def structure(data: Mapping[str, Any], cls: type[T]) -> T:
+    """Build ``cls`` from a parsed body, or refuse it with ``invalid_request``."""
+    try:
+        return _CONVERTER.structure(data, cls)
+    except ClassValidationError as error:
+        raise InvalidRequestError(_describe(error)) from error
+    except (ValueError, TypeError) as error:
+        raise InvalidRequestError(str(error)) from error
+
+
+def require_url(value: Any, field: str) -> str:
+    """An ``http``/``https`` URL with a host, or ``invalid_request``."""
+    if not isinstance(value, str):
+        raise InvalidRequestError(f"{field} must be a string")
+    parts = urlsplit(value)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise InvalidRequestError(f"{field} must be an http(s) URL such as https://host:port")
+    return value

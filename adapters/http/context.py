@@ -1,0 +1,144 @@
+"""What every endpoint needs, in the order the contract checks it.
+
+Endpoints are plain functions of an ``ApiContext``; ``endpoint`` reads the body (capped)
+on the event loop and runs the function in the threadpool, since the core is synchronous.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+from uuid import UUID
+
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import Response
+
+from strongroom.adapters.http.bodies import parse_json_object, structure
+from strongroom.adapters.http.errors import request_id_of
+from strongroom.domain.errors import InvalidRequestError, UnauthenticatedError
+from strongroom.domain.pagination import DEFAULT_LIMIT, Cursor, PageRequest
+from strongroom.domain.principals import Caller
+from strongroom.ports.usecases import IdempotencyKey, IdempotentReplayError, Strongroom
+
+T = TypeVar("T")
+MAX_BODY_BYTES = 1024 * 1024
+
+
+def render_json(data: Any) -> str:
+    """The JSON text of a response body."""
+    return json.dumps(data, separators=(",", ":"), ensure_ascii=False)
+
+
+def json_response(data: Any, status: int = 200) -> Response:
+    """A JSON response."""
+    return Response(render_json(data), status_code=status, media_type="application/json")
+
+
+def no_content() -> Response:
+    """204 with no body."""
+    return Response(status_code=204)
+
+
+class ApiContext:
+    """One request, with helpers that each perform one of the contract's checks."""
+
+    def __init__(self, request: Request, body: bytes) -> None:
+        self.request = request
+        self.body = body
+        self.facade: Strongroom = request.state.facade
+        self.request_id = request_id_of(request)
+        self._caller: Caller | None = None
+
+    def caller(self) -> Caller:
+        """The authenticated caller (401 ``unauthenticated`` otherwise)."""
+        if self._caller is None:
+            scheme, _, token = self.request.headers.get("authorization", "").partition(" ")
+            if scheme.lower() != "bearer" or not token.strip():
+                raise UnauthenticatedError("missing bearer credential")
+            self._caller = self.facade.access.authenticate(token.strip(), self.request_id)
+        return self._caller
+
+    def path_id(self, name: str) -> UUID:
+        """A UUID path parameter (400 ``invalid_request`` otherwise)."""
+        raw = self.request.path_params[name]
+        try:
+            return UUID(raw)
+        except ValueError as error:
+            raise InvalidRequestError(f"{name} in the path is not a UUID") from error
+
+    def json_object(self, *, optional: bool = False) -> dict[str, Any]:
+        """The body as a JSON object."""
+        return parse_json_object(
+            self.body, self.request.headers.get("content-type"), optional=optional
+        )
+
+    def json(self, cls: type[T], *, optional: bool = False) -> T:
+        """The body structured as ``cls`` (unknown fields and wrong types refused)."""
+        return structure(self.json_object(optional=optional), cls)
+
+    def page(self) -> PageRequest:
+        """``?limit=`` (1..200, default 50) and ``?cursor=``."""
+        raw_limit = self.request.query_params.get("limit")
+        limit = DEFAULT_LIMIT
+        if raw_limit is not None:
+            if not raw_limit.isdigit() or len(raw_limit) > 4:
+                raise InvalidRequestError("limit must be an integer between 1 and 200")
+            limit = int(raw_limit)
+        cursor = self.request.query_params.get("cursor")
+        return PageRequest(limit, None if cursor is None else Cursor.decode(cursor))
+
+    def idempotency(
+        self, render: Callable[[T], Any], status: int = 201
+    ) -> IdempotencyKey[T] | None:
+        """The request's ``Idempotency-Key``, bound to this route and body."""
+        key = self.request.headers.get("idempotency-key")
+        if key is None:
+            return None
+        body = self.json_object(optional=True)
+        fingerprint = hashlib.sha256(render_json_canonical(body).encode()).hexdigest()
+        route = f"{self.request.method} {self.request.url.path}"
+        return IdempotencyKey(
+            key, route, fingerprint, lambda result: render_json(render(result)), status
+        )
+
+    @property
+    def base_url(self) -> str:
+        """The public base URL: ``STRONGROOM_PUBLIC_URL``, else the request's scheme and host."""
+        configured: str | None = getattr(self.request.app.state, "public_url", None)
+        if configured:
+            return configured.rstrip("/")
+        return f"{self.request.url.scheme}://{self.request.url.netloc}"
+
+
+def render_json_canonical(data: Any) -> str:
+    """A canonical JSON text (sorted keys), so equal bodies fingerprint equally."""
+    return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+async def _read_capped(request: Request) -> bytes:
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > MAX_BODY_BYTES:
+            raise InvalidRequestError(f"body is larger than {MAX_BODY_BYTES} bytes")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def endpoint(handler: Callable[[ApiContext], Response]) -> Callable[[Request], Awaitable[Response]]:
+    """Adapt a synchronous handler of an ``ApiContext`` to a Starlette endpoint."""
+
+    async def run(request: Request) -> Response:
+        body = await _read_capped(request)
+        try:
+            return await run_in_threadpool(handler, ApiContext(request, body))
+        except IdempotentReplayError as replay:
+            return Response(replay.body, status_code=replay.status, media_type="application/json")
+
+    run.__name__ = handler.__name__
+    run.__doc__ = handler.__doc__
+    return run

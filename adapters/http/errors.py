@@ -1,0 +1,104 @@
+"""The error envelope of the API and the mapping of error codes to HTTP statuses."""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import Response
+
+from strongroom.domain.errors import StrongroomError
+
+logger = logging.getLogger("strongroom.http")
+
+STATUS_BY_CODE: dict[str, int] = {
+    "invalid_request": 400,
+    "unauthenticated": 401,
+    "forbidden": 403,
+    "wrong_workspace": 403,
+    "not_found": 404,
+    "conflict": 409,
+    "quota_exceeded": 409,
+    "retention_immutable": 409,
+    "name_taken": 409,
+    "invalid_state": 409,
+    "billing_restricted": 409,
+    "last_admin": 409,
+    "idempotency_conflict": 409,
+    "artifact_locked": 409,
+    "last_artifact": 409,
+    "not_in_our_storage": 409,
+    "artifact_missing": 409,
+    "validation_failed": 422,
+    "lock_exceeds_expiry": 422,
+    "internal": 500,
+    "upstream_unavailable": 502,
+}
+
+
+def request_id_of(request: Request) -> str:
+    """The request id the request-id middleware assigned."""
+    return str(request.scope.get("state", {}).get("request_id", ""))
+
+
+def error_response(
+    request: Request,
+    status: int,
+    code: str,
+    message: str,
+    detail: str | None = None,
+    headers: dict[str, str] | None = None,
+) -> Response:
+    """A JSON error in the contract's nested format; ``detail`` only outside production."""
+    request_id = request_id_of(request)
+    error: dict[str, Any] = {"code": code, "message": message, "request_id": request_id}
+    production = getattr(request.app.state, "environment", "development") == "production"
+    if detail is not None and not production:
+        error["detail"] = detail
+    return Response(
+        json.dumps({"error": error}),
+        status_code=status,
+        media_type="application/json",
+        headers={"X-Request-ID": request_id, **(headers or {})},
+    )
+
+
+async def strongroom_error(request: Request, exc: Exception) -> Response:
+    """Render a domain or port error."""
+    assert isinstance(exc, StrongroomError)
+    detail = None
+    if exc.__cause__ is not None and exc.code == "upstream_unavailable":
+        detail = f"{type(exc.__cause__).__name__}: {exc.__cause__}"
+        logger.warning("upstream unavailable: %s", detail)
+    return error_response(request, STATUS_BY_CODE[exc.code], exc.code, exc.message, detail)
+
+
+async def http_error(request: Request, exc: Exception) -> Response:
+    """Render the router's own refusals (no such route, method not allowed)."""
+    assert isinstance(exc, HTTPException)
+    if exc.status_code == 404:
+        return error_response(request, 404, "not_found", "no such route")
+    if exc.status_code == 405:
+        return error_response(
+            request,
+            405,
+            "invalid_request",
+            f"method {request.method} is not allowed here",
+            headers=dict(exc.headers or {}),
+        )
+    return error_response(request, exc.status_code, "invalid_request", str(exc.detail))
+
+
+async def internal_error(request: Request, exc: Exception) -> Response:
+    """Last resort: an unhandled failure is ``internal`` and is logged with its traceback."""
+    logger.error("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
+    return error_response(
+        request,
+        500,
+        "internal",
+        "internal error; try again later",
+        detail=f"{type(exc).__name__}: {exc}",
+    )

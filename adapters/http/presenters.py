@@ -1,0 +1,171 @@
+"""Domain objects as the JSON the API returns."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from strongroom.domain.audit import AuditEvent
+from strongroom.domain.backups import Backup, CustomerS3Destination, PostgresSource, S3Source
+from strongroom.domain.pagination import Page
+from strongroom.domain.permissions import Permission
+from strongroom.domain.principals import Caller
+from strongroom.domain.quotas import Quota
+from strongroom.domain.users import User
+from strongroom.domain.workspaces import MemberWorkspace, Workspace
+from strongroom.ports.usecases.sessions import IssuedSession
+
+
+def timestamp(moment: datetime | None) -> str | None:
+    """RFC 3339 in UTC with a ``Z`` suffix (millisecond precision)."""
+    if moment is None:
+        return None
+    return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def listing(page: Page[Any], present: Any) -> dict[str, Any]:
+    """The list envelope ``{data, next_cursor}``."""
+    return {
+        "data": [present(item) for item in page.items],
+        "next_cursor": None if page.next_cursor is None else page.next_cursor.encode(),
+    }
+
+
+def member_workspace(item: MemberWorkspace) -> dict[str, Any]:
+    """A workspace in the caller's membership list."""
+    workspace = item.workspace
+    return {
+        "id": str(workspace.id),
+        "name": workspace.name,
+        "idp_org_id": workspace.idp_org_id,
+        "role": item.role,
+    }
+
+
+def workspace(item: Workspace) -> dict[str, Any]:
+    """A single workspace."""
+    return {
+        "id": str(item.id),
+        "name": item.name,
+        "idp_org_id": item.idp_org_id,
+        "created_at": timestamp(item.created_at),
+        "updated_at": timestamp(item.updated_at),
+    }
+
+
+def quotas(items: list[Quota]) -> dict[str, Any]:
+    """The quotas list."""
+    return {
+        "data": [{"resource": q.resource.value, "limit": q.limit, "usage": q.usage} for q in items],
+        "next_cursor": None,
+    }
+
+
+def _source(item: Backup) -> dict[str, Any] | None:
+    source = item.source
+    if isinstance(source, S3Source):
+        return {
+            "type": "s3",
+            "endpoint": source.endpoint,
+            "bucket": source.bucket,
+            "prefix": source.prefix,
+        }
+    if isinstance(source, PostgresSource):
+        return {
+            "type": "postgres",
+            "host": source.host,
+            "port": source.port,
+            "database": source.database,
+        }
+    return None
+
+
+def backup(item: Backup) -> dict[str, Any]:
+    """A backup; credentials are write-only and never appear."""
+    destination: dict[str, Any] = {"type": "service"}
+    if isinstance(item.destination, CustomerS3Destination):
+        destination = {
+            "type": "customer_s3",
+            "endpoint": item.destination.endpoint,
+            "bucket": item.destination.bucket,
+            "prefix": item.destination.prefix,
+        }
+    retention = item.retention
+    return {
+        "id": str(item.id),
+        "workspace_id": str(item.workspace_id),
+        "name": item.name,
+        "kind": item.kind.value,
+        "state": item.state.value,
+        "paused": item.paused,
+        "source": _source(item),
+        "has_credentials": item.has_credentials,
+        "schedule": None
+        if item.schedule is None
+        else {"cron": item.schedule.cron, "timezone": item.schedule.timezone},
+        "worker_id": None if item.worker_id is None else str(item.worker_id),
+        "retention": None
+        if retention is None
+        else {
+            "expire_after": retention.expire_after.isoformat(),
+            "lock_for": retention.lock_for.isoformat(),
+        },
+        "destination": destination,
+        "next_run_at": timestamp(item.next_run_at),
+        "created_at": timestamp(item.created_at),
+        "updated_at": timestamp(item.updated_at),
+    }
+
+
+def audit_event(event: AuditEvent) -> dict[str, Any]:
+    """An audit event."""
+    return {
+        "id": str(event.id),
+        "occurred_at": timestamp(event.occurred_at),
+        "actor": {
+            "type": event.actor.type.value,
+            "id": None if event.actor.id is None else str(event.actor.id),
+        },
+        "action": event.action,
+        "target": {"type": event.target_type, "id": event.target_id},
+        "request_id": event.request_id,
+        "outcome": event.outcome.value,
+        "changes": None
+        if event.changes is None
+        else {
+            field: {"from": change.before, "to": change.after}
+            for field, change in event.changes.items()
+        },
+    }
+
+
+def user(item: User) -> dict[str, Any]:
+    """A person."""
+    return {"id": str(item.id), "email": item.email, "name": item.name}
+
+
+def issued_session(issued: IssuedSession) -> dict[str, Any]:
+    """A new session, with its token (shown once)."""
+    return {
+        "token": issued.token,
+        "expires_at": timestamp(issued.expires_at),
+        "user": user(issued.user),
+        "workspace_id": None if issued.workspace_id is None else str(issued.workspace_id),
+    }
+
+
+def me(caller: Caller) -> dict[str, Any]:
+    """Who the caller is and what it may do."""
+    result: dict[str, Any] = {
+        "principal": {"type": caller.actor.type.value, "id": str(caller.actor.id)},
+        "workspace_id": None if caller.workspace_id is None else str(caller.workspace_id),
+        "permissions": sorted(p.value for p in caller.permissions),
+    }
+    if caller.user is not None:
+        result["user"] = user(caller.user)
+    return result
+
+
+def permission_catalog(entries: list[tuple[Permission, str]]) -> dict[str, Any]:
+    """The permission catalog."""
+    return {"data": [{"slug": p.value, "description": d} for p, d in entries], "next_cursor": None}

@@ -1,0 +1,48 @@
+"""Every response carries ``X-Request-ID``: the client's own (1..200 characters from ``!``
+to ``~``) or a generated ``req_<uuid>``."""
+
+from __future__ import annotations
+
+import re
+import uuid
+
+from starlette.datastructures import MutableHeaders
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+_CLIENT_ID = re.compile(r"[!-~]{1,200}")
+
+
+def choose_request_id(sent: str | None) -> str:
+    """Echo a well-formed client id, or generate one."""
+    if sent is not None and _CLIENT_ID.fullmatch(sent):
+        return sent
+    return f"req_{uuid.uuid4()}"
+
+
+class RequestIdMiddleware:
+    """Assigns the request id (in ``request.state.request_id``) and sets the header."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        sent = next(
+            (
+                value.decode("latin-1")
+                for name, value in scope["headers"]
+                if name == b"x-request-id"
+            ),
+            None,
+        )
+        request_id = choose_request_id(sent)
+        scope.setdefault("state", {})["request_id"] = request_id
+
+        async def send_with_id(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                MutableHeaders(scope=message)["X-Request-ID"] = request_id
+            await send(message)
+
+        await self.app(scope, receive, send_with_id)

@@ -1,0 +1,105 @@
+"""Health, readiness, the permission catalog, who-am-I, and sign-in sessions."""
+
+from __future__ import annotations
+
+from typing import Any
+from uuid import UUID
+
+import attrs
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from strongroom.adapters.http import presenters
+from strongroom.adapters.http.context import ApiContext, endpoint, json_response, no_content
+from strongroom.domain.errors import UnauthenticatedError
+
+
+async def healthz(_request: Request) -> Response:
+    """Liveness: 200 while the process runs."""
+    return JSONResponse({"status": "ok"})
+
+
+async def readyz(request: Request) -> Response:
+    """Readiness: 200 when the database and object storage answer, else 503."""
+    checks = await run_in_threadpool(request.state.facade.check_ready)
+    ready = all(state == "ok" for state in checks.values())
+    return JSONResponse(
+        {"status": "ok" if ready else "unavailable", "checks": checks},
+        status_code=200 if ready else 503,
+    )
+
+
+@endpoint
+def permissions(ctx: ApiContext) -> Response:
+    """The permission catalog; any credential, no workspace needed."""
+    ctx.caller()
+    return json_response(presenters.permission_catalog(ctx.facade.permission_catalog()))
+
+
+@endpoint
+def me(ctx: ApiContext) -> Response:
+    """The caller's principal, workspace and permissions."""
+    return json_response(presenters.me(ctx.caller()))
+
+
+@endpoint
+def cli_config(ctx: ApiContext) -> Response:
+    """What the CLI needs for a device-code sign-in (no authentication)."""
+    config = ctx.facade.deps.identity.cli_config(ctx.base_url)
+    return json_response(attrs.asdict(config, value_serializer=_tuple_as_list))
+
+
+def _tuple_as_list(_instance: Any, _field: Any, value: Any) -> Any:
+    return list(value) if isinstance(value, tuple) else value
+
+
+@endpoint
+def create_session(ctx: ApiContext) -> Response:
+    """Exchange an identity provider access token for a session."""
+    scheme, _, token = ctx.request.headers.get("authorization", "").partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        raise UnauthenticatedError("missing bearer credential")
+    ctx.json_object(optional=True)
+    issued = ctx.facade.sessions.sign_in(
+        token.strip(), idempotency=ctx.idempotency(presenters.issued_session)
+    )
+    return json_response(presenters.issued_session(issued), 201)
+
+
+@attrs.frozen
+class SwitchBody:
+    """``POST /v1/auth/switch``."""
+
+    workspace_id: UUID
+
+
+@endpoint
+def switch(ctx: ApiContext) -> Response:
+    """A new session scoped to another workspace; the current one is revoked."""
+    caller = ctx.caller()
+    body = ctx.json(SwitchBody)
+    issued = ctx.facade.sessions.switch(
+        caller, body.workspace_id, idempotency=ctx.idempotency(presenters.issued_session)
+    )
+    return json_response(presenters.issued_session(issued), 201)
+
+
+@endpoint
+def sign_out(ctx: ApiContext) -> Response:
+    """Revoke the session used for this request."""
+    ctx.facade.sessions.sign_out(ctx.caller())
+    return no_content()
+
+
+routes = [
+    Route("/healthz", healthz, methods=["GET"]),
+    Route("/readyz", readyz, methods=["GET"]),
+    Route("/v1/permissions", permissions, methods=["GET"]),
+    Route("/v1/me", me, methods=["GET"]),
+    Route("/v1/auth/cli/config", cli_config, methods=["GET"]),
+    Route("/v1/auth/sessions", create_session, methods=["POST"]),
+    Route("/v1/auth/switch", switch, methods=["POST"]),
+    Route("/v1/auth/sessions/current", sign_out, methods=["DELETE"]),
+]

@@ -1,0 +1,124 @@
+"""Workspaces, their quotas and their audit trail."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from uuid import UUID
+
+import attrs
+from starlette.responses import Response
+from starlette.routing import Route
+
+from strongroom.adapters.http import presenters
+from strongroom.adapters.http.context import ApiContext, endpoint, json_response, no_content
+from strongroom.domain.errors import InvalidRequestError
+from strongroom.ports.repositories import AuditFilter
+from strongroom.ports.usecases.audit_trail import READ_AUDIT
+from strongroom.ports.usecases.workspaces import UPDATE_WORKSPACE
+
+
+@attrs.frozen
+class WorkspaceBody:
+    """``POST /v1/workspaces`` and ``PATCH /v1/workspaces/{wid}``."""
+
+    name: str
+
+
+@endpoint
+def list_workspaces(ctx: ApiContext) -> Response:
+    """The caller's memberships."""
+    caller = ctx.caller()
+    page = ctx.page()
+    result = ctx.facade.workspaces.memberships(caller, page)
+    return json_response(presenters.listing(result, presenters.member_workspace))
+
+
+@endpoint
+def create_workspace(ctx: ApiContext) -> Response:
+    """Create a workspace; the caller becomes its admin."""
+    caller = ctx.caller()
+    body = ctx.json(WorkspaceBody)
+    workspace = ctx.facade.workspaces.create(
+        caller, body.name, idempotency=ctx.idempotency(presenters.workspace)
+    )
+    return json_response(presenters.workspace(workspace), 201)
+
+
+@endpoint
+def get_workspace(ctx: ApiContext) -> Response:
+    """One workspace."""
+    caller = ctx.caller()
+    workspace = ctx.facade.workspaces.get(caller, ctx.path_id("wid"))
+    return json_response(presenters.workspace(workspace))
+
+
+@endpoint
+def patch_workspace(ctx: ApiContext) -> Response:
+    """Rename a workspace."""
+    caller = ctx.caller()
+    workspace_id = ctx.path_id("wid")
+    ctx.facade.access.authorize(
+        caller, UPDATE_WORKSPACE, workspace_id=workspace_id, target_id=workspace_id
+    )
+    body = ctx.json(WorkspaceBody)
+    workspace = ctx.facade.workspaces.rename(caller, workspace_id, body.name)
+    return json_response(presenters.workspace(workspace))
+
+
+@endpoint
+def delete_workspace(ctx: ApiContext) -> Response:
+    """Delete a workspace and everything of it."""
+    caller = ctx.caller()
+    ctx.facade.workspaces.delete(caller, ctx.path_id("wid"))
+    return no_content()
+
+
+@endpoint
+def get_quotas(ctx: ApiContext) -> Response:
+    """Effective limits and usage."""
+    caller = ctx.caller()
+    return json_response(
+        presenters.quotas(ctx.facade.workspaces.quotas(caller, ctx.path_id("wid")))
+    )
+
+
+def _audit_filter(ctx: ApiContext) -> AuditFilter:
+    query = ctx.request.query_params
+    actor_id = query.get("actor_id")
+    since = query.get("since")
+    try:
+        actor = None if actor_id is None else UUID(actor_id)
+    except ValueError as error:
+        raise InvalidRequestError("actor_id must be a UUID") from error
+    when = None
+    if since is not None:
+        try:
+            when = datetime.fromisoformat(since.replace("Z", "+00:00"))
+        except ValueError as error:
+            raise InvalidRequestError("since must be an RFC 3339 timestamp") from error
+        if when.tzinfo is None:
+            raise InvalidRequestError("since must carry a time zone (use Z for UTC)")
+    return AuditFilter(action=query.get("action") or None, actor_id=actor, since=when)
+
+
+@endpoint
+def list_audit(ctx: ApiContext) -> Response:
+    """The workspace's audit events, newest first; filters ``action``, ``actor_id``, ``since``."""
+    caller = ctx.caller()
+    workspace_id = ctx.path_id("wid")
+    ctx.facade.access.authorize(caller, READ_AUDIT, workspace_id=workspace_id)
+    filters = _audit_filter(ctx)
+    page = ctx.page()
+    events = ctx.facade.audit.events(caller, workspace_id, filters, page)
+    return json_response(presenters.listing(events, presenters.audit_event))
+
+
+routes = [
+    Route("/v1/workspaces", list_workspaces, methods=["GET"]),
+    Route("/v1/workspaces", create_workspace, methods=["POST"]),
+    Route("/v1/workspaces/{wid}", get_workspace, methods=["GET"]),
+    Route("/v1/workspaces/{wid}", patch_workspace, methods=["PATCH"]),
+    Route("/v1/workspaces/{wid}", delete_workspace, methods=["DELETE"]),
+    Route("/v1/workspaces/{wid}/quotas", get_quotas, methods=["GET"]),
+    Route("/v1/workspaces/{wid}/audit", list_audit, methods=["GET"]),
+]

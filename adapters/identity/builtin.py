@@ -1,0 +1,294 @@
+"""The built-in identity provider: local accounts (argon2 passwords) and the OAuth 2.0
+Device Authorization Grant (RFC 8628), stored through the unit of work.
+
+Device codes live 10 minutes; clients poll every 5 s (``slow_down`` adds 5 s and is only
+given to a client that polls sooner than its interval). Failed approvals are limited per
+user code (5, then the code is dead) and per email (10 per 15 minutes), never globally.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import timedelta
+from uuid import UUID
+
+import attrs
+from argon2 import PasswordHasher
+from argon2.exceptions import InvalidHashError, VerificationError
+
+from strongroom.domain.accounts import Account, DeviceGrant, GrantState
+from strongroom.domain.errors import InvalidRequestError, NotFoundError, UnauthenticatedError
+from strongroom.domain.names import clean_name
+from strongroom.domain.tokens import TokenKind, format_token, hash_token, token_kind
+from strongroom.ports.clock import Clock, IdGenerator
+from strongroom.ports.identity import CliConfig, Identity
+from strongroom.ports.unit_of_work import UnitOfWorkFactory
+
+CLIENT_ID = "strongroom-cli"
+DEVICE_CODE_LIFETIME = timedelta(minutes=10)
+ACCESS_TOKEN_LIFETIME = timedelta(minutes=10)
+POLL_INTERVAL = 5
+SLOW_DOWN_STEP = 5
+USER_CODE_ALPHABET = "BCDFGHJKLMNPQRSTVWXZ"  # RFC 8628 section 6.1: no vowels, no lookalikes
+MAX_FAILED_PER_CODE = 5
+MAX_FAILED_PER_EMAIL = 10
+FAILED_EMAIL_WINDOW = timedelta(minutes=15)
+MIN_PASSWORD_LENGTH = 8
+MAX_PASSWORD_LENGTH = 1024
+_EMAIL = re.compile(r"[^@\s]{1,64}@[^@\s]{1,253}")
+
+
+@attrs.frozen
+class DeviceAuthorization:
+    """The answer to a device authorization request (RFC 8628 section 3.2)."""
+
+    device_code: str
+    user_code: str
+    verification_uri: str
+    verification_uri_complete: str
+    expires_in: int
+    interval: int
+
+
+@attrs.frozen
+class AccessToken:
+    """The answer to a successful token request."""
+
+    access_token: str
+    expires_in: int
+    token_type: str = "Bearer"  # noqa: S105 (an OAuth token type, not a secret)
+
+
+class OAuthError(Exception):
+    """An RFC 8628 / RFC 6749 token-endpoint error (``authorization_pending``, ...)."""
+
+    def __init__(self, error: str, description: str) -> None:
+        super().__init__(error)
+        self.error = error
+        self.description = description
+
+
+def normalize_user_code(user_code: str) -> str:
+    """``bcdf-ghjk`` and ``BCDFGHJK`` both name the code shown as ``BCDF-GHJK``."""
+    return re.sub(r"[\s-]", "", user_code).upper()
+
+
+def display_user_code(code: str) -> str:
+    """The ``XXXX-XXXX`` form shown to people."""
+    return f"{code[:4]}-{code[4:]}"
+
+
+def check_email(email: str) -> str:
+    """A plausible email address, trimmed; ``invalid_request`` otherwise."""
+    email = email.strip()
+    if len(email) > 254 or not _EMAIL.fullmatch(email):
+        raise InvalidRequestError("email must be an email address")
+    return email
+
+
+def check_password(password: str) -> str:
+    """A password of 8 to 1024 characters."""
+    if not MIN_PASSWORD_LENGTH <= len(password) <= MAX_PASSWORD_LENGTH:
+        raise InvalidRequestError(
+            f"password must be {MIN_PASSWORD_LENGTH} to {MAX_PASSWORD_LENGTH} characters"
+        )
+    return password
+
+
+class BuiltinIdentityProvider:
+    """Local accounts and device-code sign-in; the default identity provider."""
+
+    def __init__(
+        self,
+        *,
+        uow: UnitOfWorkFactory,
+        clock: Clock,
+        ids: IdGenerator,
+        signup_enabled: bool = True,
+        hasher: PasswordHasher | None = None,
+    ) -> None:
+        self._uow = uow
+        self._clock = clock
+        self._ids = ids
+        self._hasher = hasher or PasswordHasher()
+        # Verified against when an email is unknown, so timing does not reveal accounts.
+        self._decoy_hash = self._hasher.hash("decoy password")
+        self.signup_enabled = signup_enabled
+
+    # The identity provider port.
+
+    def verify_access_token(self, token: str) -> Identity:
+        """The person behind one of this provider's access tokens."""
+        if token_kind(token) is not TokenKind.IDP_ACCESS:
+            raise UnauthenticatedError("not an access token of this identity provider")
+        now = self._clock.now()
+        with self._uow() as uow:
+            grant = uow.device_grants.get_by_access_token(hash_token(token))
+            account = (
+                None
+                if grant is None or grant.account_id is None
+                else (uow.accounts.get(grant.account_id))
+            )
+        if grant is None or account is None or grant.access_expires_at is None:
+            raise UnauthenticatedError("unknown access token")
+        if now >= grant.access_expires_at:
+            raise UnauthenticatedError("access token expired")
+        return Identity(subject=str(account.id), email=account.email, name=account.name)
+
+    def create_organization(self, name: str) -> str:
+        """Organizations of the built-in provider are identifiers only; nothing is stored."""
+        return f"org_{self._ids.new_id().hex}"
+
+    def delete_organization(self, org_id: str) -> None:
+        """Nothing is stored for an organization, so nothing is removed."""
+
+    def cli_config(self, base_url: str) -> CliConfig:
+        """Device-code endpoints under ``{base_url}/idp``."""
+        return CliConfig(
+            issuer=f"{base_url}/idp",
+            client_id=CLIENT_ID,
+            device_authorization_endpoint=f"{base_url}/idp/device/code",
+            token_endpoint=f"{base_url}/idp/token",
+            scopes=("openid", "profile", "email"),
+        )
+
+    # Accounts.
+
+    def sign_up(self, email: str, password: str, name: str) -> Account:
+        """Self-service registration (404 when sign-up is off)."""
+        if not self.signup_enabled:
+            raise NotFoundError("sign-up")
+        return self.add_account(email, password, name)
+
+    def add_account(self, email: str, password: str, name: str) -> Account:
+        """Register an account (operators may do so with sign-up off)."""
+        account = Account(
+            id=self._ids.new_id(),
+            email=check_email(email),
+            name=clean_name(name),
+            password_hash=self._hasher.hash(check_password(password)),
+            created_at=self._clock.now(),
+        )
+        with self._uow() as uow:
+            uow.accounts.add(account)
+            uow.commit()
+        return account
+
+    def _password_matches(self, account: Account | None, password: str) -> bool:
+        try:
+            return (
+                self._hasher.verify(
+                    account.password_hash if account else self._decoy_hash, password
+                )
+                and account is not None
+            )
+        except (VerificationError, InvalidHashError):
+            return False
+
+    # The device authorization grant.
+
+    def start_device_authorization(self, client_id: str, base_url: str) -> DeviceAuthorization:
+        """Issue a device code and a user code (RFC 8628 section 3.1)."""
+        if client_id != CLIENT_ID:
+            raise InvalidRequestError("unknown client_id")
+        now = self._clock.now()
+        device_code = format_token(TokenKind.DEVICE_CODE, self._ids.random_bytes(32))
+        user_code = "".join(
+            USER_CODE_ALPHABET[byte % len(USER_CODE_ALPHABET)] for byte in self._ids.random_bytes(8)
+        )
+        grant = DeviceGrant(
+            id=self._ids.new_id(),
+            device_code_hash=hash_token(device_code),
+            user_code=user_code,
+            client_id=client_id,
+            created_at=now,
+            expires_at=now + DEVICE_CODE_LIFETIME,
+            interval=POLL_INTERVAL,
+        )
+        with self._uow() as uow:
+            uow.device_grants.add(grant)
+            uow.commit()
+        shown = display_user_code(user_code)
+        return DeviceAuthorization(
+            device_code=device_code,
+            user_code=shown,
+            verification_uri=f"{base_url}/idp/device",
+            verification_uri_complete=f"{base_url}/idp/device?user_code={shown}",
+            expires_in=int(DEVICE_CODE_LIFETIME.total_seconds()),
+            interval=POLL_INTERVAL,
+        )
+
+    def decide(self, user_code: str, email: str, password: str, *, approve: bool) -> None:
+        """A person signs in and approves or denies a user code.
+
+        A wrong email or password counts against the code (5, then it is dead) and the
+        email (10 per 15 minutes); either limit refuses further attempts.
+        """
+        now = self._clock.now()
+        code = normalize_user_code(user_code)
+        with self._uow() as uow:
+            grant = uow.device_grants.get_by_user_code(code)
+            if grant is None or grant.is_expired(now) or grant.state is not GrantState.PENDING:
+                raise InvalidRequestError("unknown or expired code")
+            recent = uow.accounts.count_failed_logins(email, now - FAILED_EMAIL_WINDOW)
+            if recent >= MAX_FAILED_PER_EMAIL:
+                raise InvalidRequestError("too many failed attempts for this email; wait and retry")
+            account = uow.accounts.get_by_email(email.strip())
+            if not self._password_matches(account, password):
+                failed = grant.failed_approvals + 1
+                state = GrantState.DENIED if failed >= MAX_FAILED_PER_CODE else grant.state
+                uow.device_grants.update(attrs.evolve(grant, failed_approvals=failed, state=state))
+                uow.accounts.record_failed_login(email.strip(), now)
+                uow.commit()
+                raise InvalidRequestError("wrong email or password")
+            assert account is not None
+            decided = GrantState.APPROVED if approve else GrantState.DENIED
+            uow.device_grants.update(attrs.evolve(grant, state=decided, account_id=account.id))
+            uow.commit()
+
+    def exchange_device_code(self, device_code: str, client_id: str) -> AccessToken:
+        """The token request of RFC 8628 section 3.4; errors as OAuth error codes."""
+        now = self._clock.now()
+        with self._uow() as uow:
+            grant = uow.device_grants.get_by_device_code(hash_token(device_code))
+            if grant is None or grant.client_id != client_id:
+                raise OAuthError("invalid_grant", "unknown device code")
+            if grant.is_expired(now):
+                raise OAuthError("expired_token", "the device code has expired")
+            polled_too_soon = grant.last_polled_at is not None and (
+                now - grant.last_polled_at
+            ) < timedelta(seconds=grant.interval)
+            interval = grant.interval + SLOW_DOWN_STEP if polled_too_soon else grant.interval
+            polled = attrs.evolve(grant, last_polled_at=now, interval=interval)
+            if polled_too_soon:
+                uow.device_grants.update(polled)
+                uow.commit()
+                raise OAuthError("slow_down", f"poll at most every {interval} seconds")
+            result, updated = self._answer(polled)
+            uow.device_grants.update(updated)
+            uow.commit()
+        if isinstance(result, OAuthError):
+            raise result
+        return result
+
+    def _answer(self, grant: DeviceGrant) -> tuple[AccessToken | OAuthError, DeviceGrant]:
+        if grant.state is GrantState.PENDING:
+            return OAuthError("authorization_pending", "waiting for approval"), grant
+        if grant.state is GrantState.DENIED:
+            return OAuthError("access_denied", "the request was denied"), grant
+        if grant.state is GrantState.ISSUED:
+            return OAuthError("invalid_grant", "the device code was already used"), grant
+        token = format_token(TokenKind.IDP_ACCESS, self._ids.random_bytes(32))
+        issued = attrs.evolve(
+            grant,
+            state=GrantState.ISSUED,
+            access_token_hash=hash_token(token),
+            access_expires_at=self._clock.now() + ACCESS_TOKEN_LIFETIME,
+        )
+        return AccessToken(token, int(ACCESS_TOKEN_LIFETIME.total_seconds())), issued
+
+    def account_id(self, email: str) -> UUID | None:
+        """The id of the account with this email, if any."""
+        with self._uow() as uow:
+            account = uow.accounts.get_by_email(email)
+        return None if account is None else account.id

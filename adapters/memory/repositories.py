@@ -1,0 +1,362 @@
+"""In-memory repositories. They refuse what the SQL schema refuses: duplicate names,
+dangling references, updates of rows that do not exist."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from datetime import datetime
+from uuid import UUID
+
+from attrs import evolve
+
+from strongroom.adapters.memory.store import Transaction
+from strongroom.domain.accounts import Account, DeviceGrant
+from strongroom.domain.audit import AuditEvent
+from strongroom.domain.backups import Backup
+from strongroom.domain.errors import NameTakenError
+from strongroom.domain.names import name_key
+from strongroom.domain.pagination import K, Page, PageRequest, page_of, sort_key
+from strongroom.domain.permissions import BUILTIN_ROLES, Role
+from strongroom.domain.principals import Session
+from strongroom.domain.users import User
+from strongroom.domain.workspaces import Membership, MemberWorkspace, Workspace
+from strongroom.ports.repositories import (
+    AuditFilter,
+    IdempotencyKeyTakenError,
+    IdempotencyRecord,
+    IntegrityViolationError,
+    SessionGrant,
+)
+
+
+def keyset_page(items: Iterable[K], page: PageRequest) -> Page[K]:
+    """Newest-first keyset page of ``items``, as the SQL adapters' index scans give it."""
+    ordered = sorted(items, key=sort_key, reverse=True)
+    if page.after is not None:
+        after = (page.after.created_at, page.after.id)
+        ordered = [item for item in ordered if sort_key(item) < after]
+    return page_of(ordered[: page.limit + 1], page)
+
+
+def _require(present: bool, what: str) -> None:
+    if not present:
+        raise IntegrityViolationError(what)
+
+
+class _Repository:
+    table: str
+
+    def __init__(self, tx: Transaction) -> None:
+        self._tx = tx
+
+    def _replace(self, key: object, value: object) -> None:
+        _require(key in self._tx.read(self.table), f"update of a missing {self.table} row")
+        self._tx.write(self.table)[key] = value
+
+
+class MemoryWorkspaceRepository(_Repository):
+    """Workspaces."""
+
+    table = "workspaces"
+
+    def add(self, workspace: Workspace) -> None:
+        _require(workspace.created_by in self._tx.read("users"), "workspace creator exists")
+        self._tx.write(self.table)[workspace.id] = workspace
+
+    def get(self, workspace_id: UUID) -> Workspace | None:
+        found: Workspace | None = self._tx.read(self.table).get(workspace_id)
+        return found
+
+    def get_for_update(self, workspace_id: UUID) -> Workspace | None:
+        return self.get(workspace_id)
+
+    def update(self, workspace: Workspace) -> None:
+        self._replace(workspace.id, workspace)
+
+    def remove(self, workspace_id: UUID) -> None:
+        self._tx.write(self.table).pop(workspace_id, None)
+        for table, belongs in _WORKSPACE_CASCADE.items():
+            rows = self._tx.write(table)
+            for key in [key for key, row in rows.items() if belongs(key, row, workspace_id)]:
+                del rows[key]
+
+    def count_created_by(self, user_id: UUID) -> int:
+        return sum(1 for w in self._tx.read(self.table).values() if w.created_by == user_id)
+
+
+def _in_workspace(_key: object, row: object, workspace_id: UUID) -> bool:
+    return getattr(row, "workspace_id", None) == workspace_id
+
+
+def _keyed_by_workspace(key: object, _row: object, workspace_id: UUID) -> bool:
+    return isinstance(key, tuple) and key[0] == workspace_id
+
+
+def _worker_of(_key: object, row: object, workspace_id: UUID) -> bool:
+    return row == workspace_id
+
+
+# What deleting a workspace takes with it (the SQL schema's ON DELETE CASCADE).
+_WORKSPACE_CASCADE: dict[str, Callable[[object, object, UUID], bool]] = {
+    "memberships": _keyed_by_workspace,
+    "backups": _in_workspace,
+    "audit": _in_workspace,
+    "sessions": _in_workspace,
+    "workers": _worker_of,
+    "roles": _keyed_by_workspace,
+}
+
+
+class MemoryMembershipRepository(_Repository):
+    """Memberships, keyed by (workspace, user)."""
+
+    table = "memberships"
+
+    def add(self, membership: Membership) -> None:
+        _require(membership.workspace_id in self._tx.read("workspaces"), "workspace exists")
+        _require(membership.user_id in self._tx.read("users"), "user exists")
+        key = (membership.workspace_id, membership.user_id)
+        _require(key not in self._tx.read(self.table), "one membership per person")
+        self._tx.write(self.table)[key] = membership
+
+    def get(self, workspace_id: UUID, user_id: UUID) -> Membership | None:
+        found: Membership | None = self._tx.read(self.table).get((workspace_id, user_id))
+        return found
+
+    def list_for_user(self, user_id: UUID, page: PageRequest) -> Page[MemberWorkspace]:
+        workspaces = self._tx.read("workspaces")
+        mine = [
+            MemberWorkspace(workspaces[m.workspace_id], m.role)
+            for m in self._tx.read(self.table).values()
+            if m.user_id == user_id
+        ]
+        return keyset_page(mine, page)
+
+    def count(self, workspace_id: UUID) -> int:
+        return sum(1 for key in self._tx.read(self.table) if key[0] == workspace_id)
+
+
+class MemoryUserRepository(_Repository):
+    """People."""
+
+    table = "users"
+
+    def add(self, user: User) -> None:
+        taken = any(u.idp_subject == user.idp_subject for u in self._tx.read(self.table).values())
+        _require(not taken, "one user per identity subject")
+        self._tx.write(self.table)[user.id] = user
+
+    def get(self, user_id: UUID) -> User | None:
+        found: User | None = self._tx.read(self.table).get(user_id)
+        return found
+
+    def get_for_update(self, user_id: UUID) -> User | None:
+        return self.get(user_id)
+
+    def get_by_subject(self, subject: str) -> User | None:
+        return next(
+            (u for u in self._tx.read(self.table).values() if u.idp_subject == subject), None
+        )
+
+
+class MemorySessionRepository(_Repository):
+    """Sessions."""
+
+    table = "sessions"
+
+    def add(self, session: Session) -> None:
+        _require(session.user_id in self._tx.read("users"), "session user exists")
+        if session.workspace_id is not None:
+            _require(session.workspace_id in self._tx.read("workspaces"), "workspace exists")
+        self._tx.write(self.table)[session.id] = session
+
+    def find(self, token_hash: str) -> SessionGrant | None:
+        session = next(
+            (s for s in self._tx.read(self.table).values() if s.token_hash == token_hash), None
+        )
+        if session is None:
+            return None
+        user = self._tx.read("users")[session.user_id]
+        role = None
+        if session.workspace_id is not None:
+            membership = self._tx.read("memberships").get((session.workspace_id, user.id))
+            if membership is not None:
+                role = _role(self._tx, session.workspace_id, membership.role)
+        return SessionGrant(session, user, role)
+
+    def revoke(self, session_id: UUID, at: datetime) -> None:
+        session = self._tx.read(self.table).get(session_id)
+        if session is not None and session.revoked_at is None:
+            self._tx.write(self.table)[session_id] = evolve(session, revoked_at=at)
+
+
+def _role(tx: Transaction, workspace_id: UUID, slug: str) -> Role | None:
+    builtin = BUILTIN_ROLES.get(slug)
+    if builtin is not None:
+        return builtin
+    custom: Role | None = tx.read("roles").get((workspace_id, slug))
+    return custom
+
+
+class MemoryBackupRepository(_Repository):
+    """Backups; names are unique per workspace, case-insensitively."""
+
+    table = "backups"
+
+    def _ensure_name_free(self, backup: Backup) -> None:
+        for other in self._tx.read(self.table).values():
+            if (
+                other.workspace_id == backup.workspace_id
+                and other.id != backup.id
+                and name_key(other.name) == name_key(backup.name)
+            ):
+                raise NameTakenError(f"a backup named {backup.name!r} already exists")
+
+    def add(self, backup: Backup) -> None:
+        _require(backup.workspace_id in self._tx.read("workspaces"), "workspace exists")
+        _require(backup.id not in self._tx.read(self.table), "new backup id")
+        self._ensure_name_free(backup)
+        self._tx.write(self.table)[backup.id] = backup
+
+    def get(self, workspace_id: UUID, backup_id: UUID) -> Backup | None:
+        backup: Backup | None = self._tx.read(self.table).get(backup_id)
+        return backup if backup is not None and backup.workspace_id == workspace_id else None
+
+    def get_for_update(self, workspace_id: UUID, backup_id: UUID) -> Backup | None:
+        return self.get(workspace_id, backup_id)
+
+    def update(self, backup: Backup) -> None:
+        stored = self.get(backup.workspace_id, backup.id)
+        _require(stored is not None, "update of a missing backup")
+        self._ensure_name_free(backup)
+        self._tx.write(self.table)[backup.id] = backup
+
+    def remove(self, workspace_id: UUID, backup_id: UUID) -> None:
+        if self.get(workspace_id, backup_id) is not None:
+            del self._tx.write(self.table)[backup_id]
+
+    def list(self, workspace_id: UUID, page: PageRequest) -> Page[Backup]:
+        rows = self._tx.read(self.table).values()
+        return keyset_page((b for b in rows if b.workspace_id == workspace_id), page)
+
+    def count(self, workspace_id: UUID) -> int:
+        return sum(1 for b in self._tx.read(self.table).values() if b.workspace_id == workspace_id)
+
+
+class MemoryWorkerRepository(_Repository):
+    """Workers (worker id to workspace id until workers are managed through the API)."""
+
+    table = "workers"
+
+    def exists(self, workspace_id: UUID, worker_id: UUID) -> bool:
+        return bool(self._tx.read(self.table).get(worker_id) == workspace_id)
+
+
+class MemoryRoleRepository(_Repository):
+    """Custom roles, keyed by (workspace, slug)."""
+
+    table = "roles"
+
+    def get(self, workspace_id: UUID, slug: str) -> Role | None:
+        found: Role | None = self._tx.read(self.table).get((workspace_id, slug))
+        return found
+
+
+class MemoryAuditRepository(_Repository):
+    """The audit trail."""
+
+    table = "audit"
+
+    def add(self, event: AuditEvent) -> None:
+        _require(event.workspace_id in self._tx.read("workspaces"), "workspace exists")
+        self._tx.write(self.table)[event.id] = event
+
+    def list(self, workspace_id: UUID, filters: AuditFilter, page: PageRequest) -> Page[AuditEvent]:
+        def matches(event: AuditEvent) -> bool:
+            return (
+                event.workspace_id == workspace_id
+                and (filters.action is None or event.action == filters.action)
+                and (filters.actor_id is None or event.actor.id == filters.actor_id)
+                and (filters.since is None or event.occurred_at >= filters.since)
+            )
+
+        return keyset_page(filter(matches, self._tx.read(self.table).values()), page)
+
+
+class MemoryIdempotencyRepository(_Repository):
+    """Idempotency keys, unique per (scope, key)."""
+
+    table = "idempotency"
+
+    def reserve(self, record: IdempotencyRecord, expired_before: datetime) -> None:
+        key = (record.scope, record.key)
+        held: IdempotencyRecord | None = self._tx.read(self.table).get(key)
+        if held is not None and held.created_at >= expired_before:
+            raise IdempotencyKeyTakenError(record.key)
+        self._tx.write(self.table)[key] = record
+
+    def get(self, scope: str, key: str) -> IdempotencyRecord | None:
+        found: IdempotencyRecord | None = self._tx.read(self.table).get((scope, key))
+        return found
+
+    def complete(self, scope: str, key: str, status: int, body: str) -> None:
+        held = self.get(scope, key)
+        if held is None:
+            raise IntegrityViolationError("complete of an unreserved key")
+        self._tx.write(self.table)[(scope, key)] = evolve(held, status=status, body=body)
+
+
+class MemoryAccountRepository(_Repository):
+    """Local accounts; emails are unique case-insensitively."""
+
+    table = "accounts"
+
+    def add(self, account: Account) -> None:
+        if self.get_by_email(account.email) is not None:
+            raise NameTakenError("an account with this email already exists")
+        self._tx.write(self.table)[account.id] = account
+
+    def get(self, account_id: UUID) -> Account | None:
+        found: Account | None = self._tx.read(self.table).get(account_id)
+        return found
+
+    def get_by_email(self, email: str) -> Account | None:
+        wanted = email.casefold()
+        return next(
+            (a for a in self._tx.read(self.table).values() if a.email.casefold() == wanted), None
+        )
+
+    def record_failed_login(self, email: str, at: datetime) -> None:
+        failures = self._tx.write("failed_logins")
+        failures[(email.casefold(), at, len(failures))] = at
+
+    def count_failed_logins(self, email: str, since: datetime) -> int:
+        wanted = email.casefold()
+        return sum(
+            1 for (who, at, _n) in self._tx.read("failed_logins") if who == wanted and at >= since
+        )
+
+
+class MemoryDeviceGrantRepository(_Repository):
+    """Device-code grants."""
+
+    table = "device_grants"
+
+    def _find(self, match: Callable[[DeviceGrant], bool]) -> DeviceGrant | None:
+        found = [g for g in self._tx.read(self.table).values() if match(g)]
+        return max(found, key=lambda g: g.created_at) if found else None
+
+    def add(self, grant: DeviceGrant) -> None:
+        self._tx.write(self.table)[grant.id] = grant
+
+    def get_by_device_code(self, device_code_hash: str) -> DeviceGrant | None:
+        return self._find(lambda g: g.device_code_hash == device_code_hash)
+
+    def get_by_user_code(self, user_code: str) -> DeviceGrant | None:
+        return self._find(lambda g: g.user_code == user_code)
+
+    def get_by_access_token(self, access_token_hash: str) -> DeviceGrant | None:
+        return self._find(lambda g: g.access_token_hash == access_token_hash)
+
+    def update(self, grant: DeviceGrant) -> None:
+        self._replace(grant.id, grant)

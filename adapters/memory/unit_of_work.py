@@ -1,0 +1,74 @@
+"""The in-memory unit of work."""
+
+from __future__ import annotations
+
+from contextlib import AbstractContextManager
+from types import TracebackType
+from typing import Self
+
+from strongroom.adapters.memory import repositories as repos
+from strongroom.adapters.memory.store import MemoryStore, Transaction
+from strongroom.ports import repositories as ports
+
+
+class MemoryUnitOfWork:
+    """One serialisable transaction on a ``MemoryStore``; rolled back unless committed."""
+
+    workspaces: ports.WorkspaceRepository
+    memberships: ports.MembershipRepository
+    users: ports.UserRepository
+    sessions: ports.SessionRepository
+    backups: ports.BackupRepository
+    workers: ports.WorkerRepository
+    roles: ports.RoleRepository
+    audit: ports.AuditRepository
+    idempotency: ports.IdempotencyRepository
+    accounts: ports.AccountRepository
+    device_grants: ports.DeviceGrantRepository
+
+    def __init__(self, store: MemoryStore) -> None:
+        self._store = store
+        self._context: AbstractContextManager[Transaction] | None = None
+        self._tx: Transaction | None = None
+
+    def __enter__(self) -> Self:
+        self._context = self._store.transaction()
+        tx = self._tx = self._context.__enter__()
+        self.workspaces = repos.MemoryWorkspaceRepository(tx)
+        self.memberships = repos.MemoryMembershipRepository(tx)
+        self.users = repos.MemoryUserRepository(tx)
+        self.sessions = repos.MemorySessionRepository(tx)
+        self.backups = repos.MemoryBackupRepository(tx)
+        self.workers = repos.MemoryWorkerRepository(tx)
+        self.roles = repos.MemoryRoleRepository(tx)
+        self.audit = repos.MemoryAuditRepository(tx)
+        self.idempotency = repos.MemoryIdempotencyRepository(tx)
+        self.accounts = repos.MemoryAccountRepository(tx)
+        self.device_grants = repos.MemoryDeviceGrantRepository(tx)
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        if self._context is None or self._tx is None:
+            raise RuntimeError("exit of a unit of work that was not entered")
+        self._tx.rollback()
+        self._context.__exit__(exc_type, exc, traceback)
+        self._context = self._tx = None
+
+    def commit(self) -> None:
+        """Make this unit's changes visible to every later one."""
+        if self._tx is None:
+            raise RuntimeError("commit outside a unit of work")
+        self._tx.commit()
+
+    def ping(self) -> None:
+        """The in-memory store always answers."""
+
+
+def memory_uow_factory(store: MemoryStore) -> MemoryUnitOfWork:
+    """A unit of work on ``store`` (partially apply for a ``UnitOfWorkFactory``)."""
+    return MemoryUnitOfWork(store)

@@ -1,0 +1,336 @@
+"""The backup aggregate: kinds and their rules, activation, pausing, write-once retention."""
+
+from __future__ import annotations
+
+import zoneinfo
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from enum import Enum, StrEnum
+from typing import Literal
+from uuid import UUID
+
+import attrs
+from croniter import croniter
+
+from strongroom.domain.durations import Duration
+from strongroom.domain.errors import (
+    InvalidRequestError,
+    InvalidStateError,
+    LockExceedsExpiryError,
+    RetentionImmutableError,
+    ValidationFailedError,
+)
+
+
+class BackupKind(StrEnum):
+    """Who holds the source credentials: a local worker, the client (manual), or the service."""
+
+    LOCAL = "local"
+    MANUAL = "manual"
+    CLOUD = "cloud"
+
+
+class BackupState(StrEnum):
+    """A backup is a draft until its kind's configuration is complete."""
+
+    DRAFT = "draft"
+    ACTIVE = "active"
+
+
+class Unset(Enum):
+    """Marks a field a PATCH did not mention."""
+
+    UNSET = "unset"
+
+
+UNSET = Unset.UNSET
+
+
+@attrs.frozen
+class S3Source:
+    """An S3 bucket the service reads from (cloud backups)."""
+
+    endpoint: str
+    bucket: str
+    prefix: str | None = None
+    type: Literal["s3"] = "s3"
+
+
+@attrs.frozen
+class PostgresSource:
+    """A PostgreSQL database the service dumps (cloud backups)."""
+
+    host: str
+    port: int
+    database: str
+    type: Literal["postgres"] = "postgres"
+
+
+@attrs.frozen
+class UnsupportedSource:
+    """A source type this service does not offer; the kind rules always refuse it."""
+
+    type: str
+
+
+Source = S3Source | PostgresSource | UnsupportedSource
+
+# The credential fields each source type needs (contract section 10).
+CREDENTIAL_FIELDS: Mapping[str, frozenset[str]] = {
+    "s3": frozenset({"access_key_id", "secret_access_key"}),
+    "postgres": frozenset({"username", "password"}),
+}
+SOURCE_TYPES_BY_KIND: Mapping[BackupKind, frozenset[str]] = {
+    BackupKind.CLOUD: frozenset({"s3", "postgres"}),
+    BackupKind.LOCAL: frozenset(),
+    BackupKind.MANUAL: frozenset(),
+}
+
+
+@attrs.frozen
+class ServiceDestination:
+    """Artifacts go to the service's own storage (the default)."""
+
+    type: Literal["service"] = "service"
+
+
+@attrs.frozen
+class CustomerS3Destination:
+    """Artifacts go only to the customer's own bucket."""
+
+    endpoint: str
+    bucket: str
+    prefix: str | None = None
+    type: Literal["customer_s3"] = "customer_s3"
+
+
+Destination = ServiceDestination | CustomerS3Destination
+
+
+def _valid_cron(expression: str) -> str:
+    if len(expression.split()) != 5 or not croniter.is_valid(expression):
+        raise InvalidRequestError("schedule.cron must be a 5-field cron expression")
+    return expression
+
+
+def _valid_timezone(name: str) -> str:
+    try:
+        zoneinfo.ZoneInfo(name)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError) as error:
+        raise InvalidRequestError("schedule.timezone must be an IANA time zone name") from error
+    return name
+
+
+@attrs.frozen
+class Schedule:
+    """When a local or cloud backup runs: a 5-field cron expression in an IANA time zone."""
+
+    cron: str = attrs.field(converter=_valid_cron)
+    timezone: str = attrs.field(converter=_valid_timezone)
+
+    def next_after(self, moment: datetime) -> datetime:
+        """The first firing strictly after ``moment``, in UTC."""
+        local = moment.astimezone(zoneinfo.ZoneInfo(self.timezone))
+        following: datetime = croniter(self.cron, local).get_next(datetime)
+        return following.astimezone(UTC)
+
+
+@attrs.frozen
+class RetentionPolicy:
+    """How long artifacts are kept, and how long they cannot be removed by anyone."""
+
+    expire_after: Duration
+    lock_for: Duration
+
+    def __attrs_post_init__(self) -> None:
+        if self.expire_after.seconds <= 0:
+            raise InvalidRequestError("retention.expire_after must be longer than zero")
+
+    def ensure_lock_within_expiry(self) -> None:
+        """Refuse a lock longer than the expiry."""
+        if self.lock_for > self.expire_after:
+            raise LockExceedsExpiryError()
+
+
+@attrs.frozen
+class BackupChanges:
+    """A PATCH of a backup: every field not mentioned is ``UNSET``.
+
+    Secret fields arrive in the clear here so that their shape can be checked; the use case
+    seals them before they reach the aggregate.
+    """
+
+    name: str | Unset = UNSET
+    source: Source | Unset = UNSET
+    credentials: Mapping[str, str] | Unset = UNSET
+    schedule: Schedule | Unset | None = UNSET
+    worker_id: UUID | Unset = UNSET
+    retention: RetentionPolicy | Unset = UNSET
+    destination: Destination | Unset = UNSET
+    destination_credentials: Mapping[str, str] | Unset = UNSET
+
+    def mentioned(self) -> list[str]:
+        """Names of the fields this PATCH sets."""
+        return [
+            field.name
+            for field in attrs.fields(BackupChanges)
+            if getattr(self, field.name) is not UNSET
+        ]
+
+
+def _check_credential_fields(given: Mapping[str, str], source_type: str, field: str) -> None:
+    required = CREDENTIAL_FIELDS[source_type]
+    if set(given) != required:
+        raise ValidationFailedError(
+            f"{field} for an {source_type} source take exactly: {', '.join(sorted(required))}"
+        )
+
+
+@attrs.frozen
+class Backup:
+    """A named backup configuration of one kind in one workspace."""
+
+    id: UUID
+    workspace_id: UUID
+    name: str
+    kind: BackupKind
+    state: BackupState
+    paused: bool
+    created_at: datetime
+    updated_at: datetime
+    source: Source | None = None
+    sealed_credentials: bytes | None = None
+    schedule: Schedule | None = None
+    worker_id: UUID | None = None
+    retention: RetentionPolicy | None = None
+    destination: Destination = ServiceDestination()
+    sealed_destination_credentials: bytes | None = None
+    next_run_at: datetime | None = None
+
+    @classmethod
+    def draft(
+        cls, backup_id: UUID, workspace_id: UUID, name: str, kind: BackupKind, now: datetime
+    ) -> Backup:
+        """A new backup: a reserved id with a name and a kind, in state ``draft``."""
+        return cls(backup_id, workspace_id, name, kind, BackupState.DRAFT, False, now, now)
+
+    @property
+    def has_credentials(self) -> bool:
+        """Whether source credentials are stored (they are never returned)."""
+        return self.sealed_credentials is not None
+
+    def check_kind_rules(self, changes: BackupChanges, *, worker_exists: bool) -> None:
+        """Refuse with ``validation_failed`` what this backup's kind does not accept."""
+        kind = self.kind
+        if changes.worker_id is not UNSET:
+            if kind is not BackupKind.LOCAL:
+                raise ValidationFailedError(
+                    f"worker_id is allowed only on a local backup, not {kind}"
+                )
+            if not worker_exists:
+                raise ValidationFailedError("worker_id names no worker of this workspace")
+        for field in ("source", "credentials"):
+            if getattr(changes, field) is not UNSET and kind is not BackupKind.CLOUD:
+                raise ValidationFailedError(f"{field} is refused on a {kind} backup")
+        if changes.schedule is not UNSET and kind is BackupKind.MANUAL:
+            raise ValidationFailedError("schedule is refused on a manual backup")
+        source = self.source if changes.source is UNSET else changes.source
+        if changes.source is not UNSET and changes.source.type not in SOURCE_TYPES_BY_KIND[kind]:
+            raise ValidationFailedError(
+                f"source type {changes.source.type} is not offered for {kind}"
+            )
+        if changes.credentials is not UNSET:
+            if source is None:
+                raise ValidationFailedError("credentials need a source")
+            _check_credential_fields(changes.credentials, source.type, "credentials")
+        if (
+            changes.source is not UNSET
+            and changes.credentials is UNSET
+            and (self.source is not None and self.source.type != changes.source.type)
+        ):
+            raise ValidationFailedError("changing the source type needs new credentials")
+        self._check_destination_rules(changes)
+
+    def _check_destination_rules(self, changes: BackupChanges) -> None:
+        destination = self.destination if changes.destination is UNSET else changes.destination
+        if changes.destination_credentials is not UNSET:
+            if not isinstance(destination, CustomerS3Destination):
+                raise ValidationFailedError(
+                    "destination_credentials apply only to a customer_s3 destination"
+                )
+            _check_credential_fields(
+                changes.destination_credentials, "s3", "destination_credentials"
+            )
+        elif isinstance(changes.destination, CustomerS3Destination) and (
+            self.sealed_destination_credentials is None
+        ):
+            raise ValidationFailedError("a customer_s3 destination needs destination_credentials")
+
+    def apply(
+        self,
+        changes: BackupChanges,
+        now: datetime,
+        sealed_credentials: bytes | None = None,
+        sealed_destination_credentials: bytes | None = None,
+    ) -> Backup:
+        """The backup after a PATCH whose kind rules have been checked.
+
+        Retention is write-once: an identical policy is accepted, another is refused. The
+        backup becomes ``active`` in the PATCH that completes its kind's configuration.
+        """
+        updated = self
+        if changes.retention is not UNSET:
+            changes.retention.ensure_lock_within_expiry()
+            if self.retention is not None and self.retention != changes.retention:
+                raise RetentionImmutableError()
+            updated = attrs.evolve(updated, retention=changes.retention)
+        if changes.name is not UNSET:
+            updated = attrs.evolve(updated, name=changes.name)
+        if changes.source is not UNSET:
+            updated = attrs.evolve(updated, source=changes.source)
+        if changes.credentials is not UNSET:
+            updated = attrs.evolve(updated, sealed_credentials=sealed_credentials)
+        if changes.schedule is not UNSET:
+            updated = attrs.evolve(updated, schedule=changes.schedule)
+        if changes.worker_id is not UNSET:
+            updated = attrs.evolve(updated, worker_id=changes.worker_id)
+        if changes.destination is not UNSET:
+            updated = attrs.evolve(updated, destination=changes.destination)
+            if isinstance(changes.destination, ServiceDestination):
+                updated = attrs.evolve(updated, sealed_destination_credentials=None)
+        if changes.destination_credentials is not UNSET:
+            updated = attrs.evolve(
+                updated, sealed_destination_credentials=sealed_destination_credentials
+            )
+        if updated.state is BackupState.DRAFT and updated.is_complete():
+            updated = attrs.evolve(updated, state=BackupState.ACTIVE)
+        return updated.rescheduled(now) if updated != self else self
+
+    def is_complete(self) -> bool:
+        """Whether the kind's configuration is complete (the condition for ``active``)."""
+        if self.retention is None:
+            return False
+        if self.kind is BackupKind.CLOUD:
+            return self.source is not None and self.sealed_credentials is not None
+        if self.kind is BackupKind.LOCAL:
+            return self.worker_id is not None
+        return True
+
+    def paused_as(self, paused: bool, now: datetime) -> Backup:
+        """Pause or resume (both idempotent); a paused backup keeps its state."""
+        if paused == self.paused:
+            return self
+        return attrs.evolve(self, paused=paused).rescheduled(now)
+
+    def rescheduled(self, now: datetime) -> Backup:
+        """A copy touched at ``now`` with ``next_run_at`` recomputed."""
+        runs = self.state is BackupState.ACTIVE and not self.paused and self.schedule is not None
+        next_run = self.schedule.next_after(now) if runs and self.schedule else None
+        return attrs.evolve(self, updated_at=now, next_run_at=next_run)
+
+    def ensure_runnable(self) -> None:
+        """Refuse a new run of a draft or paused backup."""
+        if self.state is BackupState.DRAFT:
+            raise InvalidStateError("backup is a draft: complete its configuration first")
+        if self.paused:
+            raise InvalidStateError("backup is paused: resume it first")

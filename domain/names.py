@@ -1,0 +1,26 @@
+"""Names of workspaces, backups, workers, API keys and roles: trimmed, 1..100, no controls."""
+
+from __future__ import annotations
+
+import unicodedata
+
+from strongroom.domain.errors import InvalidRequestError
+
+MAX_NAME_LENGTH = 100
+
+
+def clean_name(raw: str, field: str = "name") -> str:
+    """Return ``raw`` trimmed, or refuse it when empty, too long or holding control characters."""
+    name = raw.strip()
+    if not 1 <= len(name) <= MAX_NAME_LENGTH:
+        raise InvalidRequestError(
+            f"{field} must be 1 to {MAX_NAME_LENGTH} characters after trimming"
+        )
+    if any(unicodedata.category(char) == "Cc" for char in name):
+        raise InvalidRequestError(f"{field} must not contain control characters")
+    return name
+
+
+def name_key(name: str) -> str:
+    """The case-insensitive form under which names are unique."""
+    return name.casefold()

@@ -1,0 +1,81 @@
+"""Workspaces (tenants) and memberships."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime
+from types import MappingProxyType
+from uuid import UUID
+
+import attrs
+
+from strongroom.domain.billing import BillingState
+from strongroom.domain.quotas import DEFAULT_LIMITS, QuotaResource
+
+
+def _frozen_limits(value: Mapping[QuotaResource, int]) -> Mapping[QuotaResource, int]:
+    return MappingProxyType(dict(value))
+
+
+@attrs.frozen
+class Workspace:
+    """A tenant: members, backups, quotas and billing all belong to exactly one workspace."""
+
+    id: UUID
+    name: str
+    idp_org_id: str
+    customer_id: str
+    storage_namespace: str
+    created_by: UUID
+    billing_state: BillingState
+    created_at: datetime
+    updated_at: datetime
+    quota_overrides: Mapping[QuotaResource, int] = attrs.field(
+        factory=dict, converter=_frozen_limits
+    )
+
+    def limit(self, resource: QuotaResource) -> int:
+        """The effective limit of ``resource``: an operator's override or the default."""
+        return self.quota_overrides.get(resource, DEFAULT_LIMITS[resource])
+
+    def renamed(self, name: str, at: datetime) -> Workspace:
+        """A copy with a new name."""
+        return attrs.evolve(self, name=name, updated_at=at)
+
+    def with_billing_state(self, state: BillingState, at: datetime) -> Workspace:
+        """A copy in another billing state."""
+        return attrs.evolve(self, billing_state=state, updated_at=at)
+
+    def with_limit(self, resource: QuotaResource, limit: int, at: datetime) -> Workspace:
+        """A copy with an operator's limit for ``resource``."""
+        overrides = dict(self.quota_overrides)
+        overrides[resource] = limit
+        return attrs.evolve(self, quota_overrides=overrides, updated_at=at)
+
+
+@attrs.frozen
+class Membership:
+    """A person's role in a workspace."""
+
+    workspace_id: UUID
+    user_id: UUID
+    role: str
+    joined_at: datetime
+
+
+@attrs.frozen
+class MemberWorkspace:
+    """A workspace as one of its members sees it in their list: with their role."""
+
+    workspace: Workspace
+    role: str
+
+    @property
+    def id(self) -> UUID:
+        """The workspace's id (keyset pagination)."""
+        return self.workspace.id
+
+    @property
+    def created_at(self) -> datetime:
+        """The workspace's creation time (keyset pagination)."""
+        return self.workspace.created_at

@@ -1,0 +1,60 @@
+"""The composition root: builds the facade from adapters, any of which a caller may replace.
+
+Nothing here runs at import time; nothing else imports this module.
+"""
+
+from __future__ import annotations
+
+import secrets
+from functools import partial
+
+from strongroom.adapters.identity.builtin import BuiltinIdentityProvider
+from strongroom.adapters.memory.services import MemoryBilling, MemoryNamespaces, OutboxMailer
+from strongroom.adapters.memory.store import MemoryStore
+from strongroom.adapters.memory.unit_of_work import MemoryUnitOfWork
+from strongroom.adapters.secrets import FernetSecretBox
+from strongroom.adapters.system import SecureIds, SystemClock
+from strongroom.ports.clock import Clock, IdGenerator
+from strongroom.ports.identity import IdentityProvider
+from strongroom.ports.mailer import Mailer
+from strongroom.ports.provisioning import Billing, StorageNamespaces
+from strongroom.ports.secrets import SecretBox
+from strongroom.ports.unit_of_work import UnitOfWorkFactory
+from strongroom.ports.usecases import Dependencies, Strongroom
+
+
+def bootstrap(
+    *,
+    uow: UnitOfWorkFactory | None = None,
+    clock: Clock | None = None,
+    ids: IdGenerator | None = None,
+    identity: IdentityProvider | None = None,
+    billing: Billing | None = None,
+    namespaces: StorageNamespaces | None = None,
+    mailer: Mailer | None = None,
+    secret_box: SecretBox | None = None,
+    secret_key: str | None = None,
+    signup_enabled: bool = True,
+) -> Strongroom:
+    """Build a ``Strongroom`` facade. Every argument left out gets the in-memory default.
+
+    With no identity provider given, the built-in one runs on the same unit of work; it is
+    then reachable as ``facade.deps.identity`` (the HTTP adapter mounts its ``/idp`` pages).
+    """
+    uow = uow or partial(MemoryUnitOfWork, MemoryStore())
+    clock = clock or SystemClock()
+    ids = ids or SecureIds()
+    identity = identity or BuiltinIdentityProvider(
+        uow=uow, clock=clock, ids=ids, signup_enabled=signup_enabled
+    )
+    deps = Dependencies(
+        uow=uow,
+        clock=clock,
+        ids=ids,
+        identity=identity,
+        billing=billing or MemoryBilling(),
+        namespaces=namespaces or MemoryNamespaces(),
+        mailer=mailer or OutboxMailer(),
+        secrets=secret_box or FernetSecretBox(secret_key or secrets.token_urlsafe(32)),
+    )
+    return Strongroom(deps)

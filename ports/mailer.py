@@ -1,0 +1,13 @@
+"""Outgoing mail (invitations)."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+
+class Mailer(Protocol):
+    """Delivers a message to one address."""
+
+    def send(self, to: str, subject: str, body: str) -> None:
+        """Send (or queue) a message."""
+        ...

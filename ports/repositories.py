@@ -1,0 +1,272 @@
+"""Repository ports. Every look-up of a workspace's object takes the workspace id, so that
+tenant scoping happens inside the query itself and never after it.
+
+Adapters raise ``NameTakenError`` for unique-name violations, ``IdempotencyKeyTakenError``
+when an Idempotency-Key is already reserved, and ``UpstreamUnavailableError`` when their
+store fails.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Protocol
+from uuid import UUID
+
+import attrs
+
+from strongroom.domain.accounts import Account, DeviceGrant
+from strongroom.domain.audit import AuditEvent
+from strongroom.domain.backups import Backup
+from strongroom.domain.pagination import Page, PageRequest
+from strongroom.domain.permissions import Role
+from strongroom.domain.principals import Session
+from strongroom.domain.users import User
+from strongroom.domain.workspaces import Membership, MemberWorkspace, Workspace
+
+
+class IdempotencyKeyTakenError(Exception):
+    """Another request already reserved this Idempotency-Key (port-level, never shown)."""
+
+
+class WorkspaceRepository(Protocol):
+    """Workspaces."""
+
+    def add(self, workspace: Workspace) -> None:
+        """Store a new workspace."""
+        ...
+
+    def get(self, workspace_id: UUID) -> Workspace | None:
+        """A workspace by id."""
+        ...
+
+    def get_for_update(self, workspace_id: UUID) -> Workspace | None:
+        """A workspace by id, locked until the unit of work ends (serialises quota checks)."""
+        ...
+
+    def update(self, workspace: Workspace) -> None:
+        """Store a changed workspace."""
+        ...
+
+    def remove(self, workspace_id: UUID) -> None:
+        """Delete a workspace and every record of it: members, backups, audit, credentials."""
+        ...
+
+    def count_created_by(self, user_id: UUID) -> int:
+        """How many existing workspaces ``user_id`` created."""
+        ...
+
+
+class MembershipRepository(Protocol):
+    """Who belongs to which workspace, with which role."""
+
+    def add(self, membership: Membership) -> None:
+        """Store a membership."""
+        ...
+
+    def get(self, workspace_id: UUID, user_id: UUID) -> Membership | None:
+        """One person's membership of a workspace."""
+        ...
+
+    def list_for_user(self, user_id: UUID, page: PageRequest) -> Page[MemberWorkspace]:
+        """The workspaces a person belongs to, newest workspace first."""
+        ...
+
+    def count(self, workspace_id: UUID) -> int:
+        """How many members a workspace has."""
+        ...
+
+
+class UserRepository(Protocol):
+    """People."""
+
+    def add(self, user: User) -> None:
+        """Store a new person."""
+        ...
+
+    def get(self, user_id: UUID) -> User | None:
+        """A person by id."""
+        ...
+
+    def get_for_update(self, user_id: UUID) -> User | None:
+        """A person by id, locked until the unit of work ends (serialises per-user quotas)."""
+        ...
+
+    def get_by_subject(self, subject: str) -> User | None:
+        """A person by their identity provider subject."""
+        ...
+
+
+@attrs.frozen
+class SessionGrant:
+    """A session with everything needed to authorise its requests, found in one look-up."""
+
+    session: Session
+    user: User
+    role: Role | None
+
+
+class SessionRepository(Protocol):
+    """People's sessions."""
+
+    def add(self, session: Session) -> None:
+        """Store a new session."""
+        ...
+
+    def find(self, token_hash: str) -> SessionGrant | None:
+        """The session with this token hash, its user and their role in its workspace."""
+        ...
+
+    def revoke(self, session_id: UUID, at: datetime) -> None:
+        """End a session."""
+        ...
+
+
+class BackupRepository(Protocol):
+    """Backups, always looked up inside one workspace."""
+
+    def add(self, backup: Backup) -> None:
+        """Store a new backup; ``NameTakenError`` if its name is used (case-insensitively)."""
+        ...
+
+    def get(self, workspace_id: UUID, backup_id: UUID) -> Backup | None:
+        """A backup of this workspace."""
+        ...
+
+    def get_for_update(self, workspace_id: UUID, backup_id: UUID) -> Backup | None:
+        """A backup of this workspace, locked until the unit of work ends."""
+        ...
+
+    def update(self, backup: Backup) -> None:
+        """Store a changed backup; ``NameTakenError`` if its new name is used."""
+        ...
+
+    def remove(self, workspace_id: UUID, backup_id: UUID) -> None:
+        """Delete a backup."""
+        ...
+
+    def list(self, workspace_id: UUID, page: PageRequest) -> Page[Backup]:
+        """A workspace's backups, newest first."""
+        ...
+
+    def count(self, workspace_id: UUID) -> int:
+        """How many backups a workspace has."""
+        ...
+
+
+class WorkerRepository(Protocol):
+    """Machine executors of local backups."""
+
+    def exists(self, workspace_id: UUID, worker_id: UUID) -> bool:
+        """Whether this workspace has this worker."""
+        ...
+
+
+class RoleRepository(Protocol):
+    """Custom roles of a workspace (built-in roles are constants of the domain)."""
+
+    def get(self, workspace_id: UUID, slug: str) -> Role | None:
+        """A custom role by slug."""
+        ...
+
+
+@attrs.frozen
+class AuditFilter:
+    """Optional filters of the audit list."""
+
+    action: str | None = None
+    actor_id: UUID | None = None
+    since: datetime | None = None
+
+
+class AuditRepository(Protocol):
+    """The audit trail."""
+
+    def add(self, event: AuditEvent) -> None:
+        """Record an event."""
+        ...
+
+    def list(self, workspace_id: UUID, filters: AuditFilter, page: PageRequest) -> Page[AuditEvent]:
+        """A workspace's events, newest first."""
+        ...
+
+
+@attrs.frozen
+class IdempotencyRecord:
+    """A reserved Idempotency-Key and, once the request succeeded, its response."""
+
+    scope: str
+    key: str
+    fingerprint: str
+    created_at: datetime
+    status: int | None = None
+    body: str | None = None
+
+
+class IdempotencyRepository(Protocol):
+    """Idempotency keys, stored in the same transaction as what they create."""
+
+    def reserve(self, record: IdempotencyRecord, expired_before: datetime) -> None:
+        """Reserve a key; ``IdempotencyKeyTakenError`` if a record newer than
+        ``expired_before`` holds it (an older one is replaced)."""
+        ...
+
+    def get(self, scope: str, key: str) -> IdempotencyRecord | None:
+        """A reserved key."""
+        ...
+
+    def complete(self, scope: str, key: str, status: int, body: str) -> None:
+        """Attach the response to a reserved key."""
+        ...
+
+
+class AccountRepository(Protocol):
+    """Local accounts of the built-in identity provider."""
+
+    def add(self, account: Account) -> None:
+        """Store an account; ``NameTakenError`` if the email is taken (case-insensitively)."""
+        ...
+
+    def get(self, account_id: UUID) -> Account | None:
+        """An account by id."""
+        ...
+
+    def get_by_email(self, email: str) -> Account | None:
+        """An account by email, case-insensitively."""
+        ...
+
+    def record_failed_login(self, email: str, at: datetime) -> None:
+        """Remember a failed approval for rate limiting."""
+        ...
+
+    def count_failed_logins(self, email: str, since: datetime) -> int:
+        """Failed approvals for ``email`` since ``since``."""
+        ...
+
+
+class DeviceGrantRepository(Protocol):
+    """Device-code grants of the built-in identity provider."""
+
+    def add(self, grant: DeviceGrant) -> None:
+        """Store a new grant."""
+        ...
+
+    def get_by_device_code(self, device_code_hash: str) -> DeviceGrant | None:
+        """A grant by the hash of its device code."""
+        ...
+
+    def get_by_user_code(self, user_code: str) -> DeviceGrant | None:
+        """The newest grant with this user code."""
+        ...
+
+    def get_by_access_token(self, access_token_hash: str) -> DeviceGrant | None:
+        """The grant that issued this access token."""
+        ...
+
+    def update(self, grant: DeviceGrant) -> None:
+        """Store a changed grant."""
+        ...
+
+
+class IntegrityViolationError(Exception):
+    """A write broke a constraint that no use case should ever break (a bug, not a refusal):
+    a missing referenced row, or an update of a row that does not exist."""

@@ -1,0 +1,64 @@
+"""The unit of work: one transaction around one use case; it rolls back unless committed."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from types import TracebackType
+from typing import Protocol, Self
+
+from strongroom.ports.repositories import (
+    AccountRepository,
+    AuditRepository,
+    BackupRepository,
+    DeviceGrantRepository,
+    IdempotencyRepository,
+    MembershipRepository,
+    RoleRepository,
+    SessionRepository,
+    UserRepository,
+    WorkerRepository,
+    WorkspaceRepository,
+)
+
+
+class UnitOfWork(Protocol):
+    """Repositories that share one transaction.
+
+    Use as a context manager; leaving it without ``commit()`` rolls every change back.
+    """
+
+    workspaces: WorkspaceRepository
+    memberships: MembershipRepository
+    users: UserRepository
+    sessions: SessionRepository
+    backups: BackupRepository
+    workers: WorkerRepository
+    roles: RoleRepository
+    audit: AuditRepository
+    idempotency: IdempotencyRepository
+    accounts: AccountRepository
+    device_grants: DeviceGrantRepository
+
+    def __enter__(self) -> Self:
+        """Begin the transaction."""
+        ...
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        """Roll back whatever was not committed and release the transaction."""
+        ...
+
+    def commit(self) -> None:
+        """Make the changes durable."""
+        ...
+
+    def ping(self) -> None:
+        """Raise ``UpstreamUnavailableError`` when the store does not answer (readiness)."""
+        ...
+
+
+UnitOfWorkFactory = Callable[[], UnitOfWork]

@@ -1,0 +1,31 @@
+"""Reading a workspace's audit trail."""
+
+from __future__ import annotations
+
+from uuid import UUID
+
+from strongroom.domain.audit import AuditEvent
+from strongroom.domain.pagination import Page, PageRequest
+from strongroom.domain.permissions import Permission
+from strongroom.domain.principals import Caller
+from strongroom.ports.repositories import AuditFilter
+from strongroom.ports.usecases.access import Access, Requirement
+from strongroom.ports.usecases.dependencies import Dependencies
+
+READ_AUDIT = Requirement((Permission.AUDIT_READ,))
+
+
+class AuditTrail:
+    """Reading a workspace's audit trail."""
+
+    def __init__(self, deps: Dependencies, access: Access) -> None:
+        self._deps = deps
+        self._access = access
+
+    def events(
+        self, caller: Caller, workspace_id: UUID, filters: AuditFilter, page: PageRequest
+    ) -> Page[AuditEvent]:
+        """The workspace's events, newest first, optionally filtered."""
+        self._access.authorize(caller, READ_AUDIT, workspace_id=workspace_id)
+        with self._deps.uow() as uow:
+            return uow.audit.list(workspace_id, filters, page)

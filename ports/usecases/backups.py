@@ -1,0 +1,208 @@
+"""Backup use cases: create, list, read, change, pause, resume, delete."""
+
+from __future__ import annotations
+
+from uuid import UUID
+
+import attrs
+
+from strongroom.domain.audit import JsonValue, diff
+from strongroom.domain.backups import UNSET, Backup, BackupChanges, BackupKind
+from strongroom.domain.billing import GatedOperation, ensure_allowed
+from strongroom.domain.errors import NotFoundError
+from strongroom.domain.names import clean_name
+from strongroom.domain.pagination import Page, PageRequest
+from strongroom.domain.permissions import Permission
+from strongroom.domain.principals import Caller
+from strongroom.domain.quotas import QuotaResource, ensure_room
+from strongroom.domain.workspaces import Workspace
+from strongroom.ports.unit_of_work import UnitOfWork
+from strongroom.ports.usecases.access import Access, Requirement
+from strongroom.ports.usecases.dependencies import Dependencies
+from strongroom.ports.usecases.idempotency import IdempotencyKey, run_idempotent
+from strongroom.ports.usecases.recording import record_by_caller
+
+READ_BACKUPS = Requirement((Permission.BACKUPS_READ,))
+CREATE_BACKUP = Requirement((Permission.BACKUPS_WRITE,), "backup.create")
+UPDATE_BACKUP = Requirement((Permission.BACKUPS_WRITE,), "backup.update")
+PAUSE_BACKUP = Requirement((Permission.BACKUPS_WRITE,), "backup.pause")
+RESUME_BACKUP = Requirement((Permission.BACKUPS_WRITE,), "backup.resume")
+DELETE_BACKUP = Requirement((Permission.BACKUPS_WRITE,), "backup.delete")
+
+
+def audit_snapshot(backup: Backup) -> dict[str, JsonValue]:
+    """What the audit trail shows of a backup: its public fields, never a secret."""
+    retention = backup.retention
+    return {
+        "name": backup.name,
+        "state": backup.state.value,
+        "paused": backup.paused,
+        "source": None if backup.source is None else backup.source.type,
+        "has_credentials": backup.has_credentials,
+        "schedule": None
+        if backup.schedule is None
+        else f"{backup.schedule.cron} ({backup.schedule.timezone})",
+        "worker_id": None if backup.worker_id is None else str(backup.worker_id),
+        "retention": None
+        if retention is None
+        else f"expire_after={retention.expire_after} lock_for={retention.lock_for}",
+        "destination": backup.destination.type,
+    }
+
+
+class Backups:
+    """Backup use cases; every look-up is scoped to the caller's workspace."""
+
+    def __init__(self, deps: Dependencies, access: Access) -> None:
+        self._deps = deps
+        self._access = access
+
+    def create(
+        self,
+        caller: Caller,
+        workspace_id: UUID,
+        name: str,
+        kind: BackupKind,
+        idempotency: IdempotencyKey[Backup] | None = None,
+    ) -> Backup:
+        """Reserve a new backup in state ``draft``."""
+        self._access.authorize(caller, CREATE_BACKUP, workspace_id=workspace_id)
+        name = clean_name(name)
+        now = self._deps.clock.now()
+
+        def store(uow: UnitOfWork) -> Backup:
+            workspace = _workspace_for_update(uow, workspace_id)
+            ensure_allowed(workspace.billing_state, GatedOperation.CONFIG_WRITE)
+            resource = QuotaResource.BACKUPS_PER_WORKSPACE
+            ensure_room(resource, workspace.limit(resource), uow.backups.count(workspace_id))
+            backup = Backup.draft(self._deps.ids.new_id(), workspace_id, name, kind, now)
+            uow.backups.add(backup)
+            record_by_caller(
+                self._deps,
+                uow,
+                caller,
+                workspace_id,
+                "backup.create",
+                backup.id,
+                diff({}, audit_snapshot(backup)),
+            )
+            return backup
+
+        return run_idempotent(self._deps.uow, caller, idempotency, now, store)
+
+    def list_in(self, caller: Caller, workspace_id: UUID, page: PageRequest) -> Page[Backup]:
+        """A workspace's backups, newest first."""
+        self._access.authorize(caller, READ_BACKUPS, workspace_id=workspace_id)
+        with self._deps.uow() as uow:
+            return uow.backups.list(workspace_id, page)
+
+    def get(self, caller: Caller, backup_id: UUID) -> Backup:
+        """One backup of the caller's workspace."""
+        workspace_id = self._access.authorize(caller, READ_BACKUPS)
+        with self._deps.uow() as uow:
+            return _existing(uow.backups.get(workspace_id, backup_id))
+
+    def update(self, caller: Caller, backup_id: UUID, changes: BackupChanges) -> Backup:
+        """Change a backup; it becomes ``active`` once its kind's configuration is complete."""
+        workspace_id = self._access.authorize(caller, UPDATE_BACKUP, target_id=backup_id)
+        if changes.name is not UNSET:
+            changes = _with_name(changes, clean_name(changes.name))
+        with self._deps.uow() as uow:
+            backup = _existing(uow.backups.get_for_update(workspace_id, backup_id))
+            worker_exists = changes.worker_id is not UNSET and uow.workers.exists(
+                workspace_id, changes.worker_id
+            )
+            backup.check_kind_rules(changes, worker_exists=worker_exists)
+            workspace = _workspace_for_update(uow, workspace_id)
+            ensure_allowed(workspace.billing_state, GatedOperation.CONFIG_WRITE)
+            secrets = self._deps.secrets
+            updated = backup.apply(
+                changes,
+                self._deps.clock.now(),
+                sealed_credentials=None
+                if changes.credentials is UNSET
+                else secrets.seal(changes.credentials),
+                sealed_destination_credentials=None
+                if changes.destination_credentials is UNSET
+                else secrets.seal(changes.destination_credentials),
+            )
+            if updated is not backup:
+                uow.backups.update(updated)
+            record_by_caller(
+                self._deps,
+                uow,
+                caller,
+                workspace_id,
+                "backup.update",
+                backup_id,
+                diff(audit_snapshot(backup), audit_snapshot(updated)),
+            )
+            uow.commit()
+        return updated
+
+    def pause(self, caller: Caller, backup_id: UUID) -> Backup:
+        """Stop scheduling a backup (idempotent); it keeps its state."""
+        return self._set_paused(caller, backup_id, paused=True)
+
+    def resume(self, caller: Caller, backup_id: UUID) -> Backup:
+        """Resume scheduling a backup (idempotent)."""
+        return self._set_paused(caller, backup_id, paused=False)
+
+    def _set_paused(self, caller: Caller, backup_id: UUID, *, paused: bool) -> Backup:
+        requirement = PAUSE_BACKUP if paused else RESUME_BACKUP
+        workspace_id = self._access.authorize(caller, requirement, target_id=backup_id)
+        with self._deps.uow() as uow:
+            backup = _existing(uow.backups.get_for_update(workspace_id, backup_id))
+            workspace = _workspace_for_update(uow, workspace_id)
+            ensure_allowed(workspace.billing_state, GatedOperation.CONFIG_WRITE)
+            updated = backup.paused_as(paused, self._deps.clock.now())
+            if updated is not backup:
+                uow.backups.update(updated)
+            action = "backup.pause" if paused else "backup.resume"
+            record_by_caller(
+                self._deps,
+                uow,
+                caller,
+                workspace_id,
+                action,
+                backup_id,
+                diff(audit_snapshot(backup), audit_snapshot(updated)),
+            )
+            uow.commit()
+        return updated
+
+    def delete(self, caller: Caller, backup_id: UUID) -> None:
+        """Delete a backup."""
+        workspace_id = self._access.authorize(caller, DELETE_BACKUP, target_id=backup_id)
+        with self._deps.uow() as uow:
+            backup = _existing(uow.backups.get_for_update(workspace_id, backup_id))
+            workspace = _workspace_for_update(uow, workspace_id)
+            ensure_allowed(workspace.billing_state, GatedOperation.CONFIG_WRITE)
+            uow.backups.remove(workspace_id, backup_id)
+            record_by_caller(
+                self._deps,
+                uow,
+                caller,
+                workspace_id,
+                "backup.delete",
+                backup_id,
+                diff(audit_snapshot(backup), {}),
+            )
+            uow.commit()
+
+
+def _existing(backup: Backup | None) -> Backup:
+    if backup is None:
+        raise NotFoundError("backup")
+    return backup
+
+
+def _workspace_for_update(uow: UnitOfWork, workspace_id: UUID) -> Workspace:
+    workspace = uow.workspaces.get_for_update(workspace_id)
+    if workspace is None:
+        raise NotFoundError("workspace")
+    return workspace
+
+
+def _with_name(changes: BackupChanges, name: str) -> BackupChanges:
+    return attrs.evolve(changes, name=name)

@@ -1,0 +1,29 @@
+"""Everything the use cases need from the outside, as driven ports."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import attrs
+
+from strongroom.ports.clock import Clock, IdGenerator
+from strongroom.ports.identity import IdentityProvider
+from strongroom.ports.mailer import Mailer
+from strongroom.ports.provisioning import Billing, StorageNamespaces
+from strongroom.ports.secrets import SecretBox
+from strongroom.ports.unit_of_work import UnitOfWorkFactory
+
+
+@attrs.frozen
+class Dependencies:
+    """The driven ports one ``Strongroom`` facade runs on."""
+
+    uow: UnitOfWorkFactory
+    clock: Clock
+    ids: IdGenerator
+    identity: IdentityProvider
+    billing: Billing
+    namespaces: StorageNamespaces
+    mailer: Mailer
+    secrets: SecretBox
+    session_ttl: timedelta = timedelta(days=7)

@@ -1,0 +1,51 @@
+"""The driving port: the one application service that HTTP, CLI, worker and embedders call."""
+
+from __future__ import annotations
+
+from strongroom.domain.permissions import DESCRIPTIONS, Permission
+from strongroom.ports.usecases.access import Access
+from strongroom.ports.usecases.audit_trail import AuditTrail
+from strongroom.ports.usecases.backups import Backups
+from strongroom.ports.usecases.dependencies import Dependencies
+from strongroom.ports.usecases.sessions import Sessions
+from strongroom.ports.usecases.workspaces import Workspaces
+
+
+class Strongroom:
+    """Every use case of the service, grouped by resource.
+
+    Build one with ``strongroom.entrypoints.bootstrap.bootstrap()``; every method that acts
+    for someone takes the authenticated ``Caller`` that ``access.authenticate`` returns.
+    """
+
+    def __init__(self, deps: Dependencies) -> None:
+        self.deps = deps
+        self.access = Access(deps)
+        self.sessions = Sessions(deps)
+        self.workspaces = Workspaces(deps, self.access)
+        self.backups = Backups(deps, self.access)
+        self.audit = AuditTrail(deps, self.access)
+
+    @staticmethod
+    def permission_catalog() -> list[tuple[Permission, str]]:
+        """Every permission slug with its description, in catalog order."""
+        return [(permission, DESCRIPTIONS[permission]) for permission in Permission]
+
+    def check_ready(self) -> dict[str, str]:
+        """Ask the database and object storage whether they answer: ``ok`` or ``unavailable``."""
+        checks: dict[str, str] = {}
+        for name, probe in (
+            ("database", self._ping_database),
+            ("storage", self.deps.namespaces.ping),
+        ):
+            try:
+                probe()
+            except Exception:
+                checks[name] = "unavailable"
+            else:
+                checks[name] = "ok"
+        return checks
+
+    def _ping_database(self) -> None:
+        with self.deps.uow() as uow:
+            uow.ping()

@@ -1,0 +1,121 @@
+"""Idempotency-Key support for creating operations (contract section 8).
+
+The key is reserved inside the transaction that creates, and the response is stored in
+that same transaction, so a key either maps to exactly one committed creation or to
+nothing. A concurrent request with the same key waits on the reservation (in SQL, on the
+unique index) and then replays the first response.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime, timedelta
+from typing import Generic, TypeVar
+
+import attrs
+
+from strongroom.domain.errors import IdempotencyConflictError, InvalidRequestError
+from strongroom.domain.principals import Caller
+from strongroom.ports.repositories import IdempotencyKeyTakenError, IdempotencyRecord
+from strongroom.ports.unit_of_work import UnitOfWork, UnitOfWorkFactory
+
+T = TypeVar("T")
+
+KEY_LIFETIME = timedelta(hours=24)
+MAX_KEY_LENGTH = 255
+
+
+@attrs.frozen
+class IdempotencyKey(Generic[T]):
+    """A client's Idempotency-Key for one creating request.
+
+    ``route`` and ``fingerprint`` (a digest of the request body) tell a replay from a reuse;
+    ``render`` turns the created object into the response body a replay returns.
+    """
+
+    key: str
+    route: str
+    fingerprint: str
+    render: Callable[[T], str]
+    status: int = 201
+
+    def __attrs_post_init__(self) -> None:
+        if not 1 <= len(self.key) <= MAX_KEY_LENGTH:
+            raise InvalidRequestError(f"Idempotency-Key must be 1 to {MAX_KEY_LENGTH} characters")
+
+
+class IdempotentReplayError(Exception):
+    """Carries the stored response of the first request with the same key and body."""
+
+    def __init__(self, status: int, body: str) -> None:
+        super().__init__("idempotent replay")
+        self.status = status
+        self.body = body
+
+
+def _scope(caller: Caller | None, route: str) -> str:
+    who = "anonymous" if caller is None else f"{caller.actor.type}:{caller.actor.id}"
+    return f"{who} {route}"
+
+
+def replay_if_known(
+    uow_factory: UnitOfWorkFactory, caller: Caller | None, key: IdempotencyKey[T] | None
+) -> None:
+    """Raise the replay (or the conflict) if this key already completed a request."""
+    if key is None:
+        return
+    with uow_factory() as uow:
+        record = uow.idempotency.get(_scope(caller, key.route), key.key)
+    _raise_for(record, key)
+
+
+def _raise_for(record: IdempotencyRecord | None, key: IdempotencyKey[T]) -> None:
+    if record is None or record.status is None or record.body is None:
+        return
+    if record.fingerprint != key.fingerprint:
+        raise IdempotencyConflictError()
+    raise IdempotentReplayError(record.status, record.body)
+
+
+def reserve(
+    uow: UnitOfWork, caller: Caller | None, key: IdempotencyKey[T] | None, now: datetime
+) -> bool:
+    """Reserve the key in ``uow``; False if another committed request holds it."""
+    if key is None:
+        return True
+    record = IdempotencyRecord(_scope(caller, key.route), key.key, key.fingerprint, now)
+    try:
+        uow.idempotency.reserve(record, expired_before=now - KEY_LIFETIME)
+    except IdempotencyKeyTakenError:
+        return False
+    return True
+
+
+def complete(
+    uow: UnitOfWork, caller: Caller | None, key: IdempotencyKey[T] | None, result: T
+) -> None:
+    """Store the response of the reserved key in ``uow``."""
+    if key is not None:
+        uow.idempotency.complete(_scope(caller, key.route), key.key, key.status, key.render(result))
+
+
+def run_idempotent(
+    uow_factory: UnitOfWorkFactory,
+    caller: Caller | None,
+    key: IdempotencyKey[T] | None,
+    now: datetime,
+    create: Callable[[UnitOfWork], T],
+) -> T:
+    """Run ``create`` in one unit of work that also reserves and completes ``key``.
+
+    ``create`` must not commit; this commits once everything is recorded.
+    """
+    replay_if_known(uow_factory, caller, key)
+    with uow_factory() as uow:
+        if reserve(uow, caller, key, now):
+            result = create(uow)
+            complete(uow, caller, key, result)
+            uow.commit()
+            return result
+    replay_if_known(uow_factory, caller, key)
+    raise IdempotencyConflictError()

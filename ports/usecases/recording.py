@@ -1,0 +1,86 @@
+"""Writing audit events in the unit of work of the change they record."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from uuid import UUID
+
+from strongroom.domain.audit import AuditEvent, Change, Outcome
+from strongroom.domain.principals import SYSTEM_ACTOR, Actor, Caller
+from strongroom.ports.unit_of_work import UnitOfWork
+from strongroom.ports.usecases.dependencies import Dependencies
+
+
+def record(
+    deps: Dependencies,
+    uow: UnitOfWork,
+    *,
+    workspace_id: UUID,
+    actor: Actor,
+    action: str,
+    target_type: str,
+    target_id: UUID | str | None,
+    request_id: str | None,
+    changes: Mapping[str, Change] | None = None,
+    outcome: Outcome = Outcome.SUCCESS,
+) -> None:
+    """Add an audit event to the unit of work (so it commits with the change it records)."""
+    uow.audit.add(
+        AuditEvent(
+            id=deps.ids.new_id(),
+            workspace_id=workspace_id,
+            occurred_at=deps.clock.now(),
+            actor=actor,
+            action=action,
+            target_type=target_type,
+            target_id=None if target_id is None else str(target_id),
+            request_id=request_id,
+            outcome=outcome,
+            changes=changes,
+        )
+    )
+
+
+def record_by_caller(
+    deps: Dependencies,
+    uow: UnitOfWork,
+    caller: Caller,
+    workspace_id: UUID,
+    action: str,
+    target_id: UUID | str | None,
+    changes: Mapping[str, Change] | None = None,
+) -> None:
+    """Audit a successful mutation by ``caller``; the target type is the action's resource."""
+    record(
+        deps,
+        uow,
+        workspace_id=workspace_id,
+        actor=caller.actor,
+        action=action,
+        target_type=action.partition(".")[0],
+        target_id=target_id,
+        request_id=caller.request_id,
+        changes=changes,
+    )
+
+
+def record_by_system(
+    deps: Dependencies,
+    uow: UnitOfWork,
+    workspace_id: UUID,
+    action: str,
+    target_id: UUID | str | None,
+    changes: Mapping[str, Change] | None = None,
+) -> None:
+    """Audit an operator's or a job's change, made by the ``system`` actor."""
+    record(
+        deps,
+        uow,
+        workspace_id=workspace_id,
+        actor=SYSTEM_ACTOR,
+        action=action,
+        target_type=action.partition(".")[0],
+        target_id=target_id,
+        request_id=None,
+        changes=changes,
+    )

@@ -1,0 +1,108 @@
+"""Signing in, switching workspace, signing out, and who am I."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from uuid import UUID
+
+import attrs
+
+from strongroom.domain.errors import ForbiddenError, NotFoundError
+from strongroom.domain.principals import Caller, Session
+from strongroom.domain.tokens import TokenKind, format_token, hash_token
+from strongroom.domain.users import User
+from strongroom.ports.unit_of_work import UnitOfWork
+from strongroom.ports.usecases.dependencies import Dependencies
+from strongroom.ports.usecases.idempotency import IdempotencyKey, run_idempotent
+from strongroom.ports.usecases.recording import record_by_caller
+
+
+@attrs.frozen
+class IssuedSession:
+    """A new session and its token (shown only once)."""
+
+    token: str
+    session: Session
+    user: User
+
+    @property
+    def expires_at(self) -> datetime:
+        """When the session ends."""
+        return self.session.expires_at
+
+    @property
+    def workspace_id(self) -> UUID | None:
+        """The workspace the session is scoped to."""
+        return self.session.workspace_id
+
+
+class Sessions:
+    """People's sessions."""
+
+    def __init__(self, deps: Dependencies) -> None:
+        self._deps = deps
+
+    def sign_in(
+        self, idp_access_token: str, idempotency: IdempotencyKey[IssuedSession] | None = None
+    ) -> IssuedSession:
+        """Exchange an identity provider's access token for an unscoped session."""
+        identity = self._deps.identity.verify_access_token(idp_access_token)
+        now = self._deps.clock.now()
+
+        def create(uow: UnitOfWork) -> IssuedSession:
+            user = uow.users.get_by_subject(identity.subject)
+            if user is None:
+                user = User(
+                    self._deps.ids.new_id(), identity.email, identity.name, identity.subject, now
+                )
+                uow.users.add(user)
+            return self._issue(uow, user, None, now)
+
+        return run_idempotent(self._deps.uow, None, idempotency, now, create)
+
+    def _issue(
+        self, uow: UnitOfWork, user: User, workspace_id: UUID | None, now: datetime
+    ) -> IssuedSession:
+        token = format_token(TokenKind.SESSION, self._deps.ids.random_bytes(32))
+        session = Session(
+            self._deps.ids.new_id(),
+            hash_token(token),
+            user.id,
+            workspace_id,
+            now,
+            now + self._deps.session_ttl,
+        )
+        uow.sessions.add(session)
+        return IssuedSession(token, session, user)
+
+    def switch(
+        self,
+        caller: Caller,
+        workspace_id: UUID,
+        idempotency: IdempotencyKey[IssuedSession] | None = None,
+    ) -> IssuedSession:
+        """A new session scoped to ``workspace_id``; the caller's session is revoked."""
+        user = caller.user
+        if not caller.is_human or user is None:
+            raise ForbiddenError("only a person's session can switch workspace")
+        now = self._deps.clock.now()
+
+        def create(uow: UnitOfWork) -> IssuedSession:
+            if uow.memberships.get(workspace_id, user.id) is None:
+                raise NotFoundError("workspace")
+            issued = self._issue(uow, user, workspace_id, now)
+            uow.sessions.revoke(caller.credential_id, now)
+            record_by_caller(
+                self._deps, uow, caller, workspace_id, "session.switch", issued.session.id
+            )
+            return issued
+
+        return run_idempotent(self._deps.uow, caller, idempotency, now, create)
+
+    def sign_out(self, caller: Caller) -> None:
+        """Revoke the session the caller used (and only that one)."""
+        if not caller.is_human:
+            raise ForbiddenError("only a person's session can sign out; revoke keys instead")
+        with self._deps.uow() as uow:
+            uow.sessions.revoke(caller.credential_id, self._deps.clock.now())
+            uow.commit()

@@ -1,0 +1,262 @@
+"""Workspaces: creation with all-or-nothing provisioning, reads, renames, deletion, quotas,
+and the operator actions on billing state and limits."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import TypeVar
+from uuid import UUID
+
+from strongroom.domain.audit import Change
+from strongroom.domain.billing import BillingState, GatedOperation, ensure_allowed
+from strongroom.domain.errors import (
+    ForbiddenError,
+    NotFoundError,
+    StrongroomError,
+    UpstreamUnavailableError,
+)
+from strongroom.domain.names import clean_name
+from strongroom.domain.pagination import Page, PageRequest
+from strongroom.domain.permissions import ADMIN, Permission
+from strongroom.domain.principals import Caller
+from strongroom.domain.quotas import (
+    WORKSPACES_PER_USER,
+    WORKSPACES_PER_USER_RESOURCE,
+    Quota,
+    QuotaResource,
+    ensure_room,
+)
+from strongroom.domain.users import User
+from strongroom.domain.workspaces import Membership, MemberWorkspace, Workspace
+from strongroom.ports.unit_of_work import UnitOfWork
+from strongroom.ports.usecases.access import Access, Requirement
+from strongroom.ports.usecases.dependencies import Dependencies
+from strongroom.ports.usecases.idempotency import IdempotencyKey, replay_if_known, run_idempotent
+from strongroom.ports.usecases.recording import record_by_caller, record_by_system
+
+logger = logging.getLogger(__name__)
+T = TypeVar("T")
+
+READ_WORKSPACE = Requirement((Permission.WORKSPACES_READ,))
+UPDATE_WORKSPACE = Requirement((Permission.WORKSPACES_WRITE,), "workspace.update")
+DELETE_WORKSPACE = Requirement((Permission.WORKSPACES_WRITE,), "workspace.delete")
+
+
+def call_upstream(what: str, operation: Callable[[], T]) -> T:
+    """Run a call to an outside system; any failure of it is ``upstream_unavailable``."""
+    try:
+        return operation()
+    except StrongroomError:
+        raise
+    except Exception as error:
+        raise UpstreamUnavailableError(f"{what} is unavailable; try again later") from error
+
+
+class Workspaces:
+    """Workspace use cases."""
+
+    def __init__(self, deps: Dependencies, access: Access) -> None:
+        self._deps = deps
+        self._access = access
+
+    def _person(self, caller: Caller, doing: str) -> User:
+        if not caller.is_human or caller.user is None:
+            raise ForbiddenError(f"only a person can {doing}; machine credentials cannot")
+        return caller.user
+
+    def create(
+        self, caller: Caller, name: str, idempotency: IdempotencyKey[Workspace] | None = None
+    ) -> Workspace:
+        """Create a workspace: an organization, a customer record and a storage namespace are
+        provisioned all-or-nothing, and the creator becomes its admin."""
+        user = self._person(caller, "create a workspace")
+        name = clean_name(name)
+        replay_if_known(self._deps.uow, caller, idempotency)
+        with self._deps.uow() as uow:
+            ensure_room(
+                WORKSPACES_PER_USER_RESOURCE,
+                WORKSPACES_PER_USER,
+                uow.workspaces.count_created_by(user.id),
+            )
+        workspace_id = self._deps.ids.new_id()
+        undo: list[Callable[[], None]] = []
+        try:
+            org_id = call_upstream(
+                "the identity provider", lambda: self._deps.identity.create_organization(name)
+            )
+            undo.append(lambda: self._deps.identity.delete_organization(org_id))
+            customer_id = call_upstream(
+                "billing", lambda: self._deps.billing.create_customer(workspace_id, name)
+            )
+            undo.append(lambda: self._deps.billing.delete_customer(customer_id))
+            namespace = call_upstream(
+                "object storage", lambda: self._deps.namespaces.provision_namespace(workspace_id)
+            )
+            undo.append(lambda: self._deps.namespaces.remove_namespace(namespace))
+            now = self._deps.clock.now()
+            workspace = Workspace(
+                workspace_id,
+                name,
+                org_id,
+                customer_id,
+                namespace,
+                user.id,
+                BillingState.TRIAL,
+                now,
+                now,
+            )
+
+            def store(uow: UnitOfWork) -> Workspace:
+                uow.users.get_for_update(user.id)
+                ensure_room(
+                    WORKSPACES_PER_USER_RESOURCE,
+                    WORKSPACES_PER_USER,
+                    uow.workspaces.count_created_by(user.id),
+                )
+                uow.workspaces.add(workspace)
+                uow.memberships.add(Membership(workspace_id, user.id, ADMIN.slug, now))
+                record_by_caller(
+                    self._deps,
+                    uow,
+                    caller,
+                    workspace_id,
+                    "workspace.create",
+                    workspace_id,
+                    {"name": Change(None, name)},
+                )
+                return workspace
+
+            return run_idempotent(self._deps.uow, caller, idempotency, now, store)
+        except BaseException:
+            _undo_all(undo)
+            raise
+
+    def memberships(self, caller: Caller, page: PageRequest) -> Page[MemberWorkspace]:
+        """The caller's memberships, newest workspace first."""
+        user = self._person(caller, "list memberships")
+        with self._deps.uow() as uow:
+            return uow.memberships.list_for_user(user.id, page)
+
+    def get(self, caller: Caller, workspace_id: UUID) -> Workspace:
+        """One workspace."""
+        self._access.authorize(caller, READ_WORKSPACE, workspace_id=workspace_id)
+        with self._deps.uow() as uow:
+            return _existing(uow.workspaces.get(workspace_id))
+
+    def rename(self, caller: Caller, workspace_id: UUID, name: str) -> Workspace:
+        """Change a workspace's name."""
+        self._access.authorize(
+            caller, UPDATE_WORKSPACE, workspace_id=workspace_id, target_id=workspace_id
+        )
+        name = clean_name(name)
+        with self._deps.uow() as uow:
+            workspace = _existing(uow.workspaces.get_for_update(workspace_id))
+            ensure_allowed(workspace.billing_state, GatedOperation.CONFIG_WRITE)
+            renamed = workspace.renamed(name, self._deps.clock.now())
+            uow.workspaces.update(renamed)
+            record_by_caller(
+                self._deps,
+                uow,
+                caller,
+                workspace_id,
+                "workspace.update",
+                workspace_id,
+                {"name": Change(workspace.name, name)},
+            )
+            uow.commit()
+        return renamed
+
+    def delete(self, caller: Caller, workspace_id: UUID) -> None:
+        """Delete a workspace and all its records, audit trail included; irreversible.
+
+        Its sessions, API keys and workers stop working at once. Allowed in every billing
+        state. The organization, customer record and namespace are released afterwards.
+        """
+        self._access.authorize(
+            caller, DELETE_WORKSPACE, workspace_id=workspace_id, target_id=workspace_id
+        )
+        with self._deps.uow() as uow:
+            workspace = _existing(uow.workspaces.get_for_update(workspace_id))
+            uow.workspaces.remove(workspace_id)
+            uow.commit()
+        logger.info(
+            "workspace %s deleted by %s:%s", workspace_id, caller.actor.type, caller.actor.id
+        )
+        _undo_all(
+            [
+                lambda: self._deps.namespaces.remove_namespace(workspace.storage_namespace),
+                lambda: self._deps.billing.delete_customer(workspace.customer_id),
+                lambda: self._deps.identity.delete_organization(workspace.idp_org_id),
+            ]
+        )
+
+    def quotas(self, caller: Caller, workspace_id: UUID) -> list[Quota]:
+        """Every quota resource's effective limit and current usage."""
+        self._access.authorize(caller, READ_WORKSPACE, workspace_id=workspace_id)
+        with self._deps.uow() as uow:
+            workspace = _existing(uow.workspaces.get(workspace_id))
+            usage = {
+                QuotaResource.BACKUPS_PER_WORKSPACE: uow.backups.count(workspace_id),
+                QuotaResource.MEMBERS_PER_WORKSPACE: uow.memberships.count(workspace_id),
+            }
+        return [
+            Quota(resource, workspace.limit(resource), usage.get(resource, 0))
+            for resource in QuotaResource
+        ]
+
+    def set_billing_state(self, workspace_id: UUID, state: BillingState) -> Workspace:
+        """Operator action: move a workspace to another billing state (audited as system)."""
+        with self._deps.uow() as uow:
+            workspace = _existing(uow.workspaces.get_for_update(workspace_id))
+            changed = workspace.with_billing_state(state, self._deps.clock.now())
+            uow.workspaces.update(changed)
+            record_by_system(
+                self._deps,
+                uow,
+                workspace_id,
+                "billing.update",
+                workspace_id,
+                {"billing_state": Change(workspace.billing_state.value, state.value)},
+            )
+            uow.commit()
+        return changed
+
+    def set_quota(self, workspace_id: UUID, resource: QuotaResource, limit: int) -> Workspace:
+        """Operator action: set a workspace's limit for ``resource`` (0: unlimited)."""
+        if limit < 0:
+            raise ValueError("a limit is 0 (unlimited) or more")
+        with self._deps.uow() as uow:
+            workspace = _existing(uow.workspaces.get_for_update(workspace_id))
+            changed = workspace.with_limit(resource, limit, self._deps.clock.now())
+            uow.workspaces.update(changed)
+            record_by_system(
+                self._deps,
+                uow,
+                workspace_id,
+                "quota.update",
+                workspace_id,
+                {resource.value: Change(workspace.limit(resource), limit)},
+            )
+            uow.commit()
+        return changed
+
+    def find(self, workspace_id: UUID) -> Workspace:
+        """Operator look-up of a workspace, without a caller."""
+        with self._deps.uow() as uow:
+            return _existing(uow.workspaces.get(workspace_id))
+
+
+def _existing(workspace: Workspace | None) -> Workspace:
+    if workspace is None:
+        raise NotFoundError("workspace")
+    return workspace
+
+
+def _undo_all(steps: list[Callable[[], None]]) -> None:
+    """Run compensations newest first; one that fails is logged, never raised over the cause."""
+    for step in reversed(steps):
+        try:
+            step()
+        except Exception:
+            logger.exception("compensation step failed; an orphan may remain upstream")

@@ -1,0 +1,79 @@
+"""Dependencies point inward: domain <- ports <- adapters <- entrypoints.
+
+The test reads every module's imports (including imports inside functions) and fails when
+a layer imports outward, or when the domain imports an I/O library.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+LAYERS = ("domain", "ports", "adapters", "entrypoints")
+# What each layer may import from the strongroom package.
+ALLOWED = {
+    "domain": {"domain"},
+    "ports": {"domain", "ports"},
+    "adapters": {"domain", "ports", "adapters"},
+    "entrypoints": {"domain", "ports", "adapters", "entrypoints"},
+}
+IO_LIBRARIES = {
+    "socket", "sqlite3", "psycopg", "psycopg_pool", "minio", "starlette", "uvicorn", "httpx",
+    "requests", "urllib.request", "http", "smtplib", "subprocess", "os", "pathlib", "shutil",
+    "io", "asyncio", "threading", "cattrs", "argon2", "cryptography", "logging", "secrets",
+}
+
+
+def imported_modules(path: Path) -> list[str]:
+    """Every module a file imports, relative imports resolved to absolute names."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    names: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.extend(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                names.append("<relative>")
+            elif node.module:
+                names.append(node.module)
+    return names
+
+
+def layer_files(layer: str) -> list[Path]:
+    """The Python files of one layer."""
+    return sorted((ROOT / layer).rglob("*.py"))
+
+
+@pytest.mark.parametrize("layer", LAYERS)
+def test_layer_imports_only_inward(layer: str) -> None:
+    """No module of ``layer`` imports a layer further out, nor uses relative or bare imports."""
+    offences = []
+    for path in layer_files(layer):
+        for module in imported_modules(path):
+            top = module.split(".")
+            if module == "<relative>" or top[0] in LAYERS:
+                offences.append(f"{path.relative_to(ROOT)}: {module} (import via strongroom.*)")
+            elif top[0] == "strongroom" and (len(top) < 2 or top[1] not in ALLOWED[layer]):
+                offences.append(f"{path.relative_to(ROOT)} imports {module}")
+    assert offences == []
+
+
+def test_domain_uses_no_io_library() -> None:
+    """The domain is pure: no network, file, database, web, crypto or logging library."""
+    offences = [
+        f"{path.relative_to(ROOT)} imports {module}"
+        for path in layer_files("domain")
+        for module in imported_modules(path)
+        if module in IO_LIBRARIES or module.split(".")[0] in IO_LIBRARIES
+    ]
+    assert offences == []
+
+
+def test_the_checker_sees_an_outward_import(tmp_path: Path) -> None:
+    """The import reader finds imports inside functions too (so the checks above can fail)."""
+    sample = tmp_path / "sample.py"
+    sample.write_text("def f():\n    from strongroom.adapters.http import app\n")
+    assert imported_modules(sample) == ["strongroom.adapters.http"]
