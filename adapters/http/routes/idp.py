@@ -1,0 +1,7 @@
+"""Routes of the idp area (being filled in)."""
+
+from __future__ import annotations
+
+from starlette.routing import BaseRoute
+
+routes: list[BaseRoute] = []
