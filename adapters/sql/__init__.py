@@ -1,0 +1,1 @@
+"""SQL adapters: SQLite (embedded default) and PostgreSQL (production)."""
