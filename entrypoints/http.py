@@ -1,0 +1,21 @@
+"""The ASGI factory: ``uvicorn --factory strongroom.entrypoints.http:create_app``."""
+
+from __future__ import annotations
+
+from functools import partial
+
+from starlette.applications import Starlette
+
+from strongroom.adapters.http.app import build_app
+from strongroom.entrypoints.service import open_facade
+from strongroom.entrypoints.settings import Settings
+
+
+def create_app(settings: Settings | None = None) -> Starlette:
+    """The application for ``settings`` (default: from the environment)."""
+    settings = settings or Settings.from_env()
+    return build_app(
+        partial(open_facade, settings),
+        environment=settings.environment,
+        public_url=settings.public_url,
+    )

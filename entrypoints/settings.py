@@ -1,0 +1,89 @@
+"""Configuration from the environment (``STRONGROOM_*``); command-line flags of the same
+name win. Nothing is read at import time."""
+
+from __future__ import annotations
+
+import os
+import secrets
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+ENVIRONMENTS = ("development", "production")
+
+
+def _flag(value: str | None, default: bool) -> bool:
+    if value is None or value == "":
+        return default
+    return value.strip().lower() in ("1", "true", "yes", "on")
+
+
+@attrs.frozen
+class Settings:
+    """Everything a Strongroom process is configured with."""
+
+    data_dir: Path = Path("strongroom-data")
+    database_url: str | None = None
+    host: str = "127.0.0.1"
+    port: int = 8080
+    secret_key: str | None = None
+    environment: str = "development"
+    public_url: str | None = None
+    s3_endpoint: str | None = None
+    s3_access_key: str | None = None
+    s3_secret_key: str | None = None
+    s3_bucket: str | None = None
+    s3_region: str = "us-east-1"
+    signup: bool | None = None
+    access_log: bool = False
+
+    def __attrs_post_init__(self) -> None:
+        if self.environment not in ENVIRONMENTS:
+            raise ValueError(f"STRONGROOM_ENVIRONMENT must be one of {', '.join(ENVIRONMENTS)}")
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
+        """Settings from ``env`` (default: the process environment), then ``overrides``
+        (flags), ignoring overrides that are ``None``."""
+        env = os.environ if env is None else env
+        values: dict[str, Any] = {
+            "data_dir": Path(env.get("STRONGROOM_DATA_DIR", "strongroom-data")),
+            "database_url": env.get("STRONGROOM_DATABASE_URL") or None,
+            "secret_key": env.get("STRONGROOM_SECRET_KEY") or None,
+            "environment": env.get("STRONGROOM_ENVIRONMENT") or "development",
+            "public_url": env.get("STRONGROOM_PUBLIC_URL") or None,
+            "s3_endpoint": env.get("STRONGROOM_S3_ENDPOINT") or None,
+            "s3_access_key": env.get("STRONGROOM_S3_ACCESS_KEY") or None,
+            "s3_secret_key": env.get("STRONGROOM_S3_SECRET_KEY") or None,
+            "s3_bucket": env.get("STRONGROOM_S3_BUCKET") or None,
+            "s3_region": env.get("STRONGROOM_S3_REGION") or "us-east-1",
+            "signup": None
+            if env.get("STRONGROOM_SIGNUP") is None
+            else _flag(env.get("STRONGROOM_SIGNUP"), False),
+        }
+        values.update({key: value for key, value in overrides.items() if value is not None})
+        return cls(**values)
+
+    @property
+    def embedded(self) -> bool:
+        """Whether this is the zero-set-up default (no external database configured)."""
+        return self.database_url is None or self.database_url.startswith("sqlite:")
+
+    @property
+    def signup_enabled(self) -> bool:
+        """Self-service sign-up: on by default when embedded, off unless configured elsewhere."""
+        return self.embedded if self.signup is None else self.signup
+
+    def resolved_secret_key(self) -> str:
+        """``STRONGROOM_SECRET_KEY``, or one generated once into ``<data dir>/secret_key``."""
+        if self.secret_key:
+            return self.secret_key
+        path = self.data_dir / "secret_key"
+        if not path.exists():
+            self.data_dir.mkdir(parents=True, exist_ok=True)
+            descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(descriptor, "w") as handle:
+                handle.write(secrets.token_urlsafe(48))
+        return path.read_text().strip()
