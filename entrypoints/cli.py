@@ -1,45 +1,92 @@
-"""The ``strongroom`` command."""
+"""The ``strongroom`` command: ``serve``, ``migrate`` and the operator's ``admin`` commands.
+
+Every command takes ``--data-dir`` and ``--database-url`` (flags win over ``STRONGROOM_*``).
+"""
 
 from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
+from uuid import UUID
 
 import uvicorn
 
+from strongroom.adapters.identity.builtin import BuiltinIdentityProvider
+from strongroom.domain.billing import BillingState
+from strongroom.domain.errors import StrongroomError
+from strongroom.domain.quotas import QuotaResource
 from strongroom.entrypoints.http import create_app
-from strongroom.entrypoints.service import describe_storage
+from strongroom.entrypoints.service import describe_storage, open_facade
 from strongroom.entrypoints.settings import Settings
+
+
+def _common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--data-dir", type=Path, default=None, help="data directory")
+    parser.add_argument("--database-url", default=None, help="postgresql://... or sqlite:///...")
 
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="strongroom", description="Strongroom backup service")
     commands = parser.add_subparsers(dest="command", required=True)
+
     serve = commands.add_parser("serve", help="run the HTTP API")
+    _common(serve)
     serve.add_argument("--host", default=None, help="address to listen on (127.0.0.1)")
     serve.add_argument("--port", type=int, default=None, help="port to listen on (8080)")
-    serve.add_argument("--data-dir", type=Path, default=None, help="data directory")
-    serve.add_argument("--database-url", default=None, help="STRONGROOM_DATABASE_URL")
     serve.add_argument("--access-log", action="store_true", help="log every request")
+    serve.set_defaults(run=_serve)
+
+    admin = commands.add_parser("admin", help="operator commands").add_subparsers(
+        dest="admin_command", required=True
+    )
+    billing = admin.add_parser("billing", help="set a workspace's billing state")
+    _common(billing)
+    billing.add_argument("workspace_id", type=UUID)
+    billing.add_argument("state", choices=[state.value for state in BillingState])
+    billing.set_defaults(run=_admin_billing)
+
+    quota = admin.add_parser("quota", help="set a workspace's limit (0 means unlimited)")
+    _common(quota)
+    quota.add_argument("workspace_id", type=UUID)
+    quota.add_argument("resource", choices=[resource.value for resource in QuotaResource])
+    quota.add_argument("limit", type=int)
+    quota.set_defaults(run=_admin_quota)
+
+    user_add = admin.add_parser("user-add", help="add a built-in identity provider account")
+    _common(user_add)
+    user_add.add_argument("email")
+    user_add.add_argument("--name", default=None, help="display name (default: the email)")
+    user_add.add_argument(
+        "--password-stdin",
+        action="store_true",
+        required=True,
+        help="read the password from standard input",
+    )
+    user_add.set_defaults(run=_admin_user_add)
     return parser
 
 
-def serve(arguments: argparse.Namespace) -> int:
+def _settings(arguments: argparse.Namespace, **extra: Any) -> Settings:
+    return Settings.from_env(
+        data_dir=arguments.data_dir, database_url=arguments.database_url, **extra
+    )
+
+
+def _serve(arguments: argparse.Namespace) -> int:
     """Run the API under uvicorn (uvloop, httptools) until interrupted."""
-    settings = Settings.from_env(
+    settings = _settings(
+        arguments,
         host=arguments.host,
         port=arguments.port,
-        data_dir=arguments.data_dir,
-        database_url=arguments.database_url,
         access_log=arguments.access_log or None,
     )
     app = create_app(settings)
-    where = f"http://{settings.host}:{settings.port}"
     print(
-        f"Strongroom listening on {where} (state {describe_storage(settings)}; "
-        f"data dir {settings.data_dir})",
+        f"Strongroom listening on http://{settings.host}:{settings.port} "
+        f"(state {describe_storage(settings)}; data dir {settings.data_dir})",
         flush=True,
     )
     uvicorn.run(
@@ -54,12 +101,45 @@ def serve(arguments: argparse.Namespace) -> int:
     return 0
 
 
+def _admin_billing(arguments: argparse.Namespace) -> int:
+    with open_facade(_settings(arguments)) as facade:
+        workspace = facade.workspaces.set_billing_state(
+            arguments.workspace_id, BillingState(arguments.state)
+        )
+    print(f"workspace {workspace.id} billing state is now {workspace.billing_state.value}")
+    return 0
+
+
+def _admin_quota(arguments: argparse.Namespace) -> int:
+    if arguments.limit < 0:
+        raise SystemExit("strongroom: error: a limit is 0 (unlimited) or more")
+    resource = QuotaResource(arguments.resource)
+    with open_facade(_settings(arguments)) as facade:
+        workspace = facade.workspaces.set_quota(arguments.workspace_id, resource, arguments.limit)
+    print(f"workspace {workspace.id} {resource.value} limit is now {workspace.limit(resource)}")
+    return 0
+
+
+def _admin_user_add(arguments: argparse.Namespace) -> int:
+    password = sys.stdin.readline().rstrip("\r\n")
+    with open_facade(_settings(arguments)) as facade:
+        identity = facade.deps.identity
+        if not isinstance(identity, BuiltinIdentityProvider):
+            raise SystemExit("strongroom: error: accounts exist only in the built-in provider")
+        account = identity.add_account(arguments.email, password, arguments.name or arguments.email)
+    print(f"account {account.id} added for {account.email}")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the console script."""
+    """Entry point of the console script; domain refusals exit 1 with their message."""
     arguments = _parser().parse_args(argv)
-    if arguments.command == "serve":
-        return serve(arguments)
-    return 2
+    run: Callable[[argparse.Namespace], int] = arguments.run
+    try:
+        return run(arguments)
+    except StrongroomError as error:
+        print(f"strongroom: {error.code}: {error.message}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":
