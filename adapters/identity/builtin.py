@@ -9,7 +9,7 @@ user code (5, then the code is dead) and per email (10 per 15 minutes), never gl
 from __future__ import annotations
 
 import re
-from datetime import timedelta
+from datetime import datetime, timedelta
 from uuid import UUID
 
 import attrs
@@ -22,7 +22,7 @@ from strongroom.domain.names import clean_name
 from strongroom.domain.tokens import TokenKind, format_token, hash_token, token_kind
 from strongroom.ports.clock import Clock, IdGenerator
 from strongroom.ports.identity import CliConfig, Identity
-from strongroom.ports.unit_of_work import UnitOfWorkFactory
+from strongroom.ports.unit_of_work import UnitOfWork, UnitOfWorkFactory
 
 CLIENT_ID = "strongroom-cli"
 DEVICE_CODE_LIFETIME = timedelta(minutes=10)
@@ -30,6 +30,8 @@ ACCESS_TOKEN_LIFETIME = timedelta(minutes=10)
 POLL_INTERVAL = 5
 SLOW_DOWN_STEP = 5
 USER_CODE_ALPHABET = "BCDFGHJKLMNPQRSTVWXZ"  # RFC 8628 section 6.1: no vowels, no lookalikes
+USER_CODE_LENGTH = 8
+MAX_USER_CODE_DRAWS = 16
 MAX_FAILED_PER_CODE = 5
 MAX_FAILED_PER_EMAIL = 10
 FAILED_EMAIL_WINDOW = timedelta(minutes=15)
@@ -193,20 +195,19 @@ class BuiltinIdentityProvider:
             raise InvalidRequestError("unknown client_id")
         now = self._clock.now()
         device_code = format_token(TokenKind.DEVICE_CODE, self._ids.random_bytes(32))
-        user_code = "".join(
-            USER_CODE_ALPHABET[byte % len(USER_CODE_ALPHABET)] for byte in self._ids.random_bytes(8)
-        )
-        grant = DeviceGrant(
-            id=self._ids.new_id(),
-            device_code_hash=hash_token(device_code),
-            user_code=user_code,
-            client_id=client_id,
-            created_at=now,
-            expires_at=now + DEVICE_CODE_LIFETIME,
-            interval=POLL_INTERVAL,
-        )
         with self._uow() as uow:
-            uow.device_grants.add(grant)
+            user_code = self._unused_user_code(uow, now)
+            uow.device_grants.add(
+                DeviceGrant(
+                    id=self._ids.new_id(),
+                    device_code_hash=hash_token(device_code),
+                    user_code=user_code,
+                    client_id=client_id,
+                    created_at=now,
+                    expires_at=now + DEVICE_CODE_LIFETIME,
+                    interval=POLL_INTERVAL,
+                )
+            )
             uow.commit()
         shown = display_user_code(user_code)
         return DeviceAuthorization(
@@ -218,6 +219,30 @@ class BuiltinIdentityProvider:
             interval=POLL_INTERVAL,
         )
 
+    def _unused_user_code(self, uow: UnitOfWork, now: datetime) -> str:
+        """A fresh user code that no live, undecided grant holds (people type it, so two
+        pending grants must never share one)."""
+        for _ in range(MAX_USER_CODE_DRAWS):
+            code = self._random_user_code()
+            holder = uow.device_grants.get_by_user_code(code)
+            if holder is None or holder.is_expired(now) or holder.state is not GrantState.PENDING:
+                return code
+        raise RuntimeError("could not draw an unused user code")  # pragma: no cover
+
+    def _random_user_code(self) -> str:
+        """Eight letters drawn uniformly from the alphabet (rejection sampling: a plain
+        ``byte % 20`` would favour the first 16 letters)."""
+        letters: list[str] = []
+        size = len(USER_CODE_ALPHABET)
+        limit = 256 - 256 % size
+        while len(letters) < USER_CODE_LENGTH:
+            letters.extend(
+                USER_CODE_ALPHABET[byte % size]
+                for byte in self._ids.random_bytes(2 * USER_CODE_LENGTH)
+                if byte < limit
+            )
+        return "".join(letters[:USER_CODE_LENGTH])
+
     def decide(self, user_code: str, email: str, password: str, *, approve: bool) -> None:
         """A person signs in and approves or denies a user code.
 
@@ -226,19 +251,21 @@ class BuiltinIdentityProvider:
         """
         now = self._clock.now()
         code = normalize_user_code(user_code)
+        # One key per address however it is typed, so padding or case cannot dodge the limit.
+        email_key = email.strip().casefold()
         with self._uow() as uow:
             grant = uow.device_grants.get_by_user_code(code)
             if grant is None or grant.is_expired(now) or grant.state is not GrantState.PENDING:
                 raise InvalidRequestError("unknown or expired code")
-            recent = uow.accounts.count_failed_logins(email, now - FAILED_EMAIL_WINDOW)
+            recent = uow.accounts.count_failed_logins(email_key, now - FAILED_EMAIL_WINDOW)
             if recent >= MAX_FAILED_PER_EMAIL:
                 raise InvalidRequestError("too many failed attempts for this email; wait and retry")
-            account = uow.accounts.get_by_email(email.strip())
+            account = uow.accounts.get_by_email(email_key)
             if not self._password_matches(account, password):
                 failed = grant.failed_approvals + 1
                 state = GrantState.DENIED if failed >= MAX_FAILED_PER_CODE else grant.state
                 uow.device_grants.update(attrs.evolve(grant, failed_approvals=failed, state=state))
-                uow.accounts.record_failed_login(email.strip(), now)
+                uow.accounts.record_failed_login(email_key, now)
                 uow.commit()
                 raise InvalidRequestError("wrong email or password")
             assert account is not None
@@ -248,6 +275,8 @@ class BuiltinIdentityProvider:
 
     def exchange_device_code(self, device_code: str, client_id: str) -> AccessToken:
         """The token request of RFC 8628 section 3.4; errors as OAuth error codes."""
+        if client_id != CLIENT_ID:
+            raise OAuthError("invalid_client", "unknown client_id")
         now = self._clock.now()
         with self._uow() as uow:
             grant = uow.device_grants.get_by_device_code(hash_token(device_code))
@@ -255,6 +284,11 @@ class BuiltinIdentityProvider:
                 raise OAuthError("invalid_grant", "unknown device code")
             if grant.is_expired(now):
                 raise OAuthError("expired_token", "the device code has expired")
+            # Final answers win over pacing: a client told to slow down would only poll again.
+            if grant.state is GrantState.DENIED:
+                raise OAuthError("access_denied", "the request was denied")
+            if grant.state is GrantState.ISSUED:
+                raise OAuthError("invalid_grant", "the device code was already used")
             polled_too_soon = grant.last_polled_at is not None and (
                 now - grant.last_polled_at
             ) < timedelta(seconds=grant.interval)
@@ -264,28 +298,21 @@ class BuiltinIdentityProvider:
                 uow.device_grants.update(polled)
                 uow.commit()
                 raise OAuthError("slow_down", f"poll at most every {interval} seconds")
-            result, updated = self._answer(polled)
-            uow.device_grants.update(updated)
+            if grant.state is GrantState.PENDING:
+                uow.device_grants.update(polled)
+                uow.commit()
+                raise OAuthError("authorization_pending", "waiting for approval")
+            token = format_token(TokenKind.IDP_ACCESS, self._ids.random_bytes(32))
+            uow.device_grants.update(
+                attrs.evolve(
+                    polled,
+                    state=GrantState.ISSUED,
+                    access_token_hash=hash_token(token),
+                    access_expires_at=now + ACCESS_TOKEN_LIFETIME,
+                )
+            )
             uow.commit()
-        if isinstance(result, OAuthError):
-            raise result
-        return result
-
-    def _answer(self, grant: DeviceGrant) -> tuple[AccessToken | OAuthError, DeviceGrant]:
-        if grant.state is GrantState.PENDING:
-            return OAuthError("authorization_pending", "waiting for approval"), grant
-        if grant.state is GrantState.DENIED:
-            return OAuthError("access_denied", "the request was denied"), grant
-        if grant.state is GrantState.ISSUED:
-            return OAuthError("invalid_grant", "the device code was already used"), grant
-        token = format_token(TokenKind.IDP_ACCESS, self._ids.random_bytes(32))
-        issued = attrs.evolve(
-            grant,
-            state=GrantState.ISSUED,
-            access_token_hash=hash_token(token),
-            access_expires_at=self._clock.now() + ACCESS_TOKEN_LIFETIME,
-        )
-        return AccessToken(token, int(ACCESS_TOKEN_LIFETIME.total_seconds())), issued
+        return AccessToken(token, int(ACCESS_TOKEN_LIFETIME.total_seconds()))
 
     def account_id(self, email: str) -> UUID | None:
         """The id of the account with this email, if any."""

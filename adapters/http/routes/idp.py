@@ -1,7 +1,334 @@
-"""Routes of the idp area (being filled in)."""
+"""The built-in identity provider's pages and endpoints, outside ``/v1`` and without a bearer.
+
+- ``POST /idp/signup``: self-service registration.
+- ``POST /idp/device/code``: the device authorization request (RFC 8628 section 3.1).
+- ``GET /idp/device``: the page where a person signs in and approves or denies a user code;
+  its form posts to ``POST /idp/device`` (HTML answers, JSON when ``Accept`` prefers it).
+- ``POST /idp/token``: the device access token request (RFC 8628 section 3.4), answering
+  errors in OAuth's own format (RFC 6749 section 5.2) and never letting a cache keep a reply.
+
+Every request body is a URL-encoded form. Every other error uses the API's nested envelope.
+With another identity provider configured, every route here answers 404 ``not_found``.
+"""
 
 from __future__ import annotations
 
-from starlette.routing import BaseRoute
+import functools
+import html
+import string
+from collections.abc import Mapping
+from importlib import resources
+from urllib.parse import parse_qs
 
-routes: list[BaseRoute] = []
+import attrs
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, Response
+from starlette.routing import BaseRoute, Route
+
+from strongroom.adapters.http.context import ApiContext, endpoint, render_json
+from strongroom.adapters.http.errors import STATUS_BY_CODE, error_response
+from strongroom.adapters.identity.builtin import BuiltinIdentityProvider, OAuthError
+from strongroom.domain.errors import InvalidRequestError, StrongroomError
+
+FORM_MEDIA_TYPE = "application/x-www-form-urlencoded"
+DEVICE_CODE_GRANT_TYPE = "urn:ietf:params:oauth:grant-type:device_code"
+MAX_FORM_FIELDS = 32
+DECISIONS = {"approve": True, "deny": False}
+
+NO_STORE = {"Cache-Control": "no-store", "Pragma": "no-cache"}
+HTML_HEADERS = {
+    "Content-Security-Policy": (
+        "default-src 'self'; style-src 'self' 'unsafe-inline'; script-src 'none'; "
+        "object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+    ),
+    "X-Frame-Options": "DENY",
+    "Referrer-Policy": "no-referrer",
+    "X-Content-Type-Options": "nosniff",
+    "Cache-Control": "no-store",
+}
+
+
+# Forms.
+
+
+def is_form_content_type(content_type: str | None) -> bool:
+    """``application/x-www-form-urlencoded``, optionally with a UTF-8 charset parameter."""
+    if content_type is None:
+        return False
+    media_type, _, params = content_type.partition(";")
+    if media_type.strip().lower() != FORM_MEDIA_TYPE:
+        return False
+    params = params.strip().lower().replace(" ", "")
+    return params in ("", "charset=utf-8", 'charset="utf-8"')
+
+
+def parse_form(body: bytes, content_type: str | None) -> dict[str, str]:
+    """A URL-encoded form, each parameter once; ``invalid_request`` otherwise."""
+    if not is_form_content_type(content_type):
+        raise InvalidRequestError(f"Content-Type must be {FORM_MEDIA_TYPE}")
+    try:
+        parsed = parse_qs(
+            body.decode("utf-8"),
+            keep_blank_values=True,
+            strict_parsing=False,
+            errors="strict",
+            max_num_fields=MAX_FORM_FIELDS,
+        )
+    except ValueError as error:  # UnicodeDecodeError too
+        raise InvalidRequestError("the body is not a well-formed UTF-8 URL-encoded form") from error
+    form: dict[str, str] = {}
+    for name, values in parsed.items():
+        if len(values) > 1:
+            raise InvalidRequestError(f"parameter {_shown(name)} is repeated")
+        form[name] = values[0]
+    return form
+
+
+def exact_fields(form: Mapping[str, str], names: tuple[str, ...]) -> dict[str, str]:
+    """Exactly the parameters ``names`` (blank values allowed), nothing else."""
+    unknown = [name for name in form if name not in names]
+    if unknown:
+        raise InvalidRequestError(f"unknown field {_shown(unknown[0])}")
+    missing = [name for name in names if name not in form]
+    if missing:
+        raise InvalidRequestError(f"missing field {missing[0]}")
+    return {name: form[name] for name in names}
+
+
+def oauth_parameters(form: Mapping[str, str]) -> dict[str, str]:
+    """OAuth's reading of a form (RFC 6749 section 3.2): a parameter without a value is
+    omitted, unrecognised parameters are ignored by the caller."""
+    return {name: value for name, value in form.items() if value}
+
+
+def _shown(name: str) -> str:
+    return repr(name if len(name) <= 40 else name[:40] + "...")
+
+
+def _form(ctx: ApiContext) -> dict[str, str]:
+    return parse_form(ctx.body, ctx.request.headers.get("content-type"))
+
+
+# Content negotiation.
+
+
+def _quality(accept: str, media_type: str) -> float:
+    """The q-value ``accept`` gives ``media_type``: its most specific matching range wins."""
+    family = media_type.partition("/")[0]
+    specificity, quality = -1, 0.0
+    for item in accept.split(","):
+        pattern, *params = (part.strip().lower() for part in item.split(";"))
+        rank = {media_type: 2, f"{family}/*": 1, "*/*": 0}.get(pattern)
+        if rank is None or rank <= specificity:
+            continue
+        q = 1.0
+        for param in params:
+            key, _, value = param.partition("=")
+            if key.strip() == "q":
+                try:
+                    q = float(value.strip())
+                except ValueError:
+                    q = 0.0
+        specificity, quality = rank, (q if 0.0 <= q <= 1.0 else 0.0)
+    return quality
+
+
+def prefers_json(accept: str | None) -> bool:
+    """Whether ``Accept`` ranks ``application/json`` above ``text/html`` (ties go to HTML)."""
+    if not accept:
+        return False
+    return _quality(accept, "application/json") > _quality(accept, "text/html")
+
+
+# Responses.
+
+
+def _json(data: object, status: int = 200, headers: Mapping[str, str] | None = None) -> Response:
+    return Response(
+        render_json(data), status_code=status, media_type="application/json", headers=headers
+    )
+
+
+def _no_such_route(request: Request, headers: dict[str, str] | None = None) -> Response:
+    """The same 404 the router gives for a path it does not know."""
+    return error_response(request, 404, "not_found", "no such route", headers=headers)
+
+
+def _oauth_error(error: str, description: str) -> Response:
+    """RFC 6749 section 5.2: 400 ``{"error", "error_description"}``, never cached."""
+    return _json({"error": error, "error_description": description}, 400, NO_STORE)
+
+
+def _builtin(ctx: ApiContext) -> BuiltinIdentityProvider | None:
+    identity = ctx.facade.deps.identity
+    return identity if isinstance(identity, BuiltinIdentityProvider) else None
+
+
+@functools.cache
+def _template() -> string.Template:
+    source = resources.files("strongroom.adapters.http").joinpath("templates/device.html")
+    return string.Template(source.read_text(encoding="utf-8"))
+
+
+def device_page(
+    ctx: ApiContext,
+    *,
+    status: int = 200,
+    heading: str = "Approve a device",
+    lead: str = "Enter the code shown on your device, then sign in to approve or deny it.",
+    notice: str = "",
+    notice_kind: str = "",
+    user_code: str = "",
+    email: str = "",
+    show_form: bool = True,
+) -> Response:
+    """The device page; every value is HTML-escaped before it reaches the template."""
+    values = {
+        "title": heading,
+        "heading": heading,
+        "lead": lead,
+        "notice": notice,
+        "notice_kind": notice_kind,
+        "user_code": user_code,
+        "email": email,
+        "request_id": ctx.request_id,
+    }
+    page = _template().substitute(
+        {name: html.escape(value, quote=True) for name, value in values.items()},
+        form_hidden="" if show_form else "hidden",
+    )
+    return HTMLResponse(page, status_code=status, headers=HTML_HEADERS)
+
+
+# Endpoints.
+
+
+@endpoint
+def signup(ctx: ApiContext) -> Response:
+    """Register a local account: 201 ``{user_id, email}``; 404 when sign-up is off."""
+    idp = _builtin(ctx)
+    if idp is None or not idp.signup_enabled:
+        return _no_such_route(ctx.request)
+    form = exact_fields(_form(ctx), ("email", "password", "name"))
+    account = idp.sign_up(form["email"], form["password"], form["name"])
+    return _json({"user_id": str(account.id), "email": account.email}, 201, NO_STORE)
+
+
+@endpoint
+def device_authorization(ctx: ApiContext) -> Response:
+    """Start a device-code sign-in (RFC 8628 section 3.1); other parameters, such as
+    ``scope``, are ignored."""
+    idp = _builtin(ctx)
+    if idp is None:
+        return _no_such_route(ctx.request)
+    client_id = oauth_parameters(_form(ctx)).get("client_id")
+    if client_id is None:
+        raise InvalidRequestError("missing field client_id")
+    authorization = idp.start_device_authorization(client_id, ctx.base_url)
+    return _json(attrs.asdict(authorization), 200, NO_STORE)
+
+
+@endpoint
+def show_device_page(ctx: ApiContext) -> Response:
+    """The sign-in and approval page, its code prefilled from ``?user_code=``."""
+    if _builtin(ctx) is None:
+        return _no_such_route(ctx.request)
+    return device_page(ctx, user_code=ctx.request.query_params.get("user_code", ""))
+
+
+@endpoint
+def decide(ctx: ApiContext) -> Response:
+    """Approve or deny a user code as the person whose email and password are given."""
+    idp = _builtin(ctx)
+    if idp is None:
+        return _no_such_route(ctx.request)
+    wants_json = prefers_json(ctx.request.headers.get("accept"))
+    form: dict[str, str] = {}
+    try:
+        form = _form(ctx)
+        fields = exact_fields(form, ("user_code", "email", "password", "decision"))
+        approve = DECISIONS.get(fields["decision"])
+        if approve is None:
+            raise InvalidRequestError("decision must be approve or deny")
+        idp.decide(fields["user_code"], fields["email"], fields["password"], approve=approve)
+    except StrongroomError as error:
+        if wants_json:
+            raise
+        return device_page(
+            ctx,
+            status=STATUS_BY_CODE.get(error.code, 400),
+            notice=error.message[:1].upper() + error.message[1:] + ".",
+            notice_kind="error",
+            user_code=form.get("user_code", ""),
+            email=form.get("email", ""),
+        )
+    outcome = "approved" if approve else "denied"
+    if wants_json:
+        return _json({"status": outcome}, 200, NO_STORE)
+    if approve:
+        return device_page(
+            ctx,
+            heading="Device approved",
+            lead="Your device is now signing in.",
+            notice="You can close this window and return to your device.",
+            notice_kind="success",
+            show_form=False,
+        )
+    return device_page(
+        ctx,
+        heading="Request denied",
+        lead="The device was not signed in.",
+        notice="You can close this window.",
+        notice_kind="success",
+        show_form=False,
+    )
+
+
+@endpoint
+def _exchange(ctx: ApiContext) -> Response:
+    idp = _builtin(ctx)
+    if idp is None:
+        return _no_such_route(ctx.request, headers=NO_STORE)
+    try:
+        form = oauth_parameters(_form(ctx))
+        grant_type = form.get("grant_type")
+        if grant_type is None:
+            raise OAuthError("invalid_request", "missing parameter grant_type")
+        if grant_type != DEVICE_CODE_GRANT_TYPE:
+            raise OAuthError(
+                "unsupported_grant_type", f"grant_type must be {DEVICE_CODE_GRANT_TYPE}"
+            )
+        for name in ("device_code", "client_id"):
+            if name not in form:
+                raise OAuthError("invalid_request", f"missing parameter {name}")
+        issued = idp.exchange_device_code(form["device_code"], form["client_id"])
+    except InvalidRequestError as error:
+        return _oauth_error("invalid_request", error.message)
+    except OAuthError as error:
+        return _oauth_error(error.error, error.description)
+    return _json(
+        {
+            "access_token": issued.access_token,
+            "token_type": issued.token_type,
+            "expires_in": issued.expires_in,
+        },
+        200,
+        NO_STORE,
+    )
+
+
+async def token(request: Request) -> Response:
+    """The device access token request (RFC 8628 section 3.4), OAuth errors throughout."""
+    try:
+        return await _exchange(request)
+    except InvalidRequestError as error:  # a body over the cap, refused before the handler
+        return _oauth_error("invalid_request", error.message)
+
+
+routes: list[BaseRoute] = [
+    Route("/idp/signup", signup, methods=["POST"]),
+    Route("/idp/device/code", device_authorization, methods=["POST"]),
+    Route("/idp/device", show_device_page, methods=["GET"]),
+    Route("/idp/device", decide, methods=["POST"]),
+    Route("/idp/token", token, methods=["POST"]),
+]
