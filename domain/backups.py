@@ -10,7 +10,7 @@ from typing import Literal
 from uuid import UUID
 
 import attrs
-from croniter import croniter
+from croniter import CroniterBadDateError, croniter
 
 from strongroom.domain.durations import Duration
 from strongroom.domain.errors import (
@@ -107,16 +107,26 @@ class CustomerS3Destination:
 Destination = ServiceDestination | CustomerS3Destination
 
 
+# A fixed instant from which a cron expression must fire at least once (it always does
+# within a few years unless it names a date that never exists, such as 30 February).
+_CRON_PROBE = datetime(2000, 1, 1, tzinfo=UTC)
+
+
 def _valid_cron(expression: str) -> str:
     if len(expression.split()) != 5 or not croniter.is_valid(expression):
         raise InvalidRequestError("schedule.cron must be a 5-field cron expression")
+    try:
+        croniter(expression, _CRON_PROBE).get_next(datetime)
+    except CroniterBadDateError as error:
+        raise InvalidRequestError("schedule.cron never fires") from error
     return expression
 
 
 def _valid_timezone(name: str) -> str:
     try:
         zoneinfo.ZoneInfo(name)
-    except (zoneinfo.ZoneInfoNotFoundError, ValueError) as error:
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError, OSError) as error:
+        # OSError: a key naming a folder of the time zone database, such as "America".
         raise InvalidRequestError("schedule.timezone must be an IANA time zone name") from error
     return name
 

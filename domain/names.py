@@ -18,6 +18,9 @@ def clean_name(raw: str, field: str = "name") -> str:
         )
     if any(unicodedata.category(char) == "Cc" for char in name):
         raise InvalidRequestError(f"{field} must not contain control characters")
+    if any(unicodedata.category(char) == "Cs" for char in name):
+        # A lone surrogate is not text: it cannot be encoded as UTF-8 to store or return.
+        raise InvalidRequestError(f"{field} must be valid Unicode text")
     return name
 
 
