@@ -1,7 +1,132 @@
-"""Routes of the backups area (being filled in)."""
+"""Backups: create, list, read, change, pause, resume, delete.
+
+Every handler runs the contract's order of checks: credential, path id, workspace and
+permission (``authorize``), body, then the use case (404, kind rules, billing, quota,
+other conflicts).
+"""
 
 from __future__ import annotations
 
-from starlette.routing import BaseRoute
+import attrs
+from starlette.responses import Response
+from starlette.routing import BaseRoute, Route
 
-routes: list[BaseRoute] = []
+from strongroom.adapters.http import presenters
+from strongroom.adapters.http.backup_patch import parse_backup_changes
+from strongroom.adapters.http.context import ApiContext, endpoint, json_response, no_content
+from strongroom.domain.backups import BackupKind
+from strongroom.domain.errors import InvalidRequestError
+from strongroom.ports.usecases.backups import (
+    CREATE_BACKUP,
+    DELETE_BACKUP,
+    PAUSE_BACKUP,
+    READ_BACKUPS,
+    RESUME_BACKUP,
+    UPDATE_BACKUP,
+)
+
+
+@attrs.frozen
+class CreateBackupBody:
+    """``POST /v1/workspaces/{wid}/backups``."""
+
+    name: str
+    kind: str
+
+
+@attrs.frozen
+class EmptyBody:
+    """The optional body of an action: nothing, or ``{}``."""
+
+
+def _kind(value: str) -> BackupKind:
+    try:
+        return BackupKind(value)
+    except ValueError as error:
+        allowed = ", ".join(kind.value for kind in BackupKind)
+        raise InvalidRequestError(f"invalid value for kind: expected one of {allowed}") from error
+
+
+@endpoint
+def create_backup(ctx: ApiContext) -> Response:
+    """Reserve a new backup (state ``draft``) with a name and a kind."""
+    caller = ctx.caller()
+    workspace_id = ctx.path_id("wid")
+    ctx.facade.access.authorize(caller, CREATE_BACKUP, workspace_id=workspace_id)
+    body = ctx.json(CreateBackupBody)
+    kind = _kind(body.kind)
+    backup = ctx.facade.backups.create(
+        caller, workspace_id, body.name, kind, idempotency=ctx.idempotency(presenters.backup)
+    )
+    return json_response(presenters.backup(backup), 201)
+
+
+@endpoint
+def list_backups(ctx: ApiContext) -> Response:
+    """A workspace's backups, newest first."""
+    caller = ctx.caller()
+    workspace_id = ctx.path_id("wid")
+    ctx.facade.access.authorize(caller, READ_BACKUPS, workspace_id=workspace_id)
+    page = ctx.facade.backups.list_in(caller, workspace_id, ctx.page())
+    return json_response(presenters.listing(page, presenters.backup))
+
+
+@endpoint
+def get_backup(ctx: ApiContext) -> Response:
+    """One backup of the caller's workspace."""
+    caller = ctx.caller()
+    backup_id = ctx.path_id("bid")
+    ctx.facade.access.authorize(caller, READ_BACKUPS, target_id=backup_id)
+    return json_response(presenters.backup(ctx.facade.backups.get(caller, backup_id)))
+
+
+@endpoint
+def patch_backup(ctx: ApiContext) -> Response:
+    """Change a backup; it becomes ``active`` in the PATCH that completes its configuration."""
+    caller = ctx.caller()
+    backup_id = ctx.path_id("bid")
+    ctx.facade.access.authorize(caller, UPDATE_BACKUP, target_id=backup_id)
+    changes = parse_backup_changes(ctx.json_object())
+    backup = ctx.facade.backups.update(caller, backup_id, changes)
+    return json_response(presenters.backup(backup))
+
+
+@endpoint
+def pause_backup(ctx: ApiContext) -> Response:
+    """Stop scheduling a backup (idempotent); it keeps its state."""
+    caller = ctx.caller()
+    backup_id = ctx.path_id("bid")
+    ctx.facade.access.authorize(caller, PAUSE_BACKUP, target_id=backup_id)
+    ctx.json(EmptyBody, optional=True)
+    return json_response(presenters.backup(ctx.facade.backups.pause(caller, backup_id)))
+
+
+@endpoint
+def resume_backup(ctx: ApiContext) -> Response:
+    """Resume scheduling a backup (idempotent)."""
+    caller = ctx.caller()
+    backup_id = ctx.path_id("bid")
+    ctx.facade.access.authorize(caller, RESUME_BACKUP, target_id=backup_id)
+    ctx.json(EmptyBody, optional=True)
+    return json_response(presenters.backup(ctx.facade.backups.resume(caller, backup_id)))
+
+
+@endpoint
+def delete_backup(ctx: ApiContext) -> Response:
+    """Delete a backup."""
+    caller = ctx.caller()
+    backup_id = ctx.path_id("bid")
+    ctx.facade.access.authorize(caller, DELETE_BACKUP, target_id=backup_id)
+    ctx.facade.backups.delete(caller, backup_id)
+    return no_content()
+
+
+routes: list[BaseRoute] = [
+    Route("/v1/workspaces/{wid}/backups", create_backup, methods=["POST"]),
+    Route("/v1/workspaces/{wid}/backups", list_backups, methods=["GET"]),
+    Route("/v1/backups/{bid}", get_backup, methods=["GET"]),
+    Route("/v1/backups/{bid}", patch_backup, methods=["PATCH"]),
+    Route("/v1/backups/{bid}", delete_backup, methods=["DELETE"]),
+    Route("/v1/backups/{bid}/pause", pause_backup, methods=["POST"]),
+    Route("/v1/backups/{bid}/resume", resume_backup, methods=["POST"]),
+]
