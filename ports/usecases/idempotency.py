@@ -16,6 +16,7 @@ import attrs
 
 from strongroom.domain.errors import IdempotencyConflictError, InvalidRequestError
 from strongroom.domain.principals import Caller
+from strongroom.ports.identity import Identity
 from strongroom.ports.repositories import IdempotencyKeyTakenError, IdempotencyRecord
 from strongroom.ports.unit_of_work import UnitOfWork, UnitOfWorkFactory
 
@@ -23,6 +24,9 @@ T = TypeVar("T")
 
 KEY_LIFETIME = timedelta(hours=24)
 MAX_KEY_LENGTH = 255
+
+# Whose keys: an authenticated caller, or a person signing in (not yet a caller).
+KeyOwner = Caller | Identity
 
 
 @attrs.frozen
@@ -53,37 +57,44 @@ class IdempotentReplayError(Exception):
         self.body = body
 
 
-def _scope(caller: Caller | None, route: str) -> str:
-    who = "anonymous" if caller is None else f"{caller.actor.type}:{caller.actor.id}"
+def _scope(owner: KeyOwner, route: str) -> str:
+    """Keys are scoped to their owner and the route: nobody else's key ever collides."""
+    if isinstance(owner, Identity):
+        who = f"identity:{owner.subject}"
+    else:
+        who = f"{owner.actor.type}:{owner.actor.id}"
     return f"{who} {route}"
 
 
 def replay_if_known(
-    uow_factory: UnitOfWorkFactory, caller: Caller | None, key: IdempotencyKey[T] | None
+    uow_factory: UnitOfWorkFactory,
+    owner: KeyOwner,
+    key: IdempotencyKey[T] | None,
+    now: datetime,
 ) -> None:
-    """Raise the replay (or the conflict) if this key already completed a request."""
+    """Raise the replay (or the conflict) if this key completed a request in the last 24 h."""
     if key is None:
         return
     with uow_factory() as uow:
-        record = uow.idempotency.get(_scope(caller, key.route), key.key)
-    _raise_for(record, key)
+        record = uow.idempotency.get(_scope(owner, key.route), key.key)
+    _raise_for(record, key, now)
 
 
-def _raise_for(record: IdempotencyRecord | None, key: IdempotencyKey[T]) -> None:
+def _raise_for(record: IdempotencyRecord | None, key: IdempotencyKey[T], now: datetime) -> None:
     if record is None or record.status is None or record.body is None:
         return
+    if record.created_at < now - KEY_LIFETIME:
+        return  # expired: the key is free again, and ``reserve`` replaces the record
     if record.fingerprint != key.fingerprint:
         raise IdempotencyConflictError()
     raise IdempotentReplayError(record.status, record.body)
 
 
-def reserve(
-    uow: UnitOfWork, caller: Caller | None, key: IdempotencyKey[T] | None, now: datetime
-) -> bool:
+def reserve(uow: UnitOfWork, owner: KeyOwner, key: IdempotencyKey[T] | None, now: datetime) -> bool:
     """Reserve the key in ``uow``; False if another committed request holds it."""
     if key is None:
         return True
-    record = IdempotencyRecord(_scope(caller, key.route), key.key, key.fingerprint, now)
+    record = IdempotencyRecord(_scope(owner, key.route), key.key, key.fingerprint, now)
     try:
         uow.idempotency.reserve(record, expired_before=now - KEY_LIFETIME)
     except IdempotencyKeyTakenError:
@@ -91,17 +102,15 @@ def reserve(
     return True
 
 
-def complete(
-    uow: UnitOfWork, caller: Caller | None, key: IdempotencyKey[T] | None, result: T
-) -> None:
+def complete(uow: UnitOfWork, owner: KeyOwner, key: IdempotencyKey[T] | None, result: T) -> None:
     """Store the response of the reserved key in ``uow``."""
     if key is not None:
-        uow.idempotency.complete(_scope(caller, key.route), key.key, key.status, key.render(result))
+        uow.idempotency.complete(_scope(owner, key.route), key.key, key.status, key.render(result))
 
 
 def run_idempotent(
     uow_factory: UnitOfWorkFactory,
-    caller: Caller | None,
+    owner: KeyOwner,
     key: IdempotencyKey[T] | None,
     now: datetime,
     create: Callable[[UnitOfWork], T],
@@ -110,12 +119,12 @@ def run_idempotent(
 
     ``create`` must not commit; this commits once everything is recorded.
     """
-    replay_if_known(uow_factory, caller, key)
+    replay_if_known(uow_factory, owner, key, now)
     with uow_factory() as uow:
-        if reserve(uow, caller, key, now):
+        if reserve(uow, owner, key, now):
             result = create(uow)
-            complete(uow, caller, key, result)
+            complete(uow, owner, key, result)
             uow.commit()
             return result
-    replay_if_known(uow_factory, caller, key)
+    replay_if_known(uow_factory, owner, key, now)
     raise IdempotencyConflictError()

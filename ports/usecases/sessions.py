@@ -11,6 +11,7 @@ from strongroom.domain.errors import ForbiddenError, NotFoundError
 from strongroom.domain.principals import Caller, Session
 from strongroom.domain.tokens import TokenKind, format_token, hash_token
 from strongroom.domain.users import User
+from strongroom.ports.identity import Identity
 from strongroom.ports.unit_of_work import UnitOfWork
 from strongroom.ports.usecases.dependencies import Dependencies
 from strongroom.ports.usecases.idempotency import IdempotencyKey, run_idempotent
@@ -46,7 +47,20 @@ class Sessions:
         self, idp_access_token: str, idempotency: IdempotencyKey[IssuedSession] | None = None
     ) -> IssuedSession:
         """Exchange an identity provider's access token for an unscoped session."""
-        identity = self._deps.identity.verify_access_token(idp_access_token)
+        return self.start_session(self.verify(idp_access_token), idempotency)
+
+    def verify(self, idp_access_token: str) -> Identity:
+        """The person an identity provider's access token vouches for;
+        ``UnauthenticatedError`` if it is not valid (checked before anything else)."""
+        return self._deps.identity.verify_access_token(idp_access_token)
+
+    def start_session(
+        self, identity: Identity, idempotency: IdempotencyKey[IssuedSession] | None = None
+    ) -> IssuedSession:
+        """An unscoped session for a person the identity provider vouched for (``verify``).
+
+        An Idempotency-Key is scoped to that person, so two people never share one.
+        """
         now = self._deps.clock.now()
 
         def create(uow: UnitOfWork) -> IssuedSession:
@@ -58,7 +72,7 @@ class Sessions:
                 uow.users.add(user)
             return self._issue(uow, user, None, now)
 
-        return run_idempotent(self._deps.uow, None, idempotency, now, create)
+        return run_idempotent(self._deps.uow, identity, idempotency, now, create)
 
     def _issue(
         self, uow: UnitOfWork, user: User, workspace_id: UUID | None, now: datetime

@@ -72,7 +72,7 @@ class Workspaces:
         provisioned all-or-nothing, and the creator becomes its admin."""
         user = self._person(caller, "create a workspace")
         name = clean_name(name)
-        replay_if_known(self._deps.uow, caller, idempotency)
+        replay_if_known(self._deps.uow, caller, idempotency, self._deps.clock.now())
         with self._deps.uow() as uow:
             ensure_room(
                 WORKSPACES_PER_USER_RESOURCE,
