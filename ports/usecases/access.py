@@ -9,6 +9,7 @@ it again themselves, so an embedder gets the same checks.
 from __future__ import annotations
 
 import hmac
+from collections.abc import Callable
 from uuid import UUID
 
 import attrs
@@ -23,17 +24,37 @@ from strongroom.domain.errors import (
 from strongroom.domain.permissions import Permission
 from strongroom.domain.principals import Actor, Caller, PrincipalType
 from strongroom.domain.tokens import TokenKind, hash_token, token_kind
+from strongroom.ports.unit_of_work import UnitOfWork
 from strongroom.ports.usecases.dependencies import Dependencies
 from strongroom.ports.usecases.recording import record
+
+# Whether a target id names an object of the given workspace: (uow, workspace id, target id).
+TargetCheck = Callable[[UnitOfWork, UUID, UUID | str], bool]
+
+# The checks of the resources whose repositories the unit of work offers, by resource name
+# (the part of an action before the dot).
+TARGET_CHECKS: dict[str, TargetCheck] = {
+    "workspace": lambda _uow, workspace_id, target_id: target_id == workspace_id,
+    "backup": lambda uow, workspace_id, target_id: (
+        isinstance(target_id, UUID) and uow.backups.get(workspace_id, target_id) is not None
+    ),
+}
 
 
 @attrs.frozen
 class Requirement:
     """What an operation needs: one of ``permissions``; ``action`` names a mutation, whose
-    refusals for a missing permission are audited as ``denied``."""
+    refusals for a missing permission are audited as ``denied``.
+
+    A refusal on a target the caller cannot see (another workspace's object, or none at
+    all) is not audited (contract section 10). ``target_check`` tells whether a target id
+    is an object of the caller's workspace; without it, ``TARGET_CHECKS`` of the action's
+    resource decides, and a resource with no check is audited.
+    """
 
     permissions: tuple[Permission, ...]
     action: str | None = None
+    target_check: TargetCheck | None = None
 
 
 class Access:
@@ -103,14 +124,30 @@ class Access:
             caller.ensure_permission(*requirement.permissions)
         except MissingPermissionError:
             if requirement.action is not None:
-                self._record_denied(caller, scoped, requirement.action, target_id)
+                check = requirement.target_check or TARGET_CHECKS.get(
+                    requirement.action.partition(".")[0]
+                )
+                self._record_denied(caller, scoped, requirement.action, target_id, check)
             raise
         return scoped
 
     def _record_denied(
-        self, caller: Caller, workspace_id: UUID, action: str, target_id: UUID | str | None
+        self,
+        caller: Caller,
+        workspace_id: UUID,
+        action: str,
+        target_id: UUID | str | None,
+        target_check: TargetCheck | None,
     ) -> None:
+        """Audit a permission refusal, unless its target is not an object of the caller's
+        workspace (attempts on objects the caller cannot see are audited nowhere)."""
         with self._deps.uow() as uow:
+            if (
+                target_id is not None
+                and target_check is not None
+                and not target_check(uow, workspace_id, target_id)
+            ):
+                return
             record(
                 self._deps,
                 uow,
