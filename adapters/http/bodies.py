@@ -12,12 +12,18 @@ from typing import Any, TypeVar
 from urllib.parse import urlsplit
 from uuid import UUID
 
+import attrs
 import cattrs
 from cattrs.errors import ClassValidationError, ForbiddenExtraKeysError
 
 from strongroom.domain.errors import InvalidRequestError
 
 T = TypeVar("T")
+
+
+@attrs.frozen
+class EmptyBody:
+    """The body of an action that takes no fields: absent, or ``{}``."""
 
 
 def _reject_constant(name: str) -> Any:

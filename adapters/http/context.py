@@ -16,7 +16,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
 
-from strongroom.adapters.http.bodies import parse_json_object, structure
+from strongroom.adapters.http.bodies import EmptyBody, parse_json_object, structure
 from strongroom.adapters.http.errors import request_id_of
 from strongroom.domain.errors import InvalidRequestError, UnauthenticatedError
 from strongroom.domain.pagination import DEFAULT_LIMIT, Cursor, PageRequest
@@ -79,12 +79,18 @@ class ApiContext:
         """The body structured as ``cls`` (unknown fields and wrong types refused)."""
         return structure(self.json_object(optional=optional), cls)
 
+    def empty_body(self) -> None:
+        """An action's optional body: absent or ``{}``; a body that is not JSON, or that
+        has any field, is ``invalid_request``."""
+        self.json(EmptyBody, optional=True)
+
     def page(self) -> PageRequest:
         """``?limit=`` (1..200, default 50) and ``?cursor=``."""
         raw_limit = self.request.query_params.get("limit")
         limit = DEFAULT_LIMIT
         if raw_limit is not None:
-            if not raw_limit.isdigit() or len(raw_limit) > 4:
+            # ``str.isdigit`` alone also accepts "²" and other non-ASCII digits.
+            if not (raw_limit.isascii() and raw_limit.isdigit()) or len(raw_limit) > 4:
                 raise InvalidRequestError("limit must be an integer between 1 and 200")
             limit = int(raw_limit)
         cursor = self.request.query_params.get("cursor")

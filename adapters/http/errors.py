@@ -9,6 +9,7 @@ from typing import Any
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
+from starlette.routing import Match, Route
 
 from strongroom.domain.errors import StrongroomError
 
@@ -76,18 +77,37 @@ async def strongroom_error(request: Request, exc: Exception) -> Response:
     return error_response(request, STATUS_BY_CODE[exc.code], exc.code, exc.message, detail)
 
 
+def allowed_methods(request: Request) -> str:
+    """Every method some route serves at the request's path, for a 405's ``Allow`` header.
+
+    Starlette answers 405 from the first route whose path matches, so when several routes
+    share a path (one per method), its own ``Allow`` would name only that route's methods.
+    """
+    methods: set[str] = set()
+    for route in getattr(request.app, "routes", []):
+        if isinstance(route, Route) and route.methods:
+            match, _ = route.matches(request.scope)
+            if match is not Match.NONE:
+                methods |= route.methods
+    return ", ".join(sorted(methods))
+
+
 async def http_error(request: Request, exc: Exception) -> Response:
     """Render the router's own refusals (no such route, method not allowed)."""
     assert isinstance(exc, HTTPException)
     if exc.status_code == 404:
         return error_response(request, 404, "not_found", "no such route")
     if exc.status_code == 405:
+        headers = dict(exc.headers or {})
+        allow = allowed_methods(request)
+        if allow:
+            headers["Allow"] = allow
         return error_response(
             request,
             405,
             "invalid_request",
             f"method {request.method} is not allowed here",
-            headers=dict(exc.headers or {}),
+            headers=headers,
         )
     return error_response(request, exc.status_code, "invalid_request", str(exc.detail))
 

@@ -61,9 +61,10 @@ def create_session(ctx: ApiContext) -> Response:
     scheme, _, token = ctx.request.headers.get("authorization", "").partition(" ")
     if scheme.lower() != "bearer" or not token.strip():
         raise UnauthenticatedError("missing bearer credential")
-    ctx.json_object(optional=True)
-    issued = ctx.facade.sessions.sign_in(
-        token.strip(), idempotency=ctx.idempotency(presenters.issued_session)
+    identity = ctx.facade.sessions.verify(token.strip())
+    ctx.empty_body()
+    issued = ctx.facade.sessions.start_session(
+        identity, idempotency=ctx.idempotency(presenters.issued_session)
     )
     return json_response(presenters.issued_session(issued), 201)
 
@@ -89,7 +90,9 @@ def switch(ctx: ApiContext) -> Response:
 @endpoint
 def sign_out(ctx: ApiContext) -> Response:
     """Revoke the session used for this request."""
-    ctx.facade.sessions.sign_out(ctx.caller())
+    caller = ctx.caller()
+    ctx.empty_body()
+    ctx.facade.sessions.sign_out(caller)
     return no_content()
 
 

@@ -14,7 +14,7 @@ from strongroom.adapters.http.context import ApiContext, endpoint, json_response
 from strongroom.domain.errors import InvalidRequestError
 from strongroom.ports.repositories import AuditFilter
 from strongroom.ports.usecases.audit_trail import READ_AUDIT
-from strongroom.ports.usecases.workspaces import UPDATE_WORKSPACE
+from strongroom.ports.usecases.workspaces import DELETE_WORKSPACE, UPDATE_WORKSPACE
 
 
 @attrs.frozen
@@ -69,7 +69,12 @@ def patch_workspace(ctx: ApiContext) -> Response:
 def delete_workspace(ctx: ApiContext) -> Response:
     """Delete a workspace and everything of it."""
     caller = ctx.caller()
-    ctx.facade.workspaces.delete(caller, ctx.path_id("wid"))
+    workspace_id = ctx.path_id("wid")
+    ctx.facade.access.authorize(
+        caller, DELETE_WORKSPACE, workspace_id=workspace_id, target_id=workspace_id
+    )
+    ctx.empty_body()
+    ctx.facade.workspaces.delete(caller, workspace_id)
     return no_content()
 
 

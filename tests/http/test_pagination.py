@@ -1,0 +1,140 @@
+"""``?limit=`` and ``?cursor=`` on list endpoints (contract section 1)."""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+from uuid import UUID
+
+import pytest
+
+from support.world import Api, bearer
+
+
+def walk(api: Api, path: str, token: str, limit: int) -> list[dict[str, Any]]:
+    """Every item of a list, page by page, checking each page's size."""
+    items: list[dict[str, Any]] = []
+    cursor: str | None = None
+    while True:
+        params: dict[str, Any] = {"limit": limit}
+        if cursor is not None:
+            params["cursor"] = cursor
+        response = api.client.get(path, params=params, headers=bearer(token))
+        assert response.status_code == 200, response.text
+        page = response.json()
+        assert set(page) == {"data", "next_cursor"}
+        assert len(page["data"]) <= limit
+        items.extend(page["data"])
+        cursor = page["next_cursor"]
+        if cursor is None:
+            return items
+        assert isinstance(cursor, str)
+        assert len(page["data"]) == limit
+
+
+def busy_workspace(api: Api, renames: int) -> tuple[str, UUID]:
+    """An admin session in a workspace with ``renames + 2`` audit events."""
+    token, workspace_id = api.workspace_admin("ada@example.com", "Name 0")
+    for number in range(1, renames + 1):
+        response = api.client.patch(
+            f"/v1/workspaces/{workspace_id}", json={"name": f"Name {number}"}, headers=bearer(token)
+        )
+        assert response.status_code == 200
+    return token, workspace_id
+
+
+class TestLimit:
+    """``limit`` is 1..200, default 50."""
+
+    @pytest.mark.parametrize(
+        "limit", ["0", "201", "-1", "abc", "", "1.5", "²", "1e2", " 5", "10000"]
+    )
+    @pytest.mark.parametrize("path", ["/v1/workspaces", "audit"])
+    def test_bad_limit_is_400(self, api: Api, limit: str, path: str) -> None:
+        """Out of range or not a decimal integer: 400 ``invalid_request``."""
+        token, workspace_id = api.workspace_admin("ada@example.com")
+        if path == "audit":
+            path = f"/v1/workspaces/{workspace_id}/audit"
+        response = api.client.get(path, params={"limit": limit}, headers=bearer(token))
+        assert response.status_code == 400, response.text
+        assert response.json()["error"]["code"] == "invalid_request"
+
+    @pytest.mark.parametrize("limit", ["1", "200", "50", "007"])
+    def test_limits_in_range_are_accepted(self, api: Api, limit: str) -> None:
+        """1 and 200 are the bounds."""
+        token = api.person("ada@example.com")
+        response = api.client.get("/v1/workspaces", params={"limit": limit}, headers=bearer(token))
+        assert response.status_code == 200
+
+    def test_default_limit_is_50(self, api: Api) -> None:
+        """Without ``limit`` a page holds 50 items and points to the next page."""
+        token, workspace_id = busy_workspace(api, 0)
+        path = f"/v1/workspaces/{workspace_id}/audit"
+        for number in range(55):
+            api.client.patch(
+                f"/v1/workspaces/{workspace_id}", json={"name": f"N{number}"}, headers=bearer(token)
+            )
+        page = api.client.get(path, headers=bearer(token)).json()
+        assert len(page["data"]) == 50
+        assert page["next_cursor"] is not None
+        rest = api.client.get(
+            path, params={"cursor": page["next_cursor"]}, headers=bearer(token)
+        ).json()
+        assert len(rest["data"]) == 57 - 50
+        assert rest["next_cursor"] is None
+
+
+class TestCursor:
+    """Cursors are opaque; anything not issued by the service is 400."""
+
+    @pytest.mark.parametrize(
+        "cursor",
+        [
+            "garbage",
+            "!!!",
+            "",
+            "é",
+            base64.urlsafe_b64encode(b"hello").decode(),
+            base64.urlsafe_b64encode(b"2026-01-01T00:00:00+00:00|not-a-uuid").decode(),
+            base64.urlsafe_b64encode(
+                b"2026-01-01T00:00:00|00000000-0000-0000-0000-000000000000"
+            ).decode(),
+            base64.urlsafe_b64encode(b"\xff\xfe").decode(),
+        ],
+    )
+    def test_garbage_cursor_is_400(self, api: Api, cursor: str) -> None:
+        """A cursor this service did not issue: 400 ``invalid_request``."""
+        token, workspace_id = api.workspace_admin("ada@example.com")
+        for path in ("/v1/workspaces", f"/v1/workspaces/{workspace_id}/audit"):
+            response = api.client.get(path, params={"cursor": cursor}, headers=bearer(token))
+            assert response.status_code == 400, response.text
+            assert response.json()["error"]["code"] == "invalid_request"
+
+    def test_walking_the_audit_list_yields_every_event_once_newest_first(self, api: Api) -> None:
+        """Pages of one event visit every event exactly once, newest first, and agree with
+        one big page."""
+        token, workspace_id = busy_workspace(api, 6)
+        path = f"/v1/workspaces/{workspace_id}/audit"
+        walked = walk(api, path, token, 1)
+        whole = api.client.get(path, params={"limit": 200}, headers=bearer(token)).json()
+        assert whole["next_cursor"] is None
+        assert walked == whole["data"]
+        assert len({event["id"] for event in walked}) == len(walked) == 8
+        assert [event["action"] for event in walked] == [
+            *["workspace.update"] * 6,
+            "session.switch",
+            "workspace.create",
+        ]
+        names = [event["changes"]["name"]["to"] for event in walked[:6]]
+        assert names == [f"Name {number}" for number in range(6, 0, -1)]
+        times = [event["occurred_at"] for event in walked]
+        assert times == sorted(times, reverse=True)
+        assert walk(api, path, token, 3) == walked
+
+    def test_walking_the_workspace_list(self, api: Api) -> None:
+        """The membership list pages newest workspace first, each workspace once."""
+        token = api.person("ada@example.com")
+        for number in range(5):
+            api.client.post("/v1/workspaces", json={"name": f"W{number}"}, headers=bearer(token))
+        walked = walk(api, "/v1/workspaces", token, 2)
+        assert [item["name"] for item in walked] == ["W4", "W3", "W2", "W1", "W0"]

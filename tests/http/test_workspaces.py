@@ -1,0 +1,436 @@
+"""Workspaces over HTTP: creation and its provisioning, reads, rename, billing gates and
+deletion (contract sections 1, 4 and 10)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
+from functools import partial
+from typing import Any
+from uuid import UUID
+
+import pytest
+
+from strongroom.adapters.identity.builtin import BuiltinIdentityProvider
+from strongroom.adapters.memory.services import MemoryBilling, MemoryNamespaces
+from strongroom.adapters.memory.store import MemoryStore
+from strongroom.adapters.memory.unit_of_work import MemoryUnitOfWork
+from strongroom.adapters.system import SecureIds, SystemClock
+from strongroom.domain.billing import BillingState
+from strongroom.domain.workspaces import Membership
+from strongroom.ports.usecases import Strongroom
+from support.world import FAST_HASHER, Api, bearer, make_client, make_facade
+
+RFC3339_Z = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z")
+
+
+def create(api: Api, token: str, name: str, **headers: str) -> Any:
+    """``POST /v1/workspaces``."""
+    return api.client.post(
+        "/v1/workspaces", json={"name": name}, headers={**bearer(token), **headers}
+    )
+
+
+def listing(api: Api, token: str) -> list[dict[str, Any]]:
+    """The caller's workspace list (one page of up to 200)."""
+    response = api.client.get("/v1/workspaces", params={"limit": 200}, headers=bearer(token))
+    assert response.status_code == 200
+    data: list[dict[str, Any]] = response.json()["data"]
+    return data
+
+
+def audit(api: Api, token: str, workspace_id: UUID | str, **params: str) -> list[dict[str, Any]]:
+    """A workspace's audit events, newest first."""
+    response = api.client.get(
+        f"/v1/workspaces/{workspace_id}/audit", params=params, headers=bearer(token)
+    )
+    assert response.status_code == 200, response.text
+    events: list[dict[str, Any]] = response.json()["data"]
+    return events
+
+
+def join(api: Api, email: str, workspace_id: UUID, role: str) -> tuple[str, str]:
+    """Make ``email`` a member with ``role``; their unscoped session and user id."""
+    token = api.person(email)
+    user_id = api.client.get("/v1/me", headers=bearer(token)).json()["user"]["id"]
+    with api.facade.deps.uow() as uow:
+        uow.memberships.add(Membership(workspace_id, UUID(user_id), role, datetime.now(UTC)))
+        uow.commit()
+    return token, user_id
+
+
+class TestCreate:
+    """``POST /v1/workspaces``."""
+
+    def test_created_in_the_single_workspace_shape(self, api: Api) -> None:
+        """201 ``{id, name, idp_org_id, created_at, updated_at}``, the name trimmed."""
+        token = api.person("ada@example.com")
+        response = create(api, token, "  Acme Corp \t")
+        assert response.status_code == 201, response.text
+        body = response.json()
+        assert set(body) == {"id", "name", "idp_org_id", "created_at", "updated_at"}
+        UUID(body["id"])
+        assert body["name"] == "Acme Corp"
+        assert isinstance(body["idp_org_id"], str)
+        assert body["idp_org_id"]
+        assert RFC3339_Z.fullmatch(body["created_at"])
+        assert body["created_at"] == body["updated_at"]
+
+    def test_creator_becomes_admin(self, api: Api) -> None:
+        """The creator's list shows the workspace with role ``admin``."""
+        token = api.person("ada@example.com")
+        body = create(api, token, "Acme").json()
+        assert listing(api, token) == [
+            {"id": body["id"], "name": "Acme", "idp_org_id": body["idp_org_id"], "role": "admin"}
+        ]
+
+    @pytest.mark.parametrize(
+        "name",
+        ["", "   ", "x" * 101, " " + "x" * 101, "bad\x00name", "tab\x07bell", "new\nline", "\x7f"],
+    )
+    def test_bad_names_are_400(self, api: Api, name: str) -> None:
+        """Empty after trimming, over 100 characters, or holding control characters: 400."""
+        token = api.person("ada@example.com")
+        response = create(api, token, name)
+        assert response.status_code == 400
+        assert response.json()["error"]["code"] == "invalid_request"
+        assert listing(api, token) == []
+
+    @pytest.mark.parametrize("name", ["x" * 100, "  " + "y" * 100 + "  ", "Ünïcødé 工作区", "a"])
+    def test_names_up_to_100_after_trimming(self, api: Api, name: str) -> None:
+        """1 to 100 characters after trimming are accepted."""
+        token = api.person("ada@example.com")
+        response = create(api, token, name)
+        assert response.status_code == 201
+        assert response.json()["name"] == name.strip()
+
+    def test_sixth_workspace_is_quota_exceeded(self, api: Api) -> None:
+        """The 6th workspace of a person: 409 ``quota_exceeded`` naming
+        ``workspaces_per_user`` and 5; deleting one frees a slot."""
+        token = api.person("ada@example.com")
+        ids = [create(api, token, f"W{n}").json()["id"] for n in range(5)]
+        refused = create(api, token, "W5")
+        assert refused.status_code == 409
+        error = refused.json()["error"]
+        assert error["code"] == "quota_exceeded"
+        assert "workspaces_per_user" in error["message"]
+        assert "5" in error["message"]
+        assert len(listing(api, token)) == 5
+        scoped = api.switch(token, UUID(ids[0]))
+        assert (
+            api.client.delete(f"/v1/workspaces/{ids[0]}", headers=bearer(scoped)).status_code == 204
+        )
+        token = api.person("ada@example.com")
+        assert create(api, token, "W5").status_code == 201
+        assert create(api, token, "W6").status_code == 409
+
+    def test_quota_counts_workspaces_created_not_joined(self, api: Api) -> None:
+        """Workspaces a person merely belongs to do not count against their 5."""
+        owner = api.person("eve@example.com")
+        token = api.person("ada@example.com")
+        for number in range(3):
+            workspace_id = UUID(create(api, owner, f"E{number}").json()["id"])
+            join(api, "ada@example.com", workspace_id, "member")
+        assert all(create(api, token, f"A{n}").status_code == 201 for n in range(5))
+        assert len(listing(api, token)) == 8
+
+
+class TestRead:
+    """``GET /v1/workspaces`` and ``GET /v1/workspaces/{wid}``."""
+
+    def test_list_shows_each_membership_with_its_role(self, api: Api) -> None:
+        """The list holds ``{id, name, idp_org_id, role}`` per membership, newest first."""
+        _, first = api.workspace_admin("eve@example.com", "Eve's")
+        token, _ = join(api, "ada@example.com", first, "viewer")
+        own = create(api, token, "Ada's").json()
+        items = listing(api, token)
+        assert [(item["name"], item["role"]) for item in items] == [
+            ("Ada's", "admin"),
+            ("Eve's", "viewer"),
+        ]
+        assert all(set(item) == {"id", "name", "idp_org_id", "role"} for item in items)
+        assert items[0]["id"] == own["id"]
+        assert api.client.get("/v1/workspaces", headers=bearer(token)).json()["next_cursor"] is None
+
+    def test_get_one(self, api: Api) -> None:
+        """``GET /v1/workspaces/{wid}`` returns the single-workspace shape."""
+        token, workspace_id = api.workspace_admin("ada@example.com", "Acme")
+        response = api.client.get(f"/v1/workspaces/{workspace_id}", headers=bearer(token))
+        assert response.status_code == 200
+        body = response.json()
+        assert set(body) == {"id", "name", "idp_org_id", "created_at", "updated_at"}
+        assert body["id"] == str(workspace_id)
+        assert body["name"] == "Acme"
+
+    def test_list_needs_a_credential(self, api: Api) -> None:
+        """Without a credential the list is 401."""
+        assert api.client.get("/v1/workspaces").status_code == 401
+        assert api.client.post("/v1/workspaces", json={"name": "x"}).status_code == 401
+
+
+class TestRename:
+    """``PATCH /v1/workspaces/{wid}``."""
+
+    def test_rename_returns_the_workspace_and_is_audited(self, api: Api) -> None:
+        """200 with the renamed workspace; audited ``workspace.update`` with
+        ``changes: {name: {from, to}}``."""
+        token, workspace_id = api.workspace_admin("ada@example.com", "Acme")
+        response = api.client.patch(
+            f"/v1/workspaces/{workspace_id}",
+            json={"name": "  Acme Ltd  "},
+            headers={**bearer(token), "X-Request-ID": "rename-1"},
+        )
+        assert response.status_code == 200, response.text
+        body = response.json()
+        assert body["name"] == "Acme Ltd"
+        assert body["updated_at"] >= body["created_at"]
+        again = api.client.get(f"/v1/workspaces/{workspace_id}", headers=bearer(token)).json()
+        assert again == body
+        event = audit(api, token, workspace_id, action="workspace.update")[0]
+        me = api.client.get("/v1/me", headers=bearer(token)).json()
+        assert event["outcome"] == "success"
+        assert event["actor"] == {"type": "user", "id": me["user"]["id"]}
+        assert event["target"] == {"type": "workspace", "id": str(workspace_id)}
+        assert event["changes"] == {"name": {"from": "Acme", "to": "Acme Ltd"}}
+        assert event["request_id"] == "rename-1"
+
+
+class TestBilling:
+    """The billing state gates writes, never reads (contract section 4)."""
+
+    @pytest.mark.parametrize(
+        "state",
+        [BillingState.TRIAL, BillingState.ACTIVE, BillingState.WARNED, BillingState.STOPPED],
+    )
+    def test_rename_allowed(self, api: Api, state: BillingState) -> None:
+        """Trial, active, warned and stopped allow a rename."""
+        token, workspace_id = api.workspace_admin("ada@example.com")
+        api.facade.workspaces.set_billing_state(workspace_id, state)
+        response = api.client.patch(
+            f"/v1/workspaces/{workspace_id}", json={"name": "New"}, headers=bearer(token)
+        )
+        assert response.status_code == 200
+
+    def test_blocked_refuses_rename_naming_the_state(self, api: Api) -> None:
+        """Blocked: 409 ``billing_restricted`` whose message names ``blocked``; nothing changes
+        and no success is audited."""
+        token, workspace_id = api.workspace_admin("ada@example.com", "Acme")
+        api.facade.workspaces.set_billing_state(workspace_id, BillingState.BLOCKED)
+        response = api.client.patch(
+            f"/v1/workspaces/{workspace_id}", json={"name": "New"}, headers=bearer(token)
+        )
+        assert response.status_code == 409
+        error = response.json()["error"]
+        assert error["code"] == "billing_restricted"
+        assert "blocked" in error["message"]
+        name = api.client.get(f"/v1/workspaces/{workspace_id}", headers=bearer(token)).json()
+        assert name["name"] == "Acme"
+        assert audit(api, token, workspace_id, action="workspace.update") == []
+
+    @pytest.mark.parametrize("state", list(BillingState))
+    def test_reads_are_never_refused(self, api: Api, state: BillingState) -> None:
+        """Every read answers 200 in every billing state."""
+        token, workspace_id = api.workspace_admin("ada@example.com")
+        api.facade.workspaces.set_billing_state(workspace_id, state)
+        for path in (
+            "/v1/workspaces",
+            f"/v1/workspaces/{workspace_id}",
+            f"/v1/workspaces/{workspace_id}/quotas",
+            f"/v1/workspaces/{workspace_id}/audit",
+            "/v1/me",
+            "/v1/permissions",
+        ):
+            assert api.client.get(path, headers=bearer(token)).status_code == 200, path
+
+    def test_new_workspaces_start_in_trial(self, api: Api) -> None:
+        """A new workspace is in ``trial``; the first billing change records ``from: trial``."""
+        token, workspace_id = api.workspace_admin("ada@example.com")
+        api.facade.workspaces.set_billing_state(workspace_id, BillingState.ACTIVE)
+        event = audit(api, token, workspace_id, action="billing.update")[0]
+        assert event["changes"] == {"billing_state": {"from": "trial", "to": "active"}}
+        assert event["actor"] == {"type": "system", "id": None}
+        assert event["request_id"] is None
+        assert event["outcome"] == "success"
+
+
+class TestDelete:
+    """``DELETE /v1/workspaces/{wid}``."""
+
+    def test_delete_when_blocked_revokes_scoped_sessions(self, api: Api) -> None:
+        """Allowed when blocked; 204 with no body; every session scoped to it is 401 after;
+        its former members' unscoped sessions still work but cannot enter it (404)."""
+        admin, workspace_id = api.workspace_admin("ada@example.com")
+        member_unscoped, _ = join(api, "bob@example.com", workspace_id, "member")
+        member_scoped = api.switch(api.person("bob@example.com"), workspace_id)
+        admin_unscoped = api.person("ada@example.com")
+        api.facade.workspaces.set_billing_state(workspace_id, BillingState.BLOCKED)
+        response = api.client.delete(f"/v1/workspaces/{workspace_id}", headers=bearer(admin))
+        assert response.status_code == 204
+        assert response.content == b""
+        for token in (admin, member_scoped):
+            assert api.client.get("/v1/me", headers=bearer(token)).status_code == 401
+        for token in (admin_unscoped, member_unscoped):
+            assert api.client.get("/v1/me", headers=bearer(token)).status_code == 200
+            assert listing(api, token) == []
+            switch = api.client.post(
+                "/v1/auth/switch", json={"workspace_id": str(workspace_id)}, headers=bearer(token)
+            )
+            assert switch.status_code == 404
+            assert switch.json()["error"]["code"] == "not_found"
+
+    def test_deleted_workspace_is_404_for_a_member_of_it(self, api: Api) -> None:
+        """A person scoped elsewhere gets 404 (not ``wrong_workspace``) for a deleted one,
+        the same as for one that never existed."""
+        token, first = api.workspace_admin("ada@example.com", "First")
+        second = UUID(create(api, token, "Second").json()["id"])
+        path = f"/v1/workspaces/{second}"
+        assert api.client.get(path, headers=bearer(token)).json()["error"]["code"] == (
+            "wrong_workspace"
+        )
+        scoped_second = api.switch(api.person("ada@example.com"), second)
+        assert api.client.delete(path, headers=bearer(scoped_second)).status_code == 204
+        response = api.client.get(path, headers=bearer(token))
+        assert response.status_code == 404
+        assert response.json()["error"]["code"] == "not_found"
+        assert first != second
+
+    def test_delete_releases_the_provisioned_resources(self, api: Api) -> None:
+        """The customer record and the storage namespace are released."""
+        billing = api.facade.deps.billing
+        namespaces = api.facade.deps.namespaces
+        assert isinstance(billing, MemoryBilling)
+        assert isinstance(namespaces, MemoryNamespaces)
+        token, workspace_id = api.workspace_admin("ada@example.com")
+        assert list(billing.customers.values()) == [workspace_id]
+        assert len(namespaces.namespaces) == 1
+        api.client.delete(f"/v1/workspaces/{workspace_id}", headers=bearer(token))
+        assert billing.customers == {}
+        assert namespaces.namespaces == set()
+
+
+class FlakyBilling(MemoryBilling):
+    """Billing that fails with a connection error while ``down``."""
+
+    down = True
+
+    def create_customer(self, workspace_id: UUID, name: str) -> str:
+        """Fail while down."""
+        if self.down:
+            raise ConnectionError("billing is unreachable")
+        return super().create_customer(workspace_id, name)
+
+
+class FlakyNamespaces(MemoryNamespaces):
+    """Storage that fails with a connection error while ``down``."""
+
+    down = True
+
+    def provision_namespace(self, workspace_id: UUID) -> str:
+        """Fail while down."""
+        if self.down:
+            raise ConnectionError("storage is unreachable")
+        return super().provision_namespace(workspace_id)
+
+
+class FlakyIdentity(BuiltinIdentityProvider):
+    """The built-in provider, keeping its organizations, failing to create one while
+    ``down``."""
+
+    down = True
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.organizations: set[str] = set()
+
+    def create_organization(self, name: str) -> str:
+        """Fail while down."""
+        if self.down:
+            raise ConnectionError("identity provider is unreachable")
+        org_id = super().create_organization(name)
+        self.organizations.add(org_id)
+        return org_id
+
+    def delete_organization(self, org_id: str) -> None:
+        """Forget the organization."""
+        self.organizations.discard(org_id)
+
+
+def flaky_facade(failing: str) -> tuple[Strongroom, Any]:
+    """A facade whose ``failing`` port is down; the port is returned to bring it up."""
+    uow = partial(MemoryUnitOfWork, MemoryStore())
+    identity = FlakyIdentity(uow=uow, clock=SystemClock(), ids=SecureIds(), hasher=FAST_HASHER)
+    identity.down = failing == "identity"
+    billing = FlakyBilling()
+    billing.down = failing == "billing"
+    namespaces = FlakyNamespaces()
+    namespaces.down = failing == "namespaces"
+    facade = make_facade(uow=uow, identity=identity, billing=billing, namespaces=namespaces)
+    port = {"identity": identity, "billing": billing, "namespaces": namespaces}[failing]
+    return facade, port
+
+
+@pytest.fixture(params=["identity", "billing", "namespaces"])
+def flaky(request: pytest.FixtureRequest) -> Iterator[tuple[Api, Any]]:
+    """An API whose identity provider, billing or storage is down."""
+    facade, port = flaky_facade(request.param)
+    with make_client(facade) as client:
+        yield Api(facade, client), port
+
+
+class TestProvisioning:
+    """Organization, customer and namespace are provisioned all-or-nothing."""
+
+    def test_failing_dependency_is_502_and_leaves_nothing(self, flaky: tuple[Api, Any]) -> None:
+        """A failing identity provider, billing or storage: 502 ``upstream_unavailable``;
+        no workspace, customer, namespace or organization remains, and no quota is used."""
+        api, port = flaky
+        billing = api.facade.deps.billing
+        namespaces = api.facade.deps.namespaces
+        identity = api.facade.deps.identity
+        assert isinstance(billing, MemoryBilling)
+        assert isinstance(namespaces, MemoryNamespaces)
+        assert isinstance(identity, FlakyIdentity)
+        token = api.person("ada@example.com")
+        for _ in range(6):
+            response = create(api, token, "Acme", **{"X-Request-ID": "prov-1"})
+            assert response.status_code == 502, response.text
+            error = response.json()["error"]
+            assert error["code"] == "upstream_unavailable"
+            assert error["request_id"] == "prov-1"
+            assert "ConnectionError" in error["detail"]
+        assert listing(api, token) == []
+        assert billing.customers == {}
+        assert namespaces.namespaces == set()
+        assert identity.organizations == set()
+        port.down = False
+        assert all(create(api, token, f"W{n}").status_code == 201 for n in range(5))
+        assert create(api, token, "W5").status_code == 409
+        assert len(billing.customers) == len(namespaces.namespaces) == 5
+        assert len(identity.organizations) == 5
+
+    def test_upstream_detail_hidden_in_production(self) -> None:
+        """In production the 502 carries no ``detail``."""
+        facade, _ = flaky_facade("billing")
+        with make_client(facade, environment="production") as client:
+            api = Api(facade, client)
+            response = create(api, api.person("ada@example.com"), "Acme")
+        assert response.status_code == 502
+        assert "detail" not in response.json()["error"]
+        assert "unreachable" not in response.text
+
+
+def test_parallel_creations_respect_the_quota_exactly(api: Api) -> None:
+    """Twelve parallel creations by one person create exactly five workspaces, and the
+    refused ones leave no customer record or namespace behind."""
+    token = api.person("ada@example.com")
+    with ThreadPoolExecutor(max_workers=12) as pool:
+        statuses = list(pool.map(lambda n: create(api, token, f"W{n}").status_code, range(12)))
+    assert sorted(statuses) == [201] * 5 + [409] * 7
+    billing = api.facade.deps.billing
+    namespaces = api.facade.deps.namespaces
+    assert isinstance(billing, MemoryBilling)
+    assert isinstance(namespaces, MemoryNamespaces)
+    assert len(listing(api, token)) == 5
+    assert len(billing.customers) == len(namespaces.namespaces) == 5
