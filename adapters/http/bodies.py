@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
+from enum import StrEnum
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 from uuid import UUID
@@ -80,6 +81,16 @@ def _strict(kind: type[Any], label: str) -> Any:
     return structure
 
 
+def _string_enum(value: Any, enum: type[StrEnum]) -> StrEnum:
+    if type(value) is not str:
+        raise TypeError("expected a string")
+    try:
+        return enum(value)
+    except ValueError as error:
+        allowed = ", ".join(member.value for member in enum)
+        raise ValueError(f"expected one of: {allowed}") from error
+
+
 def _uuid(value: Any, _type: Any) -> UUID:
     if not isinstance(value, str):
         raise TypeError("expected a UUID string")
@@ -95,6 +106,8 @@ def make_converter() -> cattrs.Converter:
     converter.register_structure_hook(str, _strict(str, "a string"))
     converter.register_structure_hook(int, _strict(int, "an integer"))
     converter.register_structure_hook(bool, _strict(bool, "a boolean"))
+    # StrEnum precedes str in an enum's MRO, so this hook wins over the one for str.
+    converter.register_structure_hook(StrEnum, _string_enum)
     converter.register_structure_hook(UUID, _uuid)
     return converter
 

@@ -266,3 +266,24 @@ class TestBodiesWithoutFields:
         assert api.client.get(path, headers=bearer(token)).status_code == 200
         response = api.client.request("DELETE", path, json={}, headers=bearer(token))
         assert response.status_code == 204
+
+
+class TestStructureEnums:
+    """Enum fields of request bodies are parsed strictly, to the enum itself."""
+
+    def test_a_string_enum_field_becomes_the_enum_and_refuses_other_values(self) -> None:
+        """`{"kind": "cloud"}` gives BackupKind.CLOUD; `"nope"` and `5` are invalid_request."""
+        import attrs
+
+        from strongroom.adapters.http.bodies import structure
+        from strongroom.domain.backups import BackupKind
+        from strongroom.domain.errors import InvalidRequestError
+
+        @attrs.frozen
+        class Body:
+            kind: BackupKind
+
+        assert structure({"kind": "cloud"}, Body).kind is BackupKind.CLOUD
+        for bad in ("nope", 5, None):
+            with pytest.raises(InvalidRequestError, match="kind"):
+                structure({"kind": bad}, Body)
