@@ -5,8 +5,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import attrs
 import pytest
 
+from strongroom.adapters.http.bodies import structure
+from strongroom.domain.backups import BackupKind
+from strongroom.domain.errors import InvalidRequestError
 from support.world import Api, bearer, idp_access_token
 
 ACCEPTED_CONTENT_TYPES = [
@@ -268,22 +272,19 @@ class TestBodiesWithoutFields:
         assert response.status_code == 204
 
 
+@attrs.frozen
+class KindBody:
+    """A body with one enum field."""
+
+    kind: BackupKind
+
+
 class TestStructureEnums:
     """Enum fields of request bodies are parsed strictly, to the enum itself."""
 
     def test_a_string_enum_field_becomes_the_enum_and_refuses_other_values(self) -> None:
         """`{"kind": "cloud"}` gives BackupKind.CLOUD; `"nope"` and `5` are invalid_request."""
-        import attrs
-
-        from strongroom.adapters.http.bodies import structure
-        from strongroom.domain.backups import BackupKind
-        from strongroom.domain.errors import InvalidRequestError
-
-        @attrs.frozen
-        class Body:
-            kind: BackupKind
-
-        assert structure({"kind": "cloud"}, Body).kind is BackupKind.CLOUD
+        assert structure({"kind": "cloud"}, KindBody).kind is BackupKind.CLOUD
         for bad in ("nope", 5, None):
             with pytest.raises(InvalidRequestError, match="kind"):
-                structure({"kind": bad}, Body)
+                structure({"kind": bad}, KindBody)
