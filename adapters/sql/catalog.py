@@ -1,0 +1,160 @@
+"""The catalog of named SQL queries, read from the package's ``queries/*.sql`` files.
+
+``common.sql`` holds what both dialects run word for word; ``sqlite.sql`` and
+``postgres.sql`` hold what differs (row locks, the readiness probe). Queries are written
+with ``:name`` parameters, SQLite's own style; for psycopg they become ``%(name)s``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from enum import StrEnum
+from functools import cache
+from importlib.resources import files
+
+_NAME_LINE = re.compile(r"^--\s*name:\s*(?P<name>[a-z_][a-z0-9_]*)\s*$")
+_PARAMETER = re.compile(r"(?<![:\w]):(?P<name>[A-Za-z_]\w*)")
+FILTERS_MARKER = "/*filters*/"
+
+
+class Dialect(StrEnum):
+    """The SQL dialects Strongroom speaks."""
+
+    SQLITE = "sqlite"
+    POSTGRES = "postgres"
+
+
+class Q(StrEnum):
+    """Every named query (and ``filter_*`` fragment) the repositories run."""
+
+    PING = "ping"
+    WORKSPACE_INSERT = "workspace_insert"
+    WORKSPACE_GET = "workspace_get"
+    WORKSPACE_GET_FOR_UPDATE = "workspace_get_for_update"
+    WORKSPACE_UPDATE = "workspace_update"
+    WORKSPACE_DELETE = "workspace_delete"
+    WORKSPACE_COUNT_CREATED_BY = "workspace_count_created_by"
+    MEMBERSHIP_INSERT = "membership_insert"
+    MEMBERSHIP_GET = "membership_get"
+    MEMBERSHIP_LIST_FOR_USER = "membership_list_for_user"
+    FILTER_MEMBERSHIP_AFTER = "filter_membership_after"
+    MEMBERSHIP_COUNT = "membership_count"
+    USER_INSERT = "user_insert"
+    USER_GET = "user_get"
+    USER_GET_FOR_UPDATE = "user_get_for_update"
+    USER_GET_BY_SUBJECT = "user_get_by_subject"
+    SESSION_INSERT = "session_insert"
+    SESSION_FIND = "session_find"
+    SESSION_REVOKE = "session_revoke"
+    BACKUP_INSERT = "backup_insert"
+    BACKUP_GET = "backup_get"
+    BACKUP_GET_FOR_UPDATE = "backup_get_for_update"
+    BACKUP_UPDATE = "backup_update"
+    BACKUP_DELETE = "backup_delete"
+    BACKUP_LIST = "backup_list"
+    FILTER_BACKUP_AFTER = "filter_backup_after"
+    BACKUP_COUNT = "backup_count"
+    WORKER_INSERT = "worker_insert"
+    WORKER_EXISTS = "worker_exists"
+    ROLE_INSERT = "role_insert"
+    ROLE_GET = "role_get"
+    AUDIT_INSERT = "audit_insert"
+    AUDIT_LIST = "audit_list"
+    FILTER_AUDIT_ACTION = "filter_audit_action"
+    FILTER_AUDIT_ACTOR = "filter_audit_actor"
+    FILTER_AUDIT_SINCE = "filter_audit_since"
+    FILTER_AUDIT_AFTER = "filter_audit_after"
+    IDEMPOTENCY_RESERVE = "idempotency_reserve"
+    IDEMPOTENCY_GET = "idempotency_get"
+    IDEMPOTENCY_COMPLETE = "idempotency_complete"
+    ACCOUNT_INSERT = "account_insert"
+    ACCOUNT_GET = "account_get"
+    ACCOUNT_GET_BY_EMAIL = "account_get_by_email"
+    FAILED_LOGIN_INSERT = "failed_login_insert"
+    FAILED_LOGIN_COUNT = "failed_login_count"
+    DEVICE_GRANT_INSERT = "device_grant_insert"
+    DEVICE_GRANT_BY_DEVICE_CODE = "device_grant_by_device_code"
+    DEVICE_GRANT_BY_USER_CODE = "device_grant_by_user_code"
+    DEVICE_GRANT_BY_ACCESS_TOKEN = "device_grant_by_access_token"  # noqa: S105 (a name)
+    DEVICE_GRANT_UPDATE = "device_grant_update"
+
+
+class QueryFileError(Exception):
+    """A query file is malformed, or the files do not define exactly the queries of ``Q``."""
+
+
+def parse_queries(text: str, source: str) -> dict[str, str]:
+    """The named queries of one file, full-line comments and blank lines dropped."""
+    queries: dict[str, list[str]] = {}
+    current: list[str] | None = None
+    for line in text.splitlines():
+        named = _NAME_LINE.match(line.strip())
+        if named is not None:
+            name = named["name"]
+            if name in queries:
+                raise QueryFileError(f"{source}: query {name} is defined twice")
+            current = queries[name] = []
+        elif line.strip().startswith("--") or not line.strip():
+            continue
+        elif current is None:
+            raise QueryFileError(f"{source}: SQL before the first '-- name:' line")
+        else:
+            current.append(line.rstrip())
+    return {name: "\n".join(lines) for name, lines in queries.items()}
+
+
+def _read(file_name: str) -> dict[str, str]:
+    resource = files("strongroom.adapters.sql").joinpath("queries", file_name)
+    return parse_queries(resource.read_text(encoding="utf-8"), file_name)
+
+
+def to_pyformat(text: str) -> str:
+    """``:name`` parameters as psycopg's ``%(name)s`` (and literal ``%`` doubled)."""
+    return _PARAMETER.sub(r"%(\g<name>)s", text.replace("%", "%%"))
+
+
+class Queries:
+    """The query texts of one dialect, by name, in the driver's parameter style."""
+
+    def __init__(self, dialect: Dialect, texts: Mapping[str, str]) -> None:
+        self.dialect = dialect
+        self._texts = dict(texts)
+        self._compiled: dict[tuple[Q, tuple[Q, ...]], str] = {}
+
+    def raw(self, name: Q) -> str:
+        """The text as written in the file (``:name`` parameters)."""
+        return self._texts[name]
+
+    def text(self, name: Q, filters: Sequence[Q] = ()) -> str:
+        """The text to run, with ``filters`` fragments put at its ``/*filters*/`` marker."""
+        key = (name, tuple(filters))
+        compiled = self._compiled.get(key)
+        if compiled is None:
+            compiled = self._compile(name, key[1])
+            self._compiled[key] = compiled
+        return compiled
+
+    def _compile(self, name: Q, filters: tuple[Q, ...]) -> str:
+        text = self._texts[name]
+        if FILTERS_MARKER in text:
+            text = text.replace(FILTERS_MARKER, " ".join(self._texts[f] for f in filters))
+        elif filters:
+            raise ValueError(f"query {name} takes no filters")
+        return to_pyformat(text) if self.dialect is Dialect.POSTGRES else text
+
+
+@cache
+def queries_for(dialect: Dialect) -> Queries:
+    """Every query of ``dialect``: ``common.sql`` plus the dialect's own file."""
+    common = _read("common.sql")
+    own = _read(f"{dialect.value}.sql")
+    twice = sorted(set(common) & set(own))
+    if twice:
+        raise QueryFileError(f"{dialect}: defined both in common.sql and its own file: {twice}")
+    texts = {**common, **own}
+    missing = sorted(set(Q) - set(texts))
+    unknown = sorted(set(texts) - set(Q))
+    if missing or unknown:
+        raise QueryFileError(f"{dialect}: missing queries {missing}, unknown queries {unknown}")
+    return Queries(dialect, texts)

@@ -1,0 +1,178 @@
+-- 0001 initial: people, workspaces, sessions, backups, audit, idempotency keys, and the
+-- built-in identity provider's accounts and device grants.
+--
+-- Conventions: STRICT tables; ids are canonical lowercase UUID text; instants are UTC text
+-- of fixed width, 'YYYY-MM-DDTHH:MM:SS.ffffffZ', so that text order is time order; nested
+-- values of the domain are JSON text; sealed secrets are BLOBs; booleans 0 or 1.
+-- Case-insensitive uniqueness uses a *_key column holding the domain's casefolded form.
+-- Lists are keyset-paginated newest first, each by an index ending in (created_at, id).
+
+CREATE TABLE users (
+    id TEXT PRIMARY KEY,
+    email TEXT NOT NULL,
+    name TEXT NOT NULL,
+    idp_subject TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    CONSTRAINT users_idp_subject_unique UNIQUE (idp_subject)
+) STRICT;
+
+CREATE TABLE workspaces (
+    id TEXT PRIMARY KEY,
+    name TEXT NOT NULL,
+    idp_org_id TEXT NOT NULL,
+    customer_id TEXT NOT NULL,
+    storage_namespace TEXT NOT NULL,
+    created_by TEXT NOT NULL REFERENCES users (id),
+    billing_state TEXT NOT NULL
+        CONSTRAINT workspaces_billing_state_check
+        CHECK (billing_state IN ('trial', 'active', 'warned', 'stopped', 'blocked')),
+    quota_overrides TEXT NOT NULL
+        CONSTRAINT workspaces_quota_overrides_check CHECK (json_type(quota_overrides) = 'object'),
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL
+) STRICT;
+CREATE INDEX workspaces_by_creator ON workspaces (created_by);
+
+CREATE TABLE memberships (
+    workspace_id TEXT NOT NULL REFERENCES workspaces (id) ON DELETE CASCADE,
+    user_id TEXT NOT NULL REFERENCES users (id),
+    role TEXT NOT NULL,
+    joined_at TEXT NOT NULL,
+    -- The workspace's creation time (immutable), copied so that a person's list of
+    -- workspaces is one keyset scan of memberships_by_user.
+    workspace_created_at TEXT NOT NULL,
+    PRIMARY KEY (workspace_id, user_id)
+) STRICT;
+CREATE INDEX memberships_by_user
+    ON memberships (user_id, workspace_created_at DESC, workspace_id DESC);
+
+CREATE TABLE sessions (
+    id TEXT PRIMARY KEY,
+    token_hash TEXT NOT NULL,
+    user_id TEXT NOT NULL REFERENCES users (id),
+    workspace_id TEXT REFERENCES workspaces (id) ON DELETE CASCADE,
+    created_at TEXT NOT NULL,
+    expires_at TEXT NOT NULL,
+    revoked_at TEXT
+) STRICT;
+CREATE INDEX sessions_by_token_hash ON sessions (token_hash);
+CREATE INDEX sessions_by_workspace ON sessions (workspace_id) WHERE workspace_id IS NOT NULL;
+
+CREATE TABLE workers (
+    id TEXT PRIMARY KEY,
+    workspace_id TEXT NOT NULL REFERENCES workspaces (id) ON DELETE CASCADE
+) STRICT;
+CREATE INDEX workers_by_workspace ON workers (workspace_id);
+
+CREATE TABLE roles (
+    workspace_id TEXT NOT NULL REFERENCES workspaces (id) ON DELETE CASCADE,
+    slug TEXT NOT NULL,
+    name TEXT NOT NULL,
+    permissions TEXT NOT NULL
+        CONSTRAINT roles_permissions_check CHECK (json_type(permissions) = 'array'),
+    PRIMARY KEY (workspace_id, slug)
+) STRICT;
+
+CREATE TABLE backups (
+    id TEXT PRIMARY KEY,
+    workspace_id TEXT NOT NULL REFERENCES workspaces (id) ON DELETE CASCADE,
+    name TEXT NOT NULL,
+    name_key TEXT NOT NULL,
+    kind TEXT NOT NULL CONSTRAINT backups_kind_check CHECK (kind IN ('local', 'manual', 'cloud')),
+    state TEXT NOT NULL CONSTRAINT backups_state_check CHECK (state IN ('draft', 'active')),
+    paused INTEGER NOT NULL CONSTRAINT backups_paused_check CHECK (paused IN (0, 1)),
+    source TEXT CONSTRAINT backups_source_check CHECK (json_type(source) = 'object'),
+    sealed_credentials BLOB,
+    schedule_cron TEXT,
+    schedule_timezone TEXT,
+    worker_id TEXT,
+    retention_expire_after_seconds INTEGER,
+    retention_lock_for_seconds INTEGER,
+    destination TEXT NOT NULL
+        CONSTRAINT backups_destination_check CHECK (json_type(destination) = 'object'),
+    sealed_destination_credentials BLOB,
+    next_run_at TEXT,
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL,
+    CONSTRAINT backups_name_unique UNIQUE (workspace_id, name_key),
+    CONSTRAINT backups_schedule_check
+        CHECK ((schedule_cron IS NULL) = (schedule_timezone IS NULL)),
+    CONSTRAINT backups_retention_check
+        CHECK ((retention_expire_after_seconds IS NULL) = (retention_lock_for_seconds IS NULL))
+) STRICT;
+CREATE INDEX backups_by_workspace ON backups (workspace_id, created_at DESC, id DESC);
+
+CREATE TABLE audit_events (
+    id TEXT PRIMARY KEY,
+    workspace_id TEXT NOT NULL REFERENCES workspaces (id) ON DELETE CASCADE,
+    occurred_at TEXT NOT NULL,
+    actor_type TEXT NOT NULL
+        CONSTRAINT audit_events_actor_type_check
+        CHECK (actor_type IN ('user', 'api_key', 'worker', 'system')),
+    actor_id TEXT,
+    action TEXT NOT NULL,
+    target_type TEXT NOT NULL,
+    target_id TEXT,
+    request_id TEXT,
+    outcome TEXT NOT NULL
+        CONSTRAINT audit_events_outcome_check CHECK (outcome IN ('success', 'denied')),
+    changes TEXT CONSTRAINT audit_events_changes_check CHECK (json_type(changes) = 'object')
+) STRICT;
+CREATE INDEX audit_events_by_workspace
+    ON audit_events (workspace_id, occurred_at DESC, id DESC);
+CREATE INDEX audit_events_by_action
+    ON audit_events (workspace_id, action, occurred_at DESC, id DESC);
+CREATE INDEX audit_events_by_actor
+    ON audit_events (workspace_id, actor_id, occurred_at DESC, id DESC);
+
+CREATE TABLE idempotency_keys (
+    scope TEXT NOT NULL,
+    idempotency_key TEXT NOT NULL,
+    fingerprint TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    status INTEGER,
+    body TEXT,
+    PRIMARY KEY (scope, idempotency_key)
+) STRICT;
+
+CREATE TABLE accounts (
+    id TEXT PRIMARY KEY,
+    email TEXT NOT NULL,
+    email_key TEXT NOT NULL,
+    name TEXT NOT NULL,
+    password_hash TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    CONSTRAINT accounts_email_unique UNIQUE (email_key)
+) STRICT;
+
+CREATE TABLE failed_logins (
+    id INTEGER PRIMARY KEY,
+    email_key TEXT NOT NULL,
+    failed_at TEXT NOT NULL
+) STRICT;
+CREATE INDEX failed_logins_by_email ON failed_logins (email_key, failed_at);
+
+CREATE TABLE device_grants (
+    id TEXT PRIMARY KEY,
+    device_code_hash TEXT NOT NULL,
+    user_code TEXT NOT NULL,
+    client_id TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    expires_at TEXT NOT NULL,
+    poll_interval INTEGER NOT NULL,
+    state TEXT NOT NULL
+        CONSTRAINT device_grants_state_check
+        CHECK (state IN ('pending', 'approved', 'denied', 'issued')),
+    account_id TEXT,
+    failed_approvals INTEGER NOT NULL,
+    last_polled_at TEXT,
+    access_token_hash TEXT,
+    access_expires_at TEXT
+) STRICT;
+CREATE INDEX device_grants_by_device_code
+    ON device_grants (device_code_hash, created_at DESC, id DESC);
+CREATE INDEX device_grants_by_user_code
+    ON device_grants (user_code, created_at DESC, id DESC);
+CREATE INDEX device_grants_by_access_token
+    ON device_grants (access_token_hash, created_at DESC, id DESC)
+    WHERE access_token_hash IS NOT NULL;

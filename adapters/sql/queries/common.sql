@@ -1,0 +1,268 @@
+-- Named queries shared by SQLite and PostgreSQL.
+--
+-- Each query starts with a "-- name: <name>" line; full-line comments are dropped when
+-- loaded. Parameters are written :name (PostgreSQL receives them as %(name)s). A query
+-- with a /*filters*/ marker takes optional "-- name: filter_*" fragments there.
+
+-- name: workspace_insert
+INSERT INTO workspaces (
+    id, name, idp_org_id, customer_id, storage_namespace, created_by, billing_state,
+    quota_overrides, created_at, updated_at
+) VALUES (
+    :id, :name, :idp_org_id, :customer_id, :storage_namespace, :created_by, :billing_state,
+    :quota_overrides, :created_at, :updated_at
+)
+
+-- name: workspace_get
+SELECT id, name, idp_org_id, customer_id, storage_namespace, created_by, billing_state,
+       quota_overrides, created_at, updated_at
+FROM workspaces
+WHERE id = :id
+
+-- name: workspace_update
+-- Every column but the id and the creation time (which memberships copy).
+UPDATE workspaces
+SET name = :name, idp_org_id = :idp_org_id, customer_id = :customer_id,
+    storage_namespace = :storage_namespace, created_by = :created_by,
+    billing_state = :billing_state, quota_overrides = :quota_overrides,
+    updated_at = :updated_at
+WHERE id = :id
+
+-- name: workspace_delete
+-- Memberships, sessions, backups, audit events, workers and roles go by ON DELETE CASCADE.
+DELETE FROM workspaces WHERE id = :id
+
+-- name: workspace_count_created_by
+SELECT count(*) AS n FROM workspaces WHERE created_by = :user_id
+
+-- name: membership_insert
+-- Inserts nothing when the workspace does not exist (the caller refuses that).
+INSERT INTO memberships (workspace_id, user_id, role, joined_at, workspace_created_at)
+SELECT id, :user_id, :role, :joined_at, created_at FROM workspaces WHERE id = :workspace_id
+
+-- name: membership_get
+SELECT workspace_id, user_id, role, joined_at
+FROM memberships
+WHERE workspace_id = :workspace_id AND user_id = :user_id
+
+-- name: membership_list_for_user
+SELECT w.id, w.name, w.idp_org_id, w.customer_id, w.storage_namespace, w.created_by,
+       w.billing_state, w.quota_overrides, w.created_at, w.updated_at, m.role AS member_role
+FROM memberships AS m
+JOIN workspaces AS w ON w.id = m.workspace_id
+WHERE m.user_id = :user_id /*filters*/
+ORDER BY m.workspace_created_at DESC, m.workspace_id DESC
+LIMIT :limit
+
+-- name: filter_membership_after
+AND (m.workspace_created_at, m.workspace_id) < (:after_created_at, :after_id)
+
+-- name: membership_count
+SELECT count(*) AS n FROM memberships WHERE workspace_id = :workspace_id
+
+-- name: user_insert
+INSERT INTO users (id, email, name, idp_subject, created_at)
+VALUES (:id, :email, :name, :idp_subject, :created_at)
+
+-- name: user_get
+SELECT id, email, name, idp_subject, created_at FROM users WHERE id = :id
+
+-- name: user_get_by_subject
+SELECT id, email, name, idp_subject, created_at FROM users WHERE idp_subject = :idp_subject
+
+-- name: session_insert
+INSERT INTO sessions (id, token_hash, user_id, workspace_id, created_at, expires_at, revoked_at)
+VALUES (:id, :token_hash, :user_id, :workspace_id, :created_at, :expires_at, :revoked_at)
+
+-- name: session_find
+-- The session, its person, and their role in its workspace: one round trip per request.
+SELECT s.id, s.token_hash, s.user_id, s.workspace_id, s.created_at, s.expires_at,
+       s.revoked_at, u.email AS user_email, u.name AS user_name,
+       u.idp_subject AS user_idp_subject, u.created_at AS user_created_at,
+       m.role AS role_slug, r.name AS role_name, r.permissions AS role_permissions
+FROM sessions AS s
+JOIN users AS u ON u.id = s.user_id
+LEFT JOIN memberships AS m ON m.workspace_id = s.workspace_id AND m.user_id = s.user_id
+LEFT JOIN roles AS r ON r.workspace_id = m.workspace_id AND r.slug = m.role
+WHERE s.token_hash = :token_hash
+LIMIT 1
+
+-- name: session_revoke
+-- The first revocation time stays.
+UPDATE sessions SET revoked_at = :revoked_at WHERE id = :id AND revoked_at IS NULL
+
+-- name: backup_insert
+INSERT INTO backups (
+    id, workspace_id, name, name_key, kind, state, paused, source, sealed_credentials,
+    schedule_cron, schedule_timezone, worker_id, retention_expire_after_seconds,
+    retention_lock_for_seconds, destination, sealed_destination_credentials, next_run_at,
+    created_at, updated_at
+) VALUES (
+    :id, :workspace_id, :name, :name_key, :kind, :state, :paused, :source, :sealed_credentials,
+    :schedule_cron, :schedule_timezone, :worker_id, :retention_expire_after_seconds,
+    :retention_lock_for_seconds, :destination, :sealed_destination_credentials, :next_run_at,
+    :created_at, :updated_at
+)
+
+-- name: backup_get
+SELECT id, workspace_id, name, kind, state, paused, source, sealed_credentials,
+       schedule_cron, schedule_timezone, worker_id, retention_expire_after_seconds,
+       retention_lock_for_seconds, destination, sealed_destination_credentials, next_run_at,
+       created_at, updated_at
+FROM backups
+WHERE workspace_id = :workspace_id AND id = :id
+
+-- name: backup_update
+UPDATE backups
+SET name = :name, name_key = :name_key, kind = :kind, state = :state, paused = :paused,
+    source = :source, sealed_credentials = :sealed_credentials,
+    schedule_cron = :schedule_cron, schedule_timezone = :schedule_timezone,
+    worker_id = :worker_id, retention_expire_after_seconds = :retention_expire_after_seconds,
+    retention_lock_for_seconds = :retention_lock_for_seconds, destination = :destination,
+    sealed_destination_credentials = :sealed_destination_credentials,
+    next_run_at = :next_run_at, created_at = :created_at, updated_at = :updated_at
+WHERE workspace_id = :workspace_id AND id = :id
+
+-- name: backup_delete
+DELETE FROM backups WHERE workspace_id = :workspace_id AND id = :id
+
+-- name: backup_list
+SELECT id, workspace_id, name, kind, state, paused, source, sealed_credentials,
+       schedule_cron, schedule_timezone, worker_id, retention_expire_after_seconds,
+       retention_lock_for_seconds, destination, sealed_destination_credentials, next_run_at,
+       created_at, updated_at
+FROM backups
+WHERE workspace_id = :workspace_id /*filters*/
+ORDER BY created_at DESC, id DESC
+LIMIT :limit
+
+-- name: filter_backup_after
+AND (created_at, id) < (:after_created_at, :after_id)
+
+-- name: backup_count
+SELECT count(*) AS n FROM backups WHERE workspace_id = :workspace_id
+
+-- name: worker_insert
+INSERT INTO workers (id, workspace_id) VALUES (:id, :workspace_id)
+
+-- name: worker_exists
+SELECT 1 AS found FROM workers WHERE id = :id AND workspace_id = :workspace_id
+
+-- name: role_insert
+INSERT INTO roles (workspace_id, slug, name, permissions)
+VALUES (:workspace_id, :slug, :name, :permissions)
+
+-- name: role_get
+SELECT slug, name, permissions FROM roles WHERE workspace_id = :workspace_id AND slug = :slug
+
+-- name: audit_insert
+INSERT INTO audit_events (
+    id, workspace_id, occurred_at, actor_type, actor_id, action, target_type, target_id,
+    request_id, outcome, changes
+) VALUES (
+    :id, :workspace_id, :occurred_at, :actor_type, :actor_id, :action, :target_type,
+    :target_id, :request_id, :outcome, :changes
+)
+
+-- name: audit_list
+SELECT id, workspace_id, occurred_at, actor_type, actor_id, action, target_type, target_id,
+       request_id, outcome, changes
+FROM audit_events
+WHERE workspace_id = :workspace_id /*filters*/
+ORDER BY occurred_at DESC, id DESC
+LIMIT :limit
+
+-- name: filter_audit_action
+AND action = :action
+
+-- name: filter_audit_actor
+AND actor_id = :actor_id
+
+-- name: filter_audit_since
+AND occurred_at >= :since
+
+-- name: filter_audit_after
+AND (occurred_at, id) < (:after_created_at, :after_id)
+
+-- name: idempotency_reserve
+-- Takes a free key, or replaces one reserved before :expired_before; returns no row when a
+-- live reservation holds the key (a concurrent one is waited for, then seen as live).
+INSERT INTO idempotency_keys (scope, idempotency_key, fingerprint, created_at, status, body)
+VALUES (:scope, :idempotency_key, :fingerprint, :created_at, :status, :body)
+ON CONFLICT (scope, idempotency_key) DO UPDATE
+SET fingerprint = excluded.fingerprint, created_at = excluded.created_at,
+    status = excluded.status, body = excluded.body
+WHERE idempotency_keys.created_at < :expired_before
+RETURNING scope
+
+-- name: idempotency_get
+SELECT scope, idempotency_key, fingerprint, created_at, status, body
+FROM idempotency_keys
+WHERE scope = :scope AND idempotency_key = :idempotency_key
+
+-- name: idempotency_complete
+UPDATE idempotency_keys
+SET status = :status, body = :body
+WHERE scope = :scope AND idempotency_key = :idempotency_key
+
+-- name: account_insert
+INSERT INTO accounts (id, email, email_key, name, password_hash, created_at)
+VALUES (:id, :email, :email_key, :name, :password_hash, :created_at)
+
+-- name: account_get
+SELECT id, email, name, password_hash, created_at FROM accounts WHERE id = :id
+
+-- name: account_get_by_email
+SELECT id, email, name, password_hash, created_at FROM accounts WHERE email_key = :email_key
+
+-- name: failed_login_insert
+INSERT INTO failed_logins (email_key, failed_at) VALUES (:email_key, :failed_at)
+
+-- name: failed_login_count
+SELECT count(*) AS n FROM failed_logins WHERE email_key = :email_key AND failed_at >= :since
+
+-- name: device_grant_insert
+INSERT INTO device_grants (
+    id, device_code_hash, user_code, client_id, created_at, expires_at, poll_interval, state,
+    account_id, failed_approvals, last_polled_at, access_token_hash, access_expires_at
+) VALUES (
+    :id, :device_code_hash, :user_code, :client_id, :created_at, :expires_at, :poll_interval,
+    :state, :account_id, :failed_approvals, :last_polled_at, :access_token_hash,
+    :access_expires_at
+)
+
+-- name: device_grant_by_device_code
+SELECT id, device_code_hash, user_code, client_id, created_at, expires_at, poll_interval,
+       state, account_id, failed_approvals, last_polled_at, access_token_hash,
+       access_expires_at
+FROM device_grants
+WHERE device_code_hash = :device_code_hash
+ORDER BY created_at DESC, id DESC
+LIMIT 1
+
+-- name: device_grant_by_user_code
+SELECT id, device_code_hash, user_code, client_id, created_at, expires_at, poll_interval,
+       state, account_id, failed_approvals, last_polled_at, access_token_hash,
+       access_expires_at
+FROM device_grants
+WHERE user_code = :user_code
+ORDER BY created_at DESC, id DESC
+LIMIT 1
+
+-- name: device_grant_by_access_token
+SELECT id, device_code_hash, user_code, client_id, created_at, expires_at, poll_interval,
+       state, account_id, failed_approvals, last_polled_at, access_token_hash,
+       access_expires_at
+FROM device_grants
+WHERE access_token_hash = :access_token_hash
+ORDER BY created_at DESC, id DESC
+LIMIT 1
+
+-- name: device_grant_update
+UPDATE device_grants
+SET device_code_hash = :device_code_hash, user_code = :user_code, client_id = :client_id,
+    created_at = :created_at, expires_at = :expires_at, poll_interval = :poll_interval,
+    state = :state, account_id = :account_id, failed_approvals = :failed_approvals,
+    last_polled_at = :last_polled_at, access_token_hash = :access_token_hash,
+    access_expires_at = :access_expires_at
+WHERE id = :id

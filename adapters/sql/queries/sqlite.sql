@@ -1,0 +1,25 @@
+-- Named queries only SQLite runs (see common.sql for the format).
+--
+-- SQLite has no row locks: a unit of work that locks or writes holds the database's write
+-- lock (BEGIN IMMEDIATE) from that statement to its end, which serialises it with every
+-- other writer. The *_for_update queries are therefore plain reads run inside it.
+
+-- name: ping
+SELECT count(*) AS answer FROM sqlite_schema
+
+-- name: workspace_get_for_update
+SELECT id, name, idp_org_id, customer_id, storage_namespace, created_by, billing_state,
+       quota_overrides, created_at, updated_at
+FROM workspaces
+WHERE id = :id
+
+-- name: user_get_for_update
+SELECT id, email, name, idp_subject, created_at FROM users WHERE id = :id
+
+-- name: backup_get_for_update
+SELECT id, workspace_id, name, kind, state, paused, source, sealed_credentials,
+       schedule_cron, schedule_timezone, worker_id, retention_expire_after_seconds,
+       retention_lock_for_seconds, destination, sealed_destination_credentials, next_run_at,
+       created_at, updated_at
+FROM backups
+WHERE workspace_id = :workspace_id AND id = :id

@@ -1,0 +1,404 @@
+"""SQL repositories, shared by SQLite and PostgreSQL.
+
+Each repository runs named queries (``queries/*.sql``) through ``Statements``, the one
+transaction of its unit of work, and maps rows with ``rows``. Everything dialect-specific
+(placeholders, value encoding, locking, error translation) lives behind ``Statements``.
+
+Reads that come before a unit of work's first write or lock run on their own (autocommit,
+one round trip each); the first statement that writes or locks opens the transaction that
+every later statement of the unit joins. In PostgreSQL's READ COMMITTED each statement sees
+a fresh snapshot anyway, so this changes no result; it saves two round trips on every
+read-only unit of work.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Protocol
+from uuid import UUID
+
+from strongroom.adapters.sql import rows
+from strongroom.adapters.sql.catalog import Q
+from strongroom.adapters.sql.rows import Codec, Params, Row
+from strongroom.domain.accounts import Account, DeviceGrant
+from strongroom.domain.audit import AuditEvent
+from strongroom.domain.backups import Backup
+from strongroom.domain.pagination import Page, PageRequest, page_of
+from strongroom.domain.permissions import Role
+from strongroom.domain.principals import Session
+from strongroom.domain.users import User
+from strongroom.domain.workspaces import Membership, MemberWorkspace, Workspace
+from strongroom.ports.repositories import (
+    AuditFilter,
+    IdempotencyKeyTakenError,
+    IdempotencyRecord,
+    IntegrityViolationError,
+    SessionGrant,
+)
+
+
+class Statements(Protocol):
+    """The statements of one unit of work, in one dialect.
+
+    Driver errors come out translated: refusals (``NameTakenError``...),
+    ``IntegrityViolationError`` for other constraints, ``UpstreamUnavailableError`` when the
+    database does not answer.
+    """
+
+    codec: Codec
+
+    def fetch_one(
+        self, query: Q, params: Params, *, filters: Sequence[Q] = (), writes: bool = False
+    ) -> Row | None:
+        """The first row of ``query``; ``writes`` when it writes or locks rows."""
+        ...
+
+    def fetch_all(self, query: Q, params: Params, *, filters: Sequence[Q] = ()) -> list[Row]:
+        """Every row of a read."""
+        ...
+
+    def execute(self, query: Q, params: Params) -> int:
+        """Run a write; the number of rows it changed."""
+        ...
+
+
+def _require(present: bool, what: str) -> None:
+    if not present:
+        raise IntegrityViolationError(what)
+
+
+def _page_params(page: PageRequest, codec: Codec) -> tuple[Params, bool]:
+    """``limit`` (one more than shown, to see whether a next page exists) and the cursor."""
+    params: Params = {"limit": page.limit + 1}
+    if page.after is None:
+        return params, False
+    params["after_created_at"] = codec.timestamp(page.after.created_at)
+    params["after_id"] = codec.uuid(page.after.id)
+    return params, True
+
+
+def _count(row: Row | None) -> int:
+    return 0 if row is None else int(row["n"])
+
+
+class _Repository:
+    def __init__(self, statements: Statements) -> None:
+        self._db = statements
+        self._codec = statements.codec
+
+
+class SqlWorkspaceRepository(_Repository):
+    """Workspaces; removing one cascades to everything in it."""
+
+    def add(self, workspace: Workspace) -> None:
+        """Store a new workspace."""
+        self._db.execute(Q.WORKSPACE_INSERT, rows.workspace_params(workspace, self._codec))
+
+    def get(self, workspace_id: UUID) -> Workspace | None:
+        """A workspace by id."""
+        row = self._db.fetch_one(Q.WORKSPACE_GET, {"id": self._codec.uuid(workspace_id)})
+        return None if row is None else rows.workspace_from_row(row, self._codec)
+
+    def get_for_update(self, workspace_id: UUID) -> Workspace | None:
+        """A workspace by id, locked until the unit of work ends."""
+        row = self._db.fetch_one(
+            Q.WORKSPACE_GET_FOR_UPDATE, {"id": self._codec.uuid(workspace_id)}, writes=True
+        )
+        return None if row is None else rows.workspace_from_row(row, self._codec)
+
+    def update(self, workspace: Workspace) -> None:
+        """Store a changed workspace (its creation time never changes)."""
+        changed = self._db.execute(
+            Q.WORKSPACE_UPDATE, rows.workspace_params(workspace, self._codec)
+        )
+        _require(changed == 1, "update of a missing workspaces row")
+
+    def remove(self, workspace_id: UUID) -> None:
+        """Delete a workspace with its members, sessions, backups, audit, workers, roles."""
+        self._db.execute(Q.WORKSPACE_DELETE, {"id": self._codec.uuid(workspace_id)})
+
+    def count_created_by(self, user_id: UUID) -> int:
+        """How many existing workspaces ``user_id`` created."""
+        return _count(
+            self._db.fetch_one(Q.WORKSPACE_COUNT_CREATED_BY, {"user_id": self._codec.uuid(user_id)})
+        )
+
+
+class SqlMembershipRepository(_Repository):
+    """Memberships."""
+
+    def add(self, membership: Membership) -> None:
+        """Store a membership."""
+        inserted = self._db.execute(
+            Q.MEMBERSHIP_INSERT, rows.membership_params(membership, self._codec)
+        )
+        _require(inserted == 1, "workspace exists")
+
+    def get(self, workspace_id: UUID, user_id: UUID) -> Membership | None:
+        """One person's membership of a workspace."""
+        row = self._db.fetch_one(
+            Q.MEMBERSHIP_GET,
+            {"workspace_id": self._codec.uuid(workspace_id), "user_id": self._codec.uuid(user_id)},
+        )
+        return None if row is None else rows.membership_from_row(row, self._codec)
+
+    def list_for_user(self, user_id: UUID, page: PageRequest) -> Page[MemberWorkspace]:
+        """The workspaces a person belongs to, newest workspace first."""
+        params, after = _page_params(page, self._codec)
+        params["user_id"] = self._codec.uuid(user_id)
+        found = self._db.fetch_all(
+            Q.MEMBERSHIP_LIST_FOR_USER,
+            params,
+            filters=[Q.FILTER_MEMBERSHIP_AFTER] if after else [],
+        )
+        return page_of([rows.member_workspace_from_row(row, self._codec) for row in found], page)
+
+    def count(self, workspace_id: UUID) -> int:
+        """How many members a workspace has."""
+        return _count(
+            self._db.fetch_one(Q.MEMBERSHIP_COUNT, {"workspace_id": self._codec.uuid(workspace_id)})
+        )
+
+
+class SqlUserRepository(_Repository):
+    """People."""
+
+    def add(self, user: User) -> None:
+        """Store a new person."""
+        self._db.execute(Q.USER_INSERT, rows.user_params(user, self._codec))
+
+    def get(self, user_id: UUID) -> User | None:
+        """A person by id."""
+        row = self._db.fetch_one(Q.USER_GET, {"id": self._codec.uuid(user_id)})
+        return None if row is None else rows.user_from_row(row, self._codec)
+
+    def get_for_update(self, user_id: UUID) -> User | None:
+        """A person by id, locked until the unit of work ends."""
+        row = self._db.fetch_one(
+            Q.USER_GET_FOR_UPDATE, {"id": self._codec.uuid(user_id)}, writes=True
+        )
+        return None if row is None else rows.user_from_row(row, self._codec)
+
+    def get_by_subject(self, subject: str) -> User | None:
+        """A person by their identity provider subject."""
+        row = self._db.fetch_one(Q.USER_GET_BY_SUBJECT, {"idp_subject": subject})
+        return None if row is None else rows.user_from_row(row, self._codec)
+
+
+class SqlSessionRepository(_Repository):
+    """Sessions."""
+
+    def add(self, session: Session) -> None:
+        """Store a new session."""
+        self._db.execute(Q.SESSION_INSERT, rows.session_params(session, self._codec))
+
+    def find(self, token_hash: str) -> SessionGrant | None:
+        """The session with this token hash, its person and role, in one query."""
+        row = self._db.fetch_one(Q.SESSION_FIND, {"token_hash": token_hash})
+        return None if row is None else rows.session_grant_from_row(row, self._codec)
+
+    def revoke(self, session_id: UUID, at: datetime) -> None:
+        """End a session (a second revocation keeps the first time)."""
+        self._db.execute(
+            Q.SESSION_REVOKE,
+            {"id": self._codec.uuid(session_id), "revoked_at": self._codec.timestamp(at)},
+        )
+
+
+class SqlBackupRepository(_Repository):
+    """Backups; names are unique per workspace case-insensitively (``backups_name_unique``)."""
+
+    def _key(self, workspace_id: UUID, backup_id: UUID) -> Params:
+        return {"workspace_id": self._codec.uuid(workspace_id), "id": self._codec.uuid(backup_id)}
+
+    def add(self, backup: Backup) -> None:
+        """Store a new backup; ``NameTakenError`` if its name is used."""
+        self._db.execute(Q.BACKUP_INSERT, rows.backup_params(backup, self._codec))
+
+    def get(self, workspace_id: UUID, backup_id: UUID) -> Backup | None:
+        """A backup of this workspace."""
+        row = self._db.fetch_one(Q.BACKUP_GET, self._key(workspace_id, backup_id))
+        return None if row is None else rows.backup_from_row(row, self._codec)
+
+    def get_for_update(self, workspace_id: UUID, backup_id: UUID) -> Backup | None:
+        """A backup of this workspace, locked until the unit of work ends."""
+        row = self._db.fetch_one(
+            Q.BACKUP_GET_FOR_UPDATE, self._key(workspace_id, backup_id), writes=True
+        )
+        return None if row is None else rows.backup_from_row(row, self._codec)
+
+    def update(self, backup: Backup) -> None:
+        """Store a changed backup; ``NameTakenError`` if its new name is used."""
+        changed = self._db.execute(Q.BACKUP_UPDATE, rows.backup_params(backup, self._codec))
+        _require(changed == 1, "update of a missing backup")
+
+    def remove(self, workspace_id: UUID, backup_id: UUID) -> None:
+        """Delete a backup (nothing happens when there is none)."""
+        self._db.execute(Q.BACKUP_DELETE, self._key(workspace_id, backup_id))
+
+    def list(self, workspace_id: UUID, page: PageRequest) -> Page[Backup]:
+        """A workspace's backups, newest first."""
+        params, after = _page_params(page, self._codec)
+        params["workspace_id"] = self._codec.uuid(workspace_id)
+        found = self._db.fetch_all(
+            Q.BACKUP_LIST, params, filters=[Q.FILTER_BACKUP_AFTER] if after else []
+        )
+        return page_of([rows.backup_from_row(row, self._codec) for row in found], page)
+
+    def count(self, workspace_id: UUID) -> int:
+        """How many backups a workspace has."""
+        return _count(
+            self._db.fetch_one(Q.BACKUP_COUNT, {"workspace_id": self._codec.uuid(workspace_id)})
+        )
+
+
+class SqlWorkerRepository(_Repository):
+    """Workers."""
+
+    def add(self, workspace_id: UUID, worker_id: UUID) -> None:
+        """Store a worker of a workspace (not in the port yet: workers have no API so far)."""
+        self._db.execute(
+            Q.WORKER_INSERT,
+            {"id": self._codec.uuid(worker_id), "workspace_id": self._codec.uuid(workspace_id)},
+        )
+
+    def exists(self, workspace_id: UUID, worker_id: UUID) -> bool:
+        """Whether this workspace has this worker."""
+        row = self._db.fetch_one(
+            Q.WORKER_EXISTS,
+            {"id": self._codec.uuid(worker_id), "workspace_id": self._codec.uuid(workspace_id)},
+        )
+        return row is not None
+
+
+class SqlRoleRepository(_Repository):
+    """Custom roles, by (workspace, slug)."""
+
+    def add(self, workspace_id: UUID, role: Role) -> None:
+        """Store a custom role (not in the port yet: roles have no API so far)."""
+        self._db.execute(Q.ROLE_INSERT, rows.role_params(workspace_id, role, self._codec))
+
+    def get(self, workspace_id: UUID, slug: str) -> Role | None:
+        """A custom role by slug."""
+        row = self._db.fetch_one(
+            Q.ROLE_GET, {"workspace_id": self._codec.uuid(workspace_id), "slug": slug}
+        )
+        return None if row is None else rows.role_from_row(row, self._codec)
+
+
+class SqlAuditRepository(_Repository):
+    """The audit trail."""
+
+    def add(self, event: AuditEvent) -> None:
+        """Record an event."""
+        self._db.execute(Q.AUDIT_INSERT, rows.audit_params(event, self._codec))
+
+    def list(self, workspace_id: UUID, filters: AuditFilter, page: PageRequest) -> Page[AuditEvent]:
+        """A workspace's events, newest first, filtered."""
+        params, after = _page_params(page, self._codec)
+        params["workspace_id"] = self._codec.uuid(workspace_id)
+        fragments: list[Q] = []
+        if filters.action is not None:
+            fragments.append(Q.FILTER_AUDIT_ACTION)
+            params["action"] = filters.action
+        if filters.actor_id is not None:
+            fragments.append(Q.FILTER_AUDIT_ACTOR)
+            params["actor_id"] = self._codec.uuid(filters.actor_id)
+        if filters.since is not None:
+            fragments.append(Q.FILTER_AUDIT_SINCE)
+            params["since"] = self._codec.timestamp(filters.since)
+        if after:
+            fragments.append(Q.FILTER_AUDIT_AFTER)
+        found = self._db.fetch_all(Q.AUDIT_LIST, params, filters=fragments)
+        return page_of([rows.audit_from_row(row, self._codec) for row in found], page)
+
+
+class SqlIdempotencyRepository(_Repository):
+    """Idempotency keys, unique per (scope, key)."""
+
+    def reserve(self, record: IdempotencyRecord, expired_before: datetime) -> None:
+        """Reserve a key; ``IdempotencyKeyTakenError`` if a live reservation holds it."""
+        params = rows.idempotency_params(record, self._codec)
+        params["expired_before"] = self._codec.timestamp(expired_before)
+        if self._db.fetch_one(Q.IDEMPOTENCY_RESERVE, params, writes=True) is None:
+            raise IdempotencyKeyTakenError(record.key)
+
+    def get(self, scope: str, key: str) -> IdempotencyRecord | None:
+        """A reserved key."""
+        row = self._db.fetch_one(Q.IDEMPOTENCY_GET, {"scope": scope, "idempotency_key": key})
+        return None if row is None else rows.idempotency_from_row(row, self._codec)
+
+    def complete(self, scope: str, key: str, status: int, body: str) -> None:
+        """Attach the response to a reserved key."""
+        changed = self._db.execute(
+            Q.IDEMPOTENCY_COMPLETE,
+            {"scope": scope, "idempotency_key": key, "status": status, "body": body},
+        )
+        if changed != 1:
+            raise IntegrityViolationError("complete of an unreserved key")
+
+
+class SqlAccountRepository(_Repository):
+    """Local accounts; emails are unique case-insensitively (``accounts_email_unique``)."""
+
+    def add(self, account: Account) -> None:
+        """Store an account; ``NameTakenError`` if the email is taken."""
+        self._db.execute(Q.ACCOUNT_INSERT, rows.account_params(account, self._codec))
+
+    def get(self, account_id: UUID) -> Account | None:
+        """An account by id."""
+        row = self._db.fetch_one(Q.ACCOUNT_GET, {"id": self._codec.uuid(account_id)})
+        return None if row is None else rows.account_from_row(row, self._codec)
+
+    def get_by_email(self, email: str) -> Account | None:
+        """An account by email, case-insensitively."""
+        row = self._db.fetch_one(Q.ACCOUNT_GET_BY_EMAIL, {"email_key": rows.email_key(email)})
+        return None if row is None else rows.account_from_row(row, self._codec)
+
+    def record_failed_login(self, email: str, at: datetime) -> None:
+        """Remember a failed approval for rate limiting."""
+        self._db.execute(
+            Q.FAILED_LOGIN_INSERT,
+            {"email_key": rows.email_key(email), "failed_at": self._codec.timestamp(at)},
+        )
+
+    def count_failed_logins(self, email: str, since: datetime) -> int:
+        """Failed approvals for ``email`` since ``since``."""
+        return _count(
+            self._db.fetch_one(
+                Q.FAILED_LOGIN_COUNT,
+                {"email_key": rows.email_key(email), "since": self._codec.timestamp(since)},
+            )
+        )
+
+
+class SqlDeviceGrantRepository(_Repository):
+    """Device-code grants; each look-up gives the newest matching grant."""
+
+    def _find(self, query: Q, column: str, value: str) -> DeviceGrant | None:
+        row = self._db.fetch_one(query, {column: value})
+        return None if row is None else rows.device_grant_from_row(row, self._codec)
+
+    def add(self, grant: DeviceGrant) -> None:
+        """Store a new grant."""
+        self._db.execute(Q.DEVICE_GRANT_INSERT, rows.device_grant_params(grant, self._codec))
+
+    def get_by_device_code(self, device_code_hash: str) -> DeviceGrant | None:
+        """A grant by the hash of its device code."""
+        return self._find(Q.DEVICE_GRANT_BY_DEVICE_CODE, "device_code_hash", device_code_hash)
+
+    def get_by_user_code(self, user_code: str) -> DeviceGrant | None:
+        """The newest grant with this user code."""
+        return self._find(Q.DEVICE_GRANT_BY_USER_CODE, "user_code", user_code)
+
+    def get_by_access_token(self, access_token_hash: str) -> DeviceGrant | None:
+        """The grant that issued this access token."""
+        return self._find(Q.DEVICE_GRANT_BY_ACCESS_TOKEN, "access_token_hash", access_token_hash)
+
+    def update(self, grant: DeviceGrant) -> None:
+        """Store a changed grant."""
+        changed = self._db.execute(
+            Q.DEVICE_GRANT_UPDATE, rows.device_grant_params(grant, self._codec)
+        )
+        _require(changed == 1, "update of a missing device_grants row")

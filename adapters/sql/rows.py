@@ -1,0 +1,517 @@
+"""Domain records to query parameters and back, for every dialect.
+
+A ``Codec`` says how one driver wants uuids, instants, JSON and text lists, and how it gives
+them back; everything else (column names, nested values, optional fields) is shared. The
+``*_from_row`` functions are the named constructors of the domain records from rows: each
+field is read by name and converted explicitly, never ``Cls(**row)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any, Protocol
+from uuid import UUID
+
+from strongroom.domain.accounts import Account, DeviceGrant, GrantState
+from strongroom.domain.audit import AuditEvent, Change, JsonValue, Outcome
+from strongroom.domain.backups import (
+    Backup,
+    BackupKind,
+    BackupState,
+    CustomerS3Destination,
+    Destination,
+    PostgresSource,
+    RetentionPolicy,
+    S3Source,
+    Schedule,
+    ServiceDestination,
+    Source,
+    UnsupportedSource,
+)
+from strongroom.domain.billing import BillingState
+from strongroom.domain.durations import Duration
+from strongroom.domain.names import name_key
+from strongroom.domain.permissions import BUILTIN_ROLES, Permission, Role
+from strongroom.domain.principals import Actor, PrincipalType, Session
+from strongroom.domain.quotas import QuotaResource
+from strongroom.domain.users import User
+from strongroom.domain.workspaces import Membership, MemberWorkspace, Workspace
+from strongroom.ports.repositories import IdempotencyRecord, SessionGrant
+
+Params = dict[str, object]
+
+
+class Row(Protocol):
+    """A result row whose columns are read by name (``sqlite3.Row``, a psycopg dict row)."""
+
+    def __getitem__(self, key: str) -> Any: ...
+
+
+class Codec(Protocol):
+    """How one driver takes and gives the values that differ between dialects."""
+
+    def uuid(self, value: UUID) -> object:
+        """A uuid parameter."""
+        ...
+
+    def timestamp(self, value: datetime) -> object:
+        """An instant parameter (aware datetimes only)."""
+        ...
+
+    def json(self, value: object) -> object:
+        """A JSON parameter (a JSON-compatible value; object key order is kept)."""
+        ...
+
+    def text_list(self, value: Sequence[str]) -> object:
+        """A list-of-text parameter."""
+        ...
+
+    def read_uuid(self, value: Any) -> UUID:
+        """A uuid column."""
+        ...
+
+    def read_timestamp(self, value: Any) -> datetime:
+        """An instant column, in UTC."""
+        ...
+
+    def read_json(self, value: Any) -> Any:
+        """A JSON column."""
+        ...
+
+    def read_text_list(self, value: Any) -> list[str]:
+        """A list-of-text column."""
+        ...
+
+
+def email_key(email: str) -> str:
+    """The form under which account emails are unique (the in-memory adapter's casefold)."""
+    return email.casefold()
+
+
+def _opt_uuid(codec: Codec, value: UUID | None) -> object:
+    return None if value is None else codec.uuid(value)
+
+
+def _opt_timestamp(codec: Codec, value: datetime | None) -> object:
+    return None if value is None else codec.timestamp(value)
+
+
+def _read_opt_uuid(codec: Codec, value: Any) -> UUID | None:
+    return None if value is None else codec.read_uuid(value)
+
+
+def _read_opt_timestamp(codec: Codec, value: Any) -> datetime | None:
+    return None if value is None else codec.read_timestamp(value)
+
+
+# Workspaces and memberships.
+
+
+def workspace_params(workspace: Workspace, codec: Codec) -> Params:
+    """The columns of a workspace."""
+    overrides = {resource.value: limit for resource, limit in workspace.quota_overrides.items()}
+    return {
+        "id": codec.uuid(workspace.id),
+        "name": workspace.name,
+        "idp_org_id": workspace.idp_org_id,
+        "customer_id": workspace.customer_id,
+        "storage_namespace": workspace.storage_namespace,
+        "created_by": codec.uuid(workspace.created_by),
+        "billing_state": workspace.billing_state.value,
+        "quota_overrides": codec.json(overrides),
+        "created_at": codec.timestamp(workspace.created_at),
+        "updated_at": codec.timestamp(workspace.updated_at),
+    }
+
+
+def workspace_from_row(row: Row, codec: Codec) -> Workspace:
+    """A workspace from its columns."""
+    overrides = codec.read_json(row["quota_overrides"])
+    return Workspace(
+        id=codec.read_uuid(row["id"]),
+        name=row["name"],
+        idp_org_id=row["idp_org_id"],
+        customer_id=row["customer_id"],
+        storage_namespace=row["storage_namespace"],
+        created_by=codec.read_uuid(row["created_by"]),
+        billing_state=BillingState(row["billing_state"]),
+        created_at=codec.read_timestamp(row["created_at"]),
+        updated_at=codec.read_timestamp(row["updated_at"]),
+        quota_overrides={QuotaResource(key): int(limit) for key, limit in overrides.items()},
+    )
+
+
+def membership_params(membership: Membership, codec: Codec) -> Params:
+    """The columns of a membership (the workspace's creation time is copied by the query)."""
+    return {
+        "workspace_id": codec.uuid(membership.workspace_id),
+        "user_id": codec.uuid(membership.user_id),
+        "role": membership.role,
+        "joined_at": codec.timestamp(membership.joined_at),
+    }
+
+
+def membership_from_row(row: Row, codec: Codec) -> Membership:
+    """A membership from its columns."""
+    return Membership(
+        workspace_id=codec.read_uuid(row["workspace_id"]),
+        user_id=codec.read_uuid(row["user_id"]),
+        role=row["role"],
+        joined_at=codec.read_timestamp(row["joined_at"]),
+    )
+
+
+def member_workspace_from_row(row: Row, codec: Codec) -> MemberWorkspace:
+    """A workspace with the listing person's role (``member_role``)."""
+    return MemberWorkspace(workspace_from_row(row, codec), row["member_role"])
+
+
+# People and sessions.
+
+
+def user_params(user: User, codec: Codec) -> Params:
+    """The columns of a person."""
+    return {
+        "id": codec.uuid(user.id),
+        "email": user.email,
+        "name": user.name,
+        "idp_subject": user.idp_subject,
+        "created_at": codec.timestamp(user.created_at),
+    }
+
+
+def user_from_row(row: Row, codec: Codec) -> User:
+    """A person from their columns."""
+    return User(
+        id=codec.read_uuid(row["id"]),
+        email=row["email"],
+        name=row["name"],
+        idp_subject=row["idp_subject"],
+        created_at=codec.read_timestamp(row["created_at"]),
+    )
+
+
+def session_params(session: Session, codec: Codec) -> Params:
+    """The columns of a session."""
+    return {
+        "id": codec.uuid(session.id),
+        "token_hash": session.token_hash,
+        "user_id": codec.uuid(session.user_id),
+        "workspace_id": _opt_uuid(codec, session.workspace_id),
+        "created_at": codec.timestamp(session.created_at),
+        "expires_at": codec.timestamp(session.expires_at),
+        "revoked_at": _opt_timestamp(codec, session.revoked_at),
+    }
+
+
+def session_grant_from_row(row: Row, codec: Codec) -> SessionGrant:
+    """A session, its person (``user_*``) and their role (``role_*``) from one joined row.
+
+    Built-in roles are the domain's constants; a custom role comes from the roles table.
+    """
+    user_id = codec.read_uuid(row["user_id"])
+    session = Session(
+        id=codec.read_uuid(row["id"]),
+        token_hash=row["token_hash"],
+        user_id=user_id,
+        workspace_id=_read_opt_uuid(codec, row["workspace_id"]),
+        created_at=codec.read_timestamp(row["created_at"]),
+        expires_at=codec.read_timestamp(row["expires_at"]),
+        revoked_at=_read_opt_timestamp(codec, row["revoked_at"]),
+    )
+    user = User(
+        id=user_id,
+        email=row["user_email"],
+        name=row["user_name"],
+        idp_subject=row["user_idp_subject"],
+        created_at=codec.read_timestamp(row["user_created_at"]),
+    )
+    role: Role | None = None
+    slug = row["role_slug"]
+    if slug is not None:
+        role = BUILTIN_ROLES.get(slug)
+        if role is None and row["role_name"] is not None:
+            role = _custom_role(slug, row["role_name"], row["role_permissions"], codec)
+    return SessionGrant(session, user, role)
+
+
+# Custom roles and workers.
+
+
+def role_params(workspace_id: UUID, role: Role, codec: Codec) -> Params:
+    """The columns of a workspace's custom role (permissions in catalog order)."""
+    ordered = [permission.value for permission in Permission if permission in role.permissions]
+    return {
+        "workspace_id": codec.uuid(workspace_id),
+        "slug": role.slug,
+        "name": role.name,
+        "permissions": codec.text_list(ordered),
+    }
+
+
+def role_from_row(row: Row, codec: Codec) -> Role:
+    """A custom role from its columns."""
+    return _custom_role(row["slug"], row["name"], row["permissions"], codec)
+
+
+def _custom_role(slug: str, name: str, permissions: Any, codec: Codec) -> Role:
+    # A permission dropped from the catalog since the role was saved grants nothing.
+    known = Permission._value2member_map_
+    held = frozenset(
+        Permission(held) for held in codec.read_text_list(permissions) if held in known
+    )
+    return Role(slug=slug, name=name, permissions=held, builtin=False)
+
+
+# Backups.
+
+
+def source_to_json(source: Source) -> dict[str, JsonValue]:
+    """A backup's source as a JSON object, tagged by ``type``."""
+    if isinstance(source, S3Source):
+        return {
+            "type": source.type,
+            "endpoint": source.endpoint,
+            "bucket": source.bucket,
+            "prefix": source.prefix,
+        }
+    if isinstance(source, PostgresSource):
+        return {
+            "type": source.type,
+            "host": source.host,
+            "port": source.port,
+            "database": source.database,
+        }
+    return {"type": source.type}
+
+
+def source_from_json(value: Mapping[str, Any]) -> Source:
+    """A backup's source from its JSON object."""
+    kind = value["type"]
+    if kind == "s3":
+        return S3Source(endpoint=value["endpoint"], bucket=value["bucket"], prefix=value["prefix"])
+    if kind == "postgres":
+        return PostgresSource(host=value["host"], port=value["port"], database=value["database"])
+    return UnsupportedSource(type=kind)
+
+
+def destination_to_json(destination: Destination) -> dict[str, JsonValue]:
+    """A backup's destination as a JSON object, tagged by ``type``."""
+    if isinstance(destination, CustomerS3Destination):
+        return {
+            "type": destination.type,
+            "endpoint": destination.endpoint,
+            "bucket": destination.bucket,
+            "prefix": destination.prefix,
+        }
+    return {"type": destination.type}
+
+
+def destination_from_json(value: Mapping[str, Any]) -> Destination:
+    """A backup's destination from its JSON object."""
+    if value["type"] == "customer_s3":
+        return CustomerS3Destination(
+            endpoint=value["endpoint"], bucket=value["bucket"], prefix=value["prefix"]
+        )
+    return ServiceDestination()
+
+
+def backup_params(backup: Backup, codec: Codec) -> Params:
+    """The columns of a backup: nested values as JSON, retention as two second counts."""
+    schedule, retention = backup.schedule, backup.retention
+    return {
+        "id": codec.uuid(backup.id),
+        "workspace_id": codec.uuid(backup.workspace_id),
+        "name": backup.name,
+        "name_key": name_key(backup.name),
+        "kind": backup.kind.value,
+        "state": backup.state.value,
+        "paused": backup.paused,
+        "source": None if backup.source is None else codec.json(source_to_json(backup.source)),
+        "sealed_credentials": backup.sealed_credentials,
+        "schedule_cron": None if schedule is None else schedule.cron,
+        "schedule_timezone": None if schedule is None else schedule.timezone,
+        "worker_id": _opt_uuid(codec, backup.worker_id),
+        "retention_expire_after_seconds": None
+        if retention is None
+        else (retention.expire_after.seconds),
+        "retention_lock_for_seconds": None if retention is None else retention.lock_for.seconds,
+        "destination": codec.json(destination_to_json(backup.destination)),
+        "sealed_destination_credentials": backup.sealed_destination_credentials,
+        "next_run_at": _opt_timestamp(codec, backup.next_run_at),
+        "created_at": codec.timestamp(backup.created_at),
+        "updated_at": codec.timestamp(backup.updated_at),
+    }
+
+
+def backup_from_row(row: Row, codec: Codec) -> Backup:
+    """A backup from its columns."""
+    source = row["source"]
+    cron = row["schedule_cron"]
+    expire_after = row["retention_expire_after_seconds"]
+    return Backup(
+        id=codec.read_uuid(row["id"]),
+        workspace_id=codec.read_uuid(row["workspace_id"]),
+        name=row["name"],
+        kind=BackupKind(row["kind"]),
+        state=BackupState(row["state"]),
+        paused=bool(row["paused"]),
+        created_at=codec.read_timestamp(row["created_at"]),
+        updated_at=codec.read_timestamp(row["updated_at"]),
+        source=None if source is None else source_from_json(codec.read_json(source)),
+        sealed_credentials=_read_opt_bytes(row["sealed_credentials"]),
+        schedule=None if cron is None else Schedule(cron, row["schedule_timezone"]),
+        worker_id=_read_opt_uuid(codec, row["worker_id"]),
+        retention=None
+        if expire_after is None
+        else RetentionPolicy(Duration(expire_after), Duration(row["retention_lock_for_seconds"])),
+        destination=destination_from_json(codec.read_json(row["destination"])),
+        sealed_destination_credentials=_read_opt_bytes(row["sealed_destination_credentials"]),
+        next_run_at=_read_opt_timestamp(codec, row["next_run_at"]),
+    )
+
+
+def _read_opt_bytes(value: Any) -> bytes | None:
+    return None if value is None else bytes(value)
+
+
+# The audit trail.
+
+
+def audit_params(event: AuditEvent, codec: Codec) -> Params:
+    """The columns of an audit event; ``changes`` keeps its field order."""
+    changes: JsonValue = (
+        None
+        if event.changes is None
+        else {
+            field: {"before": change.before, "after": change.after}
+            for field, change in event.changes.items()
+        }
+    )
+    return {
+        "id": codec.uuid(event.id),
+        "workspace_id": codec.uuid(event.workspace_id),
+        "occurred_at": codec.timestamp(event.occurred_at),
+        "actor_type": event.actor.type.value,
+        "actor_id": _opt_uuid(codec, event.actor.id),
+        "action": event.action,
+        "target_type": event.target_type,
+        "target_id": event.target_id,
+        "request_id": event.request_id,
+        "outcome": event.outcome.value,
+        "changes": None if changes is None else codec.json(changes),
+    }
+
+
+def audit_from_row(row: Row, codec: Codec) -> AuditEvent:
+    """An audit event from its columns."""
+    changes = row["changes"]
+    return AuditEvent(
+        id=codec.read_uuid(row["id"]),
+        workspace_id=codec.read_uuid(row["workspace_id"]),
+        occurred_at=codec.read_timestamp(row["occurred_at"]),
+        actor=Actor(PrincipalType(row["actor_type"]), _read_opt_uuid(codec, row["actor_id"])),
+        action=row["action"],
+        target_type=row["target_type"],
+        target_id=row["target_id"],
+        request_id=row["request_id"],
+        outcome=Outcome(row["outcome"]),
+        changes=None
+        if changes is None
+        else {
+            field: Change(before=change["before"], after=change["after"])
+            for field, change in codec.read_json(changes).items()
+        },
+    )
+
+
+# Idempotency keys.
+
+
+def idempotency_params(record: IdempotencyRecord, codec: Codec) -> Params:
+    """The columns of a reserved Idempotency-Key."""
+    return {
+        "scope": record.scope,
+        "idempotency_key": record.key,
+        "fingerprint": record.fingerprint,
+        "created_at": codec.timestamp(record.created_at),
+        "status": record.status,
+        "body": record.body,
+    }
+
+
+def idempotency_from_row(row: Row, codec: Codec) -> IdempotencyRecord:
+    """A reserved Idempotency-Key from its columns."""
+    return IdempotencyRecord(
+        scope=row["scope"],
+        key=row["idempotency_key"],
+        fingerprint=row["fingerprint"],
+        created_at=codec.read_timestamp(row["created_at"]),
+        status=row["status"],
+        body=row["body"],
+    )
+
+
+# The built-in identity provider.
+
+
+def account_params(account: Account, codec: Codec) -> Params:
+    """The columns of a local account."""
+    return {
+        "id": codec.uuid(account.id),
+        "email": account.email,
+        "email_key": email_key(account.email),
+        "name": account.name,
+        "password_hash": account.password_hash,
+        "created_at": codec.timestamp(account.created_at),
+    }
+
+
+def account_from_row(row: Row, codec: Codec) -> Account:
+    """A local account from its columns."""
+    return Account(
+        id=codec.read_uuid(row["id"]),
+        email=row["email"],
+        name=row["name"],
+        password_hash=row["password_hash"],
+        created_at=codec.read_timestamp(row["created_at"]),
+    )
+
+
+def device_grant_params(grant: DeviceGrant, codec: Codec) -> Params:
+    """The columns of a device-code grant."""
+    return {
+        "id": codec.uuid(grant.id),
+        "device_code_hash": grant.device_code_hash,
+        "user_code": grant.user_code,
+        "client_id": grant.client_id,
+        "created_at": codec.timestamp(grant.created_at),
+        "expires_at": codec.timestamp(grant.expires_at),
+        "poll_interval": grant.interval,
+        "state": grant.state.value,
+        "account_id": _opt_uuid(codec, grant.account_id),
+        "failed_approvals": grant.failed_approvals,
+        "last_polled_at": _opt_timestamp(codec, grant.last_polled_at),
+        "access_token_hash": grant.access_token_hash,
+        "access_expires_at": _opt_timestamp(codec, grant.access_expires_at),
+    }
+
+
+def device_grant_from_row(row: Row, codec: Codec) -> DeviceGrant:
+    """A device-code grant from its columns."""
+    return DeviceGrant(
+        id=codec.read_uuid(row["id"]),
+        device_code_hash=row["device_code_hash"],
+        user_code=row["user_code"],
+        client_id=row["client_id"],
+        created_at=codec.read_timestamp(row["created_at"]),
+        expires_at=codec.read_timestamp(row["expires_at"]),
+        interval=row["poll_interval"],
+        state=GrantState(row["state"]),
+        account_id=_read_opt_uuid(codec, row["account_id"]),
+        failed_approvals=row["failed_approvals"],
+        last_polled_at=_read_opt_timestamp(codec, row["last_polled_at"]),
+        access_token_hash=row["access_token_hash"],
+        access_expires_at=_read_opt_timestamp(codec, row["access_expires_at"]),
+    )

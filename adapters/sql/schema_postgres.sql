@@ -1,0 +1,178 @@
+-- The canonical PostgreSQL schema of Strongroom: what applying every migration of
+-- migrations/postgres/ in order gives (tests/contract/test_sql_migrations.py checks
+-- it). A schema change is a new numbered migration plus the same change here.
+--
+-- Conventions: ids are uuid, instants timestamptz (UTC, microseconds), nested values of the
+-- domain jsonb (json where key order is part of what is shown), sealed secrets bytea.
+-- Case-insensitive uniqueness uses a *_key column holding the domain's casefolded form, so
+-- that every adapter folds exactly as the domain does (lower() differs from casefold()).
+-- Lists are keyset-paginated newest first, each by an index ending in (created_at, id).
+
+CREATE TABLE users (
+    id uuid PRIMARY KEY,
+    email text NOT NULL,
+    name text NOT NULL,
+    idp_subject text NOT NULL,
+    created_at timestamptz NOT NULL,
+    CONSTRAINT users_idp_subject_unique UNIQUE (idp_subject)
+);
+
+CREATE TABLE workspaces (
+    id uuid PRIMARY KEY,
+    name text NOT NULL,
+    idp_org_id text NOT NULL,
+    customer_id text NOT NULL,
+    storage_namespace text NOT NULL,
+    created_by uuid NOT NULL REFERENCES users (id),
+    billing_state text NOT NULL
+        CONSTRAINT workspaces_billing_state_check
+        CHECK (billing_state IN ('trial', 'active', 'warned', 'stopped', 'blocked')),
+    quota_overrides jsonb NOT NULL
+        CONSTRAINT workspaces_quota_overrides_check CHECK (jsonb_typeof(quota_overrides) = 'object'),
+    created_at timestamptz NOT NULL,
+    updated_at timestamptz NOT NULL
+);
+CREATE INDEX workspaces_by_creator ON workspaces (created_by);
+
+CREATE TABLE memberships (
+    workspace_id uuid NOT NULL REFERENCES workspaces (id) ON DELETE CASCADE,
+    user_id uuid NOT NULL REFERENCES users (id),
+    role text NOT NULL,
+    joined_at timestamptz NOT NULL,
+    -- The workspace's creation time (immutable), copied so that a person's list of
+    -- workspaces is one keyset scan of memberships_by_user.
+    workspace_created_at timestamptz NOT NULL,
+    PRIMARY KEY (workspace_id, user_id)
+);
+CREATE INDEX memberships_by_user
+    ON memberships (user_id, workspace_created_at DESC, workspace_id DESC);
+
+CREATE TABLE sessions (
+    id uuid PRIMARY KEY,
+    token_hash text NOT NULL,
+    user_id uuid NOT NULL REFERENCES users (id),
+    workspace_id uuid REFERENCES workspaces (id) ON DELETE CASCADE,
+    created_at timestamptz NOT NULL,
+    expires_at timestamptz NOT NULL,
+    revoked_at timestamptz
+);
+CREATE INDEX sessions_by_token_hash ON sessions (token_hash);
+CREATE INDEX sessions_by_workspace ON sessions (workspace_id) WHERE workspace_id IS NOT NULL;
+
+CREATE TABLE workers (
+    id uuid PRIMARY KEY,
+    workspace_id uuid NOT NULL REFERENCES workspaces (id) ON DELETE CASCADE
+);
+CREATE INDEX workers_by_workspace ON workers (workspace_id);
+
+CREATE TABLE roles (
+    workspace_id uuid NOT NULL REFERENCES workspaces (id) ON DELETE CASCADE,
+    slug text NOT NULL,
+    name text NOT NULL,
+    permissions text[] NOT NULL,
+    PRIMARY KEY (workspace_id, slug)
+);
+
+CREATE TABLE backups (
+    id uuid PRIMARY KEY,
+    workspace_id uuid NOT NULL REFERENCES workspaces (id) ON DELETE CASCADE,
+    name text NOT NULL,
+    name_key text NOT NULL,
+    kind text NOT NULL CONSTRAINT backups_kind_check CHECK (kind IN ('local', 'manual', 'cloud')),
+    state text NOT NULL CONSTRAINT backups_state_check CHECK (state IN ('draft', 'active')),
+    paused boolean NOT NULL,
+    source jsonb,
+    sealed_credentials bytea,
+    schedule_cron text,
+    schedule_timezone text,
+    worker_id uuid,
+    retention_expire_after_seconds bigint,
+    retention_lock_for_seconds bigint,
+    destination jsonb NOT NULL,
+    sealed_destination_credentials bytea,
+    next_run_at timestamptz,
+    created_at timestamptz NOT NULL,
+    updated_at timestamptz NOT NULL,
+    CONSTRAINT backups_name_unique UNIQUE (workspace_id, name_key),
+    CONSTRAINT backups_schedule_check
+        CHECK ((schedule_cron IS NULL) = (schedule_timezone IS NULL)),
+    CONSTRAINT backups_retention_check
+        CHECK ((retention_expire_after_seconds IS NULL) = (retention_lock_for_seconds IS NULL))
+);
+CREATE INDEX backups_by_workspace ON backups (workspace_id, created_at DESC, id DESC);
+
+CREATE TABLE audit_events (
+    id uuid PRIMARY KEY,
+    workspace_id uuid NOT NULL REFERENCES workspaces (id) ON DELETE CASCADE,
+    occurred_at timestamptz NOT NULL,
+    actor_type text NOT NULL
+        CONSTRAINT audit_events_actor_type_check
+        CHECK (actor_type IN ('user', 'api_key', 'worker', 'system')),
+    actor_id uuid,
+    action text NOT NULL,
+    target_type text NOT NULL,
+    target_id text,
+    request_id text,
+    outcome text NOT NULL
+        CONSTRAINT audit_events_outcome_check CHECK (outcome IN ('success', 'denied')),
+    -- json, not jsonb: the fields keep the order in which they were recorded.
+    changes json
+);
+CREATE INDEX audit_events_by_workspace
+    ON audit_events (workspace_id, occurred_at DESC, id DESC);
+CREATE INDEX audit_events_by_action
+    ON audit_events (workspace_id, action, occurred_at DESC, id DESC);
+CREATE INDEX audit_events_by_actor
+    ON audit_events (workspace_id, actor_id, occurred_at DESC, id DESC);
+
+CREATE TABLE idempotency_keys (
+    scope text NOT NULL,
+    idempotency_key text NOT NULL,
+    fingerprint text NOT NULL,
+    created_at timestamptz NOT NULL,
+    status integer,
+    body text,
+    PRIMARY KEY (scope, idempotency_key)
+);
+
+CREATE TABLE accounts (
+    id uuid PRIMARY KEY,
+    email text NOT NULL,
+    email_key text NOT NULL,
+    name text NOT NULL,
+    password_hash text NOT NULL,
+    created_at timestamptz NOT NULL,
+    CONSTRAINT accounts_email_unique UNIQUE (email_key)
+);
+
+CREATE TABLE failed_logins (
+    id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    email_key text NOT NULL,
+    failed_at timestamptz NOT NULL
+);
+CREATE INDEX failed_logins_by_email ON failed_logins (email_key, failed_at);
+
+CREATE TABLE device_grants (
+    id uuid PRIMARY KEY,
+    device_code_hash text NOT NULL,
+    user_code text NOT NULL,
+    client_id text NOT NULL,
+    created_at timestamptz NOT NULL,
+    expires_at timestamptz NOT NULL,
+    poll_interval integer NOT NULL,
+    state text NOT NULL
+        CONSTRAINT device_grants_state_check
+        CHECK (state IN ('pending', 'approved', 'denied', 'issued')),
+    account_id uuid,
+    failed_approvals integer NOT NULL,
+    last_polled_at timestamptz,
+    access_token_hash text,
+    access_expires_at timestamptz
+);
+CREATE INDEX device_grants_by_device_code
+    ON device_grants (device_code_hash, created_at DESC, id DESC);
+CREATE INDEX device_grants_by_user_code
+    ON device_grants (user_code, created_at DESC, id DESC);
+CREATE INDEX device_grants_by_access_token
+    ON device_grants (access_token_hash, created_at DESC, id DESC)
+    WHERE access_token_hash IS NOT NULL;

@@ -1,0 +1,367 @@
+"""The SQLite adapter (standard library ``sqlite3``): the embedded default.
+
+    database = SqliteDatabase(data_dir / "strongroom.sqlite3")
+    database.migrate()            # apply pending migrations (safe with several processes)
+    uow_factory = database.uow    # a UnitOfWorkFactory
+    ...
+    database.close()              # close idle connections (or use ``with database:``)
+
+The database runs in WAL mode (readers never wait for the writer; ``migrate`` switches the
+file to it once) with foreign keys on and ``synchronous=FULL`` (a committed unit of work
+survives a power cut). Connections are reused from a small idle list, one unit of work at
+a time each. The path must be a file: ``:memory:`` would be one database per connection.
+
+SQLite has no row locks. A unit of work takes the database's write lock (``BEGIN
+IMMEDIATE``) at its first statement that writes or locks, and holds it to its end: writers
+are serialised, which is exactly what ``get_for_update`` needs, and a waiting writer gives
+up with ``UpstreamUnavailableError`` after ``busy_timeout`` seconds.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from datetime import UTC, datetime
+from types import TracebackType
+from typing import Any, Self
+from uuid import UUID
+
+from strongroom.adapters.sql.catalog import Dialect, Q, queries_for
+from strongroom.adapters.sql.errors import DATABASE_UNAVAILABLE, refusal
+from strongroom.adapters.sql.migrate import (
+    VERSION_TABLE,
+    Migration,
+    migrations_for,
+    run_migrations,
+)
+from strongroom.adapters.sql.rows import Codec, Params, Row
+from strongroom.adapters.sql.unit_of_work import OneUnitPerThread, SqlUnitOfWork
+from strongroom.domain.errors import UpstreamUnavailableError
+
+# The runner's own statements (the version table is not part of the canonical schema).
+_CREATE_VERSION_TABLE = """
+CREATE TABLE IF NOT EXISTS schema_migrations (
+    version INTEGER PRIMARY KEY,
+    name TEXT NOT NULL,
+    applied_at TEXT NOT NULL
+) STRICT
+"""
+_VERSION_TABLE_EXISTS = "SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = ?"
+_APPLIED_VERSIONS = "SELECT version FROM schema_migrations"
+_IS_APPLIED = "SELECT 1 FROM schema_migrations WHERE version = ?"
+_RECORD_VERSION = "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)"
+
+# SQLite names the columns of a violated unique constraint, not the constraint: map back.
+_UNIQUE_FAILED = re.compile(r"UNIQUE constraint failed: (?P<columns>.+)")
+_UNIQUE_CONSTRAINTS = {
+    "backups.workspace_id, backups.name_key": "backups_name_unique",
+    "accounts.email_key": "accounts_email_unique",
+}
+
+
+def translate(error: sqlite3.Error, params: Params) -> Exception:
+    """The port-level error for a ``sqlite3`` error (the one place this adapter does so).
+
+    Constraint violations become refusals or ``IntegrityViolationError``; a database that
+    is locked too long, unreadable or missing becomes ``UpstreamUnavailableError``;
+    programming errors stay what they are.
+    """
+    if isinstance(error, sqlite3.IntegrityError):
+        message = str(error)
+        failed = _UNIQUE_FAILED.fullmatch(message)
+        constraint = None if failed is None else _UNIQUE_CONSTRAINTS.get(failed["columns"])
+        return refusal(constraint, params, message)
+    if isinstance(error, sqlite3.OperationalError) or type(error) is sqlite3.DatabaseError:
+        return UpstreamUnavailableError(DATABASE_UNAVAILABLE)
+    return error
+
+
+class SqliteCodec:
+    """Values as SQLite stores them: uuid and instant text, JSON text."""
+
+    def uuid(self, value: UUID) -> object:
+        """Canonical lowercase text (its order is the uuid's order)."""
+        return str(value)
+
+    def timestamp(self, value: datetime) -> object:
+        """Fixed-width UTC text, ``YYYY-MM-DDTHH:MM:SS.ffffffZ`` (its order is time order)."""
+        if value.tzinfo is None:
+            raise ValueError("naive datetimes are refused: give instants in UTC")
+        return value.astimezone(UTC).replace(tzinfo=None).isoformat("T", "microseconds") + "Z"
+
+    def json(self, value: object) -> object:
+        """Compact JSON text, keys in their order."""
+        return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+    def text_list(self, value: Sequence[str]) -> object:
+        """A JSON array."""
+        return json.dumps(list(value), separators=(",", ":"), ensure_ascii=False)
+
+    def read_uuid(self, value: Any) -> UUID:
+        """A uuid from its text."""
+        return UUID(value)
+
+    def read_timestamp(self, value: Any) -> datetime:
+        """An aware UTC instant from its text."""
+        return datetime.fromisoformat(value)
+
+    def read_json(self, value: Any) -> Any:
+        """A value from JSON text."""
+        return json.loads(value)
+
+    def read_text_list(self, value: Any) -> list[str]:
+        """A list from a JSON array."""
+        found: list[str] = json.loads(value)
+        return found
+
+
+class SqliteDatabase:
+    """One SQLite database file: a factory of units of work, and its migrations."""
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        busy_timeout: float = 5.0,
+        max_idle_connections: int = 8,
+    ) -> None:
+        """Nothing is opened until the first unit of work or ``migrate``."""
+        self.path = os.fspath(path)
+        if self.path == ":memory:" or self.path.startswith("file::memory:"):
+            raise ValueError("an in-memory SQLite database is one per connection: give a file")
+        self.busy_timeout = busy_timeout
+        self._max_idle = max_idle_connections
+        self._idle: list[sqlite3.Connection] = []
+        self._lock = threading.Lock()
+        self._closed = False
+        self._guard = OneUnitPerThread()
+        self.queries = queries_for(Dialect.SQLITE)
+        self.codec = SqliteCodec()
+
+    def uow(self) -> SqlUnitOfWork:
+        """A new unit of work (this bound method is a ``UnitOfWorkFactory``)."""
+        return SqlUnitOfWork(self._transaction, self._guard)
+
+    def _transaction(self) -> SqliteTransaction:
+        return SqliteTransaction(self)
+
+    def migrate(self) -> list[Migration]:
+        """Switch the file to WAL and apply every pending migration; the ones applied."""
+        connection = self.connect()
+        try:
+            self._ensure_wal(connection)
+            return run_migrations(
+                _SqliteMigrationTarget(connection), migrations_for(Dialect.SQLITE)
+            )
+        finally:
+            connection.close()
+
+    def _ensure_wal(self, connection: sqlite3.Connection) -> None:
+        """WAL is a property of the file, set once. Switching a new file can answer "locked"
+        at once while another process creates it (no busy wait): retry until the timeout."""
+        deadline = time.monotonic() + self.busy_timeout
+        while connection.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+            try:
+                connection.execute("PRAGMA journal_mode = WAL")
+            except sqlite3.OperationalError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.01)
+
+    def close(self) -> None:
+        """Close idle connections; those in use close when their unit of work ends."""
+        with self._lock:
+            self._closed = True
+            idle, self._idle = self._idle, []
+        for connection in idle:
+            connection.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def connect(self) -> sqlite3.Connection:
+        """A new connection, configured as every unit of work's (the caller closes it)."""
+        connection = sqlite3.connect(
+            self.path,
+            timeout=self.busy_timeout,
+            isolation_level=None,  # the adapter issues BEGIN and COMMIT itself
+            check_same_thread=False,  # used by one thread at a time, not always the same
+        )
+        try:
+            connection.row_factory = sqlite3.Row
+            connection.execute("PRAGMA foreign_keys = ON")
+            connection.execute("PRAGMA synchronous = FULL")
+        except BaseException:
+            connection.close()
+            raise
+        return connection
+
+    def acquire(self) -> sqlite3.Connection:
+        """An idle connection, or a new one."""
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("this SqliteDatabase is closed")
+            if self._idle:
+                return self._idle.pop()
+        return self.connect()
+
+    def release(self, connection: sqlite3.Connection, *, reusable: bool) -> None:
+        """Give a connection back: kept if ``reusable`` and idle room is left, else closed."""
+        if reusable and not connection.in_transaction:
+            with self._lock:
+                if not self._closed and len(self._idle) < self._max_idle:
+                    self._idle.append(connection)
+                    return
+        connection.close()
+
+
+class SqliteTransaction:
+    """The statements of one unit of work on one connection."""
+
+    def __init__(self, database: SqliteDatabase) -> None:
+        self._database = database
+        self._queries = database.queries
+        self.codec: Codec = database.codec
+        self._connection: sqlite3.Connection | None = None
+        self._writing = False
+        self._reusable = True
+
+    def _cursor(
+        self, query: Q, params: Params, filters: Sequence[Q], writes: bool
+    ) -> sqlite3.Cursor:
+        text = self._queries.text(query, filters)
+        if self._connection is None:
+            self._connection = self._database.acquire()
+        if writes and not self._writing:
+            self._connection.execute("BEGIN IMMEDIATE")
+            self._writing = True
+        return self._connection.execute(text, params)
+
+    def _failed(self, error: sqlite3.Error, params: Params) -> Exception:
+        translated = translate(error, params)
+        if not isinstance(error, sqlite3.IntegrityError):
+            self._reusable = False
+        return translated
+
+    def fetch_one(
+        self, query: Q, params: Params, *, filters: Sequence[Q] = (), writes: bool = False
+    ) -> Row | None:
+        """The first row of ``query``."""
+        try:
+            cursor = self._cursor(query, params, filters, writes)
+            try:
+                row: Row | None = cursor.fetchone()
+            finally:
+                cursor.close()
+        except sqlite3.Error as error:
+            raise self._failed(error, params) from error
+        return row
+
+    def fetch_all(self, query: Q, params: Params, *, filters: Sequence[Q] = ()) -> list[Row]:
+        """Every row of a read."""
+        try:
+            cursor = self._cursor(query, params, filters, False)
+            try:
+                found: list[Row] = cursor.fetchall()
+            finally:
+                cursor.close()
+        except sqlite3.Error as error:
+            raise self._failed(error, params) from error
+        return found
+
+    def execute(self, query: Q, params: Params) -> int:
+        """Run a write inside the write transaction; the number of rows it changed."""
+        try:
+            cursor = self._cursor(query, params, (), True)
+            changed = cursor.rowcount
+            cursor.close()
+        except sqlite3.Error as error:
+            raise self._failed(error, params) from error
+        return changed
+
+    def commit(self) -> None:
+        """Commit the write transaction, if one is open."""
+        if self._connection is None or not self._writing:
+            return
+        try:
+            self._connection.execute("COMMIT")
+        except sqlite3.Error as error:
+            raise self._failed(error, {}) from error
+        self._writing = False
+
+    def ping(self) -> None:
+        """Read the schema table: the file is there and readable."""
+        self.fetch_one(Q.PING, {})
+
+    def close(self) -> None:
+        """Roll back what was not committed; give the connection back."""
+        connection, self._connection = self._connection, None
+        if connection is None:
+            return
+        try:
+            if connection.in_transaction:
+                connection.execute("ROLLBACK")
+        except sqlite3.Error:
+            self._reusable = False
+        finally:
+            self._writing = False
+            self._database.release(connection, reusable=self._reusable)
+
+
+class _SqliteMigrationTarget:
+    """Applies migrations on one connection, each under BEGIN IMMEDIATE."""
+
+    def __init__(self, connection: sqlite3.Connection) -> None:
+        self._connection = connection
+
+    def applied_versions(self) -> set[int]:
+        table = self._connection.execute(_VERSION_TABLE_EXISTS, (VERSION_TABLE,)).fetchone()
+        if table is None:
+            return set()
+        return {row[0] for row in self._connection.execute(_APPLIED_VERSIONS)}
+
+    def apply_if_pending(self, migration: Migration) -> bool:
+        connection = self._connection
+        connection.execute("BEGIN IMMEDIATE")
+        try:
+            connection.execute(_CREATE_VERSION_TABLE)
+            done = connection.execute(_IS_APPLIED, (migration.version,)).fetchone()
+            if done is None:
+                for statement in split_statements(migration.sql):
+                    connection.execute(statement)
+                applied_at = SqliteCodec().timestamp(datetime.now(UTC))
+                connection.execute(_RECORD_VERSION, (migration.version, migration.name, applied_at))
+            connection.execute("COMMIT")
+        except BaseException:
+            if connection.in_transaction:
+                connection.execute("ROLLBACK")
+            raise
+        return done is None
+
+
+def split_statements(script: str) -> Iterator[str]:
+    """The statements of a SQL script, split where SQLite itself says one is complete."""
+    pending = ""
+    for line in script.splitlines(keepends=True):
+        pending += line
+        if sqlite3.complete_statement(pending):
+            yield pending.strip()
+            pending = ""
+    leftover = [
+        line for line in pending.splitlines() if line.strip() and not line.strip().startswith("--")
+    ]
+    if leftover:
+        raise ValueError(f"incomplete SQL statement at the end of a script: {leftover[0]!r}")

@@ -1,0 +1,204 @@
+"""Builders of domain records for the repository contract, and the adapters under test.
+
+Every builder gives fresh ids, so tests never collide, and instants with microseconds, so
+that a store which rounds them is caught.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any
+from uuid import UUID, uuid4
+
+import attrs
+
+from strongroom.adapters.memory.store import MemoryStore
+from strongroom.adapters.memory.unit_of_work import MemoryUnitOfWork
+from strongroom.adapters.sql.repositories import SqlRoleRepository, SqlWorkerRepository
+from strongroom.adapters.sql.unit_of_work import SqlUnitOfWork
+from strongroom.domain.accounts import Account, DeviceGrant
+from strongroom.domain.audit import AuditEvent, Change, Outcome
+from strongroom.domain.backups import Backup, BackupKind
+from strongroom.domain.billing import BillingState
+from strongroom.domain.permissions import Role
+from strongroom.domain.principals import Actor, PrincipalType, Session
+from strongroom.domain.users import User
+from strongroom.domain.workspaces import Membership, Workspace
+from strongroom.ports.unit_of_work import UnitOfWork
+
+T0 = datetime(2026, 3, 14, 15, 9, 26, 535897, tzinfo=UTC)
+_counter = itertools.count(1)
+
+
+def at(seconds: float) -> datetime:
+    """``T0`` plus ``seconds``."""
+    return T0 + timedelta(seconds=seconds)
+
+
+def unique(prefix: str) -> str:
+    """A text no other call gives."""
+    return f"{prefix}-{next(_counter)}"
+
+
+def user(created_at: datetime = T0) -> User:
+    """A new person."""
+    return User(uuid4(), f"{unique('person')}@example.com", "Ada", unique("subject"), created_at)
+
+
+def workspace(creator: User, created_at: datetime = T0, **changes: Any) -> Workspace:
+    """A new workspace created by ``creator``."""
+    built = Workspace(
+        id=uuid4(),
+        name=unique("Workspace"),
+        idp_org_id=unique("org"),
+        customer_id=unique("cus"),
+        storage_namespace=unique("ns"),
+        created_by=creator.id,
+        billing_state=BillingState.TRIAL,
+        created_at=created_at,
+        updated_at=created_at,
+    )
+    return attrs.evolve(built, **changes)
+
+
+def backup(workspace_id: UUID, name: str | None = None, created_at: datetime = T0) -> Backup:
+    """A new manual draft backup."""
+    return Backup.draft(
+        uuid4(), workspace_id, name or unique("backup"), BackupKind.MANUAL, created_at
+    )
+
+
+def session(user_id: UUID, workspace_id: UUID | None = None, created_at: datetime = T0) -> Session:
+    """A new session (its token hash is unique)."""
+    return Session(
+        uuid4(), unique("hash"), user_id, workspace_id, created_at, created_at + timedelta(days=1)
+    )
+
+
+def audit_event(
+    workspace_id: UUID,
+    occurred_at: datetime = T0,
+    action: str = "backup.create",
+    actor: Actor | None = None,
+    changes: dict[str, Change] | None = None,
+) -> AuditEvent:
+    """A new audit event."""
+    return AuditEvent(
+        id=uuid4(),
+        workspace_id=workspace_id,
+        occurred_at=occurred_at,
+        actor=actor or Actor(PrincipalType.USER, uuid4()),
+        action=action,
+        target_type=action.partition(".")[0],
+        target_id=str(uuid4()),
+        request_id=unique("req"),
+        outcome=Outcome.SUCCESS,
+        changes=changes,
+    )
+
+
+def account(email: str | None = None, created_at: datetime = T0) -> Account:
+    """A new local account."""
+    return Account(
+        uuid4(), email or f"{unique('account')}@example.com", "Ada", "$argon2$x", created_at
+    )
+
+
+def device_grant(created_at: datetime = T0, **changes: Any) -> DeviceGrant:
+    """A new pending device grant."""
+    built = DeviceGrant(
+        id=uuid4(),
+        device_code_hash=unique("device"),
+        user_code=unique("CODE"),
+        client_id="strongroom-cli",
+        created_at=created_at,
+        expires_at=created_at + timedelta(minutes=10),
+        interval=5,
+    )
+    return attrs.evolve(built, **changes)
+
+
+class Adapter:
+    """One implementation of the repository ports under test."""
+
+    name: str
+
+    def uow(self) -> UnitOfWork:
+        """A new unit of work."""
+        raise NotImplementedError
+
+    def add_worker(self, workspace_id: UUID, worker_id: UUID) -> None:
+        """Seed a worker (the ports cannot create workers yet)."""
+        raise NotImplementedError
+
+    def add_role(self, workspace_id: UUID, role: Role) -> None:
+        """Seed a custom role (the ports cannot create roles yet)."""
+        raise NotImplementedError
+
+    def store(self, *records: object) -> None:
+        """Add people, workspaces, memberships, backups... in one committed unit of work."""
+        with self.uow() as uow:
+            for record in records:
+                _ADDERS[type(record)](uow, record)
+            uow.commit()
+
+
+_ADDERS: dict[type, Callable[[Any, Any], None]] = {
+    User: lambda uow, record: uow.users.add(record),
+    Workspace: lambda uow, record: uow.workspaces.add(record),
+    Membership: lambda uow, record: uow.memberships.add(record),
+    Backup: lambda uow, record: uow.backups.add(record),
+    Session: lambda uow, record: uow.sessions.add(record),
+    AuditEvent: lambda uow, record: uow.audit.add(record),
+    Account: lambda uow, record: uow.accounts.add(record),
+    DeviceGrant: lambda uow, record: uow.device_grants.add(record),
+}
+
+
+class MemoryAdapter(Adapter):
+    """The in-memory reference adapter."""
+
+    name = "memory"
+
+    def __init__(self) -> None:
+        self._store = MemoryStore()
+
+    def uow(self) -> UnitOfWork:
+        return MemoryUnitOfWork(self._store)
+
+    def add_worker(self, workspace_id: UUID, worker_id: UUID) -> None:
+        with self._store.transaction() as tx:
+            tx.write("workers")[worker_id] = workspace_id
+            tx.commit()
+
+    def add_role(self, workspace_id: UUID, role: Role) -> None:
+        with self._store.transaction() as tx:
+            tx.write("roles")[(workspace_id, role.slug)] = role
+            tx.commit()
+
+
+class SqlAdapter(Adapter):
+    """A SQL database, through its unit-of-work factory."""
+
+    def __init__(self, name: str, uow: Callable[[], SqlUnitOfWork]) -> None:
+        self.name = name
+        self._uow = uow
+
+    def uow(self) -> UnitOfWork:
+        return self._uow()
+
+    def add_worker(self, workspace_id: UUID, worker_id: UUID) -> None:
+        with self._uow() as uow:
+            workers = uow.workers
+            assert isinstance(workers, SqlWorkerRepository)
+            workers.add(workspace_id, worker_id)
+            uow.commit()
+
+    def add_role(self, workspace_id: UUID, role: Role) -> None:
+        with self._uow() as uow:
+            roles = uow.roles
+            assert isinstance(roles, SqlRoleRepository)
+            roles.add(workspace_id, role)
+            uow.commit()

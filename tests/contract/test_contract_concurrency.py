@@ -1,0 +1,122 @@
+"""The contract under concurrency: locks taken through the ports serialise what they must.
+
+Each test starts many threads at once (a barrier) doing the read-check-write of a use case
+in their own unit of work, and checks that the database, not luck, kept the invariant.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import TypeVar
+
+import attrs
+from contract_records import Adapter, at, backup, user, workspace
+
+from strongroom.domain.backups import RetentionPolicy
+from strongroom.domain.durations import Duration
+from strongroom.domain.pagination import PageRequest
+from strongroom.domain.quotas import ensure_room
+from strongroom.ports.repositories import IdempotencyKeyTakenError, IdempotencyRecord
+
+THREADS = 24
+R = TypeVar("R")
+
+
+def all_at_once(count: int, attempt: Callable[[int], R]) -> list[R]:
+    """Run ``attempt(0..count-1)`` on ``count`` threads released together."""
+    barrier = threading.Barrier(count)
+
+    def released(index: int) -> R:
+        barrier.wait()
+        return attempt(index)
+
+    with ThreadPoolExecutor(max_workers=count) as pool:
+        return list(pool.map(released, range(count)))
+
+
+class TestConcurrency:
+    """Exact quotas, write-once values and single reservations under concurrent writers."""
+
+    def test_a_workspace_lock_keeps_the_backup_quota_exact(self, adapter: Adapter) -> None:
+        """Many creators against a limit of 5 create exactly 5."""
+        ada = user()
+        target = workspace(ada)
+        adapter.store(ada, target)
+        limit = 5
+
+        def create(index: int) -> bool:
+            with adapter.uow() as uow:
+                assert uow.workspaces.get_for_update(target.id) is not None
+                if uow.backups.count(target.id) >= limit:
+                    return False
+                uow.backups.add(backup(target.id, f"backup {index}"))
+                uow.commit()
+                return True
+
+        created = all_at_once(THREADS, create)
+        assert created.count(True) == limit
+        with adapter.uow() as uow:
+            assert uow.backups.count(target.id) == limit
+            assert len(uow.backups.list(target.id, PageRequest()).items) == limit
+
+    def test_a_person_lock_keeps_the_workspace_quota_exact(self, adapter: Adapter) -> None:
+        """Many workspace creations by one person against a limit of 3 create exactly 3."""
+        ada = user()
+        adapter.store(ada)
+
+        def create(_index: int) -> bool:
+            with adapter.uow() as uow:
+                assert uow.users.get_for_update(ada.id) is not None
+                try:
+                    ensure_room("workspaces_per_user", 3, uow.workspaces.count_created_by(ada.id))
+                except Exception:
+                    return False
+                uow.workspaces.add(workspace(ada))
+                uow.commit()
+                return True
+
+        assert all_at_once(THREADS, create).count(True) == 3
+        with adapter.uow() as uow:
+            assert uow.workspaces.count_created_by(ada.id) == 3
+
+    def test_a_backup_lock_keeps_retention_write_once(self, adapter: Adapter) -> None:
+        """Concurrent different retention writes: exactly one policy is ever stored."""
+        ada = user()
+        target = workspace(ada)
+        stored = backup(target.id)
+        adapter.store(ada, target, stored)
+
+        def set_retention(index: int) -> RetentionPolicy | None:
+            policy = RetentionPolicy(Duration(86_400 + index), Duration(0))
+            with adapter.uow() as uow:
+                current = uow.backups.get_for_update(target.id, stored.id)
+                assert current is not None
+                if current.retention is not None:
+                    return None
+                uow.backups.update(attrs.evolve(current, retention=policy, updated_at=at(index)))
+                uow.commit()
+                return policy
+
+        winners = [policy for policy in all_at_once(THREADS, set_retention) if policy]
+        assert len(winners) == 1
+        with adapter.uow() as uow:
+            final = uow.backups.get(target.id, stored.id)
+        assert final is not None
+        assert final.retention == winners[0]
+
+    def test_one_idempotency_key_is_reserved_once(self, adapter: Adapter) -> None:
+        """Concurrent reservations of one key: one wins, every other sees it taken."""
+
+        def reserve(index: int) -> bool:
+            record = IdempotencyRecord("scope", "key", f"fingerprint {index}", at(0))
+            with adapter.uow() as uow:
+                try:
+                    uow.idempotency.reserve(record, expired_before=at(-86_400))
+                except IdempotencyKeyTakenError:
+                    return False
+                uow.commit()
+                return True
+
+        assert all_at_once(THREADS, reserve).count(True) == 1

@@ -1,0 +1,833 @@
+"""The repository contract: every adapter stores, finds and refuses exactly the same things.
+
+The in-memory adapter is the reference; each test runs against every adapter of
+``conftest.ADAPTERS``.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta, timezone
+from uuid import uuid4
+
+import attrs
+import pytest
+from contract_records import (
+    T0,
+    Adapter,
+    account,
+    at,
+    audit_event,
+    backup,
+    device_grant,
+    session,
+    user,
+    workspace,
+)
+
+from strongroom.domain.accounts import GrantState
+from strongroom.domain.audit import AuditEvent, Change
+from strongroom.domain.backups import (
+    Backup,
+    BackupKind,
+    BackupState,
+    CustomerS3Destination,
+    PostgresSource,
+    RetentionPolicy,
+    S3Source,
+    Schedule,
+    UnsupportedSource,
+)
+from strongroom.domain.billing import BillingState
+from strongroom.domain.durations import Duration
+from strongroom.domain.errors import NameTakenError
+from strongroom.domain.pagination import Cursor, PageRequest
+from strongroom.domain.permissions import ADMIN, VIEWER, Permission, Role
+from strongroom.domain.principals import SYSTEM_ACTOR, Actor, PrincipalType
+from strongroom.domain.quotas import QuotaResource
+from strongroom.domain.workspaces import Membership
+from strongroom.ports.repositories import (
+    AuditFilter,
+    IdempotencyKeyTakenError,
+    IdempotencyRecord,
+    IntegrityViolationError,
+)
+
+
+class TestWorkspaces:
+    """Workspaces: storage, updates, counting, and removal of everything in them."""
+
+    def test_a_stored_workspace_comes_back_equal(self, adapter: Adapter) -> None:
+        """Every field round-trips, quota overrides and microseconds included."""
+        creator = user()
+        stored = workspace(creator, quota_overrides={QuotaResource.BACKUPS_PER_WORKSPACE: 3})
+        adapter.store(creator, stored)
+        with adapter.uow() as uow:
+            assert uow.workspaces.get(stored.id) == stored
+            assert uow.workspaces.get_for_update(stored.id) == stored
+            assert uow.workspaces.get(uuid4()) is None
+            assert uow.workspaces.get_for_update(uuid4()) is None
+
+    def test_a_workspace_needs_an_existing_creator(self, adapter: Adapter) -> None:
+        """A dangling ``created_by`` is an integrity violation."""
+        with adapter.uow() as uow, pytest.raises(IntegrityViolationError):
+            uow.workspaces.add(workspace(user()))
+
+    def test_an_update_is_stored(self, adapter: Adapter) -> None:
+        """Name, billing state and limits change; the record reads back as written."""
+        creator = user()
+        stored = workspace(creator)
+        adapter.store(creator, stored)
+        changed = (
+            stored.renamed("Renamed", at(5))
+            .with_billing_state(BillingState.BLOCKED, at(6))
+            .with_limit(QuotaResource.WORKERS_PER_WORKSPACE, 2, at(7))
+        )
+        with adapter.uow() as uow:
+            uow.workspaces.update(changed)
+            uow.commit()
+        with adapter.uow() as uow:
+            assert uow.workspaces.get(stored.id) == changed
+
+    def test_an_update_of_a_missing_workspace_is_an_integrity_violation(
+        self, adapter: Adapter
+    ) -> None:
+        """Updating nothing is a bug, not a no-op."""
+        creator = user()
+        adapter.store(creator)
+        with adapter.uow() as uow, pytest.raises(IntegrityViolationError):
+            uow.workspaces.update(workspace(creator))
+
+    def test_count_created_by_counts_existing_workspaces(self, adapter: Adapter) -> None:
+        """Only workspaces the person created, and only those not removed."""
+        ada, bob = user(), user()
+        first, second, theirs = workspace(ada), workspace(ada), workspace(bob)
+        adapter.store(ada, bob, first, second, theirs)
+        with adapter.uow() as uow:
+            assert uow.workspaces.count_created_by(ada.id) == 2
+            uow.workspaces.remove(first.id)
+            assert uow.workspaces.count_created_by(ada.id) == 1
+            assert uow.workspaces.count_created_by(uuid4()) == 0
+
+    def test_removal_takes_everything_in_the_workspace_and_nothing_else(
+        self, adapter: Adapter
+    ) -> None:
+        """Members, backups, audit, scoped sessions, workers and roles go; others stay."""
+        ada = user()
+        doomed, kept = workspace(ada), workspace(ada)
+        records: list[object] = [ada, doomed, kept]
+        for target in (doomed, kept):
+            records += [
+                Membership(target.id, ada.id, "admin", T0),
+                backup(target.id, "Nightly"),
+                audit_event(target.id),
+            ]
+        scoped, elsewhere, unscoped = (
+            session(ada.id, doomed.id),
+            session(ada.id, kept.id),
+            session(ada.id),
+        )
+        adapter.store(*records, scoped, elsewhere, unscoped)
+        worker, other_worker = uuid4(), uuid4()
+        adapter.add_worker(doomed.id, worker)
+        adapter.add_worker(kept.id, other_worker)
+        role = Role("auditor", "Auditor", frozenset({Permission.AUDIT_READ}))
+        adapter.add_role(doomed.id, role)
+        adapter.add_role(kept.id, role)
+
+        with adapter.uow() as uow:
+            uow.workspaces.remove(doomed.id)
+            uow.workspaces.remove(uuid4())  # removing nothing is fine
+            uow.commit()
+
+        with adapter.uow() as uow:
+            assert uow.workspaces.get(doomed.id) is None
+            assert uow.memberships.get(doomed.id, ada.id) is None
+            assert uow.memberships.count(doomed.id) == 0
+            assert uow.backups.count(doomed.id) == 0
+            assert uow.audit.list(doomed.id, AuditFilter(), PageRequest()).items == []
+            assert uow.sessions.find(scoped.token_hash) is None
+            assert not uow.workers.exists(doomed.id, worker)
+            assert uow.roles.get(doomed.id, "auditor") is None
+            # The other workspace and the unscoped session are untouched.
+            assert uow.workspaces.get(kept.id) == kept
+            assert uow.memberships.count(kept.id) == 1
+            assert uow.backups.count(kept.id) == 1
+            assert len(uow.audit.list(kept.id, AuditFilter(), PageRequest()).items) == 1
+            assert uow.sessions.find(elsewhere.token_hash) is not None
+            assert uow.sessions.find(unscoped.token_hash) is not None
+            assert uow.workers.exists(kept.id, other_worker)
+            assert uow.roles.get(kept.id, "auditor") == role
+
+
+class TestMemberships:
+    """Memberships and a person's list of workspaces."""
+
+    def test_a_membership_comes_back_and_is_counted(self, adapter: Adapter) -> None:
+        """``get`` finds it by (workspace, person); ``count`` counts a workspace's members."""
+        ada, bob = user(), user()
+        target = workspace(ada)
+        ada_member = Membership(target.id, ada.id, "admin", at(1))
+        bob_member = Membership(target.id, bob.id, "viewer", at(2))
+        adapter.store(ada, bob, target, ada_member, bob_member)
+        with adapter.uow() as uow:
+            assert uow.memberships.get(target.id, ada.id) == ada_member
+            assert uow.memberships.get(target.id, bob.id) == bob_member
+            assert uow.memberships.get(uuid4(), ada.id) is None
+            assert uow.memberships.count(target.id) == 2
+            assert uow.memberships.count(uuid4()) == 0
+
+    def test_a_second_membership_of_the_same_person_is_an_integrity_violation(
+        self, adapter: Adapter
+    ) -> None:
+        """One membership per (workspace, person)."""
+        ada = user()
+        target = workspace(ada)
+        adapter.store(ada, target, Membership(target.id, ada.id, "admin", T0))
+        with adapter.uow() as uow, pytest.raises(IntegrityViolationError):
+            uow.memberships.add(Membership(target.id, ada.id, "viewer", T0))
+
+    @pytest.mark.parametrize("missing", ["workspace", "user"])
+    def test_a_membership_needs_its_workspace_and_person(
+        self, adapter: Adapter, missing: str
+    ) -> None:
+        """A dangling workspace or person is an integrity violation."""
+        ada = user()
+        target = workspace(ada)
+        adapter.store(ada, target)
+        membership = Membership(
+            uuid4() if missing == "workspace" else target.id,
+            uuid4() if missing == "user" else ada.id,
+            "admin",
+            T0,
+        )
+        with adapter.uow() as uow, pytest.raises(IntegrityViolationError):
+            uow.memberships.add(membership)
+
+    def test_a_persons_workspaces_are_listed_newest_first_across_pages(
+        self, adapter: Adapter
+    ) -> None:
+        """Keyset pages by the workspace's (created_at, id), with the person's role."""
+        ada, bob = user(), user()
+        mine = [workspace(bob, created_at=at(i)) for i in range(5)]
+        # Two workspaces created at the same instant: the id breaks the tie.
+        mine.append(workspace(bob, created_at=at(2)))
+        not_mine = workspace(bob, created_at=at(10))
+        records: list[object] = [ada, bob, *mine, not_mine]
+        records += [Membership(w.id, ada.id, "viewer", T0) for w in mine]
+        adapter.store(*records)
+        expected = sorted(mine, key=lambda w: (w.created_at, w.id), reverse=True)
+
+        seen = []
+        page = PageRequest(limit=4)
+        with adapter.uow() as uow:
+            first = uow.memberships.list_for_user(ada.id, page)
+            assert first.next_cursor == Cursor(expected[3].created_at, expected[3].id)
+            second = uow.memberships.list_for_user(
+                ada.id, attrs.evolve(page, after=first.next_cursor)
+            )
+            assert second.next_cursor is None
+            seen = [*first.items, *second.items]
+            assert uow.memberships.list_for_user(uuid4(), page).items == []
+        assert [item.workspace for item in seen] == expected
+        assert {item.role for item in seen} == {"viewer"}
+
+
+class TestUsers:
+    """People."""
+
+    def test_a_person_is_found_by_id_and_by_subject(self, adapter: Adapter) -> None:
+        """``get``, ``get_for_update`` and ``get_by_subject`` give the stored person."""
+        ada = user()
+        adapter.store(ada)
+        with adapter.uow() as uow:
+            assert uow.users.get(ada.id) == ada
+            assert uow.users.get_for_update(ada.id) == ada
+            assert uow.users.get_by_subject(ada.idp_subject) == ada
+            assert uow.users.get(uuid4()) is None
+            assert uow.users.get_for_update(uuid4()) is None
+            assert uow.users.get_by_subject("nobody") is None
+
+    def test_one_person_per_identity_subject(self, adapter: Adapter) -> None:
+        """A second person with the same subject is an integrity violation."""
+        ada = user()
+        adapter.store(ada)
+        with adapter.uow() as uow, pytest.raises(IntegrityViolationError):
+            uow.users.add(attrs.evolve(user(), idp_subject=ada.idp_subject))
+
+
+class TestSessions:
+    """Sessions, found with their person and role in one look-up."""
+
+    def test_an_unscoped_session_has_no_role(self, adapter: Adapter) -> None:
+        """The grant carries the session and its person."""
+        ada = user()
+        mine = session(ada.id)
+        adapter.store(ada, mine)
+        with adapter.uow() as uow:
+            grant = uow.sessions.find(mine.token_hash)
+            assert uow.sessions.find("unknown") is None
+        assert grant is not None
+        assert (grant.session, grant.user, grant.role) == (mine, ada, None)
+
+    def test_a_scoped_session_carries_a_built_in_role(self, adapter: Adapter) -> None:
+        """A member's built-in role is the domain's constant."""
+        ada = user()
+        target = workspace(ada)
+        mine = session(ada.id, target.id)
+        adapter.store(ada, target, Membership(target.id, ada.id, "viewer", T0), mine)
+        with adapter.uow() as uow:
+            grant = uow.sessions.find(mine.token_hash)
+        assert grant is not None
+        assert grant.role == VIEWER
+        assert grant.session == mine
+
+    def test_a_built_in_slug_wins_over_a_custom_role_of_that_name(self, adapter: Adapter) -> None:
+        """Built-in roles cannot be shadowed by a workspace."""
+        ada = user()
+        target = workspace(ada)
+        mine = session(ada.id, target.id)
+        adapter.store(ada, target, Membership(target.id, ada.id, "admin", T0), mine)
+        adapter.add_role(target.id, Role("admin", "Fake admin", frozenset()))
+        with adapter.uow() as uow:
+            grant = uow.sessions.find(mine.token_hash)
+        assert grant is not None
+        assert grant.role == ADMIN
+
+    def test_a_scoped_session_carries_a_custom_role(self, adapter: Adapter) -> None:
+        """A custom role comes from the workspace's roles, with its permissions."""
+        ada = user()
+        target = workspace(ada)
+        auditor = Role(
+            "auditor", "Auditor", frozenset({Permission.AUDIT_READ, Permission.BACKUPS_READ})
+        )
+        mine = session(ada.id, target.id)
+        adapter.store(ada, target, Membership(target.id, ada.id, "auditor", T0), mine)
+        adapter.add_role(target.id, auditor)
+        with adapter.uow() as uow:
+            grant = uow.sessions.find(mine.token_hash)
+        assert grant is not None
+        assert grant.role == auditor
+
+    def test_no_role_without_membership_or_with_an_unknown_role(self, adapter: Adapter) -> None:
+        """A session in a workspace the person left, or a role that does not exist: none."""
+        ada, bob = user(), user()
+        target = workspace(ada)
+        not_member = session(bob.id, target.id)
+        unknown_role = session(ada.id, target.id)
+        adapter.store(
+            ada, bob, target, Membership(target.id, ada.id, "ghost", T0), not_member, unknown_role
+        )
+        with adapter.uow() as uow:
+            for token_hash in (not_member.token_hash, unknown_role.token_hash):
+                grant = uow.sessions.find(token_hash)
+                assert grant is not None
+                assert grant.role is None
+
+    def test_revocation_keeps_the_first_time(self, adapter: Adapter) -> None:
+        """Revoking twice keeps the first instant; revoking nothing is fine."""
+        ada = user()
+        mine = session(ada.id)
+        adapter.store(ada, mine)
+        with adapter.uow() as uow:
+            uow.sessions.revoke(mine.id, at(60))
+            uow.sessions.revoke(mine.id, at(120))
+            uow.sessions.revoke(uuid4(), at(60))
+            uow.commit()
+        with adapter.uow() as uow:
+            grant = uow.sessions.find(mine.token_hash)
+        assert grant is not None
+        assert grant.session.revoked_at == at(60)
+
+    @pytest.mark.parametrize("missing", ["user", "workspace"])
+    def test_a_session_needs_its_person_and_workspace(self, adapter: Adapter, missing: str) -> None:
+        """A dangling person or workspace is an integrity violation."""
+        ada = user()
+        adapter.store(ada)
+        dangling = session(uuid4()) if missing == "user" else session(ada.id, workspace_id=uuid4())
+        with adapter.uow() as uow, pytest.raises(IntegrityViolationError):
+            uow.sessions.add(dangling)
+
+
+class TestBackups:
+    """Backups: nested values, unique names, keyset lists."""
+
+    def test_a_fully_configured_backup_comes_back_equal(self, adapter: Adapter) -> None:
+        """Source, sealed secrets, schedule, retention, destination and instants round-trip."""
+        ada = user()
+        target = workspace(ada)
+        configured = attrs.evolve(
+            backup(target.id, "Orders DB"),
+            kind=BackupKind.CLOUD,
+            state=BackupState.ACTIVE,
+            paused=True,
+            source=S3Source("https://s3.example.com:9000", "orders", prefix=None),
+            sealed_credentials=b"\x00sealed\xff" * 20,
+            schedule=Schedule("15 3 * * 1-5", "Europe/Paris"),
+            worker_id=uuid4(),
+            retention=RetentionPolicy(Duration.parse("P30D"), Duration.parse("PT0S")),
+            destination=CustomerS3Destination("https://b.example.com", "vault", prefix="a/b"),
+            sealed_destination_credentials=b"\x01dest",
+            next_run_at=at(3600),
+            updated_at=at(1),
+        )
+        postgres = attrs.evolve(
+            backup(target.id), source=PostgresSource("db.internal", 5432, "orders")
+        )
+        unsupported = attrs.evolve(backup(target.id), source=UnsupportedSource("ftp"))
+        adapter.store(ada, target, configured, postgres, unsupported)
+        with adapter.uow() as uow:
+            for stored in (configured, postgres, unsupported):
+                assert uow.backups.get(target.id, stored.id) == stored
+                assert uow.backups.get_for_update(target.id, stored.id) == stored
+
+    def test_a_backup_is_found_only_in_its_own_workspace(self, adapter: Adapter) -> None:
+        """Tenant scoping happens in the query."""
+        ada = user()
+        mine, theirs = workspace(ada), workspace(ada)
+        stored = backup(mine.id)
+        adapter.store(ada, mine, theirs, stored)
+        with adapter.uow() as uow:
+            assert uow.backups.get(theirs.id, stored.id) is None
+            assert uow.backups.get_for_update(theirs.id, stored.id) is None
+            uow.backups.remove(theirs.id, stored.id)
+            uow.commit()
+        with adapter.uow() as uow:
+            assert uow.backups.get(mine.id, stored.id) == stored
+
+    def test_a_backup_needs_an_existing_workspace(self, adapter: Adapter) -> None:
+        """A dangling workspace is an integrity violation."""
+        with adapter.uow() as uow, pytest.raises(IntegrityViolationError):
+            uow.backups.add(backup(uuid4()))
+
+    @pytest.mark.parametrize(
+        ("first", "second"),
+        [
+            ("Nightly", "Nightly"),
+            ("Nightly", "NIGHTLY"),
+            ("straße", "STRASSE"),
+            ("Ünïcode", "ünÏCODE"),
+        ],
+    )
+    def test_names_are_unique_per_workspace_case_insensitively(
+        self, adapter: Adapter, first: str, second: str
+    ) -> None:
+        """The same name in another case is taken (Unicode case folding, as the domain's)."""
+        ada = user()
+        target = workspace(ada)
+        adapter.store(ada, target, backup(target.id, first))
+        with adapter.uow() as uow, pytest.raises(NameTakenError) as refused:
+            uow.backups.add(backup(target.id, second))
+        assert refused.value.message == f"a backup named {second!r} already exists"
+        with adapter.uow() as uow:
+            assert uow.backups.count(target.id) == 1
+
+    def test_the_same_name_is_free_in_another_workspace(self, adapter: Adapter) -> None:
+        """Uniqueness is per workspace."""
+        ada = user()
+        one, two = workspace(ada), workspace(ada)
+        adapter.store(ada, one, two, backup(one.id, "Nightly"), backup(two.id, "nightly"))
+        with adapter.uow() as uow:
+            assert uow.backups.count(one.id) == uow.backups.count(two.id) == 1
+
+    def test_a_rename_to_a_taken_name_is_refused_and_its_own_name_is_not(
+        self, adapter: Adapter
+    ) -> None:
+        """Renaming onto another backup's name refuses; changing one's own case is fine."""
+        ada = user()
+        target = workspace(ada)
+        nightly, weekly = backup(target.id, "Nightly"), backup(target.id, "Weekly")
+        adapter.store(ada, target, nightly, weekly)
+        with adapter.uow() as uow, pytest.raises(NameTakenError):
+            uow.backups.update(attrs.evolve(weekly, name="NIGHTLY"))
+        recased = attrs.evolve(nightly, name="NIGHTLY", updated_at=at(9))
+        with adapter.uow() as uow:
+            uow.backups.update(recased)
+            uow.commit()
+        with adapter.uow() as uow:
+            assert uow.backups.get(target.id, nightly.id) == recased
+            assert uow.backups.get(target.id, weekly.id) == weekly
+
+    def test_an_update_of_a_missing_backup_is_an_integrity_violation(
+        self, adapter: Adapter
+    ) -> None:
+        """Updating nothing is a bug, not a no-op."""
+        ada = user()
+        target = workspace(ada)
+        adapter.store(ada, target)
+        with adapter.uow() as uow, pytest.raises(IntegrityViolationError):
+            uow.backups.update(backup(target.id))
+
+    def test_a_removed_backup_is_gone_and_its_name_free(self, adapter: Adapter) -> None:
+        """Removal frees the name; removing nothing is fine."""
+        ada = user()
+        target = workspace(ada)
+        stored = backup(target.id, "Nightly")
+        adapter.store(ada, target, stored)
+        with adapter.uow() as uow:
+            uow.backups.remove(target.id, stored.id)
+            uow.backups.remove(target.id, uuid4())
+            uow.backups.add(backup(target.id, "nightly"))
+            uow.commit()
+        with adapter.uow() as uow:
+            assert uow.backups.get(target.id, stored.id) is None
+            assert uow.backups.count(target.id) == 1
+
+    def test_backups_are_listed_newest_first_across_pages(self, adapter: Adapter) -> None:
+        """Keyset pages by (created_at, id) descending; ties broken by id; no other tenant."""
+        ada = user()
+        target, other = workspace(ada), workspace(ada)
+        stored = [backup(target.id, created_at=at(i // 2)) for i in range(7)]  # pairs tie
+        adapter.store(ada, target, other, *stored, backup(other.id, created_at=at(100)))
+        expected = sorted(stored, key=lambda b: (b.created_at, b.id), reverse=True)
+
+        listed: list[Backup] = []
+        request = PageRequest(limit=3)
+        cursors = []
+        with adapter.uow() as uow:
+            while True:
+                page = uow.backups.list(target.id, request)
+                listed += page.items
+                if page.next_cursor is None:
+                    break
+                cursors.append(page.next_cursor)
+                request = PageRequest(limit=3, after=page.next_cursor)
+        assert listed == expected
+        assert cursors == [
+            Cursor(expected[2].created_at, expected[2].id),
+            Cursor(expected[5].created_at, expected[5].id),
+        ]
+
+    def test_a_cursor_from_another_time_zone_is_the_same_instant(self, adapter: Adapter) -> None:
+        """Instants compare as instants, whatever offset the cursor was written with."""
+        ada = user()
+        target = workspace(ada)
+        stored = [backup(target.id, created_at=at(i)) for i in range(3)]
+        adapter.store(ada, target, *stored)
+        shifted = stored[1].created_at.astimezone(timezone(timedelta(hours=5, minutes=30)))
+        with adapter.uow() as uow:
+            page = uow.backups.list(target.id, PageRequest(after=Cursor(shifted, stored[1].id)))
+        assert page.items == [stored[0]]
+        assert page.items[0].created_at.utcoffset() == timedelta(0)
+
+    def test_count_counts_a_workspaces_backups(self, adapter: Adapter) -> None:
+        """Only this workspace's."""
+        ada = user()
+        target, other = workspace(ada), workspace(ada)
+        adapter.store(ada, target, other, backup(target.id), backup(target.id), backup(other.id))
+        with adapter.uow() as uow:
+            assert uow.backups.count(target.id) == 2
+            assert uow.backups.count(uuid4()) == 0
+
+
+class TestWorkersAndRoles:
+    """Workers and custom roles, as far as the ports reach."""
+
+    def test_a_worker_exists_only_in_its_workspace(self, adapter: Adapter) -> None:
+        """``exists`` is scoped to the workspace."""
+        ada = user()
+        mine, theirs = workspace(ada), workspace(ada)
+        adapter.store(ada, mine, theirs)
+        worker = uuid4()
+        adapter.add_worker(mine.id, worker)
+        with adapter.uow() as uow:
+            assert uow.workers.exists(mine.id, worker)
+            assert not uow.workers.exists(theirs.id, worker)
+            assert not uow.workers.exists(mine.id, uuid4())
+
+    def test_a_custom_role_is_found_by_slug_in_its_workspace(self, adapter: Adapter) -> None:
+        """Roles are per workspace."""
+        ada = user()
+        mine, theirs = workspace(ada), workspace(ada)
+        adapter.store(ada, mine, theirs)
+        role = Role("ops", "Operations", frozenset({Permission.BACKUPS_TRIGGER}))
+        adapter.add_role(mine.id, role)
+        with adapter.uow() as uow:
+            assert uow.roles.get(mine.id, "ops") == role
+            assert uow.roles.get(theirs.id, "ops") is None
+            assert uow.roles.get(mine.id, "admin") is None
+
+
+class TestAudit:
+    """The audit trail: storage, filters, keyset pages."""
+
+    def test_an_event_comes_back_equal_with_its_changes_in_order(self, adapter: Adapter) -> None:
+        """Changes keep their field order; the system actor has no id."""
+        ada = user()
+        target = workspace(ada)
+        changes = {
+            "retention": Change(None, {"expire_after": "P30D", "lock_for": "PT0S"}),
+            "name": Change("a", "b"),
+            "paused": Change(False, True),
+            "limit": Change(1.5, [1, "x", None]),
+        }
+        event = audit_event(target.id, actor=SYSTEM_ACTOR, changes=changes)
+        bare = audit_event(target.id, occurred_at=at(-1))
+        adapter.store(ada, target, event, bare)
+        with adapter.uow() as uow:
+            listed = uow.audit.list(target.id, AuditFilter(), PageRequest()).items
+        assert listed == [event, bare]
+        assert listed[0].changes is not None
+        assert list(listed[0].changes) == list(changes)
+
+    def test_an_event_needs_an_existing_workspace(self, adapter: Adapter) -> None:
+        """A dangling workspace is an integrity violation."""
+        with adapter.uow() as uow, pytest.raises(IntegrityViolationError):
+            uow.audit.add(audit_event(uuid4()))
+
+    def test_filters_combine(self, adapter: Adapter) -> None:
+        """``action``, ``actor_id`` and ``since`` (inclusive) narrow the list together."""
+        ada = user()
+        target, other = workspace(ada), workspace(ada)
+        me = Actor(PrincipalType.USER, ada.id)
+        events = [
+            audit_event(target.id, at(0), "backup.create", me),
+            audit_event(target.id, at(10), "backup.update", me),
+            audit_event(target.id, at(20), "backup.create", SYSTEM_ACTOR),
+            audit_event(target.id, at(30), "backup.create", me),
+            audit_event(other.id, at(40), "backup.create", me),
+        ]
+        adapter.store(ada, target, other, *events)
+
+        def listed(filters: AuditFilter) -> list[int]:
+            with adapter.uow() as uow:
+                page = uow.audit.list(target.id, filters, PageRequest())
+            return [events.index(event) for event in page.items]
+
+        assert listed(AuditFilter()) == [3, 2, 1, 0]
+        assert listed(AuditFilter(action="backup.create")) == [3, 2, 0]
+        assert listed(AuditFilter(actor_id=ada.id)) == [3, 1, 0]
+        assert listed(AuditFilter(since=at(10))) == [3, 2, 1]
+        assert listed(AuditFilter(action="backup.create", actor_id=ada.id, since=at(10))) == [3]
+        assert listed(AuditFilter(action="nothing")) == []
+
+    def test_filtered_events_are_paged_newest_first(self, adapter: Adapter) -> None:
+        """Keyset pages under a filter, ties broken by id."""
+        ada = user()
+        target = workspace(ada)
+        creates = [audit_event(target.id, at(i // 3), "backup.create") for i in range(8)]
+        noise = [audit_event(target.id, at(i), "backup.delete") for i in range(4)]
+        adapter.store(ada, target, *creates, *noise)
+        expected = sorted(creates, key=lambda e: (e.occurred_at, e.id), reverse=True)
+        listed: list[AuditEvent] = []
+        request = PageRequest(limit=3)
+        filters = AuditFilter(action="backup.create")
+        with adapter.uow() as uow:
+            while True:
+                page = uow.audit.list(target.id, filters, request)
+                listed += page.items
+                if page.next_cursor is None:
+                    break
+                request = PageRequest(limit=3, after=page.next_cursor)
+        assert listed == expected
+
+
+class TestIdempotency:
+    """Idempotency keys: reservation, expiry, completion."""
+
+    def record(
+        self, key: str = "key-1", created_at: float = 0, scope: str = "s"
+    ) -> IdempotencyRecord:
+        """A reservation of ``key``."""
+        return IdempotencyRecord(scope, key, f"fingerprint-{created_at}", at(created_at))
+
+    def test_a_reservation_is_found_and_completed(self, adapter: Adapter) -> None:
+        """``get`` finds it; ``complete`` attaches the response."""
+        with adapter.uow() as uow:
+            uow.idempotency.reserve(self.record(), expired_before=at(-86400))
+            uow.commit()
+        with adapter.uow() as uow:
+            assert uow.idempotency.get("s", "key-1") == self.record()
+            assert uow.idempotency.get("s", "other") is None
+            assert uow.idempotency.get("other", "key-1") is None
+            uow.idempotency.complete("s", "key-1", 201, '{"id": "x"}')
+            uow.commit()
+        with adapter.uow() as uow:
+            assert uow.idempotency.get("s", "key-1") == attrs.evolve(
+                self.record(), status=201, body='{"id": "x"}'
+            )
+
+    def test_a_live_key_is_taken_and_an_expired_one_replaced(self, adapter: Adapter) -> None:
+        """Taken while ``created_at >= expired_before``; replaced once older."""
+        adapter_uow = adapter.uow
+        with adapter_uow() as uow:
+            uow.idempotency.reserve(self.record(created_at=0), expired_before=at(-100))
+            uow.idempotency.complete("s", "key-1", 201, "first")
+            uow.commit()
+        for expired_before in (at(-1), at(0)):
+            with adapter_uow() as uow, pytest.raises(IdempotencyKeyTakenError):
+                uow.idempotency.reserve(self.record(created_at=5), expired_before=expired_before)
+        with adapter_uow() as uow:
+            uow.idempotency.reserve(self.record(created_at=5), expired_before=at(0.000001))
+            uow.commit()
+        with adapter_uow() as uow:
+            assert uow.idempotency.get("s", "key-1") == self.record(created_at=5)
+
+    def test_the_same_key_in_another_scope_is_free(self, adapter: Adapter) -> None:
+        """Keys are scoped."""
+        with adapter.uow() as uow:
+            uow.idempotency.reserve(self.record(scope="a"), expired_before=at(-1))
+            uow.idempotency.reserve(self.record(scope="b"), expired_before=at(-1))
+            uow.commit()
+        with adapter.uow() as uow:
+            assert uow.idempotency.get("a", "key-1") is not None
+            assert uow.idempotency.get("b", "key-1") is not None
+
+    def test_completing_an_unreserved_key_is_an_integrity_violation(self, adapter: Adapter) -> None:
+        """There is nothing to complete."""
+        with adapter.uow() as uow, pytest.raises(IntegrityViolationError):
+            uow.idempotency.complete("s", "never", 201, "{}")
+
+
+class TestAccounts:
+    """Local accounts and failed sign-ins."""
+
+    def test_an_account_is_found_by_id_and_by_email_in_any_case(self, adapter: Adapter) -> None:
+        """Email look-ups fold case."""
+        stored = account("Ada.Lovelace@Example.com")
+        adapter.store(stored)
+        with adapter.uow() as uow:
+            assert uow.accounts.get(stored.id) == stored
+            assert uow.accounts.get_by_email("ada.lovelace@example.COM") == stored
+            assert uow.accounts.get_by_email("grace@example.com") is None
+            assert uow.accounts.get(uuid4()) is None
+
+    def test_an_email_in_another_case_is_taken(self, adapter: Adapter) -> None:
+        """``NameTakenError`` with the same message everywhere."""
+        adapter.store(account("ada@example.com"))
+        with adapter.uow() as uow, pytest.raises(NameTakenError) as refused:
+            uow.accounts.add(account("ADA@example.com"))
+        assert refused.value.message == "an account with this email already exists"
+
+    def test_failed_sign_ins_are_counted_per_email_since_an_instant(self, adapter: Adapter) -> None:
+        """Counted case-insensitively, ``since`` inclusive, several at one instant too."""
+        with adapter.uow() as uow:
+            for second in (0, 10, 10, 20):
+                uow.accounts.record_failed_login("Ada@example.com", at(second))
+            uow.accounts.record_failed_login("grace@example.com", at(15))
+            uow.commit()
+        with adapter.uow() as uow:
+            assert uow.accounts.count_failed_logins("ada@example.com", at(0)) == 4
+            assert uow.accounts.count_failed_logins("ADA@example.com", at(10)) == 3
+            assert uow.accounts.count_failed_logins("ada@example.com", at(21)) == 0
+            assert uow.accounts.count_failed_logins("nobody@example.com", at(0)) == 0
+
+
+class TestDeviceGrants:
+    """Device-code grants."""
+
+    def test_a_grant_is_found_by_each_of_its_codes(self, adapter: Adapter) -> None:
+        """Device code hash, user code and access token hash each find the newest grant."""
+        issued = device_grant(
+            state=GrantState.ISSUED,
+            account_id=uuid4(),
+            failed_approvals=2,
+            last_polled_at=at(30),
+            access_token_hash="access-1",
+            access_expires_at=at(630),
+        )
+        adapter.store(issued)
+        with adapter.uow() as uow:
+            assert uow.device_grants.get_by_device_code(issued.device_code_hash) == issued
+            assert uow.device_grants.get_by_user_code(issued.user_code) == issued
+            assert uow.device_grants.get_by_access_token("access-1") == issued
+            assert uow.device_grants.get_by_device_code("unknown") is None
+            assert uow.device_grants.get_by_user_code("unknown") is None
+            assert uow.device_grants.get_by_access_token("unknown") is None
+
+    def test_a_reused_user_code_finds_the_newest_grant(self, adapter: Adapter) -> None:
+        """User codes are short and may repeat over time."""
+        old = device_grant(created_at=at(0), user_code="BCDF-GHJK")
+        new = device_grant(created_at=at(700), user_code="BCDF-GHJK")
+        adapter.store(new, old)
+        with adapter.uow() as uow:
+            assert uow.device_grants.get_by_user_code("BCDF-GHJK") == new
+
+    def test_an_update_is_stored_and_a_missing_grant_refused(self, adapter: Adapter) -> None:
+        """Updating a grant that does not exist is an integrity violation."""
+        grant = device_grant()
+        adapter.store(grant)
+        approved = attrs.evolve(grant, state=GrantState.APPROVED, account_id=uuid4())
+        with adapter.uow() as uow:
+            uow.device_grants.update(approved)
+            uow.commit()
+        with adapter.uow() as uow:
+            assert uow.device_grants.get_by_device_code(grant.device_code_hash) == approved
+            with pytest.raises(IntegrityViolationError):
+                uow.device_grants.update(device_grant())
+
+
+class TestUnitOfWork:
+    """Transactions: nothing is kept unless committed."""
+
+    def test_changes_not_committed_are_rolled_back(self, adapter: Adapter) -> None:
+        """Leaving without ``commit`` drops every change of the unit."""
+        ada = user()
+        with adapter.uow() as uow:
+            uow.users.add(ada)
+            assert uow.users.get(ada.id) == ada  # a unit sees its own writes
+        with adapter.uow() as uow:
+            assert uow.users.get(ada.id) is None
+
+    def test_an_exception_rolls_back(self, adapter: Adapter) -> None:
+        """An error inside the unit leaves nothing behind."""
+        ada = user()
+
+        def fail_after_adding() -> None:
+            with adapter.uow() as uow:
+                uow.users.add(ada)
+                raise ZeroDivisionError
+
+        with pytest.raises(ZeroDivisionError):
+            fail_after_adding()
+        with adapter.uow() as uow:
+            assert uow.users.get(ada.id) is None
+
+    def test_only_what_was_committed_stays(self, adapter: Adapter) -> None:
+        """Writes after the last commit are rolled back."""
+        ada, bob = user(), user()
+        with adapter.uow() as uow:
+            uow.users.add(ada)
+            uow.commit()
+            uow.users.add(bob)
+        with adapter.uow() as uow:
+            assert uow.users.get(ada.id) == ada
+            assert uow.users.get(bob.id) is None
+
+    def test_a_refused_write_leaves_nothing_once_rolled_back(self, adapter: Adapter) -> None:
+        """A use case that meets a refusal rolls back: the unit's earlier writes go too."""
+        ada = user()
+        target = workspace(ada)
+        adapter.store(ada, target, backup(target.id, "Nightly"))
+        extra = backup(target.id, "Weekly")
+
+        def add_both() -> None:
+            with adapter.uow() as uow:
+                uow.backups.add(extra)
+                uow.backups.add(backup(target.id, "nightly"))
+
+        with pytest.raises(NameTakenError):
+            add_both()
+        with adapter.uow() as uow:
+            assert uow.backups.get(target.id, extra.id) is None
+
+    def test_a_unit_inside_another_on_one_thread_is_refused(self, adapter: Adapter) -> None:
+        """It would wait for the outer unit's locks forever."""
+        with adapter.uow(), pytest.raises(RuntimeError), adapter.uow():
+            pass
+        with adapter.uow() as uow:  # the refusal left no unit open
+            uow.ping()
+
+    def test_ping_answers(self, adapter: Adapter) -> None:
+        """A database that answers passes the readiness probe."""
+        with adapter.uow() as uow:
+            uow.ping()
+
+    def test_instants_come_back_as_the_same_instant(self, adapter: Adapter) -> None:
+        """Whatever offset an instant was written with, it reads back as that instant."""
+        plus_two = timezone(timedelta(hours=2))
+        ada = attrs.evolve(user(), created_at=T0.astimezone(plus_two))
+        adapter.store(ada)
+        with adapter.uow() as uow:
+            found = uow.users.get(ada.id)
+        assert found is not None
+        assert found.created_at == T0

@@ -1,0 +1,197 @@
+"""What the SQL adapters promise beyond the repository contract: instants in UTC, the round
+trips a unit of work costs, the query catalog, SQLite's settings, borrowed pools."""
+
+from __future__ import annotations
+
+from contextlib import closing
+from datetime import timedelta, timezone
+from typing import Any
+
+import attrs
+import psycopg
+import pytest
+from contract_records import T0, SqlAdapter, backup, session, user, workspace
+from psycopg_pool import ConnectionPool
+
+from strongroom.adapters.sql.catalog import (
+    Dialect,
+    Q,
+    QueryFileError,
+    parse_queries,
+    queries_for,
+    to_pyformat,
+)
+from strongroom.adapters.sql.postgres import PostgresDatabase
+from strongroom.adapters.sql.sqlite import SqliteDatabase
+from strongroom.domain.workspaces import Membership
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def sql_adapter(request: pytest.FixtureRequest) -> SqlAdapter:
+    """Each SQL adapter, empty."""
+    database: SqliteDatabase | PostgresDatabase = request.getfixturevalue(
+        f"{request.param}_database"
+    )
+    return SqlAdapter(request.param, database.uow)
+
+
+class TestInstants:
+    """Instants are stored as instants and read back in UTC, to the microsecond."""
+
+    def test_instants_come_back_in_utc(self, sql_adapter: SqlAdapter) -> None:
+        """Written with +05:30, read back as the same instant with a zero offset."""
+        written = T0.astimezone(timezone(timedelta(hours=5, minutes=30)))
+        ada = attrs.evolve(user(), created_at=written)
+        sql_adapter.store(ada)
+        with sql_adapter.uow() as uow:
+            found = uow.users.get(ada.id)
+        assert found is not None
+        assert found.created_at == T0
+        assert found.created_at.utcoffset() == timedelta(0)
+        assert found.created_at.microsecond == T0.microsecond
+
+    def test_naive_instants_are_refused(self, sql_adapter: SqlAdapter) -> None:
+        """A naive datetime has no instant: refusing it beats guessing a zone."""
+        naive = attrs.evolve(user(), created_at=T0.replace(tzinfo=None))
+        with sql_adapter.uow() as uow, pytest.raises(ValueError, match="naive"):
+            uow.users.add(naive)
+
+
+class CountingCursor:
+    """Counts the statements psycopg sends (each is one round trip)."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.sent: list[str] = []
+        original = psycopg.Cursor.execute
+
+        def execute(cursor: psycopg.Cursor[Any], query: Any, *args: Any, **kwargs: Any) -> Any:
+            text = query.decode() if isinstance(query, bytes) else str(query)
+            self.sent.append(" ".join(text.split())[:40])
+            return original(cursor, query, *args, **kwargs)
+
+        monkeypatch.setattr(psycopg.Cursor, "execute", execute)
+
+
+@pytest.fixture
+def counted(
+    postgres_database: PostgresDatabase, monkeypatch: pytest.MonkeyPatch
+) -> tuple[PostgresDatabase, CountingCursor]:
+    """The PostgreSQL database, with its statements counted."""
+    return postgres_database, CountingCursor(monkeypatch)
+
+
+class TestPostgresRoundTrips:
+    """Reads cost one round trip each; a transaction is opened only to write or lock."""
+
+    def test_authenticating_is_one_statement(
+        self, counted: tuple[PostgresDatabase, CountingCursor]
+    ) -> None:
+        """A session with its person and role: one SELECT, no BEGIN, no COMMIT."""
+        database, counter = counted
+        ada = user()
+        target = workspace(ada)
+        mine = session(ada.id, target.id)
+        SqlAdapter("postgres", database.uow).store(
+            ada, target, Membership(target.id, ada.id, "admin", T0), mine
+        )
+        counter.sent.clear()
+        with database.uow() as uow:
+            grant = uow.sessions.find(mine.token_hash)
+        assert grant is not None
+        assert grant.role is not None
+        assert len(counter.sent) == 1
+        assert counter.sent[0].startswith("SELECT")
+
+    def test_a_unit_that_does_nothing_costs_nothing(
+        self, counted: tuple[PostgresDatabase, CountingCursor]
+    ) -> None:
+        """No statement, and no connection taken from the pool."""
+        database, counter = counted
+        before = database.pool.get_stats()["requests_num"]
+        with database.uow() as uow:
+            uow.commit()
+        assert counter.sent == []
+        assert database.pool.get_stats()["requests_num"] == before
+
+    def test_a_create_is_begin_lock_count_insert_insert_commit(
+        self, counted: tuple[PostgresDatabase, CountingCursor]
+    ) -> None:
+        """The statements of creating a backup, as the use case runs them."""
+        database, counter = counted
+        ada = user()
+        target = workspace(ada)
+        SqlAdapter("postgres", database.uow).store(ada, target)
+        counter.sent.clear()
+        with database.uow() as uow:
+            uow.workspaces.get_for_update(target.id)
+            uow.backups.count(target.id)
+            uow.backups.add(backup(target.id))
+            uow.commit()
+        kinds = [statement.split()[0] for statement in counter.sent]
+        assert kinds == ["BEGIN", "SELECT", "SELECT", "INSERT", "COMMIT"]
+
+
+class TestSqliteSettings:
+    """The embedded database's settings."""
+
+    def test_wal_foreign_keys_and_full_sync(self, sqlite_database: SqliteDatabase) -> None:
+        """WAL (readers never wait), foreign keys enforced, commits durable."""
+        with closing(sqlite_database.connect()) as connection:
+            assert connection.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+            assert connection.execute("PRAGMA foreign_keys").fetchone()[0] == 1
+            assert connection.execute("PRAGMA synchronous").fetchone()[0] == 2
+
+    def test_a_closed_database_refuses_new_units(self, sqlite_database: SqliteDatabase) -> None:
+        """Closing is final."""
+        sqlite_database.close()
+        with pytest.raises(RuntimeError), sqlite_database.uow() as uow:
+            uow.ping()
+
+
+class TestBorrowedPools:
+    """An embedder's pool is used as lent and never closed."""
+
+    def test_a_borrowed_pool_stays_open_and_its_connections_unchanged(
+        self, pg_conninfo: str, postgres_database: PostgresDatabase
+    ) -> None:
+        """Non-autocommit connections come back non-autocommit; closing leaves the pool."""
+        with ConnectionPool(pg_conninfo, min_size=1, max_size=1, open=True) as pool:
+            with PostgresDatabase(pool) as database:
+                SqlAdapter("postgres", database.uow).store(user())
+                with database.uow() as uow:
+                    uow.ping()
+            assert not pool.closed
+            with pool.connection() as connection:
+                assert connection.autocommit is False
+
+
+class TestCatalog:
+    """The named queries."""
+
+    @pytest.mark.parametrize("dialect", list(Dialect))
+    def test_each_dialect_has_every_query(self, dialect: Dialect) -> None:
+        """Loading checks that the files define exactly the queries of ``Q``."""
+        queries = queries_for(dialect)
+        assert all(queries.raw(name) for name in Q)
+
+    def test_parameters_become_pyformat_for_psycopg(self) -> None:
+        """``:name`` becomes ``%(name)s``; casts and literal percents survive."""
+        converted = to_pyformat("SELECT :a::text, '50%', x->>'k' FROM t WHERE b = :b_2")
+        assert converted == "SELECT %(a)s::text, '50%%', x->>'k' FROM t WHERE b = %(b_2)s"
+
+    def test_filters_go_where_the_marker_is(self) -> None:
+        """Fragments are joined at ``/*filters*/``; a query without it takes none."""
+        queries = queries_for(Dialect.SQLITE)
+        text = queries.text(Q.AUDIT_LIST, [Q.FILTER_AUDIT_ACTION, Q.FILTER_AUDIT_SINCE])
+        assert "AND action = :action AND occurred_at >= :since" in text
+        with pytest.raises(ValueError, match="no filters"):
+            queries.text(Q.USER_GET, [Q.FILTER_AUDIT_ACTION])
+
+    @pytest.mark.parametrize(
+        "text",
+        ["SELECT 1", "-- name: a\nSELECT 1\n-- name: a\nSELECT 2"],
+    )
+    def test_malformed_files_are_refused(self, text: str) -> None:
+        """SQL before any name, or a name defined twice."""
+        with pytest.raises(QueryFileError):
+            parse_queries(text, "test.sql")
