@@ -1,24 +1,74 @@
-"""Opening a Strongroom for a configuration: the adapters it names, owned for a lifetime."""
+"""Opening a Strongroom for a configuration: the adapters it names, owned for a lifetime.
+
+With no ``STRONGROOM_DATABASE_URL`` the embedded default is SQLite at
+``<data dir>/strongroom.db``; ``postgresql://...`` selects PostgreSQL, whose pool is opened
+here (in the app's lifespan) and closed when the block ends.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
+from urllib.parse import urlsplit
 
+from strongroom.adapters.sql.postgres import PostgresDatabase
+from strongroom.adapters.sql.sqlite import SqliteDatabase
 from strongroom.entrypoints.bootstrap import bootstrap
 from strongroom.entrypoints.settings import Settings
 from strongroom.ports.usecases import Strongroom
 
+Database = SqliteDatabase | PostgresDatabase
+
+
+def database_url(settings: Settings) -> str:
+    """The configured database URL, or the embedded SQLite file under the data dir."""
+    return settings.database_url or f"sqlite:///{settings.data_dir / 'strongroom.db'}"
+
+
+def sqlite_path(url: str) -> Path:
+    """``sqlite:///relative/path`` or ``sqlite:////absolute/path`` (SQLAlchemy's form)."""
+    if not url.startswith("sqlite:///"):
+        raise ValueError("a SQLite URL looks like sqlite:///path/to/file.db")
+    return Path(url.removeprefix("sqlite:///"))
+
 
 def describe_storage(settings: Settings) -> str:
     """Where this configuration keeps its state, for start-up messages."""
-    return "in memory (lost on restart)"
+    url = database_url(settings)
+    if url.startswith("sqlite:"):
+        return f"in SQLite at {sqlite_path(url)}"
+    parts = urlsplit(url)
+    return f"in PostgreSQL at {parts.hostname or 'localhost'}:{parts.port or 5432}{parts.path}"
 
 
 @contextmanager
-def open_facade(settings: Settings) -> Iterator[Strongroom]:
-    """A facade for ``settings``; resources it opens are closed when the block ends."""
-    yield bootstrap(
-        secret_key=settings.resolved_secret_key(),
-        signup_enabled=settings.signup_enabled,
-    )
+def open_database(settings: Settings, *, migrate: bool) -> Iterator[Database]:
+    """The configured database, open for the block. SQLite is always migrated (zero
+    set-up); PostgreSQL only when ``migrate`` is true (``serve`` unless ``--no-migrate``,
+    and ``strongroom migrate``); a migration lock makes concurrent starts safe."""
+    url = database_url(settings)
+    if url.startswith("sqlite:"):
+        path = sqlite_path(url)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with SqliteDatabase(path) as sqlite:
+            sqlite.migrate()
+            yield sqlite
+        return
+    if not url.startswith(("postgresql://", "postgres://")):
+        raise ValueError("STRONGROOM_DATABASE_URL must start with postgresql:// or sqlite:///")
+    with PostgresDatabase.from_url(url) as postgres:
+        if migrate:
+            postgres.migrate()
+        yield postgres
+
+
+@contextmanager
+def open_facade(settings: Settings, *, migrate: bool = True) -> Iterator[Strongroom]:
+    """A facade for ``settings``; what it opens is closed when the block ends."""
+    with open_database(settings, migrate=migrate) as database:
+        yield bootstrap(
+            uow=database.uow,
+            secret_key=settings.resolved_secret_key(),
+            signup_enabled=settings.signup_enabled,
+        )
