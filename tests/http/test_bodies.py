@@ -288,3 +288,32 @@ class TestStructureEnums:
         for bad in ("nope", 5, None):
             with pytest.raises(InvalidRequestError, match="kind"):
                 structure({"kind": bad}, KindBody)
+
+
+class TestUnicode:
+    """Text that cannot be stored as UTF-8 is refused before anything is written."""
+
+    def test_a_lone_surrogate_escape_in_a_nested_string_is_invalid_request(self, api: Api) -> None:
+        """`"\\ud800"` inside source.bucket gives 400 and leaves the backup unchanged."""
+        token, workspace_id = api.workspace_admin("ada@example.com")
+        created = api.client.post(
+            f"/v1/workspaces/{workspace_id}/backups",
+            json={"name": "db", "kind": "cloud"},
+            headers=bearer(token),
+        )
+        backup_id = created.json()["id"]
+        body = (
+            b'{"source": {"type": "s3", "endpoint": "https://s3.example.com", '
+            b'"bucket": "b\\ud800"}}'
+        )
+        patched = api.client.patch(
+            f"/v1/backups/{backup_id}",
+            content=body,
+            headers={**bearer(token), "Content-Type": "application/json"},
+        )
+        assert patched.status_code == 400
+        assert patched.json()["error"]["code"] == "invalid_request"
+        assert (
+            api.client.get(f"/v1/backups/{backup_id}", headers=bearer(token)).json()["source"]
+            is None
+        )
