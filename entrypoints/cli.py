@@ -19,7 +19,7 @@ from strongroom.domain.billing import BillingState
 from strongroom.domain.errors import StrongroomError
 from strongroom.domain.quotas import QuotaResource
 from strongroom.entrypoints.http import create_app
-from strongroom.entrypoints.service import describe_storage, open_facade
+from strongroom.entrypoints.service import describe_storage, open_database, open_facade
 from strongroom.entrypoints.settings import Settings
 
 
@@ -37,7 +37,14 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", default=None, help="address to listen on (127.0.0.1)")
     serve.add_argument("--port", type=int, default=None, help="port to listen on (8080)")
     serve.add_argument("--access-log", action="store_true", help="log every request")
+    serve.add_argument(
+        "--no-migrate", action="store_true", help="do not apply pending migrations at start"
+    )
     serve.set_defaults(run=_serve)
+
+    migrate = commands.add_parser("migrate", help="apply pending database migrations")
+    _common(migrate)
+    migrate.set_defaults(run=_migrate)
 
     admin = commands.add_parser("admin", help="operator commands").add_subparsers(
         dest="admin_command", required=True
@@ -83,7 +90,7 @@ def _serve(arguments: argparse.Namespace) -> int:
         port=arguments.port,
         access_log=arguments.access_log or None,
     )
-    app = create_app(settings)
+    app = create_app(settings, migrate=not arguments.no_migrate)
     print(
         f"Strongroom listening on http://{settings.host}:{settings.port} "
         f"(state {describe_storage(settings)}; data dir {settings.data_dir})",
@@ -98,6 +105,15 @@ def _serve(arguments: argparse.Namespace) -> int:
         access_log=settings.access_log,
         log_level="info",
     )
+    return 0
+
+
+def _migrate(arguments: argparse.Namespace) -> int:
+    settings = _settings(arguments)
+    with open_database(settings, migrate=False) as database:
+        applied = database.migrate()
+    names = ", ".join(migration.name for migration in applied) or "none pending"
+    print(f"database {describe_storage(settings)}: applied {names}")
     return 0
 
 

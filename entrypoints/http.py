@@ -11,11 +11,12 @@ from strongroom.entrypoints.service import open_facade
 from strongroom.entrypoints.settings import Settings
 
 
-def create_app(settings: Settings | None = None) -> Starlette:
-    """The application for ``settings`` (default: from the environment)."""
+def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Starlette:
+    """The application for ``settings`` (default: from the environment); pending migrations
+    are applied at start unless ``migrate`` is false."""
     settings = settings or Settings.from_env()
     return build_app(
-        partial(open_facade, settings),
+        partial(open_facade, settings, migrate=migrate),
         environment=settings.environment,
         public_url=settings.public_url,
     )

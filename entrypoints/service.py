@@ -43,16 +43,20 @@ def describe_storage(settings: Settings) -> str:
 
 
 @contextmanager
-def open_database(settings: Settings, *, migrate: bool) -> Iterator[Database]:
-    """The configured database, open for the block. SQLite is always migrated (zero
-    set-up); PostgreSQL only when ``migrate`` is true (``serve`` unless ``--no-migrate``,
-    and ``strongroom migrate``); a migration lock makes concurrent starts safe."""
+def open_database(settings: Settings, *, migrate: bool | None = None) -> Iterator[Database]:
+    """The configured database, open for the block, migrated when ``migrate`` says so.
+
+    ``None`` is the default policy: SQLite is migrated (zero set-up), PostgreSQL is not
+    (``serve`` passes True unless ``--no-migrate``). A migration lock makes concurrent
+    starts of several instances safe.
+    """
     url = database_url(settings)
     if url.startswith("sqlite:"):
         path = sqlite_path(url)
         path.parent.mkdir(parents=True, exist_ok=True)
         with SqliteDatabase(path) as sqlite:
-            sqlite.migrate()
+            if migrate is not False:
+                sqlite.migrate()
             yield sqlite
         return
     if not url.startswith(("postgresql://", "postgres://")):
@@ -64,7 +68,7 @@ def open_database(settings: Settings, *, migrate: bool) -> Iterator[Database]:
 
 
 @contextmanager
-def open_facade(settings: Settings, *, migrate: bool = True) -> Iterator[Strongroom]:
+def open_facade(settings: Settings, *, migrate: bool | None = None) -> Iterator[Strongroom]:
     """A facade for ``settings``; what it opens is closed when the block ends."""
     with open_database(settings, migrate=migrate) as database:
         yield bootstrap(
