@@ -49,6 +49,11 @@ class _Repository:
     def __init__(self, tx: Transaction) -> None:
         self._tx = tx
 
+    def _insert(self, key: object, value: object) -> None:
+        """Add a row; a key already present is refused, as a primary key would be."""
+        _require(key not in self._tx.read(self.table), f"a new {self.table} row")
+        self._tx.write(self.table)[key] = value
+
     def _replace(self, key: object, value: object) -> None:
         _require(key in self._tx.read(self.table), f"update of a missing {self.table} row")
         self._tx.write(self.table)[key] = value
@@ -61,7 +66,7 @@ class MemoryWorkspaceRepository(_Repository):
 
     def add(self, workspace: Workspace) -> None:
         _require(workspace.created_by in self._tx.read("users"), "workspace creator exists")
-        self._tx.write(self.table)[workspace.id] = workspace
+        self._insert(workspace.id, workspace)
 
     def get(self, workspace_id: UUID) -> Workspace | None:
         found: Workspace | None = self._tx.read(self.table).get(workspace_id)
@@ -71,7 +76,11 @@ class MemoryWorkspaceRepository(_Repository):
         return self.get(workspace_id)
 
     def update(self, workspace: Workspace) -> None:
-        self._replace(workspace.id, workspace)
+        stored = self.get(workspace.id)
+        _require(stored is not None, "update of a missing workspace")
+        assert stored is not None
+        # The creation time is fixed, as the SQL update leaves it out.
+        self._replace(workspace.id, evolve(workspace, created_at=stored.created_at))
 
     def remove(self, workspace_id: UUID) -> None:
         self._tx.write(self.table).pop(workspace_id, None)
@@ -144,7 +153,7 @@ class MemoryUserRepository(_Repository):
     def add(self, user: User) -> None:
         taken = any(u.idp_subject == user.idp_subject for u in self._tx.read(self.table).values())
         _require(not taken, "one user per identity subject")
-        self._tx.write(self.table)[user.id] = user
+        self._insert(user.id, user)
 
     def get(self, user_id: UUID) -> User | None:
         found: User | None = self._tx.read(self.table).get(user_id)
@@ -168,7 +177,7 @@ class MemorySessionRepository(_Repository):
         _require(session.user_id in self._tx.read("users"), "session user exists")
         if session.workspace_id is not None:
             _require(session.workspace_id in self._tx.read("workspaces"), "workspace exists")
-        self._tx.write(self.table)[session.id] = session
+        self._insert(session.id, session)
 
     def find(self, token_hash: str) -> SessionGrant | None:
         session = next(
@@ -214,9 +223,8 @@ class MemoryBackupRepository(_Repository):
 
     def add(self, backup: Backup) -> None:
         _require(backup.workspace_id in self._tx.read("workspaces"), "workspace exists")
-        _require(backup.id not in self._tx.read(self.table), "new backup id")
         self._ensure_name_free(backup)
-        self._tx.write(self.table)[backup.id] = backup
+        self._insert(backup.id, backup)
 
     def get(self, workspace_id: UUID, backup_id: UUID) -> Backup | None:
         backup: Backup | None = self._tx.read(self.table).get(backup_id)
@@ -269,7 +277,7 @@ class MemoryAuditRepository(_Repository):
 
     def add(self, event: AuditEvent) -> None:
         _require(event.workspace_id in self._tx.read("workspaces"), "workspace exists")
-        self._tx.write(self.table)[event.id] = event
+        self._insert(event.id, event)
 
     def list(self, workspace_id: UUID, filters: AuditFilter, page: PageRequest) -> Page[AuditEvent]:
         def matches(event: AuditEvent) -> bool:
@@ -314,7 +322,7 @@ class MemoryAccountRepository(_Repository):
     def add(self, account: Account) -> None:
         if self.get_by_email(account.email) is not None:
             raise NameTakenError("an account with this email already exists")
-        self._tx.write(self.table)[account.id] = account
+        self._insert(account.id, account)
 
     def get(self, account_id: UUID) -> Account | None:
         found: Account | None = self._tx.read(self.table).get(account_id)
@@ -344,10 +352,11 @@ class MemoryDeviceGrantRepository(_Repository):
 
     def _find(self, match: Callable[[DeviceGrant], bool]) -> DeviceGrant | None:
         found = [g for g in self._tx.read(self.table).values() if match(g)]
-        return max(found, key=lambda g: g.created_at) if found else None
+        # Newest first by (created_at, id), as the SQL adapters order them.
+        return max(found, key=lambda g: (g.created_at, g.id)) if found else None
 
     def add(self, grant: DeviceGrant) -> None:
-        self._tx.write(self.table)[grant.id] = grant
+        self._insert(grant.id, grant)
 
     def get_by_device_code(self, device_code_hash: str) -> DeviceGrant | None:
         return self._find(lambda g: g.device_code_hash == device_code_hash)
