@@ -12,6 +12,7 @@ from strongroom.domain.principals import Caller, Session
 from strongroom.domain.tokens import TokenKind, format_token, hash_token
 from strongroom.domain.users import User
 from strongroom.ports.identity import Identity
+from strongroom.ports.repositories import IntegrityViolationError
 from strongroom.ports.unit_of_work import UnitOfWork
 from strongroom.ports.usecases.dependencies import Dependencies
 from strongroom.ports.usecases.idempotency import IdempotencyKey, run_idempotent
@@ -72,7 +73,12 @@ class Sessions:
                 uow.users.add(user)
             return self._issue(uow, user, None, now)
 
-        return run_idempotent(self._deps.uow, identity, idempotency, now, create)
+        try:
+            return run_idempotent(self._deps.uow, identity, idempotency, now, create)
+        except IntegrityViolationError:
+            # Two first sign-ins of one person raced to create their user: the loser's
+            # transaction is gone, and on a second try the user exists.
+            return run_idempotent(self._deps.uow, identity, idempotency, now, create)
 
     def _issue(
         self, uow: UnitOfWork, user: User, workspace_id: UUID | None, now: datetime

@@ -1,0 +1,44 @@
+"""Concurrent first sign-ins of one person, on every adapter."""
+
+from __future__ import annotations
+
+import threading
+
+from contract_records import Adapter  # type: ignore[import-not-found]
+
+from strongroom.adapters.identity.builtin import CLIENT_ID, BuiltinIdentityProvider
+from strongroom.adapters.system import SecureIds, SystemClock
+from strongroom.entrypoints.bootstrap import bootstrap
+from support.world import FAST_HASHER, PASSWORD
+
+
+def test_racing_first_sign_ins_of_one_person_both_succeed_as_one_user(adapter: Adapter) -> None:
+    """Eight simultaneous first sign-ins of the same person all get a session, of one user."""
+    clock, ids = SystemClock(), SecureIds()
+    idp = BuiltinIdentityProvider(uow=adapter.uow, clock=clock, ids=ids, hasher=FAST_HASHER)
+    facade = bootstrap(uow=adapter.uow, clock=clock, ids=ids, identity=idp)
+    idp.add_account("ada@example.com", PASSWORD, "Ada")
+    tokens = []
+    for _ in range(8):
+        code = idp.start_device_authorization(CLIENT_ID, "http://testserver")
+        idp.decide(code.user_code, "ada@example.com", PASSWORD, approve=True)
+        tokens.append(idp.exchange_device_code(code.device_code, CLIENT_ID).access_token)
+    start = threading.Barrier(len(tokens))
+    users: list[str] = []
+    failures: list[BaseException] = []
+
+    def sign_in(token: str) -> None:
+        start.wait()
+        try:
+            users.append(str(facade.sessions.sign_in(token).user.id))
+        except BaseException as error:  # collected and asserted below
+            failures.append(error)
+
+    threads = [threading.Thread(target=sign_in, args=(token,)) for token in tokens]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert failures == []
+    assert len(users) == 8
+    assert len(set(users)) == 1
