@@ -26,7 +26,7 @@ from strongroom.domain.principals import Actor, Caller, PrincipalType
 from strongroom.domain.tokens import TokenKind, hash_token, token_kind
 from strongroom.ports.unit_of_work import UnitOfWork
 from strongroom.ports.usecases.dependencies import Dependencies
-from strongroom.ports.usecases.recording import record
+from strongroom.ports.usecases.recording import record_by_caller
 
 # Whether a target id names an object of the given workspace: (uow, workspace id, target id).
 TargetCheck = Callable[[UnitOfWork, UUID, UUID | str], bool]
@@ -148,15 +148,7 @@ class Access:
                 and not target_check(uow, workspace_id, target_id)
             ):
                 return
-            record(
-                self._deps,
-                uow,
-                workspace_id=workspace_id,
-                actor=caller.actor,
-                action=action,
-                target_type=action.partition(".")[0],
-                target_id=target_id,
-                request_id=caller.request_id,
-                outcome=Outcome.DENIED,
+            record_by_caller(
+                self._deps, uow, caller, workspace_id, action, target_id, outcome=Outcome.DENIED
             )
             uow.commit()

@@ -49,8 +49,11 @@ def record_by_caller(
     action: str,
     target_id: UUID | str | None,
     changes: Mapping[str, Change] | None = None,
+    *,
+    outcome: Outcome = Outcome.SUCCESS,
 ) -> None:
-    """Audit a successful mutation by ``caller``; the target type is the action's resource."""
+    """Audit a mutation by ``caller`` (or its refusal); the target type is the action's
+    resource."""
     record(
         deps,
         uow,
@@ -61,6 +64,7 @@ def record_by_caller(
         target_id=target_id,
         request_id=caller.request_id,
         changes=changes,
+        outcome=outcome,
     )
 
 
