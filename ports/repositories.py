@@ -258,6 +258,16 @@ class DeviceGrantRepository(Protocol):
         """The newest grant with this user code."""
         ...
 
+    def get_by_device_code_for_update(self, device_code_hash: str) -> DeviceGrant | None:
+        """``get_by_device_code``, locked until the unit of work ends (the grant is about to
+        change: two exchanges of one code must not both get a token)."""
+        ...
+
+    def get_by_user_code_for_update(self, user_code: str) -> DeviceGrant | None:
+        """``get_by_user_code``, locked until the unit of work ends (failed approvals are
+        counted exactly under concurrent attempts)."""
+        ...
+
     def get_by_access_token(self, access_token_hash: str) -> DeviceGrant | None:
         """The grant that issued this access token."""
         ...

@@ -254,7 +254,7 @@ class BuiltinIdentityProvider:
         # One key per address however it is typed, so padding or case cannot dodge the limit.
         email_key = email.strip().casefold()
         with self._uow() as uow:
-            grant = uow.device_grants.get_by_user_code(code)
+            grant = uow.device_grants.get_by_user_code_for_update(code)
             if grant is None or grant.is_expired(now) or grant.state is not GrantState.PENDING:
                 raise InvalidRequestError("unknown or expired code")
             recent = uow.accounts.count_failed_logins(email_key, now - FAILED_EMAIL_WINDOW)
@@ -279,7 +279,7 @@ class BuiltinIdentityProvider:
             raise OAuthError("invalid_client", "unknown client_id")
         now = self._clock.now()
         with self._uow() as uow:
-            grant = uow.device_grants.get_by_device_code(hash_token(device_code))
+            grant = uow.device_grants.get_by_device_code_for_update(hash_token(device_code))
             if grant is None or grant.client_id != client_id:
                 raise OAuthError("invalid_grant", "unknown device code")
             if grant.is_expired(now):

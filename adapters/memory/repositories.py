@@ -364,6 +364,13 @@ class MemoryDeviceGrantRepository(_Repository):
     def get_by_user_code(self, user_code: str) -> DeviceGrant | None:
         return self._find(lambda g: g.user_code == user_code)
 
+    def get_by_device_code_for_update(self, device_code_hash: str) -> DeviceGrant | None:
+        # The store's transaction lock already serialises the read-modify-write.
+        return self.get_by_device_code(device_code_hash)
+
+    def get_by_user_code_for_update(self, user_code: str) -> DeviceGrant | None:
+        return self.get_by_user_code(user_code)
+
     def get_by_access_token(self, access_token_hash: str) -> DeviceGrant | None:
         return self._find(lambda g: g.access_token_hash == access_token_hash)
 

@@ -376,8 +376,8 @@ class SqlAccountRepository(_Repository):
 class SqlDeviceGrantRepository(_Repository):
     """Device-code grants; each look-up gives the newest matching grant."""
 
-    def _find(self, query: Q, column: str, value: str) -> DeviceGrant | None:
-        row = self._db.fetch_one(query, {column: value})
+    def _find(self, query: Q, column: str, value: str, *, lock: bool = False) -> DeviceGrant | None:
+        row = self._db.fetch_one(query, {column: value}, writes=lock)
         return None if row is None else rows.device_grant_from_row(row, self._codec)
 
     def add(self, grant: DeviceGrant) -> None:
@@ -391,6 +391,19 @@ class SqlDeviceGrantRepository(_Repository):
     def get_by_user_code(self, user_code: str) -> DeviceGrant | None:
         """The newest grant with this user code."""
         return self._find(Q.DEVICE_GRANT_BY_USER_CODE, "user_code", user_code)
+
+    def get_by_device_code_for_update(self, device_code_hash: str) -> DeviceGrant | None:
+        """A grant by the hash of its device code, locked until the unit of work ends."""
+        return self._find(
+            Q.DEVICE_GRANT_BY_DEVICE_CODE_FOR_UPDATE,
+            "device_code_hash",
+            device_code_hash,
+            lock=True,
+        )
+
+    def get_by_user_code_for_update(self, user_code: str) -> DeviceGrant | None:
+        """The newest grant with this user code, locked until the unit of work ends."""
+        return self._find(Q.DEVICE_GRANT_BY_USER_CODE_FOR_UPDATE, "user_code", user_code, lock=True)
 
     def get_by_access_token(self, access_token_hash: str) -> DeviceGrant | None:
         """The grant that issued this access token."""

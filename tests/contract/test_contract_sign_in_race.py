@@ -6,7 +6,7 @@ import threading
 
 from contract_records import Adapter  # type: ignore[import-not-found]
 
-from strongroom.adapters.identity.builtin import CLIENT_ID, BuiltinIdentityProvider
+from strongroom.adapters.identity.builtin import CLIENT_ID, BuiltinIdentityProvider, OAuthError
 from strongroom.adapters.system import SecureIds, SystemClock
 from strongroom.entrypoints.bootstrap import bootstrap
 from support.world import FAST_HASHER, PASSWORD
@@ -42,3 +42,30 @@ def test_racing_first_sign_ins_of_one_person_both_succeed_as_one_user(adapter: A
     assert failures == []
     assert len(users) == 8
     assert len(set(users)) == 1
+
+
+def test_racing_exchanges_of_one_approved_code_issue_exactly_one_token(adapter: Adapter) -> None:
+    """Eight simultaneous token requests for one approved device code: one access token,
+    the rest invalid_grant (the code is single-use even under a race)."""
+    clock, ids = SystemClock(), SecureIds()
+    idp = BuiltinIdentityProvider(uow=adapter.uow, clock=clock, ids=ids, hasher=FAST_HASHER)
+    idp.add_account("ada@example.com", PASSWORD, "Ada")
+    code = idp.start_device_authorization(CLIENT_ID, "http://testserver")
+    idp.decide(code.user_code, "ada@example.com", PASSWORD, approve=True)
+    start = threading.Barrier(8)
+    outcomes: list[str] = []
+
+    def exchange() -> None:
+        start.wait()
+        try:
+            idp.exchange_device_code(code.device_code, CLIENT_ID)
+            outcomes.append("token")
+        except OAuthError as error:
+            outcomes.append(error.error)
+
+    threads = [threading.Thread(target=exchange) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(outcomes) == ["invalid_grant"] * 7 + ["token"]

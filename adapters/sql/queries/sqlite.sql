@@ -23,3 +23,21 @@ SELECT id, workspace_id, name, kind, state, paused, source, sealed_credentials,
        created_at, updated_at
 FROM backups
 WHERE workspace_id = :workspace_id AND id = :id
+
+-- name: device_grant_by_device_code_for_update
+SELECT id, device_code_hash, user_code, client_id, created_at, expires_at, poll_interval,
+       state, account_id, failed_approvals, last_polled_at, access_token_hash,
+       access_expires_at
+FROM device_grants
+WHERE device_code_hash = :device_code_hash
+ORDER BY created_at DESC, id DESC
+LIMIT 1
+
+-- name: device_grant_by_user_code_for_update
+SELECT id, device_code_hash, user_code, client_id, created_at, expires_at, poll_interval,
+       state, account_id, failed_approvals, last_polled_at, access_token_hash,
+       access_expires_at
+FROM device_grants
+WHERE user_code = :user_code
+ORDER BY created_at DESC, id DESC
+LIMIT 1
