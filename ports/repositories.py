@@ -20,6 +20,7 @@ from strongroom.domain.backups import Backup
 from strongroom.domain.pagination import Page, PageRequest
 from strongroom.domain.permissions import Role
 from strongroom.domain.principals import Session
+from strongroom.domain.runs import Run
 from strongroom.domain.users import User
 from strongroom.domain.workspaces import Membership, MemberWorkspace, Workspace
 
@@ -150,6 +151,27 @@ class BackupRepository(Protocol):
 
     def count(self, workspace_id: UUID) -> int:
         """How many backups a workspace has."""
+        ...
+
+
+class RunRepository(Protocol):
+    """Runs of backups, always looked up inside one workspace; a backup's removal takes its
+    runs with it."""
+
+    def add(self, run: Run) -> None:
+        """Store a new run (its backup must exist in its workspace)."""
+        ...
+
+    def get(self, workspace_id: UUID, run_id: UUID) -> Run | None:
+        """A run of this workspace."""
+        ...
+
+    def get_for_update(self, workspace_id: UUID, run_id: UUID) -> Run | None:
+        """A run of this workspace, locked until the unit of work ends."""
+        ...
+
+    def update(self, run: Run) -> None:
+        """Store a changed run (its state, times and counts)."""
         ...
 
 

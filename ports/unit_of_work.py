@@ -14,6 +14,7 @@ from strongroom.ports.repositories import (
     IdempotencyRepository,
     MembershipRepository,
     RoleRepository,
+    RunRepository,
     SessionRepository,
     UserRepository,
     WorkerRepository,
@@ -32,6 +33,7 @@ class UnitOfWork(Protocol):
     users: UserRepository
     sessions: SessionRepository
     backups: BackupRepository
+    runs: RunRepository
     workers: WorkerRepository
     roles: RoleRepository
     audit: AuditRepository

@@ -32,6 +32,7 @@ from strongroom.domain.pagination import DEFAULT_LIMIT, MAX_LIMIT
 from strongroom.domain.permissions import Permission
 from strongroom.domain.principals import PrincipalType
 from strongroom.domain.quotas import DEFAULT_LIMITS, WORKSPACES_PER_USER, QuotaResource
+from strongroom.domain.runs import RunState, RunTrigger
 from strongroom.ports.usecases.idempotency import MAX_KEY_LENGTH
 
 Json = dict[str, Any]
@@ -424,6 +425,39 @@ def _schemas() -> dict[str, Json]:
             description="A backup. Credentials are write-only and never appear.",
         ),
         "BackupList": _list_of("Backup"),
+        "RunCreate": obj({"backup_id": described(UUID_SCHEMA, "A manual backup.")}, closed=True),
+        "Run": obj(
+            {
+                "id": UUID_SCHEMA,
+                "backup_id": UUID_SCHEMA,
+                "workspace_id": UUID_SCHEMA,
+                "state": string(
+                    "`running` from `POST /v1/runs`, `queued` from `trigger`; `succeeded` "
+                    "once `confirm` found every announced artifact.",
+                    enum=[state.value for state in RunState],
+                ),
+                "trigger": string(
+                    "`manual` (`POST /v1/runs`), `api` (`trigger`) or `schedule`.",
+                    enum=[trigger.value for trigger in RunTrigger],
+                ),
+                "worker_id": nullable(UUID_SCHEMA),
+                "created_at": TIMESTAMP,
+                "started_at": nullable(TIMESTAMP),
+                "finished_at": nullable(TIMESTAMP),
+                "artifact_count": {
+                    "type": "integer",
+                    "minimum": 0,
+                    "description": "The run's `available` artifacts.",
+                },
+                "bytes": {
+                    "type": "integer",
+                    "minimum": 0,
+                    "description": "Total size of the run's `available` artifacts.",
+                },
+                "error": nullable(string()),
+            },
+            description="One execution of a backup.",
+        ),
         "S3Source": obj(
             {
                 "type": string(const="s3"),
@@ -621,6 +655,7 @@ def _parameters() -> dict[str, Json]:
         },
         "wid": _path_id("wid", "The workspace id; it must be the credential's workspace."),
         "bid": _path_id("bid", "The backup id."),
+        "run_id": _path_id("run_id", "The run id."),
     }
 
 
@@ -1309,6 +1344,95 @@ def _backups() -> list[Operation]:
     ]
 
 
+NEW_RUN_BILLING: Reasons = {
+    "billing_restricted": [
+        "the workspace's billing state (`stopped` or `blocked`) refuses new runs"
+    ]
+}
+
+
+def _runs() -> list[Operation]:
+    upload = (Permission.ARTIFACTS_UPLOAD,)
+    read = (Permission.BACKUPS_READ, Permission.RUNS_READ)
+    trigger = (Permission.BACKUPS_WRITE, Permission.BACKUPS_TRIGGER)
+    return [
+        Operation(
+            "POST",
+            "/v1/runs",
+            "startRun",
+            "Runs and artifacts",
+            "Start a manual run",
+            "A manual backup's client starts a run (state `running`, trigger `manual`); it then "
+            "asks for upload URLs and confirms. Local and cloud backups get their runs from "
+            "`trigger` or the scheduler.",
+            Success(201, "The new run.", _json("Run")),
+            merge(
+                UNAUTHENTICATED,
+                NO_WORKSPACE,
+                permission(*upload),
+                JSON_BODY,
+                IDEMPOTENT,
+                reason("not_found", "no such backup in the caller's workspace"),
+                reason("validation_failed", "the backup is not manual"),
+                NEW_RUN_BILLING,
+                reason("invalid_state", "the backup is a draft or paused"),
+                INTERNAL,
+                UPSTREAM,
+            ),
+            permissions=upload,
+            parameters=(_param("Idempotency-Key"),),
+            body=Body(ref("RunCreate")),
+        ),
+        Operation(
+            "GET",
+            "/v1/runs/{run_id}",
+            "getRun",
+            "Runs and artifacts",
+            "Read a run",
+            "One run of the caller's workspace.",
+            Success(200, "The run.", _json("Run")),
+            merge(
+                UNAUTHENTICATED,
+                path_id("run_id"),
+                NO_WORKSPACE,
+                permission(*read),
+                reason("not_found", "no such run in the caller's workspace"),
+                INTERNAL,
+                UPSTREAM,
+            ),
+            permissions=read,
+            parameters=(_param("run_id"),),
+        ),
+        Operation(
+            "POST",
+            "/v1/backups/{bid}/trigger",
+            "triggerBackup",
+            "Backups",
+            "Trigger a backup",
+            "Enqueues a run of an active, unpaused local or cloud backup (state `queued`, "
+            "trigger `api`); its worker or the service takes it.",
+            Success(202, "The queued run.", _json("Run")),
+            merge(
+                UNAUTHENTICATED,
+                path_id("bid"),
+                NO_WORKSPACE,
+                permission(*trigger),
+                OPTIONAL_BODY,
+                IDEMPOTENT,
+                reason("not_found", "no such backup in the caller's workspace"),
+                reason("validation_failed", "the backup is manual (its client starts runs)"),
+                NEW_RUN_BILLING,
+                reason("invalid_state", "the backup is a draft or paused"),
+                INTERNAL,
+                UPSTREAM,
+            ),
+            permissions=trigger,
+            parameters=(_param("bid"), _param("Idempotency-Key")),
+            body=Body(ref("EmptyBody"), required=False),
+        ),
+    ]
+
+
 def _idp() -> list[Operation]:
     nested = "Errors use the envelope of `/v1`."
     other_provider = reason(
@@ -1486,7 +1610,7 @@ def _docs() -> list[Operation]:
 
 def operations() -> list[Operation]:
     """Every operation of the API, in the order the reference shows them."""
-    return [*_system(), *_workspaces(), *_backups(), *_idp(), *_docs()]
+    return [*_system(), *_workspaces(), *_backups(), *_runs(), *_idp(), *_docs()]
 
 
 # --------------------------------------------------------------------------------------
@@ -1617,6 +1741,11 @@ def build_document(server_url: str | None = None) -> Json:
                 {"name": "Access", "description": "Signing in, workspaces scopes, who am I."},
                 {"name": "Workspaces", "description": "Tenants, their quotas and audit trail."},
                 {"name": "Backups", "description": "Backup configurations."},
+                {
+                    "name": "Runs and artifacts",
+                    "description": "Runs of backups; artifact bytes move through presigned "
+                    "URLs, never through the API.",
+                },
                 {
                     "name": "Identity provider",
                     "description": "The built-in identity provider (outside `/v1`): local "

@@ -11,6 +11,7 @@ from strongroom.domain.pagination import Page
 from strongroom.domain.permissions import Permission
 from strongroom.domain.principals import Caller
 from strongroom.domain.quotas import Quota
+from strongroom.domain.runs import Run
 from strongroom.domain.users import User
 from strongroom.domain.workspaces import MemberWorkspace, Workspace
 from strongroom.ports.usecases.sessions import IssuedSession
@@ -114,6 +115,24 @@ def backup(item: Backup) -> dict[str, Any]:
         "next_run_at": timestamp(item.next_run_at),
         "created_at": timestamp(item.created_at),
         "updated_at": timestamp(item.updated_at),
+    }
+
+
+def run(item: Run) -> dict[str, Any]:
+    """A run; ``artifact_count`` and ``bytes`` count its available artifacts."""
+    return {
+        "id": str(item.id),
+        "backup_id": str(item.backup_id),
+        "workspace_id": str(item.workspace_id),
+        "state": item.state.value,
+        "trigger": item.trigger.value,
+        "worker_id": None if item.worker_id is None else str(item.worker_id),
+        "created_at": timestamp(item.created_at),
+        "started_at": timestamp(item.started_at),
+        "finished_at": timestamp(item.finished_at),
+        "artifact_count": item.artifact_count,
+        "bytes": item.bytes,
+        "error": item.error,
     }
 
 

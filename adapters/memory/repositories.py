@@ -18,6 +18,7 @@ from strongroom.domain.names import name_key
 from strongroom.domain.pagination import K, Page, PageRequest, page_of, sort_key
 from strongroom.domain.permissions import BUILTIN_ROLES, Role
 from strongroom.domain.principals import Session
+from strongroom.domain.runs import Run
 from strongroom.domain.users import User
 from strongroom.domain.workspaces import Membership, MemberWorkspace, Workspace
 from strongroom.ports.repositories import (
@@ -109,6 +110,7 @@ def _worker_of(_key: object, row: object, workspace_id: UUID) -> bool:
 _WORKSPACE_CASCADE: dict[str, Callable[[object, object, UUID], bool]] = {
     "memberships": _keyed_by_workspace,
     "backups": _in_workspace,
+    "runs": _in_workspace,
     "audit": _in_workspace,
     "sessions": _in_workspace,
     "workers": _worker_of,
@@ -242,6 +244,10 @@ class MemoryBackupRepository(_Repository):
     def remove(self, workspace_id: UUID, backup_id: UUID) -> None:
         if self.get(workspace_id, backup_id) is not None:
             del self._tx.write(self.table)[backup_id]
+            # The backup's runs go with it (ON DELETE CASCADE).
+            runs = self._tx.write("runs")
+            for key in [key for key, run in runs.items() if run.backup_id == backup_id]:
+                del runs[key]
 
     def list(self, workspace_id: UUID, page: PageRequest) -> Page[Backup]:
         rows = self._tx.read(self.table).values()
@@ -249,6 +255,44 @@ class MemoryBackupRepository(_Repository):
 
     def count(self, workspace_id: UUID) -> int:
         return sum(1 for b in self._tx.read(self.table).values() if b.workspace_id == workspace_id)
+
+
+class MemoryRunRepository(_Repository):
+    """Runs; each needs its backup in the same workspace."""
+
+    table = "runs"
+
+    def add(self, run: Run) -> None:
+        backup = self._tx.read("backups").get(run.backup_id)
+        _require(
+            backup is not None and backup.workspace_id == run.workspace_id,
+            "run's backup exists in its workspace",
+        )
+        self._insert(run.id, run)
+
+    def get(self, workspace_id: UUID, run_id: UUID) -> Run | None:
+        run: Run | None = self._tx.read(self.table).get(run_id)
+        return run if run is not None and run.workspace_id == workspace_id else None
+
+    def get_for_update(self, workspace_id: UUID, run_id: UUID) -> Run | None:
+        return self.get(workspace_id, run_id)
+
+    def update(self, run: Run) -> None:
+        stored = self.get(run.workspace_id, run.id)
+        _require(
+            stored is not None and stored.backup_id == run.backup_id, "update of a missing run"
+        )
+        assert stored is not None
+        # Identity and origin are fixed, as the SQL update leaves them out.
+        self._replace(
+            run.id,
+            evolve(
+                run,
+                trigger=stored.trigger,
+                created_at=stored.created_at,
+                worker_id=stored.worker_id,
+            ),
+        )
 
 
 class MemoryWorkerRepository(_Repository):

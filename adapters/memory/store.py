@@ -20,6 +20,7 @@ TABLES = (
     "users",
     "sessions",
     "backups",
+    "runs",
     "workers",
     "roles",
     "audit",

@@ -19,6 +19,7 @@ class MemoryUnitOfWork:
     users: ports.UserRepository
     sessions: ports.SessionRepository
     backups: ports.BackupRepository
+    runs: ports.RunRepository
     workers: ports.WorkerRepository
     roles: ports.RoleRepository
     audit: ports.AuditRepository
@@ -39,6 +40,7 @@ class MemoryUnitOfWork:
         self.users = repos.MemoryUserRepository(tx)
         self.sessions = repos.MemorySessionRepository(tx)
         self.backups = repos.MemoryBackupRepository(tx)
+        self.runs = repos.MemoryRunRepository(tx)
         self.workers = repos.MemoryWorkerRepository(tx)
         self.roles = repos.MemoryRoleRepository(tx)
         self.audit = repos.MemoryAuditRepository(tx)

@@ -27,6 +27,7 @@ from strongroom.domain.backups import Backup
 from strongroom.domain.pagination import Page, PageRequest, page_of
 from strongroom.domain.permissions import Role
 from strongroom.domain.principals import Session
+from strongroom.domain.runs import Run
 from strongroom.domain.users import User
 from strongroom.domain.workspaces import Membership, MemberWorkspace, Workspace
 from strongroom.ports.repositories import (
@@ -251,6 +252,32 @@ class SqlBackupRepository(_Repository):
         return _count(
             self._db.fetch_one(Q.BACKUP_COUNT, {"workspace_id": self._codec.uuid(workspace_id)})
         )
+
+
+class SqlRunRepository(_Repository):
+    """Runs; ``runs_backup_fkey`` ties each to a backup of its own workspace."""
+
+    def _key(self, workspace_id: UUID, run_id: UUID) -> Params:
+        return {"workspace_id": self._codec.uuid(workspace_id), "id": self._codec.uuid(run_id)}
+
+    def add(self, run: Run) -> None:
+        """Store a new run."""
+        self._db.execute(Q.RUN_INSERT, rows.run_params(run, self._codec))
+
+    def get(self, workspace_id: UUID, run_id: UUID) -> Run | None:
+        """A run of this workspace."""
+        row = self._db.fetch_one(Q.RUN_GET, self._key(workspace_id, run_id))
+        return None if row is None else rows.run_from_row(row, self._codec)
+
+    def get_for_update(self, workspace_id: UUID, run_id: UUID) -> Run | None:
+        """A run of this workspace, locked until the unit of work ends."""
+        row = self._db.fetch_one(Q.RUN_GET_FOR_UPDATE, self._key(workspace_id, run_id), writes=True)
+        return None if row is None else rows.run_from_row(row, self._codec)
+
+    def update(self, run: Run) -> None:
+        """Store a changed run."""
+        changed = self._db.execute(Q.RUN_UPDATE, rows.run_params(run, self._codec))
+        _require(changed == 1, "update of a missing run")
 
 
 class SqlWorkerRepository(_Repository):

@@ -35,6 +35,7 @@ from strongroom.domain.names import name_key
 from strongroom.domain.permissions import BUILTIN_ROLES, Permission, Role
 from strongroom.domain.principals import Actor, PrincipalType, Session
 from strongroom.domain.quotas import QuotaResource
+from strongroom.domain.runs import Run, RunState, RunTrigger
 from strongroom.domain.users import User
 from strongroom.domain.workspaces import Membership, MemberWorkspace, Workspace
 from strongroom.ports.repositories import IdempotencyRecord, SessionGrant
@@ -374,6 +375,42 @@ def backup_from_row(row: Row, codec: Codec) -> Backup:
 
 def _read_opt_bytes(value: Any) -> bytes | None:
     return None if value is None else bytes(value)
+
+
+def run_params(run: Run, codec: Codec) -> Params:
+    """The columns of a run."""
+    return {
+        "id": codec.uuid(run.id),
+        "workspace_id": codec.uuid(run.workspace_id),
+        "backup_id": codec.uuid(run.backup_id),
+        "state": run.state.value,
+        "trigger": run.trigger.value,
+        "worker_id": _opt_uuid(codec, run.worker_id),
+        "created_at": codec.timestamp(run.created_at),
+        "started_at": _opt_timestamp(codec, run.started_at),
+        "finished_at": _opt_timestamp(codec, run.finished_at),
+        "artifact_count": run.artifact_count,
+        "bytes": run.bytes,
+        "error": run.error,
+    }
+
+
+def run_from_row(row: Row, codec: Codec) -> Run:
+    """A run from its columns."""
+    return Run(
+        id=codec.read_uuid(row["id"]),
+        workspace_id=codec.read_uuid(row["workspace_id"]),
+        backup_id=codec.read_uuid(row["backup_id"]),
+        state=RunState(row["state"]),
+        trigger=RunTrigger(row["trigger"]),
+        created_at=codec.read_timestamp(row["created_at"]),
+        worker_id=_read_opt_uuid(codec, row["worker_id"]),
+        started_at=_read_opt_timestamp(codec, row["started_at"]),
+        finished_at=_read_opt_timestamp(codec, row["finished_at"]),
+        artifact_count=row["artifact_count"],
+        bytes=row["bytes"],
+        error=row["error"],
+    )
 
 
 # The audit trail.

@@ -15,6 +15,7 @@ from strongroom.adapters.sql.repositories import (
     SqlIdempotencyRepository,
     SqlMembershipRepository,
     SqlRoleRepository,
+    SqlRunRepository,
     SqlSessionRepository,
     SqlUserRepository,
     SqlWorkerRepository,
@@ -74,6 +75,7 @@ class SqlUnitOfWork:
     users: ports.UserRepository
     sessions: ports.SessionRepository
     backups: ports.BackupRepository
+    runs: ports.RunRepository
     workers: ports.WorkerRepository
     roles: ports.RoleRepository
     audit: ports.AuditRepository
@@ -98,6 +100,7 @@ class SqlUnitOfWork:
         self.users = SqlUserRepository(tx)
         self.sessions = SqlSessionRepository(tx)
         self.backups = SqlBackupRepository(tx)
+        self.runs = SqlRunRepository(tx)
         self.workers = SqlWorkerRepository(tx)
         self.roles = SqlRoleRepository(tx)
         self.audit = SqlAuditRepository(tx)

@@ -38,6 +38,9 @@ TARGET_CHECKS: dict[str, TargetCheck] = {
     "backup": lambda uow, workspace_id, target_id: (
         isinstance(target_id, UUID) and uow.backups.get(workspace_id, target_id) is not None
     ),
+    "run": lambda uow, workspace_id, target_id: (
+        isinstance(target_id, UUID) and uow.runs.get(workspace_id, target_id) is not None
+    ),
 }
 
 

@@ -7,6 +7,7 @@ from strongroom.ports.usecases.access import Access
 from strongroom.ports.usecases.audit_trail import AuditTrail
 from strongroom.ports.usecases.backups import Backups
 from strongroom.ports.usecases.dependencies import Dependencies
+from strongroom.ports.usecases.runs import Runs
 from strongroom.ports.usecases.sessions import Sessions
 from strongroom.ports.usecases.workspaces import Workspaces
 
@@ -24,6 +25,7 @@ class Strongroom:
         self.sessions = Sessions(deps)
         self.workspaces = Workspaces(deps, self.access)
         self.backups = Backups(deps, self.access)
+        self.runs = Runs(deps, self.access)
         self.audit = AuditTrail(deps, self.access)
 
     @staticmethod

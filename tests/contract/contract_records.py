@@ -24,6 +24,7 @@ from strongroom.domain.backups import Backup, BackupKind
 from strongroom.domain.billing import BillingState
 from strongroom.domain.permissions import Role
 from strongroom.domain.principals import Actor, PrincipalType, Session
+from strongroom.domain.runs import Run
 from strongroom.domain.users import User
 from strongroom.domain.workspaces import Membership, Workspace
 from strongroom.ports.unit_of_work import UnitOfWork
@@ -150,6 +151,7 @@ _ADDERS: dict[type, Callable[[Any, Any], None]] = {
     Workspace: lambda uow, record: uow.workspaces.add(record),
     Membership: lambda uow, record: uow.memberships.add(record),
     Backup: lambda uow, record: uow.backups.add(record),
+    Run: lambda uow, record: uow.runs.add(record),
     Session: lambda uow, record: uow.sessions.add(record),
     AuditEvent: lambda uow, record: uow.audit.add(record),
     Account: lambda uow, record: uow.accounts.add(record),

@@ -46,10 +46,12 @@ UNAUTHENTICATED_V1 = {("GET", "/v1/auth/cli/config")}
 CREATING = {
     ("POST", "/v1/workspaces"),
     ("POST", "/v1/workspaces/{wid}/backups"),
+    ("POST", "/v1/runs"),
     ("POST", "/v1/auth/sessions"),
     ("POST", "/v1/auth/switch"),
     ("POST", "/idp/signup"),
 }
+ACCEPTING = {("POST", "/v1/backups/{bid}/trigger")}
 # --------------------------------------------------------------------------------------
 # Helpers
 
@@ -371,7 +373,13 @@ class TestResponses:
         for method, path, operation in each_operation(document):
             successes = [status for status in operation["responses"] if status.startswith("2")]
             expected = (
-                "201" if (method, path) in CREATING else "204" if method == "DELETE" else "200"
+                "201"
+                if (method, path) in CREATING
+                else "202"
+                if (method, path) in ACCEPTING
+                else "204"
+                if method == "DELETE"
+                else "200"
             )
             assert successes == [expected], (method, path, successes)
             response = operation["responses"][expected]
@@ -501,6 +509,7 @@ class TestRequestBodies:
             ("POST", "/v1/auth/sessions"),
             ("POST", "/v1/backups/{bid}/pause"),
             ("POST", "/v1/backups/{bid}/resume"),
+            ("POST", "/v1/backups/{bid}/trigger"),
         }
 
     def test_lists_take_pagination_parameters(self, document: Json) -> None:

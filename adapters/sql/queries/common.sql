@@ -142,6 +142,28 @@ AND (created_at, id) < (:after_created_at, :after_id)
 -- name: backup_count
 SELECT count(*) AS n FROM backups WHERE workspace_id = :workspace_id
 
+-- name: run_insert
+INSERT INTO runs (
+    id, workspace_id, backup_id, state, trigger, worker_id, created_at, started_at,
+    finished_at, artifact_count, bytes, error
+) VALUES (
+    :id, :workspace_id, :backup_id, :state, :trigger, :worker_id, :created_at, :started_at,
+    :finished_at, :artifact_count, :bytes, :error
+)
+
+-- name: run_get
+SELECT id, workspace_id, backup_id, state, trigger, worker_id, created_at, started_at,
+       finished_at, artifact_count, bytes, error
+FROM runs
+WHERE workspace_id = :workspace_id AND id = :id
+
+-- name: run_update
+-- Identity and origin (backup, trigger, worker, creation time) never change.
+UPDATE runs
+SET state = :state, started_at = :started_at, finished_at = :finished_at,
+    artifact_count = :artifact_count, bytes = :bytes, error = :error
+WHERE workspace_id = :workspace_id AND id = :id AND backup_id = :backup_id
+
 -- name: worker_insert
 INSERT INTO workers (id, workspace_id) VALUES (:id, :workspace_id)
 

@@ -41,3 +41,9 @@ FROM device_grants
 WHERE user_code = :user_code
 ORDER BY created_at DESC, id DESC
 LIMIT 1
+
+-- name: run_get_for_update
+SELECT id, workspace_id, backup_id, state, trigger, worker_id, created_at, started_at,
+       finished_at, artifact_count, bytes, error
+FROM runs
+WHERE workspace_id = :workspace_id AND id = :id
