@@ -14,8 +14,10 @@ from urllib.parse import urlsplit
 
 from strongroom.adapters.sql.postgres import PostgresDatabase
 from strongroom.adapters.sql.sqlite import SqliteDatabase
+from strongroom.adapters.storage.local import LocalDiskStorage
 from strongroom.entrypoints.bootstrap import bootstrap
 from strongroom.entrypoints.settings import Settings
+from strongroom.ports.storage import ObjectStorage
 from strongroom.ports.usecases import Strongroom
 
 Database = SqliteDatabase | PostgresDatabase
@@ -67,12 +69,20 @@ def open_database(settings: Settings, *, migrate: bool | None = None) -> Iterato
         yield postgres
 
 
+def open_storage(settings: Settings, secret_key: str) -> ObjectStorage:
+    """The configured object storage: local disk under ``<data dir>/objects``."""
+    return LocalDiskStorage(settings.data_dir / "objects", secret_key.encode())
+
+
 @contextmanager
 def open_facade(settings: Settings, *, migrate: bool | None = None) -> Iterator[Strongroom]:
     """A facade for ``settings``; what it opens is closed when the block ends."""
     with open_database(settings, migrate=migrate) as database:
+        secret_key = settings.resolved_secret_key()
         yield bootstrap(
             uow=database.uow,
-            secret_key=settings.resolved_secret_key(),
+            secret_key=secret_key,
             signup_enabled=settings.signup_enabled,
+            storage=open_storage(settings, secret_key),
+            multipart_threshold=settings.multipart_threshold,
         )

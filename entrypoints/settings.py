@@ -11,6 +11,8 @@ from typing import Any
 
 import attrs
 
+from strongroom.domain.artifacts import DEFAULT_MULTIPART_THRESHOLD
+
 ENVIRONMENTS = ("development", "production")
 
 
@@ -38,10 +40,13 @@ class Settings:
     s3_region: str = "us-east-1"
     signup: bool | None = None
     access_log: bool = False
+    multipart_threshold: int = DEFAULT_MULTIPART_THRESHOLD
 
     def __attrs_post_init__(self) -> None:
         if self.environment not in ENVIRONMENTS:
             raise ValueError(f"STRONGROOM_ENVIRONMENT must be one of {', '.join(ENVIRONMENTS)}")
+        if self.multipart_threshold < 1:
+            raise ValueError("STRONGROOM_MULTIPART_THRESHOLD must be a positive number of bytes")
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
@@ -59,6 +64,9 @@ class Settings:
             "s3_secret_key": env.get("STRONGROOM_S3_SECRET_KEY") or None,
             "s3_bucket": env.get("STRONGROOM_S3_BUCKET") or None,
             "s3_region": env.get("STRONGROOM_S3_REGION") or "us-east-1",
+            "multipart_threshold": int(
+                env.get("STRONGROOM_MULTIPART_THRESHOLD") or DEFAULT_MULTIPART_THRESHOLD
+            ),
             "signup": None
             if env.get("STRONGROOM_SIGNUP") is None
             else _flag(env.get("STRONGROOM_SIGNUP"), False),

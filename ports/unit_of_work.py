@@ -8,6 +8,7 @@ from typing import Protocol, Self
 
 from strongroom.ports.repositories import (
     AccountRepository,
+    ArtifactRepository,
     AuditRepository,
     BackupRepository,
     DeviceGrantRepository,
@@ -34,6 +35,7 @@ class UnitOfWork(Protocol):
     sessions: SessionRepository
     backups: BackupRepository
     runs: RunRepository
+    artifacts: ArtifactRepository
     workers: WorkerRepository
     roles: RoleRepository
     audit: AuditRepository

@@ -16,7 +16,16 @@ from starlette.middleware import Middleware
 
 from strongroom.adapters.http import errors
 from strongroom.adapters.http.request_ids import RequestIdMiddleware
-from strongroom.adapters.http.routes import backups, docs, idp, runs, system, workspaces
+from strongroom.adapters.http.routes import (
+    artifacts,
+    backups,
+    docs,
+    idp,
+    runs,
+    storage,
+    system,
+    workspaces,
+)
 from strongroom.domain.errors import StrongroomError
 from strongroom.ports.usecases import Strongroom
 
@@ -27,6 +36,8 @@ ROUTES = [
     *workspaces.routes,
     *backups.routes,
     *runs.routes,
+    *artifacts.routes,
+    *storage.routes,
     *idp.routes,
     *docs.routes,
 ]

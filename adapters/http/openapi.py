@@ -25,6 +25,12 @@ from strongroom.adapters.identity.builtin import (
     MAX_PASSWORD_LENGTH,
     MIN_PASSWORD_LENGTH,
 )
+from strongroom.domain.artifacts import (
+    MAX_ARTIFACT_NAME,
+    MAX_ARTIFACT_SIZE,
+    ArtifactState,
+    ArtifactStorage,
+)
 from strongroom.domain.audit import Outcome
 from strongroom.domain.backups import BackupKind, BackupState
 from strongroom.domain.names import MAX_NAME_LENGTH
@@ -425,6 +431,94 @@ def _schemas() -> dict[str, Json]:
             description="A backup. Credentials are write-only and never appear.",
         ),
         "BackupList": _list_of("Backup"),
+        "UploadRequest": obj(
+            {
+                "name": string(
+                    f"1 to {MAX_ARTIFACT_NAME} characters, no control characters; unique in "
+                    "the run (asking again for the same name, size and sha256 resumes).",
+                    minLength=1,
+                    maxLength=MAX_ARTIFACT_NAME,
+                ),
+                "size": {
+                    "type": "integer",
+                    "minimum": 0,
+                    "maximum": MAX_ARTIFACT_SIZE,
+                    "description": "Exact size in bytes.",
+                },
+                "sha256": string("Hex digest of the bytes.", pattern="^[0-9a-fA-F]{64}$"),
+            },
+            closed=True,
+        ),
+        "SingleUpload": obj(
+            {
+                "artifact_id": UUID_SCHEMA,
+                "method": string(const="PUT"),
+                "url": string("Presigned; bound to this method and object.", format="uri"),
+                "headers": {
+                    "type": "object",
+                    "additionalProperties": {"type": "string"},
+                    "description": "Headers to send with the PUT.",
+                },
+                "expires_at": TIMESTAMP,
+            },
+            description="Below the multipart threshold: one PUT of the whole body.",
+        ),
+        "MultipartUpload": obj(
+            {
+                "artifact_id": UUID_SCHEMA,
+                "upload_id": string(),
+                "part_size": {"type": "integer", "minimum": 1},
+                "parts": {
+                    "type": "array",
+                    "items": obj(
+                        {
+                            "number": {"type": "integer", "minimum": 1},
+                            "size": {"type": "integer", "minimum": 0},
+                            "method": string(const="PUT"),
+                            "url": string(format="uri"),
+                        }
+                    ),
+                },
+                "stored_parts": {
+                    "type": "array",
+                    "items": {"type": "integer"},
+                    "description": "Parts already stored: a resuming client skips them.",
+                },
+                "expires_at": TIMESTAMP,
+            },
+            description="From the multipart threshold up: one PUT per part; `confirm` joins them.",
+        ),
+        "UploadPlan": {"oneOf": [ref("SingleUpload"), ref("MultipartUpload")]},
+        "Download": obj(
+            {
+                "method": string(const="GET"),
+                "url": string("Presigned; bound to this method and object.", format="uri"),
+                "expires_at": TIMESTAMP,
+            }
+        ),
+        "Artifact": obj(
+            {
+                "id": UUID_SCHEMA,
+                "run_id": UUID_SCHEMA,
+                "backup_id": UUID_SCHEMA,
+                "name": string(),
+                "size": {"type": "integer", "minimum": 0},
+                "sha256": string(pattern="^[0-9a-f]{64}$"),
+                "state": string(enum=[state.value for state in ArtifactState]),
+                "storage": string(enum=[storage.value for storage in ArtifactStorage]),
+                "created_at": TIMESTAMP,
+                "expires_at": described(
+                    nullable(TIMESTAMP), "From the backup's retention at confirmation."
+                ),
+                "locked_until": described(
+                    nullable(TIMESTAMP),
+                    "Nobody can remove it before (enforced by the storage itself).",
+                ),
+            },
+            description="A file of a run.",
+        ),
+        "ArtifactList": _list_of("Artifact"),
+        "StoredResult": obj({"status": string(const="stored")}),
         "RunCreate": obj({"backup_id": described(UUID_SCHEMA, "A manual backup.")}, closed=True),
         "Run": obj(
             {
@@ -656,6 +750,14 @@ def _parameters() -> dict[str, Json]:
         "wid": _path_id("wid", "The workspace id; it must be the credential's workspace."),
         "bid": _path_id("bid", "The backup id."),
         "run_id": _path_id("run_id", "The run id."),
+        "aid": _path_id("aid", "The artifact id."),
+        "key": {
+            "name": "key",
+            "in": "path",
+            "required": True,
+            "description": "The object key (segments of letters, digits, `.`, `_`, `-`).",
+            "schema": {"type": "string"},
+        },
     }
 
 
@@ -1433,6 +1535,220 @@ def _runs() -> list[Operation]:
     ]
 
 
+UPLOAD_BILLING: Reasons = {
+    "billing_restricted": ["the workspace's billing state (`blocked`) refuses uploads"]
+}
+STORAGE_UPSTREAM: Reasons = {
+    "upstream_unavailable": ["the database or object storage failed; nothing was recorded"]
+}
+
+
+def _artifacts() -> list[Operation]:
+    run = merge(
+        UNAUTHENTICATED,
+        path_id("run_id"),
+        NO_WORKSPACE,
+        reason("not_found", "no such run in the caller's workspace"),
+    )
+    one = merge(
+        UNAUTHENTICATED,
+        path_id("aid"),
+        NO_WORKSPACE,
+        reason("not_found", "no such artifact in the caller's workspace"),
+    )
+    upload, confirm = (Permission.ARTIFACTS_UPLOAD,), (Permission.ARTIFACTS_CONFIRM,)
+    read, download = (Permission.ARTIFACTS_READ,), (Permission.ARTIFACTS_DOWNLOAD,)
+    delete = (Permission.ARTIFACTS_DELETE,)
+    tag = "Runs and artifacts"
+    return [
+        Operation(
+            "POST",
+            "/v1/runs/{run_id}/upload-url",
+            "requestUpload",
+            tag,
+            "Presign an artifact's upload",
+            "Announces an artifact of the run (state `pending`) and presigns its upload: "
+            "one PUT below the multipart threshold (`STRONGROOM_MULTIPART_THRESHOLD`, "
+            "64 MiB by default), otherwise one PUT per 16 MiB part. URLs live 15 minutes. "
+            "Asking again for the same name, size and sha256 gives the same artifact, fresh "
+            "URLs and the parts already stored.",
+            Success(201, "The upload plan.", _json("UploadPlan")),
+            merge(
+                run,
+                permission(*upload),
+                JSON_BODY,
+                reason("invalid_request", "`size` out of range, `sha256` not 64 hex digits"),
+                UPLOAD_BILLING,
+                reason("quota_exceeded", "`storage_bytes` would be passed"),
+                reason(
+                    "invalid_state",
+                    "the run is finished, or the name is announced with another size or "
+                    "sha256, or the destination is a customer bucket",
+                ),
+                INTERNAL,
+                STORAGE_UPSTREAM,
+            ),
+            permissions=upload,
+            parameters=(_param("run_id"),),
+            body=Body(ref("UploadRequest")),
+        ),
+        Operation(
+            "POST",
+            "/v1/runs/{run_id}/confirm",
+            "confirmRun",
+            tag,
+            "Confirm a run's artifacts",
+            "Checks every announced artifact in storage (present, same size, same sha256) "
+            "and joins multipart uploads; all become `available` (locked and expiring per "
+            "the backup's retention) and the run `succeeded`, or nothing changes.",
+            Success(200, "The succeeded run.", _json("Run")),
+            merge(
+                run,
+                permission(*confirm),
+                OPTIONAL_BODY,
+                UPLOAD_BILLING,
+                reason("invalid_state", "the run is finished"),
+                reason("artifact_missing", "an announced artifact is absent or different"),
+                INTERNAL,
+                STORAGE_UPSTREAM,
+            ),
+            permissions=confirm,
+            parameters=(_param("run_id"),),
+            body=Body(ref("EmptyBody"), required=False),
+        ),
+        Operation(
+            "GET",
+            "/v1/workspaces/{wid}/artifacts",
+            "listArtifacts",
+            tag,
+            "List artifacts",
+            "The workspace's artifacts, newest first; deleted ones only with "
+            "`?state=deleted`. Never refused for billing.",
+            Success(200, "One page of artifacts.", _json("ArtifactList")),
+            merge(
+                UNAUTHENTICATED,
+                path_id("wid"),
+                NO_WORKSPACE,
+                IN_WORKSPACE,
+                permission(*read),
+                PAGE,
+                reason("invalid_request", "`state` is not `deleted`"),
+                INTERNAL,
+                UPSTREAM,
+            ),
+            permissions=read,
+            parameters=(
+                _param("wid"),
+                _param("limit"),
+                _param("cursor"),
+                {
+                    "name": "state",
+                    "in": "query",
+                    "required": False,
+                    "description": "`deleted` lists only deleted artifacts.",
+                    "schema": {"type": "string", "enum": ["deleted"]},
+                },
+            ),
+        ),
+        Operation(
+            "POST",
+            "/v1/artifacts/{aid}/download-url",
+            "requestDownload",
+            tag,
+            "Presign an artifact's download",
+            "A presigned GET (15 minutes) of an available artifact in service storage; "
+            "the bytes come from storage. Never refused for billing.",
+            Success(200, "The presigned download.", _json("Download")),
+            merge(
+                one,
+                permission(*download),
+                OPTIONAL_BODY,
+                reason("conflict", "the artifact is deleted"),
+                reason("not_in_our_storage", "the artifact went only to a customer bucket"),
+                reason("invalid_state", "the artifact is not confirmed yet"),
+                INTERNAL,
+                UPSTREAM,
+            ),
+            permissions=download,
+            parameters=(_param("aid"),),
+            body=Body(ref("EmptyBody"), required=False),
+        ),
+        Operation(
+            "DELETE",
+            "/v1/artifacts/{aid}",
+            "deleteArtifact",
+            tag,
+            "Delete an artifact",
+            "Removes the object; the record stays as `deleted`. Precedence: already "
+            "deleted, inside its lock, last of its backup.",
+            Success(204, "Deleted."),
+            merge(
+                one,
+                permission(*delete),
+                BILLING,
+                reason("conflict", "already deleted"),
+                reason("artifact_locked", "inside its lock window (storage refuses too)"),
+                reason("last_artifact", "the only available artifact of its backup"),
+                INTERNAL,
+                STORAGE_UPSTREAM,
+            ),
+            permissions=delete,
+            parameters=(_param("aid"),),
+        ),
+    ]
+
+
+def _storage() -> list[Operation]:
+    refused = merge(
+        reason(
+            "invalid_request",
+            "a malformed key, or a body of another size or sha256 than signed",
+        ),
+        reason("forbidden", "a signature that does not match, or an expired URL"),
+        reason("not_found", "no such object or upload"),
+        INTERNAL,
+    )
+    query = {
+        "name": "signature",
+        "in": "query",
+        "required": True,
+        "description": "With `expires`, `size`, `sha256`, `upload_id`, `part`: as presigned.",
+        "schema": {"type": "string"},
+    }
+    return [
+        Operation(
+            "PUT",
+            "/storage/{key}",
+            "putObject",
+            "Storage",
+            "Upload to a presigned URL",
+            "Local-disk storage only: the body is streamed to disk and checked against the "
+            "signed size (and sha256); a locked object is never overwritten.",
+            Success(200, "Stored.", _json("StoredResult")),
+            merge(refused, reason("forbidden", "the object is locked")),
+            auth=Auth.NONE,
+            parameters=(_param("key"), query),
+            body=Body({"type": "string", "format": "binary"}, "application/octet-stream"),
+        ),
+        Operation(
+            "GET",
+            "/storage/{key}",
+            "getObject",
+            "Storage",
+            "Download from a presigned URL",
+            "Local-disk storage only: the object's bytes, streamed.",
+            Success(
+                200,
+                "The bytes.",
+                {"application/octet-stream": {"schema": {"type": "string", "format": "binary"}}},
+            ),
+            refused,
+            auth=Auth.NONE,
+            parameters=(_param("key"), query),
+        ),
+    ]
+
+
 def _idp() -> list[Operation]:
     nested = "Errors use the envelope of `/v1`."
     other_provider = reason(
@@ -1610,7 +1926,16 @@ def _docs() -> list[Operation]:
 
 def operations() -> list[Operation]:
     """Every operation of the API, in the order the reference shows them."""
-    return [*_system(), *_workspaces(), *_backups(), *_runs(), *_idp(), *_docs()]
+    return [
+        *_system(),
+        *_workspaces(),
+        *_backups(),
+        *_runs(),
+        *_artifacts(),
+        *_storage(),
+        *_idp(),
+        *_docs(),
+    ]
 
 
 # --------------------------------------------------------------------------------------
@@ -1750,6 +2075,10 @@ def build_document(server_url: str | None = None) -> Json:
                     "name": "Identity provider",
                     "description": "The built-in identity provider (outside `/v1`): local "
                     "accounts and the OAuth 2.0 device authorization grant (RFC 8628).",
+                },
+                {
+                    "name": "Storage",
+                    "description": "The local-disk storage's presigned URLs (outside `/v1`).",
                 },
                 {"name": "Documentation", "description": "This reference."},
             ],

@@ -21,6 +21,7 @@ TABLES = (
     "sessions",
     "backups",
     "runs",
+    "artifacts",
     "workers",
     "roles",
     "audit",

@@ -20,6 +20,7 @@ class MemoryUnitOfWork:
     sessions: ports.SessionRepository
     backups: ports.BackupRepository
     runs: ports.RunRepository
+    artifacts: ports.ArtifactRepository
     workers: ports.WorkerRepository
     roles: ports.RoleRepository
     audit: ports.AuditRepository
@@ -41,6 +42,7 @@ class MemoryUnitOfWork:
         self.sessions = repos.MemorySessionRepository(tx)
         self.backups = repos.MemoryBackupRepository(tx)
         self.runs = repos.MemoryRunRepository(tx)
+        self.artifacts = repos.MemoryArtifactRepository(tx)
         self.workers = repos.MemoryWorkerRepository(tx)
         self.roles = repos.MemoryRoleRepository(tx)
         self.audit = repos.MemoryAuditRepository(tx)

@@ -14,6 +14,7 @@ from typing import Any, Protocol
 from uuid import UUID
 
 from strongroom.domain.accounts import Account, DeviceGrant, GrantState
+from strongroom.domain.artifacts import Artifact, ArtifactState, ArtifactStorage
 from strongroom.domain.audit import AuditEvent, Change, JsonValue, Outcome
 from strongroom.domain.backups import (
     Backup,
@@ -551,4 +552,44 @@ def device_grant_from_row(row: Row, codec: Codec) -> DeviceGrant:
         last_polled_at=_read_opt_timestamp(codec, row["last_polled_at"]),
         access_token_hash=row["access_token_hash"],
         access_expires_at=_read_opt_timestamp(codec, row["access_expires_at"]),
+    )
+
+
+def artifact_params(artifact: Artifact, codec: Codec) -> Params:
+    """The columns of an artifact."""
+    return {
+        "id": codec.uuid(artifact.id),
+        "workspace_id": codec.uuid(artifact.workspace_id),
+        "backup_id": codec.uuid(artifact.backup_id),
+        "run_id": codec.uuid(artifact.run_id),
+        "name": artifact.name,
+        "size": artifact.size,
+        "sha256": artifact.sha256,
+        "state": artifact.state.value,
+        "storage": artifact.storage.value,
+        "object_key": artifact.object_key,
+        "upload_id": artifact.upload_id,
+        "created_at": codec.timestamp(artifact.created_at),
+        "expires_at": _opt_timestamp(codec, artifact.expires_at),
+        "locked_until": _opt_timestamp(codec, artifact.locked_until),
+    }
+
+
+def artifact_from_row(row: Row, codec: Codec) -> Artifact:
+    """An artifact from its columns."""
+    return Artifact(
+        id=codec.read_uuid(row["id"]),
+        workspace_id=codec.read_uuid(row["workspace_id"]),
+        backup_id=codec.read_uuid(row["backup_id"]),
+        run_id=codec.read_uuid(row["run_id"]),
+        name=row["name"],
+        size=row["size"],
+        sha256=row["sha256"],
+        state=ArtifactState(row["state"]),
+        storage=ArtifactStorage(row["storage"]),
+        object_key=row["object_key"],
+        created_at=codec.read_timestamp(row["created_at"]),
+        upload_id=row["upload_id"],
+        expires_at=_read_opt_timestamp(codec, row["expires_at"]),
+        locked_until=_read_opt_timestamp(codec, row["locked_until"]),
     )

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Protocol, Self
 
 from strongroom.adapters.sql.repositories import (
     SqlAccountRepository,
+    SqlArtifactRepository,
     SqlAuditRepository,
     SqlBackupRepository,
     SqlDeviceGrantRepository,
@@ -76,6 +77,7 @@ class SqlUnitOfWork:
     sessions: ports.SessionRepository
     backups: ports.BackupRepository
     runs: ports.RunRepository
+    artifacts: ports.ArtifactRepository
     workers: ports.WorkerRepository
     roles: ports.RoleRepository
     audit: ports.AuditRepository
@@ -101,6 +103,7 @@ class SqlUnitOfWork:
         self.sessions = SqlSessionRepository(tx)
         self.backups = SqlBackupRepository(tx)
         self.runs = SqlRunRepository(tx)
+        self.artifacts = SqlArtifactRepository(tx)
         self.workers = SqlWorkerRepository(tx)
         self.roles = SqlRoleRepository(tx)
         self.audit = SqlAuditRepository(tx)

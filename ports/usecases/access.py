@@ -41,6 +41,9 @@ TARGET_CHECKS: dict[str, TargetCheck] = {
     "run": lambda uow, workspace_id, target_id: (
         isinstance(target_id, UUID) and uow.runs.get(workspace_id, target_id) is not None
     ),
+    "artifact": lambda uow, workspace_id, target_id: (
+        isinstance(target_id, UUID) and uow.artifacts.get(workspace_id, target_id) is not None
+    ),
 }
 
 

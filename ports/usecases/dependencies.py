@@ -6,11 +6,13 @@ from datetime import timedelta
 
 import attrs
 
+from strongroom.domain.artifacts import DEFAULT_MULTIPART_THRESHOLD
 from strongroom.ports.clock import Clock, IdGenerator
 from strongroom.ports.identity import IdentityProvider
 from strongroom.ports.mailer import Mailer
 from strongroom.ports.provisioning import Billing, StorageNamespaces
 from strongroom.ports.secrets import SecretBox
+from strongroom.ports.storage import ObjectStorage
 from strongroom.ports.unit_of_work import UnitOfWorkFactory
 
 
@@ -26,4 +28,6 @@ class Dependencies:
     namespaces: StorageNamespaces
     mailer: Mailer
     secrets: SecretBox
+    storage: ObjectStorage
     session_ttl: timedelta = timedelta(days=7)
+    multipart_threshold: int = DEFAULT_MULTIPART_THRESHOLD

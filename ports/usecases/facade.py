@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from strongroom.domain.permissions import DESCRIPTIONS, Permission
 from strongroom.ports.usecases.access import Access
+from strongroom.ports.usecases.artifacts import Artifacts
 from strongroom.ports.usecases.audit_trail import AuditTrail
 from strongroom.ports.usecases.backups import Backups
 from strongroom.ports.usecases.dependencies import Dependencies
@@ -26,6 +27,7 @@ class Strongroom:
         self.workspaces = Workspaces(deps, self.access)
         self.backups = Backups(deps, self.access)
         self.runs = Runs(deps, self.access)
+        self.artifacts = Artifacts(deps, self.access)
         self.audit = AuditTrail(deps, self.access)
 
     @staticmethod

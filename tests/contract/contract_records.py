@@ -19,6 +19,7 @@ from strongroom.adapters.memory.unit_of_work import MemoryUnitOfWork
 from strongroom.adapters.sql.repositories import SqlRoleRepository, SqlWorkerRepository
 from strongroom.adapters.sql.unit_of_work import SqlUnitOfWork
 from strongroom.domain.accounts import Account, DeviceGrant
+from strongroom.domain.artifacts import Artifact
 from strongroom.domain.audit import AuditEvent, Change, Outcome
 from strongroom.domain.backups import Backup, BackupKind
 from strongroom.domain.billing import BillingState
@@ -152,6 +153,7 @@ _ADDERS: dict[type, Callable[[Any, Any], None]] = {
     Membership: lambda uow, record: uow.memberships.add(record),
     Backup: lambda uow, record: uow.backups.add(record),
     Run: lambda uow, record: uow.runs.add(record),
+    Artifact: lambda uow, record: uow.artifacts.add(record),
     Session: lambda uow, record: uow.sessions.add(record),
     AuditEvent: lambda uow, record: uow.audit.add(record),
     Account: lambda uow, record: uow.accounts.add(record),

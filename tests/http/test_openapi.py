@@ -47,6 +47,7 @@ CREATING = {
     ("POST", "/v1/workspaces"),
     ("POST", "/v1/workspaces/{wid}/backups"),
     ("POST", "/v1/runs"),
+    ("POST", "/v1/runs/{run_id}/upload-url"),
     ("POST", "/v1/auth/sessions"),
     ("POST", "/v1/auth/switch"),
     ("POST", "/idp/signup"),
@@ -510,6 +511,8 @@ class TestRequestBodies:
             ("POST", "/v1/backups/{bid}/pause"),
             ("POST", "/v1/backups/{bid}/resume"),
             ("POST", "/v1/backups/{bid}/trigger"),
+            ("POST", "/v1/runs/{run_id}/confirm"),
+            ("POST", "/v1/artifacts/{aid}/download-url"),
         }
 
     def test_lists_take_pagination_parameters(self, document: Json) -> None:

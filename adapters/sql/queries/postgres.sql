@@ -51,3 +51,10 @@ SELECT id, workspace_id, backup_id, state, trigger, worker_id, created_at, start
 FROM runs
 WHERE workspace_id = :workspace_id AND id = :id
 FOR NO KEY UPDATE
+
+-- name: artifact_get_for_update
+SELECT id, workspace_id, backup_id, run_id, name, size, sha256, state, storage, object_key,
+       upload_id, created_at, expires_at, locked_until
+FROM artifacts
+WHERE workspace_id = :workspace_id AND id = :id
+FOR NO KEY UPDATE
