@@ -70,7 +70,26 @@ def open_database(settings: Settings, *, migrate: bool | None = None) -> Iterato
 
 
 def open_storage(settings: Settings, secret_key: str) -> ObjectStorage:
-    """The configured object storage: local disk under ``<data dir>/objects``."""
+    """The configured object storage: local disk under ``<data dir>/objects`` unless
+    ``STRONGROOM_S3_ENDPOINT`` names an S3 store."""
+    if settings.s3_endpoint:
+        # minio is an optional extra (strongroom[s3]): imported only when configured.
+        from strongroom.adapters.storage.s3 import S3Storage  # noqa: PLC0415
+
+        if not (settings.s3_access_key and settings.s3_secret_key and settings.s3_bucket):
+            raise ValueError(
+                "STRONGROOM_S3_ENDPOINT needs STRONGROOM_S3_ACCESS_KEY, "
+                "STRONGROOM_S3_SECRET_KEY and STRONGROOM_S3_BUCKET"
+            )
+        storage = S3Storage(
+            settings.s3_endpoint,
+            settings.s3_access_key,
+            settings.s3_secret_key,
+            settings.s3_bucket,
+            settings.s3_region,
+        )
+        storage.ensure_bucket()
+        return storage
     return LocalDiskStorage(settings.data_dir / "objects", secret_key.encode())
 
 

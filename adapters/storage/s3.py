@@ -1,0 +1,271 @@
+"""S3 object storage through the minio SDK (SeaweedFS, MinIO, AWS...).
+
+One bucket with Object Lock enabled (hence versioning) holds every workspace, one prefix
+per namespace. ``region`` is always set, so presigning is a local computation: no request
+asks the store for the bucket's region. On confirm the use case sets each object's
+retention in COMPLIANCE mode until ``locked_until``: then nobody, the root credentials of
+the store included, can delete that version or shorten its retention before that time.
+
+Every minio or connection error is turned into a port error here, in ``_translated``:
+``ObjectLockedError`` for the store's refusals of a locked object, ``UpstreamUnavailable``
+for the rest. The multipart calls use minio's underscore methods (create, list parts,
+complete, abort, list uploads): the SDK offers no public API for presigned multipart.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from typing import Any
+from urllib.parse import urlsplit
+from uuid import UUID
+
+import urllib3
+from minio import Minio
+from minio.commonconfig import COMPLIANCE
+from minio.datatypes import Part
+from minio.error import MinioException, S3Error
+from minio.retention import Retention
+
+from strongroom.domain.errors import UpstreamUnavailableError
+from strongroom.ports.storage import (
+    ObjectLockedError,
+    PendingUpload,
+    PresignedRequest,
+    StoredObject,
+    StoredPart,
+)
+
+_LOCK_REFUSALS = {"AccessDenied", "ObjectLocked", "InvalidRequest"}
+_GONE = {"NoSuchKey", "NoSuchUpload", "NoSuchVersion"}
+
+
+@contextlib.contextmanager
+def _translated(what: str) -> Iterator[None]:
+    """Storage failures as port errors."""
+    try:
+        yield
+    except S3Error as error:
+        if error.code in _LOCK_REFUSALS:
+            raise ObjectLockedError(f"storage refused to {what}: {error.code}") from error
+        raise UpstreamUnavailableError(f"object storage failed to {what}") from error
+    except (MinioException, urllib3.exceptions.HTTPError, OSError, ValueError) as error:
+        raise UpstreamUnavailableError(f"object storage failed to {what}") from error
+
+
+class S3Storage:
+    """Objects in one S3 bucket with Object Lock; see the module documentation."""
+
+    def __init__(
+        self,
+        endpoint: str,
+        access_key: str,
+        secret_key: str,
+        bucket: str,
+        region: str = "us-east-1",
+        *,
+        timeout: float = 30.0,
+    ) -> None:
+        parts = urlsplit(endpoint if "://" in endpoint else f"https://{endpoint}")
+        self.bucket = bucket
+        http = urllib3.PoolManager(
+            timeout=urllib3.Timeout(connect=5.0, read=timeout),
+            retries=urllib3.Retry(total=2, backoff_factor=0.2, status_forcelist=[502, 503, 504]),
+            maxsize=32,
+        )
+        self.client = Minio(
+            parts.netloc,
+            access_key=access_key,
+            secret_key=secret_key,
+            secure=parts.scheme == "https",
+            region=region,
+            http_client=http,
+        )
+
+    # ----------------------------------------------------------------------------------
+    # Bucket and namespaces
+
+    def ensure_bucket(self) -> None:
+        """Create the bucket with Object Lock when it does not exist."""
+        with _translated("create the bucket"):
+            if not self.client.bucket_exists(self.bucket):
+                self.client.make_bucket(self.bucket, object_lock=True)
+
+    def provision_namespace(self, workspace_id: UUID) -> str:
+        """A prefix per workspace; nothing to create in S3."""
+        return f"ws-{workspace_id.hex}"
+
+    def remove_namespace(self, namespace: str) -> None:
+        """Remove every object version below the namespace's prefix."""
+        self.delete_prefix(namespace)
+
+    def ping(self) -> None:
+        """The bucket must answer."""
+        with _translated("answer"):
+            if not self.client.bucket_exists(self.bucket):
+                raise UpstreamUnavailableError(f"bucket {self.bucket} does not exist")
+
+    # ----------------------------------------------------------------------------------
+    # Presigning (no network: the region is set)
+
+    def _presign(
+        self,
+        method: str,
+        key: str,
+        expires_at: datetime,
+        query: dict[str, str | list[str] | tuple[str]] | None = None,
+    ) -> str:
+        expires = max(timedelta(seconds=1), expires_at - datetime.now(UTC))
+        with _translated("presign"):
+            url: str = self.client.get_presigned_url(
+                method, self.bucket, key, expires=expires, extra_query_params=query
+            )
+        return url
+
+    def presign_put(
+        self, key: str, size: int, sha256: str, expires_at: datetime
+    ) -> PresignedRequest:
+        """A presigned PUT (S3 checks the size at confirm time, through ``stat``)."""
+        return PresignedRequest("PUT", self._presign("PUT", key, expires_at))
+
+    def presign_part(
+        self, key: str, upload_id: str, number: int, size: int, expires_at: datetime
+    ) -> PresignedRequest:
+        """A presigned UploadPart."""
+        query: dict[str, str | list[str] | tuple[str]] = {
+            "uploadId": upload_id,
+            "partNumber": str(number),
+        }
+        return PresignedRequest("PUT", self._presign("PUT", key, expires_at, query))
+
+    def presign_get(self, key: str, expires_at: datetime) -> PresignedRequest:
+        """A presigned GET."""
+        return PresignedRequest("GET", self._presign("GET", key, expires_at))
+
+    # ----------------------------------------------------------------------------------
+    # Multipart
+
+    def start_multipart(self, key: str) -> str:
+        """CreateMultipartUpload."""
+        with _translated("start a multipart upload"):
+            upload_id: str = self.client._create_multipart_upload(self.bucket, key, {})
+        return upload_id
+
+    def list_parts(self, key: str, upload_id: str) -> list[StoredPart] | None:
+        """ListParts (every page); None when the upload is gone."""
+        found: list[StoredPart] = []
+        marker: str | None = None
+        try:
+            with _translated("list parts"):
+                while True:
+                    result = self.client._list_parts(
+                        self.bucket, key, upload_id, part_number_marker=marker
+                    )
+                    found.extend(
+                        StoredPart(part.part_number, part.size or 0, part.etag)
+                        for part in result.parts
+                    )
+                    if not result.is_truncated:
+                        return found
+                    marker = result.next_part_number_marker
+        except UpstreamUnavailableError as error:
+            cause = error.__cause__
+            if isinstance(cause, S3Error) and cause.code in _GONE:
+                return None
+            raise
+
+    def complete_multipart(self, key: str, upload_id: str, parts: list[StoredPart]) -> None:
+        """CompleteMultipartUpload."""
+        ordered = [Part(p.number, p.etag) for p in sorted(parts, key=lambda p: p.number)]
+        with _translated("complete a multipart upload"):
+            self.client._complete_multipart_upload(self.bucket, key, upload_id, ordered)
+
+    def abort_multipart(self, key: str, upload_id: str) -> None:
+        """AbortMultipartUpload (an upload already gone is fine)."""
+        try:
+            with _translated("abort a multipart upload"):
+                self.client._abort_multipart_upload(self.bucket, key, upload_id)
+        except UpstreamUnavailableError as error:
+            cause = error.__cause__
+            if not (isinstance(cause, S3Error) and cause.code in _GONE):
+                raise
+
+    def pending_uploads(self, older_than: datetime) -> list[PendingUpload]:
+        """ListMultipartUploads, filtered by initiation time."""
+        found: list[PendingUpload] = []
+        key_marker: str | None = None
+        upload_marker: str | None = None
+        with _translated("list multipart uploads"):
+            while True:
+                result = self.client._list_multipart_uploads(
+                    self.bucket, key_marker=key_marker, upload_id_marker=upload_marker
+                )
+                for upload in result.uploads:
+                    initiated = upload.initiated_time
+                    if upload.upload_id and initiated is not None and initiated < older_than:
+                        found.append(PendingUpload(upload.object_name, upload.upload_id, initiated))
+                if not result.is_truncated:
+                    return found
+                key_marker = result.next_key_marker
+                upload_marker = result.next_upload_id_marker
+
+    # ----------------------------------------------------------------------------------
+    # Objects
+
+    def stat(self, key: str) -> StoredObject | None:
+        """HeadObject: the size (S3 cannot tell a whole object's sha256)."""
+        try:
+            with _translated("stat an object"):
+                info = self.client.stat_object(self.bucket, key)
+        except UpstreamUnavailableError as error:
+            cause = error.__cause__
+            if isinstance(cause, S3Error) and cause.code in _GONE | {"NoSuchObject"}:
+                return None
+            raise
+        return StoredObject(int(info.size or 0))
+
+    def lock(self, key: str, until: datetime) -> None:
+        """PutObjectRetention in COMPLIANCE mode on the current version."""
+        with _translated("lock an object"):
+            info = self.client.stat_object(self.bucket, key)
+            self.client.set_object_retention(
+                self.bucket,
+                key,
+                Retention(COMPLIANCE, until.astimezone(UTC)),
+                version_id=info.version_id,
+            )
+
+    def delete(self, key: str) -> None:
+        """Delete every version of the object (the store refuses a locked one)."""
+        for version in self._versions(key, exact=True):
+            with _translated("delete an object"):
+                self.client.remove_object(self.bucket, key, version_id=version)
+
+    def delete_prefix(self, prefix: str) -> None:
+        """Delete every version below ``prefix/``; locked ones stay (then
+        ``ObjectLockedError``)."""
+        locked = 0
+        with _translated("list objects"):
+            listed = list(
+                self.client.list_objects(
+                    self.bucket, prefix=prefix + "/", recursive=True, include_version=True
+                )
+            )
+        for item in listed:
+            try:
+                with _translated("delete an object"):
+                    self.client.remove_object(
+                        self.bucket, str(item.object_name), version_id=item.version_id
+                    )
+            except ObjectLockedError:
+                locked += 1
+        if locked:
+            raise ObjectLockedError(f"{locked} object versions below {prefix} are locked")
+
+    def _versions(self, key: str, *, exact: bool) -> list[str | None]:
+        with _translated("list object versions"):
+            listed: list[Any] = list(
+                self.client.list_objects(self.bucket, prefix=key, include_version=True)
+            )
+        return [item.version_id for item in listed if not exact or item.object_name == key]
