@@ -7,6 +7,8 @@ here (in the app's lifespan) and closed when the block ends.
 
 from __future__ import annotations
 
+import logging
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -21,6 +23,7 @@ from strongroom.ports.storage import ObjectStorage
 from strongroom.ports.usecases import Strongroom
 
 Database = SqliteDatabase | PostgresDatabase
+logger = logging.getLogger(__name__)
 
 
 def database_url(settings: Settings) -> str:
@@ -105,3 +108,45 @@ def open_facade(settings: Settings, *, migrate: bool | None = None) -> Iterator[
             storage=open_storage(settings, secret_key),
             multipart_threshold=settings.multipart_threshold,
         )
+
+
+class RetentionLoop:
+    """Runs the retention job every ``interval`` seconds on a daemon thread until stopped."""
+
+    def __init__(self, facade: Strongroom, interval: float) -> None:
+        self._facade = facade
+        self._interval = interval
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="retention", daemon=True)
+
+    def start(self) -> None:
+        """Begin; the first run comes one interval after the start."""
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Ask the loop to end and wait for a run in progress."""
+        self._stop.set()
+        self._thread.join()
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self._interval):
+            try:
+                self._facade.retention.run()
+            except Exception:
+                logger.exception("the retention job failed; it runs again next interval")
+
+
+@contextmanager
+def open_serving_facade(settings: Settings, *, migrate: bool | None = None) -> Iterator[Strongroom]:
+    """``open_facade`` plus the retention job on an interval (``STRONGROOM_RETENTION_INTERVAL``
+    seconds; 0 turns it off), for ``serve`` and the ASGI factory."""
+    with open_facade(settings, migrate=migrate) as facade:
+        if settings.retention_interval <= 0:
+            yield facade
+            return
+        loop = RetentionLoop(facade, settings.retention_interval)
+        loop.start()
+        try:
+            yield facade
+        finally:
+            loop.stop()

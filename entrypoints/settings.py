@@ -41,6 +41,7 @@ class Settings:
     signup: bool | None = None
     access_log: bool = False
     multipart_threshold: int = DEFAULT_MULTIPART_THRESHOLD
+    retention_interval: float = 3600.0
 
     def __attrs_post_init__(self) -> None:
         if self.environment not in ENVIRONMENTS:
@@ -67,6 +68,7 @@ class Settings:
             "multipart_threshold": int(
                 env.get("STRONGROOM_MULTIPART_THRESHOLD") or DEFAULT_MULTIPART_THRESHOLD
             ),
+            "retention_interval": float(env.get("STRONGROOM_RETENTION_INTERVAL") or 3600),
             "signup": None
             if env.get("STRONGROOM_SIGNUP") is None
             else _flag(env.get("STRONGROOM_SIGNUP"), False),

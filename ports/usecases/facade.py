@@ -8,6 +8,7 @@ from strongroom.ports.usecases.artifacts import Artifacts
 from strongroom.ports.usecases.audit_trail import AuditTrail
 from strongroom.ports.usecases.backups import Backups
 from strongroom.ports.usecases.dependencies import Dependencies
+from strongroom.ports.usecases.retention import Retention
 from strongroom.ports.usecases.runs import Runs
 from strongroom.ports.usecases.sessions import Sessions
 from strongroom.ports.usecases.workspaces import Workspaces
@@ -28,6 +29,7 @@ class Strongroom:
         self.backups = Backups(deps, self.access)
         self.runs = Runs(deps, self.access)
         self.artifacts = Artifacts(deps, self.access)
+        self.retention = Retention(deps, self.artifacts)
         self.audit = AuditTrail(deps, self.access)
 
     @staticmethod

@@ -494,3 +494,60 @@ class TestGates:
         run_id = ada.run(backup_id)
         assert ada.ask_upload(run_id, "b", b"four").status_code == 201
         assert_error(ada.ask_upload(run_id, "c", b"1"), 409, "quota_exceeded", "storage_bytes")
+
+
+class TestRetention(LocalOnly):
+    """The retention job: expired ones go, never the last nor a locked one."""
+
+    def test_expired_artifacts_go_but_never_a_backups_last(
+        self, ada: Tenant, clock: MovableClock
+    ) -> None:
+        """Two expired of one backup: the older goes (audited as system), the last stays."""
+        backup_id = ada.backup(lock_for="P1D", expire="P2D")
+        older = ada.stored(backup_id, "a", b"one")
+        clock.offset = timedelta(hours=1)
+        newer = ada.stored(backup_id, "b", b"two")
+        clock.offset = timedelta(days=3)
+        report = ada.api.facade.retention.run()
+        assert (report.removed, report.kept_last) == (1, 1)
+        assert [a["id"] for a in ada.artifacts()] == [newer]
+        assert [a["id"] for a in ada.artifacts(state="deleted")] == [older]
+        events = ada.client.get(
+            f"/v1/workspaces/{ada.workspace_id}/audit",
+            params={"action": "artifact.delete"},
+            headers=ada.headers,
+        ).json()["data"]
+        assert [(e["actor"], e["target"]["id"]) for e in events] == [
+            ({"type": "system", "id": None}, older)
+        ]
+        assert ada.api.facade.retention.run().removed == 0
+
+    def test_an_object_storage_keeps_locked_stays(
+        self, ada: Tenant, clock: MovableClock, storage: ObjectStorage
+    ) -> None:
+        """If storage still holds a lock, the record stays available."""
+        backup_id = ada.backup(lock_for="PT0S", expire="P1D")
+        first = ada.stored(backup_id, "a", b"one")
+        ada.stored(backup_id, "b", b"two")
+        with ada.api.facade.deps.uow() as uow:
+            artifact = uow.artifacts.get(ada.workspace_id, UUID(first))
+        assert artifact is not None
+        storage.lock(artifact.object_key, datetime.now(UTC) + timedelta(days=30))
+        clock.offset = timedelta(days=2)
+        report = ada.api.facade.retention.run()
+        assert report.kept_locked == 1
+        assert first in [a["id"] for a in ada.artifacts()]
+
+    def test_stale_multipart_uploads_are_aborted(
+        self, ada: Tenant, clock: MovableClock, storage: ObjectStorage
+    ) -> None:
+        """An upload begun more than a day ago is aborted; asking again starts a new one."""
+        data = os.urandom(64 * MIB)
+        run_id = ada.run(ada.backup())
+        plan = ada.ask_upload(run_id, "big", data).json()
+        clock.offset = timedelta(days=2)
+        assert ada.api.facade.retention.run().aborted_uploads == 1
+        again = ada.ask_upload(run_id, "big", data).json()
+        assert again["artifact_id"] == plan["artifact_id"]
+        assert again["upload_id"] != plan["upload_id"]
+        assert again["stored_parts"] == []
