@@ -6,6 +6,7 @@ Nothing here runs at import time; nothing else imports this module.
 from __future__ import annotations
 
 import secrets
+from collections.abc import Mapping
 from functools import partial
 
 from strongroom.adapters.identity.builtin import BuiltinIdentityProvider
@@ -16,6 +17,7 @@ from strongroom.adapters.secrets import FernetSecretBox
 from strongroom.adapters.storage.local import LocalDiskStorage
 from strongroom.adapters.system import SecureIds, SystemClock
 from strongroom.domain.artifacts import DEFAULT_MULTIPART_THRESHOLD
+from strongroom.domain.backups import CustomerS3Destination
 from strongroom.ports.clock import Clock, IdGenerator
 from strongroom.ports.identity import IdentityProvider
 from strongroom.ports.mailer import Mailer
@@ -24,6 +26,7 @@ from strongroom.ports.secrets import SecretBox
 from strongroom.ports.storage import ObjectStorage
 from strongroom.ports.unit_of_work import UnitOfWorkFactory
 from strongroom.ports.usecases import Dependencies, Strongroom
+from strongroom.ports.usecases.dependencies import CustomerStorage
 
 
 def bootstrap(
@@ -40,6 +43,7 @@ def bootstrap(
     signup_enabled: bool = True,
     storage: ObjectStorage | None = None,
     multipart_threshold: int = DEFAULT_MULTIPART_THRESHOLD,
+    customer_storage: CustomerStorage | None = None,
 ) -> Strongroom:
     """Build a ``Strongroom`` facade. Every argument left out gets the in-memory default.
 
@@ -69,6 +73,16 @@ def bootstrap(
         mailer=mailer or OutboxMailer(),
         secrets=secret_box or FernetSecretBox(secret_key),
         storage=storage,
+        customer_storage=customer_storage or _customer_s3,
         multipart_threshold=multipart_threshold,
     )
     return Strongroom(deps)
+
+
+def _customer_s3(
+    destination: CustomerS3Destination, credentials: Mapping[str, str]
+) -> ObjectStorage:
+    """A customer's bucket through the S3 adapter (minio, the ``s3`` extra, loaded on use)."""
+    from strongroom.adapters.storage.s3 import customer_bucket  # noqa: PLC0415
+
+    return customer_bucket(destination, credentials)

@@ -1582,8 +1582,7 @@ def _artifacts() -> list[Operation]:
                 reason("quota_exceeded", "`storage_bytes` would be passed"),
                 reason(
                     "invalid_state",
-                    "the run is finished, or the name is announced with another size or "
-                    "sha256, or the destination is a customer bucket",
+                    "the run is finished, or the name is announced with another size or sha256",
                 ),
                 INTERNAL,
                 STORAGE_UPSTREAM,

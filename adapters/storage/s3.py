@@ -15,7 +15,7 @@ complete, abort, list uploads): the SDK offers no public API for presigned multi
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 from urllib.parse import urlsplit
@@ -28,6 +28,7 @@ from minio.datatypes import Part
 from minio.error import MinioException, S3Error
 from minio.retention import Retention
 
+from strongroom.domain.backups import CustomerS3Destination
 from strongroom.domain.errors import UpstreamUnavailableError
 from strongroom.ports.storage import (
     ObjectLockedError,
@@ -269,3 +270,16 @@ class S3Storage:
                 self.client.list_objects(self.bucket, prefix=key, include_version=True)
             )
         return [item.version_id for item in listed if not exact or item.object_name == key]
+
+
+def customer_bucket(
+    destination: CustomerS3Destination, credentials: Mapping[str, str]
+) -> S3Storage:
+    """The storage of a ``customer_s3`` destination, with its own credentials (no Object
+    Lock is assumed: the bucket is the customer's)."""
+    return S3Storage(
+        destination.endpoint,
+        credentials["access_key_id"],
+        credentials["secret_access_key"],
+        destination.bucket,
+    )

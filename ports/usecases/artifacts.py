@@ -40,7 +40,7 @@ from strongroom.domain.principals import Caller
 from strongroom.domain.quotas import QuotaResource, ensure_room
 from strongroom.domain.runs import Run
 from strongroom.domain.workspaces import Workspace
-from strongroom.ports.storage import ObjectLockedError, PresignedRequest
+from strongroom.ports.storage import ObjectLockedError, ObjectStorage, PresignedRequest
 from strongroom.ports.unit_of_work import UnitOfWork
 from strongroom.ports.usecases.access import Access, Requirement
 from strongroom.ports.usecases.dependencies import Dependencies
@@ -122,9 +122,10 @@ class Artifacts:
                     adding=size,
                 )
             run.ensure_open()
-            _ensure_service_destination(backup)
             if artifact is None:
-                artifact = self._announce(uow, caller, workspace, run, name, size, sha256, now)
+                artifact = self._announce(
+                    uow, caller, workspace, backup, run, (name, size, sha256), now
+                )
             elif (artifact.size, artifact.sha256) != (size, sha256):
                 raise InvalidStateError(
                     f"an artifact named {name!r} with another size or sha256 is already "
@@ -132,26 +133,42 @@ class Artifacts:
                 )
             elif artifact.state is not ArtifactState.PENDING:
                 raise InvalidStateError(f"artifact {name!r} of this run is {artifact.state}")
-            plan = self._plan(uow, artifact, now)
+            plan = self._plan(uow, self._storage_for(artifact, backup), artifact, now)
             uow.commit()
         return plan
+
+    def _storage_for(self, artifact: Artifact, backup: Backup) -> ObjectStorage:
+        """The service's storage, or the customer's bucket the artifact goes to."""
+        if artifact.storage is ArtifactStorage.SERVICE:
+            return self._deps.storage
+        destination = backup.destination
+        sealed = backup.sealed_destination_credentials
+        if not isinstance(destination, CustomerS3Destination) or sealed is None:
+            raise InvalidStateError(
+                "the backup's destination changed: the customer bucket of this artifact is "
+                "no longer configured"
+            )
+        return self._deps.customer_storage(destination, self._deps.secrets.open(sealed))
 
     def _announce(
         self,
         uow: UnitOfWork,
         caller: Caller,
         workspace: Workspace,
+        backup: Backup,
         run: Run,
-        name: str,
-        size: int,
-        sha256: str,
+        announced: tuple[str, int, str],
         now: datetime,
     ) -> Artifact:
+        name, size, sha256 = announced
         artifact_id = self._deps.ids.new_id()
-        key = f"{workspace.storage_namespace}/{run.backup_id}/{run.id}/{artifact_id}"
-        upload_id = None
-        if size >= self._deps.multipart_threshold:
-            upload_id = self._deps.storage.start_multipart(key)
+        tail = f"{run.backup_id}/{run.id}/{artifact_id}"
+        where = ArtifactStorage.SERVICE
+        key = f"{workspace.storage_namespace}/{tail}"
+        if isinstance(backup.destination, CustomerS3Destination):
+            where = ArtifactStorage.CUSTOMER
+            prefix = (backup.destination.prefix or "").strip("/")
+            key = f"{prefix}/{tail}" if prefix else tail
         artifact = Artifact(
             id=artifact_id,
             workspace_id=workspace.id,
@@ -161,11 +178,13 @@ class Artifacts:
             size=size,
             sha256=sha256,
             state=ArtifactState.PENDING,
-            storage=ArtifactStorage.SERVICE,
+            storage=where,
             object_key=key,
             created_at=now,
-            upload_id=upload_id,
         )
+        if size >= self._deps.multipart_threshold:
+            upload_id = self._storage_for(artifact, backup).start_multipart(key)
+            artifact = attrs.evolve(artifact, upload_id=upload_id)
         uow.artifacts.add(artifact)
         record_by_caller(
             self._deps,
@@ -178,8 +197,9 @@ class Artifacts:
         )
         return artifact
 
-    def _plan(self, uow: UnitOfWork, artifact: Artifact, now: datetime) -> UploadPlan:
-        storage = self._deps.storage
+    def _plan(
+        self, uow: UnitOfWork, storage: ObjectStorage, artifact: Artifact, now: datetime
+    ) -> UploadPlan:
         expires_at = now + PRESIGNED_URL_LIFETIME
         if artifact.upload_id is None:
             request = storage.presign_put(
@@ -238,7 +258,8 @@ class Artifacts:
                 raise InvalidStateError("the backup has no retention policy")
             artifacts = uow.artifacts.list_for_run(workspace_id, run_id)
             pending = [a for a in artifacts if a.state is ArtifactState.PENDING]
-            missing = [a.name for a in pending if not self._arrived(a)]
+            stores = {a.id: self._storage_for(a, backup) for a in pending}
+            missing = [a.name for a in pending if not _arrived(stores[a.id], a)]
             if missing:
                 raise ArtifactMissingError(
                     "not in storage, or different from what was announced: "
@@ -246,8 +267,9 @@ class Artifacts:
                 )
             confirmed = [a.confirmed(backup.retention, now) for a in pending]
             for before, after in zip(pending, confirmed, strict=True):
-                self._finish_upload(before)
-                if after.locked_until is not None and after.locked_until > now:
+                _finish_upload(stores[before.id], before)
+                locks = after.locked_until is not None and after.locked_until > now
+                if locks and after.storage is ArtifactStorage.SERVICE:
                     self._lock(after)
                 uow.artifacts.update(after)
             available = [a for a in artifacts if a.state is ArtifactState.AVAILABLE] + confirmed
@@ -267,49 +289,6 @@ class Artifacts:
             )
             uow.commit()
         return finished
-
-    def _arrived(self, artifact: Artifact) -> bool:
-        """Whether storage holds the artifact as announced (all parts of a multipart one)."""
-        storage = self._deps.storage
-        if artifact.upload_id is not None:
-            parts = storage.list_parts(artifact.object_key, artifact.upload_id)
-            if parts is not None:
-                plan = PartPlan.for_size(artifact.size)
-                sizes = {part.number: part.size for part in parts}
-                return all(
-                    sizes.get(number) == plan.part_length(number)
-                    for number in range(1, plan.count + 1)
-                )
-        stored = storage.stat(artifact.object_key)
-        return (
-            stored is not None
-            and stored.size == artifact.size
-            and stored.sha256 in (None, artifact.sha256)
-        )
-
-    def _finish_upload(self, artifact: Artifact) -> None:
-        """Join a multipart upload's parts and check the result's digest."""
-        storage = self._deps.storage
-        if artifact.upload_id is None:
-            return
-        parts = storage.list_parts(artifact.object_key, artifact.upload_id)
-        if parts is not None:
-            plan = PartPlan.for_size(artifact.size)
-            chosen = [p for p in parts if 1 <= p.number <= plan.count]
-            storage.complete_multipart(artifact.object_key, artifact.upload_id, chosen)
-        stored = storage.stat(artifact.object_key)
-        if (
-            stored is None
-            or stored.size != artifact.size
-            or stored.sha256
-            not in (
-                None,
-                artifact.sha256,
-            )
-        ):
-            raise ArtifactMissingError(
-                f"{artifact.name}: the joined parts differ from what was announced"
-            )
 
     def _lock(self, artifact: Artifact) -> None:
         assert artifact.locked_until is not None
@@ -355,7 +334,7 @@ class Artifacts:
             artifact.ensure_deletable(
                 now, uow.artifacts.count_available(workspace_id, artifact.backup_id)
             )
-            self.remove_object(artifact)
+            self.remove_object(artifact, _backup(uow, workspace_id, artifact.backup_id))
             deleted = artifact.deleted()
             uow.artifacts.update(deleted)
             record_by_caller(
@@ -369,11 +348,9 @@ class Artifacts:
             )
             uow.commit()
 
-    def remove_object(self, artifact: Artifact) -> None:
-        """Remove an artifact's bytes from service storage (and its unfinished upload)."""
-        if artifact.storage is not ArtifactStorage.SERVICE:
-            return  # the customer's bucket is the customer's to clean
-        storage = self._deps.storage
+    def remove_object(self, artifact: Artifact, backup: Backup) -> None:
+        """Remove an artifact's bytes (and its unfinished upload) from where they went."""
+        storage = self._storage_for(artifact, backup)
         if artifact.upload_id is not None:
             storage.abort_multipart(artifact.object_key, artifact.upload_id)
         try:
@@ -382,10 +359,38 @@ class Artifacts:
             raise ArtifactLockedError("storage refuses: the object is locked") from error
 
 
-def _ensure_service_destination(backup: Backup) -> None:
-    if isinstance(backup.destination, CustomerS3Destination):
-        raise InvalidStateError(
-            "uploads to a customer_s3 destination are not offered by this server yet"
+def _arrived(storage: ObjectStorage, artifact: Artifact) -> bool:
+    """Whether storage holds the artifact as announced (all parts of a multipart one)."""
+    if artifact.upload_id is not None:
+        parts = storage.list_parts(artifact.object_key, artifact.upload_id)
+        if parts is not None:
+            plan = PartPlan.for_size(artifact.size)
+            sizes = {part.number: part.size for part in parts}
+            return all(
+                sizes.get(number) == plan.part_length(number) for number in range(1, plan.count + 1)
+            )
+    stored = storage.stat(artifact.object_key)
+    return (
+        stored is not None
+        and stored.size == artifact.size
+        and stored.sha256 in (None, artifact.sha256)
+    )
+
+
+def _finish_upload(storage: ObjectStorage, artifact: Artifact) -> None:
+    """Join a multipart upload's parts and check the result's digest."""
+    if artifact.upload_id is None:
+        return
+    parts = storage.list_parts(artifact.object_key, artifact.upload_id)
+    if parts is not None:
+        plan = PartPlan.for_size(artifact.size)
+        chosen = [p for p in parts if 1 <= p.number <= plan.count]
+        storage.complete_multipart(artifact.object_key, artifact.upload_id, chosen)
+    stored = storage.stat(artifact.object_key)
+    digest_differs = stored is not None and stored.sha256 not in (None, artifact.sha256)
+    if stored is None or stored.size != artifact.size or digest_differs:
+        raise ArtifactMissingError(
+            f"{artifact.name}: the joined parts differ from what was announced"
         )
 
 

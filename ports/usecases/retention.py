@@ -81,8 +81,11 @@ class Retention:
                 return "kept_locked"
             if uow.artifacts.count_available(artifact.workspace_id, artifact.backup_id) <= 1:
                 return "kept_last"
+            backup = uow.backups.get(artifact.workspace_id, artifact.backup_id)
+            if backup is None:
+                return "removed"  # its backup went, and the artifact with it
             try:
-                self._artifacts.remove_object(artifact)
+                self._artifacts.remove_object(artifact, backup)
             except ArtifactLockedError:
                 return "kept_locked"
             deleted = artifact.deleted()

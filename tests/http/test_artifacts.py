@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import secrets
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -16,6 +17,7 @@ from uuid import UUID, uuid4
 import attrs
 import httpx2
 import pytest
+from minio import Minio
 
 from strongroom.adapters.storage.local import LocalDiskStorage
 from strongroom.domain.billing import BillingState
@@ -23,7 +25,7 @@ from strongroom.domain.pagination import PageRequest
 from strongroom.domain.quotas import QuotaResource
 from strongroom.ports.storage import ObjectLockedError, ObjectStorage
 from strongroom.ports.usecases import Strongroom
-from support.seaweed import s3_storage
+from support.seaweed import SeaweedServer, s3_storage
 from support.world import Api, bearer, make_client, make_facade
 
 MIB = 1024 * 1024
@@ -551,3 +553,51 @@ class TestRetention(LocalOnly):
         assert again["artifact_id"] == plan["artifact_id"]
         assert again["upload_id"] != plan["upload_id"]
         assert again["stored_parts"] == []
+
+
+class TestCustomerBucket(LocalOnly):
+    """A ``customer_s3`` destination: bytes go to the customer's bucket, never ours."""
+
+    def test_upload_confirm_refuse_download_and_delete(
+        self, ada: Tenant, seaweed: SeaweedServer
+    ) -> None:
+        """Presigned to the customer's bucket with its credentials; recorded as customer;
+        not downloadable (``not_in_our_storage``); not counted; delete removes the object."""
+        bucket = "customer-" + secrets.token_hex(4)
+        root = Minio(
+            seaweed.endpoint.removeprefix("http://"),
+            seaweed.access_key,
+            seaweed.secret_key,
+            secure=False,
+            region="us-east-1",
+        )
+        root.make_bucket(bucket)
+        backup_id = ada.backup(lock_for="PT0S")
+        patched = ada.client.patch(
+            f"/v1/backups/{backup_id}",
+            json={
+                "destination": {
+                    "type": "customer_s3",
+                    "endpoint": seaweed.endpoint,
+                    "bucket": bucket,
+                    "prefix": "vault/",
+                },
+                "destination_credentials": {
+                    "access_key_id": seaweed.access_key,
+                    "secret_access_key": seaweed.secret_key,
+                },
+            },
+            headers=ada.headers,
+        )
+        assert patched.status_code == 200, patched.text
+        first = ada.stored(backup_id, "a", b"customer bytes")
+        ada.stored(backup_id, "b", b"more")
+        listed = {a["id"]: a for a in ada.artifacts()}
+        assert listed[first]["storage"] == "customer"
+        keys = [o.object_name for o in root.list_objects(bucket, prefix="vault/", recursive=True)]
+        assert len(keys) == 2
+        assert_error(ada.download_url(first), 409, "not_in_our_storage")
+        assert ada.usage() == 0
+        assert ada.delete(first).status_code == 204
+        keys = [o.object_name for o in root.list_objects(bucket, prefix="vault/", recursive=True)]
+        assert len(keys) == 1
