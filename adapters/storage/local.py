@@ -19,6 +19,7 @@ removed, overwritten or have its lock shortened, whoever asks.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import hmac
 import json
@@ -30,7 +31,7 @@ import tempfile
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, TypeVar, cast
 from urllib.parse import urlencode
 from uuid import UUID
 
@@ -72,6 +73,22 @@ class Grant:
     sha256: str | None
     upload_id: str | None
     part: int | None
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _disk_errors(method: F) -> F:
+    """The port's error for a disk that fails: ``UpstreamUnavailableError``."""
+
+    @functools.wraps(method)
+    def translated(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(*args, **kwargs)
+        except OSError as error:
+            raise UpstreamUnavailableError("object storage (local disk) failed") from error
+
+    return cast(F, translated)
 
 
 def _now() -> datetime:
@@ -176,6 +193,7 @@ class LocalDiskStorage:
         unlocked ones are removed all the same)."""
         self.delete_prefix(namespace)
 
+    @_disk_errors
     def delete_prefix(self, prefix: str) -> None:
         """Remove every object below ``prefix``, except locked ones (then
         ``ObjectLockedError``)."""
@@ -291,7 +309,7 @@ class LocalDiskStorage:
         fd, name = tempfile.mkstemp(dir=self._tmp())
         return Writer(self, grant, os.fdopen(fd, "wb"), Path(name))
 
-    def _store(self, grant: Grant, path: Path, size: int, digest: str) -> None:
+    def store_received(self, grant: Grant, path: Path, size: int, digest: str) -> None:
         """Move a received body into place (called by ``Writer.finish``)."""
         if grant.upload_id is not None and grant.part is not None:
             upload = self._upload_dir(grant.upload_id)
@@ -316,6 +334,7 @@ class LocalDiskStorage:
     # ----------------------------------------------------------------------------------
     # Multipart
 
+    @_disk_errors
     def start_multipart(self, key: str) -> str:
         """A new upload directory."""
         upload_id = secrets.token_hex(16)
@@ -325,6 +344,7 @@ class LocalDiskStorage:
         )
         return upload_id
 
+    @_disk_errors
     def list_parts(self, key: str, upload_id: str) -> list[StoredPart] | None:
         """The parts whose bytes arrived completely."""
         upload = self._upload_dir(upload_id)
@@ -339,6 +359,7 @@ class LocalDiskStorage:
                 parts.append(StoredPart(number, data["size"], data["etag"]))
         return parts
 
+    @_disk_errors
     def complete_multipart(self, key: str, upload_id: str, parts: list[StoredPart]) -> None:
         """Concatenate the parts into the object, computing its sha256 on the way."""
         upload = self._upload_dir(upload_id)
@@ -360,6 +381,7 @@ class LocalDiskStorage:
         self._write_json(self._meta_path(key), {"size": size, "sha256": digest.hexdigest()})
         shutil.rmtree(upload, ignore_errors=True)
 
+    @_disk_errors
     def abort_multipart(self, key: str, upload_id: str) -> None:
         """Drop the upload directory."""
         upload = self._upload_dir(upload_id)
@@ -367,6 +389,7 @@ class LocalDiskStorage:
         if info is not None and info["key"] == key:
             shutil.rmtree(upload, ignore_errors=True)
 
+    @_disk_errors
     def pending_uploads(self, older_than: datetime) -> list[PendingUpload]:
         """Uploads begun before ``older_than``."""
         found = []
@@ -382,6 +405,7 @@ class LocalDiskStorage:
     # ----------------------------------------------------------------------------------
     # Objects
 
+    @_disk_errors
     def stat(self, key: str) -> StoredObject | None:
         """Size and sha256 (this storage always knows the digest)."""
         meta = self._meta(key)
@@ -389,6 +413,7 @@ class LocalDiskStorage:
             return None
         return StoredObject(meta["size"], meta["sha256"])
 
+    @_disk_errors
     def lock(self, key: str, until: datetime) -> None:
         """Record the lock; a shorter one than already set is refused."""
         meta = self._meta(key)
@@ -399,6 +424,7 @@ class LocalDiskStorage:
             raise ObjectLockedError(f"object {key} is locked until {current.isoformat()}")
         self._write_json(self._meta_path(key), {**meta, "locked_until": until.isoformat()})
 
+    @_disk_errors
     def delete(self, key: str) -> None:
         """Remove the object and its metadata unless it is locked."""
         self._ensure_unlocked(key)
@@ -442,7 +468,9 @@ class Writer:
             self._handle.flush()
             os.fsync(self._handle.fileno())
             self._handle.close()
-            self._storage._store(self._grant, self._path, self._size, self._digest.hexdigest())
+            self._storage.store_received(
+                self._grant, self._path, self._size, self._digest.hexdigest()
+            )
         finally:
             self.abort()
 

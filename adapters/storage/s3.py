@@ -40,6 +40,8 @@ from strongroom.ports.storage import (
 
 _LOCK_REFUSALS = {"AccessDenied", "ObjectLocked", "InvalidRequest"}
 _GONE = {"NoSuchKey", "NoSuchUpload", "NoSuchVersion"}
+# How stores say an object version has no retention (SeaweedFS uses the second).
+_NO_RETENTION = {"NoSuchObjectLockConfiguration", "ObjectLockConfigurationNotFoundError"}
 
 
 @contextlib.contextmanager
@@ -141,8 +143,38 @@ class S3Storage:
         return PresignedRequest("PUT", self._presign("PUT", key, expires_at, query))
 
     def presign_get(self, key: str, expires_at: datetime) -> PresignedRequest:
-        """A presigned GET."""
-        return PresignedRequest("GET", self._presign("GET", key, expires_at))
+        """A presigned GET of the locked version when there is one.
+
+        A still-valid upload URL can add a newer version over a confirmed object (the
+        bucket is versioned); the version that confirm locked is the one to serve.
+        """
+        query: dict[str, str | list[str] | tuple[str]] | None = None
+        locked = self._locked_version(key)
+        if locked is not None:
+            query = {"versionId": locked}
+        return PresignedRequest("GET", self._presign("GET", key, expires_at, query))
+
+    def _locked_version(self, key: str) -> str | None:
+        """The newest version of ``key`` under a retention, if any."""
+        with _translated("list object versions"):
+            listed = [
+                item
+                for item in self.client.list_objects(self.bucket, prefix=key, include_version=True)
+                if item.object_name == key and item.version_id and not item.is_delete_marker
+            ]
+            listed.sort(key=lambda item: item.last_modified or datetime.min.replace(tzinfo=UTC))
+            for item in reversed(listed):
+                try:
+                    retention = self.client.get_object_retention(
+                        self.bucket, key, version_id=item.version_id
+                    )
+                except S3Error as error:
+                    if error.code not in _NO_RETENTION:
+                        raise
+                    retention = None
+                if retention is not None and retention.mode == COMPLIANCE:
+                    return str(item.version_id)
+        return None
 
     # ----------------------------------------------------------------------------------
     # Multipart

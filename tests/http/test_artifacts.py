@@ -20,6 +20,7 @@ import pytest
 from minio import Minio
 
 from strongroom.adapters.storage.local import LocalDiskStorage
+from strongroom.adapters.storage.s3 import S3Storage
 from strongroom.domain.billing import BillingState
 from strongroom.domain.pagination import PageRequest
 from strongroom.domain.quotas import QuotaResource
@@ -361,6 +362,22 @@ class TestPresignedUrls(LocalOnly):
         assert ada.client.get(link).content == data
 
 
+class TestOverwrite:
+    """A confirmed, locked artifact keeps its bytes even if its upload URL is reused."""
+
+    def test_download_serves_the_confirmed_bytes(self, ada: Tenant) -> None:
+        """Local disk refuses the PUT; S3 keeps it as a newer version but downloads are
+        pinned to the locked one."""
+        data = b"original"
+        run_id = ada.run(ada.backup())
+        plan = ada.ask_upload(run_id, "a", data).json()
+        assert ada.transfer("PUT", plan["url"], content=data).status_code == 200
+        assert ada.confirm(run_id).status_code == 200
+        ada.transfer("PUT", plan["url"], content=b"replaced")
+        link = ada.download_url(plan["artifact_id"]).json()["url"]
+        assert ada.transfer("GET", link).content == data
+
+
 class TestMultipart:
     """Artifacts from the threshold up go in parts, and resume."""
 
@@ -601,3 +618,26 @@ class TestCustomerBucket(LocalOnly):
         assert ada.delete(first).status_code == 204
         keys = [o.object_name for o in root.list_objects(bucket, prefix="vault/", recursive=True)]
         assert len(keys) == 1
+
+
+class TestStorageFailure:
+    """Storage that does not answer: 502 ``upstream_unavailable``, nothing half-recorded."""
+
+    @pytest.fixture
+    def storage(self) -> ObjectStorage:
+        return S3Storage("http://127.0.0.1:9", "key", "secret", "bucket")
+
+    @pytest.fixture
+    def data_facade(self, storage: ObjectStorage, clock: MovableClock) -> Strongroom:
+        return make_facade(clock=clock, storage=storage, multipart_threshold=10)
+
+    def test_nothing_is_recorded_when_storage_fails(self, ada: Tenant) -> None:
+        """A multipart start fails: no artifact; a confirm fails: the run stays open."""
+        run_id = ada.run(ada.backup())
+        assert_error(ada.ask_upload(run_id, "big", b"x" * 20), 502, "upstream_unavailable")
+        assert ada.artifacts() == []
+        assert ada.ask_upload(run_id, "small", b"x").status_code == 201
+        assert_error(ada.confirm(run_id), 502, "upstream_unavailable")
+        assert [a["state"] for a in ada.artifacts()] == ["pending"]
+        run = ada.client.get(f"/v1/runs/{run_id}", headers=ada.headers).json()
+        assert run["state"] == "running"
