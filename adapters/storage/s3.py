@@ -2,9 +2,11 @@
 
 One bucket with Object Lock enabled (hence versioning) holds every workspace, one prefix
 per namespace. ``region`` is always set, so presigning is a local computation: no request
-asks the store for the bucket's region. On confirm the use case sets each object's
-retention in COMPLIANCE mode until ``locked_until``: then nobody, the root credentials of
-the store included, can delete that version or shorten its retention before that time.
+asks the store for the bucket's region. URLs are presigned here (Signature V4, path
+style, the day's signing key cached), which is several times cheaper than minio's own.
+On confirm the use case sets each object's retention in COMPLIANCE mode until
+``locked_until``: then nobody, the root credentials of the store included, can delete
+that version or shorten its retention before that time.
 
 Every minio or connection error is turned into a port error here, in ``_translated``:
 ``ObjectLockedError`` for the store's refusals of a locked object, ``UpstreamUnavailable``
@@ -15,10 +17,12 @@ complete, abort, list uploads): the SDK offers no public API for presigned multi
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import hmac
 from collections.abc import Iterator, Mapping
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
 from uuid import UUID
 
 import urllib3
@@ -57,6 +61,65 @@ def _translated(what: str) -> Iterator[None]:
         raise UpstreamUnavailableError(f"object storage failed to {what}") from error
 
 
+class _Presigner:
+    """AWS Signature V4 query presigning, computed locally with the day's signing key
+    cached (what minio's presigner does, without re-deriving the key on every URL)."""
+
+    def __init__(self, base: str, access_key: str, secret_key: str, region: str) -> None:
+        parts = urlsplit(base)
+        self._scheme, self._host = parts.scheme, parts.netloc
+        self._access_key, self._secret_key, self._region = access_key, secret_key, region
+        self._keys: dict[str, bytes] = {}
+
+    def _signing_key(self, day: str) -> bytes:
+        key = self._keys.get(day)
+        if key is None:
+            key = ("AWS4" + self._secret_key).encode()
+            for part in (day, self._region, "s3", "aws4_request"):
+                key = hmac.new(key, part.encode(), hashlib.sha256).digest()
+            self._keys = {day: key}
+        return key
+
+    def url(
+        self,
+        method: str,
+        path: str,
+        expires: int,
+        extra: dict[str, str] | None = None,
+        now: datetime | None = None,
+    ) -> str:
+        """A presigned URL of ``method`` on ``path`` (``/bucket/key``) for ``expires`` s."""
+        moment = now or datetime.now(UTC)
+        stamp = moment.strftime("%Y%m%dT%H%M%SZ")
+        day = stamp[:8]
+        scope = f"{day}/{self._region}/s3/aws4_request"
+        query = {
+            "X-Amz-Algorithm": "AWS4-HMAC-SHA256",
+            "X-Amz-Credential": f"{self._access_key}/{scope}",
+            "X-Amz-Date": stamp,
+            "X-Amz-Expires": str(expires),
+            "X-Amz-SignedHeaders": "host",
+            **(extra or {}),
+        }
+        canonical_query = "&".join(
+            f"{quote(name, safe='-_.~')}={quote(value, safe='-_.~')}"
+            for name, value in sorted(query.items())
+        )
+        canonical_path = quote(path, safe="/-_.~")
+        canonical = (
+            f"{method}\n{canonical_path}\n{canonical_query}\nhost:{self._host}\n\nhost\n"
+            "UNSIGNED-PAYLOAD"
+        )
+        to_sign = (
+            f"AWS4-HMAC-SHA256\n{stamp}\n{scope}\n" + hashlib.sha256(canonical.encode()).hexdigest()
+        )
+        signature = hmac.new(self._signing_key(day), to_sign.encode(), hashlib.sha256).hexdigest()
+        return (
+            f"{self._scheme}://{self._host}{canonical_path}?{canonical_query}"
+            f"&X-Amz-Signature={signature}"
+        )
+
+
 class S3Storage:
     """Objects in one S3 bucket with Object Lock; see the module documentation."""
 
@@ -77,6 +140,8 @@ class S3Storage:
             retries=urllib3.Retry(total=2, backoff_factor=0.2, status_forcelist=[502, 503, 504]),
             maxsize=32,
         )
+        base = f"{'https' if parts.scheme == 'https' else 'http'}://{parts.netloc}"
+        self._presigner = _Presigner(base, access_key, secret_key, region)
         self.client = Minio(
             parts.netloc,
             access_key=access_key,
@@ -113,18 +178,11 @@ class S3Storage:
     # Presigning (no network: the region is set)
 
     def _presign(
-        self,
-        method: str,
-        key: str,
-        expires_at: datetime,
-        query: dict[str, str | list[str] | tuple[str]] | None = None,
+        self, method: str, key: str, expires_at: datetime, query: dict[str, str] | None = None
     ) -> str:
-        expires = max(timedelta(seconds=1), expires_at - datetime.now(UTC))
-        with _translated("presign"):
-            url: str = self.client.get_presigned_url(
-                method, self.bucket, key, expires=expires, extra_query_params=query
-            )
-        return url
+        seconds = int((expires_at - datetime.now(UTC)).total_seconds())
+        expires = min(max(1, seconds), 7 * 24 * 3600)
+        return self._presigner.url(method, f"/{self.bucket}/{key}", expires, query)
 
     def presign_put(
         self, key: str, size: int, sha256: str, expires_at: datetime
@@ -136,10 +194,7 @@ class S3Storage:
         self, key: str, upload_id: str, number: int, size: int, expires_at: datetime
     ) -> PresignedRequest:
         """A presigned UploadPart."""
-        query: dict[str, str | list[str] | tuple[str]] = {
-            "uploadId": upload_id,
-            "partNumber": str(number),
-        }
+        query = {"uploadId": upload_id, "partNumber": str(number)}
         return PresignedRequest("PUT", self._presign("PUT", key, expires_at, query))
 
     def presign_get(self, key: str, expires_at: datetime) -> PresignedRequest:
@@ -148,7 +203,7 @@ class S3Storage:
         A still-valid upload URL can add a newer version over a confirmed object (the
         bucket is versioned); the version that confirm locked is the one to serve.
         """
-        query: dict[str, str | list[str] | tuple[str]] | None = None
+        query: dict[str, str] | None = None
         locked = self._locked_version(key)
         if locked is not None:
             query = {"versionId": locked}
