@@ -7,6 +7,9 @@ from __future__ import annotations
 import hashlib
 import os
 import secrets
+import socket
+import threading
+import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -17,8 +20,10 @@ from uuid import UUID, uuid4
 import attrs
 import httpx2
 import pytest
+import uvicorn
 from minio import Minio
 
+from strongroom.adapters.http.app import app_for
 from strongroom.adapters.storage.local import LocalDiskStorage
 from strongroom.adapters.storage.s3 import S3Storage
 from strongroom.domain.billing import BillingState
@@ -641,3 +646,40 @@ class TestStorageFailure:
         assert [a["state"] for a in ada.artifacts()] == ["pending"]
         run = ada.client.get(f"/v1/runs/{run_id}", headers=ada.headers).json()
         assert run["state"] == "running"
+
+
+class TestOverARealSocket(LocalOnly):
+    """The local-disk flow with an ordinary HTTP client against uvicorn on loopback."""
+
+    def test_round_trip_through_uvicorn(self, data_facade: Strongroom, tmp_path: Path) -> None:
+        """Sign-in set-up in process; every byte moves over a real connection."""
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+        server = uvicorn.Server(
+            uvicorn.Config(app_for(data_facade), host="127.0.0.1", port=port, log_level="warning")
+        )
+        thread = threading.Thread(target=server.run, daemon=True)
+        thread.start()
+        try:
+            deadline = time.monotonic() + 10
+            while not server.started and time.monotonic() < deadline:
+                time.sleep(0.02)
+            base = f"http://127.0.0.1:{port}"
+            with httpx2.Client(base_url=base, timeout=30) as client:
+                api = Api(data_facade, client)  # type: ignore[arg-type]
+                token, workspace_id = api.workspace_admin("ada@example.com")
+                ada = Tenant(api, token, workspace_id)
+                data = os.urandom(2 * MIB + 3)
+                run_id = ada.run(ada.backup())
+                plan = ada.ask_upload(run_id, "db.dump", data).json()
+                assert plan["url"].startswith(base + "/storage/")
+                assert httpx2.put(plan["url"], content=data).status_code == 200
+                assert ada.confirm(run_id).status_code == 200
+                link = ada.download_url(plan["artifact_id"]).json()["url"]
+                got = httpx2.get(link)
+                assert got.status_code == 200
+                assert sha(got.content) == sha(data)
+        finally:
+            server.should_exit = True
+            thread.join(10)
