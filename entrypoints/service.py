@@ -7,18 +7,20 @@ here (in the app's lifespan) and closed when the block ends.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from strongroom.adapters.sql.postgres import PostgresDatabase
 from strongroom.adapters.sql.sqlite import SqliteDatabase
 from strongroom.entrypoints.bootstrap import bootstrap
 from strongroom.entrypoints.settings import Settings
 from strongroom.ports.usecases import Strongroom
 
-Database = SqliteDatabase | PostgresDatabase
+if TYPE_CHECKING:
+    from strongroom.adapters.sql.postgres import PostgresDatabase
 
 
 def database_url(settings: Settings) -> str:
@@ -42,8 +44,22 @@ def describe_storage(settings: Settings) -> str:
     return f"in PostgreSQL at {parts.hostname or 'localhost'}:{parts.port or 5432}{parts.path}"
 
 
+def _postgres_adapter() -> type[PostgresDatabase]:
+    """The PostgreSQL adapter, imported only when configured (it is an optional extra)."""
+    try:
+        module = importlib.import_module("strongroom.adapters.sql.postgres")
+    except ModuleNotFoundError as error:
+        raise SystemExit(
+            "strongroom: PostgreSQL support is not installed: pip install 'strongroom[postgres]'"
+        ) from error
+    database: type[PostgresDatabase] = module.PostgresDatabase
+    return database
+
+
 @contextmanager
-def open_database(settings: Settings, *, migrate: bool | None = None) -> Iterator[Database]:
+def open_database(
+    settings: Settings, *, migrate: bool | None = None
+) -> Iterator[SqliteDatabase | PostgresDatabase]:
     """The configured database, open for the block, migrated when ``migrate`` says so.
 
     ``None`` is the default policy: SQLite is migrated (zero set-up), PostgreSQL is not
@@ -61,7 +77,7 @@ def open_database(settings: Settings, *, migrate: bool | None = None) -> Iterato
         return
     if not url.startswith(("postgresql://", "postgres://")):
         raise ValueError("STRONGROOM_DATABASE_URL must start with postgresql:// or sqlite:///")
-    with PostgresDatabase.from_url(url) as postgres:
+    with _postgres_adapter().from_url(url) as postgres:
         if migrate:
             postgres.migrate()
         yield postgres
