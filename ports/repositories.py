@@ -17,6 +17,7 @@ import attrs
 from strongroom.domain.accounts import Account, DeviceGrant
 from strongroom.domain.audit import AuditEvent
 from strongroom.domain.backups import Backup
+from strongroom.domain.machines import ApiKey, Worker
 from strongroom.domain.pagination import Page, PageRequest
 from strongroom.domain.permissions import Role
 from strongroom.domain.principals import Session
@@ -144,8 +145,11 @@ class BackupRepository(Protocol):
         """Delete a backup."""
         ...
 
-    def list(self, workspace_id: UUID, page: PageRequest) -> Page[Backup]:
-        """A workspace's backups, newest first."""
+    def list(
+        self, workspace_id: UUID, page: PageRequest, worker_id: UUID | None = None
+    ) -> Page[Backup]:
+        """A workspace's backups, newest first; with ``worker_id``, only those assigned to
+        that worker."""
         ...
 
     def count(self, workspace_id: UUID) -> int:
@@ -156,8 +160,72 @@ class BackupRepository(Protocol):
 class WorkerRepository(Protocol):
     """Machine executors of local backups."""
 
+    def add(self, worker: Worker) -> None:
+        """Store a new worker."""
+        ...
+
     def exists(self, workspace_id: UUID, worker_id: UUID) -> bool:
         """Whether this workspace has this worker."""
+        ...
+
+    def get(self, workspace_id: UUID, worker_id: UUID) -> Worker | None:
+        """A worker of this workspace."""
+        ...
+
+    def find(self, token_hash: str) -> Worker | None:
+        """The worker whose current credential has this hash."""
+        ...
+
+    def update(self, worker: Worker) -> None:
+        """Store a changed worker (a rotated credential)."""
+        ...
+
+    def touch(self, worker_id: UUID, at: datetime, stale_before: datetime) -> None:
+        """Set ``last_seen_at`` to ``at`` unless it is already at or after ``stale_before``."""
+        ...
+
+    def remove(self, workspace_id: UUID, worker_id: UUID) -> None:
+        """Delete a worker of this workspace (nothing happens when there is none)."""
+        ...
+
+    def list(self, workspace_id: UUID, page: PageRequest) -> Page[Worker]:
+        """A workspace's workers, newest first."""
+        ...
+
+    def count(self, workspace_id: UUID) -> int:
+        """How many workers a workspace has."""
+        ...
+
+
+class ApiKeyRepository(Protocol):
+    """API keys, always looked up inside one workspace (or by their token's hash)."""
+
+    def add(self, key: ApiKey) -> None:
+        """Store a new key."""
+        ...
+
+    def get(self, workspace_id: UUID, key_id: UUID) -> ApiKey | None:
+        """A key of this workspace."""
+        ...
+
+    def find(self, token_hash: str) -> ApiKey | None:
+        """The key whose token has this hash."""
+        ...
+
+    def touch(self, key_id: UUID, at: datetime, stale_before: datetime) -> None:
+        """Set ``last_used_at`` to ``at`` unless it is already at or after ``stale_before``."""
+        ...
+
+    def remove(self, workspace_id: UUID, key_id: UUID) -> None:
+        """Delete a key of this workspace (nothing happens when there is none)."""
+        ...
+
+    def list(self, workspace_id: UUID, page: PageRequest) -> Page[ApiKey]:
+        """A workspace's keys, newest first."""
+        ...
+
+    def count(self, workspace_id: UUID) -> int:
+        """How many keys a workspace has."""
         ...
 
 

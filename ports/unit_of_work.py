@@ -8,6 +8,7 @@ from typing import Protocol, Self
 
 from strongroom.ports.repositories import (
     AccountRepository,
+    ApiKeyRepository,
     AuditRepository,
     BackupRepository,
     DeviceGrantRepository,
@@ -33,6 +34,7 @@ class UnitOfWork(Protocol):
     sessions: SessionRepository
     backups: BackupRepository
     workers: WorkerRepository
+    api_keys: ApiKeyRepository
     roles: RoleRepository
     audit: AuditRepository
     idempotency: IdempotencyRepository

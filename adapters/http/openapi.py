@@ -249,6 +249,70 @@ def _schemas() -> dict[str, Json]:
             }
         ),
         "WorkspaceCreate": obj({"name": ref("Name")}, closed=True),
+        "ApiKeyCreate": obj(
+            {
+                "name": ref("Name"),
+                "permissions": {
+                    "type": "array",
+                    "items": ref("PermissionSlug"),
+                    "description": "A subset of the caller's own permissions (more: 403); "
+                    "slugs outside the catalog: 422 `validation_failed`.",
+                },
+                "expires_at": described(
+                    TIMESTAMP, "Optional; after it the key answers 401. Must be in the future."
+                ),
+            },
+            required=["name", "permissions"],
+            closed=True,
+        ),
+        "ApiKey": obj(
+            {
+                "id": UUID_SCHEMA,
+                "name": string(),
+                "permissions": {"type": "array", "items": ref("PermissionSlug")},
+                "created_at": TIMESTAMP,
+                "expires_at": nullable(TIMESTAMP),
+                "last_used_at": nullable(described(TIMESTAMP, "Recorded at most once a minute.")),
+            },
+            description="An API key; its token is never shown again after creation.",
+        ),
+        "ApiKeyWithToken": obj(
+            {
+                "id": UUID_SCHEMA,
+                "name": string(),
+                "permissions": {"type": "array", "items": ref("PermissionSlug")},
+                "token": string("The key's bearer token (`bkk_...`), shown only here."),
+                "created_at": TIMESTAMP,
+                "expires_at": nullable(TIMESTAMP),
+                "last_used_at": {"type": "null"},
+            },
+            description="A new API key with its token.",
+        ),
+        "ApiKeyList": _list_of("ApiKey"),
+        "WorkerCreate": obj({"name": ref("Name")}, closed=True),
+        "Worker": obj(
+            {
+                "id": UUID_SCHEMA,
+                "name": string(),
+                "created_at": TIMESTAMP,
+                "last_seen_at": nullable(described(TIMESTAMP, "Recorded at most once a minute.")),
+            },
+            description="A worker; its token is never shown again.",
+        ),
+        "WorkerWithToken": obj(
+            {
+                "id": UUID_SCHEMA,
+                "name": string(),
+                "token": string(
+                    "The worker's bearer token (`bkw_...`), shown only here; a rotation "
+                    "ends the previous one at once."
+                ),
+                "created_at": TIMESTAMP,
+                "last_seen_at": nullable(TIMESTAMP),
+            },
+            description="A worker with its new token.",
+        ),
+        "WorkerList": _list_of("Worker"),
         "WorkspaceUpdate": obj({"name": ref("Name")}, closed=True),
         "Workspace": obj(
             {
@@ -621,6 +685,7 @@ def _parameters() -> dict[str, Json]:
         },
         "wid": _path_id("wid", "The workspace id; it must be the credential's workspace."),
         "bid": _path_id("bid", "The backup id."),
+        "id": _path_id("id", "The object's id."),
     }
 
 
@@ -1309,6 +1374,192 @@ def _backups() -> list[Operation]:
     ]
 
 
+def _machines() -> list[Operation]:
+    one_id = _param("id")
+    scoped = merge(UNAUTHENTICATED, NO_WORKSPACE)
+    key_read, key_write = (Permission.API_KEYS_READ,), (Permission.API_KEYS_WRITE,)
+    worker_read, worker_write = (Permission.WORKERS_READ,), (Permission.WORKERS_WRITE,)
+    key_missing = reason("not_found", "no such API key in the caller's workspace")
+    worker_missing = reason("not_found", "no such worker in the caller's workspace")
+    name = reason("invalid_request", f"`name` is empty or longer than {MAX_NAME_LENGTH}")
+    return [
+        Operation(
+            "POST",
+            "/v1/api-keys",
+            "createApiKey",
+            "API keys",
+            "Create an API key",
+            "A machine credential of the caller's workspace with a fixed set of permissions, "
+            "each of which the caller must hold itself. Needs `api_keys:write`. The token "
+            "appears only in this response.",
+            Success(201, "The new key with its token.", _json("ApiKeyWithToken")),
+            merge(
+                scoped,
+                permission(*key_write),
+                reason("forbidden", "a requested permission is not the caller's own"),
+                JSON_BODY,
+                name,
+                reason("invalid_request", "`expires_at` is not an RFC 3339 timestamp"),
+                IDEMPOTENT,
+                reason(
+                    "validation_failed",
+                    "a permission outside the catalog, or `expires_at` not in the future",
+                ),
+                BILLING,
+                reason("quota_exceeded", "`api_keys_per_workspace` is reached"),
+                INTERNAL,
+                UPSTREAM,
+            ),
+            permissions=key_write,
+            parameters=(_param("Idempotency-Key"),),
+            body=Body(ref("ApiKeyCreate")),
+        ),
+        Operation(
+            "GET",
+            "/v1/api-keys",
+            "listApiKeys",
+            "API keys",
+            "List API keys",
+            "The workspace's API keys, newest first, without tokens. Needs `api_keys:read`.",
+            Success(200, "One page of keys.", _json("ApiKeyList")),
+            merge(scoped, permission(*key_read), PAGE, INTERNAL, UPSTREAM),
+            permissions=key_read,
+            parameters=(_param("limit"), _param("cursor")),
+        ),
+        Operation(
+            "GET",
+            "/v1/api-keys/{id}",
+            "getApiKey",
+            "API keys",
+            "Read an API key",
+            "One API key of the caller's workspace. Needs `api_keys:read`.",
+            Success(200, "The key.", _json("ApiKey")),
+            merge(scoped, path_id("id"), permission(*key_read), key_missing, INTERNAL, UPSTREAM),
+            permissions=key_read,
+            parameters=(one_id,),
+        ),
+        Operation(
+            "DELETE",
+            "/v1/api-keys/{id}",
+            "deleteApiKey",
+            "API keys",
+            "Revoke an API key",
+            "Deletes the key; it answers 401 from the next request on. Needs `api_keys:write`.",
+            Success(204, "Revoked."),
+            merge(
+                scoped,
+                path_id("id"),
+                permission(*key_write),
+                OPTIONAL_BODY,
+                key_missing,
+                BILLING,
+                INTERNAL,
+                UPSTREAM,
+            ),
+            permissions=key_write,
+            parameters=(one_id,),
+        ),
+        Operation(
+            "POST",
+            "/v1/workers",
+            "createWorker",
+            "Workers",
+            "Register a worker",
+            "A machine executor of local backups in the caller's workspace. Its credential "
+            "holds exactly `backups:read`, `runs:read`, `artifacts:upload` and "
+            "`artifacts:confirm`, limited to the backups assigned to it. Needs "
+            "`workers:write`. The token appears only in this response.",
+            Success(201, "The new worker with its token.", _json("WorkerWithToken")),
+            merge(
+                scoped,
+                permission(*worker_write),
+                JSON_BODY,
+                name,
+                IDEMPOTENT,
+                BILLING,
+                reason("quota_exceeded", "`workers_per_workspace` is reached"),
+                INTERNAL,
+                UPSTREAM,
+            ),
+            permissions=worker_write,
+            parameters=(_param("Idempotency-Key"),),
+            body=Body(ref("WorkerCreate")),
+        ),
+        Operation(
+            "GET",
+            "/v1/workers",
+            "listWorkers",
+            "Workers",
+            "List workers",
+            "The workspace's workers, newest first. Needs `workers:read`.",
+            Success(200, "One page of workers.", _json("WorkerList")),
+            merge(scoped, permission(*worker_read), PAGE, INTERNAL, UPSTREAM),
+            permissions=worker_read,
+            parameters=(_param("limit"), _param("cursor")),
+        ),
+        Operation(
+            "GET",
+            "/v1/workers/{id}",
+            "getWorker",
+            "Workers",
+            "Read a worker",
+            "One worker of the caller's workspace. Needs `workers:read`.",
+            Success(200, "The worker.", _json("Worker")),
+            merge(
+                scoped, path_id("id"), permission(*worker_read), worker_missing, INTERNAL, UPSTREAM
+            ),
+            permissions=worker_read,
+            parameters=(one_id,),
+        ),
+        Operation(
+            "DELETE",
+            "/v1/workers/{id}",
+            "deleteWorker",
+            "Workers",
+            "Delete a worker",
+            "Deletes the worker; its credential answers 401 from the next request on. Refused "
+            "while backups are assigned to it. Needs `workers:write`.",
+            Success(204, "Deleted."),
+            merge(
+                scoped,
+                path_id("id"),
+                permission(*worker_write),
+                OPTIONAL_BODY,
+                worker_missing,
+                BILLING,
+                reason("invalid_state", "backups are assigned to the worker"),
+                INTERNAL,
+                UPSTREAM,
+            ),
+            permissions=worker_write,
+            parameters=(one_id,),
+        ),
+        Operation(
+            "POST",
+            "/v1/workers/{id}/rotate",
+            "rotateWorker",
+            "Workers",
+            "Rotate a worker's credential",
+            "A new token for the worker; the previous one answers 401 from the next request "
+            "on. Needs `workers:write`.",
+            Success(200, "The worker with its new token.", _json("WorkerWithToken")),
+            merge(
+                scoped,
+                path_id("id"),
+                permission(*worker_write),
+                OPTIONAL_BODY,
+                worker_missing,
+                BILLING,
+                INTERNAL,
+                UPSTREAM,
+            ),
+            permissions=worker_write,
+            parameters=(one_id,),
+            body=Body(ref("EmptyBody"), required=False),
+        ),
+    ]
+
+
 def _idp() -> list[Operation]:
     nested = "Errors use the envelope of `/v1`."
     other_provider = reason(
@@ -1486,7 +1737,7 @@ def _docs() -> list[Operation]:
 
 def operations() -> list[Operation]:
     """Every operation of the API, in the order the reference shows them."""
-    return [*_system(), *_workspaces(), *_backups(), *_idp(), *_docs()]
+    return [*_system(), *_workspaces(), *_backups(), *_machines(), *_idp(), *_docs()]
 
 
 # --------------------------------------------------------------------------------------
@@ -1617,6 +1868,11 @@ def build_document(server_url: str | None = None) -> Json:
                 {"name": "Access", "description": "Signing in, workspaces scopes, who am I."},
                 {"name": "Workspaces", "description": "Tenants, their quotas and audit trail."},
                 {"name": "Backups", "description": "Backup configurations."},
+                {
+                    "name": "API keys",
+                    "description": "Machine credentials of a workspace with fixed permissions.",
+                },
+                {"name": "Workers", "description": "Machine executors of local backups."},
                 {
                     "name": "Identity provider",
                     "description": "The built-in identity provider (outside `/v1`): local "

@@ -21,6 +21,7 @@ TABLES = (
     "sessions",
     "backups",
     "workers",
+    "api_keys",
     "roles",
     "audit",
     "idempotency",

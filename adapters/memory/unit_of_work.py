@@ -20,6 +20,7 @@ class MemoryUnitOfWork:
     sessions: ports.SessionRepository
     backups: ports.BackupRepository
     workers: ports.WorkerRepository
+    api_keys: ports.ApiKeyRepository
     roles: ports.RoleRepository
     audit: ports.AuditRepository
     idempotency: ports.IdempotencyRepository
@@ -40,6 +41,7 @@ class MemoryUnitOfWork:
         self.sessions = repos.MemorySessionRepository(tx)
         self.backups = repos.MemoryBackupRepository(tx)
         self.workers = repos.MemoryWorkerRepository(tx)
+        self.api_keys = repos.MemoryApiKeyRepository(tx)
         self.roles = repos.MemoryRoleRepository(tx)
         self.audit = repos.MemoryAuditRepository(tx)
         self.idempotency = repos.MemoryIdempotencyRepository(tx)

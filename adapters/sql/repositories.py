@@ -24,6 +24,7 @@ from strongroom.adapters.sql.rows import Codec, Params, Row
 from strongroom.domain.accounts import Account, DeviceGrant
 from strongroom.domain.audit import AuditEvent
 from strongroom.domain.backups import Backup
+from strongroom.domain.machines import ApiKey, Worker
 from strongroom.domain.pagination import Page, PageRequest, page_of
 from strongroom.domain.permissions import Role
 from strongroom.domain.principals import Session
@@ -237,13 +238,19 @@ class SqlBackupRepository(_Repository):
         """Delete a backup (nothing happens when there is none)."""
         self._db.execute(Q.BACKUP_DELETE, self._key(workspace_id, backup_id))
 
-    def list(self, workspace_id: UUID, page: PageRequest) -> Page[Backup]:
-        """A workspace's backups, newest first."""
+    def list(
+        self, workspace_id: UUID, page: PageRequest, worker_id: UUID | None = None
+    ) -> Page[Backup]:
+        """A workspace's backups, newest first (only a worker's, with ``worker_id``)."""
         params, after = _page_params(page, self._codec)
         params["workspace_id"] = self._codec.uuid(workspace_id)
-        found = self._db.fetch_all(
-            Q.BACKUP_LIST, params, filters=[Q.FILTER_BACKUP_AFTER] if after else []
-        )
+        filters: list[Q] = []
+        if worker_id is not None:
+            params["worker_id"] = self._codec.uuid(worker_id)
+            filters.append(Q.FILTER_BACKUP_WORKER)
+        if after:
+            filters.append(Q.FILTER_BACKUP_AFTER)
+        found = self._db.fetch_all(Q.BACKUP_LIST, params, filters=filters)
         return page_of([rows.backup_from_row(row, self._codec) for row in found], page)
 
     def count(self, workspace_id: UUID) -> int:
@@ -254,22 +261,114 @@ class SqlBackupRepository(_Repository):
 
 
 class SqlWorkerRepository(_Repository):
-    """Workers."""
+    """Workers; token hashes are unique (``workers_token_hash_unique``)."""
 
-    def add(self, workspace_id: UUID, worker_id: UUID) -> None:
-        """Store a worker of a workspace (not in the port yet: workers have no API so far)."""
-        self._db.execute(
-            Q.WORKER_INSERT,
-            {"id": self._codec.uuid(worker_id), "workspace_id": self._codec.uuid(workspace_id)},
-        )
+    def _key(self, workspace_id: UUID, worker_id: UUID) -> Params:
+        return {"workspace_id": self._codec.uuid(workspace_id), "id": self._codec.uuid(worker_id)}
+
+    def add(self, worker: Worker) -> None:
+        """Store a new worker."""
+        self._db.execute(Q.WORKER_INSERT, rows.worker_params(worker, self._codec))
 
     def exists(self, workspace_id: UUID, worker_id: UUID) -> bool:
         """Whether this workspace has this worker."""
-        row = self._db.fetch_one(
-            Q.WORKER_EXISTS,
-            {"id": self._codec.uuid(worker_id), "workspace_id": self._codec.uuid(workspace_id)},
+        return self._db.fetch_one(Q.WORKER_EXISTS, self._key(workspace_id, worker_id)) is not None
+
+    def get(self, workspace_id: UUID, worker_id: UUID) -> Worker | None:
+        """A worker of this workspace."""
+        row = self._db.fetch_one(Q.WORKER_GET, self._key(workspace_id, worker_id))
+        return None if row is None else rows.worker_from_row(row, self._codec)
+
+    def find(self, token_hash: str) -> Worker | None:
+        """The worker whose current credential has this hash."""
+        row = self._db.fetch_one(Q.WORKER_FIND, {"token_hash": token_hash})
+        return None if row is None else rows.worker_from_row(row, self._codec)
+
+    def update(self, worker: Worker) -> None:
+        """Store a changed worker (its creation time never changes)."""
+        changed = self._db.execute(Q.WORKER_UPDATE, rows.worker_params(worker, self._codec))
+        _require(changed == 1, "update of a missing worker")
+
+    def touch(self, worker_id: UUID, at: datetime, stale_before: datetime) -> None:
+        """Record that the worker was seen, unless it was seen since ``stale_before``."""
+        self._db.execute(
+            Q.WORKER_TOUCH,
+            {
+                "id": self._codec.uuid(worker_id),
+                "at": self._codec.timestamp(at),
+                "stale_before": self._codec.timestamp(stale_before),
+            },
         )
-        return row is not None
+
+    def remove(self, workspace_id: UUID, worker_id: UUID) -> None:
+        """Delete a worker of this workspace."""
+        self._db.execute(Q.WORKER_DELETE, self._key(workspace_id, worker_id))
+
+    def list(self, workspace_id: UUID, page: PageRequest) -> Page[Worker]:
+        """A workspace's workers, newest first."""
+        params, after = _page_params(page, self._codec)
+        params["workspace_id"] = self._codec.uuid(workspace_id)
+        found = self._db.fetch_all(
+            Q.WORKER_LIST, params, filters=[Q.FILTER_WORKER_AFTER] if after else []
+        )
+        return page_of([rows.worker_from_row(row, self._codec) for row in found], page)
+
+    def count(self, workspace_id: UUID) -> int:
+        """How many workers a workspace has."""
+        return _count(
+            self._db.fetch_one(Q.WORKER_COUNT, {"workspace_id": self._codec.uuid(workspace_id)})
+        )
+
+
+class SqlApiKeyRepository(_Repository):
+    """API keys; token hashes are unique (``api_keys_token_hash_unique``)."""
+
+    def _key(self, workspace_id: UUID, key_id: UUID) -> Params:
+        return {"workspace_id": self._codec.uuid(workspace_id), "id": self._codec.uuid(key_id)}
+
+    def add(self, key: ApiKey) -> None:
+        """Store a new key."""
+        self._db.execute(Q.API_KEY_INSERT, rows.api_key_params(key, self._codec))
+
+    def get(self, workspace_id: UUID, key_id: UUID) -> ApiKey | None:
+        """A key of this workspace."""
+        row = self._db.fetch_one(Q.API_KEY_GET, self._key(workspace_id, key_id))
+        return None if row is None else rows.api_key_from_row(row, self._codec)
+
+    def find(self, token_hash: str) -> ApiKey | None:
+        """The key whose token has this hash."""
+        row = self._db.fetch_one(Q.API_KEY_FIND, {"token_hash": token_hash})
+        return None if row is None else rows.api_key_from_row(row, self._codec)
+
+    def touch(self, key_id: UUID, at: datetime, stale_before: datetime) -> None:
+        """Record that the key was used, unless it was used since ``stale_before``."""
+        self._db.execute(
+            Q.API_KEY_TOUCH,
+            {
+                "id": self._codec.uuid(key_id),
+                "at": self._codec.timestamp(at),
+                "stale_before": self._codec.timestamp(stale_before),
+            },
+        )
+
+    def remove(self, workspace_id: UUID, key_id: UUID) -> None:
+        """Delete a key of this workspace."""
+        self._db.execute(Q.API_KEY_DELETE, self._key(workspace_id, key_id))
+
+    def list(self, workspace_id: UUID, page: PageRequest) -> Page[ApiKey]:
+        """A workspace's keys, newest first."""
+        params, after = _page_params(page, self._codec)
+        params["workspace_id"] = self._codec.uuid(workspace_id)
+        found = self._db.fetch_all(
+            Q.API_KEY_LIST, params, filters=[Q.FILTER_API_KEY_AFTER] if after else []
+        )
+        return page_of([rows.api_key_from_row(row, self._codec) for row in found], page)
+
+    def count(self, workspace_id: UUID) -> int:
+        """How many keys a workspace has."""
+        return _count(
+            self._db.fetch_one(Q.API_KEY_COUNT, {"workspace_id": self._codec.uuid(workspace_id)})
+        )
 
 
 class SqlRoleRepository(_Repository):

@@ -61,9 +61,27 @@ CREATE INDEX sessions_by_workspace ON sessions (workspace_id) WHERE workspace_id
 
 CREATE TABLE workers (
     id uuid PRIMARY KEY,
-    workspace_id uuid NOT NULL REFERENCES workspaces (id) ON DELETE CASCADE
+    workspace_id uuid NOT NULL REFERENCES workspaces (id) ON DELETE CASCADE,
+    name text NOT NULL,
+    token_hash text NOT NULL,
+    created_at timestamptz NOT NULL,
+    last_seen_at timestamptz,
+    CONSTRAINT workers_token_hash_unique UNIQUE (token_hash)
 );
-CREATE INDEX workers_by_workspace ON workers (workspace_id);
+CREATE INDEX workers_by_workspace ON workers (workspace_id, created_at DESC, id DESC);
+
+CREATE TABLE api_keys (
+    id uuid PRIMARY KEY,
+    workspace_id uuid NOT NULL REFERENCES workspaces (id) ON DELETE CASCADE,
+    name text NOT NULL,
+    permissions text[] NOT NULL,
+    token_hash text NOT NULL,
+    created_at timestamptz NOT NULL,
+    expires_at timestamptz,
+    last_used_at timestamptz,
+    CONSTRAINT api_keys_token_hash_unique UNIQUE (token_hash)
+);
+CREATE INDEX api_keys_by_workspace ON api_keys (workspace_id, created_at DESC, id DESC);
 
 CREATE TABLE roles (
     workspace_id uuid NOT NULL REFERENCES workspaces (id) ON DELETE CASCADE,

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Protocol, Self
 
 from strongroom.adapters.sql.repositories import (
     SqlAccountRepository,
+    SqlApiKeyRepository,
     SqlAuditRepository,
     SqlBackupRepository,
     SqlDeviceGrantRepository,
@@ -75,6 +76,7 @@ class SqlUnitOfWork:
     sessions: ports.SessionRepository
     backups: ports.BackupRepository
     workers: ports.WorkerRepository
+    api_keys: ports.ApiKeyRepository
     roles: ports.RoleRepository
     audit: ports.AuditRepository
     idempotency: ports.IdempotencyRepository
@@ -99,6 +101,7 @@ class SqlUnitOfWork:
         self.sessions = SqlSessionRepository(tx)
         self.backups = SqlBackupRepository(tx)
         self.workers = SqlWorkerRepository(tx)
+        self.api_keys = SqlApiKeyRepository(tx)
         self.roles = SqlRoleRepository(tx)
         self.audit = SqlAuditRepository(tx)
         self.idempotency = SqlIdempotencyRepository(tx)

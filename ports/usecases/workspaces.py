@@ -198,6 +198,8 @@ class Workspaces:
             workspace = _existing(uow.workspaces.get(workspace_id))
             usage = {
                 QuotaResource.BACKUPS_PER_WORKSPACE: uow.backups.count(workspace_id),
+                QuotaResource.WORKERS_PER_WORKSPACE: uow.workers.count(workspace_id),
+                QuotaResource.API_KEYS_PER_WORKSPACE: uow.api_keys.count(workspace_id),
                 QuotaResource.MEMBERS_PER_WORKSPACE: uow.memberships.count(workspace_id),
             }
         return [

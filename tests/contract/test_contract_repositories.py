@@ -15,12 +15,14 @@ from contract_records import (
     T0,
     Adapter,
     account,
+    api_key,
     at,
     audit_event,
     backup,
     device_grant,
     session,
     user,
+    worker,
     workspace,
 )
 
@@ -120,6 +122,7 @@ class TestWorkspaces:
                 Membership(target.id, ada.id, "admin", T0),
                 backup(target.id, "Nightly"),
                 audit_event(target.id),
+                api_key(target.id),
             ]
         scoped, elsewhere, unscoped = (
             session(ada.id, doomed.id),
@@ -144,6 +147,7 @@ class TestWorkspaces:
             assert uow.memberships.get(doomed.id, ada.id) is None
             assert uow.memberships.count(doomed.id) == 0
             assert uow.backups.count(doomed.id) == 0
+            assert uow.api_keys.count(doomed.id) == 0
             assert uow.audit.list(doomed.id, AuditFilter(), PageRequest()).items == []
             assert uow.sessions.find(scoped.token_hash) is None
             assert not uow.workers.exists(doomed.id, worker)
@@ -152,6 +156,7 @@ class TestWorkspaces:
             assert uow.workspaces.get(kept.id) == kept
             assert uow.memberships.count(kept.id) == 1
             assert uow.backups.count(kept.id) == 1
+            assert uow.api_keys.count(kept.id) == 1
             assert len(uow.audit.list(kept.id, AuditFilter(), PageRequest()).items) == 1
             assert uow.sessions.find(elsewhere.token_hash) is not None
             assert uow.sessions.find(unscoped.token_hash) is not None
@@ -545,6 +550,152 @@ class TestWorkersAndRoles:
             assert uow.roles.get(mine.id, "ops") == role
             assert uow.roles.get(theirs.id, "ops") is None
             assert uow.roles.get(mine.id, "admin") is None
+
+
+class TestMachineCredentials:
+    """Workers and API keys: scoped to their workspace, found by token hash, touched lazily."""
+
+    def test_a_worker_comes_back_equal_and_only_in_its_workspace(self, adapter: Adapter) -> None:
+        """``get`` and ``exists`` are scoped to the workspace; ``find`` uses the hash."""
+        ada = user()
+        mine, theirs = workspace(ada), workspace(ada)
+        stored = worker(mine.id, last_seen_at=at(5))
+        adapter.store(ada, mine, theirs, stored)
+        with adapter.uow() as uow:
+            assert uow.workers.get(mine.id, stored.id) == stored
+            assert uow.workers.get(theirs.id, stored.id) is None
+            assert uow.workers.find(stored.token_hash) == stored
+            assert uow.workers.find("no-such-hash") is None
+            assert not uow.workers.exists(theirs.id, stored.id)
+
+    def test_an_api_key_comes_back_equal_and_only_in_its_workspace(self, adapter: Adapter) -> None:
+        """Permissions, expiry and last use survive the round trip."""
+        ada = user()
+        mine, theirs = workspace(ada), workspace(ada)
+        stored = api_key(
+            mine.id,
+            permissions=frozenset({Permission.AUDIT_READ, Permission.BACKUPS_WRITE}),
+            expires_at=at(3600),
+            last_used_at=at(7),
+        )
+        bare = api_key(mine.id, permissions=frozenset())
+        adapter.store(ada, mine, theirs, stored, bare)
+        with adapter.uow() as uow:
+            assert uow.api_keys.get(mine.id, stored.id) == stored
+            assert uow.api_keys.get(mine.id, bare.id) == bare
+            assert uow.api_keys.get(theirs.id, stored.id) is None
+            assert uow.api_keys.find(stored.token_hash) == stored
+            assert uow.api_keys.find("no-such-hash") is None
+
+    def test_a_credential_needs_its_workspace_and_a_unique_hash(self, adapter: Adapter) -> None:
+        """A missing workspace or a reused token hash is an integrity violation."""
+        ada = user()
+        mine = workspace(ada)
+        first_worker, first_key = worker(mine.id), api_key(mine.id)
+        adapter.store(ada, mine, first_worker, first_key)
+        for record in (
+            worker(uuid4()),
+            api_key(uuid4()),
+            worker(mine.id, token_hash=first_worker.token_hash),
+            api_key(mine.id, token_hash=first_key.token_hash),
+        ):
+            with pytest.raises(IntegrityViolationError):
+                adapter.store(record)
+
+    def test_touch_writes_only_a_stale_time(self, adapter: Adapter) -> None:
+        """A last-use time at or after ``stale_before`` stays; an older or absent one moves."""
+        ada = user()
+        mine = workspace(ada)
+        fresh_worker, fresh_key = worker(mine.id), api_key(mine.id)
+        adapter.store(ada, mine, fresh_worker, fresh_key)
+        with adapter.uow() as uow:
+            uow.workers.touch(fresh_worker.id, at(10), stale_before=at(0))
+            uow.api_keys.touch(fresh_key.id, at(10), stale_before=at(0))
+            uow.workers.touch(uuid4(), at(10), stale_before=at(0))  # nothing to touch
+            uow.commit()
+        with adapter.uow() as uow:
+            uow.workers.touch(fresh_worker.id, at(20), stale_before=at(10))
+            uow.api_keys.touch(fresh_key.id, at(20), stale_before=at(10))
+            uow.commit()
+        with adapter.uow() as uow:
+            worker_seen = uow.workers.get(mine.id, fresh_worker.id)
+            key_used = uow.api_keys.get(mine.id, fresh_key.id)
+            assert worker_seen is not None
+            assert worker_seen.last_seen_at == at(10)
+            assert key_used is not None
+            assert key_used.last_used_at == at(10)
+            uow.workers.touch(fresh_worker.id, at(80), stale_before=at(20))
+            uow.api_keys.touch(fresh_key.id, at(80), stale_before=at(20))
+            uow.commit()
+        with adapter.uow() as uow:
+            worker_seen = uow.workers.get(mine.id, fresh_worker.id)
+            key_used = uow.api_keys.get(mine.id, fresh_key.id)
+            assert worker_seen is not None
+            assert worker_seen.last_seen_at == at(80)
+            assert key_used is not None
+            assert key_used.last_used_at == at(80)
+
+    def test_a_rotation_replaces_the_hash_and_keeps_the_creation_time(
+        self, adapter: Adapter
+    ) -> None:
+        """The old hash finds nothing; a missing worker cannot be updated."""
+        ada = user()
+        mine = workspace(ada)
+        stored = worker(mine.id)
+        adapter.store(ada, mine, stored)
+        rotated = attrs.evolve(stored.rotated("new-hash"), created_at=at(99))
+        with adapter.uow() as uow:
+            uow.workers.update(rotated)
+            with pytest.raises(IntegrityViolationError):
+                uow.workers.update(worker(mine.id))
+            uow.commit()
+        with adapter.uow() as uow:
+            assert uow.workers.find(stored.token_hash) is None
+            assert uow.workers.find("new-hash") == stored.rotated("new-hash")
+
+    def test_removal_lists_and_counts_are_scoped(self, adapter: Adapter) -> None:
+        """Removing in another workspace does nothing; lists are newest first across pages."""
+        ada = user()
+        mine, theirs = workspace(ada), workspace(ada)
+        workers = [worker(mine.id, at(i)) for i in range(3)]
+        keys = [api_key(mine.id, at(i)) for i in range(3)]
+        adapter.store(ada, mine, theirs, *workers, *keys, worker(theirs.id), api_key(theirs.id))
+        with adapter.uow() as uow:
+            uow.workers.remove(theirs.id, workers[0].id)
+            uow.api_keys.remove(theirs.id, keys[0].id)
+            assert uow.workers.count(mine.id) == 3
+            assert uow.api_keys.count(mine.id) == 3
+            uow.workers.remove(mine.id, workers[0].id)
+            uow.api_keys.remove(mine.id, keys[0].id)
+            uow.commit()
+        with adapter.uow() as uow:
+            assert uow.workers.count(mine.id) == 2
+            assert uow.api_keys.count(mine.id) == 2
+            first = uow.workers.list(mine.id, PageRequest(1))
+            assert first.items == [workers[2]]
+            assert first.next_cursor is not None
+            second = uow.workers.list(mine.id, PageRequest(1, first.next_cursor))
+            assert second.items == [workers[1]]
+            assert second.next_cursor is None
+            listed = uow.api_keys.list(mine.id, PageRequest(1))
+            assert listed.items == [keys[2]]
+            assert listed.next_cursor is not None
+            rest = uow.api_keys.list(mine.id, PageRequest(5, listed.next_cursor))
+            assert rest.items == [keys[1]]
+
+    def test_backups_are_listed_per_worker(self, adapter: Adapter) -> None:
+        """``worker_id`` limits a backup list to the backups assigned to that worker."""
+        ada = user()
+        mine = workspace(ada)
+        assigned_to, other = worker(mine.id), worker(mine.id)
+        adapter.store(ada, mine, assigned_to, other)
+        assigned = attrs.evolve(backup(mine.id), worker_id=assigned_to.id)
+        elsewhere = attrs.evolve(backup(mine.id), worker_id=other.id)
+        adapter.store(assigned, elsewhere, backup(mine.id))
+        with adapter.uow() as uow:
+            listed = uow.backups.list(mine.id, PageRequest(), worker_id=assigned_to.id)
+            assert [b.id for b in listed.items] == [assigned.id]
+            assert len(uow.backups.list(mine.id, PageRequest()).items) == 3
 
 
 class TestAudit:

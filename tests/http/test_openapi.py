@@ -46,6 +46,8 @@ UNAUTHENTICATED_V1 = {("GET", "/v1/auth/cli/config")}
 CREATING = {
     ("POST", "/v1/workspaces"),
     ("POST", "/v1/workspaces/{wid}/backups"),
+    ("POST", "/v1/api-keys"),
+    ("POST", "/v1/workers"),
     ("POST", "/v1/auth/sessions"),
     ("POST", "/v1/auth/switch"),
     ("POST", "/idp/signup"),
@@ -501,6 +503,7 @@ class TestRequestBodies:
             ("POST", "/v1/auth/sessions"),
             ("POST", "/v1/backups/{bid}/pause"),
             ("POST", "/v1/backups/{bid}/resume"),
+            ("POST", "/v1/workers/{id}/rotate"),
         }
 
     def test_lists_take_pagination_parameters(self, document: Json) -> None:
@@ -509,6 +512,8 @@ class TestRequestBodies:
             ("GET", "/v1/workspaces"),
             ("GET", "/v1/workspaces/{wid}/backups"),
             ("GET", "/v1/workspaces/{wid}/audit"),
+            ("GET", "/v1/api-keys"),
+            ("GET", "/v1/workers"),
         ):
             operation = operation_of(document, method, path)
             names = {resolve(document, p)["name"] for p in operation["parameters"]}

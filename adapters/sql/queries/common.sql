@@ -139,14 +139,94 @@ LIMIT :limit
 -- name: filter_backup_after
 AND (created_at, id) < (:after_created_at, :after_id)
 
+-- name: filter_backup_worker
+AND worker_id = :worker_id
+
 -- name: backup_count
 SELECT count(*) AS n FROM backups WHERE workspace_id = :workspace_id
 
 -- name: worker_insert
-INSERT INTO workers (id, workspace_id) VALUES (:id, :workspace_id)
+INSERT INTO workers (id, workspace_id, name, token_hash, created_at, last_seen_at)
+VALUES (:id, :workspace_id, :name, :token_hash, :created_at, :last_seen_at)
 
 -- name: worker_exists
 SELECT 1 AS found FROM workers WHERE id = :id AND workspace_id = :workspace_id
+
+-- name: worker_get
+SELECT id, workspace_id, name, token_hash, created_at, last_seen_at
+FROM workers
+WHERE workspace_id = :workspace_id AND id = :id
+
+-- name: worker_find
+SELECT id, workspace_id, name, token_hash, created_at, last_seen_at
+FROM workers
+WHERE token_hash = :token_hash
+
+-- name: worker_update
+-- The creation time never changes.
+UPDATE workers
+SET name = :name, token_hash = :token_hash, last_seen_at = :last_seen_at
+WHERE workspace_id = :workspace_id AND id = :id
+
+-- name: worker_touch
+UPDATE workers
+SET last_seen_at = :at
+WHERE id = :id AND (last_seen_at IS NULL OR last_seen_at < :stale_before)
+
+-- name: worker_delete
+DELETE FROM workers WHERE workspace_id = :workspace_id AND id = :id
+
+-- name: worker_list
+SELECT id, workspace_id, name, token_hash, created_at, last_seen_at
+FROM workers
+WHERE workspace_id = :workspace_id /*filters*/
+ORDER BY created_at DESC, id DESC
+LIMIT :limit
+
+-- name: filter_worker_after
+AND (created_at, id) < (:after_created_at, :after_id)
+
+-- name: worker_count
+SELECT count(*) AS n FROM workers WHERE workspace_id = :workspace_id
+
+-- name: api_key_insert
+INSERT INTO api_keys (
+    id, workspace_id, name, permissions, token_hash, created_at, expires_at, last_used_at
+) VALUES (
+    :id, :workspace_id, :name, :permissions, :token_hash, :created_at, :expires_at,
+    :last_used_at
+)
+
+-- name: api_key_get
+SELECT id, workspace_id, name, permissions, token_hash, created_at, expires_at, last_used_at
+FROM api_keys
+WHERE workspace_id = :workspace_id AND id = :id
+
+-- name: api_key_find
+SELECT id, workspace_id, name, permissions, token_hash, created_at, expires_at, last_used_at
+FROM api_keys
+WHERE token_hash = :token_hash
+
+-- name: api_key_touch
+UPDATE api_keys
+SET last_used_at = :at
+WHERE id = :id AND (last_used_at IS NULL OR last_used_at < :stale_before)
+
+-- name: api_key_delete
+DELETE FROM api_keys WHERE workspace_id = :workspace_id AND id = :id
+
+-- name: api_key_list
+SELECT id, workspace_id, name, permissions, token_hash, created_at, expires_at, last_used_at
+FROM api_keys
+WHERE workspace_id = :workspace_id /*filters*/
+ORDER BY created_at DESC, id DESC
+LIMIT :limit
+
+-- name: filter_api_key_after
+AND (created_at, id) < (:after_created_at, :after_id)
+
+-- name: api_key_count
+SELECT count(*) AS n FROM api_keys WHERE workspace_id = :workspace_id
 
 -- name: role_insert
 INSERT INTO roles (workspace_id, slug, name, permissions)
