@@ -21,9 +21,30 @@ ALLOWED = {
     "entrypoints": {"domain", "ports", "adapters", "entrypoints"},
 }
 IO_LIBRARIES = {
-    "socket", "sqlite3", "psycopg", "psycopg_pool", "minio", "starlette", "uvicorn", "httpx",
-    "requests", "urllib.request", "http", "smtplib", "subprocess", "os", "pathlib", "shutil",
-    "io", "asyncio", "threading", "cattrs", "argon2", "cryptography", "logging", "secrets",
+    "socket",
+    "sqlite3",
+    "psycopg",
+    "psycopg_pool",
+    "minio",
+    "starlette",
+    "uvicorn",
+    "httpx",
+    "requests",
+    "urllib.request",
+    "http",
+    "smtplib",
+    "subprocess",
+    "os",
+    "pathlib",
+    "shutil",
+    "io",
+    "asyncio",
+    "threading",
+    "cattrs",
+    "argon2",
+    "cryptography",
+    "logging",
+    "secrets",
 }
 
 
