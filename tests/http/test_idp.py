@@ -9,7 +9,7 @@ from typing import Any
 from urllib.parse import urlsplit
 from uuid import UUID
 
-import httpx
+import httpx2
 import pytest
 from starlette.testclient import TestClient
 
@@ -72,7 +72,7 @@ def decide(
     email: str = EMAIL,
     password: str = PASSWORD,
     headers: dict[str, str] | None = None,
-) -> httpx.Response:
+) -> httpx2.Response:
     """Post the approval form."""
     return client.post(
         "/idp/device",
@@ -81,7 +81,7 @@ def decide(
     )
 
 
-def poll(client: TestClient, device_code: str, **overrides: str) -> httpx.Response:
+def poll(client: TestClient, device_code: str, **overrides: str) -> httpx2.Response:
     """One token request (``overrides`` replace or add form parameters)."""
     form = {"grant_type": GRANT_TYPE, "device_code": device_code, "client_id": CLIENT_ID}
     return client.post("/idp/token", data={**form, **overrides})
@@ -93,7 +93,7 @@ def raw_post(
     body: str | bytes,
     content_type: str | None = FORM,
     **headers: str,
-) -> httpx.Response:
+) -> httpx2.Response:
     """POST ``body`` verbatim with ``content_type``."""
     sent = dict(headers)
     if content_type is not None:
@@ -101,7 +101,7 @@ def raw_post(
     return client.post(path, content=body, headers=sent)
 
 
-def assert_envelope(response: httpx.Response, status: int, code: str) -> str:
+def assert_envelope(response: httpx2.Response, status: int, code: str) -> str:
     """The API's nested error envelope with ``code``; returns the message."""
     assert response.status_code == status, response.text
     assert response.headers["content-type"].startswith("application/json")
@@ -113,7 +113,7 @@ def assert_envelope(response: httpx.Response, status: int, code: str) -> str:
     return message
 
 
-def assert_oauth_error(response: httpx.Response, error: str) -> str:
+def assert_oauth_error(response: httpx2.Response, error: str) -> str:
     """RFC 6749 section 5.2: 400 with ``{error, error_description}``, never cached."""
     assert response.status_code == 400, response.text
     assert response.headers["cache-control"] == "no-store"
@@ -126,7 +126,7 @@ def assert_oauth_error(response: httpx.Response, error: str) -> str:
     return description
 
 
-def assert_html_page(response: httpx.Response, status: int) -> str:
+def assert_html_page(response: httpx2.Response, status: int) -> str:
     """A self-contained HTML page with the security headers; returns its text."""
     assert response.status_code == status, response.text
     assert response.headers["content-type"] == "text/html; charset=utf-8"
@@ -385,7 +385,7 @@ class TestDevicePage:
     def test_the_form_action_reaches_the_decision_endpoint(self, client: TestClient) -> None:
         """The relative action ``device`` resolves, from the page, to ``/idp/device``."""
         page = client.get("/idp/device")
-        assert httpx.URL(str(page.url)).join("device").path == "/idp/device"
+        assert httpx2.URL(str(page.url)).join("device").path == "/idp/device"
 
     def test_the_code_is_prefilled_from_the_query(self, client: TestClient) -> None:
         """``verification_uri_complete`` opens the page with the code already filled in."""
