@@ -22,7 +22,7 @@ from strongroom.domain.pagination import Page, PageRequest
 from strongroom.domain.permissions import Role
 from strongroom.domain.principals import Session
 from strongroom.domain.users import User
-from strongroom.domain.workspaces import Membership, MemberWorkspace, Workspace
+from strongroom.domain.workspaces import Member, Membership, MemberWorkspace, Workspace
 
 
 class IdempotencyKeyTakenError(Exception):
@@ -74,6 +74,22 @@ class MembershipRepository(Protocol):
 
     def count(self, workspace_id: UUID) -> int:
         """How many members a workspace has."""
+        ...
+
+    def list_members(self, workspace_id: UUID, page: PageRequest) -> Page[Member]:
+        """A workspace's members with their email and name, newest first (by joining time)."""
+        ...
+
+    def update(self, membership: Membership) -> None:
+        """Store a member's new role (the joining time never changes)."""
+        ...
+
+    def remove(self, workspace_id: UUID, user_id: UUID) -> None:
+        """End a membership (nothing happens when there is none)."""
+        ...
+
+    def count_with_role(self, workspace_id: UUID, role: str) -> int:
+        """How many members of a workspace hold ``role``."""
         ...
 
 
@@ -232,8 +248,24 @@ class ApiKeyRepository(Protocol):
 class RoleRepository(Protocol):
     """Custom roles of a workspace (built-in roles are constants of the domain)."""
 
+    def add(self, workspace_id: UUID, role: Role) -> None:
+        """Store a custom role; ``NameTakenError`` if the workspace has that slug."""
+        ...
+
     def get(self, workspace_id: UUID, slug: str) -> Role | None:
         """A custom role by slug."""
+        ...
+
+    def list(self, workspace_id: UUID) -> list[Role]:
+        """Every custom role of a workspace, by slug."""
+        ...
+
+    def update(self, workspace_id: UUID, role: Role) -> None:
+        """Store a changed custom role (same slug)."""
+        ...
+
+    def remove(self, workspace_id: UUID, slug: str) -> None:
+        """Delete a custom role (nothing happens when there is none)."""
         ...
 
 

@@ -16,7 +16,15 @@ from starlette.middleware import Middleware
 
 from strongroom.adapters.http import errors
 from strongroom.adapters.http.request_ids import RequestIdMiddleware
-from strongroom.adapters.http.routes import backups, docs, idp, machines, system, workspaces
+from strongroom.adapters.http.routes import (
+    backups,
+    docs,
+    idp,
+    machines,
+    members,
+    system,
+    workspaces,
+)
 from strongroom.domain.errors import StrongroomError
 from strongroom.ports.usecases import Strongroom
 
@@ -27,6 +35,7 @@ ROUTES = [
     *workspaces.routes,
     *backups.routes,
     *machines.routes,
+    *members.routes,
     *idp.routes,
     *docs.routes,
 ]

@@ -313,6 +313,60 @@ def _schemas() -> dict[str, Json]:
             description="A worker with its new token.",
         ),
         "WorkerList": _list_of("Worker"),
+        "RoleSlug": string(
+            "Lowercase letter, then 1 to 39 lowercase letters, digits or hyphens.",
+            pattern="^[a-z][a-z0-9-]{1,39}$",
+        ),
+        "Member": obj(
+            {
+                "user_id": UUID_SCHEMA,
+                "email": string(format="email"),
+                "name": string(),
+                "role": ref("RoleSlug"),
+                "joined_at": TIMESTAMP,
+            },
+            description="A member of the workspace; `user_id` is the `{id}` of its routes.",
+        ),
+        "MemberList": _list_of("Member"),
+        "MemberUpdate": obj({"role": ref("RoleSlug")}, closed=True),
+        "Role": obj(
+            {
+                "slug": ref("RoleSlug"),
+                "name": string(),
+                "permissions": {"type": "array", "items": ref("PermissionSlug")},
+                "builtin": {
+                    "type": "boolean",
+                    "description": "Built-in roles (`admin`, `member`, `viewer`) are immutable.",
+                },
+            }
+        ),
+        "RoleList": obj(
+            {
+                "data": {"type": "array", "items": ref("Role")},
+                "next_cursor": {"type": "null", "description": "Always null: one page."},
+            },
+            description="Built-in roles, then custom roles by slug.",
+        ),
+        "RoleCreate": obj(
+            {
+                "slug": ref("RoleSlug"),
+                "name": ref("Name"),
+                "permissions": {
+                    "type": "array",
+                    "items": ref("PermissionSlug"),
+                    "description": "A subset of the caller's own permissions (more: 403).",
+                },
+            },
+            closed=True,
+        ),
+        "RoleUpdate": obj(
+            {
+                "name": ref("Name"),
+                "permissions": {"type": "array", "items": ref("PermissionSlug")},
+            },
+            required=[],
+            closed=True,
+        ),
         "WorkspaceUpdate": obj({"name": ref("Name")}, closed=True),
         "Workspace": obj(
             {
@@ -686,6 +740,14 @@ def _parameters() -> dict[str, Json]:
         "wid": _path_id("wid", "The workspace id; it must be the credential's workspace."),
         "bid": _path_id("bid", "The backup id."),
         "id": _path_id("id", "The object's id."),
+        "user_id": _path_id("id", "The member's user id."),
+        "slug": {
+            "name": "slug",
+            "in": "path",
+            "required": True,
+            "description": "The role's slug. Not a well-formed slug: 400.",
+            "schema": ref("RoleSlug"),
+        },
     }
 
 
@@ -1374,6 +1436,188 @@ def _backups() -> list[Operation]:
     ]
 
 
+def _members() -> list[Operation]:
+    wid, uid, slug = _param("wid"), _param("user_id"), _param("slug")
+    scoped = merge(UNAUTHENTICATED, path_id("wid"), NO_WORKSPACE, IN_WORKSPACE)
+    bad_slug = reason("invalid_request", "`slug` in the path is not a well-formed role slug")
+    members_read, members_write = (Permission.MEMBERS_READ,), (Permission.MEMBERS_WRITE,)
+    roles_read, roles_write = (Permission.ROLES_READ,), (Permission.ROLES_WRITE,)
+    no_member = reason("not_found", "no such member of the workspace")
+    no_role = reason("not_found", "no such role in the workspace")
+    above = reason(
+        "forbidden",
+        "the new role, or the member's current role, holds a permission the caller lacks",
+    )
+    builtin = reason("invalid_state", "the role is built-in (`admin`, `member`, `viewer`)")
+    return [
+        Operation(
+            "GET",
+            "/v1/workspaces/{wid}/members",
+            "listMembers",
+            "Members",
+            "List members",
+            "The workspace's members, newest first by joining time. Needs `members:read`.",
+            Success(200, "One page of members.", _json("MemberList")),
+            merge(scoped, permission(*members_read), PAGE, INTERNAL, UPSTREAM),
+            permissions=members_read,
+            parameters=(wid, _param("limit"), _param("cursor")),
+        ),
+        Operation(
+            "PATCH",
+            "/v1/workspaces/{wid}/members/{id}",
+            "updateMember",
+            "Members",
+            "Change a member's role",
+            "Gives the member another role (built-in or custom). Needs `members:write`; the "
+            "caller must hold every permission of the new role and of the member's current "
+            "one. The last admin cannot be demoted.",
+            Success(200, "The member.", _json("Member")),
+            merge(
+                scoped,
+                path_id("id"),
+                permission(*members_write),
+                JSON_BODY,
+                reason("invalid_request", "`role` is not a well-formed role slug"),
+                no_member,
+                reason("validation_failed", "the role does not exist in the workspace"),
+                above,
+                BILLING,
+                reason("last_admin", "the member is the last admin"),
+                INTERNAL,
+                UPSTREAM,
+            ),
+            permissions=members_write,
+            parameters=(wid, uid),
+            body=Body(ref("MemberUpdate")),
+        ),
+        Operation(
+            "DELETE",
+            "/v1/workspaces/{wid}/members/{id}",
+            "deleteMember",
+            "Members",
+            "Remove a member",
+            "Ends the membership; the person's sessions scoped to the workspace stop working. "
+            "Needs `members:write`; the caller must hold every permission of the member's "
+            "role. The last admin cannot be removed.",
+            Success(204, "Removed."),
+            merge(
+                scoped,
+                path_id("id"),
+                permission(*members_write),
+                OPTIONAL_BODY,
+                no_member,
+                above,
+                BILLING,
+                reason("last_admin", "the member is the last admin"),
+                INTERNAL,
+                UPSTREAM,
+            ),
+            permissions=members_write,
+            parameters=(wid, uid),
+        ),
+        Operation(
+            "GET",
+            "/v1/workspaces/{wid}/roles",
+            "listRoles",
+            "Members",
+            "List roles",
+            "Built-in roles, then the workspace's custom roles by slug; always one page. "
+            "Needs `roles:read`.",
+            Success(200, "The roles.", _json("RoleList")),
+            merge(scoped, permission(*roles_read), INTERNAL, UPSTREAM),
+            permissions=roles_read,
+            parameters=(wid,),
+        ),
+        Operation(
+            "POST",
+            "/v1/workspaces/{wid}/roles",
+            "createRole",
+            "Members",
+            "Create a custom role",
+            "A named set of permissions, each of which the caller must hold. Needs `roles:write`.",
+            Success(201, "The new role.", _json("Role")),
+            merge(
+                scoped,
+                permission(*roles_write),
+                reason("forbidden", "a permission of the role is not the caller's own"),
+                JSON_BODY,
+                reason("invalid_request", "`slug` is not a well-formed role slug; bad `name`"),
+                IDEMPOTENT,
+                reason("validation_failed", "a permission outside the catalog"),
+                BILLING,
+                reason("name_taken", "the workspace has a role with this slug (built-in too)"),
+                INTERNAL,
+                UPSTREAM,
+            ),
+            permissions=roles_write,
+            parameters=(wid, _param("Idempotency-Key")),
+            body=Body(ref("RoleCreate")),
+        ),
+        Operation(
+            "GET",
+            "/v1/workspaces/{wid}/roles/{slug}",
+            "getRole",
+            "Members",
+            "Read a role",
+            "One built-in or custom role. Needs `roles:read`.",
+            Success(200, "The role.", _json("Role")),
+            merge(scoped, bad_slug, permission(*roles_read), no_role, INTERNAL, UPSTREAM),
+            permissions=roles_read,
+            parameters=(wid, slug),
+        ),
+        Operation(
+            "PATCH",
+            "/v1/workspaces/{wid}/roles/{slug}",
+            "updateRole",
+            "Members",
+            "Change a custom role",
+            "Rename it or replace its permissions (each of which the caller must hold). "
+            "Members holding it get the new permissions on their next request. Needs "
+            "`roles:write`.",
+            Success(200, "The role.", _json("Role")),
+            merge(
+                scoped,
+                bad_slug,
+                permission(*roles_write),
+                reason("forbidden", "a permission of the role is not the caller's own"),
+                JSON_BODY,
+                no_role,
+                reason("validation_failed", "a permission outside the catalog"),
+                builtin,
+                BILLING,
+                INTERNAL,
+                UPSTREAM,
+            ),
+            permissions=roles_write,
+            parameters=(wid, slug),
+            body=Body(ref("RoleUpdate")),
+        ),
+        Operation(
+            "DELETE",
+            "/v1/workspaces/{wid}/roles/{slug}",
+            "deleteRole",
+            "Members",
+            "Delete a custom role",
+            "Refused while members hold it. Needs `roles:write`.",
+            Success(204, "Deleted."),
+            merge(
+                scoped,
+                bad_slug,
+                permission(*roles_write),
+                OPTIONAL_BODY,
+                no_role,
+                builtin,
+                reason("invalid_state", "members hold the role"),
+                BILLING,
+                INTERNAL,
+                UPSTREAM,
+            ),
+            permissions=roles_write,
+            parameters=(wid, slug),
+        ),
+    ]
+
+
 def _machines() -> list[Operation]:
     one_id = _param("id")
     scoped = merge(UNAUTHENTICATED, NO_WORKSPACE)
@@ -1737,7 +1981,15 @@ def _docs() -> list[Operation]:
 
 def operations() -> list[Operation]:
     """Every operation of the API, in the order the reference shows them."""
-    return [*_system(), *_workspaces(), *_backups(), *_machines(), *_idp(), *_docs()]
+    return [
+        *_system(),
+        *_workspaces(),
+        *_members(),
+        *_backups(),
+        *_machines(),
+        *_idp(),
+        *_docs(),
+    ]
 
 
 # --------------------------------------------------------------------------------------
@@ -1867,6 +2119,7 @@ def build_document(server_url: str | None = None) -> Json:
                 {"name": "System", "description": "Health and readiness (outside `/v1`)."},
                 {"name": "Access", "description": "Signing in, workspaces scopes, who am I."},
                 {"name": "Workspaces", "description": "Tenants, their quotas and audit trail."},
+                {"name": "Members", "description": "Members and roles of a workspace."},
                 {"name": "Backups", "description": "Backup configurations."},
                 {
                     "name": "API keys",

@@ -9,11 +9,11 @@ from strongroom.domain.audit import AuditEvent
 from strongroom.domain.backups import Backup, CustomerS3Destination, PostgresSource, S3Source
 from strongroom.domain.machines import ApiKey, Worker, in_catalog_order
 from strongroom.domain.pagination import Page
-from strongroom.domain.permissions import Permission
+from strongroom.domain.permissions import Permission, Role
 from strongroom.domain.principals import Caller
 from strongroom.domain.quotas import Quota
 from strongroom.domain.users import User
-from strongroom.domain.workspaces import MemberWorkspace, Workspace
+from strongroom.domain.workspaces import Member, MemberWorkspace, Workspace
 from strongroom.ports.usecases.machines import IssuedApiKey, IssuedWorker
 from strongroom.ports.usecases.sessions import IssuedSession
 
@@ -203,3 +203,29 @@ def worker(item: Worker) -> dict[str, Any]:
 def issued_worker(issued: IssuedWorker) -> dict[str, Any]:
     """A worker with its new token (shown only in this response)."""
     return {**worker(issued.worker), "token": issued.token}
+
+
+def member(item: Member) -> dict[str, Any]:
+    """A member of a workspace; ``user_id`` is the ``{id}`` of the member routes."""
+    return {
+        "user_id": str(item.user_id),
+        "email": item.email,
+        "name": item.name,
+        "role": item.role,
+        "joined_at": timestamp(item.joined_at),
+    }
+
+
+def role(item: Role) -> dict[str, Any]:
+    """A built-in or custom role."""
+    return {
+        "slug": item.slug,
+        "name": item.name,
+        "permissions": [p.value for p in in_catalog_order(item.permissions)],
+        "builtin": item.builtin,
+    }
+
+
+def roles(items: list[Role]) -> dict[str, Any]:
+    """The role list: always one page."""
+    return {"data": [role(item) for item in items], "next_cursor": None}

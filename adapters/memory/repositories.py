@@ -20,7 +20,7 @@ from strongroom.domain.pagination import K, Page, PageRequest, page_of, sort_key
 from strongroom.domain.permissions import BUILTIN_ROLES, Role
 from strongroom.domain.principals import Session
 from strongroom.domain.users import User
-from strongroom.domain.workspaces import Membership, MemberWorkspace, Workspace
+from strongroom.domain.workspaces import Member, Membership, MemberWorkspace, Workspace
 from strongroom.ports.repositories import (
     AuditFilter,
     IdempotencyKeyTakenError,
@@ -141,6 +141,33 @@ class MemoryMembershipRepository(_Repository):
 
     def count(self, workspace_id: UUID) -> int:
         return sum(1 for key in self._tx.read(self.table) if key[0] == workspace_id)
+
+    def list_members(self, workspace_id: UUID, page: PageRequest) -> Page[Member]:
+        users = self._tx.read("users")
+        members = (
+            Member(m.user_id, users[m.user_id].email, users[m.user_id].name, m.role, m.joined_at)
+            for m in self._tx.read(self.table).values()
+            if m.workspace_id == workspace_id
+        )
+        return keyset_page(members, page)
+
+    def update(self, membership: Membership) -> None:
+        key = (membership.workspace_id, membership.user_id)
+        stored: Membership | None = self._tx.read(self.table).get(key)
+        if stored is None:
+            raise IntegrityViolationError("update of a missing membership")
+        self._tx.write(self.table)[key] = evolve(stored, role=membership.role)
+
+    def remove(self, workspace_id: UUID, user_id: UUID) -> None:
+        if (workspace_id, user_id) in self._tx.read(self.table):
+            del self._tx.write(self.table)[(workspace_id, user_id)]
+
+    def count_with_role(self, workspace_id: UUID, role: str) -> int:
+        return sum(
+            1
+            for m in self._tx.read(self.table).values()
+            if m.workspace_id == workspace_id and m.role == role
+        )
 
 
 class MemoryUserRepository(_Repository):
@@ -348,9 +375,25 @@ class MemoryRoleRepository(_Repository):
 
     table = "roles"
 
+    def add(self, workspace_id: UUID, role: Role) -> None:
+        _require(workspace_id in self._tx.read("workspaces"), "workspace exists")
+        if (workspace_id, role.slug) in self._tx.read(self.table):
+            raise NameTakenError(f"a role with slug {role.slug!r} already exists")
+        self._tx.write(self.table)[(workspace_id, role.slug)] = role
+
     def get(self, workspace_id: UUID, slug: str) -> Role | None:
         found: Role | None = self._tx.read(self.table).get((workspace_id, slug))
         return found
+
+    def list(self, workspace_id: UUID) -> list[Role]:
+        rows = self._tx.read(self.table).items()
+        return [role for (wid, slug), role in sorted(rows) if wid == workspace_id]
+
+    def update(self, workspace_id: UUID, role: Role) -> None:
+        self._replace((workspace_id, role.slug), role)
+
+    def remove(self, workspace_id: UUID, slug: str) -> None:
+        self._tx.write(self.table).pop((workspace_id, slug), None)
 
 
 class MemoryAuditRepository(_Repository):

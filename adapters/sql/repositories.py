@@ -29,7 +29,7 @@ from strongroom.domain.pagination import Page, PageRequest, page_of
 from strongroom.domain.permissions import Role
 from strongroom.domain.principals import Session
 from strongroom.domain.users import User
-from strongroom.domain.workspaces import Membership, MemberWorkspace, Workspace
+from strongroom.domain.workspaces import Member, Membership, MemberWorkspace, Workspace
 from strongroom.ports.repositories import (
     AuditFilter,
     IdempotencyKeyTakenError,
@@ -159,6 +159,43 @@ class SqlMembershipRepository(_Repository):
         """How many members a workspace has."""
         return _count(
             self._db.fetch_one(Q.MEMBERSHIP_COUNT, {"workspace_id": self._codec.uuid(workspace_id)})
+        )
+
+    def list_members(self, workspace_id: UUID, page: PageRequest) -> Page[Member]:
+        """A workspace's members, newest first by joining time."""
+        params, after = _page_params(page, self._codec)
+        params["workspace_id"] = self._codec.uuid(workspace_id)
+        found = self._db.fetch_all(
+            Q.MEMBERSHIP_LIST_MEMBERS, params, filters=[Q.FILTER_MEMBER_AFTER] if after else []
+        )
+        return page_of([rows.member_from_row(row, self._codec) for row in found], page)
+
+    def update(self, membership: Membership) -> None:
+        """Store a member's new role."""
+        changed = self._db.execute(
+            Q.MEMBERSHIP_UPDATE,
+            {
+                "workspace_id": self._codec.uuid(membership.workspace_id),
+                "user_id": self._codec.uuid(membership.user_id),
+                "role": membership.role,
+            },
+        )
+        _require(changed == 1, "update of a missing membership")
+
+    def remove(self, workspace_id: UUID, user_id: UUID) -> None:
+        """End a membership."""
+        self._db.execute(
+            Q.MEMBERSHIP_DELETE,
+            {"workspace_id": self._codec.uuid(workspace_id), "user_id": self._codec.uuid(user_id)},
+        )
+
+    def count_with_role(self, workspace_id: UUID, role: str) -> int:
+        """How many members of a workspace hold ``role``."""
+        return _count(
+            self._db.fetch_one(
+                Q.MEMBERSHIP_COUNT_ROLE,
+                {"workspace_id": self._codec.uuid(workspace_id), "role": role},
+            )
         )
 
 
@@ -375,7 +412,7 @@ class SqlRoleRepository(_Repository):
     """Custom roles, by (workspace, slug)."""
 
     def add(self, workspace_id: UUID, role: Role) -> None:
-        """Store a custom role (not in the port yet: roles have no API so far)."""
+        """Store a custom role; ``NameTakenError`` if the slug is taken."""
         self._db.execute(Q.ROLE_INSERT, rows.role_params(workspace_id, role, self._codec))
 
     def get(self, workspace_id: UUID, slug: str) -> Role | None:
@@ -384,6 +421,22 @@ class SqlRoleRepository(_Repository):
             Q.ROLE_GET, {"workspace_id": self._codec.uuid(workspace_id), "slug": slug}
         )
         return None if row is None else rows.role_from_row(row, self._codec)
+
+    def list(self, workspace_id: UUID) -> list[Role]:
+        """Every custom role of a workspace, by slug."""
+        found = self._db.fetch_all(Q.ROLE_LIST, {"workspace_id": self._codec.uuid(workspace_id)})
+        return [rows.role_from_row(row, self._codec) for row in found]
+
+    def update(self, workspace_id: UUID, role: Role) -> None:
+        """Store a changed custom role."""
+        changed = self._db.execute(Q.ROLE_UPDATE, rows.role_params(workspace_id, role, self._codec))
+        _require(changed == 1, "update of a missing role")
+
+    def remove(self, workspace_id: UUID, slug: str) -> None:
+        """Delete a custom role."""
+        self._db.execute(
+            Q.ROLE_DELETE, {"workspace_id": self._codec.uuid(workspace_id), "slug": slug}
+        )
 
 
 class SqlAuditRepository(_Repository):

@@ -37,7 +37,7 @@ from strongroom.domain.permissions import BUILTIN_ROLES, Permission, Role
 from strongroom.domain.principals import Actor, PrincipalType, Session
 from strongroom.domain.quotas import QuotaResource
 from strongroom.domain.users import User
-from strongroom.domain.workspaces import Membership, MemberWorkspace, Workspace
+from strongroom.domain.workspaces import Member, Membership, MemberWorkspace, Workspace
 from strongroom.ports.repositories import IdempotencyRecord, SessionGrant
 
 Params = dict[str, object]
@@ -158,6 +158,17 @@ def membership_from_row(row: Row, codec: Codec) -> Membership:
     return Membership(
         workspace_id=codec.read_uuid(row["workspace_id"]),
         user_id=codec.read_uuid(row["user_id"]),
+        role=row["role"],
+        joined_at=codec.read_timestamp(row["joined_at"]),
+    )
+
+
+def member_from_row(row: Row, codec: Codec) -> Member:
+    """A member of a workspace with their person's email and name."""
+    return Member(
+        user_id=codec.read_uuid(row["user_id"]),
+        email=row["email"],
+        name=row["name"],
         role=row["role"],
         joined_at=codec.read_timestamp(row["joined_at"]),
     )

@@ -46,6 +46,8 @@ CREATE TABLE memberships (
 );
 CREATE INDEX memberships_by_user
     ON memberships (user_id, workspace_created_at DESC, workspace_id DESC);
+CREATE INDEX memberships_by_workspace
+    ON memberships (workspace_id, joined_at DESC, user_id DESC);
 
 CREATE TABLE sessions (
     id uuid PRIMARY KEY,

@@ -22,7 +22,7 @@ from strongroom.domain.errors import (
     WrongWorkspaceError,
 )
 from strongroom.domain.machines import USAGE_GRANULARITY, usage_is_stale
-from strongroom.domain.permissions import WORKER_PERMISSIONS, Permission
+from strongroom.domain.permissions import BUILTIN_ROLES, WORKER_PERMISSIONS, Permission
 from strongroom.domain.principals import Actor, Caller, PrincipalType
 from strongroom.domain.tokens import TokenKind, hash_token, token_kind
 from strongroom.ports.unit_of_work import UnitOfWork
@@ -45,6 +45,13 @@ TARGET_CHECKS: dict[str, TargetCheck] = {
     "api_key": lambda uow, workspace_id, target_id: (
         isinstance(target_id, UUID) and uow.api_keys.get(workspace_id, target_id) is not None
     ),
+    "member": lambda uow, workspace_id, target_id: (
+        isinstance(target_id, UUID) and uow.memberships.get(workspace_id, target_id) is not None
+    ),
+    "role": lambda uow, workspace_id, target_id: (
+        isinstance(target_id, str)
+        and (target_id in BUILTIN_ROLES or uow.roles.get(workspace_id, target_id) is not None)
+    ),
 }
 
 
@@ -62,6 +69,11 @@ class Requirement:
     permissions: tuple[Permission, ...]
     action: str | None = None
     target_check: TargetCheck | None = None
+
+
+def lacking_permissions(caller: Caller, granting: frozenset[Permission]) -> list[Permission]:
+    """The permissions of ``granting`` the caller does not hold, in catalog order."""
+    return [p for p in Permission if p in granting and p not in caller.permissions]
 
 
 class Access:
@@ -194,7 +206,7 @@ class Access:
         Nobody can hand out more than they hold: through an API key, a role, an invitation
         or a member's new role.
         """
-        lacking = [p for p in Permission if p in granting and p not in caller.permissions]
+        lacking = lacking_permissions(caller, granting)
         if lacking:
             self._record_denied(caller, workspace_id, action, target_id, None)
             raise MissingPermissionError(lacking[0].value)

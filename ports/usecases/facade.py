@@ -8,6 +8,7 @@ from strongroom.ports.usecases.audit_trail import AuditTrail
 from strongroom.ports.usecases.backups import Backups
 from strongroom.ports.usecases.dependencies import Dependencies
 from strongroom.ports.usecases.machines import ApiKeys, Workers
+from strongroom.ports.usecases.members import Members, Roles
 from strongroom.ports.usecases.sessions import Sessions
 from strongroom.ports.usecases.workspaces import Workspaces
 
@@ -28,6 +29,8 @@ class Strongroom:
         self.audit = AuditTrail(deps, self.access)
         self.api_keys = ApiKeys(deps, self.access)
         self.workers = Workers(deps, self.access)
+        self.members = Members(deps, self.access)
+        self.roles = Roles(deps, self.access)
 
     @staticmethod
     def permission_catalog() -> list[tuple[Permission, str]]:

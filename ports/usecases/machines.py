@@ -5,6 +5,7 @@ A token is shown once, when it is made (creation, rotation); only its hash is st
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 from uuid import UUID
 
@@ -157,7 +158,7 @@ def _iso(moment: datetime | None) -> str | None:
     return None if moment is None else moment.isoformat()
 
 
-def parse_permission_slugs(slugs: list[str]) -> frozenset[Permission]:
+def parse_permission_slugs(slugs: Sequence[str]) -> frozenset[Permission]:
     """Permissions from slugs; slugs outside the catalog are ``validation_failed``."""
     unknown = sorted({slug for slug in slugs if slug not in Permission._value2member_map_})
     if unknown:

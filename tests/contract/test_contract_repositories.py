@@ -698,6 +698,98 @@ class TestMachineCredentials:
             assert len(uow.backups.list(mine.id, PageRequest()).items) == 3
 
 
+class TestMembersAndRoles:
+    """The member list, role changes and removals, and custom role management."""
+
+    def test_members_are_listed_with_their_person_newest_first(self, adapter: Adapter) -> None:
+        """Email and name come from the person; pages follow the joining time."""
+        ada, bob, cy = user(), user(), user()
+        mine, theirs = workspace(ada), workspace(ada)
+        adapter.store(
+            ada,
+            bob,
+            cy,
+            mine,
+            theirs,
+            Membership(mine.id, ada.id, "admin", at(0)),
+            Membership(mine.id, bob.id, "viewer", at(1)),
+            Membership(theirs.id, cy.id, "admin", at(2)),
+        )
+        with adapter.uow() as uow:
+            first = uow.memberships.list_members(mine.id, PageRequest(1))
+            assert [(m.user_id, m.email, m.role) for m in first.items] == [
+                (bob.id, bob.email, "viewer")
+            ]
+            assert first.items[0].joined_at == at(1)
+            assert first.next_cursor is not None
+            rest = uow.memberships.list_members(mine.id, PageRequest(5, first.next_cursor))
+            assert [m.user_id for m in rest.items] == [ada.id]
+            assert rest.next_cursor is None
+
+    def test_roles_are_changed_counted_and_memberships_removed(self, adapter: Adapter) -> None:
+        """``update`` keeps the joining time; ``count_with_role`` is per workspace."""
+        ada, bob = user(), user()
+        mine, theirs = workspace(ada), workspace(ada)
+        adapter.store(
+            ada,
+            bob,
+            mine,
+            theirs,
+            Membership(mine.id, ada.id, "admin", at(0)),
+            Membership(mine.id, bob.id, "viewer", at(1)),
+            Membership(theirs.id, ada.id, "admin", at(2)),
+        )
+        with adapter.uow() as uow:
+            uow.memberships.update(Membership(mine.id, bob.id, "admin", at(99)))
+            with pytest.raises(IntegrityViolationError):
+                uow.memberships.update(Membership(mine.id, uuid4(), "admin", at(0)))
+            uow.commit()
+        with adapter.uow() as uow:
+            assert uow.memberships.get(mine.id, bob.id) == Membership(
+                mine.id, bob.id, "admin", at(1)
+            )
+            assert uow.memberships.count_with_role(mine.id, "admin") == 2
+            assert uow.memberships.count_with_role(theirs.id, "admin") == 1
+            assert uow.memberships.count_with_role(mine.id, "viewer") == 0
+            uow.memberships.remove(mine.id, bob.id)
+            uow.memberships.remove(mine.id, uuid4())
+            uow.commit()
+        with adapter.uow() as uow:
+            assert uow.memberships.get(mine.id, bob.id) is None
+            assert uow.memberships.count(mine.id) == 1
+
+    def test_custom_roles_are_added_listed_updated_and_removed(self, adapter: Adapter) -> None:
+        """A duplicate slug is ``name_taken``; the list is by slug; updates are stored."""
+        ada = user()
+        mine, theirs = workspace(ada), workspace(ada)
+        adapter.store(ada, mine, theirs)
+        ops = Role("ops", "Operations", frozenset({Permission.BACKUPS_TRIGGER}))
+        audit_role = Role("a-team", "Auditors", frozenset({Permission.AUDIT_READ}))
+        with adapter.uow() as uow:
+            uow.roles.add(mine.id, ops)
+            uow.roles.add(mine.id, audit_role)
+            uow.roles.add(theirs.id, ops)
+            uow.commit()
+        with adapter.uow() as uow, pytest.raises(NameTakenError):
+            uow.roles.add(mine.id, Role("ops", "Again", frozenset()))
+        with adapter.uow() as uow:
+            assert uow.roles.list(mine.id) == [audit_role, ops]
+            wider = attrs.evolve(ops, name="Ops", permissions=frozenset(Permission))
+            uow.roles.update(mine.id, wider)
+            with pytest.raises(IntegrityViolationError):
+                uow.roles.update(mine.id, Role("nobody", "Nobody", frozenset()))
+            uow.commit()
+        with adapter.uow() as uow:
+            assert uow.roles.get(mine.id, "ops") == wider
+            assert uow.roles.get(theirs.id, "ops") == ops
+            uow.roles.remove(mine.id, "ops")
+            uow.roles.remove(mine.id, "nobody")
+            uow.commit()
+        with adapter.uow() as uow:
+            assert uow.roles.list(mine.id) == [audit_role]
+            assert uow.roles.list(theirs.id) == [ops]
+
+
 class TestAudit:
     """The audit trail: storage, filters, keyset pages."""
 

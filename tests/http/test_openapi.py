@@ -48,6 +48,7 @@ CREATING = {
     ("POST", "/v1/workspaces/{wid}/backups"),
     ("POST", "/v1/api-keys"),
     ("POST", "/v1/workers"),
+    ("POST", "/v1/workspaces/{wid}/roles"),
     ("POST", "/v1/auth/sessions"),
     ("POST", "/v1/auth/switch"),
     ("POST", "/idp/signup"),
@@ -514,6 +515,7 @@ class TestRequestBodies:
             ("GET", "/v1/workspaces/{wid}/audit"),
             ("GET", "/v1/api-keys"),
             ("GET", "/v1/workers"),
+            ("GET", "/v1/workspaces/{wid}/members"),
         ):
             operation = operation_of(document, method, path)
             names = {resolve(document, p)["name"] for p in operation["parameters"]}

@@ -60,6 +60,26 @@ AND (m.workspace_created_at, m.workspace_id) < (:after_created_at, :after_id)
 -- name: membership_count
 SELECT count(*) AS n FROM memberships WHERE workspace_id = :workspace_id
 
+-- name: membership_list_members
+SELECT m.user_id, u.email, u.name, m.role, m.joined_at
+FROM memberships AS m
+JOIN users AS u ON u.id = m.user_id
+WHERE m.workspace_id = :workspace_id /*filters*/
+ORDER BY m.joined_at DESC, m.user_id DESC
+LIMIT :limit
+
+-- name: filter_member_after
+AND (m.joined_at, m.user_id) < (:after_created_at, :after_id)
+
+-- name: membership_update
+UPDATE memberships SET role = :role WHERE workspace_id = :workspace_id AND user_id = :user_id
+
+-- name: membership_delete
+DELETE FROM memberships WHERE workspace_id = :workspace_id AND user_id = :user_id
+
+-- name: membership_count_role
+SELECT count(*) AS n FROM memberships WHERE workspace_id = :workspace_id AND role = :role
+
 -- name: user_insert
 INSERT INTO users (id, email, name, idp_subject, created_at)
 VALUES (:id, :email, :name, :idp_subject, :created_at)
@@ -234,6 +254,13 @@ VALUES (:workspace_id, :slug, :name, :permissions)
 
 -- name: role_get
 SELECT slug, name, permissions FROM roles WHERE workspace_id = :workspace_id AND slug = :slug
+
+-- name: role_update
+UPDATE roles SET name = :name, permissions = :permissions
+WHERE workspace_id = :workspace_id AND slug = :slug
+
+-- name: role_delete
+DELETE FROM roles WHERE workspace_id = :workspace_id AND slug = :slug
 
 -- name: audit_insert
 INSERT INTO audit_events (

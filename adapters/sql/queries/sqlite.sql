@@ -41,3 +41,8 @@ FROM device_grants
 WHERE user_code = :user_code
 ORDER BY created_at DESC, id DESC
 LIMIT 1
+
+-- name: role_list
+-- Slugs in code-point order, as every adapter sorts them.
+SELECT slug, name, permissions FROM roles WHERE workspace_id = :workspace_id
+ORDER BY slug

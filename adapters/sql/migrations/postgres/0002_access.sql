@@ -1,5 +1,5 @@
 -- 0002 access: workers get a name and a credential (the table had no rows to keep:
--- workers had no API before), and API keys.
+-- workers had no API before), API keys, and the member list's index.
 
 DROP TABLE workers;
 
@@ -26,3 +26,6 @@ CREATE TABLE api_keys (
     CONSTRAINT api_keys_token_hash_unique UNIQUE (token_hash)
 );
 CREATE INDEX api_keys_by_workspace ON api_keys (workspace_id, created_at DESC, id DESC);
+
+CREATE INDEX memberships_by_workspace
+    ON memberships (workspace_id, joined_at DESC, user_id DESC);
