@@ -12,10 +12,12 @@ from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from strongroom.adapters.mail import LoggingMailer, SmtpMailer, SmtpSettings
 from strongroom.adapters.sql.postgres import PostgresDatabase
 from strongroom.adapters.sql.sqlite import SqliteDatabase
 from strongroom.entrypoints.bootstrap import bootstrap
 from strongroom.entrypoints.settings import Settings
+from strongroom.ports.mailer import Mailer
 from strongroom.ports.usecases import Strongroom
 
 Database = SqliteDatabase | PostgresDatabase
@@ -67,6 +69,22 @@ def open_database(settings: Settings, *, migrate: bool | None = None) -> Iterato
         yield postgres
 
 
+def mailer_for(settings: Settings) -> Mailer:
+    """SMTP when ``STRONGROOM_SMTP_HOST`` is set; otherwise messages go to the log."""
+    if settings.smtp_host is None:
+        return LoggingMailer()
+    return SmtpMailer(
+        SmtpSettings(
+            host=settings.smtp_host,
+            sender=settings.smtp_from,
+            port=settings.smtp_port,
+            username=settings.smtp_username,
+            password=settings.smtp_password,
+            starttls=settings.smtp_starttls,
+        )
+    )
+
+
 @contextmanager
 def open_facade(settings: Settings, *, migrate: bool | None = None) -> Iterator[Strongroom]:
     """A facade for ``settings``; what it opens is closed when the block ends."""
@@ -75,4 +93,5 @@ def open_facade(settings: Settings, *, migrate: bool | None = None) -> Iterator[
             uow=database.uow,
             secret_key=settings.resolved_secret_key(),
             signup_enabled=settings.signup_enabled,
+            mailer=mailer_for(settings),
         )

@@ -38,6 +38,12 @@ class Settings:
     s3_region: str = "us-east-1"
     signup: bool | None = None
     access_log: bool = False
+    smtp_host: str | None = None
+    smtp_port: int = 587
+    smtp_username: str | None = None
+    smtp_password: str | None = attrs.field(default=None, repr=False)
+    smtp_from: str = "strongroom@localhost"
+    smtp_starttls: bool = True
 
     def __attrs_post_init__(self) -> None:
         if self.environment not in ENVIRONMENTS:
@@ -62,6 +68,12 @@ class Settings:
             "signup": None
             if env.get("STRONGROOM_SIGNUP") is None
             else _flag(env.get("STRONGROOM_SIGNUP"), False),
+            "smtp_host": env.get("STRONGROOM_SMTP_HOST") or None,
+            "smtp_port": int(env.get("STRONGROOM_SMTP_PORT") or 587),
+            "smtp_username": env.get("STRONGROOM_SMTP_USERNAME") or None,
+            "smtp_password": env.get("STRONGROOM_SMTP_PASSWORD") or None,
+            "smtp_from": env.get("STRONGROOM_SMTP_FROM") or "strongroom@localhost",
+            "smtp_starttls": _flag(env.get("STRONGROOM_SMTP_STARTTLS"), True),
         }
         values.update({key: value for key, value in overrides.items() if value is not None})
         return cls(**values)

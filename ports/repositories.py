@@ -17,6 +17,7 @@ import attrs
 from strongroom.domain.accounts import Account, DeviceGrant
 from strongroom.domain.audit import AuditEvent
 from strongroom.domain.backups import Backup
+from strongroom.domain.invitations import Invitation
 from strongroom.domain.machines import ApiKey, Worker
 from strongroom.domain.pagination import Page, PageRequest
 from strongroom.domain.permissions import Role
@@ -266,6 +267,35 @@ class RoleRepository(Protocol):
 
     def remove(self, workspace_id: UUID, slug: str) -> None:
         """Delete a custom role (nothing happens when there is none)."""
+        ...
+
+
+class InvitationRepository(Protocol):
+    """Invitations, looked up inside their workspace, or by the invited email."""
+
+    def add(self, invitation: Invitation) -> None:
+        """Store a new invitation."""
+        ...
+
+    def get(self, workspace_id: UUID, invitation_id: UUID) -> Invitation | None:
+        """An invitation of this workspace."""
+        ...
+
+    def get_for_email(self, invitation_id: UUID, email: str) -> Invitation | None:
+        """An invitation addressed to ``email`` (case-insensitively), locked until the unit
+        of work ends (it is about to be used)."""
+        ...
+
+    def update(self, invitation: Invitation) -> None:
+        """Store a used invitation."""
+        ...
+
+    def list(self, workspace_id: UUID, page: PageRequest) -> Page[Invitation]:
+        """A workspace's invitations, newest first."""
+        ...
+
+    def count_pending(self, workspace_id: UUID, now: datetime, role: str | None = None) -> int:
+        """Invitations neither used nor expired at ``now`` (only of ``role``, if given)."""
         ...
 
 

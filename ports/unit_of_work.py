@@ -13,6 +13,7 @@ from strongroom.ports.repositories import (
     BackupRepository,
     DeviceGrantRepository,
     IdempotencyRepository,
+    InvitationRepository,
     MembershipRepository,
     RoleRepository,
     SessionRepository,
@@ -35,6 +36,7 @@ class UnitOfWork(Protocol):
     backups: BackupRepository
     workers: WorkerRepository
     api_keys: ApiKeyRepository
+    invitations: InvitationRepository
     roles: RoleRepository
     audit: AuditRepository
     idempotency: IdempotencyRepository

@@ -20,6 +20,7 @@ from strongroom.adapters.http.routes import (
     backups,
     docs,
     idp,
+    invitations,
     machines,
     members,
     system,
@@ -36,6 +37,7 @@ ROUTES = [
     *backups.routes,
     *machines.routes,
     *members.routes,
+    *invitations.routes,
     *idp.routes,
     *docs.routes,
 ]

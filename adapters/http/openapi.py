@@ -340,6 +340,32 @@ def _schemas() -> dict[str, Json]:
                 },
             }
         ),
+        "InvitationCreate": obj(
+            {"email": string(format="email"), "role": ref("RoleSlug")}, closed=True
+        ),
+        "Invitation": obj(
+            {
+                "id": UUID_SCHEMA,
+                "email": string(format="email"),
+                "role": ref("RoleSlug"),
+                "state": string(
+                    "`expired` once `expires_at` has passed unused.",
+                    enum=["pending", "accepted", "expired"],
+                ),
+                "expires_at": described(TIMESTAMP, "Seven days after creation."),
+                "created_at": TIMESTAMP,
+            }
+        ),
+        "InvitationList": _list_of("Invitation"),
+        "Membership": obj(
+            {
+                "workspace_id": UUID_SCHEMA,
+                "user_id": UUID_SCHEMA,
+                "role": ref("RoleSlug"),
+                "joined_at": TIMESTAMP,
+            },
+            description="The membership an accepted invitation made.",
+        ),
         "RoleList": obj(
             {
                 "data": {"type": "array", "items": ref("Role")},
@@ -1618,6 +1644,86 @@ def _members() -> list[Operation]:
     ]
 
 
+def _invitations() -> list[Operation]:
+    wid = _param("wid")
+    scoped = merge(UNAUTHENTICATED, path_id("wid"), NO_WORKSPACE, IN_WORKSPACE)
+    read, write = (Permission.INVITATIONS_READ,), (Permission.INVITATIONS_WRITE,)
+    return [
+        Operation(
+            "POST",
+            "/v1/workspaces/{wid}/invitations",
+            "createInvitation",
+            "Members",
+            "Invite a person",
+            "Invites an email address with a role whose every permission the caller holds; "
+            "the invitation is delivered by mail and is usable once, for seven days. "
+            "Members plus pending invitations count against `members_per_workspace`. "
+            "Needs `invitations:write`.",
+            Success(201, "The invitation.", _json("Invitation")),
+            merge(
+                scoped,
+                permission(*write),
+                reason("forbidden", "the role holds a permission the caller lacks"),
+                JSON_BODY,
+                reason("invalid_request", "`email` is not an email address; bad `role` slug"),
+                IDEMPOTENT,
+                reason("validation_failed", "the role does not exist in the workspace"),
+                BILLING,
+                reason("quota_exceeded", "`members_per_workspace` is reached"),
+                INTERNAL,
+                UPSTREAM,
+            ),
+            permissions=write,
+            parameters=(wid, _param("Idempotency-Key")),
+            body=Body(ref("InvitationCreate")),
+        ),
+        Operation(
+            "GET",
+            "/v1/workspaces/{wid}/invitations",
+            "listInvitations",
+            "Members",
+            "List invitations",
+            "The workspace's invitations, newest first. Needs `invitations:read`.",
+            Success(200, "One page of invitations.", _json("InvitationList")),
+            merge(scoped, permission(*read), PAGE, INTERNAL, UPSTREAM),
+            permissions=read,
+            parameters=(wid, _param("limit"), _param("cursor")),
+        ),
+        Operation(
+            "POST",
+            "/v1/invitations/{id}/accept",
+            "acceptInvitation",
+            "Members",
+            "Accept an invitation",
+            "Joins the invitation's workspace with its role. A signed-in person whose email "
+            "is the invited one (case-insensitively); no workspace scope needed, no "
+            "permission.",
+            Success(200, "The new membership.", _json("Membership")),
+            merge(
+                UNAUTHENTICATED,
+                path_id("id"),
+                HUMAN_ONLY,
+                OPTIONAL_BODY,
+                reason(
+                    "not_found",
+                    "no such invitation, or one addressed to another email",
+                ),
+                BILLING,
+                reason("quota_exceeded", "`members_per_workspace` is reached"),
+                reason(
+                    "invalid_state",
+                    "the invitation is expired or already used, the person is already a "
+                    "member, or its role no longer exists",
+                ),
+                INTERNAL,
+                UPSTREAM,
+            ),
+            parameters=(_param("id"),),
+            body=Body(ref("EmptyBody"), required=False),
+        ),
+    ]
+
+
 def _machines() -> list[Operation]:
     one_id = _param("id")
     scoped = merge(UNAUTHENTICATED, NO_WORKSPACE)
@@ -1985,6 +2091,7 @@ def operations() -> list[Operation]:
         *_system(),
         *_workspaces(),
         *_members(),
+        *_invitations(),
         *_backups(),
         *_machines(),
         *_idp(),

@@ -7,13 +7,14 @@ from typing import Any
 
 from strongroom.domain.audit import AuditEvent
 from strongroom.domain.backups import Backup, CustomerS3Destination, PostgresSource, S3Source
+from strongroom.domain.invitations import Invitation
 from strongroom.domain.machines import ApiKey, Worker, in_catalog_order
 from strongroom.domain.pagination import Page
 from strongroom.domain.permissions import Permission, Role
 from strongroom.domain.principals import Caller
 from strongroom.domain.quotas import Quota
 from strongroom.domain.users import User
-from strongroom.domain.workspaces import Member, MemberWorkspace, Workspace
+from strongroom.domain.workspaces import Member, Membership, MemberWorkspace, Workspace
 from strongroom.ports.usecases.machines import IssuedApiKey, IssuedWorker
 from strongroom.ports.usecases.sessions import IssuedSession
 
@@ -229,3 +230,25 @@ def role(item: Role) -> dict[str, Any]:
 def roles(items: list[Role]) -> dict[str, Any]:
     """The role list: always one page."""
     return {"data": [role(item) for item in items], "next_cursor": None}
+
+
+def invitation(item: Invitation, now: datetime) -> dict[str, Any]:
+    """An invitation; ``state`` is ``expired`` once ``expires_at`` has passed unused."""
+    return {
+        "id": str(item.id),
+        "email": item.email,
+        "role": item.role,
+        "state": item.state(now).value,
+        "expires_at": timestamp(item.expires_at),
+        "created_at": timestamp(item.created_at),
+    }
+
+
+def membership(item: Membership) -> dict[str, Any]:
+    """A membership just made by accepting an invitation."""
+    return {
+        "workspace_id": str(item.workspace_id),
+        "user_id": str(item.user_id),
+        "role": item.role,
+        "joined_at": timestamp(item.joined_at),
+    }

@@ -14,6 +14,7 @@ from strongroom.domain.accounts import Account, DeviceGrant
 from strongroom.domain.audit import AuditEvent
 from strongroom.domain.backups import Backup
 from strongroom.domain.errors import NameTakenError
+from strongroom.domain.invitations import Invitation, InvitationState, email_key
 from strongroom.domain.machines import ApiKey, Worker
 from strongroom.domain.names import name_key
 from strongroom.domain.pagination import K, Page, PageRequest, page_of, sort_key
@@ -110,6 +111,7 @@ _WORKSPACE_CASCADE: dict[str, Callable[[object, object, UUID], bool]] = {
     "sessions": _in_workspace,
     "workers": _in_workspace,
     "api_keys": _in_workspace,
+    "invitations": _in_workspace,
     "roles": _keyed_by_workspace,
 }
 
@@ -368,6 +370,44 @@ class MemoryApiKeyRepository(_Credentials):
     def list(self, workspace_id: UUID, page: PageRequest) -> Page[ApiKey]:
         rows = self._tx.read(self.table).values()
         return keyset_page((k for k in rows if k.workspace_id == workspace_id), page)
+
+
+class MemoryInvitationRepository(_Repository):
+    """Invitations."""
+
+    table = "invitations"
+
+    def add(self, invitation: Invitation) -> None:
+        _require(invitation.workspace_id in self._tx.read("workspaces"), "workspace exists")
+        self._insert(invitation.id, invitation)
+
+    def get(self, workspace_id: UUID, invitation_id: UUID) -> Invitation | None:
+        found: Invitation | None = self._tx.read(self.table).get(invitation_id)
+        return found if found is not None and found.workspace_id == workspace_id else None
+
+    def get_for_email(self, invitation_id: UUID, email: str) -> Invitation | None:
+        found: Invitation | None = self._tx.read(self.table).get(invitation_id)
+        if found is None or email_key(found.email) != email_key(email):
+            return None
+        return found
+
+    def update(self, invitation: Invitation) -> None:
+        stored = self.get(invitation.workspace_id, invitation.id)
+        _require(stored is not None, "update of a missing invitation")
+        self._tx.write(self.table)[invitation.id] = invitation
+
+    def list(self, workspace_id: UUID, page: PageRequest) -> Page[Invitation]:
+        rows = self._tx.read(self.table).values()
+        return keyset_page((i for i in rows if i.workspace_id == workspace_id), page)
+
+    def count_pending(self, workspace_id: UUID, now: datetime, role: str | None = None) -> int:
+        return sum(
+            1
+            for i in self._tx.read(self.table).values()
+            if i.workspace_id == workspace_id
+            and i.state(now) is InvitationState.PENDING
+            and role in (None, i.role)
+        )
 
 
 class MemoryRoleRepository(_Repository):

@@ -22,6 +22,7 @@ TABLES = (
     "backups",
     "workers",
     "api_keys",
+    "invitations",
     "roles",
     "audit",
     "idempotency",

@@ -21,6 +21,7 @@ class MemoryUnitOfWork:
     backups: ports.BackupRepository
     workers: ports.WorkerRepository
     api_keys: ports.ApiKeyRepository
+    invitations: ports.InvitationRepository
     roles: ports.RoleRepository
     audit: ports.AuditRepository
     idempotency: ports.IdempotencyRepository
@@ -42,6 +43,7 @@ class MemoryUnitOfWork:
         self.backups = repos.MemoryBackupRepository(tx)
         self.workers = repos.MemoryWorkerRepository(tx)
         self.api_keys = repos.MemoryApiKeyRepository(tx)
+        self.invitations = repos.MemoryInvitationRepository(tx)
         self.roles = repos.MemoryRoleRepository(tx)
         self.audit = repos.MemoryAuditRepository(tx)
         self.idempotency = repos.MemoryIdempotencyRepository(tx)

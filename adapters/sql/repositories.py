@@ -24,6 +24,8 @@ from strongroom.adapters.sql.rows import Codec, Params, Row
 from strongroom.domain.accounts import Account, DeviceGrant
 from strongroom.domain.audit import AuditEvent
 from strongroom.domain.backups import Backup
+from strongroom.domain.invitations import Invitation
+from strongroom.domain.invitations import email_key as invitation_email_key
 from strongroom.domain.machines import ApiKey, Worker
 from strongroom.domain.pagination import Page, PageRequest, page_of
 from strongroom.domain.permissions import Role
@@ -437,6 +439,65 @@ class SqlRoleRepository(_Repository):
         self._db.execute(
             Q.ROLE_DELETE, {"workspace_id": self._codec.uuid(workspace_id), "slug": slug}
         )
+
+
+class SqlInvitationRepository(_Repository):
+    """Invitations."""
+
+    def _key(self, workspace_id: UUID, invitation_id: UUID) -> Params:
+        return {
+            "workspace_id": self._codec.uuid(workspace_id),
+            "id": self._codec.uuid(invitation_id),
+        }
+
+    def add(self, invitation: Invitation) -> None:
+        """Store a new invitation."""
+        self._db.execute(Q.INVITATION_INSERT, rows.invitation_params(invitation, self._codec))
+
+    def get(self, workspace_id: UUID, invitation_id: UUID) -> Invitation | None:
+        """An invitation of this workspace."""
+        row = self._db.fetch_one(Q.INVITATION_GET, self._key(workspace_id, invitation_id))
+        return None if row is None else rows.invitation_from_row(row, self._codec)
+
+    def get_for_email(self, invitation_id: UUID, email: str) -> Invitation | None:
+        """An invitation addressed to ``email``, locked until the unit of work ends."""
+        row = self._db.fetch_one(
+            Q.INVITATION_GET_FOR_EMAIL,
+            {"id": self._codec.uuid(invitation_id), "email_key": invitation_email_key(email)},
+            writes=True,
+        )
+        return None if row is None else rows.invitation_from_row(row, self._codec)
+
+    def update(self, invitation: Invitation) -> None:
+        """Store a used invitation."""
+        params = self._key(invitation.workspace_id, invitation.id)
+        params["accepted_at"] = (
+            None
+            if invitation.accepted_at is None
+            else self._codec.timestamp(invitation.accepted_at)
+        )
+        _require(self._db.execute(Q.INVITATION_UPDATE, params) == 1, "update of an invitation")
+
+    def list(self, workspace_id: UUID, page: PageRequest) -> Page[Invitation]:
+        """A workspace's invitations, newest first."""
+        params, after = _page_params(page, self._codec)
+        params["workspace_id"] = self._codec.uuid(workspace_id)
+        found = self._db.fetch_all(
+            Q.INVITATION_LIST, params, filters=[Q.FILTER_INVITATION_AFTER] if after else []
+        )
+        return page_of([rows.invitation_from_row(row, self._codec) for row in found], page)
+
+    def count_pending(self, workspace_id: UUID, now: datetime, role: str | None = None) -> int:
+        """Invitations neither used nor expired at ``now``."""
+        params: Params = {
+            "workspace_id": self._codec.uuid(workspace_id),
+            "now": self._codec.timestamp(now),
+        }
+        filters: list[Q] = []
+        if role is not None:
+            params["role"] = role
+            filters.append(Q.FILTER_INVITATION_ROLE)
+        return _count(self._db.fetch_one(Q.INVITATION_COUNT_PENDING, params, filters=filters))
 
 
 class SqlAuditRepository(_Repository):

@@ -31,6 +31,8 @@ from strongroom.domain.backups import (
 )
 from strongroom.domain.billing import BillingState
 from strongroom.domain.durations import Duration
+from strongroom.domain.invitations import Invitation
+from strongroom.domain.invitations import email_key as invitation_email_key
 from strongroom.domain.machines import ApiKey, Worker, in_catalog_order
 from strongroom.domain.names import name_key
 from strongroom.domain.permissions import BUILTIN_ROLES, Permission, Role
@@ -331,6 +333,33 @@ def api_key_from_row(row: Row, codec: Codec) -> ApiKey:
         created_at=codec.read_timestamp(row["created_at"]),
         expires_at=_read_opt_timestamp(codec, row["expires_at"]),
         last_used_at=_read_opt_timestamp(codec, row["last_used_at"]),
+    )
+
+
+def invitation_params(invitation: Invitation, codec: Codec) -> Params:
+    """The columns of an invitation."""
+    return {
+        "id": codec.uuid(invitation.id),
+        "workspace_id": codec.uuid(invitation.workspace_id),
+        "email": invitation.email,
+        "email_key": invitation_email_key(invitation.email),
+        "role": invitation.role,
+        "created_at": codec.timestamp(invitation.created_at),
+        "expires_at": codec.timestamp(invitation.expires_at),
+        "accepted_at": _opt_timestamp(codec, invitation.accepted_at),
+    }
+
+
+def invitation_from_row(row: Row, codec: Codec) -> Invitation:
+    """An invitation from its columns."""
+    return Invitation(
+        id=codec.read_uuid(row["id"]),
+        workspace_id=codec.read_uuid(row["workspace_id"]),
+        email=row["email"],
+        role=row["role"],
+        created_at=codec.read_timestamp(row["created_at"]),
+        expires_at=codec.read_timestamp(row["expires_at"]),
+        accepted_at=_read_opt_timestamp(codec, row["accepted_at"]),
     )
 
 

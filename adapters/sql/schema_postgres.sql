@@ -85,6 +85,18 @@ CREATE TABLE api_keys (
 );
 CREATE INDEX api_keys_by_workspace ON api_keys (workspace_id, created_at DESC, id DESC);
 
+CREATE TABLE invitations (
+    id uuid PRIMARY KEY,
+    workspace_id uuid NOT NULL REFERENCES workspaces (id) ON DELETE CASCADE,
+    email text NOT NULL,
+    email_key text NOT NULL,
+    role text NOT NULL,
+    created_at timestamptz NOT NULL,
+    expires_at timestamptz NOT NULL,
+    accepted_at timestamptz
+);
+CREATE INDEX invitations_by_workspace ON invitations (workspace_id, created_at DESC, id DESC);
+
 CREATE TABLE roles (
     workspace_id uuid NOT NULL REFERENCES workspaces (id) ON DELETE CASCADE,
     slug text NOT NULL,

@@ -86,6 +86,18 @@ CREATE TABLE api_keys (
 ) STRICT;
 CREATE INDEX api_keys_by_workspace ON api_keys (workspace_id, created_at DESC, id DESC);
 
+CREATE TABLE invitations (
+    id TEXT PRIMARY KEY,
+    workspace_id TEXT NOT NULL REFERENCES workspaces (id) ON DELETE CASCADE,
+    email TEXT NOT NULL,
+    email_key TEXT NOT NULL,
+    role TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    expires_at TEXT NOT NULL,
+    accepted_at TEXT
+) STRICT;
+CREATE INDEX invitations_by_workspace ON invitations (workspace_id, created_at DESC, id DESC);
+
 CREATE TABLE roles (
     workspace_id TEXT NOT NULL REFERENCES workspaces (id) ON DELETE CASCADE,
     slug TEXT NOT NULL,

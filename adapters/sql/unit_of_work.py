@@ -14,6 +14,7 @@ from strongroom.adapters.sql.repositories import (
     SqlBackupRepository,
     SqlDeviceGrantRepository,
     SqlIdempotencyRepository,
+    SqlInvitationRepository,
     SqlMembershipRepository,
     SqlRoleRepository,
     SqlSessionRepository,
@@ -77,6 +78,7 @@ class SqlUnitOfWork:
     backups: ports.BackupRepository
     workers: ports.WorkerRepository
     api_keys: ports.ApiKeyRepository
+    invitations: ports.InvitationRepository
     roles: ports.RoleRepository
     audit: ports.AuditRepository
     idempotency: ports.IdempotencyRepository
@@ -102,6 +104,7 @@ class SqlUnitOfWork:
         self.backups = SqlBackupRepository(tx)
         self.workers = SqlWorkerRepository(tx)
         self.api_keys = SqlApiKeyRepository(tx)
+        self.invitations = SqlInvitationRepository(tx)
         self.roles = SqlRoleRepository(tx)
         self.audit = SqlAuditRepository(tx)
         self.idempotency = SqlIdempotencyRepository(tx)

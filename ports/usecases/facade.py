@@ -7,6 +7,7 @@ from strongroom.ports.usecases.access import Access
 from strongroom.ports.usecases.audit_trail import AuditTrail
 from strongroom.ports.usecases.backups import Backups
 from strongroom.ports.usecases.dependencies import Dependencies
+from strongroom.ports.usecases.invitations import Invitations
 from strongroom.ports.usecases.machines import ApiKeys, Workers
 from strongroom.ports.usecases.members import Members, Roles
 from strongroom.ports.usecases.sessions import Sessions
@@ -31,6 +32,7 @@ class Strongroom:
         self.workers = Workers(deps, self.access)
         self.members = Members(deps, self.access)
         self.roles = Roles(deps, self.access)
+        self.invitations = Invitations(deps, self.access)
 
     @staticmethod
     def permission_catalog() -> list[tuple[Permission, str]]:

@@ -275,6 +275,8 @@ class Roles:
             ensure_allowed(workspace.billing_state, GatedOperation.CONFIG_WRITE)
             if uow.memberships.count_with_role(workspace_id, slug):
                 raise InvalidStateError(f"members hold the role {slug}: give them another first")
+            if uow.invitations.count_pending(workspace_id, self._deps.clock.now(), role=slug):
+                raise InvalidStateError(f"pending invitations give the role {slug}")
             uow.roles.remove(workspace_id, slug)
             record_by_caller(
                 self._deps,

@@ -22,6 +22,7 @@ from strongroom.domain.accounts import Account, DeviceGrant
 from strongroom.domain.audit import AuditEvent, Change, Outcome
 from strongroom.domain.backups import Backup, BackupKind
 from strongroom.domain.billing import BillingState
+from strongroom.domain.invitations import Invitation
 from strongroom.domain.machines import ApiKey, Worker
 from strongroom.domain.permissions import Permission, Role
 from strongroom.domain.principals import Actor, PrincipalType, Session
@@ -139,6 +140,21 @@ def api_key(
     return attrs.evolve(built, **changes)
 
 
+def invitation(
+    workspace_id: UUID, created_at: datetime = T0, email: str | None = None, **changes: Any
+) -> Invitation:
+    """A new pending invitation, valid for seven days."""
+    built = Invitation(
+        uuid4(),
+        workspace_id,
+        email or f"{unique('invitee')}@example.com",
+        "viewer",
+        created_at,
+        created_at + timedelta(days=7),
+    )
+    return attrs.evolve(built, **changes)
+
+
 class Adapter:
     """One implementation of the repository ports under test."""
 
@@ -175,6 +191,7 @@ _ADDERS: dict[type, Callable[[Any, Any], None]] = {
     DeviceGrant: lambda uow, record: uow.device_grants.add(record),
     Worker: lambda uow, record: uow.workers.add(record),
     ApiKey: lambda uow, record: uow.api_keys.add(record),
+    Invitation: lambda uow, record: uow.invitations.add(record),
 }
 
 

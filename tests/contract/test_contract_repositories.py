@@ -20,6 +20,7 @@ from contract_records import (
     audit_event,
     backup,
     device_grant,
+    invitation,
     session,
     user,
     worker,
@@ -123,6 +124,7 @@ class TestWorkspaces:
                 backup(target.id, "Nightly"),
                 audit_event(target.id),
                 api_key(target.id),
+                invitation(target.id),
             ]
         scoped, elsewhere, unscoped = (
             session(ada.id, doomed.id),
@@ -148,6 +150,7 @@ class TestWorkspaces:
             assert uow.memberships.count(doomed.id) == 0
             assert uow.backups.count(doomed.id) == 0
             assert uow.api_keys.count(doomed.id) == 0
+            assert uow.invitations.count_pending(doomed.id, T0) == 0
             assert uow.audit.list(doomed.id, AuditFilter(), PageRequest()).items == []
             assert uow.sessions.find(scoped.token_hash) is None
             assert not uow.workers.exists(doomed.id, worker)
@@ -157,6 +160,7 @@ class TestWorkspaces:
             assert uow.memberships.count(kept.id) == 1
             assert uow.backups.count(kept.id) == 1
             assert uow.api_keys.count(kept.id) == 1
+            assert uow.invitations.count_pending(kept.id, T0) == 1
             assert len(uow.audit.list(kept.id, AuditFilter(), PageRequest()).items) == 1
             assert uow.sessions.find(elsewhere.token_hash) is not None
             assert uow.sessions.find(unscoped.token_hash) is not None
@@ -788,6 +792,64 @@ class TestMembersAndRoles:
         with adapter.uow() as uow:
             assert uow.roles.list(mine.id) == [audit_role]
             assert uow.roles.list(theirs.id) == [ops]
+
+
+class TestInvitations:
+    """Invitations: scoped look-ups, look-up by email in any case, pending counts."""
+
+    def test_an_invitation_comes_back_equal_and_only_in_its_workspace(
+        self, adapter: Adapter
+    ) -> None:
+        """``get`` is scoped; ``get_for_email`` matches the email case-insensitively."""
+        ada = user()
+        mine, theirs = workspace(ada), workspace(ada)
+        stored = invitation(mine.id, email="Ann.Lee@Example.com")
+        adapter.store(ada, mine, theirs, stored)
+        with adapter.uow() as uow:
+            assert uow.invitations.get(mine.id, stored.id) == stored
+            assert uow.invitations.get(theirs.id, stored.id) is None
+            assert uow.invitations.get_for_email(stored.id, "ann.lee@EXAMPLE.com") == stored
+            assert uow.invitations.get_for_email(stored.id, "bob@example.com") is None
+            assert uow.invitations.get_for_email(uuid4(), "ann.lee@example.com") is None
+        with pytest.raises(IntegrityViolationError):
+            adapter.store(invitation(uuid4()))
+
+    def test_pending_invitations_are_counted_until_used_or_expired(self, adapter: Adapter) -> None:
+        """Used and expired invitations hold no seat; ``role`` narrows the count."""
+        ada = user()
+        mine = workspace(ada)
+        used, fresh, ops = (
+            invitation(mine.id),
+            invitation(mine.id, at(10)),
+            invitation(mine.id, at(20), role="ops"),
+        )
+        adapter.store(ada, mine, used, fresh, ops)
+        with adapter.uow() as uow:
+            uow.invitations.update(used.accepted(at(30)))
+            with pytest.raises(IntegrityViolationError):
+                uow.invitations.update(invitation(mine.id))
+            uow.commit()
+        with adapter.uow() as uow:
+            assert uow.invitations.get(mine.id, used.id) == used.accepted(at(30))
+            assert uow.invitations.count_pending(mine.id, at(40)) == 2
+            assert uow.invitations.count_pending(mine.id, at(40), role="ops") == 1
+            week = 7 * 24 * 3600
+            assert uow.invitations.count_pending(mine.id, at(week + 10)) == 1
+            assert uow.invitations.count_pending(mine.id, at(week + 20)) == 0
+
+    def test_invitations_are_listed_newest_first_across_pages(self, adapter: Adapter) -> None:
+        """Keyset pages by creation time."""
+        ada = user()
+        mine = workspace(ada)
+        made = [invitation(mine.id, at(i)) for i in range(3)]
+        adapter.store(ada, mine, *made)
+        with adapter.uow() as uow:
+            first = uow.invitations.list(mine.id, PageRequest(2))
+            assert first.items == [made[2], made[1]]
+            assert first.next_cursor is not None
+            rest = uow.invitations.list(mine.id, PageRequest(2, first.next_cursor))
+            assert rest.items == [made[0]]
+            assert rest.next_cursor is None
 
 
 class TestAudit:

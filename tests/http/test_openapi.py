@@ -49,6 +49,7 @@ CREATING = {
     ("POST", "/v1/api-keys"),
     ("POST", "/v1/workers"),
     ("POST", "/v1/workspaces/{wid}/roles"),
+    ("POST", "/v1/workspaces/{wid}/invitations"),
     ("POST", "/v1/auth/sessions"),
     ("POST", "/v1/auth/switch"),
     ("POST", "/idp/signup"),
@@ -505,6 +506,7 @@ class TestRequestBodies:
             ("POST", "/v1/backups/{bid}/pause"),
             ("POST", "/v1/backups/{bid}/resume"),
             ("POST", "/v1/workers/{id}/rotate"),
+            ("POST", "/v1/invitations/{id}/accept"),
         }
 
     def test_lists_take_pagination_parameters(self, document: Json) -> None:

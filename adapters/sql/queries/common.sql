@@ -373,3 +373,36 @@ SET device_code_hash = :device_code_hash, user_code = :user_code, client_id = :c
     last_polled_at = :last_polled_at, access_token_hash = :access_token_hash,
     access_expires_at = :access_expires_at
 WHERE id = :id
+
+-- name: invitation_insert
+INSERT INTO invitations (
+    id, workspace_id, email, email_key, role, created_at, expires_at, accepted_at
+) VALUES (
+    :id, :workspace_id, :email, :email_key, :role, :created_at, :expires_at, :accepted_at
+)
+
+-- name: invitation_get
+SELECT id, workspace_id, email, role, created_at, expires_at, accepted_at
+FROM invitations
+WHERE workspace_id = :workspace_id AND id = :id
+
+-- name: invitation_update
+UPDATE invitations SET accepted_at = :accepted_at
+WHERE workspace_id = :workspace_id AND id = :id
+
+-- name: invitation_list
+SELECT id, workspace_id, email, role, created_at, expires_at, accepted_at
+FROM invitations
+WHERE workspace_id = :workspace_id /*filters*/
+ORDER BY created_at DESC, id DESC
+LIMIT :limit
+
+-- name: filter_invitation_after
+AND (created_at, id) < (:after_created_at, :after_id)
+
+-- name: invitation_count_pending
+SELECT count(*) AS n FROM invitations
+WHERE workspace_id = :workspace_id AND accepted_at IS NULL AND expires_at > :now /*filters*/
+
+-- name: filter_invitation_role
+AND role = :role

@@ -1,5 +1,5 @@
 -- 0002 access: workers get a name and a credential (the table had no rows to keep:
--- workers had no API before), API keys, and the member list's index.
+-- workers had no API before), API keys, invitations, and the member list's index.
 
 DROP TABLE workers;
 
@@ -30,3 +30,15 @@ CREATE INDEX api_keys_by_workspace ON api_keys (workspace_id, created_at DESC, i
 
 CREATE INDEX memberships_by_workspace
     ON memberships (workspace_id, joined_at DESC, user_id DESC);
+
+CREATE TABLE invitations (
+    id TEXT PRIMARY KEY,
+    workspace_id TEXT NOT NULL REFERENCES workspaces (id) ON DELETE CASCADE,
+    email TEXT NOT NULL,
+    email_key TEXT NOT NULL,
+    role TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    expires_at TEXT NOT NULL,
+    accepted_at TEXT
+) STRICT;
+CREATE INDEX invitations_by_workspace ON invitations (workspace_id, created_at DESC, id DESC);
