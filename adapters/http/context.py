@@ -18,7 +18,7 @@ from starlette.responses import Response
 
 from strongroom.adapters.http.bodies import EmptyBody, parse_json_object, structure
 from strongroom.adapters.http.errors import request_id_of
-from strongroom.domain.errors import InvalidRequestError, UnauthenticatedError
+from strongroom.domain.errors import ForbiddenError, InvalidRequestError, UnauthenticatedError
 from strongroom.domain.pagination import DEFAULT_LIMIT, Cursor, PageRequest
 from strongroom.domain.principals import Caller
 from strongroom.ports.usecases import IdempotencyKey, IdempotentReplayError, Strongroom
@@ -60,6 +60,14 @@ class ApiContext:
                 raise UnauthenticatedError("missing bearer credential")
             self._caller = self.facade.access.authenticate(token.strip(), self.request_id)
         return self._caller
+
+    def person(self, refusal: str) -> Caller:
+        """The caller, who must be a person: a machine credential gets 403 ``refusal``
+        (checked before the body, as the contract orders a 403 before a 400)."""
+        caller = self.caller()
+        if not caller.is_human:
+            raise ForbiddenError(refusal)
+        return caller
 
     def path_id(self, name: str) -> UUID:
         """A UUID path parameter (400 ``invalid_request`` otherwise)."""

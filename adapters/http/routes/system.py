@@ -79,7 +79,7 @@ class SwitchBody:
 @endpoint
 def switch(ctx: ApiContext) -> Response:
     """A new session scoped to another workspace; the current one is revoked."""
-    caller = ctx.caller()
+    caller = ctx.person("only a person's session can switch workspace")
     body = ctx.json(SwitchBody)
     issued = ctx.facade.sessions.switch(
         caller, body.workspace_id, idempotency=ctx.idempotency(presenters.issued_session)
@@ -90,7 +90,7 @@ def switch(ctx: ApiContext) -> Response:
 @endpoint
 def sign_out(ctx: ApiContext) -> Response:
     """Revoke the session used for this request."""
-    caller = ctx.caller()
+    caller = ctx.person("only a person's session can sign out; revoke keys instead")
     ctx.empty_body()
     ctx.facade.sessions.sign_out(caller)
     return no_content()
