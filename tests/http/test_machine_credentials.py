@@ -249,7 +249,23 @@ class TestApiKeyCreation:
         second = api.client.post("/v1/api-keys", json=body, headers=headers)
         assert first.status_code == second.status_code == 201
         assert first.json() == second.json()
+        assert first.text == second.text
         assert len(api.client.get("/v1/api-keys", headers=ada.headers).json()["data"]) == 1
+        # The stored response keeps the token sealed, never in clear.
+        store = api.facade.deps.uow.args[0]  # type: ignore[attr-defined]
+        stored = [r.body for r in store.tables["idempotency"].values() if r.body]
+        assert len(stored) == 1
+        assert first.json()["token"] not in stored[0]
+        assert "sealed_token" in stored[0]
+
+    def test_a_worker_replay_returns_the_same_token(self, api: Api, ada: Admin) -> None:
+        """``POST /v1/workers`` with an ``Idempotency-Key``: one worker, same token."""
+        headers = {**ada.headers, "Idempotency-Key": "w-1"}
+        first = api.client.post("/v1/workers", json={"name": "w"}, headers=headers)
+        second = api.client.post("/v1/workers", json={"name": "w"}, headers=headers)
+        assert first.status_code == second.status_code == 201
+        assert first.text == second.text
+        assert api.client.get("/v1/me", headers=bearer(second.json()["token"])).status_code == 200
 
     def test_the_audit_event_holds_no_secret(self, api: Api, ada: Admin, caplog: Any) -> None:
         """``api_key.create`` records name and permissions, never the token."""
