@@ -5,6 +5,7 @@ A token is shown once, when it is made (creation, rotation); only its hash is st
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from datetime import datetime
 from uuid import UUID
@@ -154,6 +155,9 @@ class ApiKeys:
             uow.commit()
 
 
+_SLUG_LIKE = re.compile(r"[a-z_]{1,20}:[a-z_]{1,20}")
+
+
 def _iso(moment: datetime | None) -> str | None:
     return None if moment is None else moment.isoformat()
 
@@ -163,7 +167,7 @@ def parse_permission_slugs(slugs: Sequence[str]) -> frozenset[Permission]:
     unknown = sorted({slug for slug in slugs if slug not in Permission._value2member_map_})
     if unknown:
         # Slugs are echoed only when they look like slugs (never arbitrary client text).
-        shown = [slug for slug in unknown if slug.isascii() and len(slug) <= 40]
+        shown = [slug for slug in unknown if _SLUG_LIKE.fullmatch(slug)]
         detail = f": {', '.join(shown)}" if shown and len(shown) == len(unknown) else ""
         raise ValidationFailedError(f"unknown permissions{detail}")
     return frozenset(Permission(slug) for slug in slugs)
