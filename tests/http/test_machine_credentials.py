@@ -21,7 +21,7 @@ from strongroom.domain.permissions import WORKER_PERMISSIONS, Permission
 from strongroom.domain.quotas import QuotaResource
 from strongroom.domain.tokens import TokenKind, token_kind
 from strongroom.domain.workspaces import Membership
-from support.world import Api, bearer, make_client, make_facade
+from support.world import Api, bearer, idp_access_token, make_client, make_facade
 
 RETENTION = {"expire_after": "P30D", "lock_for": "P7D"}
 
@@ -579,3 +579,27 @@ class TestWorkerScope:
         ):
             assert_error(response, 403, "forbidden", f"missing permission {slug}")
         assert api.client.get(f"/v1/backups/{bid}", headers=worker).json()["name"] == "assigned"
+
+
+class TestStoredReplays:
+    """Idempotent replays of every token-issuing creation store the token sealed."""
+
+    def test_session_replays_keep_the_token_sealed(self, api: Api) -> None:
+        """Sign-in: the replay answers the same token; neither it nor a switch's token is
+        stored in clear."""
+        idp_token = idp_access_token(api.facade, "sam@example.com")
+        headers = {**bearer(idp_token), "Idempotency-Key": "s-1"}
+        first = api.client.post("/v1/auth/sessions", headers=headers)
+        second = api.client.post("/v1/auth/sessions", headers=headers)
+        assert first.status_code == second.status_code == 201
+        assert first.text == second.text
+        session = first.json()["token"]
+        created = api.client.post("/v1/workspaces", json={"name": "S"}, headers=bearer(session))
+        body = {"workspace_id": created.json()["id"]}
+        switch_headers = {**bearer(session), "Idempotency-Key": "s-2"}
+        switched = api.client.post("/v1/auth/switch", json=body, headers=switch_headers)
+        assert switched.status_code == 201
+        store = api.facade.deps.uow.args[0]  # type: ignore[attr-defined]
+        stored = " ".join(r.body for r in store.tables["idempotency"].values() if r.body)
+        assert session not in stored
+        assert switched.json()["token"] not in stored

@@ -6,26 +6,13 @@ permission (``authorize``), body, then the use case.
 
 from __future__ import annotations
 
-import base64
-import json
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from typing import Any, TypeVar
-
 import attrs
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from strongroom.adapters.http import presenters
 from strongroom.adapters.http.bodies import parse_timestamp
-from strongroom.adapters.http.context import (
-    ApiContext,
-    endpoint,
-    json_response,
-    no_content,
-    render_json,
-)
-from strongroom.ports.usecases import IdempotencyKey, IdempotentReplayError
+from strongroom.adapters.http.context import ApiContext, endpoint, json_response, no_content
 from strongroom.ports.usecases.machines import (
     CREATE_API_KEY,
     CREATE_WORKER,
@@ -35,41 +22,6 @@ from strongroom.ports.usecases.machines import (
     READ_WORKERS,
     ROTATE_WORKER,
 )
-
-T = TypeVar("T")
-
-
-def _idempotency(
-    ctx: ApiContext, present: Callable[[T], dict[str, Any]]
-) -> IdempotencyKey[T] | None:
-    """The request's Idempotency-Key, whose stored response holds the token sealed (with
-    the secret key) rather than in clear: only hashes of credentials are stored."""
-    box = ctx.facade.deps.secrets
-
-    def sealed(result: T) -> dict[str, Any]:
-        body = present(result)
-        token = body["token"]
-        body["token"] = None
-        body["sealed_token"] = base64.b64encode(box.seal({"token": token})).decode()
-        return body
-
-    return ctx.idempotency(sealed)
-
-
-@contextmanager
-def _replays_unsealed(ctx: ApiContext) -> Iterator[None]:
-    """A replay answers the first response, its token opened again."""
-    try:
-        yield
-    except IdempotentReplayError as replay:
-        body = json.loads(replay.body)
-        sealed = body.pop("sealed_token", None)
-        if isinstance(sealed, str):
-            try:
-                body["token"] = ctx.facade.deps.secrets.open(base64.b64decode(sealed))["token"]
-            except Exception:
-                body["token"] = None  # sealed with another secret key: shown no more
-        raise IdempotentReplayError(replay.status, render_json(body)) from None
 
 
 @attrs.frozen
@@ -95,13 +47,13 @@ def create_api_key(ctx: ApiContext) -> Response:
     ctx.facade.access.authorize(caller, CREATE_API_KEY)
     body = ctx.json(ApiKeyCreateBody)
     expires_at = None if body.expires_at is None else parse_timestamp(body.expires_at, "expires_at")
-    with _replays_unsealed(ctx):
+    with ctx.unsealing_replays():
         issued = ctx.facade.api_keys.create(
             caller,
             body.name,
             body.permissions,
             expires_at,
-            idempotency=_idempotency(ctx, presenters.issued_api_key),
+            idempotency=ctx.sealed_idempotency(presenters.issued_api_key),
         )
     return json_response(presenters.issued_api_key(issued), 201)
 
@@ -141,9 +93,9 @@ def create_worker(ctx: ApiContext) -> Response:
     caller = ctx.caller()
     ctx.facade.access.authorize(caller, CREATE_WORKER)
     body = ctx.json(WorkerCreateBody)
-    with _replays_unsealed(ctx):
+    with ctx.unsealing_replays():
         issued = ctx.facade.workers.create(
-            caller, body.name, idempotency=_idempotency(ctx, presenters.issued_worker)
+            caller, body.name, idempotency=ctx.sealed_idempotency(presenters.issued_worker)
         )
     return json_response(presenters.issued_worker(issued), 201)
 
