@@ -1605,7 +1605,9 @@ def _members() -> list[Operation]:
                 scoped,
                 bad_slug,
                 permission(*roles_write),
-                reason("forbidden", "a permission of the role is not the caller's own"),
+                reason(
+                    "forbidden", "a permission of the role, old or new, is not the caller's own"
+                ),
                 JSON_BODY,
                 no_role,
                 reason("validation_failed", "a permission outside the catalog"),
@@ -1624,16 +1626,18 @@ def _members() -> list[Operation]:
             "deleteRole",
             "Members",
             "Delete a custom role",
-            "Refused while members hold it. Needs `roles:write`.",
+            "Refused while members or pending invitations hold it. Needs `roles:write` and "
+            "every permission of the role.",
             Success(204, "Deleted."),
             merge(
                 scoped,
                 bad_slug,
                 permission(*roles_write),
+                reason("forbidden", "the role holds a permission the caller lacks"),
                 OPTIONAL_BODY,
                 no_role,
                 builtin,
-                reason("invalid_state", "members hold the role"),
+                reason("invalid_state", "members or pending invitations hold the role"),
                 BILLING,
                 INTERNAL,
                 UPSTREAM,

@@ -240,7 +240,10 @@ class Roles:
             if isinstance(permissions, _Unset)
             else parse_permission_slugs(permissions)
         )
-        self._access.refuse_escalation(caller, workspace_id, "role.update", granted, slug)
+        # Neither grant more than one holds, nor change a role that holds more.
+        self._access.refuse_escalation(
+            caller, workspace_id, "role.update", granted | role.permissions, slug
+        )
         with self._deps.uow() as uow:
             workspace = _workspace_for_update(uow, workspace_id)
             role = self._custom(uow, workspace_id, slug)
@@ -269,6 +272,9 @@ class Roles:
         """Delete a custom role nobody holds."""
         self._access.authorize(caller, DELETE_ROLE, workspace_id=workspace_id, target_id=slug)
         check_role_slug(slug)
+        with self._deps.uow() as uow:
+            role = self._custom(uow, workspace_id, slug)
+        self._access.refuse_escalation(caller, workspace_id, "role.delete", role.permissions, slug)
         with self._deps.uow() as uow:
             workspace = _workspace_for_update(uow, workspace_id)
             role = self._custom(uow, workspace_id, slug)

@@ -295,6 +295,27 @@ class TestRoles:
             "success",
         ]
 
+    def test_a_role_holding_more_than_the_caller_cannot_be_changed_or_deleted(
+        self, api: Api, team: Team
+    ) -> None:
+        """Narrowing or deleting a role with a permission the caller lacks: 403."""
+        team.create_role(
+            {"slug": "role-admin", "name": "R", "permissions": ["roles:read", "roles:write"]}
+        )
+        team.create_role({"slug": "danger", "name": "D", "permissions": ["artifacts:delete"]})
+        rita, _ = team.join("rita@example.com", "role-admin")
+        narrowed = api.client.patch(
+            f"{team.base}/roles/danger", json={"permissions": []}, headers=bearer(rita)
+        )
+        assert_error(narrowed, 403, "forbidden", "missing permission artifacts:delete")
+        deleted = api.client.delete(f"{team.base}/roles/danger", headers=bearer(rita))
+        assert_error(deleted, 403, "forbidden", "missing permission artifacts:delete")
+        renamed = api.client.patch(
+            f"{team.base}/roles/role-admin", json={"name": "Roles"}, headers=bearer(rita)
+        )
+        assert renamed.status_code == 200, renamed.text
+        assert [e["outcome"] for e in team.audit("role.delete")] == ["denied"]
+
     @pytest.mark.parametrize(
         ("body", "status", "code"),
         [
