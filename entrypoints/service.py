@@ -14,9 +14,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
+from strongroom.adapters.identity.oidc import OidcIdentityProvider, OidcSettings
+from strongroom.adapters.mail import LoggingMailer, SmtpMailer, SmtpSettings
 from strongroom.adapters.sql.sqlite import SqliteDatabase
+from strongroom.adapters.system import SecureIds
 from strongroom.entrypoints.bootstrap import bootstrap
 from strongroom.entrypoints.settings import Settings
+from strongroom.ports.identity import IdentityProvider
+from strongroom.ports.mailer import Mailer
 from strongroom.ports.usecases import Strongroom
 
 if TYPE_CHECKING:
@@ -83,6 +88,40 @@ def open_database(
         yield postgres
 
 
+def mailer_for(settings: Settings) -> Mailer:
+    """SMTP when ``STRONGROOM_SMTP_HOST`` is set; otherwise messages go to the log."""
+    if settings.smtp_host is None:
+        return LoggingMailer()
+    return SmtpMailer(
+        SmtpSettings(
+            host=settings.smtp_host,
+            sender=settings.smtp_from,
+            port=settings.smtp_port,
+            username=settings.smtp_username,
+            password=settings.smtp_password,
+            starttls=settings.smtp_starttls,
+        )
+    )
+
+
+def identity_for(settings: Settings) -> IdentityProvider | None:
+    """An external OIDC provider when ``STRONGROOM_OIDC_ISSUER`` is set; ``None`` keeps the
+    built-in one."""
+    if settings.oidc_issuer is None or settings.oidc_client_id is None:
+        return None
+    issuer = settings.oidc_issuer.rstrip("/")
+    return OidcIdentityProvider(
+        OidcSettings(
+            issuer=settings.oidc_issuer,
+            client_id=settings.oidc_client_id,
+            jwks_url=settings.oidc_jwks_url or f"{issuer}/.well-known/jwks.json",
+            device_authorization_endpoint=settings.oidc_device_authorization_endpoint,
+            token_endpoint=settings.oidc_token_endpoint,
+        ),
+        SecureIds(),
+    )
+
+
 @contextmanager
 def open_facade(settings: Settings, *, migrate: bool | None = None) -> Iterator[Strongroom]:
     """A facade for ``settings``; what it opens is closed when the block ends."""
@@ -91,4 +130,6 @@ def open_facade(settings: Settings, *, migrate: bool | None = None) -> Iterator[
             uow=database.uow,
             secret_key=settings.resolved_secret_key(),
             signup_enabled=settings.signup_enabled,
+            mailer=mailer_for(settings),
+            identity=identity_for(settings),
         )

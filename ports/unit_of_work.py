@@ -8,10 +8,12 @@ from typing import Protocol, Self
 
 from strongroom.ports.repositories import (
     AccountRepository,
+    ApiKeyRepository,
     AuditRepository,
     BackupRepository,
     DeviceGrantRepository,
     IdempotencyRepository,
+    InvitationRepository,
     MembershipRepository,
     RoleRepository,
     SessionRepository,
@@ -33,6 +35,8 @@ class UnitOfWork(Protocol):
     sessions: SessionRepository
     backups: BackupRepository
     workers: WorkerRepository
+    api_keys: ApiKeyRepository
+    invitations: InvitationRepository
     roles: RoleRepository
     audit: AuditRepository
     idempotency: IdempotencyRepository

@@ -16,13 +16,31 @@ from starlette.middleware import Middleware
 
 from strongroom.adapters.http import errors
 from strongroom.adapters.http.request_ids import RequestIdMiddleware
-from strongroom.adapters.http.routes import backups, docs, idp, system, workspaces
+from strongroom.adapters.http.routes import (
+    backups,
+    docs,
+    idp,
+    invitations,
+    machines,
+    members,
+    system,
+    workspaces,
+)
 from strongroom.domain.errors import StrongroomError
 from strongroom.ports.usecases import Strongroom
 
 FacadeOpener = Callable[[], AbstractContextManager[Strongroom]]
 
-ROUTES = [*system.routes, *workspaces.routes, *backups.routes, *idp.routes, *docs.routes]
+ROUTES = [
+    *system.routes,
+    *workspaces.routes,
+    *backups.routes,
+    *machines.routes,
+    *members.routes,
+    *invitations.routes,
+    *idp.routes,
+    *docs.routes,
+]
 
 
 def build_app(

@@ -21,6 +21,8 @@ TABLES = (
     "sessions",
     "backups",
     "workers",
+    "api_keys",
+    "invitations",
     "roles",
     "audit",
     "idempotency",

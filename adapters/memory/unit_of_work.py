@@ -20,6 +20,8 @@ class MemoryUnitOfWork:
     sessions: ports.SessionRepository
     backups: ports.BackupRepository
     workers: ports.WorkerRepository
+    api_keys: ports.ApiKeyRepository
+    invitations: ports.InvitationRepository
     roles: ports.RoleRepository
     audit: ports.AuditRepository
     idempotency: ports.IdempotencyRepository
@@ -40,6 +42,8 @@ class MemoryUnitOfWork:
         self.sessions = repos.MemorySessionRepository(tx)
         self.backups = repos.MemoryBackupRepository(tx)
         self.workers = repos.MemoryWorkerRepository(tx)
+        self.api_keys = repos.MemoryApiKeyRepository(tx)
+        self.invitations = repos.MemoryInvitationRepository(tx)
         self.roles = repos.MemoryRoleRepository(tx)
         self.audit = repos.MemoryAuditRepository(tx)
         self.idempotency = repos.MemoryIdempotencyRepository(tx)

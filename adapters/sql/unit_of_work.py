@@ -9,10 +9,12 @@ from typing import TYPE_CHECKING, Protocol, Self
 
 from strongroom.adapters.sql.repositories import (
     SqlAccountRepository,
+    SqlApiKeyRepository,
     SqlAuditRepository,
     SqlBackupRepository,
     SqlDeviceGrantRepository,
     SqlIdempotencyRepository,
+    SqlInvitationRepository,
     SqlMembershipRepository,
     SqlRoleRepository,
     SqlSessionRepository,
@@ -75,6 +77,8 @@ class SqlUnitOfWork:
     sessions: ports.SessionRepository
     backups: ports.BackupRepository
     workers: ports.WorkerRepository
+    api_keys: ports.ApiKeyRepository
+    invitations: ports.InvitationRepository
     roles: ports.RoleRepository
     audit: ports.AuditRepository
     idempotency: ports.IdempotencyRepository
@@ -99,6 +103,8 @@ class SqlUnitOfWork:
         self.sessions = SqlSessionRepository(tx)
         self.backups = SqlBackupRepository(tx)
         self.workers = SqlWorkerRepository(tx)
+        self.api_keys = SqlApiKeyRepository(tx)
+        self.invitations = SqlInvitationRepository(tx)
         self.roles = SqlRoleRepository(tx)
         self.audit = SqlAuditRepository(tx)
         self.idempotency = SqlIdempotencyRepository(tx)
