@@ -6,6 +6,7 @@ Nothing here runs at import time; nothing else imports this module.
 from __future__ import annotations
 
 import secrets
+from collections.abc import Mapping
 from functools import partial
 
 from strongroom.adapters.identity.builtin import BuiltinIdentityProvider
@@ -13,14 +14,19 @@ from strongroom.adapters.memory.services import MemoryBilling, MemoryNamespaces,
 from strongroom.adapters.memory.store import MemoryStore
 from strongroom.adapters.memory.unit_of_work import MemoryUnitOfWork
 from strongroom.adapters.secrets import FernetSecretBox
+from strongroom.adapters.storage.local import LocalDiskStorage
 from strongroom.adapters.system import SecureIds, SystemClock
+from strongroom.domain.artifacts import DEFAULT_MULTIPART_THRESHOLD
+from strongroom.domain.backups import CustomerS3Destination
 from strongroom.ports.clock import Clock, IdGenerator
 from strongroom.ports.identity import IdentityProvider
 from strongroom.ports.mailer import Mailer
 from strongroom.ports.provisioning import Billing, StorageNamespaces
 from strongroom.ports.secrets import SecretBox
+from strongroom.ports.storage import ObjectStorage
 from strongroom.ports.unit_of_work import UnitOfWorkFactory
 from strongroom.ports.usecases import Dependencies, Strongroom
+from strongroom.ports.usecases.dependencies import CustomerStorage
 
 
 def bootstrap(
@@ -35,18 +41,28 @@ def bootstrap(
     secret_box: SecretBox | None = None,
     secret_key: str | None = None,
     signup_enabled: bool = True,
+    storage: ObjectStorage | None = None,
+    multipart_threshold: int = DEFAULT_MULTIPART_THRESHOLD,
+    customer_storage: CustomerStorage | None = None,
 ) -> Strongroom:
     """Build a ``Strongroom`` facade. Every argument left out gets the in-memory default.
 
     With no identity provider given, the built-in one runs on the same unit of work; it is
     then reachable as ``facade.deps.identity`` (the HTTP adapter mounts its ``/idp`` pages).
+    With no object storage given, objects go to local disk in a temporary directory made on
+    first use (and namespaces are kept in memory); a given storage also provisions the
+    namespaces unless ``namespaces`` says otherwise.
     """
+    secret_key = secret_key or secrets.token_urlsafe(32)
     uow = uow or partial(MemoryUnitOfWork, MemoryStore())
     clock = clock or SystemClock()
     ids = ids or SecureIds()
     identity = identity or BuiltinIdentityProvider(
         uow=uow, clock=clock, ids=ids, signup_enabled=signup_enabled
     )
+    if storage is not None:
+        namespaces = namespaces or storage
+    storage = storage or LocalDiskStorage(None, secret_key.encode(), clock=clock.now)
     deps = Dependencies(
         uow=uow,
         clock=clock,
@@ -55,6 +71,18 @@ def bootstrap(
         billing=billing or MemoryBilling(),
         namespaces=namespaces or MemoryNamespaces(),
         mailer=mailer or OutboxMailer(),
-        secrets=secret_box or FernetSecretBox(secret_key or secrets.token_urlsafe(32)),
+        secrets=secret_box or FernetSecretBox(secret_key),
+        storage=storage,
+        customer_storage=customer_storage or _customer_s3,
+        multipart_threshold=multipart_threshold,
     )
     return Strongroom(deps)
+
+
+def _customer_s3(
+    destination: CustomerS3Destination, credentials: Mapping[str, str]
+) -> ObjectStorage:
+    """A customer's bucket through the S3 adapter (minio, the ``s3`` extra, loaded on use)."""
+    from strongroom.adapters.storage.s3 import customer_bucket  # noqa: PLC0415
+
+    return customer_bucket(destination, credentials)

@@ -46,6 +46,15 @@ def _parser() -> argparse.ArgumentParser:
     _common(migrate)
     migrate.set_defaults(run=_migrate)
 
+    retention = commands.add_parser("retention", help="the retention job").add_subparsers(
+        dest="retention_command", required=True
+    )
+    retention_run = retention.add_parser(
+        "run", help="remove expired artifacts and abort stale multipart uploads, once"
+    )
+    _common(retention_run)
+    retention_run.set_defaults(run=_retention_run)
+
     admin = commands.add_parser("admin", help="operator commands").add_subparsers(
         dest="admin_command", required=True
     )
@@ -115,6 +124,17 @@ def _migrate(arguments: argparse.Namespace) -> int:
     names = ", ".join(migration.name for migration in applied) or "none pending"
     print(f"database {describe_storage(settings)}: applied {names}")
     return 0
+
+
+def _retention_run(arguments: argparse.Namespace) -> int:
+    with open_facade(_settings(arguments)) as facade:
+        report = facade.retention.run()
+    print(
+        f"retention: removed {report.removed} expired artifacts (kept {report.kept_last} "
+        f"last of their backup, {report.kept_locked} locked, {report.failed} failed); "
+        f"aborted {report.aborted_uploads} stale uploads"
+    )
+    return 1 if report.failed else 0
 
 
 def _admin_billing(arguments: argparse.Namespace) -> int:

@@ -11,6 +11,8 @@ from typing import Any
 
 import attrs
 
+from strongroom.domain.artifacts import DEFAULT_MULTIPART_THRESHOLD
+
 ENVIRONMENTS = ("development", "production")
 
 
@@ -49,6 +51,8 @@ class Settings:
     oidc_jwks_url: str | None = None
     oidc_device_authorization_endpoint: str | None = None
     oidc_token_endpoint: str | None = None
+    multipart_threshold: int = DEFAULT_MULTIPART_THRESHOLD
+    retention_interval: float = 3600.0
 
     def __attrs_post_init__(self) -> None:
         if self.environment not in ENVIRONMENTS:
@@ -57,6 +61,8 @@ class Settings:
             raise ValueError(
                 "STRONGROOM_OIDC_ISSUER and STRONGROOM_OIDC_CLIENT_ID are set together"
             )
+        if self.multipart_threshold < 1:
+            raise ValueError("STRONGROOM_MULTIPART_THRESHOLD must be a positive number of bytes")
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
@@ -74,6 +80,10 @@ class Settings:
             "s3_secret_key": env.get("STRONGROOM_S3_SECRET_KEY") or None,
             "s3_bucket": env.get("STRONGROOM_S3_BUCKET") or None,
             "s3_region": env.get("STRONGROOM_S3_REGION") or "us-east-1",
+            "multipart_threshold": int(
+                env.get("STRONGROOM_MULTIPART_THRESHOLD") or DEFAULT_MULTIPART_THRESHOLD
+            ),
+            "retention_interval": float(env.get("STRONGROOM_RETENTION_INTERVAL") or 3600),
             "signup": None
             if env.get("STRONGROOM_SIGNUP") is None
             else _flag(env.get("STRONGROOM_SIGNUP"), False),

@@ -15,6 +15,7 @@ from uuid import UUID
 import attrs
 
 from strongroom.domain.accounts import Account, DeviceGrant
+from strongroom.domain.artifacts import Artifact, ArtifactStorage
 from strongroom.domain.audit import AuditEvent
 from strongroom.domain.backups import Backup
 from strongroom.domain.invitations import Invitation
@@ -22,6 +23,7 @@ from strongroom.domain.machines import ApiKey, Worker
 from strongroom.domain.pagination import Page, PageRequest
 from strongroom.domain.permissions import Role
 from strongroom.domain.principals import Session
+from strongroom.domain.runs import Run
 from strongroom.domain.users import User
 from strongroom.domain.workspaces import Member, Membership, MemberWorkspace, Workspace
 
@@ -171,6 +173,84 @@ class BackupRepository(Protocol):
 
     def count(self, workspace_id: UUID) -> int:
         """How many backups a workspace has."""
+        ...
+
+
+class RunRepository(Protocol):
+    """Runs of backups, always looked up inside one workspace; a backup's removal takes its
+    runs with it."""
+
+    def add(self, run: Run) -> None:
+        """Store a new run (its backup must exist in its workspace)."""
+        ...
+
+    def get(self, workspace_id: UUID, run_id: UUID) -> Run | None:
+        """A run of this workspace."""
+        ...
+
+    def get_for_update(self, workspace_id: UUID, run_id: UUID) -> Run | None:
+        """A run of this workspace, locked until the unit of work ends."""
+        ...
+
+    def update(self, run: Run) -> None:
+        """Store a changed run (its state, times and counts)."""
+        ...
+
+
+class ArtifactRepository(Protocol):
+    """Artifacts of runs, always looked up inside one workspace (the retention job's
+    ``expired`` is the one look-up across workspaces); deleted ones keep their record."""
+
+    def add(self, artifact: Artifact) -> None:
+        """Store a new artifact; its run must be a run of its backup in its workspace, and
+        its name unused in the run."""
+        ...
+
+    def get(self, workspace_id: UUID, artifact_id: UUID) -> Artifact | None:
+        """An artifact of this workspace."""
+        ...
+
+    def get_for_update(self, workspace_id: UUID, artifact_id: UUID) -> Artifact | None:
+        """An artifact of this workspace, locked until the unit of work ends."""
+        ...
+
+    def update(self, artifact: Artifact) -> None:
+        """Store a changed artifact (state, upload, expiry and lock)."""
+        ...
+
+    def find_in_run(self, workspace_id: UUID, run_id: UUID, name: str) -> Artifact | None:
+        """The artifact of this name in a run."""
+        ...
+
+    def list_for_run(self, workspace_id: UUID, run_id: UUID) -> list[Artifact]:
+        """Every artifact of a run, oldest first."""
+        ...
+
+    def count_available(self, workspace_id: UUID, backup_id: UUID) -> int:
+        """How many available artifacts a backup has."""
+        ...
+
+    def any_locked(
+        self,
+        workspace_id: UUID,
+        now: datetime,
+        *,
+        backup_id: UUID | None = None,
+        storage: ArtifactStorage | None = None,
+    ) -> bool:
+        """Whether an available artifact (of a backup, in a storage) is locked at ``now``."""
+        ...
+
+    def storage_bytes(self, workspace_id: UUID, *, with_pending: bool = False) -> int:
+        """Total size of the available (and pending) artifacts in service storage."""
+        ...
+
+    def expired(self, now: datetime, limit: int) -> list[Artifact]:
+        """Available artifacts of every workspace whose expiry has passed, oldest first."""
+        ...
+
+    def list(self, workspace_id: UUID, deleted: bool, page: PageRequest) -> Page[Artifact]:
+        """A workspace's artifacts, newest first: deleted ones only, or every other."""
         ...
 
 

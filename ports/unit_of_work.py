@@ -9,6 +9,7 @@ from typing import Protocol, Self
 from strongroom.ports.repositories import (
     AccountRepository,
     ApiKeyRepository,
+    ArtifactRepository,
     AuditRepository,
     BackupRepository,
     DeviceGrantRepository,
@@ -16,6 +17,7 @@ from strongroom.ports.repositories import (
     InvitationRepository,
     MembershipRepository,
     RoleRepository,
+    RunRepository,
     SessionRepository,
     UserRepository,
     WorkerRepository,
@@ -34,6 +36,8 @@ class UnitOfWork(Protocol):
     users: UserRepository
     sessions: SessionRepository
     backups: BackupRepository
+    runs: RunRepository
+    artifacts: ArtifactRepository
     workers: WorkerRepository
     api_keys: ApiKeyRepository
     invitations: InvitationRepository

@@ -13,6 +13,7 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 from strongroom.ports.usecases import Strongroom
+from support.seaweed import SeaweedServer, seaweed_server
 from support.world import Api, make_client, make_facade
 
 settings.register_profile("dev", max_examples=30, deadline=None)
@@ -34,3 +35,10 @@ def api(facade: Strongroom) -> Iterator[Api]:
     """An HTTP client over ``facade``, its lifespan running."""
     with make_client(facade) as client:
         yield Api(facade, client)
+
+
+@pytest.fixture(scope="session")
+def seaweed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SeaweedServer]:
+    """One SeaweedFS S3 server for the whole test session (loopback, own credentials)."""
+    with seaweed_server(tmp_path_factory.mktemp("seaweed")) as server:
+        yield server

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
 import io
+import time
 from pathlib import Path
 from uuid import UUID
 
@@ -218,3 +220,47 @@ class TestMigrate:
         code, second, _ = run(capsys, "migrate", "--data-dir", str(data_dir))
         assert code == 0
         assert "none pending" in second
+
+
+class TestRetentionCommand:
+    """`strongroom retention run` removes expired artifacts once, as the system."""
+
+    def test_removes_an_expired_artifact_but_not_the_last(
+        self,
+        data_dir: Path,
+        capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch,
+    ) -> None:
+        """Two artifacts expire after a second: one is removed, the backup's last stays."""
+        monkeypatch.setattr("sys.stdin", io.StringIO(PASSWORD + "\n"))
+        argv = ["admin", "user-add", "ada@example.com", "--password-stdin"]
+        assert run(capsys, *argv, "--data-dir", str(data_dir))[0] == 0
+        with TestClient(create_app(Settings(data_dir=data_dir))) as client:
+            headers, workspace_id = admin_of_new_workspace(client, "ada@example.com")
+            backup = client.post(
+                f"/v1/workspaces/{workspace_id}/backups",
+                json={"name": "n", "kind": "manual"},
+                headers=headers,
+            ).json()["id"]
+            client.patch(
+                f"/v1/backups/{backup}",
+                json={"retention": {"expire_after": "PT1S", "lock_for": "PT0S"}},
+                headers=headers,
+            )
+            for name in ("a", "b"):
+                started = client.post("/v1/runs", json={"backup_id": backup}, headers=headers)
+                run_id = started.json()["id"]
+                plan = client.post(
+                    f"/v1/runs/{run_id}/upload-url",
+                    json={"name": name, "size": 1, "sha256": hashlib.sha256(b"x").hexdigest()},
+                    headers=headers,
+                ).json()
+                assert client.put(plan["url"], content=b"x").status_code == 200
+                confirmed = client.post(f"/v1/runs/{run_id}/confirm", headers=headers)
+                assert confirmed.status_code == 200, confirmed.text
+        time.sleep(1.1)
+        code, out, _ = run(capsys, "retention", "run", "--data-dir", str(data_dir))
+        assert code == 0
+        assert "removed 1 expired artifacts (kept 1 last" in out
+        code, out, _ = run(capsys, "retention", "run", "--data-dir", str(data_dir))
+        assert "removed 0" in out

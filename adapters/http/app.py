@@ -17,12 +17,15 @@ from starlette.middleware import Middleware
 from strongroom.adapters.http import errors
 from strongroom.adapters.http.request_ids import RequestIdMiddleware
 from strongroom.adapters.http.routes import (
+    artifacts,
     backups,
     docs,
     idp,
     invitations,
     machines,
     members,
+    runs,
+    storage,
     system,
     workspaces,
 )
@@ -38,6 +41,9 @@ ROUTES = [
     *machines.routes,
     *members.routes,
     *invitations.routes,
+    *runs.routes,
+    *artifacts.routes,
+    *storage.routes,
     *idp.routes,
     *docs.routes,
 ]

@@ -25,6 +25,12 @@ from strongroom.adapters.identity.builtin import (
     MAX_PASSWORD_LENGTH,
     MIN_PASSWORD_LENGTH,
 )
+from strongroom.domain.artifacts import (
+    MAX_ARTIFACT_NAME,
+    MAX_ARTIFACT_SIZE,
+    ArtifactState,
+    ArtifactStorage,
+)
 from strongroom.domain.audit import Outcome
 from strongroom.domain.backups import BackupKind, BackupState
 from strongroom.domain.names import MAX_NAME_LENGTH
@@ -32,6 +38,7 @@ from strongroom.domain.pagination import DEFAULT_LIMIT, MAX_LIMIT
 from strongroom.domain.permissions import Permission
 from strongroom.domain.principals import PrincipalType
 from strongroom.domain.quotas import DEFAULT_LIMITS, WORKSPACES_PER_USER, QuotaResource
+from strongroom.domain.runs import RunState, RunTrigger
 from strongroom.ports.usecases.idempotency import MAX_KEY_LENGTH
 
 Json = dict[str, Any]
@@ -568,6 +575,127 @@ def _schemas() -> dict[str, Json]:
             description="A backup. Credentials are write-only and never appear.",
         ),
         "BackupList": _list_of("Backup"),
+        "UploadRequest": obj(
+            {
+                "name": string(
+                    f"1 to {MAX_ARTIFACT_NAME} characters, no control characters; unique in "
+                    "the run (asking again for the same name, size and sha256 resumes).",
+                    minLength=1,
+                    maxLength=MAX_ARTIFACT_NAME,
+                ),
+                "size": {
+                    "type": "integer",
+                    "minimum": 0,
+                    "maximum": MAX_ARTIFACT_SIZE,
+                    "description": "Exact size in bytes.",
+                },
+                "sha256": string("Hex digest of the bytes.", pattern="^[0-9a-fA-F]{64}$"),
+            },
+            closed=True,
+        ),
+        "SingleUpload": obj(
+            {
+                "artifact_id": UUID_SCHEMA,
+                "method": string(const="PUT"),
+                "url": string("Presigned; bound to this method and object.", format="uri"),
+                "headers": {
+                    "type": "object",
+                    "additionalProperties": {"type": "string"},
+                    "description": "Headers to send with the PUT.",
+                },
+                "expires_at": TIMESTAMP,
+            },
+            description="Below the multipart threshold: one PUT of the whole body.",
+        ),
+        "MultipartUpload": obj(
+            {
+                "artifact_id": UUID_SCHEMA,
+                "upload_id": string(),
+                "part_size": {"type": "integer", "minimum": 1},
+                "parts": {
+                    "type": "array",
+                    "items": obj(
+                        {
+                            "number": {"type": "integer", "minimum": 1},
+                            "size": {"type": "integer", "minimum": 0},
+                            "method": string(const="PUT"),
+                            "url": string(format="uri"),
+                        }
+                    ),
+                },
+                "stored_parts": {
+                    "type": "array",
+                    "items": {"type": "integer"},
+                    "description": "Parts already stored: a resuming client skips them.",
+                },
+                "expires_at": TIMESTAMP,
+            },
+            description="From the multipart threshold up: one PUT per part; `confirm` joins them.",
+        ),
+        "UploadPlan": {"oneOf": [ref("SingleUpload"), ref("MultipartUpload")]},
+        "Download": obj(
+            {
+                "method": string(const="GET"),
+                "url": string("Presigned; bound to this method and object.", format="uri"),
+                "expires_at": TIMESTAMP,
+            }
+        ),
+        "Artifact": obj(
+            {
+                "id": UUID_SCHEMA,
+                "run_id": UUID_SCHEMA,
+                "backup_id": UUID_SCHEMA,
+                "name": string(),
+                "size": {"type": "integer", "minimum": 0},
+                "sha256": string(pattern="^[0-9a-f]{64}$"),
+                "state": string(enum=[state.value for state in ArtifactState]),
+                "storage": string(enum=[storage.value for storage in ArtifactStorage]),
+                "created_at": TIMESTAMP,
+                "expires_at": described(
+                    nullable(TIMESTAMP), "From the backup's retention at confirmation."
+                ),
+                "locked_until": described(
+                    nullable(TIMESTAMP),
+                    "Nobody can remove it before (enforced by the storage itself).",
+                ),
+            },
+            description="A file of a run.",
+        ),
+        "ArtifactList": _list_of("Artifact"),
+        "StoredResult": obj({"status": string(const="stored")}),
+        "RunCreate": obj({"backup_id": described(UUID_SCHEMA, "A manual backup.")}, closed=True),
+        "Run": obj(
+            {
+                "id": UUID_SCHEMA,
+                "backup_id": UUID_SCHEMA,
+                "workspace_id": UUID_SCHEMA,
+                "state": string(
+                    "`running` from `POST /v1/runs`, `queued` from `trigger`; `succeeded` "
+                    "once `confirm` found every announced artifact.",
+                    enum=[state.value for state in RunState],
+                ),
+                "trigger": string(
+                    "`manual` (`POST /v1/runs`), `api` (`trigger`) or `schedule`.",
+                    enum=[trigger.value for trigger in RunTrigger],
+                ),
+                "worker_id": nullable(UUID_SCHEMA),
+                "created_at": TIMESTAMP,
+                "started_at": nullable(TIMESTAMP),
+                "finished_at": nullable(TIMESTAMP),
+                "artifact_count": {
+                    "type": "integer",
+                    "minimum": 0,
+                    "description": "The run's `available` artifacts.",
+                },
+                "bytes": {
+                    "type": "integer",
+                    "minimum": 0,
+                    "description": "Total size of the run's `available` artifacts.",
+                },
+                "error": nullable(string()),
+            },
+            description="One execution of a backup.",
+        ),
         "S3Source": obj(
             {
                 "type": string(const="s3"),
@@ -773,6 +901,15 @@ def _parameters() -> dict[str, Json]:
             "required": True,
             "description": "The role's slug. Not a well-formed slug: 400.",
             "schema": ref("RoleSlug"),
+        },
+        "run_id": _path_id("run_id", "The run id."),
+        "aid": _path_id("aid", "The artifact id."),
+        "key": {
+            "name": "key",
+            "in": "path",
+            "required": True,
+            "description": "The object key (segments of letters, digits, `.`, `_`, `-`).",
+            "schema": {"type": "string"},
         },
     }
 
@@ -1728,6 +1865,95 @@ def _invitations() -> list[Operation]:
     ]
 
 
+NEW_RUN_BILLING: Reasons = {
+    "billing_restricted": [
+        "the workspace's billing state (`stopped` or `blocked`) refuses new runs"
+    ]
+}
+
+
+def _runs() -> list[Operation]:
+    upload = (Permission.ARTIFACTS_UPLOAD,)
+    read = (Permission.BACKUPS_READ, Permission.RUNS_READ)
+    trigger = (Permission.BACKUPS_WRITE, Permission.BACKUPS_TRIGGER)
+    return [
+        Operation(
+            "POST",
+            "/v1/runs",
+            "startRun",
+            "Runs and artifacts",
+            "Start a manual run",
+            "A manual backup's client starts a run (state `running`, trigger `manual`); it then "
+            "asks for upload URLs and confirms. Local and cloud backups get their runs from "
+            "`trigger` or the scheduler.",
+            Success(201, "The new run.", _json("Run")),
+            merge(
+                UNAUTHENTICATED,
+                NO_WORKSPACE,
+                permission(*upload),
+                JSON_BODY,
+                IDEMPOTENT,
+                reason("not_found", "no such backup in the caller's workspace"),
+                reason("validation_failed", "the backup is not manual"),
+                NEW_RUN_BILLING,
+                reason("invalid_state", "the backup is a draft or paused"),
+                INTERNAL,
+                UPSTREAM,
+            ),
+            permissions=upload,
+            parameters=(_param("Idempotency-Key"),),
+            body=Body(ref("RunCreate")),
+        ),
+        Operation(
+            "GET",
+            "/v1/runs/{run_id}",
+            "getRun",
+            "Runs and artifacts",
+            "Read a run",
+            "One run of the caller's workspace.",
+            Success(200, "The run.", _json("Run")),
+            merge(
+                UNAUTHENTICATED,
+                path_id("run_id"),
+                NO_WORKSPACE,
+                permission(*read),
+                reason("not_found", "no such run in the caller's workspace"),
+                INTERNAL,
+                UPSTREAM,
+            ),
+            permissions=read,
+            parameters=(_param("run_id"),),
+        ),
+        Operation(
+            "POST",
+            "/v1/backups/{bid}/trigger",
+            "triggerBackup",
+            "Backups",
+            "Trigger a backup",
+            "Enqueues a run of an active, unpaused local or cloud backup (state `queued`, "
+            "trigger `api`); its worker or the service takes it.",
+            Success(202, "The queued run.", _json("Run")),
+            merge(
+                UNAUTHENTICATED,
+                path_id("bid"),
+                NO_WORKSPACE,
+                permission(*trigger),
+                OPTIONAL_BODY,
+                IDEMPOTENT,
+                reason("not_found", "no such backup in the caller's workspace"),
+                reason("validation_failed", "the backup is manual (its client starts runs)"),
+                NEW_RUN_BILLING,
+                reason("invalid_state", "the backup is a draft or paused"),
+                INTERNAL,
+                UPSTREAM,
+            ),
+            permissions=trigger,
+            parameters=(_param("bid"), _param("Idempotency-Key")),
+            body=Body(ref("EmptyBody"), required=False),
+        ),
+    ]
+
+
 def _machines() -> list[Operation]:
     one_id = _param("id")
     scoped = merge(UNAUTHENTICATED, NO_WORKSPACE)
@@ -1910,6 +2136,219 @@ def _machines() -> list[Operation]:
             permissions=worker_write,
             parameters=(one_id,),
             body=Body(ref("EmptyBody"), required=False),
+        ),
+    ]
+
+
+UPLOAD_BILLING: Reasons = {
+    "billing_restricted": ["the workspace's billing state (`blocked`) refuses uploads"]
+}
+STORAGE_UPSTREAM: Reasons = {
+    "upstream_unavailable": ["the database or object storage failed; nothing was recorded"]
+}
+
+
+def _artifacts() -> list[Operation]:
+    run = merge(
+        UNAUTHENTICATED,
+        path_id("run_id"),
+        NO_WORKSPACE,
+        reason("not_found", "no such run in the caller's workspace"),
+    )
+    one = merge(
+        UNAUTHENTICATED,
+        path_id("aid"),
+        NO_WORKSPACE,
+        reason("not_found", "no such artifact in the caller's workspace"),
+    )
+    upload, confirm = (Permission.ARTIFACTS_UPLOAD,), (Permission.ARTIFACTS_CONFIRM,)
+    read, download = (Permission.ARTIFACTS_READ,), (Permission.ARTIFACTS_DOWNLOAD,)
+    delete = (Permission.ARTIFACTS_DELETE,)
+    tag = "Runs and artifacts"
+    return [
+        Operation(
+            "POST",
+            "/v1/runs/{run_id}/upload-url",
+            "requestUpload",
+            tag,
+            "Presign an artifact's upload",
+            "Announces an artifact of the run (state `pending`) and presigns its upload: "
+            "one PUT below the multipart threshold (`STRONGROOM_MULTIPART_THRESHOLD`, "
+            "64 MiB by default), otherwise one PUT per 16 MiB part. URLs live 15 minutes. "
+            "Asking again for the same name, size and sha256 gives the same artifact, fresh "
+            "URLs and the parts already stored.",
+            Success(201, "The upload plan.", _json("UploadPlan")),
+            merge(
+                run,
+                permission(*upload),
+                JSON_BODY,
+                reason("invalid_request", "`size` out of range, `sha256` not 64 hex digits"),
+                UPLOAD_BILLING,
+                reason("quota_exceeded", "`storage_bytes` would be passed"),
+                reason(
+                    "invalid_state",
+                    "the run is finished, or the name is announced with another size or sha256",
+                ),
+                INTERNAL,
+                STORAGE_UPSTREAM,
+            ),
+            permissions=upload,
+            parameters=(_param("run_id"),),
+            body=Body(ref("UploadRequest")),
+        ),
+        Operation(
+            "POST",
+            "/v1/runs/{run_id}/confirm",
+            "confirmRun",
+            tag,
+            "Confirm a run's artifacts",
+            "Checks every announced artifact in storage (present, same size, same sha256) "
+            "and joins multipart uploads; all become `available` (locked and expiring per "
+            "the backup's retention) and the run `succeeded`, or nothing changes.",
+            Success(200, "The succeeded run.", _json("Run")),
+            merge(
+                run,
+                permission(*confirm),
+                OPTIONAL_BODY,
+                UPLOAD_BILLING,
+                reason("invalid_state", "the run is finished"),
+                reason("artifact_missing", "an announced artifact is absent or different"),
+                INTERNAL,
+                STORAGE_UPSTREAM,
+            ),
+            permissions=confirm,
+            parameters=(_param("run_id"),),
+            body=Body(ref("EmptyBody"), required=False),
+        ),
+        Operation(
+            "GET",
+            "/v1/workspaces/{wid}/artifacts",
+            "listArtifacts",
+            tag,
+            "List artifacts",
+            "The workspace's artifacts, newest first; deleted ones only with "
+            "`?state=deleted`. Never refused for billing.",
+            Success(200, "One page of artifacts.", _json("ArtifactList")),
+            merge(
+                UNAUTHENTICATED,
+                path_id("wid"),
+                NO_WORKSPACE,
+                IN_WORKSPACE,
+                permission(*read),
+                PAGE,
+                reason("invalid_request", "`state` is not `deleted`"),
+                INTERNAL,
+                UPSTREAM,
+            ),
+            permissions=read,
+            parameters=(
+                _param("wid"),
+                _param("limit"),
+                _param("cursor"),
+                {
+                    "name": "state",
+                    "in": "query",
+                    "required": False,
+                    "description": "`deleted` lists only deleted artifacts.",
+                    "schema": {"type": "string", "enum": ["deleted"]},
+                },
+            ),
+        ),
+        Operation(
+            "POST",
+            "/v1/artifacts/{aid}/download-url",
+            "requestDownload",
+            tag,
+            "Presign an artifact's download",
+            "A presigned GET (15 minutes) of an available artifact in service storage; "
+            "the bytes come from storage. Never refused for billing.",
+            Success(200, "The presigned download.", _json("Download")),
+            merge(
+                one,
+                permission(*download),
+                OPTIONAL_BODY,
+                reason("conflict", "the artifact is deleted"),
+                reason("not_in_our_storage", "the artifact went only to a customer bucket"),
+                reason("invalid_state", "the artifact is not confirmed yet"),
+                INTERNAL,
+                UPSTREAM,
+            ),
+            permissions=download,
+            parameters=(_param("aid"),),
+            body=Body(ref("EmptyBody"), required=False),
+        ),
+        Operation(
+            "DELETE",
+            "/v1/artifacts/{aid}",
+            "deleteArtifact",
+            tag,
+            "Delete an artifact",
+            "Removes the object; the record stays as `deleted`. Precedence: already "
+            "deleted, inside its lock, last of its backup.",
+            Success(204, "Deleted."),
+            merge(
+                one,
+                permission(*delete),
+                BILLING,
+                reason("conflict", "already deleted"),
+                reason("artifact_locked", "inside its lock window (storage refuses too)"),
+                reason("last_artifact", "the only available artifact of its backup"),
+                INTERNAL,
+                STORAGE_UPSTREAM,
+            ),
+            permissions=delete,
+            parameters=(_param("aid"),),
+        ),
+    ]
+
+
+def _storage() -> list[Operation]:
+    refused = merge(
+        reason(
+            "invalid_request",
+            "a malformed key, or a body of another size or sha256 than signed",
+        ),
+        reason("forbidden", "a signature that does not match, or an expired URL"),
+        reason("not_found", "no such object or upload"),
+        INTERNAL,
+    )
+    query = {
+        "name": "signature",
+        "in": "query",
+        "required": True,
+        "description": "With `expires`, `size`, `sha256`, `upload_id`, `part`: as presigned.",
+        "schema": {"type": "string"},
+    }
+    return [
+        Operation(
+            "PUT",
+            "/storage/{key}",
+            "putObject",
+            "Storage",
+            "Upload to a presigned URL",
+            "Local-disk storage only: the body is streamed to disk and checked against the "
+            "signed size (and sha256); a locked object is never overwritten.",
+            Success(200, "Stored.", _json("StoredResult")),
+            merge(refused, reason("forbidden", "the object is locked")),
+            auth=Auth.NONE,
+            parameters=(_param("key"), query),
+            body=Body({"type": "string", "format": "binary"}, "application/octet-stream"),
+        ),
+        Operation(
+            "GET",
+            "/storage/{key}",
+            "getObject",
+            "Storage",
+            "Download from a presigned URL",
+            "Local-disk storage only: the object's bytes, streamed.",
+            Success(
+                200,
+                "The bytes.",
+                {"application/octet-stream": {"schema": {"type": "string", "format": "binary"}}},
+            ),
+            refused,
+            auth=Auth.NONE,
+            parameters=(_param("key"), query),
         ),
     ]
 
@@ -2098,6 +2537,9 @@ def operations() -> list[Operation]:
         *_invitations(),
         *_backups(),
         *_machines(),
+        *_runs(),
+        *_artifacts(),
+        *_storage(),
         *_idp(),
         *_docs(),
     ]
@@ -2238,9 +2680,18 @@ def build_document(server_url: str | None = None) -> Json:
                 },
                 {"name": "Workers", "description": "Machine executors of local backups."},
                 {
+                    "name": "Runs and artifacts",
+                    "description": "Runs of backups; artifact bytes move through presigned "
+                    "URLs, never through the API.",
+                },
+                {
                     "name": "Identity provider",
                     "description": "The built-in identity provider (outside `/v1`): local "
                     "accounts and the OAuth 2.0 device authorization grant (RFC 8628).",
+                },
+                {
+                    "name": "Storage",
+                    "description": "The local-disk storage's presigned URLs (outside `/v1`).",
                 },
                 {"name": "Documentation", "description": "This reference."},
             ],

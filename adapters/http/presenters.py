@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+from strongroom.domain.artifacts import Artifact
 from strongroom.domain.audit import AuditEvent
 from strongroom.domain.backups import Backup, CustomerS3Destination, PostgresSource, S3Source
 from strongroom.domain.invitations import Invitation
@@ -13,8 +14,11 @@ from strongroom.domain.pagination import Page
 from strongroom.domain.permissions import Permission, Role
 from strongroom.domain.principals import Caller
 from strongroom.domain.quotas import Quota
+from strongroom.domain.runs import Run
 from strongroom.domain.users import User
 from strongroom.domain.workspaces import Member, Membership, MemberWorkspace, Workspace
+from strongroom.ports.storage import PresignedRequest
+from strongroom.ports.usecases.artifacts import UploadPlan
 from strongroom.ports.usecases.machines import IssuedApiKey, IssuedWorker
 from strongroom.ports.usecases.sessions import IssuedSession
 
@@ -117,6 +121,83 @@ def backup(item: Backup) -> dict[str, Any]:
         "next_run_at": timestamp(item.next_run_at),
         "created_at": timestamp(item.created_at),
         "updated_at": timestamp(item.updated_at),
+    }
+
+
+def run(item: Run) -> dict[str, Any]:
+    """A run; ``artifact_count`` and ``bytes`` count its available artifacts."""
+    return {
+        "id": str(item.id),
+        "backup_id": str(item.backup_id),
+        "workspace_id": str(item.workspace_id),
+        "state": item.state.value,
+        "trigger": item.trigger.value,
+        "worker_id": None if item.worker_id is None else str(item.worker_id),
+        "created_at": timestamp(item.created_at),
+        "started_at": timestamp(item.started_at),
+        "finished_at": timestamp(item.finished_at),
+        "artifact_count": item.artifact_count,
+        "bytes": item.bytes,
+        "error": item.error,
+    }
+
+
+def artifact(item: Artifact) -> dict[str, Any]:
+    """An artifact record."""
+    return {
+        "id": str(item.id),
+        "run_id": str(item.run_id),
+        "backup_id": str(item.backup_id),
+        "name": item.name,
+        "size": item.size,
+        "sha256": item.sha256,
+        "state": item.state.value,
+        "storage": item.storage.value,
+        "created_at": timestamp(item.created_at),
+        "expires_at": timestamp(item.expires_at),
+        "locked_until": timestamp(item.locked_until),
+    }
+
+
+def absolute(url: str, base_url: str) -> str:
+    """A presigned URL; the local-disk storage's paths are resolved against ``base_url``."""
+    return base_url + url if url.startswith("/") else url
+
+
+def upload_plan(plan: UploadPlan, base_url: str) -> dict[str, Any]:
+    """``upload-url``: one presigned PUT, or the parts of a multipart upload."""
+    if plan.request is not None:
+        return {
+            "artifact_id": str(plan.artifact.id),
+            "method": plan.request.method,
+            "url": absolute(plan.request.url, base_url),
+            "headers": dict(plan.request.headers),
+            "expires_at": timestamp(plan.expires_at),
+        }
+    return {
+        "artifact_id": str(plan.artifact.id),
+        "upload_id": plan.artifact.upload_id,
+        "part_size": plan.part_size,
+        "parts": [
+            {
+                "number": part.number,
+                "size": part.size,
+                "method": part.request.method,
+                "url": absolute(part.request.url, base_url),
+            }
+            for part in plan.parts
+        ],
+        "stored_parts": list(plan.stored_parts),
+        "expires_at": timestamp(plan.expires_at),
+    }
+
+
+def download(request: PresignedRequest, expires_at: datetime, base_url: str) -> dict[str, Any]:
+    """``download-url``."""
+    return {
+        "method": request.method,
+        "url": absolute(request.url, base_url),
+        "expires_at": timestamp(expires_at),
     }
 
 

@@ -11,6 +11,7 @@ from attrs import evolve
 
 from strongroom.adapters.memory.store import Transaction
 from strongroom.domain.accounts import Account, DeviceGrant
+from strongroom.domain.artifacts import Artifact, ArtifactState, ArtifactStorage
 from strongroom.domain.audit import AuditEvent
 from strongroom.domain.backups import Backup
 from strongroom.domain.errors import NameTakenError
@@ -20,6 +21,7 @@ from strongroom.domain.names import name_key
 from strongroom.domain.pagination import K, Page, PageRequest, page_of, sort_key
 from strongroom.domain.permissions import BUILTIN_ROLES, Role
 from strongroom.domain.principals import Session
+from strongroom.domain.runs import Run
 from strongroom.domain.users import User
 from strongroom.domain.workspaces import Member, Membership, MemberWorkspace, Workspace
 from strongroom.ports.repositories import (
@@ -107,6 +109,8 @@ def _keyed_by_workspace(key: object, _row: object, workspace_id: UUID) -> bool:
 _WORKSPACE_CASCADE: dict[str, Callable[[object, object, UUID], bool]] = {
     "memberships": _keyed_by_workspace,
     "backups": _in_workspace,
+    "runs": _in_workspace,
+    "artifacts": _in_workspace,
     "audit": _in_workspace,
     "sessions": _in_workspace,
     "workers": _in_workspace,
@@ -269,6 +273,11 @@ class MemoryBackupRepository(_Repository):
     def remove(self, workspace_id: UUID, backup_id: UUID) -> None:
         if self.get(workspace_id, backup_id) is not None:
             del self._tx.write(self.table)[backup_id]
+            # The backup's runs go with it (ON DELETE CASCADE).
+            for table in ("runs", "artifacts"):
+                rows = self._tx.write(table)
+                for key in [key for key, row in rows.items() if row.backup_id == backup_id]:
+                    del rows[key]
 
     def list(
         self, workspace_id: UUID, page: PageRequest, worker_id: UUID | None = None
@@ -279,6 +288,150 @@ class MemoryBackupRepository(_Repository):
 
     def count(self, workspace_id: UUID) -> int:
         return sum(1 for b in self._tx.read(self.table).values() if b.workspace_id == workspace_id)
+
+
+class MemoryRunRepository(_Repository):
+    """Runs; each needs its backup in the same workspace."""
+
+    table = "runs"
+
+    def add(self, run: Run) -> None:
+        backup = self._tx.read("backups").get(run.backup_id)
+        _require(
+            backup is not None and backup.workspace_id == run.workspace_id,
+            "run's backup exists in its workspace",
+        )
+        self._insert(run.id, run)
+
+    def get(self, workspace_id: UUID, run_id: UUID) -> Run | None:
+        run: Run | None = self._tx.read(self.table).get(run_id)
+        return run if run is not None and run.workspace_id == workspace_id else None
+
+    def get_for_update(self, workspace_id: UUID, run_id: UUID) -> Run | None:
+        return self.get(workspace_id, run_id)
+
+    def update(self, run: Run) -> None:
+        stored = self.get(run.workspace_id, run.id)
+        _require(
+            stored is not None and stored.backup_id == run.backup_id, "update of a missing run"
+        )
+        assert stored is not None
+        # Identity and origin are fixed, as the SQL update leaves them out.
+        self._replace(
+            run.id,
+            evolve(
+                run,
+                trigger=stored.trigger,
+                created_at=stored.created_at,
+                worker_id=stored.worker_id,
+            ),
+        )
+
+
+class MemoryArtifactRepository(_Repository):
+    """Artifacts; each needs a run of its backup in its workspace, names unique per run."""
+
+    table = "artifacts"
+
+    def _rows(self, workspace_id: UUID) -> list[Artifact]:
+        return [a for a in self._tx.read(self.table).values() if a.workspace_id == workspace_id]
+
+    def add(self, artifact: Artifact) -> None:
+        run = self._tx.read("runs").get(artifact.run_id)
+        _require(
+            run is not None
+            and run.workspace_id == artifact.workspace_id
+            and run.backup_id == artifact.backup_id,
+            "artifact's run exists in its backup and workspace",
+        )
+        _require(
+            all(
+                other.run_id != artifact.run_id or other.name != artifact.name
+                for other in self._tx.read(self.table).values()
+            ),
+            "artifact name unused in its run",
+        )
+        self._insert(artifact.id, artifact)
+
+    def get(self, workspace_id: UUID, artifact_id: UUID) -> Artifact | None:
+        found: Artifact | None = self._tx.read(self.table).get(artifact_id)
+        return found if found is not None and found.workspace_id == workspace_id else None
+
+    def get_for_update(self, workspace_id: UUID, artifact_id: UUID) -> Artifact | None:
+        return self.get(workspace_id, artifact_id)
+
+    def update(self, artifact: Artifact) -> None:
+        stored = self.get(artifact.workspace_id, artifact.id)
+        _require(
+            stored is not None and stored.run_id == artifact.run_id, "update of a missing artifact"
+        )
+        assert stored is not None
+        # Only state, upload, expiry and lock change, as the SQL update says.
+        self._replace(
+            artifact.id,
+            evolve(
+                stored,
+                state=artifact.state,
+                upload_id=artifact.upload_id,
+                expires_at=artifact.expires_at,
+                locked_until=artifact.locked_until,
+            ),
+        )
+
+    def find_in_run(self, workspace_id: UUID, run_id: UUID, name: str) -> Artifact | None:
+        for artifact in self._rows(workspace_id):
+            if artifact.run_id == run_id and artifact.name == name:
+                return artifact
+        return None
+
+    def list_for_run(self, workspace_id: UUID, run_id: UUID) -> list[Artifact]:
+        found = [a for a in self._rows(workspace_id) if a.run_id == run_id]
+        return sorted(found, key=sort_key)
+
+    def count_available(self, workspace_id: UUID, backup_id: UUID) -> int:
+        return sum(
+            1
+            for a in self._rows(workspace_id)
+            if a.backup_id == backup_id and a.state is ArtifactState.AVAILABLE
+        )
+
+    def any_locked(
+        self,
+        workspace_id: UUID,
+        now: datetime,
+        *,
+        backup_id: UUID | None = None,
+        storage: ArtifactStorage | None = None,
+    ) -> bool:
+        return any(
+            a.is_locked(now)
+            and (backup_id is None or a.backup_id == backup_id)
+            and (storage is None or a.storage is storage)
+            for a in self._rows(workspace_id)
+        )
+
+    def storage_bytes(self, workspace_id: UUID, *, with_pending: bool = False) -> int:
+        states = (
+            {ArtifactState.AVAILABLE, ArtifactState.PENDING}
+            if with_pending
+            else {ArtifactState.AVAILABLE}
+        )
+        return sum(
+            a.size
+            for a in self._rows(workspace_id)
+            if a.storage is ArtifactStorage.SERVICE and a.state in states
+        )
+
+    def expired(self, now: datetime, limit: int) -> list[Artifact]:
+        found = [a for a in self._tx.read(self.table).values() if a.is_expired(now)]
+        found.sort(key=lambda a: (a.expires_at, a.id))
+        return found[:limit]
+
+    def list(self, workspace_id: UUID, deleted: bool, page: PageRequest) -> Page[Artifact]:
+        return keyset_page(
+            (a for a in self._rows(workspace_id) if (a.state is ArtifactState.DELETED) == deleted),
+            page,
+        )
 
 
 class _Credentials(_Repository):

@@ -20,6 +20,8 @@ TABLES = (
     "users",
     "sessions",
     "backups",
+    "runs",
+    "artifacts",
     "workers",
     "api_keys",
     "invitations",

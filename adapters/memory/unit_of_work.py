@@ -19,6 +19,8 @@ class MemoryUnitOfWork:
     users: ports.UserRepository
     sessions: ports.SessionRepository
     backups: ports.BackupRepository
+    runs: ports.RunRepository
+    artifacts: ports.ArtifactRepository
     workers: ports.WorkerRepository
     api_keys: ports.ApiKeyRepository
     invitations: ports.InvitationRepository
@@ -41,6 +43,8 @@ class MemoryUnitOfWork:
         self.users = repos.MemoryUserRepository(tx)
         self.sessions = repos.MemorySessionRepository(tx)
         self.backups = repos.MemoryBackupRepository(tx)
+        self.runs = repos.MemoryRunRepository(tx)
+        self.artifacts = repos.MemoryArtifactRepository(tx)
         self.workers = repos.MemoryWorkerRepository(tx)
         self.api_keys = repos.MemoryApiKeyRepository(tx)
         self.invitations = repos.MemoryInvitationRepository(tx)

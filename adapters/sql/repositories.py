@@ -22,6 +22,7 @@ from strongroom.adapters.sql import rows
 from strongroom.adapters.sql.catalog import Q
 from strongroom.adapters.sql.rows import Codec, Params, Row
 from strongroom.domain.accounts import Account, DeviceGrant
+from strongroom.domain.artifacts import Artifact, ArtifactStorage
 from strongroom.domain.audit import AuditEvent
 from strongroom.domain.backups import Backup
 from strongroom.domain.invitations import Invitation
@@ -30,6 +31,7 @@ from strongroom.domain.machines import ApiKey, Worker
 from strongroom.domain.pagination import Page, PageRequest, page_of
 from strongroom.domain.permissions import Role
 from strongroom.domain.principals import Session
+from strongroom.domain.runs import Run
 from strongroom.domain.users import User
 from strongroom.domain.workspaces import Member, Membership, MemberWorkspace, Workspace
 from strongroom.ports.repositories import (
@@ -297,6 +299,136 @@ class SqlBackupRepository(_Repository):
         return _count(
             self._db.fetch_one(Q.BACKUP_COUNT, {"workspace_id": self._codec.uuid(workspace_id)})
         )
+
+
+class SqlRunRepository(_Repository):
+    """Runs; ``runs_backup_fkey`` ties each to a backup of its own workspace."""
+
+    def _key(self, workspace_id: UUID, run_id: UUID) -> Params:
+        return {"workspace_id": self._codec.uuid(workspace_id), "id": self._codec.uuid(run_id)}
+
+    def add(self, run: Run) -> None:
+        """Store a new run."""
+        self._db.execute(Q.RUN_INSERT, rows.run_params(run, self._codec))
+
+    def get(self, workspace_id: UUID, run_id: UUID) -> Run | None:
+        """A run of this workspace."""
+        row = self._db.fetch_one(Q.RUN_GET, self._key(workspace_id, run_id))
+        return None if row is None else rows.run_from_row(row, self._codec)
+
+    def get_for_update(self, workspace_id: UUID, run_id: UUID) -> Run | None:
+        """A run of this workspace, locked until the unit of work ends."""
+        row = self._db.fetch_one(Q.RUN_GET_FOR_UPDATE, self._key(workspace_id, run_id), writes=True)
+        return None if row is None else rows.run_from_row(row, self._codec)
+
+    def update(self, run: Run) -> None:
+        """Store a changed run."""
+        changed = self._db.execute(Q.RUN_UPDATE, rows.run_params(run, self._codec))
+        _require(changed == 1, "update of a missing run")
+
+
+class SqlArtifactRepository(_Repository):
+    """Artifacts; ``artifacts_run_fkey`` ties each to a run of its backup and workspace."""
+
+    def _key(self, workspace_id: UUID, artifact_id: UUID) -> Params:
+        return {
+            "workspace_id": self._codec.uuid(workspace_id),
+            "id": self._codec.uuid(artifact_id),
+        }
+
+    def _one(self, row: Row | None) -> Artifact | None:
+        return None if row is None else rows.artifact_from_row(row, self._codec)
+
+    def add(self, artifact: Artifact) -> None:
+        """Store a new artifact."""
+        self._db.execute(Q.ARTIFACT_INSERT, rows.artifact_params(artifact, self._codec))
+
+    def get(self, workspace_id: UUID, artifact_id: UUID) -> Artifact | None:
+        """An artifact of this workspace."""
+        return self._one(self._db.fetch_one(Q.ARTIFACT_GET, self._key(workspace_id, artifact_id)))
+
+    def get_for_update(self, workspace_id: UUID, artifact_id: UUID) -> Artifact | None:
+        """An artifact of this workspace, locked until the unit of work ends."""
+        return self._one(
+            self._db.fetch_one(
+                Q.ARTIFACT_GET_FOR_UPDATE, self._key(workspace_id, artifact_id), writes=True
+            )
+        )
+
+    def update(self, artifact: Artifact) -> None:
+        """Store a changed artifact."""
+        changed = self._db.execute(Q.ARTIFACT_UPDATE, rows.artifact_params(artifact, self._codec))
+        _require(changed == 1, "update of a missing artifact")
+
+    def find_in_run(self, workspace_id: UUID, run_id: UUID, name: str) -> Artifact | None:
+        """The artifact of this name in a run."""
+        params = {
+            "workspace_id": self._codec.uuid(workspace_id),
+            "run_id": self._codec.uuid(run_id),
+            "name": name,
+        }
+        return self._one(self._db.fetch_one(Q.ARTIFACT_FIND_IN_RUN, params))
+
+    def list_for_run(self, workspace_id: UUID, run_id: UUID) -> list[Artifact]:
+        """Every artifact of a run, oldest first."""
+        params = {
+            "workspace_id": self._codec.uuid(workspace_id),
+            "run_id": self._codec.uuid(run_id),
+        }
+        found = self._db.fetch_all(Q.ARTIFACT_LIST_FOR_RUN, params)
+        return [rows.artifact_from_row(row, self._codec) for row in found]
+
+    def count_available(self, workspace_id: UUID, backup_id: UUID) -> int:
+        """How many available artifacts a backup has."""
+        params = {
+            "workspace_id": self._codec.uuid(workspace_id),
+            "backup_id": self._codec.uuid(backup_id),
+        }
+        return _count(self._db.fetch_one(Q.ARTIFACT_COUNT_AVAILABLE, params))
+
+    def any_locked(
+        self,
+        workspace_id: UUID,
+        now: datetime,
+        *,
+        backup_id: UUID | None = None,
+        storage: ArtifactStorage | None = None,
+    ) -> bool:
+        """Whether an available artifact is locked at ``now``."""
+        params: Params = {
+            "workspace_id": self._codec.uuid(workspace_id),
+            "now": self._codec.timestamp(now),
+        }
+        filters = []
+        if backup_id is not None:
+            params["backup_id"] = self._codec.uuid(backup_id)
+            filters.append(Q.FILTER_ARTIFACT_BACKUP)
+        if storage is not None:
+            params["storage"] = storage.value
+            filters.append(Q.FILTER_ARTIFACT_STORAGE)
+        return _count(self._db.fetch_one(Q.ARTIFACT_ANY_LOCKED, params, filters=filters)) > 0
+
+    def storage_bytes(self, workspace_id: UUID, *, with_pending: bool = False) -> int:
+        """Total size of the available (and pending) artifacts in service storage."""
+        params = {"workspace_id": self._codec.uuid(workspace_id)}
+        filters = [Q.FILTER_ARTIFACT_PENDING] if with_pending else []
+        return _count(self._db.fetch_one(Q.ARTIFACT_STORAGE_BYTES, params, filters=filters))
+
+    def expired(self, now: datetime, limit: int) -> list[Artifact]:
+        """Available artifacts whose expiry has passed, oldest expiry first."""
+        params = {"now": self._codec.timestamp(now), "limit": limit}
+        found = self._db.fetch_all(Q.ARTIFACT_EXPIRED, params)
+        return [rows.artifact_from_row(row, self._codec) for row in found]
+
+    def list(self, workspace_id: UUID, deleted: bool, page: PageRequest) -> Page[Artifact]:
+        """A workspace's artifacts, newest first."""
+        params, after = _page_params(page, self._codec)
+        params["workspace_id"] = self._codec.uuid(workspace_id)
+        filters = [Q.FILTER_ARTIFACT_DELETED if deleted else Q.FILTER_ARTIFACT_NOT_DELETED]
+        if after:
+            filters.append(Q.FILTER_ARTIFACT_AFTER)
+        found = self._db.fetch_all(Q.ARTIFACT_LIST, params, filters=filters)
+        return page_of([rows.artifact_from_row(row, self._codec) for row in found], page)
 
 
 class SqlWorkerRepository(_Repository):

@@ -14,6 +14,7 @@ from typing import Any, Protocol
 from uuid import UUID
 
 from strongroom.domain.accounts import Account, DeviceGrant, GrantState
+from strongroom.domain.artifacts import Artifact, ArtifactState, ArtifactStorage
 from strongroom.domain.audit import AuditEvent, Change, JsonValue, Outcome
 from strongroom.domain.backups import (
     Backup,
@@ -38,6 +39,7 @@ from strongroom.domain.names import name_key
 from strongroom.domain.permissions import BUILTIN_ROLES, Permission, Role
 from strongroom.domain.principals import Actor, PrincipalType, Session
 from strongroom.domain.quotas import QuotaResource
+from strongroom.domain.runs import Run, RunState, RunTrigger
 from strongroom.domain.users import User
 from strongroom.domain.workspaces import Member, Membership, MemberWorkspace, Workspace
 from strongroom.ports.repositories import IdempotencyRecord, SessionGrant
@@ -475,6 +477,42 @@ def _read_opt_bytes(value: Any) -> bytes | None:
     return None if value is None else bytes(value)
 
 
+def run_params(run: Run, codec: Codec) -> Params:
+    """The columns of a run."""
+    return {
+        "id": codec.uuid(run.id),
+        "workspace_id": codec.uuid(run.workspace_id),
+        "backup_id": codec.uuid(run.backup_id),
+        "state": run.state.value,
+        "trigger": run.trigger.value,
+        "worker_id": _opt_uuid(codec, run.worker_id),
+        "created_at": codec.timestamp(run.created_at),
+        "started_at": _opt_timestamp(codec, run.started_at),
+        "finished_at": _opt_timestamp(codec, run.finished_at),
+        "artifact_count": run.artifact_count,
+        "bytes": run.bytes,
+        "error": run.error,
+    }
+
+
+def run_from_row(row: Row, codec: Codec) -> Run:
+    """A run from its columns."""
+    return Run(
+        id=codec.read_uuid(row["id"]),
+        workspace_id=codec.read_uuid(row["workspace_id"]),
+        backup_id=codec.read_uuid(row["backup_id"]),
+        state=RunState(row["state"]),
+        trigger=RunTrigger(row["trigger"]),
+        created_at=codec.read_timestamp(row["created_at"]),
+        worker_id=_read_opt_uuid(codec, row["worker_id"]),
+        started_at=_read_opt_timestamp(codec, row["started_at"]),
+        finished_at=_read_opt_timestamp(codec, row["finished_at"]),
+        artifact_count=row["artifact_count"],
+        bytes=row["bytes"],
+        error=row["error"],
+    )
+
+
 # The audit trail.
 
 
@@ -613,4 +651,44 @@ def device_grant_from_row(row: Row, codec: Codec) -> DeviceGrant:
         last_polled_at=_read_opt_timestamp(codec, row["last_polled_at"]),
         access_token_hash=row["access_token_hash"],
         access_expires_at=_read_opt_timestamp(codec, row["access_expires_at"]),
+    )
+
+
+def artifact_params(artifact: Artifact, codec: Codec) -> Params:
+    """The columns of an artifact."""
+    return {
+        "id": codec.uuid(artifact.id),
+        "workspace_id": codec.uuid(artifact.workspace_id),
+        "backup_id": codec.uuid(artifact.backup_id),
+        "run_id": codec.uuid(artifact.run_id),
+        "name": artifact.name,
+        "size": artifact.size,
+        "sha256": artifact.sha256,
+        "state": artifact.state.value,
+        "storage": artifact.storage.value,
+        "object_key": artifact.object_key,
+        "upload_id": artifact.upload_id,
+        "created_at": codec.timestamp(artifact.created_at),
+        "expires_at": _opt_timestamp(codec, artifact.expires_at),
+        "locked_until": _opt_timestamp(codec, artifact.locked_until),
+    }
+
+
+def artifact_from_row(row: Row, codec: Codec) -> Artifact:
+    """An artifact from its columns."""
+    return Artifact(
+        id=codec.read_uuid(row["id"]),
+        workspace_id=codec.read_uuid(row["workspace_id"]),
+        backup_id=codec.read_uuid(row["backup_id"]),
+        run_id=codec.read_uuid(row["run_id"]),
+        name=row["name"],
+        size=row["size"],
+        sha256=row["sha256"],
+        state=ArtifactState(row["state"]),
+        storage=ArtifactStorage(row["storage"]),
+        object_key=row["object_key"],
+        created_at=codec.read_timestamp(row["created_at"]),
+        upload_id=row["upload_id"],
+        expires_at=_read_opt_timestamp(codec, row["expires_at"]),
+        locked_until=_read_opt_timestamp(codec, row["locked_until"]),
     )

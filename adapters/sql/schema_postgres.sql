@@ -126,6 +126,7 @@ CREATE TABLE backups (
     created_at timestamptz NOT NULL,
     updated_at timestamptz NOT NULL,
     CONSTRAINT backups_name_unique UNIQUE (workspace_id, name_key),
+    CONSTRAINT backups_workspace_id_unique UNIQUE (workspace_id, id),
     CONSTRAINT backups_schedule_check
         CHECK ((schedule_cron IS NULL) = (schedule_timezone IS NULL)),
     CONSTRAINT backups_retention_check
@@ -208,3 +209,54 @@ CREATE INDEX device_grants_by_user_code
 CREATE INDEX device_grants_by_access_token
     ON device_grants (access_token_hash, created_at DESC, id DESC)
     WHERE access_token_hash IS NOT NULL;
+
+CREATE TABLE runs (
+    id uuid PRIMARY KEY,
+    workspace_id uuid NOT NULL,
+    backup_id uuid NOT NULL,
+    state text NOT NULL
+        CONSTRAINT runs_state_check
+        CHECK (state IN ('queued', 'running', 'succeeded', 'failed', 'cancelled')),
+    trigger text NOT NULL
+        CONSTRAINT runs_trigger_check CHECK (trigger IN ('manual', 'schedule', 'api')),
+    worker_id uuid,
+    created_at timestamptz NOT NULL,
+    started_at timestamptz,
+    finished_at timestamptz,
+    artifact_count integer NOT NULL CONSTRAINT runs_artifact_count_check CHECK (artifact_count >= 0),
+    bytes bigint NOT NULL CONSTRAINT runs_bytes_check CHECK (bytes >= 0),
+    error text,
+    CONSTRAINT runs_lineage_unique UNIQUE (workspace_id, backup_id, id),
+    CONSTRAINT runs_backup_fkey FOREIGN KEY (workspace_id, backup_id)
+        REFERENCES backups (workspace_id, id) ON DELETE CASCADE
+);
+CREATE INDEX runs_by_backup ON runs (workspace_id, backup_id, created_at DESC, id DESC);
+
+-- Artifacts: a run's files. The foreign key names workspace, backup and run together, so
+-- an artifact always belongs to a run of its own backup in its own workspace. Deleted
+-- artifacts keep their record (state 'deleted').
+
+CREATE TABLE artifacts (
+    id uuid PRIMARY KEY,
+    workspace_id uuid NOT NULL,
+    backup_id uuid NOT NULL,
+    run_id uuid NOT NULL,
+    name text NOT NULL,
+    size bigint NOT NULL CONSTRAINT artifacts_size_check CHECK (size >= 0),
+    sha256 text NOT NULL,
+    state text NOT NULL
+        CONSTRAINT artifacts_state_check CHECK (state IN ('pending', 'available', 'deleted')),
+    storage text NOT NULL
+        CONSTRAINT artifacts_storage_check CHECK (storage IN ('service', 'customer')),
+    object_key text NOT NULL,
+    upload_id text,
+    created_at timestamptz NOT NULL,
+    expires_at timestamptz,
+    locked_until timestamptz,
+    CONSTRAINT artifacts_name_unique UNIQUE (run_id, name),
+    CONSTRAINT artifacts_run_fkey FOREIGN KEY (workspace_id, backup_id, run_id)
+        REFERENCES runs (workspace_id, backup_id, id) ON DELETE CASCADE
+);
+CREATE INDEX artifacts_by_workspace ON artifacts (workspace_id, created_at DESC, id DESC);
+CREATE INDEX artifacts_by_backup ON artifacts (workspace_id, backup_id, state);
+CREATE INDEX artifacts_by_expiry ON artifacts (expires_at) WHERE state = 'available';

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Protocol, Self
 from strongroom.adapters.sql.repositories import (
     SqlAccountRepository,
     SqlApiKeyRepository,
+    SqlArtifactRepository,
     SqlAuditRepository,
     SqlBackupRepository,
     SqlDeviceGrantRepository,
@@ -17,6 +18,7 @@ from strongroom.adapters.sql.repositories import (
     SqlInvitationRepository,
     SqlMembershipRepository,
     SqlRoleRepository,
+    SqlRunRepository,
     SqlSessionRepository,
     SqlUserRepository,
     SqlWorkerRepository,
@@ -76,6 +78,8 @@ class SqlUnitOfWork:
     users: ports.UserRepository
     sessions: ports.SessionRepository
     backups: ports.BackupRepository
+    runs: ports.RunRepository
+    artifacts: ports.ArtifactRepository
     workers: ports.WorkerRepository
     api_keys: ports.ApiKeyRepository
     invitations: ports.InvitationRepository
@@ -102,6 +106,8 @@ class SqlUnitOfWork:
         self.users = SqlUserRepository(tx)
         self.sessions = SqlSessionRepository(tx)
         self.backups = SqlBackupRepository(tx)
+        self.runs = SqlRunRepository(tx)
+        self.artifacts = SqlArtifactRepository(tx)
         self.workers = SqlWorkerRepository(tx)
         self.api_keys = SqlApiKeyRepository(tx)
         self.invitations = SqlInvitationRepository(tx)

@@ -52,6 +52,12 @@ TARGET_CHECKS: dict[str, TargetCheck] = {
         isinstance(target_id, str)
         and (target_id in BUILTIN_ROLES or uow.roles.get(workspace_id, target_id) is not None)
     ),
+    "run": lambda uow, workspace_id, target_id: (
+        isinstance(target_id, UUID) and uow.runs.get(workspace_id, target_id) is not None
+    ),
+    "artifact": lambda uow, workspace_id, target_id: (
+        isinstance(target_id, UUID) and uow.artifacts.get(workspace_id, target_id) is not None
+    ),
 }
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from uuid import UUID
 
 import attrs
@@ -9,7 +10,7 @@ import attrs
 from strongroom.domain.audit import JsonValue, diff
 from strongroom.domain.backups import UNSET, Backup, BackupChanges, BackupKind
 from strongroom.domain.billing import GatedOperation, ensure_allowed
-from strongroom.domain.errors import NotFoundError
+from strongroom.domain.errors import ArtifactLockedError, NotFoundError
 from strongroom.domain.names import clean_name
 from strongroom.domain.pagination import Page, PageRequest
 from strongroom.domain.permissions import Permission
@@ -21,6 +22,8 @@ from strongroom.ports.usecases.access import Access, Requirement
 from strongroom.ports.usecases.dependencies import Dependencies
 from strongroom.ports.usecases.idempotency import IdempotencyKey, run_idempotent
 from strongroom.ports.usecases.recording import record_by_caller
+
+logger = logging.getLogger(__name__)
 
 READ_BACKUPS = Requirement((Permission.BACKUPS_READ,))
 CREATE_BACKUP = Requirement((Permission.BACKUPS_WRITE,), "backup.create")
@@ -178,6 +181,9 @@ class Backups:
             backup = _existing(uow.backups.get_for_update(workspace_id, backup_id))
             workspace = _workspace_for_update(uow, workspace_id)
             ensure_allowed(workspace.billing_state, GatedOperation.CONFIG_WRITE)
+            if uow.artifacts.any_locked(workspace_id, self._deps.clock.now(), backup_id=backup_id):
+                raise ArtifactLockedError("an artifact of this backup is inside its lock window")
+            prefix = f"{workspace.storage_namespace}/{backup_id}"
             uow.backups.remove(workspace_id, backup_id)
             record_by_caller(
                 self._deps,
@@ -189,6 +195,10 @@ class Backups:
                 diff(audit_snapshot(backup), {}),
             )
             uow.commit()
+        try:
+            self._deps.storage.delete_prefix(prefix)
+        except Exception:
+            logger.exception("objects of deleted backup %s were left in storage", backup_id)
 
 
 def _existing(backup: Backup | None) -> Backup:

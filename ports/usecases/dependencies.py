@@ -2,16 +2,22 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from datetime import timedelta
 
 import attrs
 
+from strongroom.domain.artifacts import DEFAULT_MULTIPART_THRESHOLD
+from strongroom.domain.backups import CustomerS3Destination
 from strongroom.ports.clock import Clock, IdGenerator
 from strongroom.ports.identity import IdentityProvider
 from strongroom.ports.mailer import Mailer
 from strongroom.ports.provisioning import Billing, StorageNamespaces
 from strongroom.ports.secrets import SecretBox
+from strongroom.ports.storage import ObjectStorage
 from strongroom.ports.unit_of_work import UnitOfWorkFactory
+
+CustomerStorage = Callable[[CustomerS3Destination, Mapping[str, str]], ObjectStorage]
 
 
 @attrs.frozen
@@ -26,4 +32,8 @@ class Dependencies:
     namespaces: StorageNamespaces
     mailer: Mailer
     secrets: SecretBox
+    storage: ObjectStorage
+    # The storage of a customer's own bucket, from its destination and credentials.
+    customer_storage: CustomerStorage
     session_ttl: timedelta = timedelta(days=7)
+    multipart_threshold: int = DEFAULT_MULTIPART_THRESHOLD

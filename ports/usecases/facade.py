@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from strongroom.domain.permissions import DESCRIPTIONS, Permission
 from strongroom.ports.usecases.access import Access
+from strongroom.ports.usecases.artifacts import Artifacts
 from strongroom.ports.usecases.audit_trail import AuditTrail
 from strongroom.ports.usecases.backups import Backups
 from strongroom.ports.usecases.dependencies import Dependencies
 from strongroom.ports.usecases.invitations import Invitations
 from strongroom.ports.usecases.machines import ApiKeys, Workers
 from strongroom.ports.usecases.members import Members, Roles
+from strongroom.ports.usecases.retention import Retention
+from strongroom.ports.usecases.runs import Runs
 from strongroom.ports.usecases.sessions import Sessions
 from strongroom.ports.usecases.workspaces import Workspaces
 
@@ -27,6 +30,9 @@ class Strongroom:
         self.sessions = Sessions(deps)
         self.workspaces = Workspaces(deps, self.access)
         self.backups = Backups(deps, self.access)
+        self.runs = Runs(deps, self.access)
+        self.artifacts = Artifacts(deps, self.access)
+        self.retention = Retention(deps, self.artifacts)
         self.audit = AuditTrail(deps, self.access)
         self.api_keys = ApiKeys(deps, self.access)
         self.workers = Workers(deps, self.access)

@@ -8,9 +8,11 @@ from collections.abc import Callable
 from typing import TypeVar
 from uuid import UUID
 
+from strongroom.domain.artifacts import ArtifactStorage
 from strongroom.domain.audit import Change
 from strongroom.domain.billing import BillingState, GatedOperation, ensure_allowed
 from strongroom.domain.errors import (
+    ArtifactLockedError,
     ForbiddenError,
     NotFoundError,
     StrongroomError,
@@ -178,6 +180,12 @@ class Workspaces:
         )
         with self._deps.uow() as uow:
             workspace = _existing(uow.workspaces.get_for_update(workspace_id))
+            if uow.artifacts.any_locked(
+                workspace_id, self._deps.clock.now(), storage=ArtifactStorage.SERVICE
+            ):
+                raise ArtifactLockedError(
+                    "an artifact in service storage is inside its lock window"
+                )
             uow.workspaces.remove(workspace_id)
             uow.commit()
         logger.info(
@@ -203,6 +211,7 @@ class Workspaces:
                 # Pending invitations hold a seat until they are used or expire.
                 QuotaResource.MEMBERS_PER_WORKSPACE: uow.memberships.count(workspace_id)
                 + uow.invitations.count_pending(workspace_id, self._deps.clock.now()),
+                QuotaResource.STORAGE_BYTES: uow.artifacts.storage_bytes(workspace_id),
             }
         return [
             Quota(resource, workspace.limit(resource), usage.get(resource, 0))

@@ -19,6 +19,7 @@ from strongroom.adapters.memory.unit_of_work import MemoryUnitOfWork
 from strongroom.adapters.sql.repositories import SqlRoleRepository
 from strongroom.adapters.sql.unit_of_work import SqlUnitOfWork
 from strongroom.domain.accounts import Account, DeviceGrant
+from strongroom.domain.artifacts import Artifact
 from strongroom.domain.audit import AuditEvent, Change, Outcome
 from strongroom.domain.backups import Backup, BackupKind
 from strongroom.domain.billing import BillingState
@@ -26,6 +27,7 @@ from strongroom.domain.invitations import Invitation
 from strongroom.domain.machines import ApiKey, Worker
 from strongroom.domain.permissions import Permission, Role
 from strongroom.domain.principals import Actor, PrincipalType, Session
+from strongroom.domain.runs import Run
 from strongroom.domain.users import User
 from strongroom.domain.workspaces import Membership, Workspace
 from strongroom.ports.unit_of_work import UnitOfWork
@@ -185,6 +187,8 @@ _ADDERS: dict[type, Callable[[Any, Any], None]] = {
     Workspace: lambda uow, record: uow.workspaces.add(record),
     Membership: lambda uow, record: uow.memberships.add(record),
     Backup: lambda uow, record: uow.backups.add(record),
+    Run: lambda uow, record: uow.runs.add(record),
+    Artifact: lambda uow, record: uow.artifacts.add(record),
     Session: lambda uow, record: uow.sessions.add(record),
     AuditEvent: lambda uow, record: uow.audit.add(record),
     Account: lambda uow, record: uow.accounts.add(record),

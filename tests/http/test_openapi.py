@@ -50,10 +50,13 @@ CREATING = {
     ("POST", "/v1/workers"),
     ("POST", "/v1/workspaces/{wid}/roles"),
     ("POST", "/v1/workspaces/{wid}/invitations"),
+    ("POST", "/v1/runs"),
+    ("POST", "/v1/runs/{run_id}/upload-url"),
     ("POST", "/v1/auth/sessions"),
     ("POST", "/v1/auth/switch"),
     ("POST", "/idp/signup"),
 }
+ACCEPTING = {("POST", "/v1/backups/{bid}/trigger")}
 # --------------------------------------------------------------------------------------
 # Helpers
 
@@ -375,7 +378,13 @@ class TestResponses:
         for method, path, operation in each_operation(document):
             successes = [status for status in operation["responses"] if status.startswith("2")]
             expected = (
-                "201" if (method, path) in CREATING else "204" if method == "DELETE" else "200"
+                "201"
+                if (method, path) in CREATING
+                else "202"
+                if (method, path) in ACCEPTING
+                else "204"
+                if method == "DELETE"
+                else "200"
             )
             assert successes == [expected], (method, path, successes)
             response = operation["responses"][expected]
@@ -507,6 +516,9 @@ class TestRequestBodies:
             ("POST", "/v1/backups/{bid}/resume"),
             ("POST", "/v1/workers/{id}/rotate"),
             ("POST", "/v1/invitations/{id}/accept"),
+            ("POST", "/v1/backups/{bid}/trigger"),
+            ("POST", "/v1/runs/{run_id}/confirm"),
+            ("POST", "/v1/artifacts/{aid}/download-url"),
         }
 
     def test_lists_take_pagination_parameters(self, document: Json) -> None:
@@ -581,6 +593,54 @@ class TestLiveResponses:
                 assert_exact(document, event_schema["properties"][nested], event[nested])
         assert any(event["changes"] for event in body["data"])
         check_against_schema(document, schema, body)
+
+    def test_runs_and_artifacts_match_their_schemas(
+        self, api: Api, document: Json, admin: tuple[dict[str, str], str]
+    ) -> None:
+        """Run, upload plan, confirmed run, artifact list and download answer their schemas."""
+        headers, workspace_id = admin
+        backup = api.client.post(
+            f"/v1/workspaces/{workspace_id}/backups",
+            json={"name": "data", "kind": "manual"},
+            headers=headers,
+        ).json()["id"]
+        api.client.patch(
+            f"/v1/backups/{backup}",
+            json={"retention": {"expire_after": "P1D", "lock_for": "PT0S"}},
+            headers=headers,
+        )
+        run = api.client.post("/v1/runs", json={"backup_id": backup}, headers=headers)
+        schema = response_schema(document, "POST", "/v1/runs", 201)
+        assert_exact(document, schema, run.json())
+        check_against_schema(document, schema, run.json())
+        run_id = run.json()["id"]
+        digest = hashlib.sha256(b"bytes").hexdigest()
+        plan = api.client.post(
+            f"/v1/runs/{run_id}/upload-url",
+            json={"name": "a", "size": 5, "sha256": digest},
+            headers=headers,
+        ).json()
+        check_against_schema(
+            document, response_schema(document, "POST", "/v1/runs/{run_id}/upload-url", 201), plan
+        )
+        assert_exact(document, {"$ref": "#/components/schemas/SingleUpload"}, plan)
+        assert api.client.put(plan["url"], content=b"bytes").status_code == 200
+        confirmed = api.client.post(f"/v1/runs/{run_id}/confirm", headers=headers).json()
+        check_against_schema(
+            document, response_schema(document, "POST", "/v1/runs/{run_id}/confirm", 200), confirmed
+        )
+        listed = api.client.get(f"/v1/workspaces/{workspace_id}/artifacts", headers=headers)
+        schema = response_schema(document, "GET", "/v1/workspaces/{wid}/artifacts", 200)
+        check_against_schema(document, schema, listed.json())
+        assert_exact(document, {"$ref": "#/components/schemas/Artifact"}, listed.json()["data"][0])
+        download = api.client.post(
+            f"/v1/artifacts/{plan['artifact_id']}/download-url", headers=headers
+        ).json()
+        check_against_schema(
+            document,
+            response_schema(document, "POST", "/v1/artifacts/{aid}/download-url", 200),
+            download,
+        )
 
     def test_backup_matches_its_schema(
         self, api: Api, document: Json, admin: tuple[dict[str, str], str]

@@ -165,6 +165,112 @@ AND worker_id = :worker_id
 -- name: backup_count
 SELECT count(*) AS n FROM backups WHERE workspace_id = :workspace_id
 
+-- name: run_insert
+INSERT INTO runs (
+    id, workspace_id, backup_id, state, trigger, worker_id, created_at, started_at,
+    finished_at, artifact_count, bytes, error
+) VALUES (
+    :id, :workspace_id, :backup_id, :state, :trigger, :worker_id, :created_at, :started_at,
+    :finished_at, :artifact_count, :bytes, :error
+)
+
+-- name: run_get
+SELECT id, workspace_id, backup_id, state, trigger, worker_id, created_at, started_at,
+       finished_at, artifact_count, bytes, error
+FROM runs
+WHERE workspace_id = :workspace_id AND id = :id
+
+-- name: run_update
+-- Identity and origin (backup, trigger, worker, creation time) never change.
+UPDATE runs
+SET state = :state, started_at = :started_at, finished_at = :finished_at,
+    artifact_count = :artifact_count, bytes = :bytes, error = :error
+WHERE workspace_id = :workspace_id AND id = :id AND backup_id = :backup_id
+
+-- name: artifact_insert
+INSERT INTO artifacts (
+    id, workspace_id, backup_id, run_id, name, size, sha256, state, storage, object_key,
+    upload_id, created_at, expires_at, locked_until
+) VALUES (
+    :id, :workspace_id, :backup_id, :run_id, :name, :size, :sha256, :state, :storage,
+    :object_key, :upload_id, :created_at, :expires_at, :locked_until
+)
+
+-- name: artifact_get
+SELECT id, workspace_id, backup_id, run_id, name, size, sha256, state, storage, object_key,
+       upload_id, created_at, expires_at, locked_until
+FROM artifacts
+WHERE workspace_id = :workspace_id AND id = :id
+
+-- name: artifact_update
+-- Only state, upload, expiry and lock change.
+UPDATE artifacts
+SET state = :state, upload_id = :upload_id, expires_at = :expires_at,
+    locked_until = :locked_until
+WHERE workspace_id = :workspace_id AND id = :id AND run_id = :run_id
+
+-- name: artifact_find_in_run
+SELECT id, workspace_id, backup_id, run_id, name, size, sha256, state, storage, object_key,
+       upload_id, created_at, expires_at, locked_until
+FROM artifacts
+WHERE workspace_id = :workspace_id AND run_id = :run_id AND name = :name
+
+-- name: artifact_list_for_run
+SELECT id, workspace_id, backup_id, run_id, name, size, sha256, state, storage, object_key,
+       upload_id, created_at, expires_at, locked_until
+FROM artifacts
+WHERE workspace_id = :workspace_id AND run_id = :run_id
+ORDER BY created_at, id
+
+-- name: artifact_list
+SELECT id, workspace_id, backup_id, run_id, name, size, sha256, state, storage, object_key,
+       upload_id, created_at, expires_at, locked_until
+FROM artifacts
+WHERE workspace_id = :workspace_id /*filters*/
+ORDER BY created_at DESC, id DESC
+LIMIT :limit
+
+-- name: filter_artifact_deleted
+AND state = 'deleted'
+
+-- name: filter_artifact_not_deleted
+AND state <> 'deleted'
+
+-- name: filter_artifact_after
+AND (created_at, id) < (:after_created_at, :after_id)
+
+-- name: artifact_count_available
+SELECT count(*) AS n
+FROM artifacts
+WHERE workspace_id = :workspace_id AND backup_id = :backup_id AND state = 'available'
+
+-- name: artifact_any_locked
+SELECT count(*) AS n
+FROM artifacts
+WHERE workspace_id = :workspace_id AND state = 'available' AND locked_until > :now /*filters*/
+
+-- name: filter_artifact_backup
+AND backup_id = :backup_id
+
+-- name: filter_artifact_storage
+AND storage = :storage
+
+-- name: artifact_storage_bytes
+SELECT CAST(coalesce(sum(size), 0) AS BIGINT) AS n
+FROM artifacts
+WHERE workspace_id = :workspace_id AND storage = 'service' AND (state = 'available' /*filters*/)
+
+-- name: filter_artifact_pending
+OR state = 'pending'
+
+-- name: artifact_expired
+SELECT id, workspace_id, backup_id, run_id, name, size, sha256, state, storage, object_key,
+       upload_id, created_at, expires_at, locked_until
+FROM artifacts
+WHERE state = 'available' AND expires_at <= :now
+ORDER BY expires_at, id
+LIMIT :limit
+
 -- name: worker_insert
 INSERT INTO workers (id, workspace_id, name, token_hash, created_at, last_seen_at)
 VALUES (:id, :workspace_id, :name, :token_hash, :created_at, :last_seen_at)

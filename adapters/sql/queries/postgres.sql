@@ -55,3 +55,17 @@ SELECT id, workspace_id, email, role, created_at, expires_at, accepted_at
 FROM invitations
 WHERE id = :id AND email_key = :email_key
 FOR NO KEY UPDATE
+
+-- name: run_get_for_update
+SELECT id, workspace_id, backup_id, state, trigger, worker_id, created_at, started_at,
+       finished_at, artifact_count, bytes, error
+FROM runs
+WHERE workspace_id = :workspace_id AND id = :id
+FOR NO KEY UPDATE
+
+-- name: artifact_get_for_update
+SELECT id, workspace_id, backup_id, run_id, name, size, sha256, state, storage, object_key,
+       upload_id, created_at, expires_at, locked_until
+FROM artifacts
+WHERE workspace_id = :workspace_id AND id = :id
+FOR NO KEY UPDATE

@@ -1,0 +1,74 @@
+"""The local-disk storage endpoint, outside ``/v1``: presigned PUT and GET of objects.
+
+Served only when the facade's storage is ``LocalDiskStorage``; with S3 the presigned URLs
+point at S3 itself and this path answers 404. Bodies stream: a PUT is written chunk by
+chunk to a temporary file, a GET is sent from the file in chunks.
+"""
+
+from __future__ import annotations
+
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import FileResponse, Response
+from starlette.routing import BaseRoute, Route
+
+from strongroom.adapters.http.context import json_response
+from strongroom.adapters.http.errors import error_response
+from strongroom.adapters.storage.local import LocalDiskStorage, StorageRefusalError
+from strongroom.ports.usecases import Strongroom
+
+_CODES = {400: "invalid_request", 403: "forbidden", 404: "not_found"}
+
+
+def _refused(request: Request, refusal: StorageRefusalError) -> Response:
+    return error_response(request, refusal.status, _CODES[refusal.status], refusal.message)
+
+
+def _storage(request: Request) -> LocalDiskStorage | None:
+    facade: Strongroom = request.state.facade
+    storage = facade.deps.storage
+    return storage if isinstance(storage, LocalDiskStorage) else None
+
+
+async def put_object(request: Request) -> Response:
+    """Receive an object (or a part) whose presigned URL verifies."""
+    storage = _storage(request)
+    if storage is None:
+        return error_response(request, 404, "not_found", "no such object")
+    try:
+        grant = storage.verify("PUT", request.path_params["key"], dict(request.query_params))
+        writer = storage.open_writer(grant)
+    except StorageRefusalError as refusal:
+        return _refused(request, refusal)
+    try:
+        async for chunk in request.stream():
+            writer.write(chunk)
+        await run_in_threadpool(writer.finish)
+    except StorageRefusalError as refusal:
+        writer.abort()
+        return _refused(request, refusal)
+    except BaseException:
+        writer.abort()
+        raise
+    return json_response({"status": "stored"})
+
+
+async def get_object(request: Request) -> Response:
+    """Send an object whose presigned URL verifies."""
+    storage = _storage(request)
+    if storage is None:
+        return error_response(request, 404, "not_found", "no such object")
+    try:
+        grant = storage.verify("GET", request.path_params["key"], dict(request.query_params))
+    except StorageRefusalError as refusal:
+        return _refused(request, refusal)
+    path = storage.object_path(grant.key)
+    if storage.stat(grant.key) is None or not path.is_file():
+        return error_response(request, 404, "not_found", "no such object")
+    return FileResponse(path, media_type="application/octet-stream")
+
+
+routes: list[BaseRoute] = [
+    Route("/storage/{key:path}", put_object, methods=["PUT"]),
+    Route("/storage/{key:path}", get_object, methods=["GET"]),
+]

@@ -1,0 +1,1 @@
+"""Object storage adapters: local disk and S3."""

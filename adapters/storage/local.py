@@ -1,0 +1,480 @@
+"""Local-disk object storage: the embedded default.
+
+Objects live under ``<root>/objects/<key>``, their metadata (size, sha256, lock) under
+``<root>/meta/<key>.json``, unfinished multipart uploads under ``<root>/uploads/<id>``.
+Every write goes to a temporary file in ``<root>/tmp`` and is renamed into place, so a
+reader never sees half an object.
+
+Presigned URLs are paths below ``/storage/`` (outside ``/v1``) served by the same process
+(``strongroom.adapters.http.routes.storage``). Their signature is an HMAC-SHA256 over the
+method, the object key, the expiry, the exact size and sha256 where known, and the upload
+id and part number of a part: a URL is good for one method on one object (or part) until
+it expires, and the check is constant-time. Keys are checked against a strict pattern and
+resolved below the root, so no path can leave it.
+
+Locks are the adapter's own: an object whose ``locked_until`` lies ahead cannot be
+removed, overwritten or have its lock shortened, whoever asks.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import hashlib
+import hmac
+import json
+import os
+import re
+import secrets
+import shutil
+import tempfile
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, BinaryIO, TypeVar, cast
+from urllib.parse import urlencode
+from uuid import UUID
+
+import attrs
+
+from strongroom.domain.errors import UpstreamUnavailableError
+from strongroom.ports.storage import (
+    ObjectLockedError,
+    PendingUpload,
+    PresignedRequest,
+    StoredObject,
+    StoredPart,
+)
+
+URL_PREFIX = "/storage/"
+_SEGMENT = r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}"
+KEY_PATTERN = re.compile(rf"^{_SEGMENT}(?:/{_SEGMENT}){{0,15}}$")
+_UPLOAD_ID = re.compile(r"^[0-9a-f]{32}$")
+CHUNK = 1024 * 1024
+
+
+class StorageRefusalError(Exception):
+    """A request to the storage endpoint that is refused (bad or expired signature, bad
+    size or digest, a locked object). ``status`` is the HTTP status to answer."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+@attrs.frozen
+class Grant:
+    """What a verified presigned URL allows."""
+
+    method: str
+    key: str
+    size: int | None
+    sha256: str | None
+    upload_id: str | None
+    part: int | None
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _disk_errors(method: F) -> F:
+    """The port's error for a disk that fails: ``UpstreamUnavailableError``."""
+
+    @functools.wraps(method)
+    def translated(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(*args, **kwargs)
+        except OSError as error:
+            raise UpstreamUnavailableError("object storage (local disk) failed") from error
+
+    return cast(F, translated)
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+def _check_key(key: str) -> str:
+    if not KEY_PATTERN.match(key):
+        raise StorageRefusalError(400, "invalid object key")
+    return key
+
+
+class LocalDiskStorage:
+    """Objects in a directory; see the module documentation."""
+
+    def __init__(
+        self,
+        root: Path | None,
+        signing_key: bytes,
+        *,
+        clock: Callable[[], datetime] = _now,
+    ) -> None:
+        self._root = root
+        self._key = hmac.new(signing_key, b"strongroom local storage", hashlib.sha256).digest()
+        self._clock = clock
+
+    # ----------------------------------------------------------------------------------
+    # Layout
+
+    @property
+    def root(self) -> Path:
+        """The storage directory (a fresh temporary one when none was given)."""
+        if self._root is None:
+            self._root = Path(tempfile.mkdtemp(prefix="strongroom-objects-"))
+        return self._root
+
+    def _path(self, area: str, key: str, suffix: str = "") -> Path:
+        base = (self.root / area).resolve()
+        path = (base / (_check_key(key) + suffix)).resolve()
+        if not path.is_relative_to(base):  # unreachable with KEY_PATTERN; kept as a guard
+            raise StorageRefusalError(400, "invalid object key")
+        return path
+
+    def object_path(self, key: str) -> Path:
+        """Where the object ``key`` is stored."""
+        return self._path("objects", key)
+
+    def _meta_path(self, key: str) -> Path:
+        return self._path("meta", key, ".json")
+
+    def _upload_dir(self, upload_id: str) -> Path:
+        if not _UPLOAD_ID.match(upload_id):
+            raise StorageRefusalError(400, "invalid upload id")
+        return self.root / "uploads" / upload_id
+
+    def _tmp(self) -> Path:
+        tmp = self.root / "tmp"
+        tmp.mkdir(parents=True, exist_ok=True)
+        return tmp
+
+    def _write_json(self, path: Path, data: dict[str, Any]) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, name = tempfile.mkstemp(dir=self._tmp())
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            json.dump(data, handle)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(name, path)
+
+    def _meta(self, key: str) -> dict[str, Any] | None:
+        try:
+            data: dict[str, Any] = json.loads(self._meta_path(key).read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return None
+        return data
+
+    def _locked_until(self, key: str) -> datetime | None:
+        meta = self._meta(key)
+        if meta is None or meta.get("locked_until") is None:
+            return None
+        return datetime.fromisoformat(meta["locked_until"])
+
+    def _ensure_unlocked(self, key: str) -> None:
+        until = self._locked_until(key)
+        if until is not None and self._clock() < until:
+            raise ObjectLockedError(f"object {key} is locked until {until.isoformat()}")
+
+    # ----------------------------------------------------------------------------------
+    # Namespaces
+
+    def provision_namespace(self, workspace_id: UUID) -> str:
+        """A directory per workspace, named after it."""
+        namespace = f"ws-{workspace_id.hex}"
+        try:
+            self.object_path(namespace).mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            raise UpstreamUnavailableError("object storage is unavailable") from error
+        return namespace
+
+    def remove_namespace(self, namespace: str) -> None:
+        """Remove every object of a namespace; ``ObjectLockedError`` if one is locked (the
+        unlocked ones are removed all the same)."""
+        self.delete_prefix(namespace)
+
+    @_disk_errors
+    def delete_prefix(self, prefix: str) -> None:
+        """Remove every object below ``prefix``, except locked ones (then
+        ``ObjectLockedError``)."""
+        base = self.object_path(prefix)
+        locked: list[str] = []
+        for path in sorted(base.rglob("*"), reverse=True):
+            if path.is_file():
+                key = path.relative_to(self.root / "objects").as_posix()
+                try:
+                    self.delete(key)
+                except ObjectLockedError:
+                    locked.append(key)
+        if locked:
+            raise ObjectLockedError(f"{len(locked)} objects below {prefix} are locked")
+        shutil.rmtree(base, ignore_errors=True)
+        shutil.rmtree(self._path("meta", prefix), ignore_errors=True)
+
+    def ping(self) -> None:
+        """The directory must exist and be writable."""
+        try:
+            self._tmp()
+            with tempfile.TemporaryFile(dir=self._tmp()):
+                pass
+        except OSError as error:
+            raise UpstreamUnavailableError("object storage is unavailable") from error
+
+    # ----------------------------------------------------------------------------------
+    # Presigning
+
+    def _signature(self, method: str, key: str, fields: dict[str, str]) -> str:
+        message = "\n".join(
+            [
+                method,
+                key,
+                fields.get("expires", ""),
+                fields.get("size", ""),
+                fields.get("sha256", ""),
+                fields.get("upload_id", ""),
+                fields.get("part", ""),
+            ]
+        )
+        return hmac.new(self._key, message.encode(), hashlib.sha256).hexdigest()
+
+    def _presign(self, method: str, key: str, expires_at: datetime, **extra: str) -> str:
+        fields = {"expires": str(int(expires_at.timestamp())), **extra}
+        fields["signature"] = self._signature(method, _check_key(key), fields)
+        return f"{URL_PREFIX}{key}?{urlencode(fields)}"
+
+    def presign_put(
+        self, key: str, size: int, sha256: str, expires_at: datetime
+    ) -> PresignedRequest:
+        """A signed PUT of exactly ``size`` bytes whose digest must be ``sha256``."""
+        url = self._presign("PUT", key, expires_at, size=str(size), sha256=sha256)
+        return PresignedRequest("PUT", url, {"Content-Length": str(size)})
+
+    def presign_part(
+        self, key: str, upload_id: str, number: int, size: int, expires_at: datetime
+    ) -> PresignedRequest:
+        """A signed PUT of part ``number``."""
+        url = self._presign(
+            "PUT", key, expires_at, size=str(size), upload_id=upload_id, part=str(number)
+        )
+        return PresignedRequest("PUT", url, {"Content-Length": str(size)})
+
+    def presign_get(self, key: str, expires_at: datetime) -> PresignedRequest:
+        """A signed GET of the object."""
+        return PresignedRequest("GET", self._presign("GET", key, expires_at))
+
+    def verify(self, method: str, key: str, query: dict[str, str]) -> Grant:
+        """The grant of a presigned request; ``StorageRefusalError`` unless its signature
+        matches (compared in constant time) and it has not expired."""
+        _check_key(key)
+        signature = query.get("signature", "")
+        expected = self._signature(method, key, query)
+        if not hmac.compare_digest(signature.encode(), expected.encode()):
+            raise StorageRefusalError(403, "signature does not match")
+        try:
+            expires = int(query["expires"])
+            size = int(query["size"]) if "size" in query else None
+            part = int(query["part"]) if "part" in query else None
+        except (KeyError, ValueError) as error:
+            raise StorageRefusalError(403, "malformed presigned URL") from error
+        if self._clock().timestamp() >= expires:
+            raise StorageRefusalError(403, "presigned URL expired")
+        return Grant(method, key, size, query.get("sha256"), query.get("upload_id"), part)
+
+    # ----------------------------------------------------------------------------------
+    # Receiving bytes (the storage endpoint)
+
+    @contextlib.contextmanager
+    def _temporary(self) -> Iterator[tuple[BinaryIO, Path]]:
+        fd, name = tempfile.mkstemp(dir=self._tmp())
+        path = Path(name)
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                yield handle, path
+        finally:
+            path.unlink(missing_ok=True)
+
+    def open_writer(self, grant: Grant) -> Writer:
+        """A writer for the body of a verified PUT: an object, or a part of an upload.
+
+        Refused at once when the object is locked or the upload does not exist, before a
+        single byte is read.
+        """
+        if grant.upload_id is not None and grant.part is not None:
+            upload = self._upload_dir(grant.upload_id)
+            info = _read_json(upload / "info.json")
+            if info is None or info["key"] != grant.key:
+                raise StorageRefusalError(404, "no such multipart upload")
+        else:
+            self._ensure_writable(grant.key)
+        fd, name = tempfile.mkstemp(dir=self._tmp())
+        return Writer(self, grant, os.fdopen(fd, "wb"), Path(name))
+
+    def store_received(self, grant: Grant, path: Path, size: int, digest: str) -> None:
+        """Move a received body into place (called by ``Writer.finish``)."""
+        if grant.upload_id is not None and grant.part is not None:
+            upload = self._upload_dir(grant.upload_id)
+            name = f"part-{grant.part:05d}"
+            os.replace(path, upload / name)
+            self._write_json(upload / f"{name}.json", {"size": size, "etag": digest})
+            return
+        if grant.sha256 is not None and digest != grant.sha256:
+            raise StorageRefusalError(400, "body does not match the announced sha256")
+        self._ensure_writable(grant.key)
+        target = self.object_path(grant.key)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(path, target)
+        self._write_json(self._meta_path(grant.key), {"size": size, "sha256": digest})
+
+    def _ensure_writable(self, key: str) -> None:
+        try:
+            self._ensure_unlocked(key)
+        except ObjectLockedError as error:
+            raise StorageRefusalError(403, "object is locked") from error
+
+    # ----------------------------------------------------------------------------------
+    # Multipart
+
+    @_disk_errors
+    def start_multipart(self, key: str) -> str:
+        """A new upload directory."""
+        upload_id = secrets.token_hex(16)
+        self._write_json(
+            self._upload_dir(upload_id) / "info.json",
+            {"key": _check_key(key), "initiated_at": self._clock().isoformat()},
+        )
+        return upload_id
+
+    @_disk_errors
+    def list_parts(self, key: str, upload_id: str) -> list[StoredPart] | None:
+        """The parts whose bytes arrived completely."""
+        upload = self._upload_dir(upload_id)
+        info = _read_json(upload / "info.json")
+        if info is None or info["key"] != key:
+            return None
+        parts = []
+        for meta in sorted(upload.glob("part-*.json")):
+            data = _read_json(meta)
+            if data is not None:
+                number = int(meta.name.removeprefix("part-").removesuffix(".json"))
+                parts.append(StoredPart(number, data["size"], data["etag"]))
+        return parts
+
+    @_disk_errors
+    def complete_multipart(self, key: str, upload_id: str, parts: list[StoredPart]) -> None:
+        """Concatenate the parts into the object, computing its sha256 on the way."""
+        upload = self._upload_dir(upload_id)
+        self._ensure_unlocked(key)
+        with self._temporary() as (handle, path):
+            digest = hashlib.sha256()
+            size = 0
+            for part in sorted(parts, key=lambda p: p.number):
+                with (upload / f"part-{part.number:05d}").open("rb") as source:
+                    while block := source.read(CHUNK):
+                        digest.update(block)
+                        handle.write(block)
+                        size += len(block)
+            handle.flush()
+            os.fsync(handle.fileno())
+            target = self.object_path(key)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(path, target)
+        self._write_json(self._meta_path(key), {"size": size, "sha256": digest.hexdigest()})
+        shutil.rmtree(upload, ignore_errors=True)
+
+    @_disk_errors
+    def abort_multipart(self, key: str, upload_id: str) -> None:
+        """Drop the upload directory."""
+        upload = self._upload_dir(upload_id)
+        info = _read_json(upload / "info.json")
+        if info is not None and info["key"] == key:
+            shutil.rmtree(upload, ignore_errors=True)
+
+    @_disk_errors
+    def pending_uploads(self, older_than: datetime) -> list[PendingUpload]:
+        """Uploads begun before ``older_than``."""
+        found = []
+        for info_path in (self.root / "uploads").glob("*/info.json"):
+            info = _read_json(info_path)
+            if info is None:
+                continue
+            initiated = datetime.fromisoformat(info["initiated_at"])
+            if initiated < older_than:
+                found.append(PendingUpload(info["key"], info_path.parent.name, initiated))
+        return found
+
+    # ----------------------------------------------------------------------------------
+    # Objects
+
+    @_disk_errors
+    def stat(self, key: str) -> StoredObject | None:
+        """Size and sha256 (this storage always knows the digest)."""
+        meta = self._meta(key)
+        if meta is None or not self.object_path(key).is_file():
+            return None
+        return StoredObject(meta["size"], meta["sha256"])
+
+    @_disk_errors
+    def lock(self, key: str, until: datetime) -> None:
+        """Record the lock; a shorter one than already set is refused."""
+        meta = self._meta(key)
+        if meta is None:
+            raise UpstreamUnavailableError(f"object {key} is not in storage")
+        current = self._locked_until(key)
+        if current is not None and until < current:
+            raise ObjectLockedError(f"object {key} is locked until {current.isoformat()}")
+        self._write_json(self._meta_path(key), {**meta, "locked_until": until.isoformat()})
+
+    @_disk_errors
+    def delete(self, key: str) -> None:
+        """Remove the object and its metadata unless it is locked."""
+        self._ensure_unlocked(key)
+        self.object_path(key).unlink(missing_ok=True)
+        self._meta_path(key).unlink(missing_ok=True)
+
+
+def _read_json(path: Path) -> dict[str, Any] | None:
+    try:
+        data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    return data
+
+
+class Writer:
+    """Receives one PUT body chunk by chunk into a temporary file; ``finish`` checks the
+    size against the signed one and renames it into place, ``abort`` drops it."""
+
+    def __init__(self, storage: LocalDiskStorage, grant: Grant, handle: BinaryIO, path: Path):
+        self._storage = storage
+        self._grant = grant
+        self._handle = handle
+        self._path = path
+        self._digest = hashlib.sha256()
+        self._size = 0
+
+    def write(self, chunk: bytes) -> None:
+        """Append a chunk; more bytes than signed are refused at once."""
+        self._size += len(chunk)
+        if self._grant.size is not None and self._size > self._grant.size:
+            raise StorageRefusalError(400, "body is longer than the signed size")
+        self._digest.update(chunk)
+        self._handle.write(chunk)
+
+    def finish(self) -> None:
+        """Check the size, make the bytes durable and move them into place."""
+        try:
+            if self._grant.size is not None and self._size != self._grant.size:
+                raise StorageRefusalError(400, "body is shorter than the signed size")
+            self._handle.flush()
+            os.fsync(self._handle.fileno())
+            self._handle.close()
+            self._storage.store_received(
+                self._grant, self._path, self._size, self._digest.hexdigest()
+            )
+        finally:
+            self.abort()
+
+    def abort(self) -> None:
+        """Drop the temporary file (nothing happens once it was moved into place)."""
+        self._handle.close()
+        self._path.unlink(missing_ok=True)

@@ -1,0 +1,372 @@
+"""S3 object storage through the minio SDK (SeaweedFS, MinIO, AWS...).
+
+One bucket with Object Lock enabled (hence versioning) holds every workspace, one prefix
+per namespace. ``region`` is always set, so presigning is a local computation: no request
+asks the store for the bucket's region. URLs are presigned here (Signature V4, path
+style, the day's signing key cached), which is several times cheaper than minio's own.
+On confirm the use case sets each object's retention in COMPLIANCE mode until
+``locked_until``: then nobody, the root credentials of the store included, can delete
+that version or shorten its retention before that time.
+
+Every minio or connection error is turned into a port error here, in ``_translated``:
+``ObjectLockedError`` for the store's refusals of a locked object, ``UpstreamUnavailable``
+for the rest. The multipart calls use minio's underscore methods (create, list parts,
+complete, abort, list uploads): the SDK offers no public API for presigned multipart.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import hmac
+from collections.abc import Iterator, Mapping
+from datetime import UTC, datetime
+from typing import Any
+from urllib.parse import quote, urlsplit
+from uuid import UUID
+
+import urllib3
+from minio import Minio
+from minio.commonconfig import COMPLIANCE
+from minio.datatypes import Part
+from minio.error import MinioException, S3Error
+from minio.retention import Retention
+
+from strongroom.domain.backups import CustomerS3Destination
+from strongroom.domain.errors import UpstreamUnavailableError
+from strongroom.ports.storage import (
+    ObjectLockedError,
+    PendingUpload,
+    PresignedRequest,
+    StoredObject,
+    StoredPart,
+)
+
+_LOCK_REFUSALS = {"AccessDenied", "ObjectLocked", "InvalidRequest"}
+_GONE = {"NoSuchKey", "NoSuchUpload", "NoSuchVersion"}
+# How stores say an object version has no retention (SeaweedFS uses the second).
+_NO_RETENTION = {"NoSuchObjectLockConfiguration", "ObjectLockConfigurationNotFoundError"}
+
+
+@contextlib.contextmanager
+def _translated(what: str) -> Iterator[None]:
+    """Storage failures as port errors."""
+    try:
+        yield
+    except S3Error as error:
+        if error.code in _LOCK_REFUSALS:
+            raise ObjectLockedError(f"storage refused to {what}: {error.code}") from error
+        raise UpstreamUnavailableError(f"object storage failed to {what}") from error
+    except (MinioException, urllib3.exceptions.HTTPError, OSError, ValueError) as error:
+        raise UpstreamUnavailableError(f"object storage failed to {what}") from error
+
+
+class _Presigner:
+    """AWS Signature V4 query presigning, computed locally with the day's signing key
+    cached (what minio's presigner does, without re-deriving the key on every URL)."""
+
+    def __init__(self, base: str, access_key: str, secret_key: str, region: str) -> None:
+        parts = urlsplit(base)
+        self._scheme, self._host = parts.scheme, parts.netloc
+        self._access_key, self._secret_key, self._region = access_key, secret_key, region
+        self._keys: dict[str, bytes] = {}
+
+    def _signing_key(self, day: str) -> bytes:
+        key = self._keys.get(day)
+        if key is None:
+            key = ("AWS4" + self._secret_key).encode()
+            for part in (day, self._region, "s3", "aws4_request"):
+                key = hmac.new(key, part.encode(), hashlib.sha256).digest()
+            self._keys = {day: key}
+        return key
+
+    def url(
+        self,
+        method: str,
+        path: str,
+        expires: int,
+        extra: dict[str, str] | None = None,
+        now: datetime | None = None,
+    ) -> str:
+        """A presigned URL of ``method`` on ``path`` (``/bucket/key``) for ``expires`` s."""
+        moment = now or datetime.now(UTC)
+        stamp = moment.strftime("%Y%m%dT%H%M%SZ")
+        day = stamp[:8]
+        scope = f"{day}/{self._region}/s3/aws4_request"
+        query = {
+            "X-Amz-Algorithm": "AWS4-HMAC-SHA256",
+            "X-Amz-Credential": f"{self._access_key}/{scope}",
+            "X-Amz-Date": stamp,
+            "X-Amz-Expires": str(expires),
+            "X-Amz-SignedHeaders": "host",
+            **(extra or {}),
+        }
+        canonical_query = "&".join(
+            f"{quote(name, safe='-_.~')}={quote(value, safe='-_.~')}"
+            for name, value in sorted(query.items())
+        )
+        canonical_path = quote(path, safe="/-_.~")
+        canonical = (
+            f"{method}\n{canonical_path}\n{canonical_query}\nhost:{self._host}\n\nhost\n"
+            "UNSIGNED-PAYLOAD"
+        )
+        to_sign = (
+            f"AWS4-HMAC-SHA256\n{stamp}\n{scope}\n" + hashlib.sha256(canonical.encode()).hexdigest()
+        )
+        signature = hmac.new(self._signing_key(day), to_sign.encode(), hashlib.sha256).hexdigest()
+        return (
+            f"{self._scheme}://{self._host}{canonical_path}?{canonical_query}"
+            f"&X-Amz-Signature={signature}"
+        )
+
+
+class S3Storage:
+    """Objects in one S3 bucket with Object Lock; see the module documentation."""
+
+    def __init__(
+        self,
+        endpoint: str,
+        access_key: str,
+        secret_key: str,
+        bucket: str,
+        region: str = "us-east-1",
+        *,
+        timeout: float = 30.0,
+    ) -> None:
+        parts = urlsplit(endpoint if "://" in endpoint else f"https://{endpoint}")
+        self.bucket = bucket
+        http = urllib3.PoolManager(
+            timeout=urllib3.Timeout(connect=5.0, read=timeout),
+            retries=urllib3.Retry(total=2, backoff_factor=0.2, status_forcelist=[502, 503, 504]),
+            maxsize=32,
+        )
+        base = f"{'https' if parts.scheme == 'https' else 'http'}://{parts.netloc}"
+        self._presigner = _Presigner(base, access_key, secret_key, region)
+        self.client = Minio(
+            parts.netloc,
+            access_key=access_key,
+            secret_key=secret_key,
+            secure=parts.scheme == "https",
+            region=region,
+            http_client=http,
+        )
+
+    # ----------------------------------------------------------------------------------
+    # Bucket and namespaces
+
+    def ensure_bucket(self) -> None:
+        """Create the bucket with Object Lock when it does not exist."""
+        with _translated("create the bucket"):
+            if not self.client.bucket_exists(self.bucket):
+                self.client.make_bucket(self.bucket, object_lock=True)
+
+    def provision_namespace(self, workspace_id: UUID) -> str:
+        """A prefix per workspace; nothing to create in S3."""
+        return f"ws-{workspace_id.hex}"
+
+    def remove_namespace(self, namespace: str) -> None:
+        """Remove every object version below the namespace's prefix."""
+        self.delete_prefix(namespace)
+
+    def ping(self) -> None:
+        """The bucket must answer."""
+        with _translated("answer"):
+            if not self.client.bucket_exists(self.bucket):
+                raise UpstreamUnavailableError(f"bucket {self.bucket} does not exist")
+
+    # ----------------------------------------------------------------------------------
+    # Presigning (no network: the region is set)
+
+    def _presign(
+        self, method: str, key: str, expires_at: datetime, query: dict[str, str] | None = None
+    ) -> str:
+        seconds = int((expires_at - datetime.now(UTC)).total_seconds())
+        expires = min(max(1, seconds), 7 * 24 * 3600)
+        return self._presigner.url(method, f"/{self.bucket}/{key}", expires, query)
+
+    def presign_put(
+        self, key: str, size: int, sha256: str, expires_at: datetime
+    ) -> PresignedRequest:
+        """A presigned PUT (S3 checks the size at confirm time, through ``stat``)."""
+        return PresignedRequest("PUT", self._presign("PUT", key, expires_at))
+
+    def presign_part(
+        self, key: str, upload_id: str, number: int, size: int, expires_at: datetime
+    ) -> PresignedRequest:
+        """A presigned UploadPart."""
+        query = {"uploadId": upload_id, "partNumber": str(number)}
+        return PresignedRequest("PUT", self._presign("PUT", key, expires_at, query))
+
+    def presign_get(self, key: str, expires_at: datetime) -> PresignedRequest:
+        """A presigned GET of the locked version when there is one.
+
+        A still-valid upload URL can add a newer version over a confirmed object (the
+        bucket is versioned); the version that confirm locked is the one to serve.
+        """
+        query: dict[str, str] | None = None
+        locked = self._locked_version(key)
+        if locked is not None:
+            query = {"versionId": locked}
+        return PresignedRequest("GET", self._presign("GET", key, expires_at, query))
+
+    def _locked_version(self, key: str) -> str | None:
+        """The newest version of ``key`` under a retention, if any."""
+        with _translated("list object versions"):
+            listed = [
+                item
+                for item in self.client.list_objects(self.bucket, prefix=key, include_version=True)
+                if item.object_name == key and item.version_id and not item.is_delete_marker
+            ]
+            listed.sort(key=lambda item: item.last_modified or datetime.min.replace(tzinfo=UTC))
+            for item in reversed(listed):
+                try:
+                    retention = self.client.get_object_retention(
+                        self.bucket, key, version_id=item.version_id
+                    )
+                except S3Error as error:
+                    if error.code not in _NO_RETENTION:
+                        raise
+                    retention = None
+                if retention is not None and retention.mode == COMPLIANCE:
+                    return str(item.version_id)
+        return None
+
+    # ----------------------------------------------------------------------------------
+    # Multipart
+
+    def start_multipart(self, key: str) -> str:
+        """CreateMultipartUpload."""
+        with _translated("start a multipart upload"):
+            upload_id: str = self.client._create_multipart_upload(self.bucket, key, {})
+        return upload_id
+
+    def list_parts(self, key: str, upload_id: str) -> list[StoredPart] | None:
+        """ListParts (every page); None when the upload is gone."""
+        found: list[StoredPart] = []
+        marker: str | None = None
+        try:
+            with _translated("list parts"):
+                while True:
+                    result = self.client._list_parts(
+                        self.bucket, key, upload_id, part_number_marker=marker
+                    )
+                    found.extend(
+                        StoredPart(part.part_number, part.size or 0, part.etag)
+                        for part in result.parts
+                    )
+                    if not result.is_truncated:
+                        return found
+                    marker = result.next_part_number_marker
+        except UpstreamUnavailableError as error:
+            cause = error.__cause__
+            if isinstance(cause, S3Error) and cause.code in _GONE:
+                return None
+            raise
+
+    def complete_multipart(self, key: str, upload_id: str, parts: list[StoredPart]) -> None:
+        """CompleteMultipartUpload."""
+        ordered = [Part(p.number, p.etag) for p in sorted(parts, key=lambda p: p.number)]
+        with _translated("complete a multipart upload"):
+            self.client._complete_multipart_upload(self.bucket, key, upload_id, ordered)
+
+    def abort_multipart(self, key: str, upload_id: str) -> None:
+        """AbortMultipartUpload (an upload already gone is fine)."""
+        try:
+            with _translated("abort a multipart upload"):
+                self.client._abort_multipart_upload(self.bucket, key, upload_id)
+        except UpstreamUnavailableError as error:
+            cause = error.__cause__
+            if not (isinstance(cause, S3Error) and cause.code in _GONE):
+                raise
+
+    def pending_uploads(self, older_than: datetime) -> list[PendingUpload]:
+        """ListMultipartUploads, filtered by initiation time."""
+        found: list[PendingUpload] = []
+        key_marker: str | None = None
+        upload_marker: str | None = None
+        with _translated("list multipart uploads"):
+            while True:
+                result = self.client._list_multipart_uploads(
+                    self.bucket, key_marker=key_marker, upload_id_marker=upload_marker
+                )
+                for upload in result.uploads:
+                    initiated = upload.initiated_time
+                    if upload.upload_id and initiated is not None and initiated < older_than:
+                        found.append(PendingUpload(upload.object_name, upload.upload_id, initiated))
+                if not result.is_truncated:
+                    return found
+                key_marker = result.next_key_marker
+                upload_marker = result.next_upload_id_marker
+
+    # ----------------------------------------------------------------------------------
+    # Objects
+
+    def stat(self, key: str) -> StoredObject | None:
+        """HeadObject: the size (S3 cannot tell a whole object's sha256)."""
+        try:
+            with _translated("stat an object"):
+                info = self.client.stat_object(self.bucket, key)
+        except UpstreamUnavailableError as error:
+            cause = error.__cause__
+            if isinstance(cause, S3Error) and cause.code in _GONE | {"NoSuchObject"}:
+                return None
+            raise
+        return StoredObject(int(info.size or 0))
+
+    def lock(self, key: str, until: datetime) -> None:
+        """PutObjectRetention in COMPLIANCE mode on the current version."""
+        with _translated("lock an object"):
+            info = self.client.stat_object(self.bucket, key)
+            self.client.set_object_retention(
+                self.bucket,
+                key,
+                Retention(COMPLIANCE, until.astimezone(UTC)),
+                version_id=info.version_id,
+            )
+
+    def delete(self, key: str) -> None:
+        """Delete every version of the object (the store refuses a locked one)."""
+        for version in self._versions(key, exact=True):
+            with _translated("delete an object"):
+                self.client.remove_object(self.bucket, key, version_id=version)
+
+    def delete_prefix(self, prefix: str) -> None:
+        """Delete every version below ``prefix/``; locked ones stay (then
+        ``ObjectLockedError``)."""
+        locked = 0
+        with _translated("list objects"):
+            listed = list(
+                self.client.list_objects(
+                    self.bucket, prefix=prefix + "/", recursive=True, include_version=True
+                )
+            )
+        for item in listed:
+            try:
+                with _translated("delete an object"):
+                    self.client.remove_object(
+                        self.bucket, str(item.object_name), version_id=item.version_id
+                    )
+            except ObjectLockedError:
+                locked += 1
+        if locked:
+            raise ObjectLockedError(f"{locked} object versions below {prefix} are locked")
+
+    def _versions(self, key: str, *, exact: bool) -> list[str | None]:
+        with _translated("list object versions"):
+            listed: list[Any] = list(
+                self.client.list_objects(self.bucket, prefix=key, include_version=True)
+            )
+        return [item.version_id for item in listed if not exact or item.object_name == key]
+
+
+def customer_bucket(
+    destination: CustomerS3Destination, credentials: Mapping[str, str]
+) -> S3Storage:
+    """The storage of a ``customer_s3`` destination, with its own credentials (no Object
+    Lock is assumed: the bucket is the customer's)."""
+    return S3Storage(
+        destination.endpoint,
+        credentials["access_key_id"],
+        credentials["secret_access_key"],
+        destination.bucket,
+    )

@@ -1,0 +1,157 @@
+"""Artifacts: the files a run delivers, their retention and lock, and the upload plan."""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime, timedelta
+from enum import StrEnum
+from uuid import UUID
+
+import attrs
+
+from strongroom.domain.backups import RetentionPolicy
+from strongroom.domain.errors import (
+    ArtifactLockedError,
+    ConflictError,
+    InvalidRequestError,
+    LastArtifactError,
+)
+
+MAX_ARTIFACT_NAME = 255
+MIB = 1024 * 1024
+DEFAULT_MULTIPART_THRESHOLD = 64 * MIB
+DEFAULT_PART_SIZE = 16 * MIB
+MAX_PARTS = 10_000
+# The largest object S3 stores (5 TiB), the largest artifact accepted.
+MAX_ARTIFACT_SIZE = 5 * 1024**4
+PRESIGNED_URL_LIFETIME = timedelta(minutes=15)
+_SHA256 = re.compile(r"^[0-9a-f]{64}$")
+
+
+class ArtifactState(StrEnum):
+    """Announced (``pending``), confirmed in storage (``available``), or ``deleted``."""
+
+    PENDING = "pending"
+    AVAILABLE = "available"
+    DELETED = "deleted"
+
+
+class ArtifactStorage(StrEnum):
+    """Where the bytes live: the service's own storage or only the customer's bucket."""
+
+    SERVICE = "service"
+    CUSTOMER = "customer"
+
+
+def clean_artifact_name(name: str) -> str:
+    """An artifact name: 1 to 255 characters, no control characters (400 otherwise)."""
+    if not 1 <= len(name) <= MAX_ARTIFACT_NAME or any(
+        ord(char) < 32 or ord(char) == 127 for char in name
+    ):
+        raise InvalidRequestError(
+            f"name must be 1 to {MAX_ARTIFACT_NAME} characters without control characters"
+        )
+    return name
+
+
+def check_size(size: int) -> int:
+    """A size in bytes, 0 to 5 TiB (400 otherwise)."""
+    if not 0 <= size <= MAX_ARTIFACT_SIZE:
+        raise InvalidRequestError(f"size must be 0 to {MAX_ARTIFACT_SIZE} bytes")
+    return size
+
+
+def check_sha256(sha256: str) -> str:
+    """64 lowercase hexadecimal digits (uppercase is accepted and lowered; 400 otherwise)."""
+    lowered = sha256.lower()
+    if not _SHA256.match(lowered):
+        raise InvalidRequestError("sha256 must be 64 hexadecimal digits")
+    return lowered
+
+
+@attrs.frozen
+class PartPlan:
+    """How a multipart upload is cut: every part ``part_size`` bytes, the last the rest."""
+
+    size: int
+    part_size: int
+
+    @classmethod
+    def for_size(cls, size: int, part_size: int = DEFAULT_PART_SIZE) -> PartPlan:
+        """Parts of ``part_size``, grown by whole MiB when 10 000 parts would not suffice."""
+        while -(-size // part_size) > MAX_PARTS:
+            part_size += MIB
+        return cls(size, part_size)
+
+    @property
+    def count(self) -> int:
+        """How many parts."""
+        return max(1, -(-self.size // self.part_size))
+
+    def part_length(self, number: int) -> int:
+        """The exact length of part ``number`` (1-based)."""
+        if number < self.count:
+            return self.part_size
+        return self.size - self.part_size * (self.count - 1)
+
+
+@attrs.frozen
+class Artifact:
+    """One file of a run, recorded from its announcement to its deletion."""
+
+    id: UUID
+    workspace_id: UUID
+    backup_id: UUID
+    run_id: UUID
+    name: str
+    size: int
+    sha256: str
+    state: ArtifactState
+    storage: ArtifactStorage
+    object_key: str
+    created_at: datetime
+    upload_id: str | None = None
+    expires_at: datetime | None = None
+    locked_until: datetime | None = None
+
+    def is_locked(self, now: datetime) -> bool:
+        """Whether it is inside its lock window."""
+        return (
+            self.state is ArtifactState.AVAILABLE
+            and self.locked_until is not None
+            and now < self.locked_until
+        )
+
+    def is_expired(self, now: datetime) -> bool:
+        """Whether its retention has run out."""
+        return (
+            self.state is ArtifactState.AVAILABLE
+            and self.expires_at is not None
+            and now >= self.expires_at
+        )
+
+    def confirmed(self, retention: RetentionPolicy, now: datetime) -> Artifact:
+        """Available, with expiry and lock counted from ``now``."""
+        return attrs.evolve(
+            self,
+            state=ArtifactState.AVAILABLE,
+            upload_id=None,
+            expires_at=now + timedelta(seconds=retention.expire_after.seconds),
+            locked_until=now + timedelta(seconds=retention.lock_for.seconds),
+        )
+
+    def ensure_deletable(self, now: datetime, available_in_backup: int) -> None:
+        """Contract 10's precedence: deleted (conflict), locked, then last of its backup."""
+        if self.state is ArtifactState.DELETED:
+            raise ConflictError("artifact is already deleted")
+        if self.is_locked(now):
+            raise ArtifactLockedError(
+                "artifact is inside its lock window until "
+                f"{self.locked_until.isoformat() if self.locked_until else ''}"
+            )
+        if self.state is ArtifactState.AVAILABLE and available_in_backup <= 1:
+            raise LastArtifactError("artifact is the only one left for its backup")
+
+    def deleted(self) -> Artifact:
+        """The record that stays once the object is gone."""
+        return attrs.evolve(self, state=ArtifactState.DELETED, upload_id=None)

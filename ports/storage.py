@@ -1,0 +1,115 @@
+"""The object storage port: presigned transfers, inspection, locks and deletion.
+
+Bytes never pass through the API: the use cases only ask storage for presigned URLs and
+then check what arrived. Adapters raise ``UpstreamUnavailableError`` when storage fails,
+and ``ObjectLockedError`` when asked to remove, or shorten the lock of, an object inside
+its lock window: the lock is the storage's own (S3 Object Lock in COMPLIANCE mode; the
+local-disk adapter enforces it itself), so it holds even against the API's own key.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Protocol
+
+import attrs
+
+from strongroom.ports.provisioning import StorageNamespaces
+
+
+class ObjectLockedError(Exception):
+    """The object is inside its lock window: storage refuses to remove it or shorten it."""
+
+
+@attrs.frozen
+class PresignedRequest:
+    """A request the client makes itself. ``url`` is absolute, or for the local-disk
+    storage a path that the HTTP adapter resolves against the service's public URL."""
+
+    method: str
+    url: str
+    headers: Mapping[str, str] = attrs.field(factory=dict)
+
+
+@attrs.frozen
+class StoredObject:
+    """What storage says about an object: its size and, where it can tell, its sha256."""
+
+    size: int
+    sha256: str | None = None
+
+
+@attrs.frozen
+class StoredPart:
+    """One part of an unfinished multipart upload."""
+
+    number: int
+    size: int
+    etag: str
+
+
+@attrs.frozen
+class PendingUpload:
+    """An unfinished multipart upload, for the retention job."""
+
+    key: str
+    upload_id: str
+    initiated_at: datetime
+
+
+class ObjectStorage(StorageNamespaces, Protocol):
+    """One bucket (or directory) holding every workspace's namespace."""
+
+    def presign_put(
+        self, key: str, size: int, sha256: str, expires_at: datetime
+    ) -> PresignedRequest:
+        """A single-request upload of exactly ``size`` bytes to ``key``."""
+        ...
+
+    def start_multipart(self, key: str) -> str:
+        """Begin a multipart upload to ``key``; its upload id."""
+        ...
+
+    def presign_part(
+        self, key: str, upload_id: str, number: int, size: int, expires_at: datetime
+    ) -> PresignedRequest:
+        """An upload of part ``number`` (``size`` bytes) of a multipart upload."""
+        ...
+
+    def list_parts(self, key: str, upload_id: str) -> list[StoredPart] | None:
+        """The parts stored so far, by number; None when the upload no longer exists."""
+        ...
+
+    def complete_multipart(self, key: str, upload_id: str, parts: list[StoredPart]) -> None:
+        """Join the parts into the object."""
+        ...
+
+    def abort_multipart(self, key: str, upload_id: str) -> None:
+        """Drop an unfinished upload and its parts (nothing happens if it is gone)."""
+        ...
+
+    def pending_uploads(self, older_than: datetime) -> list[PendingUpload]:
+        """Multipart uploads begun before ``older_than`` and never finished."""
+        ...
+
+    def stat(self, key: str) -> StoredObject | None:
+        """The object at ``key``, or None."""
+        ...
+
+    def lock(self, key: str, until: datetime) -> None:
+        """Keep the object from removal until ``until`` (never shortens a longer lock)."""
+        ...
+
+    def delete(self, key: str) -> None:
+        """Remove the object (every version); ``ObjectLockedError`` inside its lock."""
+        ...
+
+    def delete_prefix(self, prefix: str) -> None:
+        """Remove every object below ``prefix/``; ``ObjectLockedError`` if one is locked
+        (the others are removed all the same)."""
+        ...
+
+    def presign_get(self, key: str, expires_at: datetime) -> PresignedRequest:
+        """A download of the object."""
+        ...

@@ -1,0 +1,434 @@
+"""Artifact use cases: upload URLs, confirmation, list, download URLs, delete.
+
+Bytes never pass through here: the use cases ask storage for presigned requests and then
+check what arrived. Storage is called inside the unit of work and before its commit, so a
+storage failure (502) leaves no record changed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from datetime import datetime
+from uuid import UUID
+
+import attrs
+
+from strongroom.domain.artifacts import (
+    PRESIGNED_URL_LIFETIME,
+    Artifact,
+    ArtifactState,
+    ArtifactStorage,
+    PartPlan,
+    check_sha256,
+    check_size,
+    clean_artifact_name,
+)
+from strongroom.domain.audit import JsonValue, diff
+from strongroom.domain.backups import Backup, CustomerS3Destination
+from strongroom.domain.billing import GatedOperation, ensure_allowed
+from strongroom.domain.errors import (
+    ArtifactLockedError,
+    ArtifactMissingError,
+    ConflictError,
+    InvalidStateError,
+    NotFoundError,
+    NotInOurStorageError,
+)
+from strongroom.domain.pagination import Page, PageRequest
+from strongroom.domain.permissions import Permission
+from strongroom.domain.principals import Caller
+from strongroom.domain.quotas import QuotaResource, ensure_room
+from strongroom.domain.runs import Run
+from strongroom.domain.workspaces import Workspace
+from strongroom.ports.storage import ObjectLockedError, ObjectStorage, PresignedRequest
+from strongroom.ports.unit_of_work import UnitOfWork
+from strongroom.ports.usecases.access import Access, Requirement
+from strongroom.ports.usecases.dependencies import Dependencies
+from strongroom.ports.usecases.recording import record_by_caller
+
+REQUEST_UPLOAD = Requirement((Permission.ARTIFACTS_UPLOAD,), "artifact.create")
+CONFIRM_RUN = Requirement((Permission.ARTIFACTS_CONFIRM,), "run.confirm")
+LIST_ARTIFACTS = Requirement((Permission.ARTIFACTS_READ,))
+DOWNLOAD_ARTIFACT = Requirement((Permission.ARTIFACTS_DOWNLOAD,))
+DELETE_ARTIFACT = Requirement((Permission.ARTIFACTS_DELETE,), "artifact.delete")
+
+
+@attrs.frozen
+class PresignedPart:
+    """The presigned upload of one part of a multipart upload."""
+
+    number: int
+    size: int
+    request: PresignedRequest
+
+
+@attrs.frozen
+class UploadPlan:
+    """What ``upload-url`` answers: one presigned PUT, or the parts of a multipart upload
+    with the numbers of those already stored (a client resumes by sending the others)."""
+
+    artifact: Artifact
+    expires_at: datetime
+    request: PresignedRequest | None = None
+    part_size: int | None = None
+    parts: tuple[PresignedPart, ...] = ()
+    stored_parts: tuple[int, ...] = ()
+
+
+def artifact_snapshot(artifact: Artifact) -> dict[str, JsonValue]:
+    """What the audit trail shows of an artifact."""
+    return {
+        "run_id": str(artifact.run_id),
+        "name": artifact.name,
+        "size": artifact.size,
+        "state": artifact.state.value,
+        "storage": artifact.storage.value,
+    }
+
+
+class Artifacts:
+    """Artifact use cases; every look-up is scoped to the caller's workspace."""
+
+    def __init__(self, deps: Dependencies, access: Access) -> None:
+        self._deps = deps
+        self._access = access
+
+    # ----------------------------------------------------------------------------------
+    # Upload
+
+    def upload_url(
+        self, caller: Caller, run_id: UUID, name: str, size: int, sha256: str
+    ) -> UploadPlan:
+        """Announce an artifact of a run and presign its upload.
+
+        Asking again for the same name (same size and sha256) gives the same artifact and
+        fresh URLs; for a multipart upload, the parts already stored are listed.
+        """
+        workspace_id = self._access.authorize(caller, REQUEST_UPLOAD, target_id=run_id)
+        name, size, sha256 = clean_artifact_name(name), check_size(size), check_sha256(sha256)
+        now = self._deps.clock.now()
+        with self._deps.uow() as uow:
+            run = _existing_run(uow, workspace_id, run_id)
+            workspace = _workspace_for_update(uow, workspace_id)
+            backup = _backup(uow, workspace_id, run.backup_id)
+            ensure_allowed(workspace.billing_state, GatedOperation.UPLOAD)
+            artifact = uow.artifacts.find_in_run(workspace_id, run_id, name)
+            if artifact is None:
+                resource = QuotaResource.STORAGE_BYTES
+                ensure_room(
+                    resource,
+                    workspace.limit(resource),
+                    uow.artifacts.storage_bytes(workspace_id, with_pending=True),
+                    adding=size,
+                )
+            run.ensure_open()
+            if artifact is None:
+                artifact = self._announce(
+                    uow, caller, workspace, backup, run, (name, size, sha256), now
+                )
+            elif (artifact.size, artifact.sha256) != (size, sha256):
+                raise InvalidStateError(
+                    f"an artifact named {name!r} with another size or sha256 is already "
+                    "announced in this run"
+                )
+            elif artifact.state is not ArtifactState.PENDING:
+                raise InvalidStateError(f"artifact {name!r} of this run is {artifact.state}")
+            plan = self._plan(uow, self._storage_for(artifact, backup), artifact, now)
+            uow.commit()
+        return plan
+
+    def _storage_for(self, artifact: Artifact, backup: Backup) -> ObjectStorage:
+        """The service's storage, or the customer's bucket the artifact goes to."""
+        if artifact.storage is ArtifactStorage.SERVICE:
+            return self._deps.storage
+        destination = backup.destination
+        sealed = backup.sealed_destination_credentials
+        if not isinstance(destination, CustomerS3Destination) or sealed is None:
+            raise InvalidStateError(
+                "the backup's destination changed: the customer bucket of this artifact is "
+                "no longer configured"
+            )
+        return self._deps.customer_storage(destination, self._deps.secrets.open(sealed))
+
+    def _announce(
+        self,
+        uow: UnitOfWork,
+        caller: Caller,
+        workspace: Workspace,
+        backup: Backup,
+        run: Run,
+        announced: tuple[str, int, str],
+        now: datetime,
+    ) -> Artifact:
+        name, size, sha256 = announced
+        artifact_id = self._deps.ids.new_id()
+        tail = f"{run.backup_id}/{run.id}/{artifact_id}"
+        where = ArtifactStorage.SERVICE
+        key = f"{workspace.storage_namespace}/{tail}"
+        if isinstance(backup.destination, CustomerS3Destination):
+            where = ArtifactStorage.CUSTOMER
+            prefix = (backup.destination.prefix or "").strip("/")
+            key = f"{prefix}/{tail}" if prefix else tail
+        artifact = Artifact(
+            id=artifact_id,
+            workspace_id=workspace.id,
+            backup_id=run.backup_id,
+            run_id=run.id,
+            name=name,
+            size=size,
+            sha256=sha256,
+            state=ArtifactState.PENDING,
+            storage=where,
+            object_key=key,
+            created_at=now,
+        )
+        if size >= self._deps.multipart_threshold:
+            upload_id = self._storage_for(artifact, backup).start_multipart(key)
+            artifact = attrs.evolve(artifact, upload_id=upload_id)
+        uow.artifacts.add(artifact)
+        record_by_caller(
+            self._deps,
+            uow,
+            caller,
+            workspace.id,
+            "artifact.create",
+            artifact.id,
+            diff({}, artifact_snapshot(artifact)),
+        )
+        return artifact
+
+    def _plan(
+        self, uow: UnitOfWork, storage: ObjectStorage, artifact: Artifact, now: datetime
+    ) -> UploadPlan:
+        expires_at = now + PRESIGNED_URL_LIFETIME
+        if artifact.upload_id is None:
+            request = storage.presign_put(
+                artifact.object_key, artifact.size, artifact.sha256, expires_at
+            )
+            return UploadPlan(artifact, expires_at, request=request)
+        stored = storage.list_parts(artifact.object_key, artifact.upload_id)
+        if stored is None:  # the upload was aborted (stale): begin again
+            artifact = attrs.evolve(
+                artifact, upload_id=storage.start_multipart(artifact.object_key)
+            )
+            uow.artifacts.update(artifact)
+            stored = []
+        assert artifact.upload_id is not None
+        plan = PartPlan.for_size(artifact.size)
+        parts = tuple(
+            PresignedPart(
+                number,
+                plan.part_length(number),
+                storage.presign_part(
+                    artifact.object_key,
+                    artifact.upload_id,
+                    number,
+                    plan.part_length(number),
+                    expires_at,
+                ),
+            )
+            for number in range(1, plan.count + 1)
+        )
+        complete = tuple(
+            sorted(
+                part.number
+                for part in stored
+                if 1 <= part.number <= plan.count and part.size == plan.part_length(part.number)
+            )
+        )
+        return UploadPlan(
+            artifact, expires_at, part_size=plan.part_size, parts=parts, stored_parts=complete
+        )
+
+    # ----------------------------------------------------------------------------------
+    # Confirm
+
+    def confirm(self, caller: Caller, run_id: UUID) -> Run:
+        """Check every announced artifact in storage; all become ``available`` and the run
+        ``succeeded``, or nothing changes (409 ``artifact_missing``)."""
+        workspace_id = self._access.authorize(caller, CONFIRM_RUN, target_id=run_id)
+        now = self._deps.clock.now()
+        with self._deps.uow() as uow:
+            run = _existing_run(uow, workspace_id, run_id, for_update=True)
+            workspace = _workspace(uow, workspace_id)
+            ensure_allowed(workspace.billing_state, GatedOperation.UPLOAD)
+            run.ensure_open()
+            backup = _backup(uow, workspace_id, run.backup_id)
+            if backup.retention is None:
+                raise InvalidStateError("the backup has no retention policy")
+            artifacts = uow.artifacts.list_for_run(workspace_id, run_id)
+            pending = [a for a in artifacts if a.state is ArtifactState.PENDING]
+            stores = {a.id: self._storage_for(a, backup) for a in pending}
+            missing = [a.name for a in pending if not _arrived(stores[a.id], a)]
+            if missing:
+                raise ArtifactMissingError(
+                    "not in storage, or different from what was announced: "
+                    + ", ".join(sorted(missing))
+                )
+            confirmed = [a.confirmed(backup.retention, now) for a in pending]
+            for before, after in zip(pending, confirmed, strict=True):
+                _finish_upload(stores[before.id], before)
+                locks = after.locked_until is not None and after.locked_until > now
+                if locks and after.storage is ArtifactStorage.SERVICE:
+                    self._lock(after)
+                uow.artifacts.update(after)
+            available = [a for a in artifacts if a.state is ArtifactState.AVAILABLE] + confirmed
+            finished = run.succeeded(len(available), sum(a.size for a in available), now)
+            uow.runs.update(finished)
+            record_by_caller(
+                self._deps,
+                uow,
+                caller,
+                workspace_id,
+                "run.confirm",
+                run_id,
+                diff(
+                    {"state": run.state.value, "artifact_count": run.artifact_count},
+                    {"state": finished.state.value, "artifact_count": finished.artifact_count},
+                ),
+            )
+            uow.commit()
+        return finished
+
+    def _lock(self, artifact: Artifact) -> None:
+        assert artifact.locked_until is not None
+        # Already locked at least as long: a confirm retried after a failure.
+        with contextlib.suppress(ObjectLockedError):
+            self._deps.storage.lock(artifact.object_key, artifact.locked_until)
+
+    # ----------------------------------------------------------------------------------
+    # Reads
+
+    def list_in(
+        self, caller: Caller, workspace_id: UUID, deleted: bool, page: PageRequest
+    ) -> Page[Artifact]:
+        """A workspace's artifacts, newest first: deleted ones only, or every other."""
+        self._access.authorize(caller, LIST_ARTIFACTS, workspace_id=workspace_id)
+        with self._deps.uow() as uow:
+            return uow.artifacts.list(workspace_id, deleted, page)
+
+    def download_url(self, caller: Caller, artifact_id: UUID) -> tuple[PresignedRequest, datetime]:
+        """A presigned GET of an available artifact in service storage."""
+        workspace_id = self._access.authorize(caller, DOWNLOAD_ARTIFACT)
+        with self._deps.uow() as uow:
+            artifact = _existing_artifact(uow.artifacts.get(workspace_id, artifact_id))
+        if artifact.state is ArtifactState.DELETED:
+            raise ConflictError("artifact is deleted")
+        if artifact.storage is ArtifactStorage.CUSTOMER:
+            raise NotInOurStorageError("artifact was delivered only to the customer's own bucket")
+        if artifact.state is not ArtifactState.AVAILABLE:
+            raise InvalidStateError("artifact is not confirmed yet")
+        expires_at = self._deps.clock.now() + PRESIGNED_URL_LIFETIME
+        return self._deps.storage.presign_get(artifact.object_key, expires_at), expires_at
+
+    # ----------------------------------------------------------------------------------
+    # Delete
+
+    def delete(self, caller: Caller, artifact_id: UUID) -> None:
+        """Delete an artifact's object; its record stays as ``deleted``."""
+        workspace_id = self._access.authorize(caller, DELETE_ARTIFACT, target_id=artifact_id)
+        now = self._deps.clock.now()
+        with self._deps.uow() as uow:
+            artifact = _existing_artifact(uow.artifacts.get_for_update(workspace_id, artifact_id))
+            ensure_allowed(_workspace(uow, workspace_id).billing_state, GatedOperation.CONFIG_WRITE)
+            artifact.ensure_deletable(
+                now, uow.artifacts.count_available(workspace_id, artifact.backup_id)
+            )
+            self.remove_object(artifact, _backup(uow, workspace_id, artifact.backup_id))
+            deleted = artifact.deleted()
+            uow.artifacts.update(deleted)
+            record_by_caller(
+                self._deps,
+                uow,
+                caller,
+                workspace_id,
+                "artifact.delete",
+                artifact_id,
+                diff(artifact_snapshot(artifact), artifact_snapshot(deleted)),
+            )
+            uow.commit()
+
+    def remove_object(self, artifact: Artifact, backup: Backup) -> None:
+        """Remove an artifact's bytes (and its unfinished upload) from where they went."""
+        storage = self._storage_for(artifact, backup)
+        if artifact.upload_id is not None:
+            storage.abort_multipart(artifact.object_key, artifact.upload_id)
+        try:
+            storage.delete(artifact.object_key)
+        except ObjectLockedError as error:
+            raise ArtifactLockedError("storage refuses: the object is locked") from error
+
+
+def _arrived(storage: ObjectStorage, artifact: Artifact) -> bool:
+    """Whether storage holds the artifact as announced (all parts of a multipart one)."""
+    if artifact.upload_id is not None:
+        parts = storage.list_parts(artifact.object_key, artifact.upload_id)
+        if parts is not None:
+            plan = PartPlan.for_size(artifact.size)
+            sizes = {part.number: part.size for part in parts}
+            return all(
+                sizes.get(number) == plan.part_length(number) for number in range(1, plan.count + 1)
+            )
+    stored = storage.stat(artifact.object_key)
+    return (
+        stored is not None
+        and stored.size == artifact.size
+        and stored.sha256 in (None, artifact.sha256)
+    )
+
+
+def _finish_upload(storage: ObjectStorage, artifact: Artifact) -> None:
+    """Join a multipart upload's parts and check the result's digest."""
+    if artifact.upload_id is None:
+        return
+    parts = storage.list_parts(artifact.object_key, artifact.upload_id)
+    if parts is not None:
+        plan = PartPlan.for_size(artifact.size)
+        chosen = [p for p in parts if 1 <= p.number <= plan.count]
+        storage.complete_multipart(artifact.object_key, artifact.upload_id, chosen)
+    stored = storage.stat(artifact.object_key)
+    digest_differs = stored is not None and stored.sha256 not in (None, artifact.sha256)
+    if stored is None or stored.size != artifact.size or digest_differs:
+        raise ArtifactMissingError(
+            f"{artifact.name}: the joined parts differ from what was announced"
+        )
+
+
+def _existing_run(
+    uow: UnitOfWork, workspace_id: UUID, run_id: UUID, *, for_update: bool = False
+) -> Run:
+    run = (
+        uow.runs.get_for_update(workspace_id, run_id)
+        if for_update
+        else uow.runs.get(workspace_id, run_id)
+    )
+    if run is None:
+        raise NotFoundError("run")
+    return run
+
+
+def _existing_artifact(artifact: Artifact | None) -> Artifact:
+    if artifact is None:
+        raise NotFoundError("artifact")
+    return artifact
+
+
+def _backup(uow: UnitOfWork, workspace_id: UUID, backup_id: UUID) -> Backup:
+    backup = uow.backups.get(workspace_id, backup_id)
+    if backup is None:
+        raise NotFoundError("backup")
+    return backup
+
+
+def _workspace(uow: UnitOfWork, workspace_id: UUID) -> Workspace:
+    workspace = uow.workspaces.get(workspace_id)
+    if workspace is None:
+        raise NotFoundError("workspace")
+    return workspace
+
+
+def _workspace_for_update(uow: UnitOfWork, workspace_id: UUID) -> Workspace:
+    workspace = uow.workspaces.get_for_update(workspace_id)
+    if workspace is None:
+        raise NotFoundError("workspace")
+    return workspace

@@ -1,0 +1,102 @@
+"""The retention job: removes expired artifacts and aborts stale multipart uploads.
+
+It never removes a backup's last available artifact, nor a locked one (and storage would
+refuse the latter anyway). Each removal is its own unit of work, audited as ``system`` in
+the artifact's workspace as ``artifact.delete``; a failure on one artifact is logged and
+the job goes on with the next.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import timedelta
+from uuid import UUID
+
+import attrs
+
+from strongroom.domain.artifacts import ArtifactState
+from strongroom.domain.audit import diff
+from strongroom.domain.errors import ArtifactLockedError, StrongroomError
+from strongroom.ports.usecases.artifacts import Artifacts, artifact_snapshot
+from strongroom.ports.usecases.dependencies import Dependencies
+from strongroom.ports.usecases.recording import record_by_system
+
+logger = logging.getLogger(__name__)
+
+# Multipart uploads begun longer ago than this are aborted (a client resumes within a day).
+STALE_UPLOAD_AGE = timedelta(days=1)
+# Expired artifacts looked at per run of the job.
+BATCH = 10_000
+
+
+@attrs.frozen
+class RetentionReport:
+    """What one run of the job did."""
+
+    removed: int
+    kept_last: int
+    kept_locked: int
+    failed: int
+    aborted_uploads: int
+
+
+class Retention:
+    """The retention job, run by ``strongroom retention run`` and inside ``serve``."""
+
+    def __init__(self, deps: Dependencies, artifacts: Artifacts) -> None:
+        self._deps = deps
+        self._artifacts = artifacts
+
+    def run(self) -> RetentionReport:
+        """Remove what expired; abort stale uploads."""
+        now = self._deps.clock.now()
+        with self._deps.uow() as uow:
+            expired = uow.artifacts.expired(now, BATCH)
+        counts = {"removed": 0, "kept_last": 0, "kept_locked": 0, "failed": 0}
+        for candidate in expired:
+            try:
+                counts[self._remove(candidate.workspace_id, candidate.id)] += 1
+            except StrongroomError:
+                logger.exception("retention could not remove artifact %s", candidate.id)
+                counts["failed"] += 1
+        aborted = 0
+        for upload in self._deps.storage.pending_uploads(now - STALE_UPLOAD_AGE):
+            try:
+                self._deps.storage.abort_multipart(upload.key, upload.upload_id)
+                aborted += 1
+            except StrongroomError:
+                logger.exception("retention could not abort upload %s", upload.upload_id)
+        report = RetentionReport(aborted_uploads=aborted, **counts)
+        logger.info("retention: %s", report)
+        return report
+
+    def _remove(self, workspace_id: UUID, artifact_id: UUID) -> str:
+        """Remove one expired artifact; the name of the count its outcome adds to."""
+        now = self._deps.clock.now()
+        with self._deps.uow() as uow:
+            artifact = uow.artifacts.get_for_update(workspace_id, artifact_id)
+            if artifact is None or artifact.state is not ArtifactState.AVAILABLE:
+                return "removed"  # another removal came first
+            if artifact.is_locked(now):
+                return "kept_locked"
+            if uow.artifacts.count_available(artifact.workspace_id, artifact.backup_id) <= 1:
+                return "kept_last"
+            backup = uow.backups.get(artifact.workspace_id, artifact.backup_id)
+            if backup is None:
+                return "removed"  # its backup went, and the artifact with it
+            try:
+                self._artifacts.remove_object(artifact, backup)
+            except ArtifactLockedError:
+                return "kept_locked"
+            deleted = artifact.deleted()
+            uow.artifacts.update(deleted)
+            record_by_system(
+                self._deps,
+                uow,
+                artifact.workspace_id,
+                "artifact.delete",
+                artifact.id,
+                diff(artifact_snapshot(artifact), artifact_snapshot(deleted)),
+            )
+            uow.commit()
+        return "removed"

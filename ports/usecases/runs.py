@@ -1,0 +1,125 @@
+"""Run use cases: start a manual run, trigger a local or cloud backup, read a run."""
+
+from __future__ import annotations
+
+from uuid import UUID
+
+from strongroom.domain.audit import diff
+from strongroom.domain.backups import Backup
+from strongroom.domain.billing import GatedOperation, ensure_allowed
+from strongroom.domain.errors import NotFoundError
+from strongroom.domain.permissions import Permission
+from strongroom.domain.principals import Caller
+from strongroom.domain.runs import Run, RunTrigger, ensure_manual, ensure_triggerable
+from strongroom.domain.workspaces import Workspace
+from strongroom.ports.unit_of_work import UnitOfWork
+from strongroom.ports.usecases.access import Access, Requirement
+from strongroom.ports.usecases.dependencies import Dependencies
+from strongroom.ports.usecases.idempotency import IdempotencyKey, run_idempotent
+from strongroom.ports.usecases.recording import record_by_caller
+
+START_RUN = Requirement((Permission.ARTIFACTS_UPLOAD,), "run.create")
+READ_RUN = Requirement((Permission.BACKUPS_READ, Permission.RUNS_READ))
+TRIGGER_BACKUP = Requirement(
+    (Permission.BACKUPS_WRITE, Permission.BACKUPS_TRIGGER), "backup.trigger"
+)
+
+
+def run_snapshot(run: Run) -> dict[str, str | int | None]:
+    """What the audit trail shows of a run."""
+    return {
+        "backup_id": str(run.backup_id),
+        "state": run.state.value,
+        "trigger": run.trigger.value,
+        "artifact_count": run.artifact_count,
+        "bytes": run.bytes,
+    }
+
+
+class Runs:
+    """Run use cases; every look-up is scoped to the caller's workspace."""
+
+    def __init__(self, deps: Dependencies, access: Access) -> None:
+        self._deps = deps
+        self._access = access
+
+    def start(
+        self, caller: Caller, backup_id: UUID, idempotency: IdempotencyKey[Run] | None = None
+    ) -> Run:
+        """``POST /v1/runs``: a manual client starts a run of its active backup (``running``).
+
+        Checks in the contract's order: 404 backup, 422 kind, 409 billing, 409 state.
+        """
+        workspace_id = self._access.authorize(caller, START_RUN)
+        now = self._deps.clock.now()
+
+        def store(uow: UnitOfWork) -> Run:
+            backup = _backup_for_update(uow, workspace_id, backup_id)
+            ensure_manual(backup)
+            ensure_allowed(_workspace(uow, workspace_id).billing_state, GatedOperation.NEW_RUN)
+            backup.ensure_runnable()
+            run = Run.manual(self._deps.ids.new_id(), backup, now)
+            uow.runs.add(run)
+            record_by_caller(
+                self._deps,
+                uow,
+                caller,
+                workspace_id,
+                "run.create",
+                run.id,
+                diff({}, run_snapshot(run)),
+            )
+            return run
+
+        return run_idempotent(self._deps.uow, caller, idempotency, now, store)
+
+    def trigger(
+        self, caller: Caller, backup_id: UUID, idempotency: IdempotencyKey[Run] | None = None
+    ) -> Run:
+        """``POST /v1/backups/{bid}/trigger``: enqueue a run of a local or cloud backup
+        (``queued``, trigger ``api``); its worker or the service takes it later."""
+        workspace_id = self._access.authorize(caller, TRIGGER_BACKUP, target_id=backup_id)
+        now = self._deps.clock.now()
+
+        def store(uow: UnitOfWork) -> Run:
+            backup = _backup_for_update(uow, workspace_id, backup_id)
+            ensure_triggerable(backup)
+            ensure_allowed(_workspace(uow, workspace_id).billing_state, GatedOperation.NEW_RUN)
+            backup.ensure_runnable()
+            run = Run.queued(self._deps.ids.new_id(), backup, RunTrigger.API, now)
+            uow.runs.add(run)
+            record_by_caller(
+                self._deps,
+                uow,
+                caller,
+                workspace_id,
+                "backup.trigger",
+                backup.id,
+                diff({}, {"run_id": str(run.id)}),
+            )
+            return run
+
+        return run_idempotent(self._deps.uow, caller, idempotency, now, store)
+
+    def get(self, caller: Caller, run_id: UUID) -> Run:
+        """One run of the caller's workspace."""
+        workspace_id = self._access.authorize(caller, READ_RUN)
+        with self._deps.uow() as uow:
+            run = uow.runs.get(workspace_id, run_id)
+        if run is None:
+            raise NotFoundError("run")
+        return run
+
+
+def _backup_for_update(uow: UnitOfWork, workspace_id: UUID, backup_id: UUID) -> Backup:
+    backup = uow.backups.get_for_update(workspace_id, backup_id)
+    if backup is None:
+        raise NotFoundError("backup")
+    return backup
+
+
+def _workspace(uow: UnitOfWork, workspace_id: UUID) -> Workspace:
+    workspace = uow.workspaces.get(workspace_id)
+    if workspace is None:
+        raise NotFoundError("workspace")
+    return workspace

@@ -1,0 +1,107 @@
+"""The repository contract of runs: every adapter stores, finds and refuses the same."""
+
+from __future__ import annotations
+
+from uuid import uuid4
+
+import attrs
+import pytest
+from contract_records import T0, Adapter, at, backup, user, workspace
+
+from strongroom.domain.runs import Run, RunState, RunTrigger
+from strongroom.ports.repositories import IntegrityViolationError
+
+
+class TestRuns:
+    """Runs: scoped look-ups, updates of what may change, cascades."""
+
+    def test_a_run_comes_back_equal_in_every_state(self, adapter: Adapter) -> None:
+        """Every field round-trips, instants to the microsecond."""
+        ada = user()
+        target = workspace(ada)
+        owner = backup(target.id)
+        running = Run.manual(uuid4(), owner, T0)
+        queued = attrs.evolve(
+            Run.queued(uuid4(), owner, RunTrigger.SCHEDULE, at(1)), worker_id=uuid4()
+        )
+        failed = attrs.evolve(
+            Run.manual(uuid4(), owner, at(2)),
+            state=RunState.FAILED,
+            finished_at=at(3),
+            error="disk full",
+            artifact_count=3,
+            bytes=5 * 1024**4,
+        )
+        adapter.store(ada, target, owner, running, queued, failed)
+        with adapter.uow() as uow:
+            for stored in (running, queued, failed):
+                assert uow.runs.get(target.id, stored.id) == stored
+                assert uow.runs.get_for_update(target.id, stored.id) == stored
+
+    def test_a_run_is_found_only_in_its_own_workspace(self, adapter: Adapter) -> None:
+        """Tenant scoping happens in the query."""
+        ada = user()
+        mine, theirs = workspace(ada), workspace(ada)
+        owner = backup(mine.id)
+        run = Run.manual(uuid4(), owner, T0)
+        adapter.store(ada, mine, theirs, owner, run)
+        with adapter.uow() as uow:
+            assert uow.runs.get(theirs.id, run.id) is None
+            assert uow.runs.get_for_update(theirs.id, run.id) is None
+
+    def test_a_run_needs_a_backup_of_its_own_workspace(self, adapter: Adapter) -> None:
+        """A run pointing at a missing backup, or at another workspace's, is refused."""
+        ada = user()
+        mine, theirs = workspace(ada), workspace(ada)
+        foreign = backup(theirs.id)
+        adapter.store(ada, mine, theirs, foreign)
+        with adapter.uow() as uow, pytest.raises(IntegrityViolationError):
+            uow.runs.add(Run.manual(uuid4(), backup(mine.id), T0))
+        with adapter.uow() as uow, pytest.raises(IntegrityViolationError):
+            uow.runs.add(attrs.evolve(Run.manual(uuid4(), foreign, T0), workspace_id=mine.id))
+
+    def test_an_update_stores_state_times_and_counts_only(self, adapter: Adapter) -> None:
+        """State, times, counts and error change; trigger, worker and creation stay."""
+        ada = user()
+        target = workspace(ada)
+        owner = backup(target.id)
+        run = Run.manual(uuid4(), owner, T0)
+        adapter.store(ada, target, owner, run)
+        done = run.succeeded(2, 4096, at(60))
+        with adapter.uow() as uow:
+            uow.runs.update(
+                attrs.evolve(done, trigger=RunTrigger.API, created_at=at(99), worker_id=uuid4())
+            )
+            uow.commit()
+        with adapter.uow() as uow:
+            assert uow.runs.get(target.id, run.id) == done
+
+    def test_an_update_of_a_missing_run_is_an_integrity_violation(self, adapter: Adapter) -> None:
+        """Updating nothing is a bug, not a no-op."""
+        ada = user()
+        target = workspace(ada)
+        owner = backup(target.id)
+        adapter.store(ada, target, owner)
+        with adapter.uow() as uow, pytest.raises(IntegrityViolationError):
+            uow.runs.update(Run.manual(uuid4(), owner, T0))
+
+    def test_removing_a_backup_or_its_workspace_removes_its_runs(self, adapter: Adapter) -> None:
+        """Runs go with their backup and their workspace, and nothing else goes."""
+        ada = user()
+        target, other = workspace(ada), workspace(ada)
+        first, second, elsewhere = backup(target.id), backup(target.id), backup(other.id)
+        gone = Run.manual(uuid4(), first, T0)
+        kept = Run.manual(uuid4(), second, T0)
+        far = Run.manual(uuid4(), elsewhere, T0)
+        adapter.store(ada, target, other, first, second, elsewhere, gone, kept, far)
+        with adapter.uow() as uow:
+            uow.backups.remove(target.id, first.id)
+            uow.commit()
+        with adapter.uow() as uow:
+            assert uow.runs.get(target.id, gone.id) is None
+            assert uow.runs.get(target.id, kept.id) == kept
+            uow.workspaces.remove(target.id)
+            uow.commit()
+        with adapter.uow() as uow:
+            assert uow.runs.get(target.id, kept.id) is None
+            assert uow.runs.get(other.id, far.id) == far

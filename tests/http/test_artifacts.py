@@ -1,0 +1,643 @@
+"""HTTP tests of artifacts on local-disk storage, end to end with real bytes (contract
+sections 4, 6 and 10): upload-url, PUT to the presigned URL, confirm, list, download-url,
+GET, delete, locks, quotas, and refusals of tampered, expired or reused URLs."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import secrets
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from uuid import UUID, uuid4
+
+import attrs
+import httpx2
+import pytest
+from minio import Minio
+
+from strongroom.adapters.storage.local import LocalDiskStorage
+from strongroom.adapters.storage.s3 import S3Storage
+from strongroom.domain.billing import BillingState
+from strongroom.domain.pagination import PageRequest
+from strongroom.domain.quotas import QuotaResource
+from strongroom.ports.storage import ObjectLockedError, ObjectStorage
+from strongroom.ports.usecases import Strongroom
+from support.seaweed import SeaweedServer, s3_storage
+from support.world import Api, bearer, make_client, make_facade
+
+MIB = 1024 * 1024
+ARTIFACT_FIELDS = {
+    "id",
+    "run_id",
+    "backup_id",
+    "name",
+    "size",
+    "sha256",
+    "state",
+    "storage",
+    "created_at",
+    "expires_at",
+    "locked_until",
+}
+
+
+class MovableClock:
+    """The real time plus an offset a test moves."""
+
+    def __init__(self) -> None:
+        self.offset = timedelta()
+
+    def now(self) -> datetime:
+        return datetime.now(UTC) + self.offset
+
+
+def assert_error(response: httpx2.Response, status: int, code: str, *fragments: str) -> None:
+    """A nested error with ``code`` whose message holds every fragment."""
+    assert response.status_code == status, response.text
+    error = response.json()["error"]
+    assert error["code"] == code, error
+    for fragment in fragments:
+        assert fragment in error["message"], error
+
+
+def sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+@attrs.frozen
+class Tenant:
+    """A workspace admin with shortcuts for the data path."""
+
+    api: Api
+    token: str
+    workspace_id: UUID
+
+    @property
+    def headers(self) -> dict[str, str]:
+        return bearer(self.token)
+
+    @property
+    def client(self) -> Any:
+        return self.api.client
+
+    def backup(self, name: str = "Nightly", lock_for: str = "P7D", expire: str = "P30D") -> str:
+        created = self.client.post(
+            f"/v1/workspaces/{self.workspace_id}/backups",
+            json={"name": name, "kind": "manual"},
+            headers=self.headers,
+        )
+        assert created.status_code == 201, created.text
+        backup_id: str = created.json()["id"]
+        patched = self.client.patch(
+            f"/v1/backups/{backup_id}",
+            json={"retention": {"expire_after": expire, "lock_for": lock_for}},
+            headers=self.headers,
+        )
+        assert patched.status_code == 200, patched.text
+        return backup_id
+
+    def run(self, backup_id: str) -> str:
+        response = self.client.post("/v1/runs", json={"backup_id": backup_id}, headers=self.headers)
+        assert response.status_code == 201, response.text
+        run_id: str = response.json()["id"]
+        return run_id
+
+    def transfer(self, method: str, url: str, **options: Any) -> httpx2.Response:
+        """A request to a presigned URL: the app's own for local disk, else real HTTP."""
+        if url.startswith("http://testserver/"):
+            response: httpx2.Response = self.client.request(method, url, **options)
+            return response
+        return httpx2.request(method, url, timeout=60, **options)
+
+    def ask_upload(self, run_id: str, name: str, data: bytes) -> httpx2.Response:
+        return self.client.post(
+            f"/v1/runs/{run_id}/upload-url",
+            json={"name": name, "size": len(data), "sha256": sha(data)},
+            headers=self.headers,
+        )
+
+    def upload(self, run_id: str, name: str, data: bytes) -> str:
+        """Announce and PUT a single-request artifact; its id."""
+        answer = self.ask_upload(run_id, name, data)
+        assert answer.status_code == 201, answer.text
+        plan = answer.json()
+        put = self.transfer("PUT", plan["url"], content=data, headers=plan["headers"])
+        assert put.status_code == 200, put.text
+        artifact_id: str = plan["artifact_id"]
+        return artifact_id
+
+    def confirm(self, run_id: str) -> httpx2.Response:
+        return self.client.post(f"/v1/runs/{run_id}/confirm", headers=self.headers)
+
+    def stored(self, backup_id: str, name: str, data: bytes) -> str:
+        """A confirmed artifact in a new run of ``backup_id``; its id."""
+        run_id = self.run(backup_id)
+        artifact_id = self.upload(run_id, name, data)
+        assert self.confirm(run_id).status_code == 200
+        return artifact_id
+
+    def artifacts(self, **params: str) -> list[dict[str, Any]]:
+        response = self.client.get(
+            f"/v1/workspaces/{self.workspace_id}/artifacts", params=params, headers=self.headers
+        )
+        assert response.status_code == 200, response.text
+        data: list[dict[str, Any]] = response.json()["data"]
+        return data
+
+    def download_url(self, artifact_id: str) -> httpx2.Response:
+        return self.client.post(f"/v1/artifacts/{artifact_id}/download-url", headers=self.headers)
+
+    def delete(self, artifact_id: str) -> httpx2.Response:
+        return self.client.delete(f"/v1/artifacts/{artifact_id}", headers=self.headers)
+
+    def usage(self) -> int:
+        quotas = self.client.get(
+            f"/v1/workspaces/{self.workspace_id}/quotas", headers=self.headers
+        ).json()["data"]
+        (storage,) = [q for q in quotas if q["resource"] == "storage_bytes"]
+        usage: int = storage["usage"]
+        return usage
+
+
+@pytest.fixture
+def clock() -> MovableClock:
+    return MovableClock()
+
+
+def local_storage(tmp_path: Path, clock: MovableClock) -> LocalDiskStorage:
+    return LocalDiskStorage(tmp_path / "objects", b"signing key", clock=clock.now)
+
+
+@pytest.fixture(params=["local", "s3"])
+def storage(request: pytest.FixtureRequest, tmp_path: Path, clock: MovableClock) -> ObjectStorage:
+    """Each storage in turn: local disk, and S3 on the session's SeaweedFS."""
+    if request.param == "local":
+        return local_storage(tmp_path, clock)
+    return s3_storage(request.getfixturevalue("seaweed"))
+
+
+class LocalOnly:
+    """Tests of what only the local-disk storage does (its URLs, or the service clock
+    deciding locks that S3 keeps by the real time)."""
+
+    @pytest.fixture
+    def storage(self, tmp_path: Path, clock: MovableClock) -> ObjectStorage:
+        return local_storage(tmp_path, clock)
+
+
+@pytest.fixture
+def data_facade(storage: ObjectStorage, clock: MovableClock) -> Strongroom:
+    return make_facade(clock=clock, storage=storage)
+
+
+@pytest.fixture
+def data_api(data_facade: Strongroom) -> Iterator[Api]:
+    with make_client(data_facade) as client:
+        yield Api(data_facade, client)
+
+
+@pytest.fixture
+def ada(data_api: Api) -> Tenant:
+    token, workspace_id = data_api.workspace_admin("ada@example.com")
+    return Tenant(data_api, token, workspace_id)
+
+
+@pytest.fixture
+def bob(data_api: Api) -> Tenant:
+    token, workspace_id = data_api.workspace_admin("bob@example.com", "Globex")
+    return Tenant(data_api, token, workspace_id)
+
+
+def tamper(url: str, **changes: str) -> str:
+    parts = urlsplit(url)
+    query = dict(parse_qsl(parts.query))
+    query.update(changes)
+    return urlunsplit(parts._replace(query=urlencode(query)))
+
+
+class TestSingleUpload:
+    """The whole flow with one PUT."""
+
+    def test_bytes_go_up_and_come_back_the_same(self, ada: Tenant) -> None:
+        """upload-url, PUT, confirm, list, download-url, GET: the same sha256."""
+        data = os.urandom(300_000)
+        backup_id = ada.backup()
+        run_id = ada.run(backup_id)
+        answer = ada.ask_upload(run_id, "db.dump", data)
+        assert answer.status_code == 201, answer.text
+        plan = answer.json()
+        assert set(plan) == {"artifact_id", "method", "url", "headers", "expires_at"}
+        assert plan["method"] == "PUT"
+        assert plan["url"].startswith(("http://testserver/storage/", "http://127.0.0.1:"))
+        put = ada.transfer("PUT", plan["url"], content=data, headers=plan["headers"])
+        assert put.status_code == 200, put.text
+        confirmed = ada.confirm(run_id)
+        assert confirmed.status_code == 200, confirmed.text
+        run = confirmed.json()
+        assert (run["state"], run["artifact_count"], run["bytes"]) == ("succeeded", 1, len(data))
+        assert run["finished_at"] is not None
+        (listed,) = ada.artifacts()
+        assert set(listed) == ARTIFACT_FIELDS
+        assert listed["id"] == plan["artifact_id"]
+        assert (listed["state"], listed["storage"], listed["size"]) == (
+            "available",
+            "service",
+            len(data),
+        )
+        assert listed["sha256"] == sha(data)
+        created = datetime.fromisoformat(listed["created_at"])
+        locked = datetime.fromisoformat(listed["locked_until"])
+        expires = datetime.fromisoformat(listed["expires_at"])
+        assert timedelta(days=6, hours=23) < locked - created <= timedelta(days=7, minutes=1)
+        assert timedelta(days=29, hours=23) < expires - created <= timedelta(days=30, minutes=1)
+        link = ada.download_url(plan["artifact_id"])
+        assert link.status_code == 200, link.text
+        assert set(link.json()) == {"method", "url", "expires_at"}
+        got = ada.transfer("GET", link.json()["url"])
+        assert got.status_code == 200
+        assert sha(got.content) == sha(data)
+        assert ada.usage() == len(data)
+
+    def test_confirm_without_the_bytes_is_artifact_missing_and_changes_nothing(
+        self, ada: Tenant
+    ) -> None:
+        """All-or-nothing: one missing artifact keeps every artifact pending, the run open."""
+        run_id = ada.run(ada.backup())
+        ada.upload(run_id, "a", b"first")
+        assert ada.ask_upload(run_id, "b", b"second").status_code == 201
+        assert_error(ada.confirm(run_id), 409, "artifact_missing", "b")
+        assert {a["state"] for a in ada.artifacts()} == {"pending"}
+        run = ada.client.get(f"/v1/runs/{run_id}", headers=ada.headers).json()
+        assert run["state"] == "running"
+        assert ada.usage() == 0
+
+    def test_a_finished_run_takes_nothing_more(self, ada: Tenant) -> None:
+        """upload-url and confirm on a succeeded run: 409 ``invalid_state``."""
+        backup_id = ada.backup()
+        run_id = ada.run(backup_id)
+        ada.upload(run_id, "a", b"x")
+        assert ada.confirm(run_id).status_code == 200
+        assert_error(ada.confirm(run_id), 409, "invalid_state")
+        assert_error(ada.ask_upload(run_id, "b", b"y"), 409, "invalid_state")
+
+    def test_asking_again_gives_the_same_artifact(self, ada: Tenant) -> None:
+        """Same name, size and sha256: same artifact id; another size: ``invalid_state``."""
+        run_id = ada.run(ada.backup())
+        first = ada.ask_upload(run_id, "a", b"abc").json()
+        again = ada.ask_upload(run_id, "a", b"abc").json()
+        assert first["artifact_id"] == again["artifact_id"]
+        assert_error(ada.ask_upload(run_id, "a", b"abcd"), 409, "invalid_state")
+
+    @pytest.mark.parametrize(
+        "body",
+        [
+            {"name": "a", "size": -1, "sha256": "0" * 64},
+            {"name": "a", "size": 1, "sha256": "xyz"},
+            {"name": "", "size": 1, "sha256": "0" * 64},
+            {"name": "a", "size": "1", "sha256": "0" * 64},
+            {"name": "a", "size": 1},
+            {"name": "a", "size": 1, "sha256": "0" * 64, "extra": 1},
+        ],
+    )
+    def test_a_bad_body_is_invalid_request(self, ada: Tenant, body: dict[str, Any]) -> None:
+        """Bad size or sha256, empty name, wrong type, missing or unknown field: 400."""
+        run_id = ada.run(ada.backup())
+        response = ada.client.post(f"/v1/runs/{run_id}/upload-url", json=body, headers=ada.headers)
+        assert_error(response, 400, "invalid_request")
+
+    def test_another_workspaces_run_and_artifact_are_not_found(
+        self, ada: Tenant, bob: Tenant
+    ) -> None:
+        """404 for upload-url, confirm, download-url and delete across workspaces."""
+        run_id = bob.run(bob.backup())
+        artifact_id = bob.upload(run_id, "a", b"x")
+        assert_error(ada.ask_upload(run_id, "a", b"x"), 404, "not_found")
+        assert_error(ada.confirm(run_id), 404, "not_found")
+        assert_error(ada.download_url(artifact_id), 404, "not_found")
+        assert_error(ada.delete(artifact_id), 404, "not_found")
+        assert_error(ada.ask_upload(str(uuid4()), "a", b"x"), 404, "not_found")
+
+
+class TestPresignedUrls(LocalOnly):
+    """The storage endpoint refuses what its signature does not cover."""
+
+    def test_tampered_expired_and_reused_urls_are_refused(
+        self, ada: Tenant, clock: MovableClock
+    ) -> None:
+        """Another size, another object, another method, an expired URL: 403 or 400."""
+        run_id = ada.run(ada.backup())
+        data = b"payload"
+        first = ada.ask_upload(run_id, "a", data).json()
+        second = ada.ask_upload(run_id, "b", data).json()
+        url = first["url"]
+        assert ada.client.put(tamper(url, size="3"), content=b"pay").status_code == 403
+        other_object = url.replace(first["artifact_id"], second["artifact_id"])
+        assert ada.client.put(other_object, content=data).status_code == 403
+        assert ada.client.get(url).status_code == 403
+        assert ada.client.put(url, content=b"wrong!!").status_code == 400
+        assert ada.client.put(url, content=data + b"!").status_code == 400
+        clock.offset = timedelta(minutes=16)
+        expired = ada.client.put(url, content=data)
+        assert expired.status_code == 403
+        assert "expired" in expired.json()["error"]["message"]
+        assert ada.client.put("http://testserver/storage/../../etc/passwd").status_code in (
+            400,
+            403,
+            404,
+        )
+
+    def test_a_locked_object_cannot_be_overwritten_through_its_url(self, ada: Tenant) -> None:
+        """Reusing the upload URL after confirmation: refused, the bytes stay."""
+        data = b"original"
+        run_id = ada.run(ada.backup())
+        plan = ada.ask_upload(run_id, "a", data).json()
+        assert ada.client.put(plan["url"], content=data).status_code == 200
+        assert ada.confirm(run_id).status_code == 200
+        assert ada.client.put(plan["url"], content=data).status_code == 403
+        link = ada.download_url(plan["artifact_id"]).json()["url"]
+        assert ada.client.get(link).content == data
+
+
+class TestOverwrite:
+    """A confirmed, locked artifact keeps its bytes even if its upload URL is reused."""
+
+    def test_download_serves_the_confirmed_bytes(self, ada: Tenant) -> None:
+        """Local disk refuses the PUT; S3 keeps it as a newer version but downloads are
+        pinned to the locked one."""
+        data = b"original"
+        run_id = ada.run(ada.backup())
+        plan = ada.ask_upload(run_id, "a", data).json()
+        assert ada.transfer("PUT", plan["url"], content=data).status_code == 200
+        assert ada.confirm(run_id).status_code == 200
+        ada.transfer("PUT", plan["url"], content=b"replaced")
+        link = ada.download_url(plan["artifact_id"]).json()["url"]
+        assert ada.transfer("GET", link).content == data
+
+
+class TestMultipart:
+    """Artifacts from the threshold up go in parts, and resume."""
+
+    def test_64_mib_in_parts_resumed_after_dropping_half(self, ada: Tenant) -> None:
+        """Four parts of 16 MiB; two sent, ask again: those two listed; send the rest."""
+        data = os.urandom(64 * MIB)
+        run_id = ada.run(ada.backup())
+        plan = ada.ask_upload(run_id, "big.tar", data).json()
+        assert set(plan) == {
+            "artifact_id",
+            "upload_id",
+            "part_size",
+            "parts",
+            "stored_parts",
+            "expires_at",
+        }
+        assert plan["part_size"] == 16 * MIB
+        assert [p["number"] for p in plan["parts"]] == [1, 2, 3, 4]
+        for part in plan["parts"][:2]:
+            start = (part["number"] - 1) * plan["part_size"]
+            chunk = data[start : start + part["size"]]
+            assert ada.transfer("PUT", part["url"], content=chunk).status_code == 200
+        assert_error(ada.confirm(run_id), 409, "artifact_missing")
+        resumed = ada.ask_upload(run_id, "big.tar", data).json()
+        assert resumed["artifact_id"] == plan["artifact_id"]
+        assert resumed["upload_id"] == plan["upload_id"]
+        assert resumed["stored_parts"] == [1, 2]
+        for part in resumed["parts"]:
+            if part["number"] in resumed["stored_parts"]:
+                continue
+            start = (part["number"] - 1) * resumed["part_size"]
+            chunk = data[start : start + part["size"]]
+            assert ada.transfer("PUT", part["url"], content=chunk).status_code == 200
+        confirmed = ada.confirm(run_id)
+        assert confirmed.status_code == 200, confirmed.text
+        link = ada.download_url(plan["artifact_id"]).json()["url"]
+        assert sha(ada.transfer("GET", link).content) == sha(data)
+
+
+class TestLocalDigest(LocalOnly):
+    """Local disk knows every object's sha256."""
+
+    def test_parts_joined_into_other_bytes_are_artifact_missing(self, ada: Tenant) -> None:
+        """Parts of the right sizes but other content: the joined sha256 differs: 409."""
+        data = os.urandom(64 * MIB)
+        run_id = ada.run(ada.backup())
+        plan = ada.ask_upload(run_id, "big.tar", data).json()
+        for part in plan["parts"]:
+            assert ada.client.put(part["url"], content=b"\0" * part["size"]).status_code == 200
+        assert_error(ada.confirm(run_id), 409, "artifact_missing")
+
+
+class TestDelete(LocalOnly):
+    """Delete precedence: deleted, locked, last; backups and workspaces with locks."""
+
+    def test_precedence_conflict_locked_last(self, ada: Tenant, clock: MovableClock) -> None:
+        """Locked first; once unlocked, the last one is kept; then deleted and conflict."""
+        backup_id = ada.backup(lock_for="P1D")
+        first = ada.stored(backup_id, "a", b"one")
+        assert_error(ada.delete(first), 409, "artifact_locked")
+        clock.offset = timedelta(days=2)
+        assert_error(ada.delete(first), 409, "last_artifact")
+        second = ada.stored(backup_id, "b", b"two")
+        clock.offset = timedelta(days=4)
+        assert ada.delete(first).status_code == 204
+        assert_error(ada.delete(first), 409, "conflict")
+        assert_error(ada.download_url(first), 409, "conflict")
+        assert [a["id"] for a in ada.artifacts()] == [second]
+        assert [a["id"] for a in ada.artifacts(state="deleted")] == [first]
+        assert ada.usage() == 3
+        assert_error(ada.delete(second), 409, "last_artifact")
+
+    def test_storage_itself_refuses_to_delete_a_locked_object(
+        self, ada: Tenant, storage: LocalDiskStorage
+    ) -> None:
+        """Even with the API's own storage handle, a locked object stays."""
+        backup_id = ada.backup()
+        ada.stored(backup_id, "a", b"one")
+        with ada.api.facade.deps.uow() as uow:
+            (artifact,) = uow.artifacts.list(ada.workspace_id, False, PageRequest(50, None)).items
+        with pytest.raises(ObjectLockedError):
+            storage.delete(artifact.object_key)
+        with pytest.raises(ObjectLockedError):
+            storage.lock(artifact.object_key, datetime.now(UTC))
+        assert storage.stat(artifact.object_key) is not None
+
+    def test_backup_and_workspace_delete_are_refused_while_locked(
+        self, ada: Tenant, clock: MovableClock
+    ) -> None:
+        """409 ``artifact_locked``; after the lock, both go."""
+        backup_id = ada.backup(lock_for="P1D")
+        ada.stored(backup_id, "a", b"one")
+        response = ada.client.delete(f"/v1/backups/{backup_id}", headers=ada.headers)
+        assert_error(response, 409, "artifact_locked")
+        response = ada.client.delete(f"/v1/workspaces/{ada.workspace_id}", headers=ada.headers)
+        assert_error(response, 409, "artifact_locked")
+        clock.offset = timedelta(days=2)
+        response = ada.client.delete(f"/v1/backups/{backup_id}", headers=ada.headers)
+        assert response.status_code == 204
+        assert ada.artifacts() == []
+
+    def test_blocked_refuses_delete_but_not_list_or_download(self, ada: Tenant) -> None:
+        """Billing: delete is a write, list and download-url are reads."""
+        backup_id = ada.backup(lock_for="PT0S")
+        first = ada.stored(backup_id, "a", b"one")
+        ada.stored(backup_id, "b", b"two")
+        ada.api.facade.workspaces.set_billing_state(ada.workspace_id, BillingState.BLOCKED)
+        assert_error(ada.delete(first), 409, "billing_restricted")
+        assert len(ada.artifacts()) == 2
+        assert ada.download_url(first).status_code == 200
+
+
+class TestGates:
+    """Billing and quota on uploads."""
+
+    def test_stopped_still_uploads_into_existing_runs_blocked_does_not(self, ada: Tenant) -> None:
+        """Contract 4: uploads into an existing run are refused only when blocked."""
+        run_id = ada.run(ada.backup())
+        ada.api.facade.workspaces.set_billing_state(ada.workspace_id, BillingState.STOPPED)
+        ada.upload(run_id, "a", b"x")
+        assert ada.confirm(run_id).status_code == 200
+        ada.api.facade.workspaces.set_billing_state(ada.workspace_id, BillingState.ACTIVE)
+        open_run = ada.run(ada.backup("Second"))
+        ada.api.facade.workspaces.set_billing_state(ada.workspace_id, BillingState.BLOCKED)
+        assert_error(ada.ask_upload(open_run, "a", b"x"), 409, "billing_restricted", "blocked")
+        assert_error(ada.confirm(open_run), 409, "billing_restricted")
+
+    def test_storage_quota_counts_available_and_pending_bytes(self, ada: Tenant) -> None:
+        """A limit of 10 bytes: 6 stored, 4 more fit, then ``quota_exceeded``."""
+        ada.api.facade.workspaces.set_quota(ada.workspace_id, QuotaResource.STORAGE_BYTES, 10)
+        backup_id = ada.backup()
+        ada.stored(backup_id, "a", b"sixsix")
+        run_id = ada.run(backup_id)
+        assert ada.ask_upload(run_id, "b", b"four").status_code == 201
+        assert_error(ada.ask_upload(run_id, "c", b"1"), 409, "quota_exceeded", "storage_bytes")
+
+
+class TestRetention(LocalOnly):
+    """The retention job: expired ones go, never the last nor a locked one."""
+
+    def test_expired_artifacts_go_but_never_a_backups_last(
+        self, ada: Tenant, clock: MovableClock
+    ) -> None:
+        """Two expired of one backup: the older goes (audited as system), the last stays."""
+        backup_id = ada.backup(lock_for="P1D", expire="P2D")
+        older = ada.stored(backup_id, "a", b"one")
+        clock.offset = timedelta(hours=1)
+        newer = ada.stored(backup_id, "b", b"two")
+        clock.offset = timedelta(days=3)
+        report = ada.api.facade.retention.run()
+        assert (report.removed, report.kept_last) == (1, 1)
+        assert [a["id"] for a in ada.artifacts()] == [newer]
+        assert [a["id"] for a in ada.artifacts(state="deleted")] == [older]
+        events = ada.client.get(
+            f"/v1/workspaces/{ada.workspace_id}/audit",
+            params={"action": "artifact.delete"},
+            headers=ada.headers,
+        ).json()["data"]
+        assert [(e["actor"], e["target"]["id"]) for e in events] == [
+            ({"type": "system", "id": None}, older)
+        ]
+        assert ada.api.facade.retention.run().removed == 0
+
+    def test_an_object_storage_keeps_locked_stays(
+        self, ada: Tenant, clock: MovableClock, storage: ObjectStorage
+    ) -> None:
+        """If storage still holds a lock, the record stays available."""
+        backup_id = ada.backup(lock_for="PT0S", expire="P1D")
+        first = ada.stored(backup_id, "a", b"one")
+        ada.stored(backup_id, "b", b"two")
+        with ada.api.facade.deps.uow() as uow:
+            artifact = uow.artifacts.get(ada.workspace_id, UUID(first))
+        assert artifact is not None
+        storage.lock(artifact.object_key, datetime.now(UTC) + timedelta(days=30))
+        clock.offset = timedelta(days=2)
+        report = ada.api.facade.retention.run()
+        assert report.kept_locked == 1
+        assert first in [a["id"] for a in ada.artifacts()]
+
+    def test_stale_multipart_uploads_are_aborted(
+        self, ada: Tenant, clock: MovableClock, storage: ObjectStorage
+    ) -> None:
+        """An upload begun more than a day ago is aborted; asking again starts a new one."""
+        data = os.urandom(64 * MIB)
+        run_id = ada.run(ada.backup())
+        plan = ada.ask_upload(run_id, "big", data).json()
+        clock.offset = timedelta(days=2)
+        assert ada.api.facade.retention.run().aborted_uploads == 1
+        again = ada.ask_upload(run_id, "big", data).json()
+        assert again["artifact_id"] == plan["artifact_id"]
+        assert again["upload_id"] != plan["upload_id"]
+        assert again["stored_parts"] == []
+
+
+class TestCustomerBucket(LocalOnly):
+    """A ``customer_s3`` destination: bytes go to the customer's bucket, never ours."""
+
+    def test_upload_confirm_refuse_download_and_delete(
+        self, ada: Tenant, seaweed: SeaweedServer
+    ) -> None:
+        """Presigned to the customer's bucket with its credentials; recorded as customer;
+        not downloadable (``not_in_our_storage``); not counted; delete removes the object."""
+        bucket = "customer-" + secrets.token_hex(4)
+        root = Minio(
+            seaweed.endpoint.removeprefix("http://"),
+            seaweed.access_key,
+            seaweed.secret_key,
+            secure=False,
+            region="us-east-1",
+        )
+        root.make_bucket(bucket)
+        backup_id = ada.backup(lock_for="PT0S")
+        patched = ada.client.patch(
+            f"/v1/backups/{backup_id}",
+            json={
+                "destination": {
+                    "type": "customer_s3",
+                    "endpoint": seaweed.endpoint,
+                    "bucket": bucket,
+                    "prefix": "vault/",
+                },
+                "destination_credentials": {
+                    "access_key_id": seaweed.access_key,
+                    "secret_access_key": seaweed.secret_key,
+                },
+            },
+            headers=ada.headers,
+        )
+        assert patched.status_code == 200, patched.text
+        first = ada.stored(backup_id, "a", b"customer bytes")
+        ada.stored(backup_id, "b", b"more")
+        listed = {a["id"]: a for a in ada.artifacts()}
+        assert listed[first]["storage"] == "customer"
+        keys = [o.object_name for o in root.list_objects(bucket, prefix="vault/", recursive=True)]
+        assert len(keys) == 2
+        assert_error(ada.download_url(first), 409, "not_in_our_storage")
+        assert ada.usage() == 0
+        assert ada.delete(first).status_code == 204
+        keys = [o.object_name for o in root.list_objects(bucket, prefix="vault/", recursive=True)]
+        assert len(keys) == 1
+
+
+class TestStorageFailure:
+    """Storage that does not answer: 502 ``upstream_unavailable``, nothing half-recorded."""
+
+    @pytest.fixture
+    def storage(self) -> ObjectStorage:
+        return S3Storage("http://127.0.0.1:9", "key", "secret", "bucket")
+
+    @pytest.fixture
+    def data_facade(self, storage: ObjectStorage, clock: MovableClock) -> Strongroom:
+        return make_facade(clock=clock, storage=storage, multipart_threshold=10)
+
+    def test_nothing_is_recorded_when_storage_fails(self, ada: Tenant) -> None:
+        """A multipart start fails: no artifact; a confirm fails: the run stays open."""
+        run_id = ada.run(ada.backup())
+        assert_error(ada.ask_upload(run_id, "big", b"x" * 20), 502, "upstream_unavailable")
+        assert ada.artifacts() == []
+        assert ada.ask_upload(run_id, "small", b"x").status_code == 201
+        assert_error(ada.confirm(run_id), 502, "upstream_unavailable")
+        assert [a["state"] for a in ada.artifacts()] == ["pending"]
+        run = ada.client.get(f"/v1/runs/{run_id}", headers=ada.headers).json()
+        assert run["state"] == "running"
