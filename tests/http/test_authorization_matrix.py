@@ -14,6 +14,7 @@ for machine credentials.
 
 from __future__ import annotations
 
+import hashlib
 import random
 from typing import Any
 from uuid import UUID, uuid4
@@ -72,8 +73,8 @@ class World:
 
 
 def build_world(api: Api, caller: str, operation: Operation) -> World:
-    """Ada's workspace: a custom role, a member, a worker with a backup, an API key, an
-    invitation; then the caller's token."""
+    """Ada's workspace: a custom role, a member, a worker with a backup, a triggered run of
+    it with an announced artifact, an API key, an invitation; then the caller's token."""
     admin, workspace_id = api.workspace_admin("ada@example.com")
     headers = bearer(admin)
     base = f"/v1/workspaces/{workspace_id}"
@@ -96,6 +97,14 @@ def build_world(api: Api, caller: str, operation: Operation) -> World:
         headers=headers,
     )
     assert patched.status_code == 200, patched.text
+    triggered = api.client.post(f"/v1/backups/{backup['id']}/trigger", headers=headers)
+    assert triggered.status_code == 202, triggered.text
+    run_id = triggered.json()["id"]
+    content = b"matrix"
+    announced = post(
+        f"/v1/runs/{run_id}/upload-url",
+        {"name": "probe.bin", "size": len(content), "sha256": hashlib.sha256(content).hexdigest()},
+    )
     subset = key_permissions(operation)
     key = post("/v1/api-keys", {"name": "probe", "permissions": [p.value for p in subset]})
     target_key = post("/v1/api-keys", {"name": "target", "permissions": []})
@@ -132,6 +141,8 @@ def build_world(api: Api, caller: str, operation: Operation) -> World:
     ids = {
         "wid": str(workspace_id),
         "bid": backup["id"],
+        "run_id": run_id,
+        "aid": announced["artifact_id"],
         "/v1/api-keys/{id}": target_key["id"],
         "/v1/workers/{id}": worker["id"],
         "/v1/workspaces/{wid}/members/{id}": target_member,
@@ -147,6 +158,7 @@ def concrete_path(operation: Operation, ids: dict[str, str]) -> str:
     template = path.removesuffix("/rotate")
     path = path.replace("{wid}", ids["wid"]).replace("{bid}", ids["bid"])
     path = path.replace("{slug}", ids["slug"])
+    path = path.replace("{run_id}", ids["run_id"]).replace("{aid}", ids["aid"])
     if "{id}" in path:
         path = path.replace("{id}", ids[template if template in ids else operation.path])
     return path
