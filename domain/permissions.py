@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from enum import StrEnum
 from types import MappingProxyType
 
@@ -112,3 +113,11 @@ WORKER_PERMISSIONS: frozenset[Permission] = frozenset(
         Permission.ARTIFACTS_CONFIRM,
     }
 )
+
+
+ROLE_SLUG = re.compile(r"[a-z][a-z0-9-]{1,39}")
+
+
+def is_role_slug(slug: str) -> bool:
+    """Whether ``slug`` is a well-formed role slug (``^[a-z][a-z0-9-]{1,39}$``)."""
+    return ROLE_SLUG.fullmatch(slug) is not None

@@ -70,6 +70,11 @@ class Caller:
         """Whether the caller is a person (only people own memberships and workspaces)."""
         return self.actor.type is PrincipalType.USER
 
+    @property
+    def worker_id(self) -> UUID | None:
+        """The worker acting, when the caller is a worker (it sees only its own backups)."""
+        return self.actor.id if self.actor.type is PrincipalType.WORKER else None
+
     def scoped_workspace(self) -> UUID:
         """The workspace the credential is scoped to; refuses with ``select a workspace first``."""
         if self.workspace_id is None:

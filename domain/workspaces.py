@@ -79,3 +79,24 @@ class MemberWorkspace:
     def created_at(self) -> datetime:
         """The workspace's creation time (keyset pagination)."""
         return self.workspace.created_at
+
+
+@attrs.frozen
+class Member:
+    """A workspace's member as its member list shows them: the person and their role."""
+
+    user_id: UUID
+    email: str
+    name: str
+    role: str
+    joined_at: datetime
+
+    @property
+    def id(self) -> UUID:
+        """The person's id (keyset pagination)."""
+        return self.user_id
+
+    @property
+    def created_at(self) -> datetime:
+        """When they joined (keyset pagination)."""
+        return self.joined_at

@@ -7,22 +7,30 @@ here (in the app's lifespan) and closed when the block ends.
 
 from __future__ import annotations
 
+import importlib
 import logging
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from strongroom.adapters.sql.postgres import PostgresDatabase
+from strongroom.adapters.identity.oidc import OidcIdentityProvider, OidcSettings
+from strongroom.adapters.mail import LoggingMailer, SmtpMailer, SmtpSettings
 from strongroom.adapters.sql.sqlite import SqliteDatabase
 from strongroom.adapters.storage.local import LocalDiskStorage
+from strongroom.adapters.system import SecureIds
 from strongroom.entrypoints.bootstrap import bootstrap
 from strongroom.entrypoints.settings import Settings
+from strongroom.ports.identity import IdentityProvider
+from strongroom.ports.mailer import Mailer
 from strongroom.ports.storage import ObjectStorage
 from strongroom.ports.usecases import Strongroom
 
-Database = SqliteDatabase | PostgresDatabase
+if TYPE_CHECKING:
+    from strongroom.adapters.sql.postgres import PostgresDatabase
+
 logger = logging.getLogger(__name__)
 
 
@@ -47,8 +55,22 @@ def describe_storage(settings: Settings) -> str:
     return f"in PostgreSQL at {parts.hostname or 'localhost'}:{parts.port or 5432}{parts.path}"
 
 
+def _postgres_adapter() -> type[PostgresDatabase]:
+    """The PostgreSQL adapter, imported only when configured (it is an optional extra)."""
+    try:
+        module = importlib.import_module("strongroom.adapters.sql.postgres")
+    except ModuleNotFoundError as error:
+        raise SystemExit(
+            "strongroom: PostgreSQL support is not installed: pip install 'strongroom[postgres]'"
+        ) from error
+    database: type[PostgresDatabase] = module.PostgresDatabase
+    return database
+
+
 @contextmanager
-def open_database(settings: Settings, *, migrate: bool | None = None) -> Iterator[Database]:
+def open_database(
+    settings: Settings, *, migrate: bool | None = None
+) -> Iterator[SqliteDatabase | PostgresDatabase]:
     """The configured database, open for the block, migrated when ``migrate`` says so.
 
     ``None`` is the default policy: SQLite is migrated (zero set-up), PostgreSQL is not
@@ -66,10 +88,44 @@ def open_database(settings: Settings, *, migrate: bool | None = None) -> Iterato
         return
     if not url.startswith(("postgresql://", "postgres://")):
         raise ValueError("STRONGROOM_DATABASE_URL must start with postgresql:// or sqlite:///")
-    with PostgresDatabase.from_url(url) as postgres:
+    with _postgres_adapter().from_url(url) as postgres:
         if migrate:
             postgres.migrate()
         yield postgres
+
+
+def mailer_for(settings: Settings) -> Mailer:
+    """SMTP when ``STRONGROOM_SMTP_HOST`` is set; otherwise messages go to the log."""
+    if settings.smtp_host is None:
+        return LoggingMailer()
+    return SmtpMailer(
+        SmtpSettings(
+            host=settings.smtp_host,
+            sender=settings.smtp_from,
+            port=settings.smtp_port,
+            username=settings.smtp_username,
+            password=settings.smtp_password,
+            starttls=settings.smtp_starttls,
+        )
+    )
+
+
+def identity_for(settings: Settings) -> IdentityProvider | None:
+    """An external OIDC provider when ``STRONGROOM_OIDC_ISSUER`` is set; ``None`` keeps the
+    built-in one."""
+    if settings.oidc_issuer is None or settings.oidc_client_id is None:
+        return None
+    issuer = settings.oidc_issuer.rstrip("/")
+    return OidcIdentityProvider(
+        OidcSettings(
+            issuer=settings.oidc_issuer,
+            client_id=settings.oidc_client_id,
+            jwks_url=settings.oidc_jwks_url or f"{issuer}/.well-known/jwks.json",
+            device_authorization_endpoint=settings.oidc_device_authorization_endpoint,
+            token_endpoint=settings.oidc_token_endpoint,
+        ),
+        SecureIds(),
+    )
 
 
 def open_storage(settings: Settings, secret_key: str) -> ObjectStorage:
@@ -105,6 +161,8 @@ def open_facade(settings: Settings, *, migrate: bool | None = None) -> Iterator[
             uow=database.uow,
             secret_key=secret_key,
             signup_enabled=settings.signup_enabled,
+            mailer=mailer_for(settings),
+            identity=identity_for(settings),
             storage=open_storage(settings, secret_key),
             multipart_threshold=settings.multipart_threshold,
         )

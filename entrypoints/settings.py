@@ -40,12 +40,27 @@ class Settings:
     s3_region: str = "us-east-1"
     signup: bool | None = None
     access_log: bool = False
+    smtp_host: str | None = None
+    smtp_port: int = 587
+    smtp_username: str | None = None
+    smtp_password: str | None = attrs.field(default=None, repr=False)
+    smtp_from: str = "strongroom@localhost"
+    smtp_starttls: bool = True
+    oidc_issuer: str | None = None
+    oidc_client_id: str | None = None
+    oidc_jwks_url: str | None = None
+    oidc_device_authorization_endpoint: str | None = None
+    oidc_token_endpoint: str | None = None
     multipart_threshold: int = DEFAULT_MULTIPART_THRESHOLD
     retention_interval: float = 3600.0
 
     def __attrs_post_init__(self) -> None:
         if self.environment not in ENVIRONMENTS:
             raise ValueError(f"STRONGROOM_ENVIRONMENT must be one of {', '.join(ENVIRONMENTS)}")
+        if (self.oidc_issuer is None) != (self.oidc_client_id is None):
+            raise ValueError(
+                "STRONGROOM_OIDC_ISSUER and STRONGROOM_OIDC_CLIENT_ID are set together"
+            )
         if self.multipart_threshold < 1:
             raise ValueError("STRONGROOM_MULTIPART_THRESHOLD must be a positive number of bytes")
 
@@ -72,6 +87,20 @@ class Settings:
             "signup": None
             if env.get("STRONGROOM_SIGNUP") is None
             else _flag(env.get("STRONGROOM_SIGNUP"), False),
+            "smtp_host": env.get("STRONGROOM_SMTP_HOST") or None,
+            "smtp_port": int(env.get("STRONGROOM_SMTP_PORT") or 587),
+            "smtp_username": env.get("STRONGROOM_SMTP_USERNAME") or None,
+            "smtp_password": env.get("STRONGROOM_SMTP_PASSWORD") or None,
+            "smtp_from": env.get("STRONGROOM_SMTP_FROM") or "strongroom@localhost",
+            "smtp_starttls": _flag(env.get("STRONGROOM_SMTP_STARTTLS"), True),
+            "oidc_issuer": env.get("STRONGROOM_OIDC_ISSUER") or None,
+            "oidc_client_id": env.get("STRONGROOM_OIDC_CLIENT_ID") or None,
+            "oidc_jwks_url": env.get("STRONGROOM_OIDC_JWKS_URL") or None,
+            "oidc_device_authorization_endpoint": env.get(
+                "STRONGROOM_OIDC_DEVICE_AUTHORIZATION_ENDPOINT"
+            )
+            or None,
+            "oidc_token_endpoint": env.get("STRONGROOM_OIDC_TOKEN_ENDPOINT") or None,
         }
         values.update({key: value for key, value in overrides.items() if value is not None})
         return cls(**values)

@@ -18,12 +18,14 @@ from strongroom.domain.accounts import Account, DeviceGrant
 from strongroom.domain.artifacts import Artifact, ArtifactStorage
 from strongroom.domain.audit import AuditEvent
 from strongroom.domain.backups import Backup
+from strongroom.domain.invitations import Invitation
+from strongroom.domain.machines import ApiKey, Worker
 from strongroom.domain.pagination import Page, PageRequest
 from strongroom.domain.permissions import Role
 from strongroom.domain.principals import Session
 from strongroom.domain.runs import Run
 from strongroom.domain.users import User
-from strongroom.domain.workspaces import Membership, MemberWorkspace, Workspace
+from strongroom.domain.workspaces import Member, Membership, MemberWorkspace, Workspace
 
 
 class IdempotencyKeyTakenError(Exception):
@@ -75,6 +77,22 @@ class MembershipRepository(Protocol):
 
     def count(self, workspace_id: UUID) -> int:
         """How many members a workspace has."""
+        ...
+
+    def list_members(self, workspace_id: UUID, page: PageRequest) -> Page[Member]:
+        """A workspace's members with their email and name, newest first (by joining time)."""
+        ...
+
+    def update(self, membership: Membership) -> None:
+        """Store a member's new role (the joining time never changes)."""
+        ...
+
+    def remove(self, workspace_id: UUID, user_id: UUID) -> None:
+        """End a membership (nothing happens when there is none)."""
+        ...
+
+    def count_with_role(self, workspace_id: UUID, role: str) -> int:
+        """How many members of a workspace hold ``role``."""
         ...
 
 
@@ -146,8 +164,11 @@ class BackupRepository(Protocol):
         """Delete a backup."""
         ...
 
-    def list(self, workspace_id: UUID, page: PageRequest) -> Page[Backup]:
-        """A workspace's backups, newest first."""
+    def list(
+        self, workspace_id: UUID, page: PageRequest, worker_id: UUID | None = None
+    ) -> Page[Backup]:
+        """A workspace's backups, newest first; with ``worker_id``, only those assigned to
+        that worker."""
         ...
 
     def count(self, workspace_id: UUID) -> int:
@@ -236,16 +257,125 @@ class ArtifactRepository(Protocol):
 class WorkerRepository(Protocol):
     """Machine executors of local backups."""
 
+    def add(self, worker: Worker) -> None:
+        """Store a new worker."""
+        ...
+
     def exists(self, workspace_id: UUID, worker_id: UUID) -> bool:
         """Whether this workspace has this worker."""
+        ...
+
+    def get(self, workspace_id: UUID, worker_id: UUID) -> Worker | None:
+        """A worker of this workspace."""
+        ...
+
+    def find(self, token_hash: str) -> Worker | None:
+        """The worker whose current credential has this hash."""
+        ...
+
+    def update(self, worker: Worker) -> None:
+        """Store a changed worker (a rotated credential)."""
+        ...
+
+    def touch(self, worker_id: UUID, at: datetime, stale_before: datetime) -> None:
+        """Set ``last_seen_at`` to ``at`` unless it is already at or after ``stale_before``."""
+        ...
+
+    def remove(self, workspace_id: UUID, worker_id: UUID) -> None:
+        """Delete a worker of this workspace (nothing happens when there is none)."""
+        ...
+
+    def list(self, workspace_id: UUID, page: PageRequest) -> Page[Worker]:
+        """A workspace's workers, newest first."""
+        ...
+
+    def count(self, workspace_id: UUID) -> int:
+        """How many workers a workspace has."""
+        ...
+
+
+class ApiKeyRepository(Protocol):
+    """API keys, always looked up inside one workspace (or by their token's hash)."""
+
+    def add(self, key: ApiKey) -> None:
+        """Store a new key."""
+        ...
+
+    def get(self, workspace_id: UUID, key_id: UUID) -> ApiKey | None:
+        """A key of this workspace."""
+        ...
+
+    def find(self, token_hash: str) -> ApiKey | None:
+        """The key whose token has this hash."""
+        ...
+
+    def touch(self, key_id: UUID, at: datetime, stale_before: datetime) -> None:
+        """Set ``last_used_at`` to ``at`` unless it is already at or after ``stale_before``."""
+        ...
+
+    def remove(self, workspace_id: UUID, key_id: UUID) -> None:
+        """Delete a key of this workspace (nothing happens when there is none)."""
+        ...
+
+    def list(self, workspace_id: UUID, page: PageRequest) -> Page[ApiKey]:
+        """A workspace's keys, newest first."""
+        ...
+
+    def count(self, workspace_id: UUID) -> int:
+        """How many keys a workspace has."""
         ...
 
 
 class RoleRepository(Protocol):
     """Custom roles of a workspace (built-in roles are constants of the domain)."""
 
+    def add(self, workspace_id: UUID, role: Role) -> None:
+        """Store a custom role; ``NameTakenError`` if the workspace has that slug."""
+        ...
+
     def get(self, workspace_id: UUID, slug: str) -> Role | None:
         """A custom role by slug."""
+        ...
+
+    def list(self, workspace_id: UUID) -> list[Role]:
+        """Every custom role of a workspace, by slug."""
+        ...
+
+    def update(self, workspace_id: UUID, role: Role) -> None:
+        """Store a changed custom role (same slug)."""
+        ...
+
+    def remove(self, workspace_id: UUID, slug: str) -> None:
+        """Delete a custom role (nothing happens when there is none)."""
+        ...
+
+
+class InvitationRepository(Protocol):
+    """Invitations, looked up inside their workspace, or by the invited email."""
+
+    def add(self, invitation: Invitation) -> None:
+        """Store a new invitation."""
+        ...
+
+    def get(self, workspace_id: UUID, invitation_id: UUID) -> Invitation | None:
+        """An invitation of this workspace."""
+        ...
+
+    def get_for_email(self, invitation_id: UUID, email: str) -> Invitation | None:
+        """An invitation addressed to ``email`` (case-insensitively), locked until the unit
+        of work ends (it is about to be used)."""
+        ...
+
+    def update(self, invitation: Invitation) -> None:
+        """Store a used invitation."""
+        ...
+
+    def list(self, workspace_id: UUID, page: PageRequest) -> Page[Invitation]:
+        """A workspace's invitations, newest first."""
+        ...
+
+    def count_pending(self, workspace_id: UUID, now: datetime, role: str | None = None) -> int:
+        """Invitations neither used nor expired at ``now`` (only of ``role``, if given)."""
         ...
 
 

@@ -8,11 +8,13 @@ from typing import Protocol, Self
 
 from strongroom.ports.repositories import (
     AccountRepository,
+    ApiKeyRepository,
     ArtifactRepository,
     AuditRepository,
     BackupRepository,
     DeviceGrantRepository,
     IdempotencyRepository,
+    InvitationRepository,
     MembershipRepository,
     RoleRepository,
     RunRepository,
@@ -37,6 +39,8 @@ class UnitOfWork(Protocol):
     runs: RunRepository
     artifacts: ArtifactRepository
     workers: WorkerRepository
+    api_keys: ApiKeyRepository
+    invitations: InvitationRepository
     roles: RoleRepository
     audit: AuditRepository
     idempotency: IdempotencyRepository

@@ -35,6 +35,7 @@ from strongroom.domain.backups import (
     UnsupportedSource,
 )
 from strongroom.domain.durations import Duration
+from strongroom.domain.permissions import Permission
 
 # --------------------------------------------------------------------------- names
 
@@ -640,3 +641,11 @@ def malformed_patch_bodies() -> st.SearchStrategy[dict[str, Any]]:
         ),
     )
     return st.tuples(patch_bodies(), bad_field).map(lambda pair: {**pair[0][0], **pair[1]})
+
+
+# Permissions.
+
+
+def permission_sets() -> st.SearchStrategy[frozenset[Permission]]:
+    """Any subset of the permission catalog."""
+    return st.frozensets(st.sampled_from(list(Permission)))

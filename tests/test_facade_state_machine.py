@@ -80,6 +80,7 @@ from strongroom.domain.errors import (
     ValidationFailedError,
     WrongWorkspaceError,
 )
+from strongroom.domain.machines import Worker
 from strongroom.domain.pagination import Cursor, PageRequest
 from strongroom.domain.permissions import VIEWER
 from strongroom.domain.principals import SYSTEM_ACTOR, Actor, Caller, PrincipalType
@@ -530,14 +531,15 @@ class FacadeMachine(RuleBasedStateMachine):
 
     @rule(pick=PICKS)
     def register_worker(self, pick: int) -> None:
-        """Set-up (no API yet): a worker is registered in a workspace."""
+        """Set-up: a worker is registered in a workspace."""
         workspace = list(self.workspaces.values())[pick % len(self.workspaces)]
         worker_id = UUID(int=10_000 + len(self.workers))
         note(f"(set-up) worker {worker_id} registered in {workspace.label}")
-        # The in-memory ``workers`` table maps a worker's id to its workspace's id.
-        with self.store.transaction() as tx:
-            tx.write("workers")[worker_id] = workspace.id
-            tx.commit()
+        with self.facade.deps.uow() as uow:
+            uow.workers.add(
+                Worker(worker_id, workspace.id, "worker", f"hash-{worker_id}", self.clock.now())
+            )
+            uow.commit()
         self.workers[worker_id] = workspace.id
 
     # ------------------------------------------------------------------ workspaces

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
+from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
@@ -106,6 +107,12 @@ def _uuid(value: Any, _type: Any) -> UUID:
         raise ValueError("expected a UUID") from error
 
 
+def _string_list(value: Any, _type: Any) -> list[str]:
+    if type(value) is not list or any(type(item) is not str for item in value):
+        raise TypeError("expected an array of strings")
+    return list(value)
+
+
 def make_converter() -> cattrs.Converter:
     """The converter of request bodies: unknown keys refused, no silent type coercion."""
     converter = cattrs.Converter(forbid_extra_keys=True)
@@ -115,6 +122,7 @@ def make_converter() -> cattrs.Converter:
     # StrEnum precedes str in an enum's MRO, so this hook wins over the one for str.
     converter.register_structure_hook(StrEnum, _string_enum)
     converter.register_structure_hook(UUID, _uuid)
+    converter.register_structure_hook_func(lambda t: t == list[str], _string_list)
     return converter
 
 
@@ -160,3 +168,14 @@ def require_url(value: Any, field: str) -> str:
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise InvalidRequestError(f"{field} must be an http(s) URL such as https://host:port")
     return value
+
+
+def parse_timestamp(value: str, field: str) -> datetime:
+    """An RFC 3339 timestamp with a time zone (``Z`` for UTC), or ``invalid_request``."""
+    try:
+        moment = datetime.fromisoformat(value.replace("Z", "+00:00").replace("z", "+00:00"))
+    except ValueError as error:
+        raise InvalidRequestError(f"{field} must be an RFC 3339 timestamp") from error
+    if moment.tzinfo is None:
+        raise InvalidRequestError(f"{field} must carry a time zone (use Z for UTC)")
+    return moment.astimezone(UTC)

@@ -6,9 +6,11 @@ on the event loop and runs the function in the threadpool, since the core is syn
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from typing import Any, TypeVar
 from uuid import UUID
 
@@ -18,7 +20,7 @@ from starlette.responses import Response
 
 from strongroom.adapters.http.bodies import EmptyBody, parse_json_object, structure
 from strongroom.adapters.http.errors import request_id_of
-from strongroom.domain.errors import InvalidRequestError, UnauthenticatedError
+from strongroom.domain.errors import ForbiddenError, InvalidRequestError, UnauthenticatedError
 from strongroom.domain.pagination import DEFAULT_LIMIT, Cursor, PageRequest
 from strongroom.domain.principals import Caller
 from strongroom.ports.usecases import IdempotencyKey, IdempotentReplayError, Strongroom
@@ -60,6 +62,14 @@ class ApiContext:
                 raise UnauthenticatedError("missing bearer credential")
             self._caller = self.facade.access.authenticate(token.strip(), self.request_id)
         return self._caller
+
+    def person(self, refusal: str) -> Caller:
+        """The caller, who must be a person: a machine credential gets 403 ``refusal``
+        (checked before the body, as the contract orders a 403 before a 400)."""
+        caller = self.caller()
+        if not caller.is_human:
+            raise ForbiddenError(refusal)
+        return caller
 
     def path_id(self, name: str) -> UUID:
         """A UUID path parameter (400 ``invalid_request`` otherwise)."""
@@ -109,6 +119,40 @@ class ApiContext:
         return IdempotencyKey(
             key, route, fingerprint, lambda result: render_json(render(result)), status
         )
+
+    def sealed_idempotency(
+        self, render: Callable[[T], dict[str, Any]], status: int = 201
+    ) -> IdempotencyKey[T] | None:
+        """``idempotency`` for a response holding a credential's ``token``: the stored
+        response holds it sealed with the secret key, never in clear (only hashes of
+        credentials are stored); ``unsealing_replays`` opens it again for a replay."""
+        box = self.facade.deps.secrets
+
+        def sealed(result: T) -> dict[str, Any]:
+            body = render(result)
+            token = body["token"]
+            body["token"] = None
+            body["sealed_token"] = base64.b64encode(box.seal({"token": token})).decode()
+            return body
+
+        return self.idempotency(sealed, status)
+
+    @contextmanager
+    def unsealing_replays(self) -> Iterator[None]:
+        """A replay of a ``sealed_idempotency`` request answers the first response, its
+        token opened again."""
+        try:
+            yield
+        except IdempotentReplayError as replay:
+            body = json.loads(replay.body)
+            sealed = body.pop("sealed_token", None)
+            if isinstance(sealed, str):
+                try:
+                    opened = self.facade.deps.secrets.open(base64.b64decode(sealed))
+                    body["token"] = opened["token"]
+                except Exception:
+                    body["token"] = None  # sealed under another secret key: shown no more
+            raise IdempotentReplayError(replay.status, render_json(body)) from None
 
     @property
     def base_url(self) -> str:

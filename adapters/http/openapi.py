@@ -256,6 +256,150 @@ def _schemas() -> dict[str, Json]:
             }
         ),
         "WorkspaceCreate": obj({"name": ref("Name")}, closed=True),
+        "ApiKeyCreate": obj(
+            {
+                "name": ref("Name"),
+                "permissions": {
+                    "type": "array",
+                    "items": ref("PermissionSlug"),
+                    "description": "A subset of the caller's own permissions (more: 403); "
+                    "slugs outside the catalog: 422 `validation_failed`.",
+                },
+                "expires_at": described(
+                    TIMESTAMP, "Optional; after it the key answers 401. Must be in the future."
+                ),
+            },
+            required=["name", "permissions"],
+            closed=True,
+        ),
+        "ApiKey": obj(
+            {
+                "id": UUID_SCHEMA,
+                "name": string(),
+                "permissions": {"type": "array", "items": ref("PermissionSlug")},
+                "created_at": TIMESTAMP,
+                "expires_at": nullable(TIMESTAMP),
+                "last_used_at": nullable(described(TIMESTAMP, "Recorded at most once a minute.")),
+            },
+            description="An API key; its token is never shown again after creation.",
+        ),
+        "ApiKeyWithToken": obj(
+            {
+                "id": UUID_SCHEMA,
+                "name": string(),
+                "permissions": {"type": "array", "items": ref("PermissionSlug")},
+                "token": string("The key's bearer token (`bkk_...`), shown only here."),
+                "created_at": TIMESTAMP,
+                "expires_at": nullable(TIMESTAMP),
+                "last_used_at": {"type": "null"},
+            },
+            description="A new API key with its token.",
+        ),
+        "ApiKeyList": _list_of("ApiKey"),
+        "WorkerCreate": obj({"name": ref("Name")}, closed=True),
+        "Worker": obj(
+            {
+                "id": UUID_SCHEMA,
+                "name": string(),
+                "created_at": TIMESTAMP,
+                "last_seen_at": nullable(described(TIMESTAMP, "Recorded at most once a minute.")),
+            },
+            description="A worker; its token is never shown again.",
+        ),
+        "WorkerWithToken": obj(
+            {
+                "id": UUID_SCHEMA,
+                "name": string(),
+                "token": string(
+                    "The worker's bearer token (`bkw_...`), shown only here; a rotation "
+                    "ends the previous one at once."
+                ),
+                "created_at": TIMESTAMP,
+                "last_seen_at": nullable(TIMESTAMP),
+            },
+            description="A worker with its new token.",
+        ),
+        "WorkerList": _list_of("Worker"),
+        "RoleSlug": string(
+            "Lowercase letter, then 1 to 39 lowercase letters, digits or hyphens.",
+            pattern="^[a-z][a-z0-9-]{1,39}$",
+        ),
+        "Member": obj(
+            {
+                "user_id": UUID_SCHEMA,
+                "email": string(format="email"),
+                "name": string(),
+                "role": ref("RoleSlug"),
+                "joined_at": TIMESTAMP,
+            },
+            description="A member of the workspace; `user_id` is the `{id}` of its routes.",
+        ),
+        "MemberList": _list_of("Member"),
+        "MemberUpdate": obj({"role": ref("RoleSlug")}, closed=True),
+        "Role": obj(
+            {
+                "slug": ref("RoleSlug"),
+                "name": string(),
+                "permissions": {"type": "array", "items": ref("PermissionSlug")},
+                "builtin": {
+                    "type": "boolean",
+                    "description": "Built-in roles (`admin`, `member`, `viewer`) are immutable.",
+                },
+            }
+        ),
+        "InvitationCreate": obj(
+            {"email": string(format="email"), "role": ref("RoleSlug")}, closed=True
+        ),
+        "Invitation": obj(
+            {
+                "id": UUID_SCHEMA,
+                "email": string(format="email"),
+                "role": ref("RoleSlug"),
+                "state": string(
+                    "`expired` once `expires_at` has passed unused.",
+                    enum=["pending", "accepted", "expired"],
+                ),
+                "expires_at": described(TIMESTAMP, "Seven days after creation."),
+                "created_at": TIMESTAMP,
+            }
+        ),
+        "InvitationList": _list_of("Invitation"),
+        "Membership": obj(
+            {
+                "workspace_id": UUID_SCHEMA,
+                "user_id": UUID_SCHEMA,
+                "role": ref("RoleSlug"),
+                "joined_at": TIMESTAMP,
+            },
+            description="The membership an accepted invitation made.",
+        ),
+        "RoleList": obj(
+            {
+                "data": {"type": "array", "items": ref("Role")},
+                "next_cursor": {"type": "null", "description": "Always null: one page."},
+            },
+            description="Built-in roles, then custom roles by slug.",
+        ),
+        "RoleCreate": obj(
+            {
+                "slug": ref("RoleSlug"),
+                "name": ref("Name"),
+                "permissions": {
+                    "type": "array",
+                    "items": ref("PermissionSlug"),
+                    "description": "A subset of the caller's own permissions (more: 403).",
+                },
+            },
+            closed=True,
+        ),
+        "RoleUpdate": obj(
+            {
+                "name": ref("Name"),
+                "permissions": {"type": "array", "items": ref("PermissionSlug")},
+            },
+            required=[],
+            closed=True,
+        ),
         "WorkspaceUpdate": obj({"name": ref("Name")}, closed=True),
         "Workspace": obj(
             {
@@ -749,6 +893,15 @@ def _parameters() -> dict[str, Json]:
         },
         "wid": _path_id("wid", "The workspace id; it must be the credential's workspace."),
         "bid": _path_id("bid", "The backup id."),
+        "id": _path_id("id", "The object's id."),
+        "user_id": _path_id("id", "The member's user id."),
+        "slug": {
+            "name": "slug",
+            "in": "path",
+            "required": True,
+            "description": "The role's slug. Not a well-formed slug: 400.",
+            "schema": ref("RoleSlug"),
+        },
         "run_id": _path_id("run_id", "The run id."),
         "aid": _path_id("aid", "The artifact id."),
         "key": {
@@ -1446,6 +1599,272 @@ def _backups() -> list[Operation]:
     ]
 
 
+def _members() -> list[Operation]:
+    wid, uid, slug = _param("wid"), _param("user_id"), _param("slug")
+    scoped = merge(UNAUTHENTICATED, path_id("wid"), NO_WORKSPACE, IN_WORKSPACE)
+    bad_slug = reason("invalid_request", "`slug` in the path is not a well-formed role slug")
+    members_read, members_write = (Permission.MEMBERS_READ,), (Permission.MEMBERS_WRITE,)
+    roles_read, roles_write = (Permission.ROLES_READ,), (Permission.ROLES_WRITE,)
+    no_member = reason("not_found", "no such member of the workspace")
+    no_role = reason("not_found", "no such role in the workspace")
+    above = reason(
+        "forbidden",
+        "the new role, or the member's current role, holds a permission the caller lacks",
+    )
+    builtin = reason("invalid_state", "the role is built-in (`admin`, `member`, `viewer`)")
+    return [
+        Operation(
+            "GET",
+            "/v1/workspaces/{wid}/members",
+            "listMembers",
+            "Members",
+            "List members",
+            "The workspace's members, newest first by joining time. Needs `members:read`.",
+            Success(200, "One page of members.", _json("MemberList")),
+            merge(scoped, permission(*members_read), PAGE, INTERNAL, UPSTREAM),
+            permissions=members_read,
+            parameters=(wid, _param("limit"), _param("cursor")),
+        ),
+        Operation(
+            "PATCH",
+            "/v1/workspaces/{wid}/members/{id}",
+            "updateMember",
+            "Members",
+            "Change a member's role",
+            "Gives the member another role (built-in or custom). Needs `members:write`; the "
+            "caller must hold every permission of the new role and of the member's current "
+            "one. The last admin cannot be demoted.",
+            Success(200, "The member.", _json("Member")),
+            merge(
+                scoped,
+                path_id("id"),
+                permission(*members_write),
+                JSON_BODY,
+                reason("invalid_request", "`role` is not a well-formed role slug"),
+                no_member,
+                reason("validation_failed", "the role does not exist in the workspace"),
+                above,
+                BILLING,
+                reason("last_admin", "the member is the last admin"),
+                INTERNAL,
+                UPSTREAM,
+            ),
+            permissions=members_write,
+            parameters=(wid, uid),
+            body=Body(ref("MemberUpdate")),
+        ),
+        Operation(
+            "DELETE",
+            "/v1/workspaces/{wid}/members/{id}",
+            "deleteMember",
+            "Members",
+            "Remove a member",
+            "Ends the membership; the person's sessions scoped to the workspace stop working. "
+            "Needs `members:write`; the caller must hold every permission of the member's "
+            "role. The last admin cannot be removed.",
+            Success(204, "Removed."),
+            merge(
+                scoped,
+                path_id("id"),
+                permission(*members_write),
+                OPTIONAL_BODY,
+                no_member,
+                above,
+                BILLING,
+                reason("last_admin", "the member is the last admin"),
+                INTERNAL,
+                UPSTREAM,
+            ),
+            permissions=members_write,
+            parameters=(wid, uid),
+        ),
+        Operation(
+            "GET",
+            "/v1/workspaces/{wid}/roles",
+            "listRoles",
+            "Members",
+            "List roles",
+            "Built-in roles, then the workspace's custom roles by slug; always one page. "
+            "Needs `roles:read`.",
+            Success(200, "The roles.", _json("RoleList")),
+            merge(scoped, permission(*roles_read), INTERNAL, UPSTREAM),
+            permissions=roles_read,
+            parameters=(wid,),
+        ),
+        Operation(
+            "POST",
+            "/v1/workspaces/{wid}/roles",
+            "createRole",
+            "Members",
+            "Create a custom role",
+            "A named set of permissions, each of which the caller must hold. Needs `roles:write`.",
+            Success(201, "The new role.", _json("Role")),
+            merge(
+                scoped,
+                permission(*roles_write),
+                reason("forbidden", "a permission of the role is not the caller's own"),
+                JSON_BODY,
+                reason("invalid_request", "`slug` is not a well-formed role slug; bad `name`"),
+                IDEMPOTENT,
+                reason("validation_failed", "a permission outside the catalog"),
+                BILLING,
+                reason("name_taken", "the workspace has a role with this slug (built-in too)"),
+                INTERNAL,
+                UPSTREAM,
+            ),
+            permissions=roles_write,
+            parameters=(wid, _param("Idempotency-Key")),
+            body=Body(ref("RoleCreate")),
+        ),
+        Operation(
+            "GET",
+            "/v1/workspaces/{wid}/roles/{slug}",
+            "getRole",
+            "Members",
+            "Read a role",
+            "One built-in or custom role. Needs `roles:read`.",
+            Success(200, "The role.", _json("Role")),
+            merge(scoped, bad_slug, permission(*roles_read), no_role, INTERNAL, UPSTREAM),
+            permissions=roles_read,
+            parameters=(wid, slug),
+        ),
+        Operation(
+            "PATCH",
+            "/v1/workspaces/{wid}/roles/{slug}",
+            "updateRole",
+            "Members",
+            "Change a custom role",
+            "Rename it or replace its permissions (each of which the caller must hold). "
+            "Members holding it get the new permissions on their next request. Needs "
+            "`roles:write`.",
+            Success(200, "The role.", _json("Role")),
+            merge(
+                scoped,
+                bad_slug,
+                permission(*roles_write),
+                reason(
+                    "forbidden", "a permission of the role, old or new, is not the caller's own"
+                ),
+                JSON_BODY,
+                no_role,
+                reason("validation_failed", "a permission outside the catalog"),
+                builtin,
+                BILLING,
+                INTERNAL,
+                UPSTREAM,
+            ),
+            permissions=roles_write,
+            parameters=(wid, slug),
+            body=Body(ref("RoleUpdate")),
+        ),
+        Operation(
+            "DELETE",
+            "/v1/workspaces/{wid}/roles/{slug}",
+            "deleteRole",
+            "Members",
+            "Delete a custom role",
+            "Refused while members or pending invitations hold it. Needs `roles:write` and "
+            "every permission of the role.",
+            Success(204, "Deleted."),
+            merge(
+                scoped,
+                bad_slug,
+                permission(*roles_write),
+                reason("forbidden", "the role holds a permission the caller lacks"),
+                OPTIONAL_BODY,
+                no_role,
+                builtin,
+                reason("invalid_state", "members or pending invitations hold the role"),
+                BILLING,
+                INTERNAL,
+                UPSTREAM,
+            ),
+            permissions=roles_write,
+            parameters=(wid, slug),
+        ),
+    ]
+
+
+def _invitations() -> list[Operation]:
+    wid = _param("wid")
+    scoped = merge(UNAUTHENTICATED, path_id("wid"), NO_WORKSPACE, IN_WORKSPACE)
+    read, write = (Permission.INVITATIONS_READ,), (Permission.INVITATIONS_WRITE,)
+    return [
+        Operation(
+            "POST",
+            "/v1/workspaces/{wid}/invitations",
+            "createInvitation",
+            "Members",
+            "Invite a person",
+            "Invites an email address with a role whose every permission the caller holds; "
+            "the invitation is delivered by mail and is usable once, for seven days. "
+            "Members plus pending invitations count against `members_per_workspace`. "
+            "Needs `invitations:write`.",
+            Success(201, "The invitation.", _json("Invitation")),
+            merge(
+                scoped,
+                permission(*write),
+                reason("forbidden", "the role holds a permission the caller lacks"),
+                JSON_BODY,
+                reason("invalid_request", "`email` is not an email address; bad `role` slug"),
+                IDEMPOTENT,
+                reason("validation_failed", "the role does not exist in the workspace"),
+                BILLING,
+                reason("quota_exceeded", "`members_per_workspace` is reached"),
+                INTERNAL,
+                UPSTREAM,
+            ),
+            permissions=write,
+            parameters=(wid, _param("Idempotency-Key")),
+            body=Body(ref("InvitationCreate")),
+        ),
+        Operation(
+            "GET",
+            "/v1/workspaces/{wid}/invitations",
+            "listInvitations",
+            "Members",
+            "List invitations",
+            "The workspace's invitations, newest first. Needs `invitations:read`.",
+            Success(200, "One page of invitations.", _json("InvitationList")),
+            merge(scoped, permission(*read), PAGE, INTERNAL, UPSTREAM),
+            permissions=read,
+            parameters=(wid, _param("limit"), _param("cursor")),
+        ),
+        Operation(
+            "POST",
+            "/v1/invitations/{id}/accept",
+            "acceptInvitation",
+            "Members",
+            "Accept an invitation",
+            "Joins the invitation's workspace with its role. A signed-in person whose email "
+            "is the invited one (case-insensitively); no workspace scope needed, no "
+            "permission.",
+            Success(200, "The new membership.", _json("Membership")),
+            merge(
+                UNAUTHENTICATED,
+                path_id("id"),
+                HUMAN_ONLY,
+                OPTIONAL_BODY,
+                reason(
+                    "not_found",
+                    "no such invitation, or one addressed to another email",
+                ),
+                BILLING,
+                reason("quota_exceeded", "`members_per_workspace` is reached"),
+                reason(
+                    "invalid_state",
+                    "the invitation is expired or already used, the person is already a "
+                    "member, or its role no longer exists",
+                ),
+                INTERNAL,
+                UPSTREAM,
+            ),
+            parameters=(_param("id"),),
+            body=Body(ref("EmptyBody"), required=False),
+        ),
+    ]
+
+
 NEW_RUN_BILLING: Reasons = {
     "billing_restricted": [
         "the workspace's billing state (`stopped` or `blocked`) refuses new runs"
@@ -1530,6 +1949,192 @@ def _runs() -> list[Operation]:
             ),
             permissions=trigger,
             parameters=(_param("bid"), _param("Idempotency-Key")),
+            body=Body(ref("EmptyBody"), required=False),
+        ),
+    ]
+
+
+def _machines() -> list[Operation]:
+    one_id = _param("id")
+    scoped = merge(UNAUTHENTICATED, NO_WORKSPACE)
+    key_read, key_write = (Permission.API_KEYS_READ,), (Permission.API_KEYS_WRITE,)
+    worker_read, worker_write = (Permission.WORKERS_READ,), (Permission.WORKERS_WRITE,)
+    key_missing = reason("not_found", "no such API key in the caller's workspace")
+    worker_missing = reason("not_found", "no such worker in the caller's workspace")
+    name = reason("invalid_request", f"`name` is empty or longer than {MAX_NAME_LENGTH}")
+    return [
+        Operation(
+            "POST",
+            "/v1/api-keys",
+            "createApiKey",
+            "API keys",
+            "Create an API key",
+            "A machine credential of the caller's workspace with a fixed set of permissions, "
+            "each of which the caller must hold itself. Needs `api_keys:write`. The token "
+            "appears only in this response.",
+            Success(201, "The new key with its token.", _json("ApiKeyWithToken")),
+            merge(
+                scoped,
+                permission(*key_write),
+                reason("forbidden", "a requested permission is not the caller's own"),
+                JSON_BODY,
+                name,
+                reason("invalid_request", "`expires_at` is not an RFC 3339 timestamp"),
+                IDEMPOTENT,
+                reason(
+                    "validation_failed",
+                    "a permission outside the catalog, or `expires_at` not in the future",
+                ),
+                BILLING,
+                reason("quota_exceeded", "`api_keys_per_workspace` is reached"),
+                INTERNAL,
+                UPSTREAM,
+            ),
+            permissions=key_write,
+            parameters=(_param("Idempotency-Key"),),
+            body=Body(ref("ApiKeyCreate")),
+        ),
+        Operation(
+            "GET",
+            "/v1/api-keys",
+            "listApiKeys",
+            "API keys",
+            "List API keys",
+            "The workspace's API keys, newest first, without tokens. Needs `api_keys:read`.",
+            Success(200, "One page of keys.", _json("ApiKeyList")),
+            merge(scoped, permission(*key_read), PAGE, INTERNAL, UPSTREAM),
+            permissions=key_read,
+            parameters=(_param("limit"), _param("cursor")),
+        ),
+        Operation(
+            "GET",
+            "/v1/api-keys/{id}",
+            "getApiKey",
+            "API keys",
+            "Read an API key",
+            "One API key of the caller's workspace. Needs `api_keys:read`.",
+            Success(200, "The key.", _json("ApiKey")),
+            merge(scoped, path_id("id"), permission(*key_read), key_missing, INTERNAL, UPSTREAM),
+            permissions=key_read,
+            parameters=(one_id,),
+        ),
+        Operation(
+            "DELETE",
+            "/v1/api-keys/{id}",
+            "deleteApiKey",
+            "API keys",
+            "Revoke an API key",
+            "Deletes the key; it answers 401 from the next request on. Needs `api_keys:write`.",
+            Success(204, "Revoked."),
+            merge(
+                scoped,
+                path_id("id"),
+                permission(*key_write),
+                OPTIONAL_BODY,
+                key_missing,
+                BILLING,
+                INTERNAL,
+                UPSTREAM,
+            ),
+            permissions=key_write,
+            parameters=(one_id,),
+        ),
+        Operation(
+            "POST",
+            "/v1/workers",
+            "createWorker",
+            "Workers",
+            "Register a worker",
+            "A machine executor of local backups in the caller's workspace. Its credential "
+            "holds exactly `backups:read`, `runs:read`, `artifacts:upload` and "
+            "`artifacts:confirm`, limited to the backups assigned to it. Needs "
+            "`workers:write`. The token appears only in this response.",
+            Success(201, "The new worker with its token.", _json("WorkerWithToken")),
+            merge(
+                scoped,
+                permission(*worker_write),
+                JSON_BODY,
+                name,
+                IDEMPOTENT,
+                BILLING,
+                reason("quota_exceeded", "`workers_per_workspace` is reached"),
+                INTERNAL,
+                UPSTREAM,
+            ),
+            permissions=worker_write,
+            parameters=(_param("Idempotency-Key"),),
+            body=Body(ref("WorkerCreate")),
+        ),
+        Operation(
+            "GET",
+            "/v1/workers",
+            "listWorkers",
+            "Workers",
+            "List workers",
+            "The workspace's workers, newest first. Needs `workers:read`.",
+            Success(200, "One page of workers.", _json("WorkerList")),
+            merge(scoped, permission(*worker_read), PAGE, INTERNAL, UPSTREAM),
+            permissions=worker_read,
+            parameters=(_param("limit"), _param("cursor")),
+        ),
+        Operation(
+            "GET",
+            "/v1/workers/{id}",
+            "getWorker",
+            "Workers",
+            "Read a worker",
+            "One worker of the caller's workspace. Needs `workers:read`.",
+            Success(200, "The worker.", _json("Worker")),
+            merge(
+                scoped, path_id("id"), permission(*worker_read), worker_missing, INTERNAL, UPSTREAM
+            ),
+            permissions=worker_read,
+            parameters=(one_id,),
+        ),
+        Operation(
+            "DELETE",
+            "/v1/workers/{id}",
+            "deleteWorker",
+            "Workers",
+            "Delete a worker",
+            "Deletes the worker; its credential answers 401 from the next request on. Refused "
+            "while backups are assigned to it. Needs `workers:write`.",
+            Success(204, "Deleted."),
+            merge(
+                scoped,
+                path_id("id"),
+                permission(*worker_write),
+                OPTIONAL_BODY,
+                worker_missing,
+                BILLING,
+                reason("invalid_state", "backups are assigned to the worker"),
+                INTERNAL,
+                UPSTREAM,
+            ),
+            permissions=worker_write,
+            parameters=(one_id,),
+        ),
+        Operation(
+            "POST",
+            "/v1/workers/{id}/rotate",
+            "rotateWorker",
+            "Workers",
+            "Rotate a worker's credential",
+            "A new token for the worker; the previous one answers 401 from the next request "
+            "on. Needs `workers:write`.",
+            Success(200, "The worker with its new token.", _json("WorkerWithToken")),
+            merge(
+                scoped,
+                path_id("id"),
+                permission(*worker_write),
+                OPTIONAL_BODY,
+                worker_missing,
+                BILLING,
+                INTERNAL,
+                UPSTREAM,
+            ),
+            permissions=worker_write,
+            parameters=(one_id,),
             body=Body(ref("EmptyBody"), required=False),
         ),
     ]
@@ -1928,7 +2533,10 @@ def operations() -> list[Operation]:
     return [
         *_system(),
         *_workspaces(),
+        *_members(),
+        *_invitations(),
         *_backups(),
+        *_machines(),
         *_runs(),
         *_artifacts(),
         *_storage(),
@@ -2064,7 +2672,13 @@ def build_document(server_url: str | None = None) -> Json:
                 {"name": "System", "description": "Health and readiness (outside `/v1`)."},
                 {"name": "Access", "description": "Signing in, workspaces scopes, who am I."},
                 {"name": "Workspaces", "description": "Tenants, their quotas and audit trail."},
+                {"name": "Members", "description": "Members and roles of a workspace."},
                 {"name": "Backups", "description": "Backup configurations."},
+                {
+                    "name": "API keys",
+                    "description": "Machine credentials of a workspace with fixed permissions.",
+                },
+                {"name": "Workers", "description": "Machine executors of local backups."},
                 {
                     "name": "Runs and artifacts",
                     "description": "Runs of backups; artifact bytes move through presigned "

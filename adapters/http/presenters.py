@@ -8,15 +8,18 @@ from typing import Any
 from strongroom.domain.artifacts import Artifact
 from strongroom.domain.audit import AuditEvent
 from strongroom.domain.backups import Backup, CustomerS3Destination, PostgresSource, S3Source
+from strongroom.domain.invitations import Invitation
+from strongroom.domain.machines import ApiKey, Worker, in_catalog_order
 from strongroom.domain.pagination import Page
-from strongroom.domain.permissions import Permission
+from strongroom.domain.permissions import Permission, Role
 from strongroom.domain.principals import Caller
 from strongroom.domain.quotas import Quota
 from strongroom.domain.runs import Run
 from strongroom.domain.users import User
-from strongroom.domain.workspaces import MemberWorkspace, Workspace
+from strongroom.domain.workspaces import Member, Membership, MemberWorkspace, Workspace
 from strongroom.ports.storage import PresignedRequest
 from strongroom.ports.usecases.artifacts import UploadPlan
+from strongroom.ports.usecases.machines import IssuedApiKey, IssuedWorker
 from strongroom.ports.usecases.sessions import IssuedSession
 
 
@@ -250,3 +253,83 @@ def me(caller: Caller) -> dict[str, Any]:
 def permission_catalog(entries: list[tuple[Permission, str]]) -> dict[str, Any]:
     """The permission catalog."""
     return {"data": [{"slug": p.value, "description": d} for p, d in entries], "next_cursor": None}
+
+
+def api_key(item: ApiKey) -> dict[str, Any]:
+    """An API key (its token is never shown again)."""
+    return {
+        "id": str(item.id),
+        "name": item.name,
+        "permissions": [p.value for p in in_catalog_order(item.permissions)],
+        "created_at": timestamp(item.created_at),
+        "expires_at": timestamp(item.expires_at),
+        "last_used_at": timestamp(item.last_used_at),
+    }
+
+
+def issued_api_key(issued: IssuedApiKey) -> dict[str, Any]:
+    """A new API key with its token (shown only in this response)."""
+    return {**api_key(issued.key), "token": issued.token}
+
+
+def worker(item: Worker) -> dict[str, Any]:
+    """A worker (its token is never shown again)."""
+    return {
+        "id": str(item.id),
+        "name": item.name,
+        "created_at": timestamp(item.created_at),
+        "last_seen_at": timestamp(item.last_seen_at),
+    }
+
+
+def issued_worker(issued: IssuedWorker) -> dict[str, Any]:
+    """A worker with its new token (shown only in this response)."""
+    return {**worker(issued.worker), "token": issued.token}
+
+
+def member(item: Member) -> dict[str, Any]:
+    """A member of a workspace; ``user_id`` is the ``{id}`` of the member routes."""
+    return {
+        "user_id": str(item.user_id),
+        "email": item.email,
+        "name": item.name,
+        "role": item.role,
+        "joined_at": timestamp(item.joined_at),
+    }
+
+
+def role(item: Role) -> dict[str, Any]:
+    """A built-in or custom role."""
+    return {
+        "slug": item.slug,
+        "name": item.name,
+        "permissions": [p.value for p in in_catalog_order(item.permissions)],
+        "builtin": item.builtin,
+    }
+
+
+def roles(items: list[Role]) -> dict[str, Any]:
+    """The role list: always one page."""
+    return {"data": [role(item) for item in items], "next_cursor": None}
+
+
+def invitation(item: Invitation, now: datetime) -> dict[str, Any]:
+    """An invitation; ``state`` is ``expired`` once ``expires_at`` has passed unused."""
+    return {
+        "id": str(item.id),
+        "email": item.email,
+        "role": item.role,
+        "state": item.state(now).value,
+        "expires_at": timestamp(item.expires_at),
+        "created_at": timestamp(item.created_at),
+    }
+
+
+def membership(item: Membership) -> dict[str, Any]:
+    """A membership just made by accepting an invitation."""
+    return {
+        "workspace_id": str(item.workspace_id),
+        "user_id": str(item.user_id),
+        "role": item.role,
+        "joined_at": timestamp(item.joined_at),
+    }

@@ -15,13 +15,15 @@ from strongroom.domain.artifacts import Artifact, ArtifactState, ArtifactStorage
 from strongroom.domain.audit import AuditEvent
 from strongroom.domain.backups import Backup
 from strongroom.domain.errors import NameTakenError
+from strongroom.domain.invitations import Invitation, InvitationState, email_key
+from strongroom.domain.machines import ApiKey, Worker
 from strongroom.domain.names import name_key
 from strongroom.domain.pagination import K, Page, PageRequest, page_of, sort_key
 from strongroom.domain.permissions import BUILTIN_ROLES, Role
 from strongroom.domain.principals import Session
 from strongroom.domain.runs import Run
 from strongroom.domain.users import User
-from strongroom.domain.workspaces import Membership, MemberWorkspace, Workspace
+from strongroom.domain.workspaces import Member, Membership, MemberWorkspace, Workspace
 from strongroom.ports.repositories import (
     AuditFilter,
     IdempotencyKeyTakenError,
@@ -103,10 +105,6 @@ def _keyed_by_workspace(key: object, _row: object, workspace_id: UUID) -> bool:
     return isinstance(key, tuple) and key[0] == workspace_id
 
 
-def _worker_of(_key: object, row: object, workspace_id: UUID) -> bool:
-    return row == workspace_id
-
-
 # What deleting a workspace takes with it (the SQL schema's ON DELETE CASCADE).
 _WORKSPACE_CASCADE: dict[str, Callable[[object, object, UUID], bool]] = {
     "memberships": _keyed_by_workspace,
@@ -115,7 +113,9 @@ _WORKSPACE_CASCADE: dict[str, Callable[[object, object, UUID], bool]] = {
     "artifacts": _in_workspace,
     "audit": _in_workspace,
     "sessions": _in_workspace,
-    "workers": _worker_of,
+    "workers": _in_workspace,
+    "api_keys": _in_workspace,
+    "invitations": _in_workspace,
     "roles": _keyed_by_workspace,
 }
 
@@ -147,6 +147,33 @@ class MemoryMembershipRepository(_Repository):
 
     def count(self, workspace_id: UUID) -> int:
         return sum(1 for key in self._tx.read(self.table) if key[0] == workspace_id)
+
+    def list_members(self, workspace_id: UUID, page: PageRequest) -> Page[Member]:
+        users = self._tx.read("users")
+        members = (
+            Member(m.user_id, users[m.user_id].email, users[m.user_id].name, m.role, m.joined_at)
+            for m in self._tx.read(self.table).values()
+            if m.workspace_id == workspace_id
+        )
+        return keyset_page(members, page)
+
+    def update(self, membership: Membership) -> None:
+        key = (membership.workspace_id, membership.user_id)
+        stored: Membership | None = self._tx.read(self.table).get(key)
+        if stored is None:
+            raise IntegrityViolationError("update of a missing membership")
+        self._tx.write(self.table)[key] = evolve(stored, role=membership.role)
+
+    def remove(self, workspace_id: UUID, user_id: UUID) -> None:
+        if (workspace_id, user_id) in self._tx.read(self.table):
+            del self._tx.write(self.table)[(workspace_id, user_id)]
+
+    def count_with_role(self, workspace_id: UUID, role: str) -> int:
+        return sum(
+            1
+            for m in self._tx.read(self.table).values()
+            if m.workspace_id == workspace_id and m.role == role
+        )
 
 
 class MemoryUserRepository(_Repository):
@@ -252,9 +279,12 @@ class MemoryBackupRepository(_Repository):
                 for key in [key for key, row in rows.items() if row.backup_id == backup_id]:
                     del rows[key]
 
-    def list(self, workspace_id: UUID, page: PageRequest) -> Page[Backup]:
+    def list(
+        self, workspace_id: UUID, page: PageRequest, worker_id: UUID | None = None
+    ) -> Page[Backup]:
         rows = self._tx.read(self.table).values()
-        return keyset_page((b for b in rows if b.workspace_id == workspace_id), page)
+        mine = (b for b in rows if b.workspace_id == workspace_id)
+        return keyset_page((b for b in mine if worker_id in (None, b.worker_id)), page)
 
     def count(self, workspace_id: UUID) -> int:
         return sum(1 for b in self._tx.read(self.table).values() if b.workspace_id == workspace_id)
@@ -404,13 +434,133 @@ class MemoryArtifactRepository(_Repository):
         )
 
 
-class MemoryWorkerRepository(_Repository):
-    """Workers (worker id to workspace id until workers are managed through the API)."""
+class _Credentials(_Repository):
+    """Machine credentials: unique ids and token hashes, scoped to their workspace."""
+
+    usage_field: str
+
+    def _add(self, record: ApiKey | Worker) -> None:
+        _require(record.workspace_id in self._tx.read("workspaces"), "workspace exists")
+        taken = any(r.token_hash == record.token_hash for r in self._tx.read(self.table).values())
+        _require(not taken, f"a unique {self.table} token hash")
+        self._insert(record.id, record)
+
+    def _get(self, workspace_id: UUID, record_id: UUID) -> ApiKey | Worker | None:
+        found: ApiKey | Worker | None = self._tx.read(self.table).get(record_id)
+        return found if found is not None and found.workspace_id == workspace_id else None
+
+    def _find(self, token_hash: str) -> ApiKey | Worker | None:
+        return next(
+            (r for r in self._tx.read(self.table).values() if r.token_hash == token_hash), None
+        )
+
+    def touch(self, record_id: UUID, at: datetime, stale_before: datetime) -> None:
+        found = self._tx.read(self.table).get(record_id)
+        if found is None:
+            return
+        last = getattr(found, self.usage_field)
+        if last is None or last < stale_before:
+            self._tx.write(self.table)[record_id] = evolve(found, **{self.usage_field: at})
+
+    def remove(self, workspace_id: UUID, record_id: UUID) -> None:
+        if self._get(workspace_id, record_id) is not None:
+            del self._tx.write(self.table)[record_id]
+
+    def count(self, workspace_id: UUID) -> int:
+        return sum(1 for r in self._tx.read(self.table).values() if r.workspace_id == workspace_id)
+
+
+class MemoryWorkerRepository(_Credentials):
+    """Workers."""
 
     table = "workers"
+    usage_field = "last_seen_at"
+
+    def add(self, worker: Worker) -> None:
+        self._add(worker)
 
     def exists(self, workspace_id: UUID, worker_id: UUID) -> bool:
-        return bool(self._tx.read(self.table).get(worker_id) == workspace_id)
+        return self._get(workspace_id, worker_id) is not None
+
+    def get(self, workspace_id: UUID, worker_id: UUID) -> Worker | None:
+        found = self._get(workspace_id, worker_id)
+        return found if isinstance(found, Worker) else None
+
+    def find(self, token_hash: str) -> Worker | None:
+        found = self._find(token_hash)
+        return found if isinstance(found, Worker) else None
+
+    def update(self, worker: Worker) -> None:
+        stored = self.get(worker.workspace_id, worker.id)
+        _require(stored is not None, "update of a missing worker")
+        others = (r for r in self._tx.read(self.table).values() if r.id != worker.id)
+        _require(all(r.token_hash != worker.token_hash for r in others), "unique token hash")
+        assert stored is not None
+        self._tx.write(self.table)[worker.id] = evolve(worker, created_at=stored.created_at)
+
+    def list(self, workspace_id: UUID, page: PageRequest) -> Page[Worker]:
+        rows = self._tx.read(self.table).values()
+        return keyset_page((w for w in rows if w.workspace_id == workspace_id), page)
+
+
+class MemoryApiKeyRepository(_Credentials):
+    """API keys."""
+
+    table = "api_keys"
+    usage_field = "last_used_at"
+
+    def add(self, key: ApiKey) -> None:
+        self._add(key)
+
+    def get(self, workspace_id: UUID, key_id: UUID) -> ApiKey | None:
+        found = self._get(workspace_id, key_id)
+        return found if isinstance(found, ApiKey) else None
+
+    def find(self, token_hash: str) -> ApiKey | None:
+        found = self._find(token_hash)
+        return found if isinstance(found, ApiKey) else None
+
+    def list(self, workspace_id: UUID, page: PageRequest) -> Page[ApiKey]:
+        rows = self._tx.read(self.table).values()
+        return keyset_page((k for k in rows if k.workspace_id == workspace_id), page)
+
+
+class MemoryInvitationRepository(_Repository):
+    """Invitations."""
+
+    table = "invitations"
+
+    def add(self, invitation: Invitation) -> None:
+        _require(invitation.workspace_id in self._tx.read("workspaces"), "workspace exists")
+        self._insert(invitation.id, invitation)
+
+    def get(self, workspace_id: UUID, invitation_id: UUID) -> Invitation | None:
+        found: Invitation | None = self._tx.read(self.table).get(invitation_id)
+        return found if found is not None and found.workspace_id == workspace_id else None
+
+    def get_for_email(self, invitation_id: UUID, email: str) -> Invitation | None:
+        found: Invitation | None = self._tx.read(self.table).get(invitation_id)
+        if found is None or email_key(found.email) != email_key(email):
+            return None
+        return found
+
+    def update(self, invitation: Invitation) -> None:
+        stored = self.get(invitation.workspace_id, invitation.id)
+        _require(stored is not None, "update of a missing invitation")
+        self._tx.write(self.table)[invitation.id] = invitation
+
+    def list(self, workspace_id: UUID, page: PageRequest) -> Page[Invitation]:
+        rows = self._tx.read(self.table).values()
+        return keyset_page((i for i in rows if i.workspace_id == workspace_id), page)
+
+    def count_pending(self, workspace_id: UUID, now: datetime, role: str | None = None) -> int:
+        return sum(
+            1
+            for i in self._tx.read(self.table).values()
+            if i.workspace_id == workspace_id
+            and i.state(now) is InvitationState.PENDING
+            and role in (None, i.role)
+        )
 
 
 class MemoryRoleRepository(_Repository):
@@ -418,9 +568,25 @@ class MemoryRoleRepository(_Repository):
 
     table = "roles"
 
+    def add(self, workspace_id: UUID, role: Role) -> None:
+        _require(workspace_id in self._tx.read("workspaces"), "workspace exists")
+        if (workspace_id, role.slug) in self._tx.read(self.table):
+            raise NameTakenError(f"a role with slug {role.slug!r} already exists")
+        self._tx.write(self.table)[(workspace_id, role.slug)] = role
+
     def get(self, workspace_id: UUID, slug: str) -> Role | None:
         found: Role | None = self._tx.read(self.table).get((workspace_id, slug))
         return found
+
+    def list(self, workspace_id: UUID) -> list[Role]:
+        rows = self._tx.read(self.table).items()
+        return [role for (wid, slug), role in sorted(rows) if wid == workspace_id]
+
+    def update(self, workspace_id: UUID, role: Role) -> None:
+        self._replace((workspace_id, role.slug), role)
+
+    def remove(self, workspace_id: UUID, slug: str) -> None:
+        self._tx.write(self.table).pop((workspace_id, slug), None)
 
 
 class MemoryAuditRepository(_Repository):

@@ -23,6 +23,8 @@ TABLES = (
     "runs",
     "artifacts",
     "workers",
+    "api_keys",
+    "invitations",
     "roles",
     "audit",
     "idempotency",

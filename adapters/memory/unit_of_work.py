@@ -22,6 +22,8 @@ class MemoryUnitOfWork:
     runs: ports.RunRepository
     artifacts: ports.ArtifactRepository
     workers: ports.WorkerRepository
+    api_keys: ports.ApiKeyRepository
+    invitations: ports.InvitationRepository
     roles: ports.RoleRepository
     audit: ports.AuditRepository
     idempotency: ports.IdempotencyRepository
@@ -44,6 +46,8 @@ class MemoryUnitOfWork:
         self.runs = repos.MemoryRunRepository(tx)
         self.artifacts = repos.MemoryArtifactRepository(tx)
         self.workers = repos.MemoryWorkerRepository(tx)
+        self.api_keys = repos.MemoryApiKeyRepository(tx)
+        self.invitations = repos.MemoryInvitationRepository(tx)
         self.roles = repos.MemoryRoleRepository(tx)
         self.audit = repos.MemoryAuditRepository(tx)
         self.idempotency = repos.MemoryIdempotencyRepository(tx)

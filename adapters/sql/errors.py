@@ -20,6 +20,9 @@ _REFUSALS: Mapping[str, Callable[[Params], Exception]] = {
     "backups_name_unique": lambda params: NameTakenError(
         f"a backup named {params['name']!r} already exists"
     ),
+    "roles_pkey": lambda params: NameTakenError(
+        f"a role with slug {params['slug']!r} already exists"
+    ),
     "accounts_email_unique": lambda _params: NameTakenError(
         "an account with this email already exists"
     ),

@@ -109,8 +109,9 @@ def create_pool(
 ) -> ConnectionPool[psycopg.Connection[Any]]:
     """A closed pool configured for Strongroom: autocommit, UTC, bounded waits.
 
-    ``timeout`` bounds the wait for a connection, ``connect_timeout`` (whole seconds, at
-    least 2) each connection attempt, ``statement_timeout`` each statement (server side).
+    ``timeout`` bounds the wait for a connection and the pool's attempts to reconnect,
+    ``connect_timeout`` (whole seconds, at least 2) each connection attempt,
+    ``statement_timeout`` each statement (server side).
     """
     options = (
         "-c TimeZone=UTC"
@@ -123,6 +124,10 @@ def create_pool(
         min_size=min_size,
         max_size=max_size or default_max_size(),
         timeout=timeout,
+        # Give up a failing reconnection quickly: the next request starts a fresh attempt,
+        # so the service recovers as soon as the database returns, whatever the outage's
+        # length (the default backs off for up to 300 s).
+        reconnect_timeout=timeout,
         name=name,
         kwargs={
             "autocommit": True,

@@ -25,12 +25,15 @@ from strongroom.domain.accounts import Account, DeviceGrant
 from strongroom.domain.artifacts import Artifact, ArtifactStorage
 from strongroom.domain.audit import AuditEvent
 from strongroom.domain.backups import Backup
+from strongroom.domain.invitations import Invitation
+from strongroom.domain.invitations import email_key as invitation_email_key
+from strongroom.domain.machines import ApiKey, Worker
 from strongroom.domain.pagination import Page, PageRequest, page_of
 from strongroom.domain.permissions import Role
 from strongroom.domain.principals import Session
 from strongroom.domain.runs import Run
 from strongroom.domain.users import User
-from strongroom.domain.workspaces import Membership, MemberWorkspace, Workspace
+from strongroom.domain.workspaces import Member, Membership, MemberWorkspace, Workspace
 from strongroom.ports.repositories import (
     AuditFilter,
     IdempotencyKeyTakenError,
@@ -162,6 +165,43 @@ class SqlMembershipRepository(_Repository):
             self._db.fetch_one(Q.MEMBERSHIP_COUNT, {"workspace_id": self._codec.uuid(workspace_id)})
         )
 
+    def list_members(self, workspace_id: UUID, page: PageRequest) -> Page[Member]:
+        """A workspace's members, newest first by joining time."""
+        params, after = _page_params(page, self._codec)
+        params["workspace_id"] = self._codec.uuid(workspace_id)
+        found = self._db.fetch_all(
+            Q.MEMBERSHIP_LIST_MEMBERS, params, filters=[Q.FILTER_MEMBER_AFTER] if after else []
+        )
+        return page_of([rows.member_from_row(row, self._codec) for row in found], page)
+
+    def update(self, membership: Membership) -> None:
+        """Store a member's new role."""
+        changed = self._db.execute(
+            Q.MEMBERSHIP_UPDATE,
+            {
+                "workspace_id": self._codec.uuid(membership.workspace_id),
+                "user_id": self._codec.uuid(membership.user_id),
+                "role": membership.role,
+            },
+        )
+        _require(changed == 1, "update of a missing membership")
+
+    def remove(self, workspace_id: UUID, user_id: UUID) -> None:
+        """End a membership."""
+        self._db.execute(
+            Q.MEMBERSHIP_DELETE,
+            {"workspace_id": self._codec.uuid(workspace_id), "user_id": self._codec.uuid(user_id)},
+        )
+
+    def count_with_role(self, workspace_id: UUID, role: str) -> int:
+        """How many members of a workspace hold ``role``."""
+        return _count(
+            self._db.fetch_one(
+                Q.MEMBERSHIP_COUNT_ROLE,
+                {"workspace_id": self._codec.uuid(workspace_id), "role": role},
+            )
+        )
+
 
 class SqlUserRepository(_Repository):
     """People."""
@@ -239,13 +279,19 @@ class SqlBackupRepository(_Repository):
         """Delete a backup (nothing happens when there is none)."""
         self._db.execute(Q.BACKUP_DELETE, self._key(workspace_id, backup_id))
 
-    def list(self, workspace_id: UUID, page: PageRequest) -> Page[Backup]:
-        """A workspace's backups, newest first."""
+    def list(
+        self, workspace_id: UUID, page: PageRequest, worker_id: UUID | None = None
+    ) -> Page[Backup]:
+        """A workspace's backups, newest first (only a worker's, with ``worker_id``)."""
         params, after = _page_params(page, self._codec)
         params["workspace_id"] = self._codec.uuid(workspace_id)
-        found = self._db.fetch_all(
-            Q.BACKUP_LIST, params, filters=[Q.FILTER_BACKUP_AFTER] if after else []
-        )
+        filters: list[Q] = []
+        if worker_id is not None:
+            params["worker_id"] = self._codec.uuid(worker_id)
+            filters.append(Q.FILTER_BACKUP_WORKER)
+        if after:
+            filters.append(Q.FILTER_BACKUP_AFTER)
+        found = self._db.fetch_all(Q.BACKUP_LIST, params, filters=filters)
         return page_of([rows.backup_from_row(row, self._codec) for row in found], page)
 
     def count(self, workspace_id: UUID) -> int:
@@ -386,29 +432,121 @@ class SqlArtifactRepository(_Repository):
 
 
 class SqlWorkerRepository(_Repository):
-    """Workers."""
+    """Workers; token hashes are unique (``workers_token_hash_unique``)."""
 
-    def add(self, workspace_id: UUID, worker_id: UUID) -> None:
-        """Store a worker of a workspace (not in the port yet: workers have no API so far)."""
-        self._db.execute(
-            Q.WORKER_INSERT,
-            {"id": self._codec.uuid(worker_id), "workspace_id": self._codec.uuid(workspace_id)},
-        )
+    def _key(self, workspace_id: UUID, worker_id: UUID) -> Params:
+        return {"workspace_id": self._codec.uuid(workspace_id), "id": self._codec.uuid(worker_id)}
+
+    def add(self, worker: Worker) -> None:
+        """Store a new worker."""
+        self._db.execute(Q.WORKER_INSERT, rows.worker_params(worker, self._codec))
 
     def exists(self, workspace_id: UUID, worker_id: UUID) -> bool:
         """Whether this workspace has this worker."""
-        row = self._db.fetch_one(
-            Q.WORKER_EXISTS,
-            {"id": self._codec.uuid(worker_id), "workspace_id": self._codec.uuid(workspace_id)},
+        return self._db.fetch_one(Q.WORKER_EXISTS, self._key(workspace_id, worker_id)) is not None
+
+    def get(self, workspace_id: UUID, worker_id: UUID) -> Worker | None:
+        """A worker of this workspace."""
+        row = self._db.fetch_one(Q.WORKER_GET, self._key(workspace_id, worker_id))
+        return None if row is None else rows.worker_from_row(row, self._codec)
+
+    def find(self, token_hash: str) -> Worker | None:
+        """The worker whose current credential has this hash."""
+        row = self._db.fetch_one(Q.WORKER_FIND, {"token_hash": token_hash})
+        return None if row is None else rows.worker_from_row(row, self._codec)
+
+    def update(self, worker: Worker) -> None:
+        """Store a changed worker (its creation time never changes)."""
+        changed = self._db.execute(Q.WORKER_UPDATE, rows.worker_params(worker, self._codec))
+        _require(changed == 1, "update of a missing worker")
+
+    def touch(self, worker_id: UUID, at: datetime, stale_before: datetime) -> None:
+        """Record that the worker was seen, unless it was seen since ``stale_before``."""
+        self._db.execute(
+            Q.WORKER_TOUCH,
+            {
+                "id": self._codec.uuid(worker_id),
+                "at": self._codec.timestamp(at),
+                "stale_before": self._codec.timestamp(stale_before),
+            },
         )
-        return row is not None
+
+    def remove(self, workspace_id: UUID, worker_id: UUID) -> None:
+        """Delete a worker of this workspace."""
+        self._db.execute(Q.WORKER_DELETE, self._key(workspace_id, worker_id))
+
+    def list(self, workspace_id: UUID, page: PageRequest) -> Page[Worker]:
+        """A workspace's workers, newest first."""
+        params, after = _page_params(page, self._codec)
+        params["workspace_id"] = self._codec.uuid(workspace_id)
+        found = self._db.fetch_all(
+            Q.WORKER_LIST, params, filters=[Q.FILTER_WORKER_AFTER] if after else []
+        )
+        return page_of([rows.worker_from_row(row, self._codec) for row in found], page)
+
+    def count(self, workspace_id: UUID) -> int:
+        """How many workers a workspace has."""
+        return _count(
+            self._db.fetch_one(Q.WORKER_COUNT, {"workspace_id": self._codec.uuid(workspace_id)})
+        )
+
+
+class SqlApiKeyRepository(_Repository):
+    """API keys; token hashes are unique (``api_keys_token_hash_unique``)."""
+
+    def _key(self, workspace_id: UUID, key_id: UUID) -> Params:
+        return {"workspace_id": self._codec.uuid(workspace_id), "id": self._codec.uuid(key_id)}
+
+    def add(self, key: ApiKey) -> None:
+        """Store a new key."""
+        self._db.execute(Q.API_KEY_INSERT, rows.api_key_params(key, self._codec))
+
+    def get(self, workspace_id: UUID, key_id: UUID) -> ApiKey | None:
+        """A key of this workspace."""
+        row = self._db.fetch_one(Q.API_KEY_GET, self._key(workspace_id, key_id))
+        return None if row is None else rows.api_key_from_row(row, self._codec)
+
+    def find(self, token_hash: str) -> ApiKey | None:
+        """The key whose token has this hash."""
+        row = self._db.fetch_one(Q.API_KEY_FIND, {"token_hash": token_hash})
+        return None if row is None else rows.api_key_from_row(row, self._codec)
+
+    def touch(self, key_id: UUID, at: datetime, stale_before: datetime) -> None:
+        """Record that the key was used, unless it was used since ``stale_before``."""
+        self._db.execute(
+            Q.API_KEY_TOUCH,
+            {
+                "id": self._codec.uuid(key_id),
+                "at": self._codec.timestamp(at),
+                "stale_before": self._codec.timestamp(stale_before),
+            },
+        )
+
+    def remove(self, workspace_id: UUID, key_id: UUID) -> None:
+        """Delete a key of this workspace."""
+        self._db.execute(Q.API_KEY_DELETE, self._key(workspace_id, key_id))
+
+    def list(self, workspace_id: UUID, page: PageRequest) -> Page[ApiKey]:
+        """A workspace's keys, newest first."""
+        params, after = _page_params(page, self._codec)
+        params["workspace_id"] = self._codec.uuid(workspace_id)
+        found = self._db.fetch_all(
+            Q.API_KEY_LIST, params, filters=[Q.FILTER_API_KEY_AFTER] if after else []
+        )
+        return page_of([rows.api_key_from_row(row, self._codec) for row in found], page)
+
+    def count(self, workspace_id: UUID) -> int:
+        """How many keys a workspace has."""
+        return _count(
+            self._db.fetch_one(Q.API_KEY_COUNT, {"workspace_id": self._codec.uuid(workspace_id)})
+        )
 
 
 class SqlRoleRepository(_Repository):
     """Custom roles, by (workspace, slug)."""
 
     def add(self, workspace_id: UUID, role: Role) -> None:
-        """Store a custom role (not in the port yet: roles have no API so far)."""
+        """Store a custom role; ``NameTakenError`` if the slug is taken."""
         self._db.execute(Q.ROLE_INSERT, rows.role_params(workspace_id, role, self._codec))
 
     def get(self, workspace_id: UUID, slug: str) -> Role | None:
@@ -417,6 +555,81 @@ class SqlRoleRepository(_Repository):
             Q.ROLE_GET, {"workspace_id": self._codec.uuid(workspace_id), "slug": slug}
         )
         return None if row is None else rows.role_from_row(row, self._codec)
+
+    def list(self, workspace_id: UUID) -> list[Role]:
+        """Every custom role of a workspace, by slug."""
+        found = self._db.fetch_all(Q.ROLE_LIST, {"workspace_id": self._codec.uuid(workspace_id)})
+        return [rows.role_from_row(row, self._codec) for row in found]
+
+    def update(self, workspace_id: UUID, role: Role) -> None:
+        """Store a changed custom role."""
+        changed = self._db.execute(Q.ROLE_UPDATE, rows.role_params(workspace_id, role, self._codec))
+        _require(changed == 1, "update of a missing role")
+
+    def remove(self, workspace_id: UUID, slug: str) -> None:
+        """Delete a custom role."""
+        self._db.execute(
+            Q.ROLE_DELETE, {"workspace_id": self._codec.uuid(workspace_id), "slug": slug}
+        )
+
+
+class SqlInvitationRepository(_Repository):
+    """Invitations."""
+
+    def _key(self, workspace_id: UUID, invitation_id: UUID) -> Params:
+        return {
+            "workspace_id": self._codec.uuid(workspace_id),
+            "id": self._codec.uuid(invitation_id),
+        }
+
+    def add(self, invitation: Invitation) -> None:
+        """Store a new invitation."""
+        self._db.execute(Q.INVITATION_INSERT, rows.invitation_params(invitation, self._codec))
+
+    def get(self, workspace_id: UUID, invitation_id: UUID) -> Invitation | None:
+        """An invitation of this workspace."""
+        row = self._db.fetch_one(Q.INVITATION_GET, self._key(workspace_id, invitation_id))
+        return None if row is None else rows.invitation_from_row(row, self._codec)
+
+    def get_for_email(self, invitation_id: UUID, email: str) -> Invitation | None:
+        """An invitation addressed to ``email``, locked until the unit of work ends."""
+        row = self._db.fetch_one(
+            Q.INVITATION_GET_FOR_EMAIL,
+            {"id": self._codec.uuid(invitation_id), "email_key": invitation_email_key(email)},
+            writes=True,
+        )
+        return None if row is None else rows.invitation_from_row(row, self._codec)
+
+    def update(self, invitation: Invitation) -> None:
+        """Store a used invitation."""
+        params = self._key(invitation.workspace_id, invitation.id)
+        params["accepted_at"] = (
+            None
+            if invitation.accepted_at is None
+            else self._codec.timestamp(invitation.accepted_at)
+        )
+        _require(self._db.execute(Q.INVITATION_UPDATE, params) == 1, "update of an invitation")
+
+    def list(self, workspace_id: UUID, page: PageRequest) -> Page[Invitation]:
+        """A workspace's invitations, newest first."""
+        params, after = _page_params(page, self._codec)
+        params["workspace_id"] = self._codec.uuid(workspace_id)
+        found = self._db.fetch_all(
+            Q.INVITATION_LIST, params, filters=[Q.FILTER_INVITATION_AFTER] if after else []
+        )
+        return page_of([rows.invitation_from_row(row, self._codec) for row in found], page)
+
+    def count_pending(self, workspace_id: UUID, now: datetime, role: str | None = None) -> int:
+        """Invitations neither used nor expired at ``now``."""
+        params: Params = {
+            "workspace_id": self._codec.uuid(workspace_id),
+            "now": self._codec.timestamp(now),
+        }
+        filters: list[Q] = []
+        if role is not None:
+            params["role"] = role
+            filters.append(Q.FILTER_INVITATION_ROLE)
+        return _count(self._db.fetch_one(Q.INVITATION_COUNT_PENDING, params, filters=filters))
 
 
 class SqlAuditRepository(_Repository):

@@ -32,13 +32,16 @@ from strongroom.domain.backups import (
 )
 from strongroom.domain.billing import BillingState
 from strongroom.domain.durations import Duration
+from strongroom.domain.invitations import Invitation
+from strongroom.domain.invitations import email_key as invitation_email_key
+from strongroom.domain.machines import ApiKey, Worker, in_catalog_order
 from strongroom.domain.names import name_key
 from strongroom.domain.permissions import BUILTIN_ROLES, Permission, Role
 from strongroom.domain.principals import Actor, PrincipalType, Session
 from strongroom.domain.quotas import QuotaResource
 from strongroom.domain.runs import Run, RunState, RunTrigger
 from strongroom.domain.users import User
-from strongroom.domain.workspaces import Membership, MemberWorkspace, Workspace
+from strongroom.domain.workspaces import Member, Membership, MemberWorkspace, Workspace
 from strongroom.ports.repositories import IdempotencyRecord, SessionGrant
 
 Params = dict[str, object]
@@ -164,6 +167,17 @@ def membership_from_row(row: Row, codec: Codec) -> Membership:
     )
 
 
+def member_from_row(row: Row, codec: Codec) -> Member:
+    """A member of a workspace with their person's email and name."""
+    return Member(
+        user_id=codec.read_uuid(row["user_id"]),
+        email=row["email"],
+        name=row["name"],
+        role=row["role"],
+        joined_at=codec.read_timestamp(row["joined_at"]),
+    )
+
+
 def member_workspace_from_row(row: Row, codec: Codec) -> MemberWorkspace:
     """A workspace with the listing person's role (``member_role``)."""
     return MemberWorkspace(workspace_from_row(row, codec), row["member_role"])
@@ -264,6 +278,91 @@ def _custom_role(slug: str, name: str, permissions: Any, codec: Codec) -> Role:
         Permission(held) for held in codec.read_text_list(permissions) if held in known
     )
     return Role(slug=slug, name=name, permissions=held, builtin=False)
+
+
+def _read_permissions(value: Any, codec: Codec) -> frozenset[Permission]:
+    # A permission dropped from the catalog since the record was saved grants nothing.
+    known = Permission._value2member_map_
+    return frozenset(Permission(held) for held in codec.read_text_list(value) if held in known)
+
+
+def worker_params(worker: Worker, codec: Codec) -> Params:
+    """The columns of a worker."""
+    return {
+        "id": codec.uuid(worker.id),
+        "workspace_id": codec.uuid(worker.workspace_id),
+        "name": worker.name,
+        "token_hash": worker.token_hash,
+        "created_at": codec.timestamp(worker.created_at),
+        "last_seen_at": _opt_timestamp(codec, worker.last_seen_at),
+    }
+
+
+def worker_from_row(row: Row, codec: Codec) -> Worker:
+    """A worker from its columns."""
+    return Worker(
+        id=codec.read_uuid(row["id"]),
+        workspace_id=codec.read_uuid(row["workspace_id"]),
+        name=row["name"],
+        token_hash=row["token_hash"],
+        created_at=codec.read_timestamp(row["created_at"]),
+        last_seen_at=_read_opt_timestamp(codec, row["last_seen_at"]),
+    )
+
+
+def api_key_params(key: ApiKey, codec: Codec) -> Params:
+    """The columns of an API key (permissions in catalog order)."""
+    return {
+        "id": codec.uuid(key.id),
+        "workspace_id": codec.uuid(key.workspace_id),
+        "name": key.name,
+        "permissions": codec.text_list([p.value for p in in_catalog_order(key.permissions)]),
+        "token_hash": key.token_hash,
+        "created_at": codec.timestamp(key.created_at),
+        "expires_at": _opt_timestamp(codec, key.expires_at),
+        "last_used_at": _opt_timestamp(codec, key.last_used_at),
+    }
+
+
+def api_key_from_row(row: Row, codec: Codec) -> ApiKey:
+    """An API key from its columns."""
+    return ApiKey(
+        id=codec.read_uuid(row["id"]),
+        workspace_id=codec.read_uuid(row["workspace_id"]),
+        name=row["name"],
+        permissions=_read_permissions(row["permissions"], codec),
+        token_hash=row["token_hash"],
+        created_at=codec.read_timestamp(row["created_at"]),
+        expires_at=_read_opt_timestamp(codec, row["expires_at"]),
+        last_used_at=_read_opt_timestamp(codec, row["last_used_at"]),
+    )
+
+
+def invitation_params(invitation: Invitation, codec: Codec) -> Params:
+    """The columns of an invitation."""
+    return {
+        "id": codec.uuid(invitation.id),
+        "workspace_id": codec.uuid(invitation.workspace_id),
+        "email": invitation.email,
+        "email_key": invitation_email_key(invitation.email),
+        "role": invitation.role,
+        "created_at": codec.timestamp(invitation.created_at),
+        "expires_at": codec.timestamp(invitation.expires_at),
+        "accepted_at": _opt_timestamp(codec, invitation.accepted_at),
+    }
+
+
+def invitation_from_row(row: Row, codec: Codec) -> Invitation:
+    """An invitation from its columns."""
+    return Invitation(
+        id=codec.read_uuid(row["id"]),
+        workspace_id=codec.read_uuid(row["workspace_id"]),
+        email=row["email"],
+        role=row["role"],
+        created_at=codec.read_timestamp(row["created_at"]),
+        expires_at=codec.read_timestamp(row["expires_at"]),
+        accepted_at=_read_opt_timestamp(codec, row["accepted_at"]),
+    )
 
 
 # Backups.

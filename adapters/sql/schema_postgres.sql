@@ -46,6 +46,8 @@ CREATE TABLE memberships (
 );
 CREATE INDEX memberships_by_user
     ON memberships (user_id, workspace_created_at DESC, workspace_id DESC);
+CREATE INDEX memberships_by_workspace
+    ON memberships (workspace_id, joined_at DESC, user_id DESC);
 
 CREATE TABLE sessions (
     id uuid PRIMARY KEY,
@@ -61,9 +63,39 @@ CREATE INDEX sessions_by_workspace ON sessions (workspace_id) WHERE workspace_id
 
 CREATE TABLE workers (
     id uuid PRIMARY KEY,
-    workspace_id uuid NOT NULL REFERENCES workspaces (id) ON DELETE CASCADE
+    workspace_id uuid NOT NULL REFERENCES workspaces (id) ON DELETE CASCADE,
+    name text NOT NULL,
+    token_hash text NOT NULL,
+    created_at timestamptz NOT NULL,
+    last_seen_at timestamptz,
+    CONSTRAINT workers_token_hash_unique UNIQUE (token_hash)
 );
-CREATE INDEX workers_by_workspace ON workers (workspace_id);
+CREATE INDEX workers_by_workspace ON workers (workspace_id, created_at DESC, id DESC);
+
+CREATE TABLE api_keys (
+    id uuid PRIMARY KEY,
+    workspace_id uuid NOT NULL REFERENCES workspaces (id) ON DELETE CASCADE,
+    name text NOT NULL,
+    permissions text[] NOT NULL,
+    token_hash text NOT NULL,
+    created_at timestamptz NOT NULL,
+    expires_at timestamptz,
+    last_used_at timestamptz,
+    CONSTRAINT api_keys_token_hash_unique UNIQUE (token_hash)
+);
+CREATE INDEX api_keys_by_workspace ON api_keys (workspace_id, created_at DESC, id DESC);
+
+CREATE TABLE invitations (
+    id uuid PRIMARY KEY,
+    workspace_id uuid NOT NULL REFERENCES workspaces (id) ON DELETE CASCADE,
+    email text NOT NULL,
+    email_key text NOT NULL,
+    role text NOT NULL,
+    created_at timestamptz NOT NULL,
+    expires_at timestamptz NOT NULL,
+    accepted_at timestamptz
+);
+CREATE INDEX invitations_by_workspace ON invitations (workspace_id, created_at DESC, id DESC);
 
 CREATE TABLE roles (
     workspace_id uuid NOT NULL REFERENCES workspaces (id) ON DELETE CASCADE,

@@ -61,6 +61,7 @@ _UNIQUE_FAILED = re.compile(r"UNIQUE constraint failed: (?P<columns>.+)")
 _UNIQUE_CONSTRAINTS = {
     "backups.workspace_id, backups.name_key": "backups_name_unique",
     "accounts.email_key": "accounts_email_unique",
+    "roles.workspace_id, roles.slug": "roles_pkey",
 }
 
 

@@ -9,11 +9,13 @@ from typing import TYPE_CHECKING, Protocol, Self
 
 from strongroom.adapters.sql.repositories import (
     SqlAccountRepository,
+    SqlApiKeyRepository,
     SqlArtifactRepository,
     SqlAuditRepository,
     SqlBackupRepository,
     SqlDeviceGrantRepository,
     SqlIdempotencyRepository,
+    SqlInvitationRepository,
     SqlMembershipRepository,
     SqlRoleRepository,
     SqlRunRepository,
@@ -79,6 +81,8 @@ class SqlUnitOfWork:
     runs: ports.RunRepository
     artifacts: ports.ArtifactRepository
     workers: ports.WorkerRepository
+    api_keys: ports.ApiKeyRepository
+    invitations: ports.InvitationRepository
     roles: ports.RoleRepository
     audit: ports.AuditRepository
     idempotency: ports.IdempotencyRepository
@@ -105,6 +109,8 @@ class SqlUnitOfWork:
         self.runs = SqlRunRepository(tx)
         self.artifacts = SqlArtifactRepository(tx)
         self.workers = SqlWorkerRepository(tx)
+        self.api_keys = SqlApiKeyRepository(tx)
+        self.invitations = SqlInvitationRepository(tx)
         self.roles = SqlRoleRepository(tx)
         self.audit = SqlAuditRepository(tx)
         self.idempotency = SqlIdempotencyRepository(tx)

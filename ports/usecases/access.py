@@ -21,7 +21,8 @@ from strongroom.domain.errors import (
     UnauthenticatedError,
     WrongWorkspaceError,
 )
-from strongroom.domain.permissions import Permission
+from strongroom.domain.machines import USAGE_GRANULARITY, usage_is_stale
+from strongroom.domain.permissions import BUILTIN_ROLES, WORKER_PERMISSIONS, Permission
 from strongroom.domain.principals import Actor, Caller, PrincipalType
 from strongroom.domain.tokens import TokenKind, hash_token, token_kind
 from strongroom.ports.unit_of_work import UnitOfWork
@@ -37,6 +38,19 @@ TARGET_CHECKS: dict[str, TargetCheck] = {
     "workspace": lambda _uow, workspace_id, target_id: target_id == workspace_id,
     "backup": lambda uow, workspace_id, target_id: (
         isinstance(target_id, UUID) and uow.backups.get(workspace_id, target_id) is not None
+    ),
+    "worker": lambda uow, workspace_id, target_id: (
+        isinstance(target_id, UUID) and uow.workers.exists(workspace_id, target_id)
+    ),
+    "api_key": lambda uow, workspace_id, target_id: (
+        isinstance(target_id, UUID) and uow.api_keys.get(workspace_id, target_id) is not None
+    ),
+    "member": lambda uow, workspace_id, target_id: (
+        isinstance(target_id, UUID) and uow.memberships.get(workspace_id, target_id) is not None
+    ),
+    "role": lambda uow, workspace_id, target_id: (
+        isinstance(target_id, str)
+        and (target_id in BUILTIN_ROLES or uow.roles.get(workspace_id, target_id) is not None)
     ),
     "run": lambda uow, workspace_id, target_id: (
         isinstance(target_id, UUID) and uow.runs.get(workspace_id, target_id) is not None
@@ -63,6 +77,11 @@ class Requirement:
     target_check: TargetCheck | None = None
 
 
+def lacking_permissions(caller: Caller, granting: frozenset[Permission]) -> list[Permission]:
+    """The permissions of ``granting`` the caller does not hold, in catalog order."""
+    return [p for p in Permission if p in granting and p not in caller.permissions]
+
+
 class Access:
     """Turns tokens into callers and decides what callers may do."""
 
@@ -74,7 +93,50 @@ class Access:
         kind = token_kind(token)
         if kind is TokenKind.SESSION:
             return self._authenticate_session(token, request_id)
+        if kind is TokenKind.API_KEY:
+            return self._authenticate_api_key(token, request_id)
+        if kind is TokenKind.WORKER:
+            return self._authenticate_worker(token, request_id)
         raise UnauthenticatedError()
+
+    def _authenticate_api_key(self, token: str, request_id: str | None) -> Caller:
+        token_hash = hash_token(token)
+        now = self._deps.clock.now()
+        with self._deps.uow() as uow:
+            key = uow.api_keys.find(token_hash)
+            if key is None or not hmac.compare_digest(key.token_hash, token_hash):
+                raise UnauthenticatedError()
+            if not key.is_live(now):
+                raise UnauthenticatedError()
+            if usage_is_stale(key.last_used_at, now):
+                # Coalesced: at most one write per key and USAGE_GRANULARITY.
+                uow.api_keys.touch(key.id, now, now - USAGE_GRANULARITY)
+                uow.commit()
+        return Caller(
+            actor=Actor(PrincipalType.API_KEY, key.id),
+            credential_id=key.id,
+            workspace_id=key.workspace_id,
+            permissions=key.permissions,
+            request_id=request_id,
+        )
+
+    def _authenticate_worker(self, token: str, request_id: str | None) -> Caller:
+        token_hash = hash_token(token)
+        now = self._deps.clock.now()
+        with self._deps.uow() as uow:
+            worker = uow.workers.find(token_hash)
+            if worker is None or not hmac.compare_digest(worker.token_hash, token_hash):
+                raise UnauthenticatedError()
+            if usage_is_stale(worker.last_seen_at, now):
+                uow.workers.touch(worker.id, now, now - USAGE_GRANULARITY)
+                uow.commit()
+        return Caller(
+            actor=Actor(PrincipalType.WORKER, worker.id),
+            credential_id=worker.id,
+            workspace_id=worker.workspace_id,
+            permissions=WORKER_PERMISSIONS,
+            request_id=request_id,
+        )
 
     def _authenticate_session(self, token: str, request_id: str | None) -> Caller:
         token_hash = hash_token(token)
@@ -136,6 +198,24 @@ class Access:
                 self._record_denied(caller, scoped, requirement.action, target_id, check)
             raise
         return scoped
+
+    def refuse_escalation(
+        self,
+        caller: Caller,
+        workspace_id: UUID,
+        action: str,
+        granting: frozenset[Permission],
+        target_id: UUID | str | None = None,
+    ) -> None:
+        """Refuse (403, audited as ``denied``) to grant any permission the caller lacks.
+
+        Nobody can hand out more than they hold: through an API key, a role, an invitation
+        or a member's new role.
+        """
+        lacking = lacking_permissions(caller, granting)
+        if lacking:
+            self._record_denied(caller, workspace_id, action, target_id, None)
+            raise MissingPermissionError(lacking[0].value)
 
     def _record_denied(
         self,

@@ -97,13 +97,13 @@ class Backups:
         """A workspace's backups, newest first."""
         self._access.authorize(caller, READ_BACKUPS, workspace_id=workspace_id)
         with self._deps.uow() as uow:
-            return uow.backups.list(workspace_id, page)
+            return uow.backups.list(workspace_id, page, worker_id=caller.worker_id)
 
     def get(self, caller: Caller, backup_id: UUID) -> Backup:
-        """One backup of the caller's workspace."""
+        """One backup of the caller's workspace (a worker sees only those assigned to it)."""
         workspace_id = self._access.authorize(caller, READ_BACKUPS)
         with self._deps.uow() as uow:
-            return _existing(uow.backups.get(workspace_id, backup_id))
+            return _visible(caller, _existing(uow.backups.get(workspace_id, backup_id)))
 
     def update(self, caller: Caller, backup_id: UUID, changes: BackupChanges) -> Backup:
         """Change a backup; it becomes ``active`` once its kind's configuration is complete."""
@@ -203,6 +203,13 @@ class Backups:
 
 def _existing(backup: Backup | None) -> Backup:
     if backup is None:
+        raise NotFoundError("backup")
+    return backup
+
+
+def _visible(caller: Caller, backup: Backup) -> Backup:
+    """A worker sees only the backups assigned to it; any other is 404 to it."""
+    if caller.worker_id is not None and backup.worker_id != caller.worker_id:
         raise NotFoundError("backup")
     return backup
 

@@ -8,6 +8,9 @@ from strongroom.ports.usecases.artifacts import Artifacts
 from strongroom.ports.usecases.audit_trail import AuditTrail
 from strongroom.ports.usecases.backups import Backups
 from strongroom.ports.usecases.dependencies import Dependencies
+from strongroom.ports.usecases.invitations import Invitations
+from strongroom.ports.usecases.machines import ApiKeys, Workers
+from strongroom.ports.usecases.members import Members, Roles
 from strongroom.ports.usecases.retention import Retention
 from strongroom.ports.usecases.runs import Runs
 from strongroom.ports.usecases.sessions import Sessions
@@ -31,6 +34,11 @@ class Strongroom:
         self.artifacts = Artifacts(deps, self.access)
         self.retention = Retention(deps, self.artifacts)
         self.audit = AuditTrail(deps, self.access)
+        self.api_keys = ApiKeys(deps, self.access)
+        self.workers = Workers(deps, self.access)
+        self.members = Members(deps, self.access)
+        self.roles = Roles(deps, self.access)
+        self.invitations = Invitations(deps, self.access)
 
     @staticmethod
     def permission_catalog() -> list[tuple[Permission, str]]:

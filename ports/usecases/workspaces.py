@@ -206,7 +206,11 @@ class Workspaces:
             workspace = _existing(uow.workspaces.get(workspace_id))
             usage = {
                 QuotaResource.BACKUPS_PER_WORKSPACE: uow.backups.count(workspace_id),
-                QuotaResource.MEMBERS_PER_WORKSPACE: uow.memberships.count(workspace_id),
+                QuotaResource.WORKERS_PER_WORKSPACE: uow.workers.count(workspace_id),
+                QuotaResource.API_KEYS_PER_WORKSPACE: uow.api_keys.count(workspace_id),
+                # Pending invitations hold a seat until they are used or expire.
+                QuotaResource.MEMBERS_PER_WORKSPACE: uow.memberships.count(workspace_id)
+                + uow.invitations.count_pending(workspace_id, self._deps.clock.now()),
                 QuotaResource.STORAGE_BYTES: uow.artifacts.storage_bytes(workspace_id),
             }
         return [

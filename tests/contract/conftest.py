@@ -17,9 +17,12 @@ from contract_records import Adapter, MemoryAdapter, SqlAdapter
 
 from strongroom.adapters.sql.postgres import PostgresDatabase
 from strongroom.adapters.sql.sqlite import SqliteDatabase
-from support.postgres import PostgresServer, postgres_server, scratch_database, truncate_all
+from support import pg_fixtures
+from support.postgres import PostgresServer, scratch_database, truncate_all
 
 ADAPTERS = ["memory", "sqlite", "postgres"]
+
+pg_server = pg_fixtures.pg_server  # the shared server fixture, found by its name here
 
 
 @pytest.fixture(scope="session")
@@ -38,13 +41,6 @@ def sqlite_database(sqlite_template: Path, tmp_path: Path) -> Iterator[SqliteDat
     shutil.copyfile(sqlite_template, path)
     with SqliteDatabase(path) as database:
         yield database
-
-
-@pytest.fixture(scope="session")
-def pg_server() -> Iterator[PostgresServer]:
-    """The test session's PostgreSQL server."""
-    with postgres_server() as server:
-        yield server
 
 
 @pytest.fixture(scope="session")

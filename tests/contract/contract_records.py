@@ -16,14 +16,16 @@ import attrs
 
 from strongroom.adapters.memory.store import MemoryStore
 from strongroom.adapters.memory.unit_of_work import MemoryUnitOfWork
-from strongroom.adapters.sql.repositories import SqlRoleRepository, SqlWorkerRepository
+from strongroom.adapters.sql.repositories import SqlRoleRepository
 from strongroom.adapters.sql.unit_of_work import SqlUnitOfWork
 from strongroom.domain.accounts import Account, DeviceGrant
 from strongroom.domain.artifacts import Artifact
 from strongroom.domain.audit import AuditEvent, Change, Outcome
 from strongroom.domain.backups import Backup, BackupKind
 from strongroom.domain.billing import BillingState
-from strongroom.domain.permissions import Role
+from strongroom.domain.invitations import Invitation
+from strongroom.domain.machines import ApiKey, Worker
+from strongroom.domain.permissions import Permission, Role
 from strongroom.domain.principals import Actor, PrincipalType, Session
 from strongroom.domain.runs import Run
 from strongroom.domain.users import User
@@ -122,6 +124,39 @@ def device_grant(created_at: datetime = T0, **changes: Any) -> DeviceGrant:
     return attrs.evolve(built, **changes)
 
 
+def worker(workspace_id: UUID, created_at: datetime = T0, **changes: Any) -> Worker:
+    """A new worker (its token hash is unique)."""
+    return attrs.evolve(
+        Worker(uuid4(), workspace_id, unique("worker"), unique("whash"), created_at), **changes
+    )
+
+
+def api_key(
+    workspace_id: UUID,
+    created_at: datetime = T0,
+    permissions: frozenset[Permission] = frozenset({Permission.BACKUPS_READ}),
+    **changes: Any,
+) -> ApiKey:
+    """A new API key (its token hash is unique)."""
+    built = ApiKey(uuid4(), workspace_id, unique("key"), permissions, unique("khash"), created_at)
+    return attrs.evolve(built, **changes)
+
+
+def invitation(
+    workspace_id: UUID, created_at: datetime = T0, email: str | None = None, **changes: Any
+) -> Invitation:
+    """A new pending invitation, valid for seven days."""
+    built = Invitation(
+        uuid4(),
+        workspace_id,
+        email or f"{unique('invitee')}@example.com",
+        "viewer",
+        created_at,
+        created_at + timedelta(days=7),
+    )
+    return attrs.evolve(built, **changes)
+
+
 class Adapter:
     """One implementation of the repository ports under test."""
 
@@ -132,8 +167,8 @@ class Adapter:
         raise NotImplementedError
 
     def add_worker(self, workspace_id: UUID, worker_id: UUID) -> None:
-        """Seed a worker (the ports cannot create workers yet)."""
-        raise NotImplementedError
+        """Seed a worker with this id."""
+        self.store(worker(workspace_id, id=worker_id))
 
     def add_role(self, workspace_id: UUID, role: Role) -> None:
         """Seed a custom role (the ports cannot create roles yet)."""
@@ -158,6 +193,9 @@ _ADDERS: dict[type, Callable[[Any, Any], None]] = {
     AuditEvent: lambda uow, record: uow.audit.add(record),
     Account: lambda uow, record: uow.accounts.add(record),
     DeviceGrant: lambda uow, record: uow.device_grants.add(record),
+    Worker: lambda uow, record: uow.workers.add(record),
+    ApiKey: lambda uow, record: uow.api_keys.add(record),
+    Invitation: lambda uow, record: uow.invitations.add(record),
 }
 
 
@@ -171,11 +209,6 @@ class MemoryAdapter(Adapter):
 
     def uow(self) -> UnitOfWork:
         return MemoryUnitOfWork(self._store)
-
-    def add_worker(self, workspace_id: UUID, worker_id: UUID) -> None:
-        with self._store.transaction() as tx:
-            tx.write("workers")[worker_id] = workspace_id
-            tx.commit()
 
     def add_role(self, workspace_id: UUID, role: Role) -> None:
         with self._store.transaction() as tx:
@@ -192,13 +225,6 @@ class SqlAdapter(Adapter):
 
     def uow(self) -> UnitOfWork:
         return self._uow()
-
-    def add_worker(self, workspace_id: UUID, worker_id: UUID) -> None:
-        with self._uow() as uow:
-            workers = uow.workers
-            assert isinstance(workers, SqlWorkerRepository)
-            workers.add(workspace_id, worker_id)
-            uow.commit()
 
     def add_role(self, workspace_id: UUID, role: Role) -> None:
         with self._uow() as uow:

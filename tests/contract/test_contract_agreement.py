@@ -80,6 +80,7 @@ class AgreementMachine(RuleBasedStateMachine):
         super().__init__()
         self.adapters = adapters
         self._ids = itertools.count(1)
+        self.last_agreed_ok = False
 
     def new_id(self, high: int) -> UUID:
         """A unique id whose order among others is random (``high``) but never tied."""
@@ -102,6 +103,7 @@ class AgreementMachine(RuleBasedStateMachine):
         note(f"{what} (commit={commit}) -> {outcomes[0]!r}")
         for adapter, outcome in zip(self.adapters[1:], outcomes[1:], strict=True):
             assert outcome == outcomes[0], f"{adapter.name} disagrees with {self.adapters[0].name}"
+        self.last_agreed_ok = outcomes[0][0] == "ok"
         return outcomes[0][1] if outcomes[0][0] == "ok" else None
 
     # People, workspaces, memberships.
@@ -150,8 +152,8 @@ class AgreementMachine(RuleBasedStateMachine):
     ) -> Workspace:
         workspace = self._workspace(self.new_id(0) if dangling else creator.id, high, created_at)
         self.agree("add workspace", lambda uow: uow.workspaces.add(workspace), commit)
-        for adapter in self.adapters:  # custom roles cannot be created through the ports
-            if commit and not dangling:
+        if commit and self.last_agreed_ok:
+            for adapter in self.adapters:  # custom roles cannot be created through the ports
                 adapter.add_role(workspace.id, OPS_ROLE)
         return workspace
 

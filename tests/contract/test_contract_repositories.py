@@ -15,12 +15,15 @@ from contract_records import (
     T0,
     Adapter,
     account,
+    api_key,
     at,
     audit_event,
     backup,
     device_grant,
+    invitation,
     session,
     user,
+    worker,
     workspace,
 )
 
@@ -120,6 +123,8 @@ class TestWorkspaces:
                 Membership(target.id, ada.id, "admin", T0),
                 backup(target.id, "Nightly"),
                 audit_event(target.id),
+                api_key(target.id),
+                invitation(target.id),
             ]
         scoped, elsewhere, unscoped = (
             session(ada.id, doomed.id),
@@ -144,6 +149,8 @@ class TestWorkspaces:
             assert uow.memberships.get(doomed.id, ada.id) is None
             assert uow.memberships.count(doomed.id) == 0
             assert uow.backups.count(doomed.id) == 0
+            assert uow.api_keys.count(doomed.id) == 0
+            assert uow.invitations.count_pending(doomed.id, T0) == 0
             assert uow.audit.list(doomed.id, AuditFilter(), PageRequest()).items == []
             assert uow.sessions.find(scoped.token_hash) is None
             assert not uow.workers.exists(doomed.id, worker)
@@ -152,6 +159,8 @@ class TestWorkspaces:
             assert uow.workspaces.get(kept.id) == kept
             assert uow.memberships.count(kept.id) == 1
             assert uow.backups.count(kept.id) == 1
+            assert uow.api_keys.count(kept.id) == 1
+            assert uow.invitations.count_pending(kept.id, T0) == 1
             assert len(uow.audit.list(kept.id, AuditFilter(), PageRequest()).items) == 1
             assert uow.sessions.find(elsewhere.token_hash) is not None
             assert uow.sessions.find(unscoped.token_hash) is not None
@@ -545,6 +554,302 @@ class TestWorkersAndRoles:
             assert uow.roles.get(mine.id, "ops") == role
             assert uow.roles.get(theirs.id, "ops") is None
             assert uow.roles.get(mine.id, "admin") is None
+
+
+class TestMachineCredentials:
+    """Workers and API keys: scoped to their workspace, found by token hash, touched lazily."""
+
+    def test_a_worker_comes_back_equal_and_only_in_its_workspace(self, adapter: Adapter) -> None:
+        """``get`` and ``exists`` are scoped to the workspace; ``find`` uses the hash."""
+        ada = user()
+        mine, theirs = workspace(ada), workspace(ada)
+        stored = worker(mine.id, last_seen_at=at(5))
+        adapter.store(ada, mine, theirs, stored)
+        with adapter.uow() as uow:
+            assert uow.workers.get(mine.id, stored.id) == stored
+            assert uow.workers.get(theirs.id, stored.id) is None
+            assert uow.workers.find(stored.token_hash) == stored
+            assert uow.workers.find("no-such-hash") is None
+            assert not uow.workers.exists(theirs.id, stored.id)
+
+    def test_an_api_key_comes_back_equal_and_only_in_its_workspace(self, adapter: Adapter) -> None:
+        """Permissions, expiry and last use survive the round trip."""
+        ada = user()
+        mine, theirs = workspace(ada), workspace(ada)
+        stored = api_key(
+            mine.id,
+            permissions=frozenset({Permission.AUDIT_READ, Permission.BACKUPS_WRITE}),
+            expires_at=at(3600),
+            last_used_at=at(7),
+        )
+        bare = api_key(mine.id, permissions=frozenset())
+        adapter.store(ada, mine, theirs, stored, bare)
+        with adapter.uow() as uow:
+            assert uow.api_keys.get(mine.id, stored.id) == stored
+            assert uow.api_keys.get(mine.id, bare.id) == bare
+            assert uow.api_keys.get(theirs.id, stored.id) is None
+            assert uow.api_keys.find(stored.token_hash) == stored
+            assert uow.api_keys.find("no-such-hash") is None
+
+    def test_a_credential_needs_its_workspace_and_a_unique_hash(self, adapter: Adapter) -> None:
+        """A missing workspace or a reused token hash is an integrity violation."""
+        ada = user()
+        mine = workspace(ada)
+        first_worker, first_key = worker(mine.id), api_key(mine.id)
+        adapter.store(ada, mine, first_worker, first_key)
+        for record in (
+            worker(uuid4()),
+            api_key(uuid4()),
+            worker(mine.id, token_hash=first_worker.token_hash),
+            api_key(mine.id, token_hash=first_key.token_hash),
+        ):
+            with pytest.raises(IntegrityViolationError):
+                adapter.store(record)
+
+    def test_touch_writes_only_a_stale_time(self, adapter: Adapter) -> None:
+        """A last-use time at or after ``stale_before`` stays; an older or absent one moves."""
+        ada = user()
+        mine = workspace(ada)
+        fresh_worker, fresh_key = worker(mine.id), api_key(mine.id)
+        adapter.store(ada, mine, fresh_worker, fresh_key)
+        with adapter.uow() as uow:
+            uow.workers.touch(fresh_worker.id, at(10), stale_before=at(0))
+            uow.api_keys.touch(fresh_key.id, at(10), stale_before=at(0))
+            uow.workers.touch(uuid4(), at(10), stale_before=at(0))  # nothing to touch
+            uow.commit()
+        with adapter.uow() as uow:
+            uow.workers.touch(fresh_worker.id, at(20), stale_before=at(10))
+            uow.api_keys.touch(fresh_key.id, at(20), stale_before=at(10))
+            uow.commit()
+        with adapter.uow() as uow:
+            worker_seen = uow.workers.get(mine.id, fresh_worker.id)
+            key_used = uow.api_keys.get(mine.id, fresh_key.id)
+            assert worker_seen is not None
+            assert worker_seen.last_seen_at == at(10)
+            assert key_used is not None
+            assert key_used.last_used_at == at(10)
+            uow.workers.touch(fresh_worker.id, at(80), stale_before=at(20))
+            uow.api_keys.touch(fresh_key.id, at(80), stale_before=at(20))
+            uow.commit()
+        with adapter.uow() as uow:
+            worker_seen = uow.workers.get(mine.id, fresh_worker.id)
+            key_used = uow.api_keys.get(mine.id, fresh_key.id)
+            assert worker_seen is not None
+            assert worker_seen.last_seen_at == at(80)
+            assert key_used is not None
+            assert key_used.last_used_at == at(80)
+
+    def test_a_rotation_replaces_the_hash_and_keeps_the_creation_time(
+        self, adapter: Adapter
+    ) -> None:
+        """The old hash finds nothing; a missing worker cannot be updated."""
+        ada = user()
+        mine = workspace(ada)
+        stored = worker(mine.id)
+        adapter.store(ada, mine, stored)
+        rotated = attrs.evolve(stored.rotated("new-hash"), created_at=at(99))
+        with adapter.uow() as uow:
+            uow.workers.update(rotated)
+            with pytest.raises(IntegrityViolationError):
+                uow.workers.update(worker(mine.id))
+            uow.commit()
+        with adapter.uow() as uow:
+            assert uow.workers.find(stored.token_hash) is None
+            assert uow.workers.find("new-hash") == stored.rotated("new-hash")
+
+    def test_removal_lists_and_counts_are_scoped(self, adapter: Adapter) -> None:
+        """Removing in another workspace does nothing; lists are newest first across pages."""
+        ada = user()
+        mine, theirs = workspace(ada), workspace(ada)
+        workers = [worker(mine.id, at(i)) for i in range(3)]
+        keys = [api_key(mine.id, at(i)) for i in range(3)]
+        adapter.store(ada, mine, theirs, *workers, *keys, worker(theirs.id), api_key(theirs.id))
+        with adapter.uow() as uow:
+            uow.workers.remove(theirs.id, workers[0].id)
+            uow.api_keys.remove(theirs.id, keys[0].id)
+            assert uow.workers.count(mine.id) == 3
+            assert uow.api_keys.count(mine.id) == 3
+            uow.workers.remove(mine.id, workers[0].id)
+            uow.api_keys.remove(mine.id, keys[0].id)
+            uow.commit()
+        with adapter.uow() as uow:
+            assert uow.workers.count(mine.id) == 2
+            assert uow.api_keys.count(mine.id) == 2
+            first = uow.workers.list(mine.id, PageRequest(1))
+            assert first.items == [workers[2]]
+            assert first.next_cursor is not None
+            second = uow.workers.list(mine.id, PageRequest(1, first.next_cursor))
+            assert second.items == [workers[1]]
+            assert second.next_cursor is None
+            listed = uow.api_keys.list(mine.id, PageRequest(1))
+            assert listed.items == [keys[2]]
+            assert listed.next_cursor is not None
+            rest = uow.api_keys.list(mine.id, PageRequest(5, listed.next_cursor))
+            assert rest.items == [keys[1]]
+
+    def test_backups_are_listed_per_worker(self, adapter: Adapter) -> None:
+        """``worker_id`` limits a backup list to the backups assigned to that worker."""
+        ada = user()
+        mine = workspace(ada)
+        assigned_to, other = worker(mine.id), worker(mine.id)
+        adapter.store(ada, mine, assigned_to, other)
+        assigned = attrs.evolve(backup(mine.id), worker_id=assigned_to.id)
+        elsewhere = attrs.evolve(backup(mine.id), worker_id=other.id)
+        adapter.store(assigned, elsewhere, backup(mine.id))
+        with adapter.uow() as uow:
+            listed = uow.backups.list(mine.id, PageRequest(), worker_id=assigned_to.id)
+            assert [b.id for b in listed.items] == [assigned.id]
+            assert len(uow.backups.list(mine.id, PageRequest()).items) == 3
+
+
+class TestMembersAndRoles:
+    """The member list, role changes and removals, and custom role management."""
+
+    def test_members_are_listed_with_their_person_newest_first(self, adapter: Adapter) -> None:
+        """Email and name come from the person; pages follow the joining time."""
+        ada, bob, cy = user(), user(), user()
+        mine, theirs = workspace(ada), workspace(ada)
+        adapter.store(
+            ada,
+            bob,
+            cy,
+            mine,
+            theirs,
+            Membership(mine.id, ada.id, "admin", at(0)),
+            Membership(mine.id, bob.id, "viewer", at(1)),
+            Membership(theirs.id, cy.id, "admin", at(2)),
+        )
+        with adapter.uow() as uow:
+            first = uow.memberships.list_members(mine.id, PageRequest(1))
+            assert [(m.user_id, m.email, m.role) for m in first.items] == [
+                (bob.id, bob.email, "viewer")
+            ]
+            assert first.items[0].joined_at == at(1)
+            assert first.next_cursor is not None
+            rest = uow.memberships.list_members(mine.id, PageRequest(5, first.next_cursor))
+            assert [m.user_id for m in rest.items] == [ada.id]
+            assert rest.next_cursor is None
+
+    def test_roles_are_changed_counted_and_memberships_removed(self, adapter: Adapter) -> None:
+        """``update`` keeps the joining time; ``count_with_role`` is per workspace."""
+        ada, bob = user(), user()
+        mine, theirs = workspace(ada), workspace(ada)
+        adapter.store(
+            ada,
+            bob,
+            mine,
+            theirs,
+            Membership(mine.id, ada.id, "admin", at(0)),
+            Membership(mine.id, bob.id, "viewer", at(1)),
+            Membership(theirs.id, ada.id, "admin", at(2)),
+        )
+        with adapter.uow() as uow:
+            uow.memberships.update(Membership(mine.id, bob.id, "admin", at(99)))
+            with pytest.raises(IntegrityViolationError):
+                uow.memberships.update(Membership(mine.id, uuid4(), "admin", at(0)))
+            uow.commit()
+        with adapter.uow() as uow:
+            assert uow.memberships.get(mine.id, bob.id) == Membership(
+                mine.id, bob.id, "admin", at(1)
+            )
+            assert uow.memberships.count_with_role(mine.id, "admin") == 2
+            assert uow.memberships.count_with_role(theirs.id, "admin") == 1
+            assert uow.memberships.count_with_role(mine.id, "viewer") == 0
+            uow.memberships.remove(mine.id, bob.id)
+            uow.memberships.remove(mine.id, uuid4())
+            uow.commit()
+        with adapter.uow() as uow:
+            assert uow.memberships.get(mine.id, bob.id) is None
+            assert uow.memberships.count(mine.id) == 1
+
+    def test_custom_roles_are_added_listed_updated_and_removed(self, adapter: Adapter) -> None:
+        """A duplicate slug is ``name_taken``; the list is by slug; updates are stored."""
+        ada = user()
+        mine, theirs = workspace(ada), workspace(ada)
+        adapter.store(ada, mine, theirs)
+        ops = Role("ops", "Operations", frozenset({Permission.BACKUPS_TRIGGER}))
+        audit_role = Role("a-team", "Auditors", frozenset({Permission.AUDIT_READ}))
+        with adapter.uow() as uow:
+            uow.roles.add(mine.id, ops)
+            uow.roles.add(mine.id, audit_role)
+            uow.roles.add(theirs.id, ops)
+            uow.commit()
+        with adapter.uow() as uow, pytest.raises(NameTakenError):
+            uow.roles.add(mine.id, Role("ops", "Again", frozenset()))
+        with adapter.uow() as uow:
+            assert uow.roles.list(mine.id) == [audit_role, ops]
+            wider = attrs.evolve(ops, name="Ops", permissions=frozenset(Permission))
+            uow.roles.update(mine.id, wider)
+            with pytest.raises(IntegrityViolationError):
+                uow.roles.update(mine.id, Role("nobody", "Nobody", frozenset()))
+            uow.commit()
+        with adapter.uow() as uow:
+            assert uow.roles.get(mine.id, "ops") == wider
+            assert uow.roles.get(theirs.id, "ops") == ops
+            uow.roles.remove(mine.id, "ops")
+            uow.roles.remove(mine.id, "nobody")
+            uow.commit()
+        with adapter.uow() as uow:
+            assert uow.roles.list(mine.id) == [audit_role]
+            assert uow.roles.list(theirs.id) == [ops]
+
+
+class TestInvitations:
+    """Invitations: scoped look-ups, look-up by email in any case, pending counts."""
+
+    def test_an_invitation_comes_back_equal_and_only_in_its_workspace(
+        self, adapter: Adapter
+    ) -> None:
+        """``get`` is scoped; ``get_for_email`` matches the email case-insensitively."""
+        ada = user()
+        mine, theirs = workspace(ada), workspace(ada)
+        stored = invitation(mine.id, email="Ann.Lee@Example.com")
+        adapter.store(ada, mine, theirs, stored)
+        with adapter.uow() as uow:
+            assert uow.invitations.get(mine.id, stored.id) == stored
+            assert uow.invitations.get(theirs.id, stored.id) is None
+            assert uow.invitations.get_for_email(stored.id, "ann.lee@EXAMPLE.com") == stored
+            assert uow.invitations.get_for_email(stored.id, "bob@example.com") is None
+            assert uow.invitations.get_for_email(uuid4(), "ann.lee@example.com") is None
+        with pytest.raises(IntegrityViolationError):
+            adapter.store(invitation(uuid4()))
+
+    def test_pending_invitations_are_counted_until_used_or_expired(self, adapter: Adapter) -> None:
+        """Used and expired invitations hold no seat; ``role`` narrows the count."""
+        ada = user()
+        mine = workspace(ada)
+        used, fresh, ops = (
+            invitation(mine.id),
+            invitation(mine.id, at(10)),
+            invitation(mine.id, at(20), role="ops"),
+        )
+        adapter.store(ada, mine, used, fresh, ops)
+        with adapter.uow() as uow:
+            uow.invitations.update(used.accepted(at(30)))
+            with pytest.raises(IntegrityViolationError):
+                uow.invitations.update(invitation(mine.id))
+            uow.commit()
+        with adapter.uow() as uow:
+            assert uow.invitations.get(mine.id, used.id) == used.accepted(at(30))
+            assert uow.invitations.count_pending(mine.id, at(40)) == 2
+            assert uow.invitations.count_pending(mine.id, at(40), role="ops") == 1
+            week = 7 * 24 * 3600
+            assert uow.invitations.count_pending(mine.id, at(week + 10)) == 1
+            assert uow.invitations.count_pending(mine.id, at(week + 20)) == 0
+
+    def test_invitations_are_listed_newest_first_across_pages(self, adapter: Adapter) -> None:
+        """Keyset pages by creation time."""
+        ada = user()
+        mine = workspace(ada)
+        made = [invitation(mine.id, at(i)) for i in range(3)]
+        adapter.store(ada, mine, *made)
+        with adapter.uow() as uow:
+            first = uow.invitations.list(mine.id, PageRequest(2))
+            assert first.items == [made[2], made[1]]
+            assert first.next_cursor is not None
+            rest = uow.invitations.list(mine.id, PageRequest(2, first.next_cursor))
+            assert rest.items == [made[0]]
+            assert rest.next_cursor is None
 
 
 class TestAudit:

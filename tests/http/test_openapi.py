@@ -46,6 +46,10 @@ UNAUTHENTICATED_V1 = {("GET", "/v1/auth/cli/config")}
 CREATING = {
     ("POST", "/v1/workspaces"),
     ("POST", "/v1/workspaces/{wid}/backups"),
+    ("POST", "/v1/api-keys"),
+    ("POST", "/v1/workers"),
+    ("POST", "/v1/workspaces/{wid}/roles"),
+    ("POST", "/v1/workspaces/{wid}/invitations"),
     ("POST", "/v1/runs"),
     ("POST", "/v1/runs/{run_id}/upload-url"),
     ("POST", "/v1/auth/sessions"),
@@ -510,6 +514,8 @@ class TestRequestBodies:
             ("POST", "/v1/auth/sessions"),
             ("POST", "/v1/backups/{bid}/pause"),
             ("POST", "/v1/backups/{bid}/resume"),
+            ("POST", "/v1/workers/{id}/rotate"),
+            ("POST", "/v1/invitations/{id}/accept"),
             ("POST", "/v1/backups/{bid}/trigger"),
             ("POST", "/v1/runs/{run_id}/confirm"),
             ("POST", "/v1/artifacts/{aid}/download-url"),
@@ -521,6 +527,9 @@ class TestRequestBodies:
             ("GET", "/v1/workspaces"),
             ("GET", "/v1/workspaces/{wid}/backups"),
             ("GET", "/v1/workspaces/{wid}/audit"),
+            ("GET", "/v1/api-keys"),
+            ("GET", "/v1/workers"),
+            ("GET", "/v1/workspaces/{wid}/members"),
         ):
             operation = operation_of(document, method, path)
             names = {resolve(document, p)["name"] for p in operation["parameters"]}
@@ -720,6 +729,90 @@ class TestLiveResponses:
             if path != "/v1/me":  # ``user`` is optional there (people only)
                 assert_exact(document, schema, response.json())
             check_against_schema(document, schema, response.json())
+
+    def test_access_resources_match_their_schemas(
+        self, api: Api, document: Json, admin: tuple[dict[str, str], str]
+    ) -> None:
+        """API keys, workers, members, roles and invitations answer their schemas."""
+        headers, workspace_id = admin
+        base = f"/v1/workspaces/{workspace_id}"
+        client = api.client
+
+        def check(method: str, path: str, status: int, response: Any) -> None:
+            assert response.status_code == status, (method, path, response.text)
+            schema = response_schema(document, method, path, status)
+            check_against_schema(document, schema, response.json())
+
+        key = client.post(
+            "/v1/api-keys",
+            json={
+                "name": "ci",
+                "permissions": ["backups:read"],
+                "expires_at": "2999-01-01T00:00:00Z",
+            },
+            headers=headers,
+        )
+        check("POST", "/v1/api-keys", 201, key)
+        key_id = key.json()["id"]
+        client.get("/v1/me", headers=bearer(key.json()["token"]))
+        check("GET", "/v1/api-keys", 200, client.get("/v1/api-keys", headers=headers))
+        check(
+            "GET", "/v1/api-keys/{id}", 200, client.get(f"/v1/api-keys/{key_id}", headers=headers)
+        )
+        worker = client.post("/v1/workers", json={"name": "rack"}, headers=headers)
+        check("POST", "/v1/workers", 201, worker)
+        worker_id = worker.json()["id"]
+        check("GET", "/v1/workers", 200, client.get("/v1/workers", headers=headers))
+        check(
+            "GET", "/v1/workers/{id}", 200, client.get(f"/v1/workers/{worker_id}", headers=headers)
+        )
+        rotated = client.post(f"/v1/workers/{worker_id}/rotate", headers=headers)
+        check("POST", "/v1/workers/{id}/rotate", 200, rotated)
+        role = client.post(
+            f"{base}/roles",
+            json={"slug": "ops", "name": "Ops", "permissions": ["backups:read"]},
+            headers=headers,
+        )
+        check("POST", "/v1/workspaces/{wid}/roles", 201, role)
+        check(
+            "GET", "/v1/workspaces/{wid}/roles", 200, client.get(f"{base}/roles", headers=headers)
+        )
+        check(
+            "GET",
+            "/v1/workspaces/{wid}/roles/{slug}",
+            200,
+            client.get(f"{base}/roles/ops", headers=headers),
+        )
+        check(
+            "PATCH",
+            "/v1/workspaces/{wid}/roles/{slug}",
+            200,
+            client.patch(f"{base}/roles/ops", json={"name": "Operations"}, headers=headers),
+        )
+        invitation = client.post(
+            f"{base}/invitations", json={"email": "bob@example.com", "role": "ops"}, headers=headers
+        )
+        check("POST", "/v1/workspaces/{wid}/invitations", 201, invitation)
+        check(
+            "GET",
+            "/v1/workspaces/{wid}/invitations",
+            200,
+            client.get(f"{base}/invitations", headers=headers),
+        )
+        bob = api.person("bob@example.com")
+        accepted = client.post(
+            f"/v1/invitations/{invitation.json()['id']}/accept", headers=bearer(bob)
+        )
+        check("POST", "/v1/invitations/{id}/accept", 200, accepted)
+        members = client.get(f"{base}/members", headers=headers)
+        check("GET", "/v1/workspaces/{wid}/members", 200, members)
+        bob_id = accepted.json()["user_id"]
+        check(
+            "PATCH",
+            "/v1/workspaces/{wid}/members/{id}",
+            200,
+            client.patch(f"{base}/members/{bob_id}", json={"role": "viewer"}, headers=headers),
+        )
 
     def test_sessions_match_their_schema(self, api: Api, document: Json) -> None:
         """Sign-in and switch answer the Session schema; a refusal answers the envelope."""

@@ -75,12 +75,26 @@ def _as_unprivileged(command: list[str]) -> list[str]:
     return ["runuser", "-u", "postgres", "--", *command]
 
 
+def server_tool(name: str) -> str:
+    """A PostgreSQL server program: on PATH, or where Debian's packages put it
+    (``/usr/lib/postgresql/<version>/bin``, newest version first)."""
+    found = shutil.which(name)
+    if found:
+        return found
+    candidates = sorted(
+        Path("/usr/lib/postgresql").glob(f"*/bin/{name}"),
+        key=lambda path: int(path.parts[-3]) if path.parts[-3].isdigit() else 0,
+        reverse=True,
+    )
+    if not candidates:
+        raise NoPostgresError(f"no PostgreSQL on 127.0.0.1:5432 and no {name} installed")
+    return str(candidates[0])
+
+
 @contextmanager
 def throwaway_cluster() -> Iterator[PostgresServer]:
     """A new cluster in a temporary directory, stopped and deleted afterwards."""
-    for tool in ("initdb", "pg_ctl"):
-        if shutil.which(tool) is None:
-            raise NoPostgresError(f"no PostgreSQL on 127.0.0.1:5432 and no {tool} on PATH")
+    initdb, pg_ctl = server_tool("initdb"), server_tool("pg_ctl")
     workdir = Path(tempfile.mkdtemp(prefix="strongroom-pg-"))
     data, port = workdir / "data", _free_port()
     if os.geteuid() == 0:
@@ -91,7 +105,7 @@ def throwaway_cluster() -> Iterator[PostgresServer]:
         subprocess.run(
             run(
                 [
-                    "initdb",
+                    initdb,
                     "-D",
                     str(data),
                     "-U",
@@ -111,7 +125,7 @@ def throwaway_cluster() -> Iterator[PostgresServer]:
         subprocess.run(
             run(
                 [
-                    "pg_ctl",
+                    pg_ctl,
                     "-D",
                     str(data),
                     "-o",
@@ -135,7 +149,7 @@ def throwaway_cluster() -> Iterator[PostgresServer]:
         yield PostgresServer(f"host=127.0.0.1 port={port} user=postgres dbname=postgres")
     finally:
         subprocess.run(
-            run(["pg_ctl", "-D", str(data), "-m", "immediate", "-w", "stop"]),
+            run([pg_ctl, "-D", str(data), "-m", "immediate", "-w", "stop"]),
             check=False,
             capture_output=True,
         )

@@ -63,9 +63,10 @@ def create_session(ctx: ApiContext) -> Response:
         raise UnauthenticatedError("missing bearer credential")
     identity = ctx.facade.sessions.verify(token.strip())
     ctx.empty_body()
-    issued = ctx.facade.sessions.start_session(
-        identity, idempotency=ctx.idempotency(presenters.issued_session)
-    )
+    with ctx.unsealing_replays():
+        issued = ctx.facade.sessions.start_session(
+            identity, idempotency=ctx.sealed_idempotency(presenters.issued_session)
+        )
     return json_response(presenters.issued_session(issued), 201)
 
 
@@ -79,18 +80,19 @@ class SwitchBody:
 @endpoint
 def switch(ctx: ApiContext) -> Response:
     """A new session scoped to another workspace; the current one is revoked."""
-    caller = ctx.caller()
+    caller = ctx.person("only a person's session can switch workspace")
     body = ctx.json(SwitchBody)
-    issued = ctx.facade.sessions.switch(
-        caller, body.workspace_id, idempotency=ctx.idempotency(presenters.issued_session)
-    )
+    with ctx.unsealing_replays():
+        issued = ctx.facade.sessions.switch(
+            caller, body.workspace_id, idempotency=ctx.sealed_idempotency(presenters.issued_session)
+        )
     return json_response(presenters.issued_session(issued), 201)
 
 
 @endpoint
 def sign_out(ctx: ApiContext) -> Response:
     """Revoke the session used for this request."""
-    caller = ctx.caller()
+    caller = ctx.person("only a person's session can sign out; revoke keys instead")
     ctx.empty_body()
     ctx.facade.sessions.sign_out(caller)
     return no_content()

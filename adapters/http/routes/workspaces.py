@@ -27,7 +27,7 @@ class WorkspaceBody:
 @endpoint
 def list_workspaces(ctx: ApiContext) -> Response:
     """The caller's memberships."""
-    caller = ctx.caller()
+    caller = ctx.person("only a person can list memberships; machine credentials cannot")
     page = ctx.page()
     result = ctx.facade.workspaces.memberships(caller, page)
     return json_response(presenters.listing(result, presenters.member_workspace))
@@ -36,7 +36,7 @@ def list_workspaces(ctx: ApiContext) -> Response:
 @endpoint
 def create_workspace(ctx: ApiContext) -> Response:
     """Create a workspace; the caller becomes its admin."""
-    caller = ctx.caller()
+    caller = ctx.person("only a person can create a workspace; machine credentials cannot")
     body = ctx.json(WorkspaceBody)
     workspace = ctx.facade.workspaces.create(
         caller, body.name, idempotency=ctx.idempotency(presenters.workspace)

@@ -60,6 +60,26 @@ AND (m.workspace_created_at, m.workspace_id) < (:after_created_at, :after_id)
 -- name: membership_count
 SELECT count(*) AS n FROM memberships WHERE workspace_id = :workspace_id
 
+-- name: membership_list_members
+SELECT m.user_id, u.email, u.name, m.role, m.joined_at
+FROM memberships AS m
+JOIN users AS u ON u.id = m.user_id
+WHERE m.workspace_id = :workspace_id /*filters*/
+ORDER BY m.joined_at DESC, m.user_id DESC
+LIMIT :limit
+
+-- name: filter_member_after
+AND (m.joined_at, m.user_id) < (:after_created_at, :after_id)
+
+-- name: membership_update
+UPDATE memberships SET role = :role WHERE workspace_id = :workspace_id AND user_id = :user_id
+
+-- name: membership_delete
+DELETE FROM memberships WHERE workspace_id = :workspace_id AND user_id = :user_id
+
+-- name: membership_count_role
+SELECT count(*) AS n FROM memberships WHERE workspace_id = :workspace_id AND role = :role
+
 -- name: user_insert
 INSERT INTO users (id, email, name, idp_subject, created_at)
 VALUES (:id, :email, :name, :idp_subject, :created_at)
@@ -138,6 +158,9 @@ LIMIT :limit
 
 -- name: filter_backup_after
 AND (created_at, id) < (:after_created_at, :after_id)
+
+-- name: filter_backup_worker
+AND worker_id = :worker_id
 
 -- name: backup_count
 SELECT count(*) AS n FROM backups WHERE workspace_id = :workspace_id
@@ -249,10 +272,87 @@ ORDER BY expires_at, id
 LIMIT :limit
 
 -- name: worker_insert
-INSERT INTO workers (id, workspace_id) VALUES (:id, :workspace_id)
+INSERT INTO workers (id, workspace_id, name, token_hash, created_at, last_seen_at)
+VALUES (:id, :workspace_id, :name, :token_hash, :created_at, :last_seen_at)
 
 -- name: worker_exists
 SELECT 1 AS found FROM workers WHERE id = :id AND workspace_id = :workspace_id
+
+-- name: worker_get
+SELECT id, workspace_id, name, token_hash, created_at, last_seen_at
+FROM workers
+WHERE workspace_id = :workspace_id AND id = :id
+
+-- name: worker_find
+SELECT id, workspace_id, name, token_hash, created_at, last_seen_at
+FROM workers
+WHERE token_hash = :token_hash
+
+-- name: worker_update
+-- The creation time never changes.
+UPDATE workers
+SET name = :name, token_hash = :token_hash, last_seen_at = :last_seen_at
+WHERE workspace_id = :workspace_id AND id = :id
+
+-- name: worker_touch
+UPDATE workers
+SET last_seen_at = :at
+WHERE id = :id AND (last_seen_at IS NULL OR last_seen_at < :stale_before)
+
+-- name: worker_delete
+DELETE FROM workers WHERE workspace_id = :workspace_id AND id = :id
+
+-- name: worker_list
+SELECT id, workspace_id, name, token_hash, created_at, last_seen_at
+FROM workers
+WHERE workspace_id = :workspace_id /*filters*/
+ORDER BY created_at DESC, id DESC
+LIMIT :limit
+
+-- name: filter_worker_after
+AND (created_at, id) < (:after_created_at, :after_id)
+
+-- name: worker_count
+SELECT count(*) AS n FROM workers WHERE workspace_id = :workspace_id
+
+-- name: api_key_insert
+INSERT INTO api_keys (
+    id, workspace_id, name, permissions, token_hash, created_at, expires_at, last_used_at
+) VALUES (
+    :id, :workspace_id, :name, :permissions, :token_hash, :created_at, :expires_at,
+    :last_used_at
+)
+
+-- name: api_key_get
+SELECT id, workspace_id, name, permissions, token_hash, created_at, expires_at, last_used_at
+FROM api_keys
+WHERE workspace_id = :workspace_id AND id = :id
+
+-- name: api_key_find
+SELECT id, workspace_id, name, permissions, token_hash, created_at, expires_at, last_used_at
+FROM api_keys
+WHERE token_hash = :token_hash
+
+-- name: api_key_touch
+UPDATE api_keys
+SET last_used_at = :at
+WHERE id = :id AND (last_used_at IS NULL OR last_used_at < :stale_before)
+
+-- name: api_key_delete
+DELETE FROM api_keys WHERE workspace_id = :workspace_id AND id = :id
+
+-- name: api_key_list
+SELECT id, workspace_id, name, permissions, token_hash, created_at, expires_at, last_used_at
+FROM api_keys
+WHERE workspace_id = :workspace_id /*filters*/
+ORDER BY created_at DESC, id DESC
+LIMIT :limit
+
+-- name: filter_api_key_after
+AND (created_at, id) < (:after_created_at, :after_id)
+
+-- name: api_key_count
+SELECT count(*) AS n FROM api_keys WHERE workspace_id = :workspace_id
 
 -- name: role_insert
 INSERT INTO roles (workspace_id, slug, name, permissions)
@@ -260,6 +360,13 @@ VALUES (:workspace_id, :slug, :name, :permissions)
 
 -- name: role_get
 SELECT slug, name, permissions FROM roles WHERE workspace_id = :workspace_id AND slug = :slug
+
+-- name: role_update
+UPDATE roles SET name = :name, permissions = :permissions
+WHERE workspace_id = :workspace_id AND slug = :slug
+
+-- name: role_delete
+DELETE FROM roles WHERE workspace_id = :workspace_id AND slug = :slug
 
 -- name: audit_insert
 INSERT INTO audit_events (
@@ -372,3 +479,36 @@ SET device_code_hash = :device_code_hash, user_code = :user_code, client_id = :c
     last_polled_at = :last_polled_at, access_token_hash = :access_token_hash,
     access_expires_at = :access_expires_at
 WHERE id = :id
+
+-- name: invitation_insert
+INSERT INTO invitations (
+    id, workspace_id, email, email_key, role, created_at, expires_at, accepted_at
+) VALUES (
+    :id, :workspace_id, :email, :email_key, :role, :created_at, :expires_at, :accepted_at
+)
+
+-- name: invitation_get
+SELECT id, workspace_id, email, role, created_at, expires_at, accepted_at
+FROM invitations
+WHERE workspace_id = :workspace_id AND id = :id
+
+-- name: invitation_update
+UPDATE invitations SET accepted_at = :accepted_at
+WHERE workspace_id = :workspace_id AND id = :id
+
+-- name: invitation_list
+SELECT id, workspace_id, email, role, created_at, expires_at, accepted_at
+FROM invitations
+WHERE workspace_id = :workspace_id /*filters*/
+ORDER BY created_at DESC, id DESC
+LIMIT :limit
+
+-- name: filter_invitation_after
+AND (created_at, id) < (:after_created_at, :after_id)
+
+-- name: invitation_count_pending
+SELECT count(*) AS n FROM invitations
+WHERE workspace_id = :workspace_id AND accepted_at IS NULL AND expires_at > :now /*filters*/
+
+-- name: filter_invitation_role
+AND role = :role

@@ -42,6 +42,16 @@ WHERE user_code = :user_code
 ORDER BY created_at DESC, id DESC
 LIMIT 1
 
+-- name: role_list
+-- Slugs in code-point order, as every adapter sorts them.
+SELECT slug, name, permissions FROM roles WHERE workspace_id = :workspace_id
+ORDER BY slug
+
+-- name: invitation_get_for_email
+SELECT id, workspace_id, email, role, created_at, expires_at, accepted_at
+FROM invitations
+WHERE id = :id AND email_key = :email_key
+
 -- name: run_get_for_update
 SELECT id, workspace_id, backup_id, state, trigger, worker_id, created_at, started_at,
        finished_at, artifact_count, bytes, error

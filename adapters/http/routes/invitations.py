@@ -1,0 +1,77 @@
+"""Invitations: invite people to the workspace, and accept an invitation.
+
+Every handler runs the contract's order of checks: credential, path ids, workspace and
+permission (``authorize``), body, then the use case.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+
+import attrs
+from starlette.responses import Response
+from starlette.routing import BaseRoute, Route
+
+from strongroom.adapters.http import presenters
+from strongroom.adapters.http.context import ApiContext, endpoint, json_response
+from strongroom.ports.usecases.invitations import (
+    CREATE_INVITATION,
+    READ_INVITATIONS,
+    require_person,
+)
+
+
+@attrs.frozen
+class InvitationBody:
+    """``POST /v1/workspaces/{wid}/invitations``."""
+
+    email: str
+    role: str
+
+
+@endpoint
+def create_invitation(ctx: ApiContext) -> Response:
+    """Invite a person by email; the mailer delivers the acceptance link."""
+    caller = ctx.caller()
+    workspace_id = ctx.path_id("wid")
+    ctx.facade.access.authorize(caller, CREATE_INVITATION, workspace_id=workspace_id)
+    body = ctx.json(InvitationBody)
+    now = ctx.facade.deps.clock.now()
+    invitation = ctx.facade.invitations.create(
+        caller,
+        workspace_id,
+        body.email,
+        body.role,
+        accept_url_base=ctx.base_url,
+        idempotency=ctx.idempotency(partial(presenters.invitation, now=now)),
+    )
+    return json_response(presenters.invitation(invitation, now), 201)
+
+
+@endpoint
+def list_invitations(ctx: ApiContext) -> Response:
+    """The workspace's invitations, newest first."""
+    caller = ctx.caller()
+    workspace_id = ctx.path_id("wid")
+    ctx.facade.access.authorize(caller, READ_INVITATIONS, workspace_id=workspace_id)
+    page = ctx.facade.invitations.list(caller, workspace_id, ctx.page())
+    now = ctx.facade.deps.clock.now()
+    return json_response(presenters.listing(page, partial(presenters.invitation, now=now)))
+
+
+@endpoint
+def accept_invitation(ctx: ApiContext) -> Response:
+    """Join the invitation's workspace (a person whose email is the invited one)."""
+    caller = ctx.caller()
+    invitation_id = ctx.path_id("id")
+    require_person(caller)
+    ctx.empty_body()
+    membership = ctx.facade.invitations.accept(caller, invitation_id)
+    return json_response(presenters.membership(membership))
+
+
+routes: list[BaseRoute] = [
+    Route("/v1/workspaces/{wid}/invitations", create_invitation, methods=["POST"]),
+    Route("/v1/workspaces/{wid}/invitations", list_invitations, methods=["GET"]),
+    Route("/v1/invitations/{id}/accept", accept_invitation, methods=["POST"]),
+]

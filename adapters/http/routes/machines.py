@@ -1,0 +1,152 @@
+"""API keys and workers: the machine credentials of the caller's workspace.
+
+Every handler runs the contract's order of checks: credential, path id, workspace and
+permission (``authorize``), body, then the use case.
+"""
+
+from __future__ import annotations
+
+import attrs
+from starlette.responses import Response
+from starlette.routing import BaseRoute, Route
+
+from strongroom.adapters.http import presenters
+from strongroom.adapters.http.bodies import parse_timestamp
+from strongroom.adapters.http.context import ApiContext, endpoint, json_response, no_content
+from strongroom.ports.usecases.machines import (
+    CREATE_API_KEY,
+    CREATE_WORKER,
+    DELETE_API_KEY,
+    DELETE_WORKER,
+    READ_API_KEYS,
+    READ_WORKERS,
+    ROTATE_WORKER,
+)
+
+
+@attrs.frozen
+class ApiKeyCreateBody:
+    """``POST /v1/api-keys``."""
+
+    name: str
+    permissions: list[str]
+    expires_at: str | None = None
+
+
+@attrs.frozen
+class WorkerCreateBody:
+    """``POST /v1/workers``."""
+
+    name: str
+
+
+@endpoint
+def create_api_key(ctx: ApiContext) -> Response:
+    """Create an API key; its token appears only in this response."""
+    caller = ctx.caller()
+    ctx.facade.access.authorize(caller, CREATE_API_KEY)
+    body = ctx.json(ApiKeyCreateBody)
+    expires_at = None if body.expires_at is None else parse_timestamp(body.expires_at, "expires_at")
+    with ctx.unsealing_replays():
+        issued = ctx.facade.api_keys.create(
+            caller,
+            body.name,
+            body.permissions,
+            expires_at,
+            idempotency=ctx.sealed_idempotency(presenters.issued_api_key),
+        )
+    return json_response(presenters.issued_api_key(issued), 201)
+
+
+@endpoint
+def list_api_keys(ctx: ApiContext) -> Response:
+    """The workspace's API keys, newest first."""
+    caller = ctx.caller()
+    ctx.facade.access.authorize(caller, READ_API_KEYS)
+    page = ctx.facade.api_keys.list(caller, ctx.page())
+    return json_response(presenters.listing(page, presenters.api_key))
+
+
+@endpoint
+def get_api_key(ctx: ApiContext) -> Response:
+    """One API key."""
+    caller = ctx.caller()
+    key_id = ctx.path_id("id")
+    ctx.facade.access.authorize(caller, READ_API_KEYS)
+    return json_response(presenters.api_key(ctx.facade.api_keys.get(caller, key_id)))
+
+
+@endpoint
+def delete_api_key(ctx: ApiContext) -> Response:
+    """Revoke an API key: it stops working on the next request."""
+    caller = ctx.caller()
+    key_id = ctx.path_id("id")
+    ctx.facade.access.authorize(caller, DELETE_API_KEY, target_id=key_id)
+    ctx.empty_body()
+    ctx.facade.api_keys.revoke(caller, key_id)
+    return no_content()
+
+
+@endpoint
+def create_worker(ctx: ApiContext) -> Response:
+    """Register a worker; its token appears only in this response."""
+    caller = ctx.caller()
+    ctx.facade.access.authorize(caller, CREATE_WORKER)
+    body = ctx.json(WorkerCreateBody)
+    with ctx.unsealing_replays():
+        issued = ctx.facade.workers.create(
+            caller, body.name, idempotency=ctx.sealed_idempotency(presenters.issued_worker)
+        )
+    return json_response(presenters.issued_worker(issued), 201)
+
+
+@endpoint
+def list_workers(ctx: ApiContext) -> Response:
+    """The workspace's workers, newest first."""
+    caller = ctx.caller()
+    ctx.facade.access.authorize(caller, READ_WORKERS)
+    page = ctx.facade.workers.list(caller, ctx.page())
+    return json_response(presenters.listing(page, presenters.worker))
+
+
+@endpoint
+def get_worker(ctx: ApiContext) -> Response:
+    """One worker."""
+    caller = ctx.caller()
+    worker_id = ctx.path_id("id")
+    ctx.facade.access.authorize(caller, READ_WORKERS)
+    return json_response(presenters.worker(ctx.facade.workers.get(caller, worker_id)))
+
+
+@endpoint
+def rotate_worker(ctx: ApiContext) -> Response:
+    """A new credential for a worker; the old one stops working at once."""
+    caller = ctx.caller()
+    worker_id = ctx.path_id("id")
+    ctx.facade.access.authorize(caller, ROTATE_WORKER, target_id=worker_id)
+    ctx.empty_body()
+    return json_response(presenters.issued_worker(ctx.facade.workers.rotate(caller, worker_id)))
+
+
+@endpoint
+def delete_worker(ctx: ApiContext) -> Response:
+    """Delete a worker (refused while backups are assigned to it)."""
+    caller = ctx.caller()
+    worker_id = ctx.path_id("id")
+    ctx.facade.access.authorize(caller, DELETE_WORKER, target_id=worker_id)
+    ctx.empty_body()
+    ctx.facade.workers.delete(caller, worker_id)
+    return no_content()
+
+
+routes: list[BaseRoute] = [
+    Route("/v1/api-keys", create_api_key, methods=["POST"]),
+    Route("/v1/api-keys", list_api_keys, methods=["GET"]),
+    Route("/v1/api-keys/{id}", get_api_key, methods=["GET"]),
+    Route("/v1/api-keys/{id}", delete_api_key, methods=["DELETE"]),
+    Route("/v1/workers", create_worker, methods=["POST"]),
+    Route("/v1/workers", list_workers, methods=["GET"]),
+    Route("/v1/workers/{id}", get_worker, methods=["GET"]),
+    Route("/v1/workers/{id}", delete_worker, methods=["DELETE"]),
+    Route("/v1/workers/{id}/rotate", rotate_worker, methods=["POST"]),
+]

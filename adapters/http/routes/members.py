@@ -1,0 +1,173 @@
+"""Members and roles of a workspace.
+
+Every handler runs the contract's order of checks: credential, path ids, workspace and
+permission (``authorize``), body, then the use case.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+from starlette.responses import Response
+from starlette.routing import BaseRoute, Route
+
+from strongroom.adapters.http import presenters
+from strongroom.adapters.http.context import ApiContext, endpoint, json_response, no_content
+from strongroom.domain.errors import InvalidRequestError
+from strongroom.ports.usecases.members import (
+    CREATE_ROLE,
+    DELETE_MEMBER,
+    DELETE_ROLE,
+    READ_MEMBERS,
+    READ_ROLES,
+    UNSET,
+    UPDATE_MEMBER,
+    UPDATE_ROLE,
+    check_role_slug,
+)
+
+
+@attrs.frozen
+class MemberUpdateBody:
+    """``PATCH /v1/workspaces/{wid}/members/{id}``."""
+
+    role: str
+
+
+@attrs.frozen
+class RoleCreateBody:
+    """``POST /v1/workspaces/{wid}/roles``."""
+
+    slug: str
+    name: str
+    permissions: list[str]
+
+
+def _path_slug(ctx: ApiContext) -> str:
+    slug: str = ctx.request.path_params["slug"]
+    return check_role_slug(slug)
+
+
+@endpoint
+def list_members(ctx: ApiContext) -> Response:
+    """The workspace's members, newest first."""
+    caller = ctx.caller()
+    workspace_id = ctx.path_id("wid")
+    ctx.facade.access.authorize(caller, READ_MEMBERS, workspace_id=workspace_id)
+    page = ctx.facade.members.list(caller, workspace_id, ctx.page())
+    return json_response(presenters.listing(page, presenters.member))
+
+
+@endpoint
+def patch_member(ctx: ApiContext) -> Response:
+    """Change a member's role."""
+    caller = ctx.caller()
+    workspace_id = ctx.path_id("wid")
+    user_id = ctx.path_id("id")
+    ctx.facade.access.authorize(caller, UPDATE_MEMBER, workspace_id=workspace_id, target_id=user_id)
+    body = ctx.json(MemberUpdateBody)
+    member = ctx.facade.members.change_role(caller, workspace_id, user_id, body.role)
+    return json_response(presenters.member(member))
+
+
+@endpoint
+def delete_member(ctx: ApiContext) -> Response:
+    """Remove a member from the workspace."""
+    caller = ctx.caller()
+    workspace_id = ctx.path_id("wid")
+    user_id = ctx.path_id("id")
+    ctx.facade.access.authorize(caller, DELETE_MEMBER, workspace_id=workspace_id, target_id=user_id)
+    ctx.empty_body()
+    ctx.facade.members.remove(caller, workspace_id, user_id)
+    return no_content()
+
+
+@endpoint
+def list_roles(ctx: ApiContext) -> Response:
+    """Built-in roles, then custom roles by slug (one page)."""
+    caller = ctx.caller()
+    workspace_id = ctx.path_id("wid")
+    ctx.facade.access.authorize(caller, READ_ROLES, workspace_id=workspace_id)
+    return json_response(presenters.roles(ctx.facade.roles.list(caller, workspace_id)))
+
+
+@endpoint
+def create_role(ctx: ApiContext) -> Response:
+    """Create a custom role."""
+    caller = ctx.caller()
+    workspace_id = ctx.path_id("wid")
+    ctx.facade.access.authorize(caller, CREATE_ROLE, workspace_id=workspace_id)
+    body = ctx.json(RoleCreateBody)
+    role = ctx.facade.roles.create(
+        caller,
+        workspace_id,
+        body.slug,
+        body.name,
+        body.permissions,
+        idempotency=ctx.idempotency(presenters.role),
+    )
+    return json_response(presenters.role(role), 201)
+
+
+@endpoint
+def get_role(ctx: ApiContext) -> Response:
+    """One role."""
+    caller = ctx.caller()
+    workspace_id = ctx.path_id("wid")
+    slug = _path_slug(ctx)
+    ctx.facade.access.authorize(caller, READ_ROLES, workspace_id=workspace_id)
+    return json_response(presenters.role(ctx.facade.roles.get(caller, workspace_id, slug)))
+
+
+def _role_changes(body: dict[str, Any]) -> dict[str, Any]:
+    unknown = sorted(set(body) - {"name", "permissions"})
+    if unknown:
+        raise InvalidRequestError(f"unknown field: {', '.join(unknown)}")
+    changes: dict[str, Any] = {"name": UNSET, "permissions": UNSET}
+    if "name" in body:
+        if type(body["name"]) is not str:
+            raise InvalidRequestError("invalid value for name: expected a string")
+        changes["name"] = body["name"]
+    if "permissions" in body:
+        value = body["permissions"]
+        if type(value) is not list or any(type(item) is not str for item in value):
+            raise InvalidRequestError("invalid value for permissions: expected an array of strings")
+        changes["permissions"] = value
+    return changes
+
+
+@endpoint
+def patch_role(ctx: ApiContext) -> Response:
+    """Rename a custom role or change its permissions."""
+    caller = ctx.caller()
+    workspace_id = ctx.path_id("wid")
+    slug = _path_slug(ctx)
+    ctx.facade.access.authorize(caller, UPDATE_ROLE, workspace_id=workspace_id, target_id=slug)
+    changes = _role_changes(ctx.json_object())
+    role = ctx.facade.roles.update(caller, workspace_id, slug, **changes)
+    return json_response(presenters.role(role))
+
+
+@endpoint
+def delete_role(ctx: ApiContext) -> Response:
+    """Delete a custom role nobody holds."""
+    caller = ctx.caller()
+    workspace_id = ctx.path_id("wid")
+    slug = _path_slug(ctx)
+    ctx.facade.access.authorize(caller, DELETE_ROLE, workspace_id=workspace_id, target_id=slug)
+    ctx.empty_body()
+    ctx.facade.roles.delete(caller, workspace_id, slug)
+    return no_content()
+
+
+routes: list[BaseRoute] = [
+    Route("/v1/workspaces/{wid}/members", list_members, methods=["GET"]),
+    Route("/v1/workspaces/{wid}/members/{id}", patch_member, methods=["PATCH"]),
+    Route("/v1/workspaces/{wid}/members/{id}", delete_member, methods=["DELETE"]),
+    Route("/v1/workspaces/{wid}/roles", list_roles, methods=["GET"]),
+    Route("/v1/workspaces/{wid}/roles", create_role, methods=["POST"]),
+    Route("/v1/workspaces/{wid}/roles/{slug}", get_role, methods=["GET"]),
+    Route("/v1/workspaces/{wid}/roles/{slug}", patch_role, methods=["PATCH"]),
+    Route("/v1/workspaces/{wid}/roles/{slug}", delete_role, methods=["DELETE"]),
+]

@@ -1,0 +1,182 @@
+"""Invitations: ask a person, by email, to join the workspace with a role.
+
+The inviter must hold every permission of the role; the invitation is usable once, for
+seven days, by a signed-in person whose email matches (case-insensitively). Members plus
+pending invitations count against ``members_per_workspace``.
+"""
+
+from __future__ import annotations
+
+import logging
+from uuid import UUID
+
+from strongroom.domain.audit import Change
+from strongroom.domain.billing import GatedOperation, ensure_allowed
+from strongroom.domain.errors import (
+    ForbiddenError,
+    InvalidStateError,
+    NotFoundError,
+    ValidationFailedError,
+)
+from strongroom.domain.invitations import (
+    INVITATION_LIFETIME,
+    Invitation,
+    InvitationState,
+    clean_email,
+)
+from strongroom.domain.pagination import Page, PageRequest
+from strongroom.domain.permissions import Permission, Role
+from strongroom.domain.principals import Caller
+from strongroom.domain.quotas import QuotaResource, ensure_room
+from strongroom.domain.users import User
+from strongroom.domain.workspaces import Membership, Workspace
+from strongroom.ports.unit_of_work import UnitOfWork
+from strongroom.ports.usecases.access import Access, Requirement
+from strongroom.ports.usecases.dependencies import Dependencies
+from strongroom.ports.usecases.idempotency import IdempotencyKey, run_idempotent
+from strongroom.ports.usecases.members import check_role_slug, resolve_role
+from strongroom.ports.usecases.recording import record_by_caller
+
+logger = logging.getLogger(__name__)
+
+READ_INVITATIONS = Requirement((Permission.INVITATIONS_READ,))
+CREATE_INVITATION = Requirement((Permission.INVITATIONS_WRITE,), "invitation.create")
+
+
+def _workspace_for_update(uow: UnitOfWork, workspace_id: UUID) -> Workspace:
+    workspace = uow.workspaces.get_for_update(workspace_id)
+    if workspace is None:
+        raise NotFoundError("workspace")
+    return workspace
+
+
+def require_person(caller: Caller) -> User:
+    """The person calling; a machine credential gets 403 (invitations are for people)."""
+    if not caller.is_human or caller.user is None:
+        raise ForbiddenError("only a person can accept an invitation")
+    return caller.user
+
+
+class Invitations:
+    """Inviting people and accepting invitations."""
+
+    def __init__(self, deps: Dependencies, access: Access) -> None:
+        self._deps = deps
+        self._access = access
+
+    def create(
+        self,
+        caller: Caller,
+        workspace_id: UUID,
+        email: str,
+        role: str,
+        accept_url_base: str | None = None,
+        idempotency: IdempotencyKey[Invitation] | None = None,
+    ) -> Invitation:
+        """Invite ``email`` with ``role`` (whose permissions the caller must hold); the
+        mailer delivers the invitation once it is stored."""
+        self._access.authorize(caller, CREATE_INVITATION, workspace_id=workspace_id)
+        email = clean_email(email)
+        check_role_slug(role, "role")
+        with self._deps.uow() as uow:
+            granted = self._existing_role(uow, workspace_id, role)
+        self._access.refuse_escalation(
+            caller, workspace_id, "invitation.create", granted.permissions
+        )
+        now = self._deps.clock.now()
+
+        def store(uow: UnitOfWork) -> Invitation:
+            workspace = _workspace_for_update(uow, workspace_id)
+            ensure_allowed(workspace.billing_state, GatedOperation.CONFIG_WRITE)
+            resource = QuotaResource.MEMBERS_PER_WORKSPACE
+            usage = uow.memberships.count(workspace_id) + uow.invitations.count_pending(
+                workspace_id, now
+            )
+            ensure_room(resource, workspace.limit(resource), usage)
+            invitation = Invitation(
+                self._deps.ids.new_id(), workspace_id, email, role, now, now + INVITATION_LIFETIME
+            )
+            uow.invitations.add(invitation)
+            record_by_caller(
+                self._deps,
+                uow,
+                caller,
+                workspace_id,
+                "invitation.create",
+                invitation.id,
+                {"email": Change(None, email), "role": Change(None, role)},
+            )
+            stored.append(workspace.name)
+            return invitation
+
+        stored: list[str] = []  # the workspace's name, once this request stored it
+        invitation = run_idempotent(self._deps.uow, caller, idempotency, now, store)
+        if stored:  # a replay sends nothing again
+            self._deliver(stored[0], invitation, accept_url_base)
+        return invitation
+
+    def _deliver(
+        self, workspace_name: str, invitation: Invitation, accept_url_base: str | None
+    ) -> None:
+        link = f"{(accept_url_base or '').rstrip('/')}/v1/invitations/{invitation.id}/accept"
+        body = (
+            f"You are invited to join the workspace {workspace_name!r} as {invitation.role}.\n"
+            f"Sign in as {invitation.email}, then accept with POST {link}\n"
+            f"The invitation expires at {invitation.expires_at.isoformat()}."
+        )
+        try:
+            self._deps.mailer.send(invitation.email, f"Join {workspace_name} on Strongroom", body)
+        except Exception:
+            # The invitation stands; the mail can be sent again by inviting again.
+            logger.exception("invitation %s could not be mailed", invitation.id)
+
+    def list(self, caller: Caller, workspace_id: UUID, page: PageRequest) -> Page[Invitation]:
+        """The workspace's invitations, newest first."""
+        self._access.authorize(caller, READ_INVITATIONS, workspace_id=workspace_id)
+        with self._deps.uow() as uow:
+            return uow.invitations.list(workspace_id, page)
+
+    def accept(self, caller: Caller, invitation_id: UUID) -> Membership:
+        """Join the invitation's workspace; the caller's email must be the invited one."""
+        user = require_person(caller)
+        now = self._deps.clock.now()
+        with self._deps.uow() as uow:
+            invitation = uow.invitations.get_for_email(invitation_id, user.email)
+            if invitation is None:
+                raise NotFoundError("invitation")
+            workspace_id = invitation.workspace_id
+            workspace = _workspace_for_update(uow, workspace_id)
+            ensure_allowed(workspace.billing_state, GatedOperation.CONFIG_WRITE)
+            state = invitation.state(now)
+            if state is not InvitationState.PENDING:
+                raise InvalidStateError(f"this invitation is {state.value}")
+            resource = QuotaResource.MEMBERS_PER_WORKSPACE
+            others = uow.invitations.count_pending(workspace_id, now) - 1
+            ensure_room(
+                resource, workspace.limit(resource), uow.memberships.count(workspace_id) + others
+            )
+            if uow.memberships.get(workspace_id, user.id) is not None:
+                raise InvalidStateError("you are already a member of this workspace")
+            if resolve_role(uow, workspace_id, invitation.role) is None:
+                raise InvalidStateError("the invitation's role no longer exists")
+            membership = Membership(workspace_id, user.id, invitation.role, now)
+            uow.memberships.add(membership)
+            uow.invitations.update(invitation.accepted(now))
+            record_by_caller(
+                self._deps,
+                uow,
+                caller,
+                workspace_id,
+                "invitation.accept",
+                invitation_id,
+                {"role": Change(None, invitation.role)},
+            )
+            uow.commit()
+        return membership
+
+    @staticmethod
+    def _existing_role(uow: UnitOfWork, workspace_id: UUID, slug: str) -> Role:
+        role = resolve_role(uow, workspace_id, slug)
+        if role is None:
+            raise ValidationFailedError(f"role {slug} does not exist in this workspace")
+        return role

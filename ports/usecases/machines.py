@@ -1,0 +1,269 @@
+"""API keys and workers: the machine credentials of a workspace.
+
+A token is shown once, when it is made (creation, rotation); only its hash is stored.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from datetime import datetime
+from uuid import UUID
+
+import attrs
+
+from strongroom.domain.audit import Change
+from strongroom.domain.billing import GatedOperation, ensure_allowed
+from strongroom.domain.errors import InvalidStateError, NotFoundError, ValidationFailedError
+from strongroom.domain.machines import ApiKey, Worker, in_catalog_order
+from strongroom.domain.names import clean_name
+from strongroom.domain.pagination import Page, PageRequest
+from strongroom.domain.permissions import Permission
+from strongroom.domain.principals import Caller
+from strongroom.domain.quotas import QuotaResource, ensure_room
+from strongroom.domain.tokens import TokenKind, format_token, hash_token
+from strongroom.domain.workspaces import Workspace
+from strongroom.ports.unit_of_work import UnitOfWork
+from strongroom.ports.usecases.access import Access, Requirement
+from strongroom.ports.usecases.dependencies import Dependencies
+from strongroom.ports.usecases.idempotency import IdempotencyKey, run_idempotent
+from strongroom.ports.usecases.recording import record_by_caller
+
+READ_API_KEYS = Requirement((Permission.API_KEYS_READ,))
+CREATE_API_KEY = Requirement((Permission.API_KEYS_WRITE,), "api_key.create")
+DELETE_API_KEY = Requirement((Permission.API_KEYS_WRITE,), "api_key.delete")
+READ_WORKERS = Requirement((Permission.WORKERS_READ,))
+CREATE_WORKER = Requirement((Permission.WORKERS_WRITE,), "worker.create")
+ROTATE_WORKER = Requirement((Permission.WORKERS_WRITE,), "worker.rotate")
+DELETE_WORKER = Requirement((Permission.WORKERS_WRITE,), "worker.delete")
+
+
+@attrs.frozen
+class IssuedApiKey:
+    """A new API key and its token (shown only once)."""
+
+    key: ApiKey
+    token: str = attrs.field(repr=False)
+
+
+@attrs.frozen
+class IssuedWorker:
+    """A worker and its new token (shown only once: at creation and at rotation)."""
+
+    worker: Worker
+    token: str = attrs.field(repr=False)
+
+
+def _workspace_for_update(uow: UnitOfWork, workspace_id: UUID) -> Workspace:
+    workspace = uow.workspaces.get_for_update(workspace_id)
+    if workspace is None:
+        raise NotFoundError("workspace")
+    return workspace
+
+
+class ApiKeys:
+    """API keys: machine credentials with a fixed subset of their creator's permissions."""
+
+    def __init__(self, deps: Dependencies, access: Access) -> None:
+        self._deps = deps
+        self._access = access
+
+    def create(
+        self,
+        caller: Caller,
+        name: str,
+        slugs: list[str],
+        expires_at: datetime | None = None,
+        idempotency: IdempotencyKey[IssuedApiKey] | None = None,
+    ) -> IssuedApiKey:
+        """Create a key in the caller's workspace; its permissions must be the caller's."""
+        workspace_id = self._access.authorize(caller, CREATE_API_KEY)
+        name = clean_name(name)
+        permissions = parse_permission_slugs(slugs)
+        self._access.refuse_escalation(caller, workspace_id, "api_key.create", permissions)
+        now = self._deps.clock.now()
+        if expires_at is not None and expires_at <= now:
+            raise ValidationFailedError("expires_at must be in the future")
+
+        def store(uow: UnitOfWork) -> IssuedApiKey:
+            workspace = _workspace_for_update(uow, workspace_id)
+            ensure_allowed(workspace.billing_state, GatedOperation.CONFIG_WRITE)
+            resource = QuotaResource.API_KEYS_PER_WORKSPACE
+            ensure_room(resource, workspace.limit(resource), uow.api_keys.count(workspace_id))
+            token = format_token(TokenKind.API_KEY, self._deps.ids.random_bytes(32))
+            key = ApiKey(
+                self._deps.ids.new_id(),
+                workspace_id,
+                name,
+                permissions,
+                hash_token(token),
+                now,
+                expires_at,
+            )
+            uow.api_keys.add(key)
+            record_by_caller(
+                self._deps,
+                uow,
+                caller,
+                workspace_id,
+                "api_key.create",
+                key.id,
+                {
+                    "name": Change(None, name),
+                    "permissions": Change(None, [p.value for p in in_catalog_order(permissions)]),
+                    "expires_at": Change(None, _iso(expires_at)),
+                },
+            )
+            return IssuedApiKey(key, token)
+
+        return run_idempotent(self._deps.uow, caller, idempotency, now, store)
+
+    def list(self, caller: Caller, page: PageRequest) -> Page[ApiKey]:
+        """The workspace's keys, newest first (never their tokens)."""
+        workspace_id = self._access.authorize(caller, READ_API_KEYS)
+        with self._deps.uow() as uow:
+            return uow.api_keys.list(workspace_id, page)
+
+    def get(self, caller: Caller, key_id: UUID) -> ApiKey:
+        """One key of the caller's workspace."""
+        workspace_id = self._access.authorize(caller, READ_API_KEYS)
+        with self._deps.uow() as uow:
+            key = uow.api_keys.get(workspace_id, key_id)
+        if key is None:
+            raise NotFoundError("API key")
+        return key
+
+    def revoke(self, caller: Caller, key_id: UUID) -> None:
+        """Delete a key; it stops working on the very next request."""
+        workspace_id = self._access.authorize(caller, DELETE_API_KEY, target_id=key_id)
+        with self._deps.uow() as uow:
+            key = uow.api_keys.get(workspace_id, key_id)
+            if key is None:
+                raise NotFoundError("API key")
+            workspace = _workspace_for_update(uow, workspace_id)
+            ensure_allowed(workspace.billing_state, GatedOperation.CONFIG_WRITE)
+            uow.api_keys.remove(workspace_id, key_id)
+            record_by_caller(
+                self._deps,
+                uow,
+                caller,
+                workspace_id,
+                "api_key.delete",
+                key_id,
+                {"name": Change(key.name, None)},
+            )
+            uow.commit()
+
+
+_SLUG_LIKE = re.compile(r"[a-z_]{1,20}:[a-z_]{1,20}")
+
+
+def _iso(moment: datetime | None) -> str | None:
+    return None if moment is None else moment.isoformat()
+
+
+def parse_permission_slugs(slugs: Sequence[str]) -> frozenset[Permission]:
+    """Permissions from slugs; slugs outside the catalog are ``validation_failed``."""
+    unknown = sorted({slug for slug in slugs if slug not in Permission._value2member_map_})
+    if unknown:
+        # Slugs are echoed only when they look like slugs (never arbitrary client text).
+        shown = [slug for slug in unknown if _SLUG_LIKE.fullmatch(slug)]
+        detail = f": {', '.join(shown)}" if shown and len(shown) == len(unknown) else ""
+        raise ValidationFailedError(f"unknown permissions{detail}")
+    return frozenset(Permission(slug) for slug in slugs)
+
+
+class Workers:
+    """Workers: machine executors of local backups."""
+
+    def __init__(self, deps: Dependencies, access: Access) -> None:
+        self._deps = deps
+        self._access = access
+
+    def _new_token(self) -> str:
+        return format_token(TokenKind.WORKER, self._deps.ids.random_bytes(32))
+
+    def create(
+        self, caller: Caller, name: str, idempotency: IdempotencyKey[IssuedWorker] | None = None
+    ) -> IssuedWorker:
+        """Register a worker in the caller's workspace; its token is returned once."""
+        workspace_id = self._access.authorize(caller, CREATE_WORKER)
+        name = clean_name(name)
+        now = self._deps.clock.now()
+
+        def store(uow: UnitOfWork) -> IssuedWorker:
+            workspace = _workspace_for_update(uow, workspace_id)
+            ensure_allowed(workspace.billing_state, GatedOperation.CONFIG_WRITE)
+            resource = QuotaResource.WORKERS_PER_WORKSPACE
+            ensure_room(resource, workspace.limit(resource), uow.workers.count(workspace_id))
+            token = self._new_token()
+            worker = Worker(self._deps.ids.new_id(), workspace_id, name, hash_token(token), now)
+            uow.workers.add(worker)
+            record_by_caller(
+                self._deps,
+                uow,
+                caller,
+                workspace_id,
+                "worker.create",
+                worker.id,
+                {"name": Change(None, name)},
+            )
+            return IssuedWorker(worker, token)
+
+        return run_idempotent(self._deps.uow, caller, idempotency, now, store)
+
+    def list(self, caller: Caller, page: PageRequest) -> Page[Worker]:
+        """The workspace's workers, newest first."""
+        workspace_id = self._access.authorize(caller, READ_WORKERS)
+        with self._deps.uow() as uow:
+            return uow.workers.list(workspace_id, page)
+
+    def get(self, caller: Caller, worker_id: UUID) -> Worker:
+        """One worker of the caller's workspace."""
+        workspace_id = self._access.authorize(caller, READ_WORKERS)
+        with self._deps.uow() as uow:
+            return _existing(uow.workers.get(workspace_id, worker_id))
+
+    def rotate(self, caller: Caller, worker_id: UUID) -> IssuedWorker:
+        """Give a worker a new credential; the old one stops working at once."""
+        workspace_id = self._access.authorize(caller, ROTATE_WORKER, target_id=worker_id)
+        with self._deps.uow() as uow:
+            worker = _existing(uow.workers.get(workspace_id, worker_id))
+            workspace = _workspace_for_update(uow, workspace_id)
+            ensure_allowed(workspace.billing_state, GatedOperation.CONFIG_WRITE)
+            token = self._new_token()
+            rotated = worker.rotated(hash_token(token))
+            uow.workers.update(rotated)
+            # The token is a secret: the audit records only that it changed.
+            record_by_caller(self._deps, uow, caller, workspace_id, "worker.rotate", worker_id)
+            uow.commit()
+        return IssuedWorker(rotated, token)
+
+    def delete(self, caller: Caller, worker_id: UUID) -> None:
+        """Delete a worker; refused while a backup is assigned to it."""
+        workspace_id = self._access.authorize(caller, DELETE_WORKER, target_id=worker_id)
+        with self._deps.uow() as uow:
+            worker = _existing(uow.workers.get(workspace_id, worker_id))
+            workspace = _workspace_for_update(uow, workspace_id)
+            ensure_allowed(workspace.billing_state, GatedOperation.CONFIG_WRITE)
+            if uow.backups.list(workspace_id, PageRequest(1), worker_id=worker_id).items:
+                raise InvalidStateError(
+                    "backups are assigned to this worker: assign them another worker first"
+                )
+            uow.workers.remove(workspace_id, worker_id)
+            record_by_caller(
+                self._deps,
+                uow,
+                caller,
+                workspace_id,
+                "worker.delete",
+                worker_id,
+                {"name": Change(worker.name, None)},
+            )
+            uow.commit()
+
+
+def _existing(worker: Worker | None) -> Worker:
+    if worker is None:
+        raise NotFoundError("worker")
+    return worker

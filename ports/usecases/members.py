@@ -1,0 +1,308 @@
+"""Members and custom roles of a workspace.
+
+Nobody grants more than they hold: a role's permissions, and a member's new role, must be
+the caller's own permissions; a member holding a permission the caller lacks can be
+neither changed nor removed by that caller (403, audited as ``denied``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from uuid import UUID
+
+import attrs
+
+from strongroom.domain.audit import Change, JsonValue, diff
+from strongroom.domain.billing import GatedOperation, ensure_allowed
+from strongroom.domain.errors import (
+    InvalidRequestError,
+    InvalidStateError,
+    LastAdminError,
+    NameTakenError,
+    NotFoundError,
+    ValidationFailedError,
+)
+from strongroom.domain.machines import in_catalog_order
+from strongroom.domain.names import clean_name
+from strongroom.domain.pagination import Page, PageRequest
+from strongroom.domain.permissions import ADMIN, BUILTIN_ROLES, Permission, Role, is_role_slug
+from strongroom.domain.principals import Caller
+from strongroom.domain.workspaces import Member, Workspace
+from strongroom.ports.unit_of_work import UnitOfWork
+from strongroom.ports.usecases.access import Access, Requirement, lacking_permissions
+from strongroom.ports.usecases.dependencies import Dependencies
+from strongroom.ports.usecases.idempotency import IdempotencyKey, run_idempotent
+from strongroom.ports.usecases.machines import parse_permission_slugs
+from strongroom.ports.usecases.recording import record_by_caller
+
+READ_MEMBERS = Requirement((Permission.MEMBERS_READ,))
+UPDATE_MEMBER = Requirement((Permission.MEMBERS_WRITE,), "member.update")
+DELETE_MEMBER = Requirement((Permission.MEMBERS_WRITE,), "member.delete")
+READ_ROLES = Requirement((Permission.ROLES_READ,))
+CREATE_ROLE = Requirement((Permission.ROLES_WRITE,), "role.create")
+UPDATE_ROLE = Requirement((Permission.ROLES_WRITE,), "role.update")
+DELETE_ROLE = Requirement((Permission.ROLES_WRITE,), "role.delete")
+
+
+class _Unset:
+    """A PATCH field that was not sent."""
+
+
+UNSET = _Unset()
+
+
+def check_role_slug(slug: str, field: str = "slug") -> str:
+    """A well-formed role slug, or 400 ``invalid_request``."""
+    if not is_role_slug(slug):
+        raise InvalidRequestError(f"{field} must match ^[a-z][a-z0-9-]{{1,39}}$")
+    return slug
+
+
+def resolve_role(uow: UnitOfWork, workspace_id: UUID, slug: str) -> Role | None:
+    """A built-in role, or a custom role of the workspace."""
+    return BUILTIN_ROLES.get(slug) or uow.roles.get(workspace_id, slug)
+
+
+def _workspace_for_update(uow: UnitOfWork, workspace_id: UUID) -> Workspace:
+    workspace = uow.workspaces.get_for_update(workspace_id)
+    if workspace is None:
+        raise NotFoundError("workspace")
+    return workspace
+
+
+def _slugs(permissions: frozenset[Permission]) -> list[JsonValue]:
+    return [p.value for p in in_catalog_order(permissions)]
+
+
+class Members:
+    """The members of a workspace."""
+
+    def __init__(self, deps: Dependencies, access: Access) -> None:
+        self._deps = deps
+        self._access = access
+
+    def list(self, caller: Caller, workspace_id: UUID, page: PageRequest) -> Page[Member]:
+        """The workspace's members, newest first."""
+        self._access.authorize(caller, READ_MEMBERS, workspace_id=workspace_id)
+        with self._deps.uow() as uow:
+            return uow.memberships.list_members(workspace_id, page)
+
+    def change_role(self, caller: Caller, workspace_id: UUID, user_id: UUID, role: str) -> Member:
+        """Give a member another role; the last admin cannot be demoted."""
+        self._access.authorize(caller, UPDATE_MEMBER, workspace_id=workspace_id, target_id=user_id)
+        check_role_slug(role, "role")
+        with self._deps.uow() as uow:
+            workspace = _workspace_for_update(uow, workspace_id)
+            membership = uow.memberships.get(workspace_id, user_id)
+            if membership is None:
+                raise NotFoundError("member")
+            new_role = resolve_role(uow, workspace_id, role)
+            if new_role is None:
+                raise ValidationFailedError(f"role {role} does not exist in this workspace")
+            current = resolve_role(uow, workspace_id, membership.role)
+            granting = new_role.permissions | (current.permissions if current else frozenset())
+            if not lacking_permissions(caller, granting):
+                ensure_allowed(workspace.billing_state, GatedOperation.CONFIG_WRITE)
+                if (
+                    membership.role == ADMIN.slug
+                    and role != ADMIN.slug
+                    and uow.memberships.count_with_role(workspace_id, ADMIN.slug) <= 1
+                ):
+                    raise LastAdminError("the last admin of a workspace cannot be demoted")
+                changed = attrs.evolve(membership, role=role)
+                if role != membership.role:
+                    uow.memberships.update(changed)
+                record_by_caller(
+                    self._deps,
+                    uow,
+                    caller,
+                    workspace_id,
+                    "member.update",
+                    user_id,
+                    diff({"role": membership.role}, {"role": role}),
+                )
+                person = uow.users.get(user_id)
+                uow.commit()
+                assert person is not None
+                return Member(user_id, person.email, person.name, role, membership.joined_at)
+        self._access.refuse_escalation(caller, workspace_id, "member.update", granting, user_id)
+        raise AssertionError("unreachable: the escalation was refused")
+
+    def remove(self, caller: Caller, workspace_id: UUID, user_id: UUID) -> None:
+        """End a membership; the last admin cannot be removed."""
+        self._access.authorize(caller, DELETE_MEMBER, workspace_id=workspace_id, target_id=user_id)
+        with self._deps.uow() as uow:
+            workspace = _workspace_for_update(uow, workspace_id)
+            membership = uow.memberships.get(workspace_id, user_id)
+            if membership is None:
+                raise NotFoundError("member")
+            current = resolve_role(uow, workspace_id, membership.role)
+            granting = current.permissions if current else frozenset()
+            if not lacking_permissions(caller, granting):
+                ensure_allowed(workspace.billing_state, GatedOperation.CONFIG_WRITE)
+                if (
+                    membership.role == ADMIN.slug
+                    and uow.memberships.count_with_role(workspace_id, ADMIN.slug) <= 1
+                ):
+                    raise LastAdminError("the last admin of a workspace cannot be removed")
+                uow.memberships.remove(workspace_id, user_id)
+                record_by_caller(
+                    self._deps,
+                    uow,
+                    caller,
+                    workspace_id,
+                    "member.delete",
+                    user_id,
+                    {"role": Change(membership.role, None)},
+                )
+                uow.commit()
+                return
+        self._access.refuse_escalation(caller, workspace_id, "member.delete", granting, user_id)
+        raise AssertionError("unreachable: the escalation was refused")
+
+
+class Roles:
+    """Built-in and custom roles of a workspace."""
+
+    def __init__(self, deps: Dependencies, access: Access) -> None:
+        self._deps = deps
+        self._access = access
+
+    def list(self, caller: Caller, workspace_id: UUID) -> list[Role]:
+        """Built-in roles, then the workspace's custom roles by slug."""
+        self._access.authorize(caller, READ_ROLES, workspace_id=workspace_id)
+        with self._deps.uow() as uow:
+            return [*BUILTIN_ROLES.values(), *uow.roles.list(workspace_id)]
+
+    def get(self, caller: Caller, workspace_id: UUID, slug: str) -> Role:
+        """One role."""
+        self._access.authorize(caller, READ_ROLES, workspace_id=workspace_id)
+        check_role_slug(slug)
+        with self._deps.uow() as uow:
+            role = resolve_role(uow, workspace_id, slug)
+        if role is None:
+            raise NotFoundError("role")
+        return role
+
+    def create(
+        self,
+        caller: Caller,
+        workspace_id: UUID,
+        slug: str,
+        name: str,
+        permissions: Sequence[str],
+        idempotency: IdempotencyKey[Role] | None = None,
+    ) -> Role:
+        """Create a custom role with permissions the caller holds."""
+        self._access.authorize(caller, CREATE_ROLE, workspace_id=workspace_id, target_id=slug)
+        check_role_slug(slug)
+        name = clean_name(name)
+        granted = parse_permission_slugs(permissions)
+        self._access.refuse_escalation(caller, workspace_id, "role.create", granted, slug)
+        role = Role(slug, name, granted)
+        now = self._deps.clock.now()
+
+        def store(uow: UnitOfWork) -> Role:
+            workspace = _workspace_for_update(uow, workspace_id)
+            ensure_allowed(workspace.billing_state, GatedOperation.CONFIG_WRITE)
+            if slug in BUILTIN_ROLES:
+                raise NameTakenError(f"{slug} is a built-in role")
+            uow.roles.add(workspace_id, role)
+            record_by_caller(
+                self._deps,
+                uow,
+                caller,
+                workspace_id,
+                "role.create",
+                slug,
+                {"name": Change(None, name), "permissions": Change(None, _slugs(granted))},
+            )
+            return role
+
+        return run_idempotent(self._deps.uow, caller, idempotency, now, store)
+
+    def update(
+        self,
+        caller: Caller,
+        workspace_id: UUID,
+        slug: str,
+        name: str | _Unset = UNSET,
+        permissions: Sequence[str] | _Unset = UNSET,
+    ) -> Role:
+        """Rename a custom role or change its permissions (built-in roles: 409)."""
+        self._access.authorize(caller, UPDATE_ROLE, workspace_id=workspace_id, target_id=slug)
+        check_role_slug(slug)
+        new_name = None if isinstance(name, _Unset) else clean_name(name)
+        with self._deps.uow() as uow:
+            role = self._custom(uow, workspace_id, slug)
+        granted = (
+            role.permissions
+            if isinstance(permissions, _Unset)
+            else parse_permission_slugs(permissions)
+        )
+        # Neither grant more than one holds, nor change a role that holds more.
+        self._access.refuse_escalation(
+            caller, workspace_id, "role.update", granted | role.permissions, slug
+        )
+        with self._deps.uow() as uow:
+            workspace = _workspace_for_update(uow, workspace_id)
+            role = self._custom(uow, workspace_id, slug)
+            ensure_allowed(workspace.billing_state, GatedOperation.CONFIG_WRITE)
+            changed = attrs.evolve(
+                role, name=role.name if new_name is None else new_name, permissions=granted
+            )
+            if changed != role:
+                uow.roles.update(workspace_id, changed)
+            record_by_caller(
+                self._deps,
+                uow,
+                caller,
+                workspace_id,
+                "role.update",
+                slug,
+                diff(
+                    {"name": role.name, "permissions": _slugs(role.permissions)},
+                    {"name": changed.name, "permissions": _slugs(changed.permissions)},
+                ),
+            )
+            uow.commit()
+        return changed
+
+    def delete(self, caller: Caller, workspace_id: UUID, slug: str) -> None:
+        """Delete a custom role nobody holds."""
+        self._access.authorize(caller, DELETE_ROLE, workspace_id=workspace_id, target_id=slug)
+        check_role_slug(slug)
+        with self._deps.uow() as uow:
+            role = self._custom(uow, workspace_id, slug)
+        self._access.refuse_escalation(caller, workspace_id, "role.delete", role.permissions, slug)
+        with self._deps.uow() as uow:
+            workspace = _workspace_for_update(uow, workspace_id)
+            role = self._custom(uow, workspace_id, slug)
+            ensure_allowed(workspace.billing_state, GatedOperation.CONFIG_WRITE)
+            if uow.memberships.count_with_role(workspace_id, slug):
+                raise InvalidStateError(f"members hold the role {slug}: give them another first")
+            if uow.invitations.count_pending(workspace_id, self._deps.clock.now(), role=slug):
+                raise InvalidStateError(f"pending invitations give the role {slug}")
+            uow.roles.remove(workspace_id, slug)
+            record_by_caller(
+                self._deps,
+                uow,
+                caller,
+                workspace_id,
+                "role.delete",
+                slug,
+                {
+                    "name": Change(role.name, None),
+                    "permissions": Change(_slugs(role.permissions), None),
+                },
+            )
+            uow.commit()
+
+    @staticmethod
+    def _custom(uow: UnitOfWork, workspace_id: UUID, slug: str) -> Role:
+        if slug in BUILTIN_ROLES:
+            raise InvalidStateError(f"{slug} is a built-in role and cannot be changed")
+        role = uow.roles.get(workspace_id, slug)
+        if role is None:
+            raise NotFoundError("role")
+        return role

@@ -1,0 +1,158 @@
+"""Helpers of the HTTP integration tests: people signed in over HTTP, and a look at the
+database that bypasses the service (and any proxy in front of it)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+from urllib.parse import quote
+from uuid import UUID, uuid4
+
+import attrs
+import httpx2
+import psycopg
+
+from strongroom.adapters.identity.builtin import BuiltinIdentityProvider
+from strongroom.adapters.sql.postgres import PostgresDatabase
+from strongroom.adapters.system import SecureIds, SystemClock
+from strongroom.entrypoints.bootstrap import bootstrap
+from strongroom.ports.usecases import Strongroom
+from support.world import FAST_HASHER, bearer, idp_access_token
+
+# The service under test and the test's own facade share this key (and the database).
+SECRET_KEY = "integration-tests-secret-key-0123456789abcdef"
+
+
+def postgres_url(conninfo: str) -> str:
+    """``postgresql://user[:password]@host:port/dbname`` for a conninfo string, the only
+    form ``STRONGROOM_DATABASE_URL`` takes."""
+    params = psycopg.conninfo.conninfo_to_dict(conninfo)
+    user = quote(str(params.get("user") or "postgres"), safe="")
+    password = params.get("password")
+    credentials = user if password is None else f"{user}:{quote(str(password), safe='')}"
+    host = params.get("host") or "127.0.0.1"
+    port = params.get("port") or 5432
+    dbname = quote(str(params.get("dbname") or "postgres"), safe="")
+    return f"postgresql://{credentials}@{host}:{port}/{dbname}"
+
+
+def setup_facade(database: PostgresDatabase) -> Strongroom:
+    """A facade on ``database`` for set-up the API does not offer (identity-provider
+    accounts and tokens, operator quotas): argon2 tuned down so sign-ins are quick."""
+    clock, ids = SystemClock(), SecureIds()
+    identity = BuiltinIdentityProvider(uow=database.uow, clock=clock, ids=ids, hasher=FAST_HASHER)
+    return bootstrap(
+        uow=database.uow, clock=clock, ids=ids, identity=identity, secret_key=SECRET_KEY
+    )
+
+
+def unique_email(prefix: str = "person") -> str:
+    """An address nobody else in this database has."""
+    return f"{prefix}-{uuid4().hex[:12]}@example.com"
+
+
+def expect(response: httpx2.Response, status: int) -> dict[str, Any]:
+    """The JSON body of a response that must have ``status``."""
+    assert response.status_code == status, response.text
+    body: dict[str, Any] = response.json()
+    return body
+
+
+def error_code(response: httpx2.Response) -> str:
+    """The ``error.code`` of an error response (a marker if it is not the API's envelope)."""
+    try:
+        code: str = response.json()["error"]["code"]
+    except (ValueError, KeyError, TypeError):
+        return f"<not an API error: {response.text[:200]!r}>"
+    return code
+
+
+@attrs.frozen
+class Tenant:
+    """An admin's session, scoped to a workspace of their own."""
+
+    email: str
+    token: str
+    workspace_id: UUID
+
+    @property
+    def headers(self) -> dict[str, str]:
+        return bearer(self.token)
+
+    @property
+    def backups_path(self) -> str:
+        return f"/v1/workspaces/{self.workspace_id}/backups"
+
+    def create_backup(
+        self, client: httpx2.Client, name: str, headers: dict[str, str] | None = None
+    ) -> httpx2.Response:
+        """``POST /v1/workspaces/{wid}/backups`` of a manual backup."""
+        return client.post(
+            self.backups_path,
+            json={"name": name, "kind": "manual"},
+            headers={**self.headers, **(headers or {})},
+        )
+
+    def backup_names(self, client: httpx2.Client) -> list[str]:
+        """The names of every backup of the workspace (one page holds them all here)."""
+        listing = expect(
+            client.get(self.backups_path, params={"limit": "200"}, headers=self.headers), 200
+        )
+        assert listing["next_cursor"] is None
+        return [item["name"] for item in listing["data"]]
+
+
+def sign_in(client: httpx2.Client, facade: Strongroom, email: str) -> str:
+    """An unscoped session for ``email``, from ``POST /v1/auth/sessions``."""
+    access_token = idp_access_token(facade, email)
+    session = expect(client.post("/v1/auth/sessions", headers=bearer(access_token)), 201)
+    token: str = session["token"]
+    return token
+
+
+def new_tenant(client: httpx2.Client, facade: Strongroom, name: str = "Acme") -> Tenant:
+    """A new person who creates a workspace over HTTP and switches to it."""
+    email = unique_email()
+    token = sign_in(client, facade, email)
+    created = expect(client.post("/v1/workspaces", json={"name": name}, headers=bearer(token)), 201)
+    workspace_id = UUID(created["id"])
+    switched = expect(
+        client.post(
+            "/v1/auth/switch", json={"workspace_id": str(workspace_id)}, headers=bearer(token)
+        ),
+        201,
+    )
+    return Tenant(email, switched["token"], workspace_id)
+
+
+@contextmanager
+def direct(conninfo: str) -> Iterator[psycopg.Connection[tuple[Any, ...]]]:
+    """An autocommit connection straight to the database, for looking at what was stored."""
+    with psycopg.connect(conninfo, autocommit=True, connect_timeout=5) as connection:
+        yield connection
+
+
+def stored_backups(conninfo: str, workspace_id: UUID) -> dict[str, UUID]:
+    """The backups of a workspace as stored: name to id."""
+    with direct(conninfo) as connection:
+        rows = connection.execute(
+            "SELECT name, id FROM backups WHERE workspace_id = %s", (workspace_id,)
+        ).fetchall()
+    return dict(rows)
+
+
+def events(conninfo: str, workspace_id: UUID, action: str) -> list[UUID]:
+    """The targets of the workspace's successful audit events of ``action``, as stored."""
+    with direct(conninfo) as connection:
+        rows = connection.execute(
+            "SELECT target_id FROM audit_events"
+            " WHERE workspace_id = %s AND action = %s AND outcome = 'success'",
+            (workspace_id, action),
+        ).fetchall()
+    return [UUID(target) for (target,) in rows]
+
+
+def created_events(conninfo: str, workspace_id: UUID) -> list[UUID]:
+    """The targets of the workspace's ``backup.create`` audit events, as stored."""
+    return events(conninfo, workspace_id, "backup.create")
