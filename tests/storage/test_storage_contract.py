@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import os
 import secrets
+import time
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -208,6 +209,14 @@ class TestS3ObjectLock:
         )
         assert dict(parse_qsl(urlsplit(ours).query)) == dict(parse_qsl(urlsplit(minio_url).query))
         assert urlsplit(ours).path == urlsplit(minio_url).path
+
+    def test_an_expired_url_is_refused_by_s3(self, seaweed: SeaweedServer) -> None:
+        """A URL presigned for one second, used after two: 403 from the store."""
+        storage = s3_storage(seaweed)
+        url = storage.presign_put("ns/b/r/late", 1, "0" * 64, datetime.now(UTC)).url
+        time.sleep(2.1)
+        assert httpx2.put(url, content=b"x").status_code == 403
+        assert storage.stat("ns/b/r/late") is None
 
     def test_a_tampered_or_foreign_url_is_refused_by_s3(self, seaweed: SeaweedServer) -> None:
         """Another key or another signature: 403 from the store."""
