@@ -45,6 +45,7 @@ from strongroom.ports.unit_of_work import UnitOfWork
 from strongroom.ports.usecases.access import Access, Requirement
 from strongroom.ports.usecases.dependencies import Dependencies
 from strongroom.ports.usecases.recording import record_by_caller
+from strongroom.ports.usecases.runs import visible_run
 
 REQUEST_UPLOAD = Requirement((Permission.ARTIFACTS_UPLOAD,), "artifact.create")
 CONFIRM_RUN = Requirement((Permission.ARTIFACTS_CONFIRM,), "run.confirm")
@@ -108,7 +109,7 @@ class Artifacts:
         name, size, sha256 = clean_artifact_name(name), check_size(size), check_sha256(sha256)
         now = self._deps.clock.now()
         with self._deps.uow() as uow:
-            run = _existing_run(uow, workspace_id, run_id)
+            run = visible_run(caller, uow, workspace_id, uow.runs.get(workspace_id, run_id))
             workspace = _workspace_for_update(uow, workspace_id)
             backup = _backup(uow, workspace_id, run.backup_id)
             ensure_allowed(workspace.billing_state, GatedOperation.UPLOAD)
@@ -249,7 +250,9 @@ class Artifacts:
         workspace_id = self._access.authorize(caller, CONFIRM_RUN, target_id=run_id)
         now = self._deps.clock.now()
         with self._deps.uow() as uow:
-            run = _existing_run(uow, workspace_id, run_id, for_update=True)
+            run = visible_run(
+                caller, uow, workspace_id, uow.runs.get_for_update(workspace_id, run_id)
+            )
             workspace = _workspace(uow, workspace_id)
             ensure_allowed(workspace.billing_state, GatedOperation.UPLOAD)
             run.ensure_open()
@@ -392,19 +395,6 @@ def _finish_upload(storage: ObjectStorage, artifact: Artifact) -> None:
         raise ArtifactMissingError(
             f"{artifact.name}: the joined parts differ from what was announced"
         )
-
-
-def _existing_run(
-    uow: UnitOfWork, workspace_id: UUID, run_id: UUID, *, for_update: bool = False
-) -> Run:
-    run = (
-        uow.runs.get_for_update(workspace_id, run_id)
-        if for_update
-        else uow.runs.get(workspace_id, run_id)
-    )
-    if run is None:
-        raise NotFoundError("run")
-    return run
 
 
 def _existing_artifact(artifact: Artifact | None) -> Artifact:

@@ -54,7 +54,7 @@ class Runs:
         now = self._deps.clock.now()
 
         def store(uow: UnitOfWork) -> Run:
-            backup = _backup_for_update(uow, workspace_id, backup_id)
+            backup = visible_backup(caller, _backup_for_update(uow, workspace_id, backup_id))
             ensure_manual(backup)
             ensure_allowed(_workspace(uow, workspace_id).billing_state, GatedOperation.NEW_RUN)
             backup.ensure_runnable()
@@ -105,10 +105,25 @@ class Runs:
         """One run of the caller's workspace."""
         workspace_id = self._access.authorize(caller, READ_RUN)
         with self._deps.uow() as uow:
-            run = uow.runs.get(workspace_id, run_id)
-        if run is None:
+            return visible_run(caller, uow, workspace_id, uow.runs.get(workspace_id, run_id))
+
+
+def visible_backup(caller: Caller, backup: Backup) -> Backup:
+    """A worker sees only the backups assigned to it: any other is 404 to it."""
+    if caller.worker_id is not None and backup.worker_id != caller.worker_id:
+        raise NotFoundError("backup")
+    return backup
+
+
+def visible_run(caller: Caller, uow: UnitOfWork, workspace_id: UUID, run: Run | None) -> Run:
+    """The run, unless it is none or (for a worker) a run of a backup not assigned to it."""
+    if run is None:
+        raise NotFoundError("run")
+    if caller.worker_id is not None:
+        backup = uow.backups.get(workspace_id, run.backup_id)
+        if backup is None or backup.worker_id != caller.worker_id:
             raise NotFoundError("run")
-        return run
+    return run
 
 
 def _backup_for_update(uow: UnitOfWork, workspace_id: UUID, backup_id: UUID) -> Backup:

@@ -683,3 +683,46 @@ class TestOverARealSocket(LocalOnly):
         finally:
             server.should_exit = True
             thread.join(10)
+
+
+class TestWorkers(LocalOnly):
+    """A worker reaches only the runs of backups assigned to it; any other is 404."""
+
+    def test_a_worker_uploads_into_its_own_runs_only(self, ada: Tenant) -> None:
+        """Read, upload-url and confirm: its backup's run works, another's is 404."""
+        tokens, runs = [], []
+        for name in ("rack-1", "rack-2"):
+            worker = ada.client.post("/v1/workers", json={"name": name}, headers=ada.headers)
+            assert worker.status_code == 201, worker.text
+            tokens.append(worker.json()["token"])
+            backup = ada.client.post(
+                f"/v1/workspaces/{ada.workspace_id}/backups",
+                json={"name": f"local-{name}", "kind": "local"},
+                headers=ada.headers,
+            ).json()["id"]
+            patched = ada.client.patch(
+                f"/v1/backups/{backup}",
+                json={
+                    "worker_id": worker.json()["id"],
+                    "retention": {"expire_after": "P1D", "lock_for": "PT0S"},
+                },
+                headers=ada.headers,
+            )
+            assert patched.status_code == 200, patched.text
+            triggered = ada.client.post(f"/v1/backups/{backup}/trigger", headers=ada.headers)
+            assert triggered.status_code == 202, triggered.text
+            runs.append(triggered.json()["id"])
+        worker = attrs.evolve(ada, token=tokens[0])
+        assert worker.client.get(f"/v1/runs/{runs[0]}", headers=worker.headers).status_code == 200
+        assert_error(
+            worker.client.get(f"/v1/runs/{runs[1]}", headers=worker.headers), 404, "not_found"
+        )
+        assert_error(worker.ask_upload(runs[1], "a", b"x"), 404, "not_found")
+        assert_error(worker.confirm(runs[1]), 404, "not_found")
+        worker.upload(runs[0], "a", b"x")
+        confirmed = worker.confirm(runs[0])
+        assert confirmed.status_code == 200, confirmed.text
+        assert confirmed.json()["state"] == "succeeded"
+        manual = ada.backup("Manual")
+        started = worker.client.post("/v1/runs", json={"backup_id": manual}, headers=worker.headers)
+        assert_error(started, 404, "not_found")
