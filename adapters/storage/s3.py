@@ -87,6 +87,7 @@ class _Presigner:
         expires: int,
         extra: dict[str, str] | None = None,
         now: datetime | None = None,
+        content_length: int | None = None,
     ) -> str:
         """A presigned URL of ``method`` on ``path`` (``/bucket/key``) for ``expires`` s."""
         moment = now or datetime.now(UTC)
@@ -98,7 +99,7 @@ class _Presigner:
             "X-Amz-Credential": f"{self._access_key}/{scope}",
             "X-Amz-Date": stamp,
             "X-Amz-Expires": str(expires),
-            "X-Amz-SignedHeaders": "host",
+            "X-Amz-SignedHeaders": "host" if content_length is None else "content-length;host",
             **(extra or {}),
         }
         canonical_query = "&".join(
@@ -106,9 +107,13 @@ class _Presigner:
             for name, value in sorted(query.items())
         )
         canonical_path = quote(path, safe="/-_.~")
+        if content_length is None:
+            headers, signed = f"host:{self._host}\n", "host"
+        else:
+            headers = f"content-length:{content_length}\nhost:{self._host}\n"
+            signed = "content-length;host"
         canonical = (
-            f"{method}\n{canonical_path}\n{canonical_query}\nhost:{self._host}\n\nhost\n"
-            "UNSIGNED-PAYLOAD"
+            f"{method}\n{canonical_path}\n{canonical_query}\n{headers}\n{signed}\nUNSIGNED-PAYLOAD"
         )
         to_sign = (
             f"AWS4-HMAC-SHA256\n{stamp}\n{scope}\n" + hashlib.sha256(canonical.encode()).hexdigest()
@@ -178,24 +183,33 @@ class S3Storage:
     # Presigning (no network: the region is set)
 
     def _presign(
-        self, method: str, key: str, expires_at: datetime, query: dict[str, str] | None = None
+        self,
+        method: str,
+        key: str,
+        expires_at: datetime,
+        query: dict[str, str] | None = None,
+        content_length: int | None = None,
     ) -> str:
         seconds = int((expires_at - datetime.now(UTC)).total_seconds())
         expires = min(max(1, seconds), 7 * 24 * 3600)
-        return self._presigner.url(method, f"/{self.bucket}/{key}", expires, query)
+        return self._presigner.url(
+            method, f"/{self.bucket}/{key}", expires, query, content_length=content_length
+        )
 
     def presign_put(
         self, key: str, size: int, sha256: str, expires_at: datetime
     ) -> PresignedRequest:
-        """A presigned PUT (S3 checks the size at confirm time, through ``stat``)."""
-        return PresignedRequest("PUT", self._presign("PUT", key, expires_at))
+        """A presigned PUT bound to its exact ``Content-Length`` (a signed header)."""
+        url = self._presign("PUT", key, expires_at, content_length=size)
+        return PresignedRequest("PUT", url, {"Content-Length": str(size)})
 
     def presign_part(
         self, key: str, upload_id: str, number: int, size: int, expires_at: datetime
     ) -> PresignedRequest:
         """A presigned UploadPart."""
         query = {"uploadId": upload_id, "partNumber": str(number)}
-        return PresignedRequest("PUT", self._presign("PUT", key, expires_at, query))
+        url = self._presign("PUT", key, expires_at, query, content_length=size)
+        return PresignedRequest("PUT", url, {"Content-Length": str(size)})
 
     def presign_get(self, key: str, expires_at: datetime) -> PresignedRequest:
         """A presigned GET of the locked version when there is one.

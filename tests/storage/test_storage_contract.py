@@ -225,6 +225,7 @@ class TestS3ObjectLock:
         assert httpx2.put(url.replace("/one?", "/two?"), content=b"x").status_code == 403
         assert httpx2.put(url[:-4] + "0000", content=b"x").status_code == 403
         assert httpx2.get(url).status_code == 403
+        assert httpx2.put(url, content=b"xy").status_code == 403  # the signed length is 1
 
 
 class TestConfiguration:
