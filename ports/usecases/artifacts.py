@@ -31,7 +31,6 @@ from strongroom.domain.errors import (
     ArtifactMissingError,
     ConflictError,
     InvalidStateError,
-    NotFoundError,
     NotInOurStorageError,
 )
 from strongroom.domain.pagination import Page, PageRequest
@@ -42,10 +41,10 @@ from strongroom.domain.runs import Run
 from strongroom.domain.workspaces import Workspace
 from strongroom.ports.storage import ObjectLockedError, ObjectStorage, PresignedRequest
 from strongroom.ports.unit_of_work import UnitOfWork
+from strongroom.ports.usecases import lookups
 from strongroom.ports.usecases.access import Access, Requirement
 from strongroom.ports.usecases.dependencies import Dependencies
 from strongroom.ports.usecases.recording import record_by_caller
-from strongroom.ports.usecases.runs import visible_run
 
 REQUEST_UPLOAD = Requirement((Permission.ARTIFACTS_UPLOAD,), "artifact.create")
 CONFIRM_RUN = Requirement((Permission.ARTIFACTS_CONFIRM,), "run.confirm")
@@ -109,9 +108,9 @@ class Artifacts:
         name, size, sha256 = clean_artifact_name(name), check_size(size), check_sha256(sha256)
         now = self._deps.clock.now()
         with self._deps.uow() as uow:
-            run = visible_run(caller, uow, workspace_id, uow.runs.get(workspace_id, run_id))
-            workspace = _workspace_for_update(uow, workspace_id)
-            backup = _backup(uow, workspace_id, run.backup_id)
+            run = lookups.visible_run(caller, uow, workspace_id, uow.runs.get(workspace_id, run_id))
+            workspace = lookups.workspace(uow, workspace_id, for_update=True)
+            backup = lookups.backup(uow, workspace_id, run.backup_id)
             ensure_allowed(workspace.billing_state, GatedOperation.UPLOAD)
             artifact = uow.artifacts.find_in_run(workspace_id, run_id, name)
             if artifact is None:
@@ -250,13 +249,13 @@ class Artifacts:
         workspace_id = self._access.authorize(caller, CONFIRM_RUN, target_id=run_id)
         now = self._deps.clock.now()
         with self._deps.uow() as uow:
-            run = visible_run(
+            run = lookups.visible_run(
                 caller, uow, workspace_id, uow.runs.get_for_update(workspace_id, run_id)
             )
-            workspace = _workspace(uow, workspace_id)
+            workspace = lookups.workspace(uow, workspace_id)
             ensure_allowed(workspace.billing_state, GatedOperation.UPLOAD)
             run.ensure_open()
-            backup = _backup(uow, workspace_id, run.backup_id)
+            backup = lookups.backup(uow, workspace_id, run.backup_id)
             if backup.retention is None:
                 raise InvalidStateError("the backup has no retention policy")
             artifacts = uow.artifacts.list_for_run(workspace_id, run_id)
@@ -314,7 +313,7 @@ class Artifacts:
         """A presigned GET of an available artifact in service storage."""
         workspace_id = self._access.authorize(caller, DOWNLOAD_ARTIFACT)
         with self._deps.uow() as uow:
-            artifact = _existing_artifact(uow.artifacts.get(workspace_id, artifact_id))
+            artifact = lookups.existing(uow.artifacts.get(workspace_id, artifact_id), "artifact")
         if artifact.state is ArtifactState.DELETED:
             raise ConflictError("artifact is deleted")
         if artifact.storage is ArtifactStorage.CUSTOMER:
@@ -332,12 +331,16 @@ class Artifacts:
         workspace_id = self._access.authorize(caller, DELETE_ARTIFACT, target_id=artifact_id)
         now = self._deps.clock.now()
         with self._deps.uow() as uow:
-            artifact = _existing_artifact(uow.artifacts.get_for_update(workspace_id, artifact_id))
-            ensure_allowed(_workspace(uow, workspace_id).billing_state, GatedOperation.CONFIG_WRITE)
+            artifact = lookups.existing(
+                uow.artifacts.get_for_update(workspace_id, artifact_id), "artifact"
+            )
+            ensure_allowed(
+                lookups.workspace(uow, workspace_id).billing_state, GatedOperation.CONFIG_WRITE
+            )
             artifact.ensure_deletable(
                 now, uow.artifacts.count_available(workspace_id, artifact.backup_id)
             )
-            self.remove_object(artifact, _backup(uow, workspace_id, artifact.backup_id))
+            self.remove_object(artifact, lookups.backup(uow, workspace_id, artifact.backup_id))
             deleted = artifact.deleted()
             uow.artifacts.update(deleted)
             record_by_caller(
@@ -395,30 +398,3 @@ def _finish_upload(storage: ObjectStorage, artifact: Artifact) -> None:
         raise ArtifactMissingError(
             f"{artifact.name}: the joined parts differ from what was announced"
         )
-
-
-def _existing_artifact(artifact: Artifact | None) -> Artifact:
-    if artifact is None:
-        raise NotFoundError("artifact")
-    return artifact
-
-
-def _backup(uow: UnitOfWork, workspace_id: UUID, backup_id: UUID) -> Backup:
-    backup = uow.backups.get(workspace_id, backup_id)
-    if backup is None:
-        raise NotFoundError("backup")
-    return backup
-
-
-def _workspace(uow: UnitOfWork, workspace_id: UUID) -> Workspace:
-    workspace = uow.workspaces.get(workspace_id)
-    if workspace is None:
-        raise NotFoundError("workspace")
-    return workspace
-
-
-def _workspace_for_update(uow: UnitOfWork, workspace_id: UUID) -> Workspace:
-    workspace = uow.workspaces.get_for_update(workspace_id)
-    if workspace is None:
-        raise NotFoundError("workspace")
-    return workspace

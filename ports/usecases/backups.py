@@ -10,14 +10,14 @@ import attrs
 from strongroom.domain.audit import JsonValue, diff
 from strongroom.domain.backups import UNSET, Backup, BackupChanges, BackupKind
 from strongroom.domain.billing import GatedOperation, ensure_allowed
-from strongroom.domain.errors import ArtifactLockedError, NotFoundError
+from strongroom.domain.errors import ArtifactLockedError
 from strongroom.domain.names import clean_name
 from strongroom.domain.pagination import Page, PageRequest
 from strongroom.domain.permissions import Permission
 from strongroom.domain.principals import Caller
 from strongroom.domain.quotas import QuotaResource, ensure_room
-from strongroom.domain.workspaces import Workspace
 from strongroom.ports.unit_of_work import UnitOfWork
+from strongroom.ports.usecases import lookups
 from strongroom.ports.usecases.access import Access, Requirement
 from strongroom.ports.usecases.dependencies import Dependencies
 from strongroom.ports.usecases.idempotency import IdempotencyKey, run_idempotent
@@ -74,7 +74,7 @@ class Backups:
         now = self._deps.clock.now()
 
         def store(uow: UnitOfWork) -> Backup:
-            workspace = _workspace_for_update(uow, workspace_id)
+            workspace = lookups.workspace(uow, workspace_id, for_update=True)
             ensure_allowed(workspace.billing_state, GatedOperation.CONFIG_WRITE)
             resource = QuotaResource.BACKUPS_PER_WORKSPACE
             ensure_room(resource, workspace.limit(resource), uow.backups.count(workspace_id))
@@ -103,7 +103,7 @@ class Backups:
         """One backup of the caller's workspace (a worker sees only those assigned to it)."""
         workspace_id = self._access.authorize(caller, READ_BACKUPS)
         with self._deps.uow() as uow:
-            return _visible(caller, _existing(uow.backups.get(workspace_id, backup_id)))
+            return lookups.visible_backup(caller, lookups.backup(uow, workspace_id, backup_id))
 
     def update(self, caller: Caller, backup_id: UUID, changes: BackupChanges) -> Backup:
         """Change a backup; it becomes ``active`` once its kind's configuration is complete."""
@@ -111,12 +111,12 @@ class Backups:
         if changes.name is not UNSET:
             changes = _with_name(changes, clean_name(changes.name))
         with self._deps.uow() as uow:
-            backup = _existing(uow.backups.get_for_update(workspace_id, backup_id))
+            backup = lookups.backup(uow, workspace_id, backup_id, for_update=True)
             worker_exists = changes.worker_id is not UNSET and uow.workers.exists(
                 workspace_id, changes.worker_id
             )
             backup.check_kind_rules(changes, worker_exists=worker_exists)
-            workspace = _workspace_for_update(uow, workspace_id)
+            workspace = lookups.workspace(uow, workspace_id, for_update=True)
             ensure_allowed(workspace.billing_state, GatedOperation.CONFIG_WRITE)
             secrets = self._deps.secrets
             updated = backup.apply(
@@ -155,8 +155,8 @@ class Backups:
         requirement = PAUSE_BACKUP if paused else RESUME_BACKUP
         workspace_id = self._access.authorize(caller, requirement, target_id=backup_id)
         with self._deps.uow() as uow:
-            backup = _existing(uow.backups.get_for_update(workspace_id, backup_id))
-            workspace = _workspace_for_update(uow, workspace_id)
+            backup = lookups.backup(uow, workspace_id, backup_id, for_update=True)
+            workspace = lookups.workspace(uow, workspace_id, for_update=True)
             ensure_allowed(workspace.billing_state, GatedOperation.CONFIG_WRITE)
             updated = backup.paused_as(paused, self._deps.clock.now())
             if updated is not backup:
@@ -178,8 +178,8 @@ class Backups:
         """Delete a backup."""
         workspace_id = self._access.authorize(caller, DELETE_BACKUP, target_id=backup_id)
         with self._deps.uow() as uow:
-            backup = _existing(uow.backups.get_for_update(workspace_id, backup_id))
-            workspace = _workspace_for_update(uow, workspace_id)
+            backup = lookups.backup(uow, workspace_id, backup_id, for_update=True)
+            workspace = lookups.workspace(uow, workspace_id, for_update=True)
             ensure_allowed(workspace.billing_state, GatedOperation.CONFIG_WRITE)
             if uow.artifacts.any_locked(workspace_id, self._deps.clock.now(), backup_id=backup_id):
                 raise ArtifactLockedError("an artifact of this backup is inside its lock window")
@@ -199,26 +199,6 @@ class Backups:
             self._deps.storage.delete_prefix(prefix)
         except Exception:
             logger.exception("objects of deleted backup %s were left in storage", backup_id)
-
-
-def _existing(backup: Backup | None) -> Backup:
-    if backup is None:
-        raise NotFoundError("backup")
-    return backup
-
-
-def _visible(caller: Caller, backup: Backup) -> Backup:
-    """A worker sees only the backups assigned to it; any other is 404 to it."""
-    if caller.worker_id is not None and backup.worker_id != caller.worker_id:
-        raise NotFoundError("backup")
-    return backup
-
-
-def _workspace_for_update(uow: UnitOfWork, workspace_id: UUID) -> Workspace:
-    workspace = uow.workspaces.get_for_update(workspace_id)
-    if workspace is None:
-        raise NotFoundError("workspace")
-    return workspace
 
 
 def _with_name(changes: BackupChanges, name: str) -> BackupChanges:

@@ -29,8 +29,9 @@ from strongroom.domain.permissions import Permission, Role
 from strongroom.domain.principals import Caller
 from strongroom.domain.quotas import QuotaResource, ensure_room
 from strongroom.domain.users import User
-from strongroom.domain.workspaces import Membership, Workspace
+from strongroom.domain.workspaces import Membership
 from strongroom.ports.unit_of_work import UnitOfWork
+from strongroom.ports.usecases import lookups
 from strongroom.ports.usecases.access import Access, Requirement
 from strongroom.ports.usecases.dependencies import Dependencies
 from strongroom.ports.usecases.idempotency import IdempotencyKey, run_idempotent
@@ -41,13 +42,6 @@ logger = logging.getLogger(__name__)
 
 READ_INVITATIONS = Requirement((Permission.INVITATIONS_READ,))
 CREATE_INVITATION = Requirement((Permission.INVITATIONS_WRITE,), "invitation.create")
-
-
-def _workspace_for_update(uow: UnitOfWork, workspace_id: UUID) -> Workspace:
-    workspace = uow.workspaces.get_for_update(workspace_id)
-    if workspace is None:
-        raise NotFoundError("workspace")
-    return workspace
 
 
 def require_person(caller: Caller) -> User:
@@ -86,7 +80,7 @@ class Invitations:
         now = self._deps.clock.now()
 
         def store(uow: UnitOfWork) -> Invitation:
-            workspace = _workspace_for_update(uow, workspace_id)
+            workspace = lookups.workspace(uow, workspace_id, for_update=True)
             ensure_allowed(workspace.billing_state, GatedOperation.CONFIG_WRITE)
             resource = QuotaResource.MEMBERS_PER_WORKSPACE
             usage = uow.memberships.count(workspace_id) + uow.invitations.count_pending(
@@ -145,7 +139,7 @@ class Invitations:
             if invitation is None:
                 raise NotFoundError("invitation")
             workspace_id = invitation.workspace_id
-            workspace = _workspace_for_update(uow, workspace_id)
+            workspace = lookups.workspace(uow, workspace_id, for_update=True)
             ensure_allowed(workspace.billing_state, GatedOperation.CONFIG_WRITE)
             state = invitation.state(now)
             if state is not InvitationState.PENDING:

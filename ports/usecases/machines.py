@@ -22,8 +22,8 @@ from strongroom.domain.permissions import Permission
 from strongroom.domain.principals import Caller
 from strongroom.domain.quotas import QuotaResource, ensure_room
 from strongroom.domain.tokens import TokenKind, format_token, hash_token
-from strongroom.domain.workspaces import Workspace
 from strongroom.ports.unit_of_work import UnitOfWork
+from strongroom.ports.usecases import lookups
 from strongroom.ports.usecases.access import Access, Requirement
 from strongroom.ports.usecases.dependencies import Dependencies
 from strongroom.ports.usecases.idempotency import IdempotencyKey, run_idempotent
@@ -54,13 +54,6 @@ class IssuedWorker:
     token: str = attrs.field(repr=False)
 
 
-def _workspace_for_update(uow: UnitOfWork, workspace_id: UUID) -> Workspace:
-    workspace = uow.workspaces.get_for_update(workspace_id)
-    if workspace is None:
-        raise NotFoundError("workspace")
-    return workspace
-
-
 class ApiKeys:
     """API keys: machine credentials with a fixed subset of their creator's permissions."""
 
@@ -86,7 +79,7 @@ class ApiKeys:
             raise ValidationFailedError("expires_at must be in the future")
 
         def store(uow: UnitOfWork) -> IssuedApiKey:
-            workspace = _workspace_for_update(uow, workspace_id)
+            workspace = lookups.workspace(uow, workspace_id, for_update=True)
             ensure_allowed(workspace.billing_state, GatedOperation.CONFIG_WRITE)
             resource = QuotaResource.API_KEYS_PER_WORKSPACE
             ensure_room(resource, workspace.limit(resource), uow.api_keys.count(workspace_id))
@@ -140,7 +133,7 @@ class ApiKeys:
             key = uow.api_keys.get(workspace_id, key_id)
             if key is None:
                 raise NotFoundError("API key")
-            workspace = _workspace_for_update(uow, workspace_id)
+            workspace = lookups.workspace(uow, workspace_id, for_update=True)
             ensure_allowed(workspace.billing_state, GatedOperation.CONFIG_WRITE)
             uow.api_keys.remove(workspace_id, key_id)
             record_by_caller(
@@ -192,7 +185,7 @@ class Workers:
         now = self._deps.clock.now()
 
         def store(uow: UnitOfWork) -> IssuedWorker:
-            workspace = _workspace_for_update(uow, workspace_id)
+            workspace = lookups.workspace(uow, workspace_id, for_update=True)
             ensure_allowed(workspace.billing_state, GatedOperation.CONFIG_WRITE)
             resource = QuotaResource.WORKERS_PER_WORKSPACE
             ensure_room(resource, workspace.limit(resource), uow.workers.count(workspace_id))
@@ -222,14 +215,14 @@ class Workers:
         """One worker of the caller's workspace."""
         workspace_id = self._access.authorize(caller, READ_WORKERS)
         with self._deps.uow() as uow:
-            return _existing(uow.workers.get(workspace_id, worker_id))
+            return lookups.existing(uow.workers.get(workspace_id, worker_id), "worker")
 
     def rotate(self, caller: Caller, worker_id: UUID) -> IssuedWorker:
         """Give a worker a new credential; the old one stops working at once."""
         workspace_id = self._access.authorize(caller, ROTATE_WORKER, target_id=worker_id)
         with self._deps.uow() as uow:
-            worker = _existing(uow.workers.get(workspace_id, worker_id))
-            workspace = _workspace_for_update(uow, workspace_id)
+            worker = lookups.existing(uow.workers.get(workspace_id, worker_id), "worker")
+            workspace = lookups.workspace(uow, workspace_id, for_update=True)
             ensure_allowed(workspace.billing_state, GatedOperation.CONFIG_WRITE)
             token = self._new_token()
             rotated = worker.rotated(hash_token(token))
@@ -243,8 +236,8 @@ class Workers:
         """Delete a worker; refused while a backup is assigned to it."""
         workspace_id = self._access.authorize(caller, DELETE_WORKER, target_id=worker_id)
         with self._deps.uow() as uow:
-            worker = _existing(uow.workers.get(workspace_id, worker_id))
-            workspace = _workspace_for_update(uow, workspace_id)
+            worker = lookups.existing(uow.workers.get(workspace_id, worker_id), "worker")
+            workspace = lookups.workspace(uow, workspace_id, for_update=True)
             ensure_allowed(workspace.billing_state, GatedOperation.CONFIG_WRITE)
             if uow.backups.list(workspace_id, PageRequest(1), worker_id=worker_id).items:
                 raise InvalidStateError(
@@ -261,9 +254,3 @@ class Workers:
                 {"name": Change(worker.name, None)},
             )
             uow.commit()
-
-
-def _existing(worker: Worker | None) -> Worker:
-    if worker is None:
-        raise NotFoundError("worker")
-    return worker

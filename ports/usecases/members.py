@@ -27,8 +27,9 @@ from strongroom.domain.names import clean_name
 from strongroom.domain.pagination import Page, PageRequest
 from strongroom.domain.permissions import ADMIN, BUILTIN_ROLES, Permission, Role, is_role_slug
 from strongroom.domain.principals import Caller
-from strongroom.domain.workspaces import Member, Workspace
+from strongroom.domain.workspaces import Member
 from strongroom.ports.unit_of_work import UnitOfWork
+from strongroom.ports.usecases import lookups
 from strongroom.ports.usecases.access import Access, Requirement, lacking_permissions
 from strongroom.ports.usecases.dependencies import Dependencies
 from strongroom.ports.usecases.idempotency import IdempotencyKey, run_idempotent
@@ -63,13 +64,6 @@ def resolve_role(uow: UnitOfWork, workspace_id: UUID, slug: str) -> Role | None:
     return BUILTIN_ROLES.get(slug) or uow.roles.get(workspace_id, slug)
 
 
-def _workspace_for_update(uow: UnitOfWork, workspace_id: UUID) -> Workspace:
-    workspace = uow.workspaces.get_for_update(workspace_id)
-    if workspace is None:
-        raise NotFoundError("workspace")
-    return workspace
-
-
 def _slugs(permissions: frozenset[Permission]) -> list[JsonValue]:
     return [p.value for p in in_catalog_order(permissions)]
 
@@ -92,7 +86,7 @@ class Members:
         self._access.authorize(caller, UPDATE_MEMBER, workspace_id=workspace_id, target_id=user_id)
         check_role_slug(role, "role")
         with self._deps.uow() as uow:
-            workspace = _workspace_for_update(uow, workspace_id)
+            workspace = lookups.workspace(uow, workspace_id, for_update=True)
             membership = uow.memberships.get(workspace_id, user_id)
             if membership is None:
                 raise NotFoundError("member")
@@ -132,7 +126,7 @@ class Members:
         """End a membership; the last admin cannot be removed."""
         self._access.authorize(caller, DELETE_MEMBER, workspace_id=workspace_id, target_id=user_id)
         with self._deps.uow() as uow:
-            workspace = _workspace_for_update(uow, workspace_id)
+            workspace = lookups.workspace(uow, workspace_id, for_update=True)
             membership = uow.memberships.get(workspace_id, user_id)
             if membership is None:
                 raise NotFoundError("member")
@@ -203,7 +197,7 @@ class Roles:
         now = self._deps.clock.now()
 
         def store(uow: UnitOfWork) -> Role:
-            workspace = _workspace_for_update(uow, workspace_id)
+            workspace = lookups.workspace(uow, workspace_id, for_update=True)
             ensure_allowed(workspace.billing_state, GatedOperation.CONFIG_WRITE)
             if slug in BUILTIN_ROLES:
                 raise NameTakenError(f"{slug} is a built-in role")
@@ -245,7 +239,7 @@ class Roles:
             caller, workspace_id, "role.update", granted | role.permissions, slug
         )
         with self._deps.uow() as uow:
-            workspace = _workspace_for_update(uow, workspace_id)
+            workspace = lookups.workspace(uow, workspace_id, for_update=True)
             role = self._custom(uow, workspace_id, slug)
             ensure_allowed(workspace.billing_state, GatedOperation.CONFIG_WRITE)
             changed = attrs.evolve(
@@ -276,7 +270,7 @@ class Roles:
             role = self._custom(uow, workspace_id, slug)
         self._access.refuse_escalation(caller, workspace_id, "role.delete", role.permissions, slug)
         with self._deps.uow() as uow:
-            workspace = _workspace_for_update(uow, workspace_id)
+            workspace = lookups.workspace(uow, workspace_id, for_update=True)
             role = self._custom(uow, workspace_id, slug)
             ensure_allowed(workspace.billing_state, GatedOperation.CONFIG_WRITE)
             if uow.memberships.count_with_role(workspace_id, slug):

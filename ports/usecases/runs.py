@@ -5,14 +5,12 @@ from __future__ import annotations
 from uuid import UUID
 
 from strongroom.domain.audit import diff
-from strongroom.domain.backups import Backup
 from strongroom.domain.billing import GatedOperation, ensure_allowed
-from strongroom.domain.errors import NotFoundError
 from strongroom.domain.permissions import Permission
 from strongroom.domain.principals import Caller
 from strongroom.domain.runs import Run, RunTrigger, ensure_manual, ensure_triggerable
-from strongroom.domain.workspaces import Workspace
 from strongroom.ports.unit_of_work import UnitOfWork
+from strongroom.ports.usecases import lookups
 from strongroom.ports.usecases.access import Access, Requirement
 from strongroom.ports.usecases.dependencies import Dependencies
 from strongroom.ports.usecases.idempotency import IdempotencyKey, run_idempotent
@@ -54,9 +52,13 @@ class Runs:
         now = self._deps.clock.now()
 
         def store(uow: UnitOfWork) -> Run:
-            backup = visible_backup(caller, _backup_for_update(uow, workspace_id, backup_id))
+            backup = lookups.visible_backup(
+                caller, lookups.backup(uow, workspace_id, backup_id, for_update=True)
+            )
             ensure_manual(backup)
-            ensure_allowed(_workspace(uow, workspace_id).billing_state, GatedOperation.NEW_RUN)
+            ensure_allowed(
+                lookups.workspace(uow, workspace_id).billing_state, GatedOperation.NEW_RUN
+            )
             backup.ensure_runnable()
             run = Run.manual(self._deps.ids.new_id(), backup, now)
             uow.runs.add(run)
@@ -82,9 +84,11 @@ class Runs:
         now = self._deps.clock.now()
 
         def store(uow: UnitOfWork) -> Run:
-            backup = _backup_for_update(uow, workspace_id, backup_id)
+            backup = lookups.backup(uow, workspace_id, backup_id, for_update=True)
             ensure_triggerable(backup)
-            ensure_allowed(_workspace(uow, workspace_id).billing_state, GatedOperation.NEW_RUN)
+            ensure_allowed(
+                lookups.workspace(uow, workspace_id).billing_state, GatedOperation.NEW_RUN
+            )
             backup.ensure_runnable()
             run = Run.queued(self._deps.ids.new_id(), backup, RunTrigger.API, now)
             uow.runs.add(run)
@@ -105,36 +109,6 @@ class Runs:
         """One run of the caller's workspace."""
         workspace_id = self._access.authorize(caller, READ_RUN)
         with self._deps.uow() as uow:
-            return visible_run(caller, uow, workspace_id, uow.runs.get(workspace_id, run_id))
-
-
-def visible_backup(caller: Caller, backup: Backup) -> Backup:
-    """A worker sees only the backups assigned to it: any other is 404 to it."""
-    if caller.worker_id is not None and backup.worker_id != caller.worker_id:
-        raise NotFoundError("backup")
-    return backup
-
-
-def visible_run(caller: Caller, uow: UnitOfWork, workspace_id: UUID, run: Run | None) -> Run:
-    """The run, unless it is none or (for a worker) a run of a backup not assigned to it."""
-    if run is None:
-        raise NotFoundError("run")
-    if caller.worker_id is not None:
-        backup = uow.backups.get(workspace_id, run.backup_id)
-        if backup is None or backup.worker_id != caller.worker_id:
-            raise NotFoundError("run")
-    return run
-
-
-def _backup_for_update(uow: UnitOfWork, workspace_id: UUID, backup_id: UUID) -> Backup:
-    backup = uow.backups.get_for_update(workspace_id, backup_id)
-    if backup is None:
-        raise NotFoundError("backup")
-    return backup
-
-
-def _workspace(uow: UnitOfWork, workspace_id: UUID) -> Workspace:
-    workspace = uow.workspaces.get(workspace_id)
-    if workspace is None:
-        raise NotFoundError("workspace")
-    return workspace
+            return lookups.visible_run(
+                caller, uow, workspace_id, uow.runs.get(workspace_id, run_id)
+            )

@@ -14,7 +14,6 @@ from strongroom.domain.billing import BillingState, GatedOperation, ensure_allow
 from strongroom.domain.errors import (
     ArtifactLockedError,
     ForbiddenError,
-    NotFoundError,
     StrongroomError,
     UpstreamUnavailableError,
 )
@@ -32,6 +31,7 @@ from strongroom.domain.quotas import (
 from strongroom.domain.users import User
 from strongroom.domain.workspaces import Membership, MemberWorkspace, Workspace
 from strongroom.ports.unit_of_work import UnitOfWork
+from strongroom.ports.usecases import lookups
 from strongroom.ports.usecases.access import Access, Requirement
 from strongroom.ports.usecases.dependencies import Dependencies
 from strongroom.ports.usecases.idempotency import IdempotencyKey, replay_if_known, run_idempotent
@@ -144,7 +144,7 @@ class Workspaces:
         """One workspace."""
         self._access.authorize(caller, READ_WORKSPACE, workspace_id=workspace_id)
         with self._deps.uow() as uow:
-            return _existing(uow.workspaces.get(workspace_id))
+            return lookups.workspace(uow, workspace_id)
 
     def rename(self, caller: Caller, workspace_id: UUID, name: str) -> Workspace:
         """Change a workspace's name."""
@@ -153,7 +153,7 @@ class Workspaces:
         )
         name = clean_name(name)
         with self._deps.uow() as uow:
-            workspace = _existing(uow.workspaces.get_for_update(workspace_id))
+            workspace = lookups.workspace(uow, workspace_id, for_update=True)
             ensure_allowed(workspace.billing_state, GatedOperation.CONFIG_WRITE)
             renamed = workspace.renamed(name, self._deps.clock.now())
             uow.workspaces.update(renamed)
@@ -179,7 +179,7 @@ class Workspaces:
             caller, DELETE_WORKSPACE, workspace_id=workspace_id, target_id=workspace_id
         )
         with self._deps.uow() as uow:
-            workspace = _existing(uow.workspaces.get_for_update(workspace_id))
+            workspace = lookups.workspace(uow, workspace_id, for_update=True)
             if uow.artifacts.any_locked(
                 workspace_id, self._deps.clock.now(), storage=ArtifactStorage.SERVICE
             ):
@@ -203,7 +203,7 @@ class Workspaces:
         """Every quota resource's effective limit and current usage."""
         self._access.authorize(caller, READ_WORKSPACE, workspace_id=workspace_id)
         with self._deps.uow() as uow:
-            workspace = _existing(uow.workspaces.get(workspace_id))
+            workspace = lookups.workspace(uow, workspace_id)
             usage = {
                 QuotaResource.BACKUPS_PER_WORKSPACE: uow.backups.count(workspace_id),
                 QuotaResource.WORKERS_PER_WORKSPACE: uow.workers.count(workspace_id),
@@ -221,7 +221,7 @@ class Workspaces:
     def set_billing_state(self, workspace_id: UUID, state: BillingState) -> Workspace:
         """Operator action: move a workspace to another billing state (audited as system)."""
         with self._deps.uow() as uow:
-            workspace = _existing(uow.workspaces.get_for_update(workspace_id))
+            workspace = lookups.workspace(uow, workspace_id, for_update=True)
             changed = workspace.with_billing_state(state, self._deps.clock.now())
             uow.workspaces.update(changed)
             record_by_system(
@@ -240,7 +240,7 @@ class Workspaces:
         if limit < 0:
             raise ValueError("a limit is 0 (unlimited) or more")
         with self._deps.uow() as uow:
-            workspace = _existing(uow.workspaces.get_for_update(workspace_id))
+            workspace = lookups.workspace(uow, workspace_id, for_update=True)
             changed = workspace.with_limit(resource, limit, self._deps.clock.now())
             uow.workspaces.update(changed)
             record_by_system(
@@ -257,13 +257,7 @@ class Workspaces:
     def find(self, workspace_id: UUID) -> Workspace:
         """Operator look-up of a workspace, without a caller."""
         with self._deps.uow() as uow:
-            return _existing(uow.workspaces.get(workspace_id))
-
-
-def _existing(workspace: Workspace | None) -> Workspace:
-    if workspace is None:
-        raise NotFoundError("workspace")
-    return workspace
+            return lookups.workspace(uow, workspace_id)
 
 
 def _undo_all(steps: list[Callable[[], None]]) -> None:
