@@ -8,7 +8,11 @@ from uuid import UUID
 
 import attrs
 
-from strongroom.domain.errors import MissingPermissionError, NoWorkspaceSelectedError
+from strongroom.domain.errors import (
+    ForbiddenError,
+    MissingPermissionError,
+    NoWorkspaceSelectedError,
+)
 from strongroom.domain.permissions import Permission
 from strongroom.domain.users import User
 
@@ -74,6 +78,13 @@ class Caller:
     def worker_id(self) -> UUID | None:
         """The worker acting, when the caller is a worker (it sees only its own backups)."""
         return self.actor.id if self.actor.type is PrincipalType.WORKER else None
+
+    def person(self, refusal: str) -> User:
+        """The person calling; a machine credential is refused with 403 ``refusal``
+        (only people own memberships, create workspaces and hold sessions)."""
+        if not self.is_human or self.user is None:
+            raise ForbiddenError(refusal)
+        return self.user
 
     def scoped_workspace(self) -> UUID:
         """The workspace the credential is scoped to; refuses with ``select a workspace first``."""

@@ -20,7 +20,7 @@ from starlette.responses import Response
 
 from strongroom.adapters.http.bodies import EmptyBody, parse_json_object, structure
 from strongroom.adapters.http.errors import request_id_of
-from strongroom.domain.errors import ForbiddenError, InvalidRequestError, UnauthenticatedError
+from strongroom.domain.errors import InvalidRequestError, UnauthenticatedError
 from strongroom.domain.pagination import DEFAULT_LIMIT, Cursor, PageRequest
 from strongroom.domain.principals import Caller
 from strongroom.ports.usecases import IdempotencyKey, IdempotentReplayError, Strongroom
@@ -67,8 +67,7 @@ class ApiContext:
         """The caller, who must be a person: a machine credential gets 403 ``refusal``
         (checked before the body, as the contract orders a 403 before a 400)."""
         caller = self.caller()
-        if not caller.is_human:
-            raise ForbiddenError(refusal)
+        caller.person(refusal)
         return caller
 
     def path_id(self, name: str) -> UUID:

@@ -13,7 +13,6 @@ from uuid import UUID
 from strongroom.domain.audit import Change
 from strongroom.domain.billing import GatedOperation, ensure_allowed
 from strongroom.domain.errors import (
-    ForbiddenError,
     InvalidStateError,
     NotFoundError,
     ValidationFailedError,
@@ -28,7 +27,6 @@ from strongroom.domain.pagination import Page, PageRequest
 from strongroom.domain.permissions import Permission, Role
 from strongroom.domain.principals import Caller
 from strongroom.domain.quotas import QuotaResource, ensure_room
-from strongroom.domain.users import User
 from strongroom.domain.workspaces import Membership
 from strongroom.ports.unit_of_work import UnitOfWork
 from strongroom.ports.usecases import lookups
@@ -44,11 +42,7 @@ READ_INVITATIONS = Requirement((Permission.INVITATIONS_READ,))
 CREATE_INVITATION = Requirement((Permission.INVITATIONS_WRITE,), "invitation.create")
 
 
-def require_person(caller: Caller) -> User:
-    """The person calling; a machine credential gets 403 (invitations are for people)."""
-    if not caller.is_human or caller.user is None:
-        raise ForbiddenError("only a person can accept an invitation")
-    return caller.user
+ACCEPT_REFUSAL = "only a person can accept an invitation"
 
 
 class Invitations:
@@ -132,7 +126,7 @@ class Invitations:
 
     def accept(self, caller: Caller, invitation_id: UUID) -> Membership:
         """Join the invitation's workspace; the caller's email must be the invited one."""
-        user = require_person(caller)
+        user = caller.person(ACCEPT_REFUSAL)
         now = self._deps.clock.now()
         with self._deps.uow() as uow:
             invitation = uow.invitations.get_for_email(invitation_id, user.email)

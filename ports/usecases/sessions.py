@@ -7,7 +7,7 @@ from uuid import UUID
 
 import attrs
 
-from strongroom.domain.errors import ForbiddenError, NotFoundError
+from strongroom.domain.errors import NotFoundError
 from strongroom.domain.principals import Caller, Session
 from strongroom.domain.tokens import TokenKind, format_token, hash_token
 from strongroom.domain.users import User
@@ -17,6 +17,9 @@ from strongroom.ports.unit_of_work import UnitOfWork
 from strongroom.ports.usecases.dependencies import Dependencies
 from strongroom.ports.usecases.idempotency import IdempotencyKey, run_idempotent
 from strongroom.ports.usecases.recording import record_by_caller
+
+SWITCH_REFUSAL = "only a person's session can switch workspace"
+SIGN_OUT_REFUSAL = "only a person's session can sign out; revoke keys instead"
 
 
 @attrs.frozen
@@ -102,9 +105,7 @@ class Sessions:
         idempotency: IdempotencyKey[IssuedSession] | None = None,
     ) -> IssuedSession:
         """A new session scoped to ``workspace_id``; the caller's session is revoked."""
-        user = caller.user
-        if not caller.is_human or user is None:
-            raise ForbiddenError("only a person's session can switch workspace")
+        user = caller.person(SWITCH_REFUSAL)
         now = self._deps.clock.now()
 
         def create(uow: UnitOfWork) -> IssuedSession:
@@ -121,8 +122,7 @@ class Sessions:
 
     def sign_out(self, caller: Caller) -> None:
         """Revoke the session the caller used (and only that one)."""
-        if not caller.is_human:
-            raise ForbiddenError("only a person's session can sign out; revoke keys instead")
+        caller.person(SIGN_OUT_REFUSAL)
         with self._deps.uow() as uow:
             uow.sessions.revoke(caller.credential_id, self._deps.clock.now())
             uow.commit()

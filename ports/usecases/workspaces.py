@@ -13,7 +13,6 @@ from strongroom.domain.audit import Change
 from strongroom.domain.billing import BillingState, GatedOperation, ensure_allowed
 from strongroom.domain.errors import (
     ArtifactLockedError,
-    ForbiddenError,
     StrongroomError,
     UpstreamUnavailableError,
 )
@@ -28,7 +27,6 @@ from strongroom.domain.quotas import (
     QuotaResource,
     ensure_room,
 )
-from strongroom.domain.users import User
 from strongroom.domain.workspaces import Membership, MemberWorkspace, Workspace
 from strongroom.ports.unit_of_work import UnitOfWork
 from strongroom.ports.usecases import lookups
@@ -40,6 +38,8 @@ from strongroom.ports.usecases.recording import record_by_caller, record_by_syst
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
 
+CREATE_REFUSAL = "only a person can create a workspace; machine credentials cannot"
+LIST_REFUSAL = "only a person can list memberships; machine credentials cannot"
 READ_WORKSPACE = Requirement((Permission.WORKSPACES_READ,))
 UPDATE_WORKSPACE = Requirement((Permission.WORKSPACES_WRITE,), "workspace.update")
 DELETE_WORKSPACE = Requirement((Permission.WORKSPACES_WRITE,), "workspace.delete")
@@ -62,17 +62,12 @@ class Workspaces:
         self._deps = deps
         self._access = access
 
-    def _person(self, caller: Caller, doing: str) -> User:
-        if not caller.is_human or caller.user is None:
-            raise ForbiddenError(f"only a person can {doing}; machine credentials cannot")
-        return caller.user
-
     def create(
         self, caller: Caller, name: str, idempotency: IdempotencyKey[Workspace] | None = None
     ) -> Workspace:
         """Create a workspace: an organization, a customer record and a storage namespace are
         provisioned all-or-nothing, and the creator becomes its admin."""
-        user = self._person(caller, "create a workspace")
+        user = caller.person(CREATE_REFUSAL)
         name = clean_name(name)
         replay_if_known(self._deps.uow, caller, idempotency, self._deps.clock.now())
         with self._deps.uow() as uow:
@@ -136,7 +131,7 @@ class Workspaces:
 
     def memberships(self, caller: Caller, page: PageRequest) -> Page[MemberWorkspace]:
         """The caller's memberships, newest workspace first."""
-        user = self._person(caller, "list memberships")
+        user = caller.person(LIST_REFUSAL)
         with self._deps.uow() as uow:
             return uow.memberships.list_for_user(user.id, page)
 

@@ -15,9 +15,9 @@ from starlette.routing import BaseRoute, Route
 from strongroom.adapters.http import presenters
 from strongroom.adapters.http.context import ApiContext, endpoint, json_response
 from strongroom.ports.usecases.invitations import (
+    ACCEPT_REFUSAL,
     CREATE_INVITATION,
     READ_INVITATIONS,
-    require_person,
 )
 
 
@@ -64,7 +64,7 @@ def accept_invitation(ctx: ApiContext) -> Response:
     """Join the invitation's workspace (a person whose email is the invited one)."""
     caller = ctx.caller()
     invitation_id = ctx.path_id("id")
-    require_person(caller)
+    caller.person(ACCEPT_REFUSAL)
     ctx.empty_body()
     membership = ctx.facade.invitations.accept(caller, invitation_id)
     return json_response(presenters.membership(membership))

@@ -14,6 +14,7 @@ from starlette.routing import Route
 from strongroom.adapters.http import presenters
 from strongroom.adapters.http.context import ApiContext, endpoint, json_response, no_content
 from strongroom.domain.errors import UnauthenticatedError
+from strongroom.ports.usecases.sessions import SIGN_OUT_REFUSAL, SWITCH_REFUSAL
 
 
 async def healthz(_request: Request) -> Response:
@@ -80,7 +81,7 @@ class SwitchBody:
 @endpoint
 def switch(ctx: ApiContext) -> Response:
     """A new session scoped to another workspace; the current one is revoked."""
-    caller = ctx.person("only a person's session can switch workspace")
+    caller = ctx.person(SWITCH_REFUSAL)
     body = ctx.json(SwitchBody)
     with ctx.unsealing_replays():
         issued = ctx.facade.sessions.switch(
@@ -92,7 +93,7 @@ def switch(ctx: ApiContext) -> Response:
 @endpoint
 def sign_out(ctx: ApiContext) -> Response:
     """Revoke the session used for this request."""
-    caller = ctx.person("only a person's session can sign out; revoke keys instead")
+    caller = ctx.person(SIGN_OUT_REFUSAL)
     ctx.empty_body()
     ctx.facade.sessions.sign_out(caller)
     return no_content()

@@ -14,7 +14,12 @@ from strongroom.adapters.http.context import ApiContext, endpoint, json_response
 from strongroom.domain.errors import InvalidRequestError
 from strongroom.ports.repositories import AuditFilter
 from strongroom.ports.usecases.audit_trail import READ_AUDIT
-from strongroom.ports.usecases.workspaces import DELETE_WORKSPACE, UPDATE_WORKSPACE
+from strongroom.ports.usecases.workspaces import (
+    CREATE_REFUSAL,
+    DELETE_WORKSPACE,
+    LIST_REFUSAL,
+    UPDATE_WORKSPACE,
+)
 
 
 @attrs.frozen
@@ -27,7 +32,7 @@ class WorkspaceBody:
 @endpoint
 def list_workspaces(ctx: ApiContext) -> Response:
     """The caller's memberships."""
-    caller = ctx.person("only a person can list memberships; machine credentials cannot")
+    caller = ctx.person(LIST_REFUSAL)
     page = ctx.page()
     result = ctx.facade.workspaces.memberships(caller, page)
     return json_response(presenters.listing(result, presenters.member_workspace))
@@ -36,7 +41,7 @@ def list_workspaces(ctx: ApiContext) -> Response:
 @endpoint
 def create_workspace(ctx: ApiContext) -> Response:
     """Create a workspace; the caller becomes its admin."""
-    caller = ctx.person("only a person can create a workspace; machine credentials cannot")
+    caller = ctx.person(CREATE_REFUSAL)
     body = ctx.json(WorkspaceBody)
     workspace = ctx.facade.workspaces.create(
         caller, body.name, idempotency=ctx.idempotency(presenters.workspace)
