@@ -23,10 +23,10 @@ from strongroom.adapters.storage.local import LocalDiskStorage
 from strongroom.adapters.system import SecureIds
 from strongroom.entrypoints.bootstrap import bootstrap
 from strongroom.entrypoints.settings import Settings
-from strongroom.ports.identity import IdentityProvider
-from strongroom.ports.mailer import Mailer
-from strongroom.ports.storage import ObjectStorage
-from strongroom.ports.usecases import Strongroom
+from strongroom.ports.driven.identity import IdentityProvider
+from strongroom.ports.driven.mailer import Mailer
+from strongroom.ports.driven.storage import ObjectStorage
+from strongroom.ports.driving import Strongroom
 
 if TYPE_CHECKING:
     from strongroom.adapters.sql.postgres import PostgresDatabase

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 import pytest
 from hypothesis import HealthCheck, settings
 
-from strongroom.ports.usecases import Strongroom
+from strongroom.ports.driving import Strongroom
 from support.seaweed import SeaweedServer, seaweed_server
 from support.world import Api, make_client, make_facade
 

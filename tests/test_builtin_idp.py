@@ -29,7 +29,7 @@ from strongroom.domain.errors import (
     NotFoundError,
     UnauthenticatedError,
 )
-from strongroom.ports.usecases import Strongroom
+from strongroom.ports.driving import Strongroom
 from support.world import FAST_HASHER, PASSWORD, bearer, make_client, make_facade
 
 EMAIL = "ada@example.com"

@@ -86,8 +86,8 @@ from strongroom.domain.permissions import VIEWER
 from strongroom.domain.principals import SYSTEM_ACTOR, Actor, Caller, PrincipalType
 from strongroom.domain.quotas import QuotaResource
 from strongroom.domain.workspaces import Membership
-from strongroom.ports.repositories import AuditFilter
-from strongroom.ports.usecases import Strongroom
+from strongroom.ports.driven.repositories import AuditFilter
+from strongroom.ports.driving import Strongroom
 from support.world import make_facade, session_token
 
 T = TypeVar("T")

@@ -82,6 +82,27 @@ def test_layer_imports_only_inward(layer: str) -> None:
     assert offences == []
 
 
+def test_driven_ports_import_only_the_domain() -> None:
+    """The driven side of ``ports`` (the Protocols adapters implement) knows nothing of the
+    use cases: it imports the domain and its own modules only."""
+    offences = [
+        f"{path.relative_to(ROOT)} imports {module}"
+        for path in sorted((ROOT / "ports" / "driven").rglob("*.py"))
+        for module in imported_modules(path)
+        if module.startswith("strongroom.")
+        and not module.startswith(("strongroom.domain", "strongroom.ports.driven"))
+    ]
+    assert offences == []
+
+
+def test_ports_have_a_driving_and_a_driven_side() -> None:
+    """Every module of ``ports`` sits on one side of the hexagon's edge."""
+    loose = [p.name for p in (ROOT / "ports").glob("*.py") if p.name != "__init__.py"]
+    assert loose == []
+    assert (ROOT / "ports" / "driving" / "facade.py").is_file()
+    assert (ROOT / "ports" / "driven" / "repositories.py").is_file()
+
+
 def test_domain_uses_no_io_library() -> None:
     """The domain is pure: no network, file, database, web, crypto or logging library."""
     offences = [

@@ -9,7 +9,7 @@ from typing import Any, cast
 
 from strongroom.entrypoints.service import RetentionLoop, open_serving_facade
 from strongroom.entrypoints.settings import Settings
-from strongroom.ports.usecases import Strongroom
+from strongroom.ports.driving import Strongroom
 
 
 class CountingRetention:

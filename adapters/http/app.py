@@ -30,7 +30,7 @@ from strongroom.adapters.http.routes import (
     workspaces,
 )
 from strongroom.domain.errors import StrongroomError
-from strongroom.ports.usecases import Strongroom
+from strongroom.ports.driving import Strongroom
 
 FacadeOpener = Callable[[], AbstractContextManager[Strongroom]]
 

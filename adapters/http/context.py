@@ -23,7 +23,7 @@ from strongroom.adapters.http.errors import request_id_of
 from strongroom.domain.errors import InvalidRequestError, UnauthenticatedError
 from strongroom.domain.pagination import DEFAULT_LIMIT, Cursor, PageRequest
 from strongroom.domain.principals import Caller
-from strongroom.ports.usecases import IdempotencyKey, IdempotentReplayError, Strongroom
+from strongroom.ports.driving import IdempotencyKey, IdempotentReplayError, Strongroom
 
 T = TypeVar("T")
 MAX_BODY_BYTES = 1024 * 1024

@@ -39,7 +39,7 @@ from strongroom.domain.permissions import Permission
 from strongroom.domain.principals import PrincipalType
 from strongroom.domain.quotas import DEFAULT_LIMITS, WORKSPACES_PER_USER, QuotaResource
 from strongroom.domain.runs import RunState, RunTrigger
-from strongroom.ports.usecases.idempotency import MAX_KEY_LENGTH
+from strongroom.ports.driving.idempotency import MAX_KEY_LENGTH
 
 Json = dict[str, Any]
 

@@ -17,10 +17,10 @@ from strongroom.domain.quotas import Quota
 from strongroom.domain.runs import Run
 from strongroom.domain.users import User
 from strongroom.domain.workspaces import Member, Membership, MemberWorkspace, Workspace
-from strongroom.ports.storage import PresignedRequest
-from strongroom.ports.usecases.artifacts import UploadPlan
-from strongroom.ports.usecases.machines import IssuedApiKey, IssuedWorker
-from strongroom.ports.usecases.sessions import IssuedSession
+from strongroom.ports.driven.storage import PresignedRequest
+from strongroom.ports.driving.artifacts import UploadPlan
+from strongroom.ports.driving.machines import IssuedApiKey, IssuedWorker
+from strongroom.ports.driving.sessions import IssuedSession
 
 
 def timestamp(moment: datetime | None) -> str | None:

@@ -20,9 +20,9 @@ from strongroom.domain.accounts import Account, DeviceGrant, GrantState
 from strongroom.domain.errors import InvalidRequestError, NotFoundError, UnauthenticatedError
 from strongroom.domain.names import clean_name
 from strongroom.domain.tokens import TokenKind, format_token, hash_token, token_kind
-from strongroom.ports.clock import Clock, IdGenerator
-from strongroom.ports.identity import CliConfig, Identity
-from strongroom.ports.unit_of_work import UnitOfWork, UnitOfWorkFactory
+from strongroom.ports.driven.clock import Clock, IdGenerator
+from strongroom.ports.driven.identity import CliConfig, Identity
+from strongroom.ports.driven.unit_of_work import UnitOfWork, UnitOfWorkFactory
 
 CLIENT_ID = "strongroom-cli"
 DEVICE_CODE_LIFETIME = timedelta(minutes=10)

@@ -16,8 +16,8 @@ import attrs
 import jwt
 
 from strongroom.domain.errors import UnauthenticatedError, UpstreamUnavailableError
-from strongroom.ports.clock import IdGenerator
-from strongroom.ports.identity import CliConfig, Identity
+from strongroom.ports.driven.clock import IdGenerator
+from strongroom.ports.driven.identity import CliConfig, Identity
 
 ALGORITHMS = ("RS256", "RS384", "RS512", "PS256", "ES256", "ES384", "EdDSA")
 NOT_VALID = "identity token is not valid"

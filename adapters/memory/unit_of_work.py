@@ -8,7 +8,7 @@ from typing import Self
 
 from strongroom.adapters.memory import repositories as repos
 from strongroom.adapters.memory.store import MemoryStore, Transaction
-from strongroom.ports import repositories as ports
+from strongroom.ports.driven import repositories as ports
 
 
 class MemoryUnitOfWork:

@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 
 from strongroom.adapters.sql.rows import Params
 from strongroom.domain.errors import NameTakenError
-from strongroom.ports.repositories import IntegrityViolationError
+from strongroom.ports.driven.repositories import IntegrityViolationError
 
 # Unique constraints that are refusals a use case expects, by constraint name. Every other
 # violated constraint is a bug: ``IntegrityViolationError``.

@@ -34,7 +34,7 @@ from strongroom.domain.principals import Session
 from strongroom.domain.runs import Run
 from strongroom.domain.users import User
 from strongroom.domain.workspaces import Member, Membership, MemberWorkspace, Workspace
-from strongroom.ports.repositories import (
+from strongroom.ports.driven.repositories import (
     AuditFilter,
     IdempotencyKeyTakenError,
     IdempotencyRecord,

@@ -42,7 +42,7 @@ from strongroom.domain.quotas import QuotaResource
 from strongroom.domain.runs import Run, RunState, RunTrigger
 from strongroom.domain.users import User
 from strongroom.domain.workspaces import Member, Membership, MemberWorkspace, Workspace
-from strongroom.ports.repositories import IdempotencyRecord, SessionGrant
+from strongroom.ports.driven.repositories import IdempotencyRecord, SessionGrant
 
 Params = dict[str, object]
 

@@ -25,10 +25,10 @@ from strongroom.adapters.sql.repositories import (
     SqlWorkspaceRepository,
     Statements,
 )
-from strongroom.ports import repositories as ports
+from strongroom.ports.driven import repositories as ports
 
 if TYPE_CHECKING:
-    from strongroom.ports.unit_of_work import UnitOfWork
+    from strongroom.ports.driven.unit_of_work import UnitOfWork
 
 
 class Transaction(Statements, Protocol):

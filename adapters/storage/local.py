@@ -38,7 +38,7 @@ from uuid import UUID
 import attrs
 
 from strongroom.domain.errors import UpstreamUnavailableError
-from strongroom.ports.storage import (
+from strongroom.ports.driven.storage import (
     ObjectLockedError,
     PendingUpload,
     PresignedRequest,

@@ -34,7 +34,7 @@ from minio.retention import Retention
 
 from strongroom.domain.backups import CustomerS3Destination
 from strongroom.domain.errors import UpstreamUnavailableError
-from strongroom.ports.storage import (
+from strongroom.ports.driven.storage import (
     ObjectLockedError,
     PendingUpload,
     PresignedRequest,

@@ -30,7 +30,7 @@ from strongroom.domain.principals import Actor, PrincipalType, Session
 from strongroom.domain.runs import Run
 from strongroom.domain.users import User
 from strongroom.domain.workspaces import Membership, Workspace
-from strongroom.ports.unit_of_work import UnitOfWork
+from strongroom.ports.driven.unit_of_work import UnitOfWork
 
 T0 = datetime(2026, 3, 14, 15, 9, 26, 535897, tzinfo=UTC)
 _counter = itertools.count(1)

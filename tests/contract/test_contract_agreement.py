@@ -47,13 +47,13 @@ from strongroom.domain.principals import SYSTEM_ACTOR, Actor, PrincipalType, Ses
 from strongroom.domain.quotas import QuotaResource
 from strongroom.domain.users import User
 from strongroom.domain.workspaces import Membership, Workspace
-from strongroom.ports.repositories import (
+from strongroom.ports.driven.repositories import (
     AuditFilter,
     IdempotencyKeyTakenError,
     IdempotencyRecord,
     IntegrityViolationError,
 )
-from strongroom.ports.unit_of_work import UnitOfWork
+from strongroom.ports.driven.unit_of_work import UnitOfWork
 from support.postgres import truncate_all
 
 NAMES = st.sampled_from(["Nightly", "NIGHTLY", "nightly", "Weekly", "straße", "STRASSE", "Ω"])

@@ -13,7 +13,7 @@ from strongroom.domain.artifacts import Artifact, ArtifactState, ArtifactStorage
 from strongroom.domain.backups import Backup
 from strongroom.domain.pagination import PageRequest
 from strongroom.domain.runs import Run
-from strongroom.ports.repositories import IntegrityViolationError
+from strongroom.ports.driven.repositories import IntegrityViolationError
 
 
 def artifact(run: Run, name: str = "db.dump", created: float = 0, **changes: object) -> Artifact:

@@ -18,7 +18,7 @@ from strongroom.domain.backups import RetentionPolicy
 from strongroom.domain.durations import Duration
 from strongroom.domain.pagination import PageRequest
 from strongroom.domain.quotas import ensure_room
-from strongroom.ports.repositories import IdempotencyKeyTakenError, IdempotencyRecord
+from strongroom.ports.driven.repositories import IdempotencyKeyTakenError, IdempotencyRecord
 
 THREADS = 24
 R = TypeVar("R")

@@ -48,7 +48,7 @@ from strongroom.domain.permissions import ADMIN, VIEWER, Permission, Role
 from strongroom.domain.principals import SYSTEM_ACTOR, Actor, PrincipalType
 from strongroom.domain.quotas import QuotaResource
 from strongroom.domain.workspaces import Membership
-from strongroom.ports.repositories import (
+from strongroom.ports.driven.repositories import (
     AuditFilter,
     IdempotencyKeyTakenError,
     IdempotencyRecord,

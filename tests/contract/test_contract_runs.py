@@ -9,7 +9,7 @@ import pytest
 from contract_records import T0, Adapter, at, backup, user, workspace
 
 from strongroom.domain.runs import Run, RunState, RunTrigger
-from strongroom.ports.repositories import IntegrityViolationError
+from strongroom.ports.driven.repositories import IntegrityViolationError
 
 
 class TestRuns:

@@ -29,8 +29,8 @@ from strongroom.adapters.storage.s3 import S3Storage
 from strongroom.domain.billing import BillingState
 from strongroom.domain.pagination import PageRequest
 from strongroom.domain.quotas import QuotaResource
-from strongroom.ports.storage import ObjectLockedError, ObjectStorage
-from strongroom.ports.usecases import Strongroom
+from strongroom.ports.driven.storage import ObjectLockedError, ObjectStorage
+from strongroom.ports.driving import Strongroom
 from support.seaweed import SeaweedServer, s3_storage
 from support.world import Api, bearer, make_client, make_facade
 

@@ -19,7 +19,7 @@ from strongroom.adapters.memory.unit_of_work import MemoryUnitOfWork
 from strongroom.domain.billing import BillingState
 from strongroom.domain.errors import StrongroomError
 from strongroom.domain.workspaces import Membership, Workspace
-from strongroom.ports.usecases import Strongroom
+from strongroom.ports.driving import Strongroom
 from support.world import Api, bearer, make_client, make_facade
 
 ENVELOPE_KEYS = {"code", "message", "request_id"}

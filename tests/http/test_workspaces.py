@@ -20,7 +20,7 @@ from strongroom.adapters.memory.unit_of_work import MemoryUnitOfWork
 from strongroom.adapters.system import SecureIds, SystemClock
 from strongroom.domain.billing import BillingState
 from strongroom.domain.workspaces import Membership
-from strongroom.ports.usecases import Strongroom
+from strongroom.ports.driving import Strongroom
 from support.world import FAST_HASHER, Api, bearer, make_client, make_facade
 
 RFC3339_Z = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z")

@@ -17,7 +17,7 @@ from strongroom.adapters.identity.builtin import BuiltinIdentityProvider
 from strongroom.adapters.sql.postgres import PostgresDatabase
 from strongroom.adapters.system import SecureIds, SystemClock
 from strongroom.entrypoints.bootstrap import bootstrap
-from strongroom.ports.usecases import Strongroom
+from strongroom.ports.driving import Strongroom
 from support.world import FAST_HASHER, bearer, idp_access_token
 
 # The service under test and the test's own facade share this key (and the database).

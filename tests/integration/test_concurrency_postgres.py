@@ -35,7 +35,7 @@ from strongroom.adapters.sql.postgres import PostgresDatabase
 from strongroom.domain.quotas import QuotaResource
 from strongroom.entrypoints.http import create_app
 from strongroom.entrypoints.settings import Settings
-from strongroom.ports.usecases import Strongroom
+from strongroom.ports.driving import Strongroom
 
 LIMIT = 10
 REPEATS = 3

@@ -38,7 +38,7 @@ from live_server import LiveServer, Timed, all_at_once, client_for, timed
 
 from strongroom.adapters.http.app import build_app
 from strongroom.adapters.sql.postgres import PostgresDatabase
-from strongroom.ports.usecases import Strongroom
+from strongroom.ports.driving import Strongroom
 from support.postgres import PostgresServer
 from support.tcp_proxy import TcpProxy
 

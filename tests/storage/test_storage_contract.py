@@ -24,7 +24,7 @@ from strongroom.adapters.storage.local import LocalDiskStorage
 from strongroom.adapters.storage.s3 import S3Storage
 from strongroom.entrypoints.service import open_storage
 from strongroom.entrypoints.settings import Settings
-from strongroom.ports.storage import ObjectLockedError, ObjectStorage
+from strongroom.ports.driven.storage import ObjectLockedError, ObjectStorage
 from support.seaweed import SeaweedServer, s3_storage
 
 MIB = 1024 * 1024

@@ -19,8 +19,8 @@ from strongroom.adapters.memory.store import MemoryStore
 from strongroom.adapters.memory.unit_of_work import MemoryUnitOfWork
 from strongroom.adapters.system import SecureIds, SystemClock
 from strongroom.entrypoints.bootstrap import bootstrap
-from strongroom.ports.clock import Clock
-from strongroom.ports.usecases import Strongroom
+from strongroom.ports.driven.clock import Clock
+from strongroom.ports.driving import Strongroom
 
 PASSWORD = "correct horse battery staple"
 FAST_HASHER = PasswordHasher(time_cost=1, memory_cost=64, parallelism=1)

@@ -13,7 +13,7 @@ from starlette.routing import BaseRoute, Route
 from strongroom.adapters.http import presenters
 from strongroom.adapters.http.context import ApiContext, endpoint, json_response, no_content
 from strongroom.domain.errors import InvalidRequestError
-from strongroom.ports.usecases.artifacts import (
+from strongroom.ports.driving.artifacts import (
     CONFIRM_RUN,
     DELETE_ARTIFACT,
     DOWNLOAD_ARTIFACT,

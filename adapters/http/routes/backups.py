@@ -16,7 +16,7 @@ from strongroom.adapters.http.backup_patch import parse_backup_changes
 from strongroom.adapters.http.context import ApiContext, endpoint, json_response, no_content
 from strongroom.domain.backups import BackupKind
 from strongroom.domain.errors import InvalidRequestError
-from strongroom.ports.usecases.backups import (
+from strongroom.ports.driving.backups import (
     CREATE_BACKUP,
     DELETE_BACKUP,
     PAUSE_BACKUP,

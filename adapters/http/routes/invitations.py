@@ -14,7 +14,7 @@ from starlette.routing import BaseRoute, Route
 
 from strongroom.adapters.http import presenters
 from strongroom.adapters.http.context import ApiContext, endpoint, json_response
-from strongroom.ports.usecases.invitations import (
+from strongroom.ports.driving.invitations import (
     ACCEPT_REFUSAL,
     CREATE_INVITATION,
     READ_INVITATIONS,

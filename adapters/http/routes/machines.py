@@ -13,7 +13,7 @@ from starlette.routing import BaseRoute, Route
 from strongroom.adapters.http import presenters
 from strongroom.adapters.http.bodies import parse_timestamp
 from strongroom.adapters.http.context import ApiContext, endpoint, json_response, no_content
-from strongroom.ports.usecases.machines import (
+from strongroom.ports.driving.machines import (
     CREATE_API_KEY,
     CREATE_WORKER,
     DELETE_API_KEY,

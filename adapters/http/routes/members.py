@@ -15,7 +15,7 @@ from starlette.routing import BaseRoute, Route
 from strongroom.adapters.http import presenters
 from strongroom.adapters.http.context import ApiContext, endpoint, json_response, no_content
 from strongroom.domain.errors import InvalidRequestError
-from strongroom.ports.usecases.members import (
+from strongroom.ports.driving.members import (
     CREATE_ROLE,
     DELETE_MEMBER,
     DELETE_ROLE,

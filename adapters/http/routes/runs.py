@@ -14,7 +14,7 @@ from starlette.routing import BaseRoute, Route
 
 from strongroom.adapters.http import presenters
 from strongroom.adapters.http.context import ApiContext, endpoint, json_response
-from strongroom.ports.usecases.runs import READ_RUN, START_RUN, TRIGGER_BACKUP
+from strongroom.ports.driving.runs import READ_RUN, START_RUN, TRIGGER_BACKUP
 
 
 @attrs.frozen

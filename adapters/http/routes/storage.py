@@ -15,7 +15,7 @@ from starlette.routing import BaseRoute, Route
 from strongroom.adapters.http.context import json_response
 from strongroom.adapters.http.errors import error_response
 from strongroom.adapters.storage.local import LocalDiskStorage, StorageRefusalError
-from strongroom.ports.usecases import Strongroom
+from strongroom.ports.driving import Strongroom
 
 _CODES = {400: "invalid_request", 403: "forbidden", 404: "not_found"}
 

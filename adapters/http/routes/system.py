@@ -14,7 +14,7 @@ from starlette.routing import Route
 from strongroom.adapters.http import presenters
 from strongroom.adapters.http.context import ApiContext, endpoint, json_response, no_content
 from strongroom.domain.errors import UnauthenticatedError
-from strongroom.ports.usecases.sessions import SIGN_OUT_REFUSAL, SWITCH_REFUSAL
+from strongroom.ports.driving.sessions import SIGN_OUT_REFUSAL, SWITCH_REFUSAL
 
 
 async def healthz(_request: Request) -> Response:

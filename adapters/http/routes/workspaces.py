@@ -12,9 +12,9 @@ from starlette.routing import Route
 from strongroom.adapters.http import presenters
 from strongroom.adapters.http.context import ApiContext, endpoint, json_response, no_content
 from strongroom.domain.errors import InvalidRequestError
-from strongroom.ports.repositories import AuditFilter
-from strongroom.ports.usecases.audit_trail import READ_AUDIT
-from strongroom.ports.usecases.workspaces import (
+from strongroom.ports.driven.repositories import AuditFilter
+from strongroom.ports.driving.audit_trail import READ_AUDIT
+from strongroom.ports.driving.workspaces import (
     CREATE_REFUSAL,
     DELETE_WORKSPACE,
     LIST_REFUSAL,

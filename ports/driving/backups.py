@@ -16,12 +16,12 @@ from strongroom.domain.pagination import Page, PageRequest
 from strongroom.domain.permissions import Permission
 from strongroom.domain.principals import Caller
 from strongroom.domain.quotas import QuotaResource, ensure_room
-from strongroom.ports.unit_of_work import UnitOfWork
-from strongroom.ports.usecases import lookups
-from strongroom.ports.usecases.access import Access, Requirement
-from strongroom.ports.usecases.dependencies import Dependencies
-from strongroom.ports.usecases.idempotency import IdempotencyKey, run_idempotent
-from strongroom.ports.usecases.recording import record_by_caller
+from strongroom.ports.driven.unit_of_work import UnitOfWork
+from strongroom.ports.driving import lookups
+from strongroom.ports.driving.access import Access, Requirement
+from strongroom.ports.driving.dependencies import Dependencies
+from strongroom.ports.driving.idempotency import IdempotencyKey, run_idempotent
+from strongroom.ports.driving.recording import record_by_caller
 
 logger = logging.getLogger(__name__)
 

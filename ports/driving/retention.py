@@ -17,9 +17,9 @@ import attrs
 from strongroom.domain.artifacts import ArtifactState
 from strongroom.domain.audit import diff
 from strongroom.domain.errors import ArtifactLockedError, StrongroomError
-from strongroom.ports.usecases.artifacts import Artifacts, artifact_snapshot
-from strongroom.ports.usecases.dependencies import Dependencies
-from strongroom.ports.usecases.recording import record_by_system
+from strongroom.ports.driving.artifacts import Artifacts, artifact_snapshot
+from strongroom.ports.driving.dependencies import Dependencies
+from strongroom.ports.driving.recording import record_by_system
 
 logger = logging.getLogger(__name__)
 

@@ -7,8 +7,8 @@ from uuid import UUID
 
 from strongroom.domain.audit import AuditEvent, Change, Outcome
 from strongroom.domain.principals import SYSTEM_ACTOR, Actor, Caller
-from strongroom.ports.unit_of_work import UnitOfWork
-from strongroom.ports.usecases.dependencies import Dependencies
+from strongroom.ports.driven.unit_of_work import UnitOfWork
+from strongroom.ports.driving.dependencies import Dependencies
 
 
 def record(

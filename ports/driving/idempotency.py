@@ -16,9 +16,9 @@ import attrs
 
 from strongroom.domain.errors import IdempotencyConflictError, InvalidRequestError
 from strongroom.domain.principals import Caller
-from strongroom.ports.identity import Identity
-from strongroom.ports.repositories import IdempotencyKeyTakenError, IdempotencyRecord
-from strongroom.ports.unit_of_work import UnitOfWork, UnitOfWorkFactory
+from strongroom.ports.driven.identity import Identity
+from strongroom.ports.driven.repositories import IdempotencyKeyTakenError, IdempotencyRecord
+from strongroom.ports.driven.unit_of_work import UnitOfWork, UnitOfWorkFactory
 
 T = TypeVar("T")
 

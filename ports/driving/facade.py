@@ -3,18 +3,18 @@
 from __future__ import annotations
 
 from strongroom.domain.permissions import DESCRIPTIONS, Permission
-from strongroom.ports.usecases.access import Access
-from strongroom.ports.usecases.artifacts import Artifacts
-from strongroom.ports.usecases.audit_trail import AuditTrail
-from strongroom.ports.usecases.backups import Backups
-from strongroom.ports.usecases.dependencies import Dependencies
-from strongroom.ports.usecases.invitations import Invitations
-from strongroom.ports.usecases.machines import ApiKeys, Workers
-from strongroom.ports.usecases.members import Members, Roles
-from strongroom.ports.usecases.retention import Retention
-from strongroom.ports.usecases.runs import Runs
-from strongroom.ports.usecases.sessions import Sessions
-from strongroom.ports.usecases.workspaces import Workspaces
+from strongroom.ports.driving.access import Access
+from strongroom.ports.driving.artifacts import Artifacts
+from strongroom.ports.driving.audit_trail import AuditTrail
+from strongroom.ports.driving.backups import Backups
+from strongroom.ports.driving.dependencies import Dependencies
+from strongroom.ports.driving.invitations import Invitations
+from strongroom.ports.driving.machines import ApiKeys, Workers
+from strongroom.ports.driving.members import Members, Roles
+from strongroom.ports.driving.retention import Retention
+from strongroom.ports.driving.runs import Runs
+from strongroom.ports.driving.sessions import Sessions
+from strongroom.ports.driving.workspaces import Workspaces
 
 
 class Strongroom:

@@ -25,9 +25,9 @@ from strongroom.domain.machines import USAGE_GRANULARITY, usage_is_stale
 from strongroom.domain.permissions import BUILTIN_ROLES, WORKER_PERMISSIONS, Permission
 from strongroom.domain.principals import Actor, Caller, PrincipalType
 from strongroom.domain.tokens import TokenKind, hash_token, token_kind
-from strongroom.ports.unit_of_work import UnitOfWork
-from strongroom.ports.usecases.dependencies import Dependencies
-from strongroom.ports.usecases.recording import record_by_caller
+from strongroom.ports.driven.unit_of_work import UnitOfWork
+from strongroom.ports.driving.dependencies import Dependencies
+from strongroom.ports.driving.recording import record_by_caller
 
 # Whether a target id names an object of the given workspace: (uow, workspace id, target id).
 TargetCheck = Callable[[UnitOfWork, UUID, UUID | str], bool]

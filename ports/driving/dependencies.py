@@ -9,13 +9,13 @@ import attrs
 
 from strongroom.domain.artifacts import DEFAULT_MULTIPART_THRESHOLD
 from strongroom.domain.backups import CustomerS3Destination
-from strongroom.ports.clock import Clock, IdGenerator
-from strongroom.ports.identity import IdentityProvider
-from strongroom.ports.mailer import Mailer
-from strongroom.ports.provisioning import Billing, StorageNamespaces
-from strongroom.ports.secrets import SecretBox
-from strongroom.ports.storage import ObjectStorage
-from strongroom.ports.unit_of_work import UnitOfWorkFactory
+from strongroom.ports.driven.clock import Clock, IdGenerator
+from strongroom.ports.driven.identity import IdentityProvider
+from strongroom.ports.driven.mailer import Mailer
+from strongroom.ports.driven.provisioning import Billing, StorageNamespaces
+from strongroom.ports.driven.secrets import SecretBox
+from strongroom.ports.driven.storage import ObjectStorage
+from strongroom.ports.driven.unit_of_work import UnitOfWorkFactory
 
 CustomerStorage = Callable[[CustomerS3Destination, Mapping[str, str]], ObjectStorage]
 

@@ -28,12 +28,12 @@ from strongroom.domain.quotas import (
     ensure_room,
 )
 from strongroom.domain.workspaces import Membership, MemberWorkspace, Workspace
-from strongroom.ports.unit_of_work import UnitOfWork
-from strongroom.ports.usecases import lookups
-from strongroom.ports.usecases.access import Access, Requirement
-from strongroom.ports.usecases.dependencies import Dependencies
-from strongroom.ports.usecases.idempotency import IdempotencyKey, replay_if_known, run_idempotent
-from strongroom.ports.usecases.recording import record_by_caller, record_by_system
+from strongroom.ports.driven.unit_of_work import UnitOfWork
+from strongroom.ports.driving import lookups
+from strongroom.ports.driving.access import Access, Requirement
+from strongroom.ports.driving.dependencies import Dependencies
+from strongroom.ports.driving.idempotency import IdempotencyKey, replay_if_known, run_idempotent
+from strongroom.ports.driving.recording import record_by_caller, record_by_system
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")

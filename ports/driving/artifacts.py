@@ -39,12 +39,12 @@ from strongroom.domain.principals import Caller
 from strongroom.domain.quotas import QuotaResource, ensure_room
 from strongroom.domain.runs import Run
 from strongroom.domain.workspaces import Workspace
-from strongroom.ports.storage import ObjectLockedError, ObjectStorage, PresignedRequest
-from strongroom.ports.unit_of_work import UnitOfWork
-from strongroom.ports.usecases import lookups
-from strongroom.ports.usecases.access import Access, Requirement
-from strongroom.ports.usecases.dependencies import Dependencies
-from strongroom.ports.usecases.recording import record_by_caller
+from strongroom.ports.driven.storage import ObjectLockedError, ObjectStorage, PresignedRequest
+from strongroom.ports.driven.unit_of_work import UnitOfWork
+from strongroom.ports.driving import lookups
+from strongroom.ports.driving.access import Access, Requirement
+from strongroom.ports.driving.dependencies import Dependencies
+from strongroom.ports.driving.recording import record_by_caller
 
 REQUEST_UPLOAD = Requirement((Permission.ARTIFACTS_UPLOAD,), "artifact.create")
 CONFIRM_RUN = Requirement((Permission.ARTIFACTS_CONFIRM,), "run.confirm")

@@ -15,7 +15,7 @@ from strongroom.domain.errors import NotFoundError
 from strongroom.domain.principals import Caller
 from strongroom.domain.runs import Run
 from strongroom.domain.workspaces import Workspace
-from strongroom.ports.unit_of_work import UnitOfWork
+from strongroom.ports.driven.unit_of_work import UnitOfWork
 
 T = TypeVar("T")
 

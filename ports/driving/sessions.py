@@ -11,12 +11,12 @@ from strongroom.domain.errors import NotFoundError
 from strongroom.domain.principals import Caller, Session
 from strongroom.domain.tokens import TokenKind, format_token, hash_token
 from strongroom.domain.users import User
-from strongroom.ports.identity import Identity
-from strongroom.ports.repositories import IntegrityViolationError
-from strongroom.ports.unit_of_work import UnitOfWork
-from strongroom.ports.usecases.dependencies import Dependencies
-from strongroom.ports.usecases.idempotency import IdempotencyKey, run_idempotent
-from strongroom.ports.usecases.recording import record_by_caller
+from strongroom.ports.driven.identity import Identity
+from strongroom.ports.driven.repositories import IntegrityViolationError
+from strongroom.ports.driven.unit_of_work import UnitOfWork
+from strongroom.ports.driving.dependencies import Dependencies
+from strongroom.ports.driving.idempotency import IdempotencyKey, run_idempotent
+from strongroom.ports.driving.recording import record_by_caller
 
 SWITCH_REFUSAL = "only a person's session can switch workspace"
 SIGN_OUT_REFUSAL = "only a person's session can sign out; revoke keys instead"

@@ -8,9 +8,9 @@ from strongroom.domain.audit import AuditEvent
 from strongroom.domain.pagination import Page, PageRequest
 from strongroom.domain.permissions import Permission
 from strongroom.domain.principals import Caller
-from strongroom.ports.repositories import AuditFilter
-from strongroom.ports.usecases.access import Access, Requirement
-from strongroom.ports.usecases.dependencies import Dependencies
+from strongroom.ports.driven.repositories import AuditFilter
+from strongroom.ports.driving.access import Access, Requirement
+from strongroom.ports.driving.dependencies import Dependencies
 
 READ_AUDIT = Requirement((Permission.AUDIT_READ,))
 

@@ -15,7 +15,7 @@ from typing import Protocol
 
 import attrs
 
-from strongroom.ports.provisioning import StorageNamespaces
+from strongroom.ports.driven.provisioning import StorageNamespaces
 
 
 class ObjectLockedError(Exception):

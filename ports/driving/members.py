@@ -28,13 +28,13 @@ from strongroom.domain.pagination import Page, PageRequest
 from strongroom.domain.permissions import ADMIN, BUILTIN_ROLES, Permission, Role, is_role_slug
 from strongroom.domain.principals import Caller
 from strongroom.domain.workspaces import Member
-from strongroom.ports.unit_of_work import UnitOfWork
-from strongroom.ports.usecases import lookups
-from strongroom.ports.usecases.access import Access, Requirement, lacking_permissions
-from strongroom.ports.usecases.dependencies import Dependencies
-from strongroom.ports.usecases.idempotency import IdempotencyKey, run_idempotent
-from strongroom.ports.usecases.machines import parse_permission_slugs
-from strongroom.ports.usecases.recording import record_by_caller
+from strongroom.ports.driven.unit_of_work import UnitOfWork
+from strongroom.ports.driving import lookups
+from strongroom.ports.driving.access import Access, Requirement, lacking_permissions
+from strongroom.ports.driving.dependencies import Dependencies
+from strongroom.ports.driving.idempotency import IdempotencyKey, run_idempotent
+from strongroom.ports.driving.machines import parse_permission_slugs
+from strongroom.ports.driving.recording import record_by_caller
 
 READ_MEMBERS = Requirement((Permission.MEMBERS_READ,))
 UPDATE_MEMBER = Requirement((Permission.MEMBERS_WRITE,), "member.update")

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from types import TracebackType
 from typing import Protocol, Self
 
-from strongroom.ports.repositories import (
+from strongroom.ports.driven.repositories import (
     AccountRepository,
     ApiKeyRepository,
     ArtifactRepository,

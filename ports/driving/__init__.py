@@ -1,0 +1,7 @@
+"""The use cases (driving port) of Strongroom."""
+
+from strongroom.ports.driving.dependencies import Dependencies
+from strongroom.ports.driving.facade import Strongroom
+from strongroom.ports.driving.idempotency import IdempotencyKey, IdempotentReplayError
+
+__all__ = ["Dependencies", "IdempotencyKey", "IdempotentReplayError", "Strongroom"]
