@@ -1,6 +1,6 @@
 """Strongroom's fast paths as ratios of the shared peers, measured in one run (issue 8).
 
-    .venv/bin/python bench/fast_path.py                # about 9 minutes on 2 cores
+    .venv/bin/python bench/fast_path.py                # about 8 minutes on 2 cores
     .venv/bin/python bench/fast_path.py --quick        # about 2 minutes, smaller figures
     .venv/bin/python bench/fast_path.py --json out.json
 
