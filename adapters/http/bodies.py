@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
-from datetime import UTC, datetime
+from datetime import datetime
 from enum import StrEnum
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
@@ -18,6 +18,7 @@ import attrs
 import cattrs
 from cattrs.errors import ClassValidationError, ForbiddenExtraKeysError
 
+from strongroom.domain import timestamps
 from strongroom.domain.errors import InvalidRequestError
 
 T = TypeVar("T")
@@ -171,11 +172,6 @@ def require_url(value: Any, field: str) -> str:
 
 
 def parse_timestamp(value: str, field: str) -> datetime:
-    """An RFC 3339 timestamp with a time zone (``Z`` for UTC), or ``invalid_request``."""
-    try:
-        moment = datetime.fromisoformat(value.replace("Z", "+00:00").replace("z", "+00:00"))
-    except ValueError as error:
-        raise InvalidRequestError(f"{field} must be an RFC 3339 timestamp") from error
-    if moment.tzinfo is None:
-        raise InvalidRequestError(f"{field} must carry a time zone (use Z for UTC)")
-    return moment.astimezone(UTC)
+    """An RFC 3339 timestamp with a time zone, in UTC, or ``invalid_request`` (out of range
+    included): the domain's one parser of client timestamps, which every path uses."""
+    return timestamps.parse_timestamp(value, field)

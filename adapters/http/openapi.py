@@ -1979,7 +1979,11 @@ def _machines() -> list[Operation]:
                 reason("forbidden", "a requested permission is not the caller's own"),
                 JSON_BODY,
                 name,
-                reason("invalid_request", "`expires_at` is not an RFC 3339 timestamp"),
+                reason(
+                    "invalid_request",
+                    "`expires_at` is not an RFC 3339 timestamp with a time zone, or its UTC "
+                    "instant falls outside the years 0001-9999",
+                ),
                 IDEMPOTENT,
                 reason(
                     "validation_failed",
