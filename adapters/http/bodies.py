@@ -161,13 +161,39 @@ def structure(data: Mapping[str, Any], cls: type[T]) -> T:
         raise InvalidRequestError(str(error)) from error
 
 
+# The authority of an endpoint: a bracketed IPv6 literal or a name (or IPv4 address), then
+# an optional numeric port; nothing else (no user part: credentials have their own field,
+# and an endpoint is returned and audited).
+_AUTHORITY = re.compile(r"(?:\[[^\[\]]+\]|[^\[\]@:]+)(?::[0-9]{1,5})?", re.ASCII)
+MAX_PORT = 65_535
+
+
 def require_url(value: Any, field: str) -> str:
-    """An ``http``/``https`` URL with a host, or ``invalid_request``."""
+    """An ``http``/``https`` URL with a host and, if any, a port of 1..65535, without a user
+    part; anything else (a malformed IPv6 literal such as ``https://[::1`` included) is
+    ``invalid_request``.
+
+    Every endpoint a body names (sources, destinations) is checked here, and only here.
+    """
     if not isinstance(value, str):
         raise InvalidRequestError(f"{field} must be a string")
-    parts = urlsplit(value)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise InvalidRequestError(f"{field} must be an http(s) URL such as https://host:port")
+    refusal = InvalidRequestError(f"{field} must be an http(s) URL such as https://host:port")
+    if any(char.isspace() or not char.isprintable() for char in value):
+        raise refusal
+    try:
+        # urlsplit refuses unbalanced or invalid IPv6 brackets, ``port`` a port that is
+        # not a number in 0..65535; both raise ValueError.
+        parts = urlsplit(value)
+        port = parts.port
+    except ValueError as error:
+        raise refusal from error
+    if (
+        parts.scheme not in ("http", "https")
+        or not parts.hostname
+        or not _AUTHORITY.fullmatch(parts.netloc)
+        or (port is not None and not 1 <= port <= MAX_PORT)
+    ):
+        raise refusal
     return value
 
 

@@ -715,7 +715,11 @@ def _schemas() -> dict[str, Json]:
         "S3SourceInput": obj(
             {
                 "type": string(const="s3"),
-                "endpoint": string("An http(s) URL such as `https://host:port`.", format="uri"),
+                "endpoint": string(
+                    "An http(s) URL such as `https://host:port` (port 1..65535, IPv6 "
+                    "literals in brackets, no user part).",
+                    format="uri",
+                ),
                 "bucket": string(minLength=1),
                 "prefix": nullable(string("Null is the same as absent.")),
             },
@@ -771,7 +775,11 @@ def _schemas() -> dict[str, Json]:
         "CustomerS3DestinationInput": obj(
             {
                 "type": string(const="customer_s3"),
-                "endpoint": string("An http(s) URL such as `https://host:port`.", format="uri"),
+                "endpoint": string(
+                    "An http(s) URL such as `https://host:port` (port 1..65535, IPv6 "
+                    "literals in brackets, no user part).",
+                    format="uri",
+                ),
                 "bucket": string(minLength=1),
                 "prefix": nullable(string("Null is the same as absent.")),
             },

@@ -682,6 +682,52 @@ class TestPatchBody:
         assert restored["destination"] == {"type": "service"}
 
 
+class TestEndpoints:
+    """Contract 10: an ``endpoint`` that is not an http(s) URL is 400, wherever a body names
+    one (a source or a destination), and never a 500."""
+
+    @pytest.mark.parametrize(
+        "endpoint",
+        [
+            "https://[::1",
+            "http://[x",
+            "http://[x]",
+            "http://[::1]x",
+            "https://[::1]:",
+            "https://host:abc",
+            "https://host:99999",
+            "https://host:0",
+            "https://host:-1",
+            "https://user:secret@host",
+            "https://ex ample.com",
+            "https://host\n.example",
+        ],
+    )
+    @pytest.mark.parametrize("field", ["source", "destination"])
+    def test_a_malformed_endpoint_is_400(self, ada: Tenant, field: str, endpoint: str) -> None:
+        """Unbalanced or invalid IPv6 brackets, a port that is not a number in 1..65535, a
+        user part or whitespace: 400 ``invalid_request`` naming the field; nothing changes."""
+        kind, location = ("cloud", S3_SOURCE) if field == "source" else ("manual", CUSTOMER_S3)
+        record = ada.backup("Nightly", kind)
+        body: dict[str, Any] = {field: {**location, "endpoint": endpoint}}
+        if field == "destination":
+            body["destination_credentials"] = DESTINATION_CREDENTIALS
+        response = ada.patch(record["id"], body)
+        assert_error(response, 400, "invalid_request", f"{field}.endpoint")
+        assert "secret" not in response.text
+        assert ada.read(record["id"]) == record
+
+    @pytest.mark.parametrize(
+        "endpoint",
+        ["http://[::1]:9000", "https://[2001:db8::5]", "https://s3.example.com:443", "http://h/p"],
+    )
+    def test_a_well_formed_endpoint_is_kept(self, ada: Tenant, endpoint: str) -> None:
+        """IPv6 literals in brackets, explicit ports and paths are URLs like any other."""
+        record = ada.backup("Nightly", "cloud")
+        patched = ada.patched(record["id"], {"source": {**S3_SOURCE, "endpoint": endpoint}})
+        assert patched["source"]["endpoint"] == endpoint
+
+
 class TestKindRules:
     """What each kind accepts: refusals are 422 ``validation_failed`` and change nothing."""
 
