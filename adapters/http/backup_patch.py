@@ -28,7 +28,7 @@ from strongroom.domain.backups import (
     UnsupportedSource,
 )
 from strongroom.domain.durations import Duration
-from strongroom.domain.errors import InvalidRequestError
+from strongroom.domain.errors import InvalidRequestError, UnknownFieldError, shown_field
 
 T = TypeVar("T")
 
@@ -91,11 +91,9 @@ def _object(
     """A JSON object holding every ``required`` key and nothing outside ``optional``."""
     if not isinstance(value, dict):
         raise _wrong_type(field, "an object")
-    unknown = sorted(set(value) - required - optional)
+    unknown = set(value) - required - optional
     if unknown:
-        raise InvalidRequestError(
-            f"unknown field: {', '.join(f'{field}.{key}' for key in unknown)}"
-        )
+        raise UnknownFieldError(unknown, prefix=f"{field}.")
     missing = sorted(required - set(value))
     if missing:
         raise InvalidRequestError(
@@ -159,7 +157,7 @@ def parse_secrets(value: Any, field: str) -> Mapping[str, str]:
     """An object of strings; which keys a source needs is a kind rule (422), not checked here."""
     if not isinstance(value, dict):
         raise _wrong_type(field, "an object of strings")
-    return {key: _string(item, f"{field}.{key}") for key, item in value.items()}
+    return {key: _string(item, f"{field}.{shown_field(key)}") for key, item in value.items()}
 
 
 def parse_schedule(value: Any) -> Schedule | None:
@@ -201,10 +199,10 @@ def parse_backup_changes(body: Mapping[str, Any]) -> BackupChanges:
 
     ``kind`` is immutable and, like any other field outside the list, is refused as unknown.
     """
-    unknown = sorted(set(body) - PATCH_FIELDS)
+    unknown = set(body) - PATCH_FIELDS
     if unknown:
         note = " (the kind of a backup cannot be changed)" if "kind" in unknown else ""
-        raise InvalidRequestError(f"unknown field: {', '.join(unknown)}{note}")
+        raise UnknownFieldError(unknown, note=note)
     return BackupChanges(
         name=_field(body, "name", lambda value: _string(value, "name")),
         source=_field(body, "source", parse_source),

@@ -19,7 +19,7 @@ import cattrs
 from cattrs.errors import ClassValidationError, ForbiddenExtraKeysError
 
 from strongroom.domain import timestamps
-from strongroom.domain.errors import InvalidRequestError
+from strongroom.domain.errors import InvalidRequestError, UnknownFieldError, shown_field
 
 T = TypeVar("T")
 
@@ -37,7 +37,7 @@ def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     result: dict[str, Any] = {}
     for key, value in pairs:
         if key in result:
-            raise InvalidRequestError(f"duplicate field {key!r} in body")
+            raise InvalidRequestError(f"duplicate field {shown_field(key)!r} in body")
         result[key] = value
     return result
 
@@ -132,9 +132,6 @@ _PATH_PATTERN = re.compile(r" @ \$\.?(.*)$")
 
 
 def _describe(error: ClassValidationError) -> str:
-    for leaf in _leaves(error):
-        if isinstance(leaf, ForbiddenExtraKeysError):
-            return f"unknown field: {', '.join(sorted(leaf.extra_fields))}"
     messages = cattrs.transform_error(error)
     first = messages[0] if messages else "body does not match the expected shape"
     match = _PATH_PATTERN.search(first)
@@ -156,6 +153,9 @@ def structure(data: Mapping[str, Any], cls: type[T]) -> T:
     try:
         return _CONVERTER.structure(data, cls)
     except ClassValidationError as error:
+        for leaf in _leaves(error):
+            if isinstance(leaf, ForbiddenExtraKeysError):
+                raise UnknownFieldError(leaf.extra_fields) from error
         raise InvalidRequestError(_describe(error)) from error
     except (ValueError, TypeError) as error:
         raise InvalidRequestError(str(error)) from error
