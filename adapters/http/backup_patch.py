@@ -1,7 +1,8 @@
 """Parsing of ``PATCH /v1/backups/{bid}`` bodies into the domain's ``BackupChanges``.
 
 Only the shape is checked here: unknown fields, missing fields, JSON types, URLs, UUIDs,
-cron, time zones and durations (all 400 ``invalid_request``, naming the field). What a
+cron, time zones, durations and the keys of credentials (all 400 ``invalid_request``,
+naming the field). What a
 backup's kind accepts is decided later by the domain (422 ``validation_failed``), once
 the backup is known to exist. Messages never repeat a value, so no secret is echoed.
 """
@@ -154,7 +155,8 @@ def parse_destination(value: Any) -> Destination:
 
 
 def parse_secrets(value: Any, field: str) -> Mapping[str, str]:
-    """An object of strings; which keys a source needs is a kind rule (422), not checked here."""
+    """An object of strings. Its keys must be one of the field's shapes, checked when the
+    ``BackupChanges`` are built (400); which shape a source needs is a kind rule (422)."""
     if not isinstance(value, dict):
         raise _wrong_type(field, "an object of strings")
     return {key: _string(item, f"{field}.{shown_field(key)}") for key, item in value.items()}

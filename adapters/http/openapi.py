@@ -1542,14 +1542,16 @@ def _backups() -> list[Operation]:
                 reason(
                     "invalid_request",
                     "`kind` or another unknown field, a bad cron expression or time zone, a "
-                    "duration with months or years, an `endpoint` that is not an http(s) URL",
+                    "duration with months or years, an `endpoint` that is not an http(s) URL, "
+                    "`credentials` or `destination_credentials` of no known shape (a missing "
+                    "or unknown key)",
                 ),
                 reason(
                     "validation_failed",
                     "a kind rule: `worker_id` on a non-local backup or naming no worker of "
                     "this workspace, `source` or `credentials` on a local or manual backup, "
                     "`schedule` on a manual backup, a source type not offered for the kind, "
-                    "credentials that do not fit the source type",
+                    "credentials of the other source type's shape",
                 ),
                 BILLING,
                 reason("name_taken", "another backup has this name (case-insensitive)"),

@@ -20,6 +20,7 @@ from strategies import (
     accepted_changes_for,
     backup_changes,
     backup_kinds,
+    credentials_for,
     customer_destinations,
     duration_spellings,
     kind_rule_violation,
@@ -29,6 +30,7 @@ from strategies import (
     retention_policies,
     s3_sources,
     schedules,
+    wrong_credentials,
 )
 from strongroom.domain.backups import (
     UNSET,
@@ -236,6 +238,46 @@ class TestKindRules:
         assert patch(with_source, credentials=PG_KEYS).has_credentials
         with pytest.raises(ValidationFailedError):
             with_source.check_kind_rules(BackupChanges(credentials=S3_KEYS), worker_exists=False)
+
+
+class TestCredentialShapes:
+    """Credentials of no source type's shape are malformed (400) when the changes are built,
+    before any kind rule; a known shape that does not fit the source is a kind rule (422)."""
+
+    @given(wrong_credentials())
+    def test_no_changes_hold_credentials_of_no_known_shape(self, given: dict[str, str]) -> None:
+        """Missing, unknown or mixed keys: ``invalid_request`` naming ``credentials``."""
+        with pytest.raises(InvalidRequestError, match="credentials"):
+            BackupChanges(credentials=given)
+
+    @given(st.one_of(wrong_credentials(), credentials_for("postgres")))
+    def test_destination_credentials_take_only_the_s3_shape(self, given: dict[str, str]) -> None:
+        """A customer bucket's credentials are S3 credentials; anything else is 400."""
+        with pytest.raises(InvalidRequestError, match="destination_credentials"):
+            BackupChanges(destination_credentials=given)
+
+    @pytest.mark.parametrize(
+        ("given", "message"),
+        [
+            ({"user": "secret-1", "password": "secret-2"}, "unknown field: credentials.user"),
+            ({"username": "secret-1"}, "missing field: credentials.password"),
+            ({"access_key_id": "secret-1"}, "missing field: credentials.secret_access_key"),
+            ({}, r"expected \{access_key_id, secret_access_key\} or \{password, username\}"),
+            ({"access_key_id": "secret-1", "password": "secret-2"}, "expected"),
+        ],
+    )
+    def test_the_message_names_the_keys(self, given: dict[str, str], message: str) -> None:
+        """The refusal names unknown or missing keys (never a value)."""
+        with pytest.raises(InvalidRequestError, match=message) as refused:
+            BackupChanges(credentials=given)
+        assert all(value not in refused.value.message for value in given.values())
+
+    @pytest.mark.parametrize("source_type", ["s3", "postgres"])
+    def test_either_source_types_shape_is_well_formed(self, source_type: str) -> None:
+        """Both shapes build changes; whether they fit the source is judged later."""
+        keys = S3_KEYS if source_type == "s3" else PG_KEYS
+        assert BackupChanges(credentials=keys).credentials == keys
+        assert BackupChanges(destination_credentials=S3_KEYS).destination_credentials == S3_KEYS
 
 
 class TestActivation:

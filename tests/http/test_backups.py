@@ -765,16 +765,6 @@ class TestKindRules:
                 {"source": PG_SOURCE, "credentials": S3_CREDENTIALS},
                 "password, username",
             ),
-            (
-                "cloud",
-                {"source": S3_SOURCE, "credentials": {"access_key_id": "only-the-id"}},
-                "access_key_id, secret_access_key",
-            ),
-            (
-                "cloud",
-                {"source": S3_SOURCE, "credentials": {**S3_CREDENTIALS, "session_token": "t"}},
-                "access_key_id, secret_access_key",
-            ),
             ("cloud", {"credentials": S3_CREDENTIALS}, "credentials need a source"),
             (
                 "cloud",
@@ -782,17 +772,13 @@ class TestKindRules:
                 "only to a customer_s3 destination",
             ),
             ("cloud", {"destination": CUSTOMER_S3}, "needs destination_credentials"),
-            (
-                "manual",
-                {"destination": CUSTOMER_S3, "destination_credentials": PG_CREDENTIALS},
-                "access_key_id, secret_access_key",
-            ),
         ],
     )
     def test_refuses_what_the_kind_does_not_accept(
         self, ada: Tenant, kind: str, body: dict[str, Any], fragment: str
     ) -> None:
-        """The spec's kind rules and the contract's credential shapes are 422."""
+        """The spec's kind rules, and credentials of the other source type's shape, are
+        422 (credentials of no source type's shape are malformed: ``TestCredentialShapes``)."""
         before = ada.backup("Nightly", kind)
         assert_error(ada.patch(before["id"], body), 422, "validation_failed", fragment)
         assert ada.read(before["id"]) == before
@@ -823,12 +809,80 @@ class TestKindRules:
         assert ada.patched(record["id"], {"credentials": PG_CREDENTIALS})["has_credentials"]
 
     def test_error_messages_never_repeat_a_secret(self, ada: Tenant) -> None:
-        """A refused credential object is not echoed in the error."""
+        """A refused credential object is not echoed in the error, whether it is malformed
+        (400) or of the other source type (422)."""
         record = ada.backup("Nightly", "cloud")
         wrong = {"username": "u", "token": "leaky-secret-value"}
         response = ada.patch(record["id"], {"source": S3_SOURCE, "credentials": wrong})
+        assert_error(response, 400, "invalid_request", "credentials.token")
+        assert "leaky-secret-value" not in response.text
+        other = {"username": "u", "password": "leaky-secret-value"}
+        response = ada.patch(record["id"], {"source": S3_SOURCE, "credentials": other})
         assert_error(response, 422, "validation_failed")
         assert "leaky-secret-value" not in response.text
+
+
+class TestCredentialShapes:
+    """Contract 10: credentials are ``{access_key_id, secret_access_key}`` or ``{username,
+    password}`` (``destination_credentials`` only the former); a missing or unknown key is
+    a malformed body, 400 ``invalid_request``, checked with the other 400s: before the
+    backup is looked up and before every kind rule."""
+
+    @pytest.mark.parametrize(
+        ("body", "fragment"),
+        [
+            (
+                {"source": PG_SOURCE, "credentials": {"user": "app", "password": "pw"}},
+                "unknown field: credentials.user",
+            ),
+            ({"source": PG_SOURCE, "credentials": {"username": "app"}}, "credentials.password"),
+            (
+                {"source": S3_SOURCE, "credentials": {"access_key_id": "only-the-id"}},
+                "missing field: credentials.secret_access_key",
+            ),
+            (
+                {"source": S3_SOURCE, "credentials": {**S3_CREDENTIALS, "session_token": "t"}},
+                "unknown field: credentials.session_token",
+            ),
+            ({"credentials": {"access_key_id": "a", "password": "p"}}, "credentials"),
+            ({"credentials": {}}, "credentials"),
+            (
+                {"destination": CUSTOMER_S3, "destination_credentials": PG_CREDENTIALS},
+                "unknown field: destination_credentials.password",
+            ),
+            (
+                {"destination": CUSTOMER_S3, "destination_credentials": {"access_key_id": "a"}},
+                "missing field: destination_credentials.secret_access_key",
+            ),
+        ],
+    )
+    @pytest.mark.parametrize("kind", ["cloud", "local", "manual"])
+    def test_a_credentials_object_of_no_known_shape_is_400(
+        self, ada: Tenant, kind: str, body: dict[str, Any], fragment: str
+    ) -> None:
+        """Whatever the backup's kind (a 400 outranks the 422 a local or manual backup
+        would give for credentials at all), and nothing changes."""
+        before = ada.backup("Nightly", kind)
+        assert_error(ada.patch(before["id"], body), 400, "invalid_request", fragment)
+        assert ada.read(before["id"]) == before
+
+    def test_the_shape_is_checked_before_the_backup_is_looked_up(self, ada: Tenant) -> None:
+        """Contract 1's order: a malformed body (400) before an unknown backup (404)."""
+        response = ada.patch(str(uuid4()), {"credentials": {"user": "app"}})
+        assert_error(response, 400, "invalid_request", "credentials.user")
+
+    def test_credentials_sent_alone_need_a_known_shape(self, ada: Tenant) -> None:
+        """Sent without a source: a malformed object is 400; one of the stored source's
+        shape is stored (the 422 of the other shape is in ``TestKindRules``)."""
+        record = ada.backup("Nightly", "cloud")
+        ada.patched(record["id"], {"source": PG_SOURCE})
+        assert_error(
+            ada.patch(record["id"], {"credentials": {"user": "app", "password": "pw"}}),
+            400,
+            "invalid_request",
+            "credentials.user",
+        )
+        assert ada.patched(record["id"], {"credentials": PG_CREDENTIALS})["has_credentials"]
 
 
 class TestActivation:
