@@ -335,6 +335,33 @@ INVALID_CRONS = (
     "not a cron",
     "0 0 30 2 *",  # never fires: February has no 30th
     "0 0 31 4,6,9,11 *",  # never fires
+    # Contract 13: nothing beyond numbers, *, ranges, steps within range, lists and names.
+    "0 0 L * *",
+    "0 0 ? * *",
+    "0 0 15W * *",
+    "0 0 * * 1#2",
+    "0 0 * * 5L",
+    "H * * * *",
+    "*/60 * * * *",
+    "*/500 * * * *",
+    "0 0 1-31/40 * *",
+    "0 */0 * * *",
+    "5/15 * * * *",
+    "0 0 * * 5-1",
+    "0 0 * * monday",
+    "0 0 * 13 *",
+    "0 0 * * 8",
+)
+# Accepted by contract 13's grammar (and firing).
+GRAMMAR_CRONS = (
+    "*/59 * * * *",
+    "0-59/5 * * * *",
+    "0 0,12 1,15 */2 mon,wed,fri",
+    "0 0 1-31/31 * *",
+    "0 0 * JAN-DEC/3 Sun",
+    "0 0 * * 7",
+    "0 0 * * 0-7",
+    "  0 3 * * *  ",
 )
 INVALID_TIMEZONES = ("", "Mars/Olympus_Mons", "America", "../etc/passwd", "/UTC", "UTC/", "+02:00")
 

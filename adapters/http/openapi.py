@@ -741,7 +741,11 @@ def _schemas() -> dict[str, Json]:
         "PostgresCredentials": obj({"username": string(), "password": string()}, closed=True),
         "Schedule": obj(
             {
-                "cron": string("A 5-field cron expression."),
+                "cron": string(
+                    "A 5-field cron expression: numbers, `*`, ranges, steps within the "
+                    "field's range, lists and English month and weekday names (`jan`, "
+                    "`mon`); `L`, `?`, `W`, `#` and seconds are refused (400)."
+                ),
                 "timezone": string("An IANA time zone name, e.g. `Europe/Paris`."),
             },
             closed=True,

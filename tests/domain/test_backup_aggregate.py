@@ -14,6 +14,7 @@ from hypothesis import event, given, note
 from hypothesis import strategies as st
 
 from strategies import (
+    GRAMMAR_CRONS,
     INVALID_CRONS,
     INVALID_TIMEZONES,
     StoredConfig,
@@ -462,6 +463,29 @@ class TestScheduleValues:
         (30 February) are refused before they are stored."""
         with pytest.raises(InvalidRequestError, match=r"schedule\.cron"):
             Schedule(cron, "UTC")
+
+    @pytest.mark.parametrize("cron", GRAMMAR_CRONS)
+    def test_the_contracts_grammar_is_accepted(self, cron: str) -> None:
+        """Numbers, ``*``, ranges, steps within the field's range, lists and English month
+        and weekday names (any case) make a schedule (contract 13)."""
+        assert Schedule(cron, "UTC").next_after(NOW) > NOW
+
+    @pytest.mark.parametrize(
+        ("cron", "field", "token"),
+        [
+            ("0 0 L * *", "day-of-month", "L"),
+            ("0 0 * * 1#2", "day-of-week", "#"),
+            ("*/60 * * * *", "minute", "*/60"),
+            ("0 0 * 13 *", "month", "13"),
+        ],
+    )
+    def test_the_refusal_names_the_field_not_the_text(
+        self, cron: str, field: str, token: str
+    ) -> None:
+        """The message names the cron field at fault and what it takes, never the text."""
+        with pytest.raises(InvalidRequestError, match=f"the {field} field takes") as refused:
+            Schedule(cron, "UTC")
+        assert token not in refused.value.message
 
     @pytest.mark.parametrize("zone", INVALID_TIMEZONES)
     def test_bad_time_zones_are_invalid_requests(self, zone: str) -> None:

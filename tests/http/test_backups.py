@@ -1120,6 +1120,35 @@ class TestCredentials:
 class TestSchedule:
     """``next_run_at`` is set only while a backup is active, scheduled and not paused."""
 
+    @pytest.mark.parametrize(
+        "cron",
+        [
+            "0 0 L * *",
+            "0 0 ? * *",
+            "0 0 15W * *",
+            "0 0 * * 1#2",
+            "*/60 * * * *",
+            "*/500 * * * *",
+            "0 0 1-31/40 * *",
+            "5/15 * * * *",
+            "0 0 * * 5-1",
+        ],
+    )
+    def test_cron_beyond_the_contracts_grammar_is_400(self, timed: Tenant, cron: str) -> None:
+        """Contract 13: ``L``, ``?``, ``W``, ``#``, steps beyond the field's range (and the
+        other non-standard forms croniter takes) are 400 ``invalid_request``; nothing is
+        stored."""
+        record = timed.backup("Nightly", "cloud")
+        response = timed.patch(record["id"], {"schedule": {"cron": cron, "timezone": "UTC"}})
+        assert_error(response, 400, "invalid_request", "schedule.cron")
+        assert timed.read(record["id"]) == record
+
+    def test_cron_names_and_steps_within_range_are_accepted(self, timed: Tenant) -> None:
+        """English month and weekday names, lists, ranges and steps are kept as sent."""
+        record = timed.backup("Nightly", "cloud")
+        schedule = {"cron": "*/30 9-17 * jan-jun/2 MON-FRI", "timezone": "UTC"}
+        assert timed.patched(record["id"], {"schedule": schedule})["schedule"] == schedule
+
     def test_a_draft_has_no_next_run(self, timed: Tenant) -> None:
         """A schedule on a draft is stored but nothing is planned."""
         record = timed.backup("Nightly", "cloud")
