@@ -899,9 +899,10 @@ def _parameters() -> dict[str, Json]:
             "name": "X-Request-ID",
             "in": "header",
             "required": False,
-            "description": "Echoed when it is 1 to 200 characters from `!` to `~`; otherwise "
-            "replaced by a generated `req_<uuid>`.",
-            "schema": {"type": "string", "pattern": "^[!-~]{1,200}$"},
+            "description": "Any value is accepted. It is echoed (in the `X-Request-ID` "
+            "response header and `error.request_id`) when it is 1 to 200 characters from `!` "
+            "to `~`; any other value is replaced by a generated `req_<uuid>`.",
+            "schema": {"type": "string"},
         },
         "wid": _path_id("wid", "The workspace id; it must be the credential's workspace."),
         "bid": _path_id("bid", "The backup id."),
