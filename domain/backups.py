@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import re
 import zoneinfo
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from enum import Enum, StrEnum
-from typing import Literal
+from typing import Any, Literal
 from uuid import UUID
 
 import attrs
@@ -18,6 +19,7 @@ from strongroom.domain.errors import (
     InvalidStateError,
     LockExceedsExpiryError,
     RetentionImmutableError,
+    UnknownFieldError,
     ValidationFailedError,
 )
 
@@ -80,6 +82,41 @@ CREDENTIAL_FIELDS: Mapping[str, frozenset[str]] = {
     "s3": frozenset({"access_key_id", "secret_access_key"}),
     "postgres": frozenset({"username", "password"}),
 }
+# The shapes each secret field of a PATCH may take: ``credentials`` those of every source
+# type (which one a backup needs is a kind rule, 422), ``destination_credentials`` only the
+# S3 one (a customer_s3 destination is a bucket).
+CREDENTIAL_SHAPES: Mapping[str, tuple[frozenset[str], ...]] = {
+    "credentials": tuple(CREDENTIAL_FIELDS.values()),
+    "destination_credentials": (CREDENTIAL_FIELDS["s3"],),
+}
+
+
+def check_credentials_shape(given: Mapping[str, str], field: str) -> None:
+    """Refuse with ``invalid_request`` credentials whose keys are none of ``field``'s
+    shapes exactly: an unknown key, or a missing one (contract 10: a missing required
+    field is 400). Messages name keys, never values."""
+    shapes = CREDENTIAL_SHAPES[field]
+    keys = frozenset(given)
+    if keys in shapes:
+        return
+    unknown = keys - frozenset().union(*shapes)
+    if unknown:
+        raise UnknownFieldError(unknown, prefix=f"{field}.")
+    fitting = [shape for shape in shapes if keys <= shape]
+    if len(fitting) == 1:
+        missing = ", ".join(f"{field}.{key}" for key in sorted(fitting[0] - keys))
+        raise InvalidRequestError(f"missing field: {missing}")
+    expected = " or ".join("{" + ", ".join(sorted(shape)) + "}" for shape in shapes)
+    raise InvalidRequestError(f"invalid value for {field}: expected {expected}")
+
+
+def _shaped_credentials(
+    _instance: object, attribute: attrs.Attribute[Any], value: Mapping[str, str] | Unset
+) -> None:
+    if value is not UNSET:
+        check_credentials_shape(value, attribute.name)
+
+
 SOURCE_TYPES_BY_KIND: Mapping[BackupKind, frozenset[str]] = {
     BackupKind.CLOUD: frozenset({"s3", "postgres"}),
     BackupKind.LOCAL: frozenset(),
@@ -112,8 +149,76 @@ Destination = ServiceDestination | CustomerS3Destination
 _CRON_PROBE = datetime(2000, 1, 1, tzinfo=UTC)
 
 
+@attrs.frozen
+class _CronField:
+    """One of the five fields of a cron expression: its range and its English names."""
+
+    label: str
+    low: int
+    high: int
+    names: Mapping[str, int] = attrs.field(factory=dict)
+
+    def value(self, text: str) -> int | None:
+        """A number within the range, or a name (any case); ``None`` for anything else."""
+        if _CRON_NUMBER.fullmatch(text):
+            number = int(text)
+            return number if self.low <= number <= self.high else None
+        return self.names.get(text.lower())
+
+    def accepts(self, text: str) -> bool:
+        """A list of ``*``, values and ranges ``a-b`` (``a <= b``), where ``*`` and ranges
+        may take a step ``/n`` of 1 up to the field's largest value."""
+        for item in text.split(","):
+            base, slash, step = item.partition("/")
+            if slash and not (_CRON_NUMBER.fullmatch(step) and 1 <= int(step) <= self.high):
+                return False
+            if base == "*":
+                continue
+            low, dash, high = base.partition("-")
+            first = self.value(low)
+            if first is None:
+                return False
+            if not dash:
+                if slash:  # a step needs a range: ``5/15`` is not standard cron
+                    return False
+                continue
+            last = self.value(high)
+            if last is None or last < first:
+                return False
+        return True
+
+
+_CRON_NUMBER = re.compile(r"[0-9]{1,2}", re.ASCII)
+_MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
+_WEEKDAYS = ("sun", "mon", "tue", "wed", "thu", "fri", "sat")
+_CRON_FIELDS = (
+    _CronField("minute", 0, 59),
+    _CronField("hour", 0, 23),
+    _CronField("day-of-month", 1, 31),
+    _CronField("month", 1, 12, {name: number for number, name in enumerate(_MONTHS, 1)}),
+    # 0 and 7 are both Sunday.
+    _CronField("day-of-week", 0, 7, {name: number for number, name in enumerate(_WEEKDAYS)}),
+)
+
+
+def _check_cron_grammar(expression: str) -> None:
+    """The grammar contract 13 allows, checked before croniter (which takes more: ``L``,
+    ``?``, ``W``, ``#``, ``H``, seconds, any step). Messages never repeat the expression."""
+    fields = re.split(r"[ \t]+", expression.strip(" \t"))
+    if len(fields) != len(_CRON_FIELDS):
+        raise InvalidRequestError("schedule.cron must be a 5-field cron expression")
+    for text, field in zip(fields, _CRON_FIELDS, strict=True):
+        if not field.accepts(text):
+            raise InvalidRequestError(
+                f"schedule.cron: the {field.label} field takes numbers {field.low}-{field.high}"
+                f"{', names' if field.names else ''}, *, ranges, steps within the range and "
+                "lists, nothing else"
+            )
+
+
 def _valid_cron(expression: str) -> str:
-    if len(expression.split()) != 5 or not croniter.is_valid(expression):
+    _check_cron_grammar(expression)
+    if not croniter.is_valid(expression):
         raise InvalidRequestError("schedule.cron must be a 5-field cron expression")
     try:
         croniter(expression, _CRON_PROBE).get_next(datetime)
@@ -166,18 +271,23 @@ class RetentionPolicy:
 class BackupChanges:
     """A PATCH of a backup: every field not mentioned is ``UNSET``.
 
-    Secret fields arrive in the clear here so that their shape can be checked; the use case
-    seals them before they reach the aggregate.
+    Secret fields arrive in the clear here so that their shape can be checked (on
+    construction: a shape no source type has is ``invalid_request``); the use case seals
+    them before they reach the aggregate.
     """
 
     name: str | Unset = UNSET
     source: Source | Unset = UNSET
-    credentials: Mapping[str, str] | Unset = UNSET
+    credentials: Mapping[str, str] | Unset = attrs.field(
+        default=UNSET, validator=_shaped_credentials
+    )
     schedule: Schedule | Unset | None = UNSET
     worker_id: UUID | Unset = UNSET
     retention: RetentionPolicy | Unset = UNSET
     destination: Destination | Unset = UNSET
-    destination_credentials: Mapping[str, str] | Unset = UNSET
+    destination_credentials: Mapping[str, str] | Unset = attrs.field(
+        default=UNSET, validator=_shaped_credentials
+    )
 
     def mentioned(self) -> list[str]:
         """Names of the fields this PATCH sets."""
@@ -189,6 +299,7 @@ class BackupChanges:
 
 
 def _check_credential_fields(given: Mapping[str, str], source_type: str, field: str) -> None:
+    """Credentials of one source type's shape refused for a source of another (422)."""
     required = CREDENTIAL_FIELDS[source_type]
     if set(given) != required:
         raise ValidationFailedError(
@@ -264,13 +375,11 @@ class Backup:
     def _check_destination_rules(self, changes: BackupChanges) -> None:
         destination = self.destination if changes.destination is UNSET else changes.destination
         if changes.destination_credentials is not UNSET:
+            # Their shape (the S3 one) was checked when the changes were built.
             if not isinstance(destination, CustomerS3Destination):
                 raise ValidationFailedError(
                     "destination_credentials apply only to a customer_s3 destination"
                 )
-            _check_credential_fields(
-                changes.destination_credentials, "s3", "destination_credentials"
-            )
         elif isinstance(changes.destination, CustomerS3Destination) and (
             self.sealed_destination_credentials is None
         ):

@@ -6,7 +6,13 @@ codes to their own transport (the HTTP adapter maps them to status codes).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import ClassVar
+
+# A field name a client sent is shown cut to this many characters (contract 13), and a
+# message lists at most this many of them, so a huge or numerous name is never echoed whole.
+MAX_SHOWN_FIELD_NAME = 100
+MAX_SHOWN_FIELDS = 10
 
 
 class StrongroomError(Exception):
@@ -23,6 +29,27 @@ class InvalidRequestError(StrongroomError):
     """The request is malformed: bad JSON, bad id, unknown field, value out of range."""
 
     code = "invalid_request"
+
+
+def shown_field(name: str) -> str:
+    """A field name a client sent, as an error message shows it: its first 100 characters,
+    ``...`` marking a cut."""
+    if len(name) <= MAX_SHOWN_FIELD_NAME:
+        return name
+    return name[:MAX_SHOWN_FIELD_NAME] + "..."
+
+
+class UnknownFieldError(InvalidRequestError):
+    """A body holds fields the request does not take; the message names them (each cut to
+    100 characters, at most ten of them, with ``prefix`` before each: ``source.``)."""
+
+    def __init__(self, names: Iterable[str], *, prefix: str = "", note: str = "") -> None:
+        ordered = sorted(names)
+        shown = [prefix + shown_field(name) for name in ordered[:MAX_SHOWN_FIELDS]]
+        more = len(ordered) - len(shown)
+        listed = ", ".join(shown) + (f" (and {more} more)" if more else "")
+        super().__init__(f"unknown field: {listed}{note}")
+        self.fields = tuple(ordered)
 
 
 class UnauthenticatedError(StrongroomError):

@@ -16,6 +16,7 @@ from uuid import UUID
 import attrs
 
 from strongroom.domain.errors import InvalidRequestError
+from strongroom.domain.timestamps import parse_timestamp
 
 T = TypeVar("T")
 
@@ -54,11 +55,9 @@ class Cursor:
         try:
             padded = text + "=" * (-len(text) % 4)
             created_at, _, item_id = base64.urlsafe_b64decode(padded).decode().partition("|")
-            when = datetime.fromisoformat(created_at)
-            if when.tzinfo is None:
-                raise ValueError("naive timestamp")
+            when = parse_timestamp(created_at, "cursor")
             return cls(when, UUID(item_id))
-        except (ValueError, binascii.Error, UnicodeDecodeError) as error:
+        except (InvalidRequestError, ValueError, binascii.Error, UnicodeDecodeError) as error:
             raise InvalidRequestError("cursor is not one this service issued") from error
 
 

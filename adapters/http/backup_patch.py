@@ -1,7 +1,8 @@
 """Parsing of ``PATCH /v1/backups/{bid}`` bodies into the domain's ``BackupChanges``.
 
 Only the shape is checked here: unknown fields, missing fields, JSON types, URLs, UUIDs,
-cron, time zones and durations (all 400 ``invalid_request``, naming the field). What a
+cron, time zones, durations and the keys of credentials (all 400 ``invalid_request``,
+naming the field). What a
 backup's kind accepts is decided later by the domain (422 ``validation_failed``), once
 the backup is known to exist. Messages never repeat a value, so no secret is echoed.
 """
@@ -28,7 +29,7 @@ from strongroom.domain.backups import (
     UnsupportedSource,
 )
 from strongroom.domain.durations import Duration
-from strongroom.domain.errors import InvalidRequestError
+from strongroom.domain.errors import InvalidRequestError, UnknownFieldError, shown_field
 
 T = TypeVar("T")
 
@@ -91,11 +92,9 @@ def _object(
     """A JSON object holding every ``required`` key and nothing outside ``optional``."""
     if not isinstance(value, dict):
         raise _wrong_type(field, "an object")
-    unknown = sorted(set(value) - required - optional)
+    unknown = set(value) - required - optional
     if unknown:
-        raise InvalidRequestError(
-            f"unknown field: {', '.join(f'{field}.{key}' for key in unknown)}"
-        )
+        raise UnknownFieldError(unknown, prefix=f"{field}.")
     missing = sorted(required - set(value))
     if missing:
         raise InvalidRequestError(
@@ -156,10 +155,11 @@ def parse_destination(value: Any) -> Destination:
 
 
 def parse_secrets(value: Any, field: str) -> Mapping[str, str]:
-    """An object of strings; which keys a source needs is a kind rule (422), not checked here."""
+    """An object of strings. Its keys must be one of the field's shapes, checked when the
+    ``BackupChanges`` are built (400); which shape a source needs is a kind rule (422)."""
     if not isinstance(value, dict):
         raise _wrong_type(field, "an object of strings")
-    return {key: _string(item, f"{field}.{key}") for key, item in value.items()}
+    return {key: _string(item, f"{field}.{shown_field(key)}") for key, item in value.items()}
 
 
 def parse_schedule(value: Any) -> Schedule | None:
@@ -201,10 +201,10 @@ def parse_backup_changes(body: Mapping[str, Any]) -> BackupChanges:
 
     ``kind`` is immutable and, like any other field outside the list, is refused as unknown.
     """
-    unknown = sorted(set(body) - PATCH_FIELDS)
+    unknown = set(body) - PATCH_FIELDS
     if unknown:
         note = " (the kind of a backup cannot be changed)" if "kind" in unknown else ""
-        raise InvalidRequestError(f"unknown field: {', '.join(unknown)}{note}")
+        raise UnknownFieldError(unknown, note=note)
     return BackupChanges(
         name=_field(body, "name", lambda value: _string(value, "name")),
         source=_field(body, "source", parse_source),

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
-from datetime import UTC, datetime
+from datetime import datetime
 from enum import StrEnum
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
@@ -18,7 +18,8 @@ import attrs
 import cattrs
 from cattrs.errors import ClassValidationError, ForbiddenExtraKeysError
 
-from strongroom.domain.errors import InvalidRequestError
+from strongroom.domain import timestamps
+from strongroom.domain.errors import InvalidRequestError, UnknownFieldError, shown_field
 
 T = TypeVar("T")
 
@@ -36,7 +37,7 @@ def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     result: dict[str, Any] = {}
     for key, value in pairs:
         if key in result:
-            raise InvalidRequestError(f"duplicate field {key!r} in body")
+            raise InvalidRequestError(f"duplicate field {shown_field(key)!r} in body")
         result[key] = value
     return result
 
@@ -131,9 +132,6 @@ _PATH_PATTERN = re.compile(r" @ \$\.?(.*)$")
 
 
 def _describe(error: ClassValidationError) -> str:
-    for leaf in _leaves(error):
-        if isinstance(leaf, ForbiddenExtraKeysError):
-            return f"unknown field: {', '.join(sorted(leaf.extra_fields))}"
     messages = cattrs.transform_error(error)
     first = messages[0] if messages else "body does not match the expected shape"
     match = _PATH_PATTERN.search(first)
@@ -155,27 +153,51 @@ def structure(data: Mapping[str, Any], cls: type[T]) -> T:
     try:
         return _CONVERTER.structure(data, cls)
     except ClassValidationError as error:
+        for leaf in _leaves(error):
+            if isinstance(leaf, ForbiddenExtraKeysError):
+                raise UnknownFieldError(leaf.extra_fields) from error
         raise InvalidRequestError(_describe(error)) from error
     except (ValueError, TypeError) as error:
         raise InvalidRequestError(str(error)) from error
 
 
+# The authority of an endpoint: a bracketed IPv6 literal or a name (or IPv4 address), then
+# an optional numeric port; nothing else (no user part: credentials have their own field,
+# and an endpoint is returned and audited).
+_AUTHORITY = re.compile(r"(?:\[[^\[\]]+\]|[^\[\]@:]+)(?::[0-9]{1,5})?", re.ASCII)
+MAX_PORT = 65_535
+
+
 def require_url(value: Any, field: str) -> str:
-    """An ``http``/``https`` URL with a host, or ``invalid_request``."""
+    """An ``http``/``https`` URL with a host and, if any, a port of 1..65535, without a user
+    part; anything else (a malformed IPv6 literal such as ``https://[::1`` included) is
+    ``invalid_request``.
+
+    Every endpoint a body names (sources, destinations) is checked here, and only here.
+    """
     if not isinstance(value, str):
         raise InvalidRequestError(f"{field} must be a string")
-    parts = urlsplit(value)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise InvalidRequestError(f"{field} must be an http(s) URL such as https://host:port")
+    refusal = InvalidRequestError(f"{field} must be an http(s) URL such as https://host:port")
+    if any(char.isspace() or not char.isprintable() for char in value):
+        raise refusal
+    try:
+        # urlsplit refuses unbalanced or invalid IPv6 brackets, ``port`` a port that is
+        # not a number in 0..65535; both raise ValueError.
+        parts = urlsplit(value)
+        port = parts.port
+    except ValueError as error:
+        raise refusal from error
+    if (
+        parts.scheme not in ("http", "https")
+        or not parts.hostname
+        or not _AUTHORITY.fullmatch(parts.netloc)
+        or (port is not None and not 1 <= port <= MAX_PORT)
+    ):
+        raise refusal
     return value
 
 
 def parse_timestamp(value: str, field: str) -> datetime:
-    """An RFC 3339 timestamp with a time zone (``Z`` for UTC), or ``invalid_request``."""
-    try:
-        moment = datetime.fromisoformat(value.replace("Z", "+00:00").replace("z", "+00:00"))
-    except ValueError as error:
-        raise InvalidRequestError(f"{field} must be an RFC 3339 timestamp") from error
-    if moment.tzinfo is None:
-        raise InvalidRequestError(f"{field} must carry a time zone (use Z for UTC)")
-    return moment.astimezone(UTC)
+    """An RFC 3339 timestamp with a time zone, in UTC, or ``invalid_request`` (out of range
+    included): the domain's one parser of client timestamps, which every path uses."""
+    return timestamps.parse_timestamp(value, field)

@@ -7,7 +7,7 @@ import logging
 from typing import Any
 
 from starlette.exceptions import HTTPException
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.routing import Match, Route
 
@@ -112,8 +112,19 @@ async def http_error(request: Request, exc: Exception) -> Response:
     return error_response(request, exc.status_code, "invalid_request", str(exc.detail))
 
 
+async def client_disconnected(request: Request, exc: Exception) -> Response:
+    """A client that went away mid-request (``ClientDisconnect``, raised while its body is
+    read or a response streamed): not a failure of ours, so no error and no traceback in the
+    logs, only a DEBUG line. The answer is a bare 400 that nobody is left to read."""
+    logger.debug("client went away during %s %s", request.method, request.url.path)
+    return Response(status_code=400, headers={"X-Request-ID": request_id_of(request)})
+
+
 async def internal_error(request: Request, exc: Exception) -> Response:
-    """Last resort: an unhandled failure is ``internal`` and is logged with its traceback."""
+    """Last resort: an unhandled failure is ``internal`` and is logged with its traceback
+    (a client that went away is no failure: ``client_disconnected``)."""
+    if isinstance(exc, ClientDisconnect):
+        return await client_disconnected(request, exc)
     logger.error("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
     return error_response(
         request,

@@ -715,7 +715,11 @@ def _schemas() -> dict[str, Json]:
         "S3SourceInput": obj(
             {
                 "type": string(const="s3"),
-                "endpoint": string("An http(s) URL such as `https://host:port`.", format="uri"),
+                "endpoint": string(
+                    "An http(s) URL such as `https://host:port` (port 1..65535, IPv6 "
+                    "literals in brackets, no user part).",
+                    format="uri",
+                ),
                 "bucket": string(minLength=1),
                 "prefix": nullable(string("Null is the same as absent.")),
             },
@@ -737,7 +741,11 @@ def _schemas() -> dict[str, Json]:
         "PostgresCredentials": obj({"username": string(), "password": string()}, closed=True),
         "Schedule": obj(
             {
-                "cron": string("A 5-field cron expression."),
+                "cron": string(
+                    "A 5-field cron expression: numbers, `*`, ranges, steps within the "
+                    "field's range, lists and English month and weekday names (`jan`, "
+                    "`mon`); `L`, `?`, `W`, `#` and seconds are refused (400)."
+                ),
                 "timezone": string("An IANA time zone name, e.g. `Europe/Paris`."),
             },
             closed=True,
@@ -771,7 +779,11 @@ def _schemas() -> dict[str, Json]:
         "CustomerS3DestinationInput": obj(
             {
                 "type": string(const="customer_s3"),
-                "endpoint": string("An http(s) URL such as `https://host:port`.", format="uri"),
+                "endpoint": string(
+                    "An http(s) URL such as `https://host:port` (port 1..65535, IPv6 "
+                    "literals in brackets, no user part).",
+                    format="uri",
+                ),
                 "bucket": string(minLength=1),
                 "prefix": nullable(string("Null is the same as absent.")),
             },
@@ -887,9 +899,10 @@ def _parameters() -> dict[str, Json]:
             "name": "X-Request-ID",
             "in": "header",
             "required": False,
-            "description": "Echoed when it is 1 to 200 characters from `!` to `~`; otherwise "
-            "replaced by a generated `req_<uuid>`.",
-            "schema": {"type": "string", "pattern": "^[!-~]{1,200}$"},
+            "description": "Any value is accepted. It is echoed (in the `X-Request-ID` "
+            "response header and `error.request_id`) when it is 1 to 200 characters from `!` "
+            "to `~`; any other value is replaced by a generated `req_<uuid>`.",
+            "schema": {"type": "string"},
         },
         "wid": _path_id("wid", "The workspace id; it must be the credential's workspace."),
         "bid": _path_id("bid", "The backup id."),
@@ -1534,14 +1547,16 @@ def _backups() -> list[Operation]:
                 reason(
                     "invalid_request",
                     "`kind` or another unknown field, a bad cron expression or time zone, a "
-                    "duration with months or years, an `endpoint` that is not an http(s) URL",
+                    "duration with months or years, an `endpoint` that is not an http(s) URL, "
+                    "`credentials` or `destination_credentials` of no known shape (a missing "
+                    "or unknown key)",
                 ),
                 reason(
                     "validation_failed",
                     "a kind rule: `worker_id` on a non-local backup or naming no worker of "
                     "this workspace, `source` or `credentials` on a local or manual backup, "
                     "`schedule` on a manual backup, a source type not offered for the kind, "
-                    "credentials that do not fit the source type",
+                    "credentials of the other source type's shape",
                 ),
                 BILLING,
                 reason("name_taken", "another backup has this name (case-insensitive)"),
@@ -1979,7 +1994,11 @@ def _machines() -> list[Operation]:
                 reason("forbidden", "a requested permission is not the caller's own"),
                 JSON_BODY,
                 name,
-                reason("invalid_request", "`expires_at` is not an RFC 3339 timestamp"),
+                reason(
+                    "invalid_request",
+                    "`expires_at` is not an RFC 3339 timestamp with a time zone, or its UTC "
+                    "instant falls outside the years 0001-9999",
+                ),
                 IDEMPOTENT,
                 reason(
                     "validation_failed",

@@ -1,5 +1,10 @@
 """Every response carries ``X-Request-ID``: the client's own (1..200 characters from ``!``
-to ``~``) or a generated ``req_<uuid>``."""
+to ``~``) or a generated ``req_<uuid>``.
+
+The middleware is the outermost layer of ours, so it is also where a client that went away
+mid-request ends quietly (contract 13): Starlette hands an exception that no inner handler
+takes to the 500 handler and then re-raises it for the server to log with a traceback.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +12,10 @@ import re
 import uuid
 
 from starlette.datastructures import MutableHeaders
+from starlette.requests import ClientDisconnect, Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from strongroom.adapters.http.errors import client_disconnected
 
 _CLIENT_ID = re.compile(r"[!-~]{1,200}")
 
@@ -20,7 +28,8 @@ def choose_request_id(sent: str | None) -> str:
 
 
 class RequestIdMiddleware:
-    """Assigns the request id (in ``request.state.request_id``) and sets the header."""
+    """Assigns the request id (in ``request.state.request_id``) and sets the header; ends a
+    request whose client went away (``ClientDisconnect``) without an error."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -40,9 +49,18 @@ class RequestIdMiddleware:
         request_id = choose_request_id(sent)
         scope.setdefault("state", {})["request_id"] = request_id
 
+        started = False
+
         async def send_with_id(message: Message) -> None:
+            nonlocal started
             if message["type"] == "http.response.start":
+                started = True
                 MutableHeaders(scope=message)["X-Request-ID"] = request_id
             await send(message)
 
-        await self.app(scope, receive, send_with_id)
+        try:
+            await self.app(scope, receive, send_with_id)
+        except ClientDisconnect as gone:
+            if not started:
+                response = await client_disconnected(Request(scope, receive), gone)
+                await response(scope, receive, send_with_id)

@@ -5,8 +5,9 @@ per namespace. ``region`` is always set, so presigning is a local computation: n
 asks the store for the bucket's region. URLs are presigned here (Signature V4, path
 style, the day's signing key cached), which is several times cheaper than minio's own.
 On confirm the use case sets each object's retention in COMPLIANCE mode until
-``locked_until``: then nobody, the root credentials of the store included, can delete
-that version or shorten its retention before that time.
+``locked_until`` (rounded up to a whole second, never down): then nobody, the root
+credentials of the store included, can delete that version or shorten its retention
+before that time.
 
 Every minio or connection error is turned into a port error here, in ``_translated``:
 ``ObjectLockedError`` for the store's refusals of a locked object, ``UpstreamUnavailable``
@@ -20,7 +21,7 @@ import contextlib
 import hashlib
 import hmac
 from collections.abc import Iterator, Mapping
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 from urllib.parse import quote, urlsplit
 from uuid import UUID
@@ -59,6 +60,18 @@ def _translated(what: str) -> Iterator[None]:
         raise UpstreamUnavailableError(f"object storage failed to {what}") from error
     except (MinioException, urllib3.exceptions.HTTPError, OSError, ValueError) as error:
         raise UpstreamUnavailableError(f"object storage failed to {what}") from error
+
+
+def retain_until_date(until: datetime) -> datetime:
+    """The Object Lock retain-until date for a lock until ``until``: in UTC, rounded up to
+    the next whole second, never down (contract 13).
+
+    Stores keep whole seconds (SeaweedFS drops the milliseconds minio sends), so a date
+    truncated there would free the object up to a second before the API's ``locked_until``.
+    """
+    moment = until.astimezone(UTC)
+    whole = moment.replace(microsecond=0)
+    return whole if whole == moment else whole + timedelta(seconds=1)
 
 
 class _Presigner:
@@ -328,13 +341,14 @@ class S3Storage:
         return StoredObject(int(info.size or 0))
 
     def lock(self, key: str, until: datetime) -> None:
-        """PutObjectRetention in COMPLIANCE mode on the current version."""
+        """PutObjectRetention in COMPLIANCE mode on the current version, until ``until``
+        rounded up to a whole second (``retain_until_date``)."""
         with _translated("lock an object"):
             info = self.client.stat_object(self.bucket, key)
             self.client.set_object_retention(
                 self.bucket,
                 key,
-                Retention(COMPLIANCE, until.astimezone(UTC)),
+                Retention(COMPLIANCE, retain_until_date(until)),
                 version_id=info.version_id,
             )
 

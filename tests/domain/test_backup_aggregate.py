@@ -14,12 +14,14 @@ from hypothesis import event, given, note
 from hypothesis import strategies as st
 
 from strategies import (
+    GRAMMAR_CRONS,
     INVALID_CRONS,
     INVALID_TIMEZONES,
     StoredConfig,
     accepted_changes_for,
     backup_changes,
     backup_kinds,
+    credentials_for,
     customer_destinations,
     duration_spellings,
     kind_rule_violation,
@@ -29,6 +31,7 @@ from strategies import (
     retention_policies,
     s3_sources,
     schedules,
+    wrong_credentials,
 )
 from strongroom.domain.backups import (
     UNSET,
@@ -238,6 +241,46 @@ class TestKindRules:
             with_source.check_kind_rules(BackupChanges(credentials=S3_KEYS), worker_exists=False)
 
 
+class TestCredentialShapes:
+    """Credentials of no source type's shape are malformed (400) when the changes are built,
+    before any kind rule; a known shape that does not fit the source is a kind rule (422)."""
+
+    @given(wrong_credentials())
+    def test_no_changes_hold_credentials_of_no_known_shape(self, given: dict[str, str]) -> None:
+        """Missing, unknown or mixed keys: ``invalid_request`` naming ``credentials``."""
+        with pytest.raises(InvalidRequestError, match="credentials"):
+            BackupChanges(credentials=given)
+
+    @given(st.one_of(wrong_credentials(), credentials_for("postgres")))
+    def test_destination_credentials_take_only_the_s3_shape(self, given: dict[str, str]) -> None:
+        """A customer bucket's credentials are S3 credentials; anything else is 400."""
+        with pytest.raises(InvalidRequestError, match="destination_credentials"):
+            BackupChanges(destination_credentials=given)
+
+    @pytest.mark.parametrize(
+        ("given", "message"),
+        [
+            ({"user": "secret-1", "password": "secret-2"}, "unknown field: credentials.user"),
+            ({"username": "secret-1"}, "missing field: credentials.password"),
+            ({"access_key_id": "secret-1"}, "missing field: credentials.secret_access_key"),
+            ({}, r"expected \{access_key_id, secret_access_key\} or \{password, username\}"),
+            ({"access_key_id": "secret-1", "password": "secret-2"}, "expected"),
+        ],
+    )
+    def test_the_message_names_the_keys(self, given: dict[str, str], message: str) -> None:
+        """The refusal names unknown or missing keys (never a value)."""
+        with pytest.raises(InvalidRequestError, match=message) as refused:
+            BackupChanges(credentials=given)
+        assert all(value not in refused.value.message for value in given.values())
+
+    @pytest.mark.parametrize("source_type", ["s3", "postgres"])
+    def test_either_source_types_shape_is_well_formed(self, source_type: str) -> None:
+        """Both shapes build changes; whether they fit the source is judged later."""
+        keys = S3_KEYS if source_type == "s3" else PG_KEYS
+        assert BackupChanges(credentials=keys).credentials == keys
+        assert BackupChanges(destination_credentials=S3_KEYS).destination_credentials == S3_KEYS
+
+
 class TestActivation:
     """A backup becomes ``active`` in the PATCH that completes its kind's configuration."""
 
@@ -420,6 +463,29 @@ class TestScheduleValues:
         (30 February) are refused before they are stored."""
         with pytest.raises(InvalidRequestError, match=r"schedule\.cron"):
             Schedule(cron, "UTC")
+
+    @pytest.mark.parametrize("cron", GRAMMAR_CRONS)
+    def test_the_contracts_grammar_is_accepted(self, cron: str) -> None:
+        """Numbers, ``*``, ranges, steps within the field's range, lists and English month
+        and weekday names (any case) make a schedule (contract 13)."""
+        assert Schedule(cron, "UTC").next_after(NOW) > NOW
+
+    @pytest.mark.parametrize(
+        ("cron", "field", "token"),
+        [
+            ("0 0 L * *", "day-of-month", "L"),
+            ("0 0 * * 1#2", "day-of-week", "#"),
+            ("*/60 * * * *", "minute", "*/60"),
+            ("0 0 * 13 *", "month", "13"),
+        ],
+    )
+    def test_the_refusal_names_the_field_not_the_text(
+        self, cron: str, field: str, token: str
+    ) -> None:
+        """The message names the cron field at fault and what it takes, never the text."""
+        with pytest.raises(InvalidRequestError, match=f"the {field} field takes") as refused:
+            Schedule(cron, "UTC")
+        assert token not in refused.value.message
 
     @pytest.mark.parametrize("zone", INVALID_TIMEZONES)
     def test_bad_time_zones_are_invalid_requests(self, zone: str) -> None:

@@ -80,6 +80,13 @@ class TestCursor:
             return
         assert Cursor.decode(decoded.encode()) == decoded
 
+    @pytest.mark.parametrize("moment", ["0001-01-01T00:00:00+14:00", "9999-12-31T23:59:59-01:00"])
+    def test_a_time_outside_the_utc_range_is_refused(self, moment: str) -> None:
+        """A forged cursor whose time cannot be expressed in UTC is 400, not an overflow
+        later in a database codec (the cursor goes through the one timestamp parser)."""
+        with pytest.raises(InvalidRequestError, match="cursor"):
+            Cursor.decode(_b64(f"{moment}|{UUID(int=1)}"))
+
     def test_a_naive_timestamp_is_refused(self) -> None:
         """A cursor must carry a time zone (the service issues UTC times)."""
         with pytest.raises(InvalidRequestError, match="cursor"):

@@ -682,6 +682,52 @@ class TestPatchBody:
         assert restored["destination"] == {"type": "service"}
 
 
+class TestEndpoints:
+    """Contract 10: an ``endpoint`` that is not an http(s) URL is 400, wherever a body names
+    one (a source or a destination), and never a 500."""
+
+    @pytest.mark.parametrize(
+        "endpoint",
+        [
+            "https://[::1",
+            "http://[x",
+            "http://[x]",
+            "http://[::1]x",
+            "https://[::1]:",
+            "https://host:abc",
+            "https://host:99999",
+            "https://host:0",
+            "https://host:-1",
+            "https://user:secret@host",
+            "https://ex ample.com",
+            "https://host\n.example",
+        ],
+    )
+    @pytest.mark.parametrize("field", ["source", "destination"])
+    def test_a_malformed_endpoint_is_400(self, ada: Tenant, field: str, endpoint: str) -> None:
+        """Unbalanced or invalid IPv6 brackets, a port that is not a number in 1..65535, a
+        user part or whitespace: 400 ``invalid_request`` naming the field; nothing changes."""
+        kind, location = ("cloud", S3_SOURCE) if field == "source" else ("manual", CUSTOMER_S3)
+        record = ada.backup("Nightly", kind)
+        body: dict[str, Any] = {field: {**location, "endpoint": endpoint}}
+        if field == "destination":
+            body["destination_credentials"] = DESTINATION_CREDENTIALS
+        response = ada.patch(record["id"], body)
+        assert_error(response, 400, "invalid_request", f"{field}.endpoint")
+        assert "secret" not in response.text
+        assert ada.read(record["id"]) == record
+
+    @pytest.mark.parametrize(
+        "endpoint",
+        ["http://[::1]:9000", "https://[2001:db8::5]", "https://s3.example.com:443", "http://h/p"],
+    )
+    def test_a_well_formed_endpoint_is_kept(self, ada: Tenant, endpoint: str) -> None:
+        """IPv6 literals in brackets, explicit ports and paths are URLs like any other."""
+        record = ada.backup("Nightly", "cloud")
+        patched = ada.patched(record["id"], {"source": {**S3_SOURCE, "endpoint": endpoint}})
+        assert patched["source"]["endpoint"] == endpoint
+
+
 class TestKindRules:
     """What each kind accepts: refusals are 422 ``validation_failed`` and change nothing."""
 
@@ -719,16 +765,6 @@ class TestKindRules:
                 {"source": PG_SOURCE, "credentials": S3_CREDENTIALS},
                 "password, username",
             ),
-            (
-                "cloud",
-                {"source": S3_SOURCE, "credentials": {"access_key_id": "only-the-id"}},
-                "access_key_id, secret_access_key",
-            ),
-            (
-                "cloud",
-                {"source": S3_SOURCE, "credentials": {**S3_CREDENTIALS, "session_token": "t"}},
-                "access_key_id, secret_access_key",
-            ),
             ("cloud", {"credentials": S3_CREDENTIALS}, "credentials need a source"),
             (
                 "cloud",
@@ -736,17 +772,13 @@ class TestKindRules:
                 "only to a customer_s3 destination",
             ),
             ("cloud", {"destination": CUSTOMER_S3}, "needs destination_credentials"),
-            (
-                "manual",
-                {"destination": CUSTOMER_S3, "destination_credentials": PG_CREDENTIALS},
-                "access_key_id, secret_access_key",
-            ),
         ],
     )
     def test_refuses_what_the_kind_does_not_accept(
         self, ada: Tenant, kind: str, body: dict[str, Any], fragment: str
     ) -> None:
-        """The spec's kind rules and the contract's credential shapes are 422."""
+        """The spec's kind rules, and credentials of the other source type's shape, are
+        422 (credentials of no source type's shape are malformed: ``TestCredentialShapes``)."""
         before = ada.backup("Nightly", kind)
         assert_error(ada.patch(before["id"], body), 422, "validation_failed", fragment)
         assert ada.read(before["id"]) == before
@@ -777,12 +809,80 @@ class TestKindRules:
         assert ada.patched(record["id"], {"credentials": PG_CREDENTIALS})["has_credentials"]
 
     def test_error_messages_never_repeat_a_secret(self, ada: Tenant) -> None:
-        """A refused credential object is not echoed in the error."""
+        """A refused credential object is not echoed in the error, whether it is malformed
+        (400) or of the other source type (422)."""
         record = ada.backup("Nightly", "cloud")
         wrong = {"username": "u", "token": "leaky-secret-value"}
         response = ada.patch(record["id"], {"source": S3_SOURCE, "credentials": wrong})
+        assert_error(response, 400, "invalid_request", "credentials.token")
+        assert "leaky-secret-value" not in response.text
+        other = {"username": "u", "password": "leaky-secret-value"}
+        response = ada.patch(record["id"], {"source": S3_SOURCE, "credentials": other})
         assert_error(response, 422, "validation_failed")
         assert "leaky-secret-value" not in response.text
+
+
+class TestCredentialShapes:
+    """Contract 10: credentials are ``{access_key_id, secret_access_key}`` or ``{username,
+    password}`` (``destination_credentials`` only the former); a missing or unknown key is
+    a malformed body, 400 ``invalid_request``, checked with the other 400s: before the
+    backup is looked up and before every kind rule."""
+
+    @pytest.mark.parametrize(
+        ("body", "fragment"),
+        [
+            (
+                {"source": PG_SOURCE, "credentials": {"user": "app", "password": "pw"}},
+                "unknown field: credentials.user",
+            ),
+            ({"source": PG_SOURCE, "credentials": {"username": "app"}}, "credentials.password"),
+            (
+                {"source": S3_SOURCE, "credentials": {"access_key_id": "only-the-id"}},
+                "missing field: credentials.secret_access_key",
+            ),
+            (
+                {"source": S3_SOURCE, "credentials": {**S3_CREDENTIALS, "session_token": "t"}},
+                "unknown field: credentials.session_token",
+            ),
+            ({"credentials": {"access_key_id": "a", "password": "p"}}, "credentials"),
+            ({"credentials": {}}, "credentials"),
+            (
+                {"destination": CUSTOMER_S3, "destination_credentials": PG_CREDENTIALS},
+                "unknown field: destination_credentials.password",
+            ),
+            (
+                {"destination": CUSTOMER_S3, "destination_credentials": {"access_key_id": "a"}},
+                "missing field: destination_credentials.secret_access_key",
+            ),
+        ],
+    )
+    @pytest.mark.parametrize("kind", ["cloud", "local", "manual"])
+    def test_a_credentials_object_of_no_known_shape_is_400(
+        self, ada: Tenant, kind: str, body: dict[str, Any], fragment: str
+    ) -> None:
+        """Whatever the backup's kind (a 400 outranks the 422 a local or manual backup
+        would give for credentials at all), and nothing changes."""
+        before = ada.backup("Nightly", kind)
+        assert_error(ada.patch(before["id"], body), 400, "invalid_request", fragment)
+        assert ada.read(before["id"]) == before
+
+    def test_the_shape_is_checked_before_the_backup_is_looked_up(self, ada: Tenant) -> None:
+        """Contract 1's order: a malformed body (400) before an unknown backup (404)."""
+        response = ada.patch(str(uuid4()), {"credentials": {"user": "app"}})
+        assert_error(response, 400, "invalid_request", "credentials.user")
+
+    def test_credentials_sent_alone_need_a_known_shape(self, ada: Tenant) -> None:
+        """Sent without a source: a malformed object is 400; one of the stored source's
+        shape is stored (the 422 of the other shape is in ``TestKindRules``)."""
+        record = ada.backup("Nightly", "cloud")
+        ada.patched(record["id"], {"source": PG_SOURCE})
+        assert_error(
+            ada.patch(record["id"], {"credentials": {"user": "app", "password": "pw"}}),
+            400,
+            "invalid_request",
+            "credentials.user",
+        )
+        assert ada.patched(record["id"], {"credentials": PG_CREDENTIALS})["has_credentials"]
 
 
 class TestActivation:
@@ -1019,6 +1119,35 @@ class TestCredentials:
 
 class TestSchedule:
     """``next_run_at`` is set only while a backup is active, scheduled and not paused."""
+
+    @pytest.mark.parametrize(
+        "cron",
+        [
+            "0 0 L * *",
+            "0 0 ? * *",
+            "0 0 15W * *",
+            "0 0 * * 1#2",
+            "*/60 * * * *",
+            "*/500 * * * *",
+            "0 0 1-31/40 * *",
+            "5/15 * * * *",
+            "0 0 * * 5-1",
+        ],
+    )
+    def test_cron_beyond_the_contracts_grammar_is_400(self, timed: Tenant, cron: str) -> None:
+        """Contract 13: ``L``, ``?``, ``W``, ``#``, steps beyond the field's range (and the
+        other non-standard forms croniter takes) are 400 ``invalid_request``; nothing is
+        stored."""
+        record = timed.backup("Nightly", "cloud")
+        response = timed.patch(record["id"], {"schedule": {"cron": cron, "timezone": "UTC"}})
+        assert_error(response, 400, "invalid_request", "schedule.cron")
+        assert timed.read(record["id"]) == record
+
+    def test_cron_names_and_steps_within_range_are_accepted(self, timed: Tenant) -> None:
+        """English month and weekday names, lists, ranges and steps are kept as sent."""
+        record = timed.backup("Nightly", "cloud")
+        schedule = {"cron": "*/30 9-17 * jan-jun/2 MON-FRI", "timezone": "UTC"}
+        assert timed.patched(record["id"], {"schedule": schedule})["schedule"] == schedule
 
     def test_a_draft_has_no_next_run(self, timed: Tenant) -> None:
         """A schedule on a draft is stored but nothing is planned."""

@@ -317,3 +317,76 @@ class TestUnicode:
             api.client.get(f"/v1/backups/{backup_id}", headers=bearer(token)).json()["source"]
             is None
         )
+
+
+# A field name of 900 KB (the body cap is 1 MiB): no error may echo it whole.
+HUGE = "f" * 900_000
+SHOWN = "f" * 100
+
+
+class TestFieldNamesInMessages:
+    """Contract 13: an unknown field named in an error message is cut to 100 characters."""
+
+    def _backup(self, api: Api, token: str, workspace_id: str, kind: str = "cloud") -> str:
+        created = api.client.post(
+            f"/v1/workspaces/{workspace_id}/backups",
+            json={"name": "db", "kind": kind},
+            headers=bearer(token),
+        )
+        assert created.status_code == 201, created.text
+        backup_id: str = created.json()["id"]
+        return backup_id
+
+    def _assert_cut(self, response: Any, *fragments: str) -> None:
+        message = refused(response, *fragments)
+        assert SHOWN in message
+        assert SHOWN + "f" not in message
+        assert len(response.content) < 1_000
+
+    def test_an_unknown_top_level_field_is_cut(self, api: Api) -> None:
+        """A 900 KB unknown field in a body parsed by the converter: 400 naming its first
+        100 characters, never the whole name."""
+        token = api.person("ada@example.com")
+        response = api.client.post(
+            "/v1/workspaces", json={"name": "Acme", HUGE: 1}, headers=bearer(token)
+        )
+        self._assert_cut(response, "unknown field: ")
+        assert workspaces_of(api, token) == []
+
+    def test_unknown_fields_of_a_backup_patch_are_cut(self, api: Api) -> None:
+        """The same at the top of a PATCH body and inside its nested objects, with the
+        field's dotted path before the cut name."""
+        token, workspace_id = api.workspace_admin("ada@example.com")
+        backup_id = self._backup(api, token, str(workspace_id))
+        source = {"type": "s3", "endpoint": "https://s3.example.com", "bucket": "b"}
+        for body, prefix in (
+            ({HUGE: 1}, "unknown field: "),
+            ({"source": {**source, HUGE: 1}}, "unknown field: source."),
+            ({"schedule": {"cron": "0 3 * * *", "timezone": "UTC", HUGE: 1}}, "schedule."),
+            ({"credentials": {HUGE: 5}}, "credentials."),
+        ):
+            response = api.client.patch(
+                f"/v1/backups/{backup_id}", json=body, headers=bearer(token)
+            )
+            self._assert_cut(response, prefix + SHOWN)
+
+    def test_a_duplicated_huge_key_is_cut(self, api: Api) -> None:
+        """A duplicate key is named cut as well (two of 450 KB fit in the body cap)."""
+        token = api.person("ada@example.com")
+        key = HUGE[:450_000]
+        content = f'{{"{key}": 1, "{key}": 2}}'.encode()
+        response = api.client.post(
+            "/v1/workspaces",
+            content=content,
+            headers={**bearer(token), "content-type": "application/json"},
+        )
+        self._assert_cut(response, "duplicate field")
+
+    def test_many_unknown_fields_are_listed_ten_at_most(self, api: Api) -> None:
+        """Thousands of unknown fields: the message names the first ten (in order) and
+        counts the rest."""
+        token = api.person("ada@example.com")
+        body: dict[str, Any] = {"name": "Acme", **{f"x{n:05}": n for n in range(5_000)}}
+        response = api.client.post("/v1/workspaces", json=body, headers=bearer(token))
+        message = refused(response, "unknown field: x00000, x00001", "x00009 (and 4990 more)")
+        assert "x00010" not in message

@@ -3,16 +3,20 @@
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from datetime import UTC, datetime
 from typing import Any, Self
 from uuid import UUID, uuid4
 
 import pytest
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.routing import Route
 from starlette.testclient import TestClient
+from starlette.types import Message
 
+from strongroom.adapters.http import errors
 from strongroom.adapters.http.app import app_for
 from strongroom.adapters.memory.store import MemoryStore
 from strongroom.adapters.memory.unit_of_work import MemoryUnitOfWork
@@ -174,6 +178,89 @@ class TestInternalError:
         assert "RuntimeError" not in response.text
         assert "hunter2" not in response.text
         assert error["request_id"] == "boom-1"
+
+
+def _asgi_call(facade: Strongroom, messages: list[Message]) -> list[Message]:
+    """Run one ``POST /v1/workspaces`` through the app of ``facade`` at the ASGI level (its
+    lifespan's state given by hand), the client sending ``messages`` (then nothing but
+    ``http.disconnect``); what the app sent back. Raises what the app raises."""
+    app = app_for(facade)
+    path = "/v1/workspaces"
+    pending = list(messages)
+    sent: list[Message] = []
+
+    async def receive() -> Message:
+        return pending.pop(0) if pending else {"type": "http.disconnect"}
+
+    async def send(message: Message) -> None:
+        sent.append(message)
+
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0", "spec_version": "2.4"},
+        "http_version": "1.1",
+        "method": "POST",
+        "scheme": "http",
+        "path": path,
+        "raw_path": path.encode(),
+        "query_string": b"",
+        "root_path": "",
+        "headers": [(b"content-type", b"application/json"), (b"x-request-id", b"gone-1")],
+        "client": ("127.0.0.1", 50000),
+        "server": ("testserver", 80),
+        "state": {"facade": facade},
+    }
+    asyncio.run(app(scope, receive, send))
+    return sent
+
+
+class TestClientDisconnect:
+    """Contract 13: a client that goes away mid-request is not an error in the logs."""
+
+    def test_a_client_gone_mid_body_is_not_logged_as_an_error(
+        self, facade: Strongroom, caplog: pytest.LogCaptureFixture
+    ) -> None:
+        """The body stops half-way with ``http.disconnect``: nothing is logged at ERROR
+        (no traceback), nothing propagates to the server (which would log it), and
+        whatever is sent is a bare 400 with the request id."""
+        half = {"type": "http.request", "body": b'{"name": "Ac', "more_body": True}
+        with caplog.at_level(logging.DEBUG):
+            sent = _asgi_call(facade, [half, {"type": "http.disconnect"}])
+        assert [r for r in caplog.records if r.levelno >= logging.ERROR] == []
+        assert all(r.exc_info is None for r in caplog.records)
+        starts = [m for m in sent if m["type"] == "http.response.start"]
+        assert [m["status"] for m in starts] == [400]
+        assert (b"x-request-id", b"gone-1") in starts[0]["headers"]
+
+    def test_a_whole_body_still_gets_an_answer(self, facade: Strongroom) -> None:
+        """The same call with the body complete is answered as usual (here 401: no
+        credential), so only a disconnect is quiet."""
+        whole = {"type": "http.request", "body": b'{"name": "Acme"}', "more_body": False}
+        sent = _asgi_call(facade, [whole])
+        assert [m["status"] for m in sent if m["type"] == "http.response.start"] == [401]
+
+    def test_the_last_resort_handler_is_quiet_about_a_disconnect(
+        self, facade: Strongroom, caplog: pytest.LogCaptureFixture
+    ) -> None:
+        """``internal_error``, should a ``ClientDisconnect`` reach it, answers a bare 400
+        and logs nothing at ERROR; any other exception is still ``internal`` and logged."""
+        request = Request(
+            {
+                "type": "http",
+                "method": "POST",
+                "path": "/v1/x",
+                "headers": [],
+                "app": app_for(facade),
+            }
+        )
+        with caplog.at_level(logging.DEBUG):
+            quiet = asyncio.run(errors.internal_error(request, ClientDisconnect()))
+        assert quiet.status_code == 400
+        assert [r for r in caplog.records if r.levelno >= logging.ERROR] == []
+        with caplog.at_level(logging.DEBUG):
+            loud = asyncio.run(errors.internal_error(request, RuntimeError("bug")))
+        assert loud.status_code == 500
+        assert [r.levelno for r in caplog.records if r.levelno >= logging.ERROR] == [logging.ERROR]
 
 
 class TestRouter:

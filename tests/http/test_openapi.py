@@ -538,6 +538,26 @@ class TestRequestBodies:
             assert set(schema["properties"]) == {"data", "next_cursor"}
 
 
+class TestParameters:
+    """Parameter schemas accept whatever the server accepts."""
+
+    @pytest.mark.parametrize("sent", ["with spaces", "x" * 201, "tab\there", "ünïcode"])
+    def test_any_request_id_is_accepted_so_its_schema_has_no_pattern(
+        self, api: Api, document: Json, sent: str
+    ) -> None:
+        """A client ``X-Request-ID`` the server will not echo is still accepted (and
+        replaced), so the parameter's schema must not refuse it; the description states
+        the echo rule instead."""
+        response = api.client.get("/healthz", headers={"X-Request-ID": sent.encode()})
+        assert response.status_code == 200
+        assert response.headers["x-request-id"].startswith("req_")
+        parameter = document["components"]["parameters"]["X-Request-ID"]
+        assert "pattern" not in parameter["schema"]
+        check_against_schema(document, parameter["schema"], sent)
+        assert "`!` to `~`" in parameter["description"]
+        assert "req_<uuid>" in parameter["description"]
+
+
 # --------------------------------------------------------------------------------------
 # The schemas match what the live API returns.
 

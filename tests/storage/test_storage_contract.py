@@ -8,20 +8,22 @@ import os
 import secrets
 import time
 from collections.abc import Callable, Iterator
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 from urllib.parse import parse_qsl, urlsplit
 
 import attrs
 import httpx2
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from minio import Minio
 from minio.commonconfig import COMPLIANCE
 from minio.error import S3Error
 from minio.retention import Retention
 
 from strongroom.adapters.storage.local import LocalDiskStorage
-from strongroom.adapters.storage.s3 import S3Storage
+from strongroom.adapters.storage.s3 import S3Storage, retain_until_date
 from strongroom.entrypoints.service import open_storage
 from strongroom.entrypoints.settings import Settings
 from strongroom.ports.driven.storage import ObjectLockedError, ObjectStorage
@@ -178,6 +180,22 @@ class TestS3ObjectLock:
             )
         assert root.get_object(storage.bucket, key, version_id=version).read() == b"gold"
 
+    def test_the_store_keeps_the_lock_until_at_least_locked_until(
+        self, seaweed: SeaweedServer
+    ) -> None:
+        """Contract 13: a lock until a time between two seconds is kept by the store until
+        the next whole second, never the one before (stores keep whole seconds)."""
+        storage = s3_storage(seaweed)
+        key = "ns/b/r/rounded"
+        put = storage.presign_put(key, 4, hashlib.sha256(b"gold").hexdigest(), soon())
+        assert httpx2.put(put.url, content=b"gold").status_code == 200
+        until = soon(60).replace(microsecond=900_000)
+        storage.lock(key, until)
+        version = storage.client.stat_object(storage.bucket, key).version_id
+        retention = storage.client.get_object_retention(storage.bucket, key, version_id=version)
+        assert retention is not None
+        assert retention.retain_until_date == until.replace(microsecond=0) + timedelta(seconds=1)
+
     def test_presigning_makes_no_request(self) -> None:
         """With the region set, presigning works against an address nobody listens on."""
         storage = S3Storage("http://127.0.0.1:9", "a", "b", "bucket")
@@ -226,6 +244,45 @@ class TestS3ObjectLock:
         assert httpx2.put(url[:-4] + "0000", content=b"x").status_code == 403
         assert httpx2.get(url).status_code == 403
         assert httpx2.put(url, content=b"xy").status_code == 403  # the signed length is 1
+
+
+class TestRetainUntilDate:
+    """S3 retain-until dates are whole seconds, rounded up (contract 13)."""
+
+    @pytest.mark.parametrize(
+        ("until", "expected"),
+        [
+            (datetime(2030, 1, 2, 3, 4, 5, tzinfo=UTC), datetime(2030, 1, 2, 3, 4, 5, tzinfo=UTC)),
+            (
+                datetime(2030, 1, 2, 3, 4, 5, 1, tzinfo=UTC),
+                datetime(2030, 1, 2, 3, 4, 6, tzinfo=UTC),
+            ),
+            (
+                datetime(2030, 1, 2, 3, 4, 5, 999_999, tzinfo=UTC),
+                datetime(2030, 1, 2, 3, 4, 6, tzinfo=UTC),
+            ),
+            (
+                datetime(2030, 12, 31, 23, 59, 59, 500_000, tzinfo=UTC),
+                datetime(2031, 1, 1, tzinfo=UTC),
+            ),
+            (
+                datetime(2030, 1, 2, 5, 4, 5, 250_000, tzinfo=timezone(timedelta(hours=2))),
+                datetime(2030, 1, 2, 3, 4, 6, tzinfo=UTC),
+            ),
+        ],
+    )
+    def test_a_fraction_of_a_second_rounds_up(self, until: datetime, expected: datetime) -> None:
+        """A whole second stays; any fraction goes to the next second; the result is UTC."""
+        rounded = retain_until_date(until)
+        assert rounded == expected
+        assert rounded.tzinfo is UTC
+
+    @given(st.datetimes(max_value=datetime(9000, 1, 1), timezones=st.just(UTC)))
+    def test_never_earlier_and_less_than_a_second_later(self, until: datetime) -> None:
+        """The date is a whole second, never before ``until`` and less than a second after."""
+        rounded = retain_until_date(until)
+        assert rounded.microsecond == 0
+        assert until <= rounded < until + timedelta(seconds=1)
 
 
 class TestConfiguration:
