@@ -91,12 +91,6 @@ class TestOutOfRangeInstants:
             )
             assert_invalid(response, "cursor")
 
-    @pytest.mark.xfail(
-        strict=True,
-        reason="adapters/http/routes/workspaces.py _audit_filter parses `since` with "
-        "datetime.fromisoformat instead of bodies.parse_timestamp (a file outside this "
-        "change); remove this marker once it calls the shared parser",
-    )
     @pytest.mark.parametrize("moment", OUT_OF_RANGE)
     def test_audit_since_out_of_range_is_400(self, any_api: Api, moment: str) -> None:
         """``GET .../audit?since=`` with such a time: 400 naming ``since``."""

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from datetime import datetime
 from uuid import UUID
 
 import attrs
@@ -10,6 +9,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from strongroom.adapters.http import presenters
+from strongroom.adapters.http.bodies import parse_timestamp
 from strongroom.adapters.http.context import ApiContext, endpoint, json_response, no_content
 from strongroom.domain.errors import InvalidRequestError
 from strongroom.ports.driven.repositories import AuditFilter
@@ -100,14 +100,7 @@ def _audit_filter(ctx: ApiContext) -> AuditFilter:
         actor = None if actor_id is None else UUID(actor_id)
     except ValueError as error:
         raise InvalidRequestError("actor_id must be a UUID") from error
-    when = None
-    if since is not None:
-        try:
-            when = datetime.fromisoformat(since.replace("Z", "+00:00"))
-        except ValueError as error:
-            raise InvalidRequestError("since must be an RFC 3339 timestamp") from error
-        if when.tzinfo is None:
-            raise InvalidRequestError("since must carry a time zone (use Z for UTC)")
+    when = None if since is None else parse_timestamp(since, "since")
     return AuditFilter(action=query.get("action") or None, actor_id=actor, since=when)
 
 
