@@ -6,6 +6,7 @@ Every command takes ``--data-dir`` and ``--database-url`` (flags win over ``STRO
 from __future__ import annotations
 
 import argparse
+import asyncio
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -15,11 +16,12 @@ from uuid import UUID
 import uvicorn
 
 from strongroom.adapters.identity.builtin import BuiltinIdentityProvider
+from strongroom.adapters.sql.migrate import Migration
 from strongroom.domain.billing import BillingState
 from strongroom.domain.errors import StrongroomError
 from strongroom.domain.quotas import QuotaResource
 from strongroom.entrypoints.http import create_app
-from strongroom.entrypoints.service import describe_storage, open_database, open_facade
+from strongroom.entrypoints.service import describe_storage, open_blocking_facade, open_database
 from strongroom.entrypoints.settings import Settings
 
 
@@ -119,15 +121,19 @@ def _serve(arguments: argparse.Namespace) -> int:
 
 def _migrate(arguments: argparse.Namespace) -> int:
     settings = _settings(arguments)
-    with open_database(settings, migrate=False) as database:
-        applied = database.migrate()
+
+    async def migrate() -> list[Migration]:
+        async with open_database(settings, migrate=False) as database:
+            return await asyncio.to_thread(database.migrate)
+
+    applied = asyncio.run(migrate())
     names = ", ".join(migration.name for migration in applied) or "none pending"
     print(f"database {describe_storage(settings)}: applied {names}")
     return 0
 
 
 def _retention_run(arguments: argparse.Namespace) -> int:
-    with open_facade(_settings(arguments)) as facade:
+    with open_blocking_facade(_settings(arguments)) as facade:
         report = facade.retention.run()
     print(
         f"retention: removed {report.removed} expired artifacts (kept {report.kept_last} "
@@ -138,7 +144,7 @@ def _retention_run(arguments: argparse.Namespace) -> int:
 
 
 def _admin_billing(arguments: argparse.Namespace) -> int:
-    with open_facade(_settings(arguments)) as facade:
+    with open_blocking_facade(_settings(arguments)) as facade:
         workspace = facade.workspaces.set_billing_state(
             arguments.workspace_id, BillingState(arguments.state)
         )
@@ -150,7 +156,7 @@ def _admin_quota(arguments: argparse.Namespace) -> int:
     if arguments.limit < 0:
         raise SystemExit("strongroom: error: a limit is 0 (unlimited) or more")
     resource = QuotaResource(arguments.resource)
-    with open_facade(_settings(arguments)) as facade:
+    with open_blocking_facade(_settings(arguments)) as facade:
         workspace = facade.workspaces.set_quota(arguments.workspace_id, resource, arguments.limit)
     print(f"workspace {workspace.id} {resource.value} limit is now {workspace.limit(resource)}")
     return 0
@@ -158,11 +164,12 @@ def _admin_quota(arguments: argparse.Namespace) -> int:
 
 def _admin_user_add(arguments: argparse.Namespace) -> int:
     password = sys.stdin.readline().rstrip("\r\n")
-    with open_facade(_settings(arguments)) as facade:
-        identity = facade.deps.identity
-        if not isinstance(identity, BuiltinIdentityProvider):
+    with open_blocking_facade(_settings(arguments)) as facade:
+        if not isinstance(facade.deps.identity, BuiltinIdentityProvider):
             raise SystemExit("strongroom: error: accounts exist only in the built-in provider")
-        account = identity.add_account(arguments.email, password, arguments.name or arguments.email)
+        # A blocking view: add_account returns the account, not a coroutine.
+        provider: Any = facade.deps.identity
+        account = provider.add_account(arguments.email, password, arguments.name or arguments.email)
     print(f"account {account.id} added for {account.email}")
     return 0
 

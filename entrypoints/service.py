@@ -3,17 +3,21 @@
 With no ``STRONGROOM_DATABASE_URL`` the embedded default is SQLite at
 ``<data dir>/strongroom.db``; ``postgresql://...`` selects PostgreSQL, whose pool is opened
 here (in the app's lifespan) and closed when the block ends.
+
+The facade is async; ``open_blocking_facade`` gives synchronous callers (the CLI, scripts)
+the same facade behind a blocking view that runs it on a private event loop.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import importlib
 import logging
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from strongroom.adapters.identity.oidc import OidcIdentityProvider, OidcSettings
@@ -27,6 +31,7 @@ from strongroom.ports.driven.identity import IdentityProvider
 from strongroom.ports.driven.mailer import Mailer
 from strongroom.ports.driven.storage import ObjectStorage
 from strongroom.ports.driving import Strongroom
+from strongroom.ports.driving.blocking import EventLoopThread, blocking
 
 if TYPE_CHECKING:
     from strongroom.adapters.sql.postgres import PostgresDatabase
@@ -67,10 +72,10 @@ def _postgres_adapter() -> type[PostgresDatabase]:
     return database
 
 
-@contextmanager
-def open_database(
+@asynccontextmanager
+async def open_database(
     settings: Settings, *, migrate: bool | None = None
-) -> Iterator[SqliteDatabase | PostgresDatabase]:
+) -> AsyncIterator[SqliteDatabase | PostgresDatabase]:
     """The configured database, open for the block, migrated when ``migrate`` says so.
 
     ``None`` is the default policy: SQLite is migrated (zero set-up), PostgreSQL is not
@@ -81,17 +86,24 @@ def open_database(
     if url.startswith("sqlite:"):
         path = sqlite_path(url)
         path.parent.mkdir(parents=True, exist_ok=True)
-        with SqliteDatabase(path) as sqlite:
+        sqlite = SqliteDatabase(path)
+        try:
             if migrate is not False:
-                sqlite.migrate()
+                await asyncio.to_thread(sqlite.migrate)
             yield sqlite
+        finally:
+            await sqlite.aclose()
         return
     if not url.startswith(("postgresql://", "postgres://")):
         raise ValueError("STRONGROOM_DATABASE_URL must start with postgresql:// or sqlite:///")
-    with _postgres_adapter().from_url(url) as postgres:
+    postgres = _postgres_adapter().from_url(url)
+    await postgres.open()
+    try:
         if migrate:
-            postgres.migrate()
+            await asyncio.to_thread(postgres.migrate)
         yield postgres
+    finally:
+        await postgres.aclose()
 
 
 def mailer_for(settings: Settings) -> Mailer:
@@ -152,10 +164,12 @@ def open_storage(settings: Settings, secret_key: str) -> ObjectStorage:
     return LocalDiskStorage(settings.data_dir / "objects", secret_key.encode())
 
 
-@contextmanager
-def open_facade(settings: Settings, *, migrate: bool | None = None) -> Iterator[Strongroom]:
+@asynccontextmanager
+async def open_facade(
+    settings: Settings, *, migrate: bool | None = None
+) -> AsyncIterator[Strongroom]:
     """A facade for ``settings``; what it opens is closed when the block ends."""
-    with open_database(settings, migrate=migrate) as database:
+    async with open_database(settings, migrate=migrate) as database:
         secret_key = settings.resolved_secret_key()
         yield bootstrap(
             uow=database.uow,
@@ -168,43 +182,52 @@ def open_facade(settings: Settings, *, migrate: bool | None = None) -> Iterator[
         )
 
 
-class RetentionLoop:
-    """Runs the retention job every ``interval`` seconds on a daemon thread until stopped."""
-
-    def __init__(self, facade: Strongroom, interval: float) -> None:
-        self._facade = facade
-        self._interval = interval
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, name="retention", daemon=True)
-
-    def start(self) -> None:
-        """Begin; the first run comes one interval after the start."""
-        self._thread.start()
-
-    def stop(self) -> None:
-        """Ask the loop to end and wait for a run in progress."""
-        self._stop.set()
-        self._thread.join()
-
-    def _loop(self) -> None:
-        while not self._stop.wait(self._interval):
-            try:
-                self._facade.retention.run()
-            except Exception:
-                logger.exception("the retention job failed; it runs again next interval")
-
-
 @contextmanager
-def open_serving_facade(settings: Settings, *, migrate: bool | None = None) -> Iterator[Strongroom]:
+def open_blocking_facade(settings: Settings, *, migrate: bool | None = None) -> Iterator[Any]:
+    """``open_facade`` for synchronous code: a blocking view of the facade (same methods,
+    plain calls) whose coroutines run on a private event loop for the block's lifetime."""
+    loop = EventLoopThread("strongroom-facade")
+    opened = open_facade(settings, migrate=migrate)
+    try:
+        facade = loop.run(opened.__aenter__())
+        try:
+            yield blocking(facade, loop)
+        except BaseException as error:
+            if not loop.run(opened.__aexit__(type(error), error, error.__traceback__)):
+                raise
+        else:
+            loop.run(opened.__aexit__(None, None, None))
+    finally:
+        loop.close()
+
+
+async def run_retention_every(facade: Strongroom, interval: float) -> None:
+    """Run the retention job every ``interval`` seconds, forever (cancel the task to stop);
+    the first run comes one interval after the start."""
+    while True:
+        await asyncio.sleep(interval)
+        try:
+            await facade.retention.run()
+        except Exception:
+            logger.exception("the retention job failed; it runs again next interval")
+
+
+@asynccontextmanager
+async def open_serving_facade(
+    settings: Settings, *, migrate: bool | None = None
+) -> AsyncIterator[Strongroom]:
     """``open_facade`` plus the retention job on an interval (``STRONGROOM_RETENTION_INTERVAL``
     seconds; 0 turns it off), for ``serve`` and the ASGI factory."""
-    with open_facade(settings, migrate=migrate) as facade:
+    async with open_facade(settings, migrate=migrate) as facade:
         if settings.retention_interval <= 0:
             yield facade
             return
-        loop = RetentionLoop(facade, settings.retention_interval)
-        loop.start()
+        retention = asyncio.create_task(
+            run_retention_every(facade, settings.retention_interval), name="retention"
+        )
         try:
             yield facade
         finally:
-            loop.stop()
+            retention.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await retention

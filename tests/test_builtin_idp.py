@@ -1,14 +1,19 @@
 """The built-in identity provider: accounts, user codes, device-code pacing, failed-approval
-limits and access tokens, driven with a manual clock."""
+limits and access tokens, driven with a manual clock.
+
+The provider's methods are coroutines; ``run`` drives one to completion. ``make_facade``
+gives a blocking view of the facade, so the provider is taken from behind it."""
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import os
 import re
 import uuid
-from collections.abc import Iterator
+from collections.abc import Coroutine, Iterator
 from datetime import timedelta
+from typing import Any, TypeVar
 
 import pytest
 from argon2 import PasswordHasher
@@ -30,12 +35,26 @@ from strongroom.domain.errors import (
     UnauthenticatedError,
 )
 from strongroom.ports.driving import Strongroom
+from strongroom.ports.driving.blocking import unwrapped
 from support.world import FAST_HASHER, PASSWORD, bearer, make_client, make_facade
 
 EMAIL = "ada@example.com"
 OTHER_EMAIL = "grace@example.com"
 BASE_URL = "http://testserver"
 USER_CODE = re.compile(rf"[{USER_CODE_ALPHABET}]{{4}}-[{USER_CODE_ALPHABET}]{{4}}")
+T = TypeVar("T")
+
+
+def run(call: Coroutine[Any, Any, T]) -> T:
+    """The result of one call of the provider, on a fresh event loop."""
+    return asyncio.run(call)
+
+
+def provider_of(facade: Strongroom) -> BuiltinIdentityProvider:
+    """The facade's built-in provider itself (not a blocking view of it)."""
+    provider = unwrapped(facade).deps.identity
+    assert isinstance(provider, BuiltinIdentityProvider)
+    return provider
 
 
 @pytest.fixture
@@ -53,37 +72,36 @@ def facade(clock: ManualClock) -> Strongroom:
 @pytest.fixture
 def idp(facade: Strongroom) -> BuiltinIdentityProvider:
     """The facade's provider, with two registered people."""
-    provider = facade.deps.identity
-    assert isinstance(provider, BuiltinIdentityProvider)
-    provider.add_account(EMAIL, PASSWORD, "Ada Lovelace")
-    provider.add_account(OTHER_EMAIL, PASSWORD, "Grace Hopper")
+    provider = provider_of(facade)
+    run(provider.add_account(EMAIL, PASSWORD, "Ada Lovelace"))
+    run(provider.add_account(OTHER_EMAIL, PASSWORD, "Grace Hopper"))
     return provider
 
 
 def start(idp: BuiltinIdentityProvider) -> DeviceAuthorization:
     """A new device authorization for the CLI."""
-    return idp.start_device_authorization(CLIENT_ID, BASE_URL)
+    return run(idp.start_device_authorization(CLIENT_ID, BASE_URL))
 
 
 def oauth_error(idp: BuiltinIdentityProvider, device_code: str, client_id: str = CLIENT_ID) -> str:
     """The OAuth error code a token request gets (the test fails if it gets a token)."""
     with pytest.raises(OAuthError) as raised:
-        idp.exchange_device_code(device_code, client_id)
+        run(idp.exchange_device_code(device_code, client_id))
     return raised.value.error
 
 
 def fail(idp: BuiltinIdentityProvider, user_code: str, email: str = EMAIL) -> str:
     """One refused approval; its message."""
     with pytest.raises(InvalidRequestError) as raised:
-        idp.decide(user_code, email, "wrong password!", approve=True)
+        run(idp.decide(user_code, email, "wrong password!", approve=True))
     return raised.value.message
 
 
 def approved_token(idp: BuiltinIdentityProvider, email: str = EMAIL) -> str:
     """An access token of ``email`` through the whole device flow."""
     authorization = start(idp)
-    idp.decide(authorization.user_code, email, PASSWORD, approve=True)
-    return idp.exchange_device_code(authorization.device_code, CLIENT_ID).access_token
+    run(idp.decide(authorization.user_code, email, PASSWORD, approve=True))
+    return run(idp.exchange_device_code(authorization.device_code, CLIENT_ID)).access_token
 
 
 class ScriptedIds:
@@ -143,8 +161,8 @@ class TestUserCodes:
         """A code typed in lower case, without the dash or with spaces still names the grant."""
         assert callable(typed)
         authorization = start(idp)
-        idp.decide(typed(authorization.user_code), EMAIL, PASSWORD, approve=True)
-        token = idp.exchange_device_code(authorization.device_code, CLIENT_ID)
+        run(idp.decide(typed(authorization.user_code), EMAIL, PASSWORD, approve=True))
+        token = run(idp.exchange_device_code(authorization.device_code, CLIENT_ID))
         assert token.access_token.startswith("bki_")
 
     def test_bytes_that_would_bias_the_alphabet_are_discarded(self) -> None:
@@ -177,7 +195,7 @@ class TestUserCodes:
     def test_an_unknown_client_cannot_start(self, idp: BuiltinIdentityProvider) -> None:
         """Only the CLI's client id may start a device authorization."""
         with pytest.raises(InvalidRequestError):
-            idp.start_device_authorization("someone-else", BASE_URL)
+            run(idp.start_device_authorization("someone-else", BASE_URL))
 
 
 class TestDeviceCodeLifetime:
@@ -210,14 +228,14 @@ class TestDeviceCodeLifetime:
         authorization = start(idp)
         clock.advance(timedelta(minutes=10))
         with pytest.raises(InvalidRequestError, match="unknown or expired code"):
-            idp.decide(authorization.user_code, EMAIL, PASSWORD, approve=True)
+            run(idp.decide(authorization.user_code, EMAIL, PASSWORD, approve=True))
 
     def test_an_approved_code_not_exchanged_in_time_expires(
         self, idp: BuiltinIdentityProvider, clock: ManualClock
     ) -> None:
         """Approval does not extend the code's life."""
         authorization = start(idp)
-        idp.decide(authorization.user_code, EMAIL, PASSWORD, approve=True)
+        run(idp.decide(authorization.user_code, EMAIL, PASSWORD, approve=True))
         clock.advance(timedelta(minutes=10))
         assert oauth_error(idp, authorization.device_code) == "expired_token"
 
@@ -248,7 +266,7 @@ class TestPolling:
         assert oauth_error(idp, code) == "authorization_pending"
         clock.advance(timedelta(seconds=4))
         with pytest.raises(OAuthError) as raised:
-            idp.exchange_device_code(code, CLIENT_ID)
+            run(idp.exchange_device_code(code, CLIENT_ID))
         assert raised.value.error == "slow_down"
         assert "10 seconds" in raised.value.description
         clock.advance(timedelta(seconds=9))
@@ -274,12 +292,12 @@ class TestPolling:
         """After approval the token request returns a Bearer access token for 600 s."""
         authorization = start(idp)
         assert oauth_error(idp, authorization.device_code) == "authorization_pending"
-        idp.decide(authorization.user_code, EMAIL, PASSWORD, approve=True)
+        run(idp.decide(authorization.user_code, EMAIL, PASSWORD, approve=True))
         clock.advance(timedelta(seconds=5))
-        issued = idp.exchange_device_code(authorization.device_code, CLIENT_ID)
+        issued = run(idp.exchange_device_code(authorization.device_code, CLIENT_ID))
         assert issued.token_type == "Bearer"
         assert issued.expires_in == 600
-        assert idp.verify_access_token(issued.access_token).email == EMAIL
+        assert run(idp.verify_access_token(issued.access_token)).email == EMAIL
 
     def test_a_denied_code_gives_access_denied(
         self, idp: BuiltinIdentityProvider, clock: ManualClock
@@ -288,7 +306,7 @@ class TestPolling:
         too soon, and can never get a token."""
         authorization = start(idp)
         assert oauth_error(idp, authorization.device_code) == "authorization_pending"
-        idp.decide(authorization.user_code, EMAIL, PASSWORD, approve=False)
+        run(idp.decide(authorization.user_code, EMAIL, PASSWORD, approve=False))
         assert oauth_error(idp, authorization.device_code) == "access_denied"
         clock.advance(timedelta(seconds=30))
         assert oauth_error(idp, authorization.device_code) == "access_denied"
@@ -297,17 +315,17 @@ class TestPolling:
         """Once approved or denied, the user code is no longer accepted."""
         for approve in (True, False):
             authorization = start(idp)
-            idp.decide(authorization.user_code, EMAIL, PASSWORD, approve=approve)
+            run(idp.decide(authorization.user_code, EMAIL, PASSWORD, approve=approve))
             with pytest.raises(InvalidRequestError, match="unknown or expired code"):
-                idp.decide(authorization.user_code, EMAIL, PASSWORD, approve=not approve)
+                run(idp.decide(authorization.user_code, EMAIL, PASSWORD, approve=not approve))
 
     def test_a_device_code_is_exchanged_once(
         self, idp: BuiltinIdentityProvider, clock: ManualClock
     ) -> None:
         """A second token request with the same code is ``invalid_grant``, at once or later."""
         authorization = start(idp)
-        idp.decide(authorization.user_code, EMAIL, PASSWORD, approve=True)
-        idp.exchange_device_code(authorization.device_code, CLIENT_ID)
+        run(idp.decide(authorization.user_code, EMAIL, PASSWORD, approve=True))
+        run(idp.exchange_device_code(authorization.device_code, CLIENT_ID))
         assert oauth_error(idp, authorization.device_code) == "invalid_grant"
         clock.advance(timedelta(seconds=30))
         assert oauth_error(idp, authorization.device_code) == "invalid_grant"
@@ -336,8 +354,10 @@ class TestFailedApprovals:
             "wrong email or password"
         )
         with pytest.raises(InvalidRequestError, match="wrong email or password"):
-            idp.decide(
-                authorization.user_code, "nobody@example.com", "decoy password", approve=True
+            run(
+                idp.decide(
+                    authorization.user_code, "nobody@example.com", "decoy password", approve=True
+                )
             )
 
     def test_four_failures_leave_the_code_usable(self, idp: BuiltinIdentityProvider) -> None:
@@ -345,8 +365,8 @@ class TestFailedApprovals:
         authorization = start(idp)
         for _ in range(4):
             fail(idp, authorization.user_code)
-        idp.decide(authorization.user_code, EMAIL, PASSWORD, approve=True)
-        assert idp.exchange_device_code(authorization.device_code, CLIENT_ID).access_token
+        run(idp.decide(authorization.user_code, EMAIL, PASSWORD, approve=True))
+        assert run(idp.exchange_device_code(authorization.device_code, CLIENT_ID)).access_token
 
     def test_five_failures_kill_the_code(self, idp: BuiltinIdentityProvider) -> None:
         """The fifth wrong password kills the code: the right password is then refused and
@@ -355,7 +375,7 @@ class TestFailedApprovals:
         for _ in range(5):
             assert fail(idp, authorization.user_code) == "wrong email or password"
         with pytest.raises(InvalidRequestError, match="unknown or expired code"):
-            idp.decide(authorization.user_code, EMAIL, PASSWORD, approve=True)
+            run(idp.decide(authorization.user_code, EMAIL, PASSWORD, approve=True))
         assert oauth_error(idp, authorization.device_code) == "access_denied"
 
     def test_failures_on_one_code_do_not_affect_another(self, idp: BuiltinIdentityProvider) -> None:
@@ -363,7 +383,7 @@ class TestFailedApprovals:
         dead, alive = start(idp), start(idp)
         for _ in range(5):
             fail(idp, dead.user_code, OTHER_EMAIL)
-        idp.decide(alive.user_code, EMAIL, PASSWORD, approve=True)
+        run(idp.decide(alive.user_code, EMAIL, PASSWORD, approve=True))
 
     def test_ten_failures_for_an_email_refuse_it_for_fifteen_minutes(
         self, idp: BuiltinIdentityProvider, clock: ManualClock
@@ -376,14 +396,14 @@ class TestFailedApprovals:
             fail(idp, authorization.user_code)
         fresh = start(idp)
         with pytest.raises(InvalidRequestError, match="too many failed attempts"):
-            idp.decide(fresh.user_code, EMAIL, PASSWORD, approve=True)
-        idp.decide(fresh.user_code, OTHER_EMAIL, PASSWORD, approve=True)
-        assert idp.exchange_device_code(fresh.device_code, CLIENT_ID).access_token
+            run(idp.decide(fresh.user_code, EMAIL, PASSWORD, approve=True))
+        run(idp.decide(fresh.user_code, OTHER_EMAIL, PASSWORD, approve=True))
+        assert run(idp.exchange_device_code(fresh.device_code, CLIENT_ID)).access_token
 
         clock.advance(timedelta(minutes=15, seconds=1))
         later = start(idp)
-        idp.decide(later.user_code, EMAIL, PASSWORD, approve=True)
-        assert idp.exchange_device_code(later.device_code, CLIENT_ID).access_token
+        run(idp.decide(later.user_code, EMAIL, PASSWORD, approve=True))
+        assert run(idp.exchange_device_code(later.device_code, CLIENT_ID)).access_token
 
     def test_refusals_for_the_email_limit_do_not_count_against_the_code(
         self, idp: BuiltinIdentityProvider
@@ -396,8 +416,8 @@ class TestFailedApprovals:
         shared = start(idp)
         for _ in range(6):
             with pytest.raises(InvalidRequestError, match="too many failed attempts"):
-                idp.decide(shared.user_code, EMAIL, PASSWORD, approve=True)
-        idp.decide(shared.user_code, OTHER_EMAIL, PASSWORD, approve=True)
+                run(idp.decide(shared.user_code, EMAIL, PASSWORD, approve=True))
+        run(idp.decide(shared.user_code, OTHER_EMAIL, PASSWORD, approve=True))
 
     def test_the_email_limit_ignores_case_and_padding(self, idp: BuiltinIdentityProvider) -> None:
         """``ADA@example.com`` and `` ada@example.com `` count against the same email."""
@@ -407,7 +427,7 @@ class TestFailedApprovals:
             fail(idp, authorization.user_code, spelling)
         fresh = start(idp)
         with pytest.raises(InvalidRequestError, match="too many failed attempts"):
-            idp.decide(fresh.user_code, f"  {EMAIL.upper()}", PASSWORD, approve=True)
+            run(idp.decide(fresh.user_code, f"  {EMAIL.upper()}", PASSWORD, approve=True))
 
     def test_the_window_slides(self, idp: BuiltinIdentityProvider, clock: ManualClock) -> None:
         """Failures older than 15 minutes no longer count."""
@@ -421,10 +441,10 @@ class TestFailedApprovals:
                 fail(idp, authorization.user_code)
         locked = start(idp)
         with pytest.raises(InvalidRequestError, match="too many failed attempts"):
-            idp.decide(locked.user_code, EMAIL, PASSWORD, approve=True)
+            run(idp.decide(locked.user_code, EMAIL, PASSWORD, approve=True))
         clock.advance(timedelta(minutes=7, seconds=1))  # the first four fell out
         fresh = start(idp)
-        idp.decide(fresh.user_code, EMAIL, PASSWORD, approve=True)
+        run(idp.decide(fresh.user_code, EMAIL, PASSWORD, approve=True))
 
 
 class TestAccessTokens:
@@ -432,10 +452,10 @@ class TestAccessTokens:
 
     def test_a_token_names_the_person(self, idp: BuiltinIdentityProvider) -> None:
         """The identity behind a token is the account's id, email and name."""
-        identity = idp.verify_access_token(approved_token(idp))
+        identity = run(idp.verify_access_token(approved_token(idp)))
         assert identity.email == EMAIL
         assert identity.name == "Ada Lovelace"
-        assert identity.subject == str(idp.account_id(EMAIL))
+        assert identity.subject == str(run(idp.account_id(EMAIL)))
 
     def test_a_token_expires_after_ten_minutes(
         self, idp: BuiltinIdentityProvider, clock: ManualClock
@@ -443,10 +463,10 @@ class TestAccessTokens:
         """Valid for just under ten minutes, refused from then on."""
         token = approved_token(idp)
         clock.advance(timedelta(minutes=10) - timedelta(seconds=1))
-        assert idp.verify_access_token(token).email == EMAIL
+        assert run(idp.verify_access_token(token)).email == EMAIL
         clock.advance(timedelta(seconds=1))
         with pytest.raises(UnauthenticatedError, match="expired"):
-            idp.verify_access_token(token)
+            run(idp.verify_access_token(token))
 
     @pytest.mark.parametrize(
         "token",
@@ -459,20 +479,20 @@ class TestAccessTokens:
     def test_a_malformed_token_is_refused(self, idp: BuiltinIdentityProvider, token: str) -> None:
         """Anything that is not a well-formed access token is refused."""
         with pytest.raises(UnauthenticatedError):
-            idp.verify_access_token(token)
+            run(idp.verify_access_token(token))
 
     def test_a_device_code_is_not_an_access_token(self, idp: BuiltinIdentityProvider) -> None:
         """The device code of an approved grant does not verify as an access token."""
         authorization = start(idp)
-        idp.decide(authorization.user_code, EMAIL, PASSWORD, approve=True)
+        run(idp.decide(authorization.user_code, EMAIL, PASSWORD, approve=True))
         with pytest.raises(UnauthenticatedError):
-            idp.verify_access_token(authorization.device_code)
+            run(idp.verify_access_token(authorization.device_code))
 
     def test_an_unknown_well_formed_token_is_refused(self, idp: BuiltinIdentityProvider) -> None:
         """A well-formed token of another provider instance is unknown here."""
         token = approved_token(make_idp_with_account())
         with pytest.raises(UnauthenticatedError, match="unknown"):
-            idp.verify_access_token(token)
+            run(idp.verify_access_token(token))
 
     def test_the_token_is_refused_as_a_v1_bearer_but_opens_a_session(
         self, facade: Strongroom, idp: BuiltinIdentityProvider
@@ -494,10 +514,8 @@ class TestAccessTokens:
 
 def make_idp_with_account() -> BuiltinIdentityProvider:
     """A second, independent provider with the usual account."""
-    facade = make_facade()
-    provider = facade.deps.identity
-    assert isinstance(provider, BuiltinIdentityProvider)
-    provider.add_account(EMAIL, PASSWORD, "Ada Lovelace")
+    provider = provider_of(make_facade())
+    run(provider.add_account(EMAIL, PASSWORD, "Ada Lovelace"))
     return provider
 
 
@@ -507,17 +525,18 @@ class TestAccounts:
     def test_passwords_are_stored_only_as_argon2_hashes(self, facade: Strongroom) -> None:
         """The stored account holds an argon2id hash of the password, and the password (like
         device codes and access tokens) appears nowhere in the store."""
-        provider = facade.deps.identity
-        assert isinstance(provider, BuiltinIdentityProvider)
+        provider = provider_of(facade)
         secret = "a very particular passphrase"
-        account = provider.add_account("linus@example.com", secret, "Linus")
+        account = run(provider.add_account("linus@example.com", secret, "Linus"))
         assert account.password_hash.startswith("$argon2id$")
         assert PasswordHasher().verify(account.password_hash, secret)
-        authorization = provider.start_device_authorization(CLIENT_ID, BASE_URL)
-        provider.decide(authorization.user_code, "linus@example.com", secret, approve=True)
-        token = provider.exchange_device_code(authorization.device_code, CLIENT_ID).access_token
+        authorization = run(provider.start_device_authorization(CLIENT_ID, BASE_URL))
+        run(provider.decide(authorization.user_code, "linus@example.com", secret, approve=True))
+        token = run(
+            provider.exchange_device_code(authorization.device_code, CLIENT_ID)
+        ).access_token
 
-        uow_factory = facade.deps.uow
+        uow_factory = unwrapped(facade).deps.uow
         assert isinstance(uow_factory, functools.partial)
         store = uow_factory.args[0]
         assert isinstance(store, MemoryStore)
@@ -529,7 +548,7 @@ class TestAccounts:
     def test_emails_are_unique_case_insensitively(self, idp: BuiltinIdentityProvider) -> None:
         """Registering an existing email in other case is ``name_taken``."""
         with pytest.raises(NameTakenError):
-            idp.add_account(EMAIL.upper(), PASSWORD, "Someone")
+            run(idp.add_account(EMAIL.upper(), PASSWORD, "Someone"))
 
     @pytest.mark.parametrize(
         ("email", "password", "name"),
@@ -545,24 +564,24 @@ class TestAccounts:
     ) -> None:
         """A bad email, a password outside 8..1024 characters or a blank name is refused."""
         with pytest.raises(InvalidRequestError):
-            idp.add_account(email, password, name)
+            run(idp.add_account(email, password, name))
 
     def test_an_eight_character_password_is_enough(self, idp: BuiltinIdentityProvider) -> None:
         """Exactly eight characters is accepted, and the email is stored trimmed."""
-        account = idp.add_account("  eight@example.com ", "12345678", "Eight")
+        account = run(idp.add_account("  eight@example.com ", "12345678", "Eight"))
         assert account.email == "eight@example.com"
 
     def test_organizations_are_identifiers_only(self, idp: BuiltinIdentityProvider) -> None:
         """Each workspace gets a distinct ``org_`` id; deleting one is a harmless no-op."""
-        first, second = idp.create_organization("Acme"), idp.create_organization("Acme")
+        first, second = run(idp.create_organization("Acme")), run(idp.create_organization("Acme"))
         assert re.fullmatch(r"org_[0-9a-f]{32}", first)
         assert first != second
-        idp.delete_organization(first)
-        idp.delete_organization("org_never_created")
+        run(idp.delete_organization(first))
+        run(idp.delete_organization("org_never_created"))
 
     def test_sign_up_can_be_turned_off(self, idp: BuiltinIdentityProvider) -> None:
         """With sign-up off, self-service registration is not found; operators still add."""
         idp.signup_enabled = False
         with pytest.raises(NotFoundError):
-            idp.sign_up("new@example.com", PASSWORD, "New")
-        assert idp.add_account("new@example.com", PASSWORD, "New").email == "new@example.com"
+            run(idp.sign_up("new@example.com", PASSWORD, "New"))
+        assert run(idp.add_account("new@example.com", PASSWORD, "New")).email == "new@example.com"

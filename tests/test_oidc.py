@@ -4,12 +4,13 @@ and sign-in through it over HTTP."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Coroutine, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, TypeVar
 
 import jwt
 import pytest
@@ -25,6 +26,12 @@ from support.world import bearer, make_client, make_facade
 
 ISSUER = "https://login.example.com/"
 CLIENT_ID = "strongroom-test"
+T = TypeVar("T")
+
+
+def run(call: Coroutine[Any, Any, T]) -> T:
+    """The result of one call of the async identity port, on a fresh event loop."""
+    return asyncio.run(call)
 
 
 class Jwks:
@@ -110,7 +117,7 @@ class TestVerification:
 
     def test_a_valid_token_gives_the_person(self, jwks: Jwks) -> None:
         """Subject, email and name come from the claims."""
-        identity = provider(jwks).verify_access_token(jwks.token("k1"))
+        identity = run(provider(jwks).verify_access_token(jwks.token("k1")))
         assert (identity.subject, identity.email, identity.name) == (
             "user-42",
             "Ada@Example.com",
@@ -132,7 +139,7 @@ class TestVerification:
     def test_wrong_claims_are_refused(self, jwks: Jwks, claims: dict[str, Any]) -> None:
         """Issuer, audience, expiry, required claims, a verified email: else 401."""
         with pytest.raises(UnauthenticatedError):
-            provider(jwks).verify_access_token(jwks.token("k1", **claims))
+            run(provider(jwks).verify_access_token(jwks.token("k1", **claims)))
 
     def test_a_forged_signature_or_unknown_key_is_refused(self, jwks: Jwks) -> None:
         """A token signed by another key under a known kid, or naming an unknown kid."""
@@ -149,27 +156,27 @@ class TestVerification:
             ),  # no kid
         ):
             with pytest.raises(UnauthenticatedError):
-                verifier.verify_access_token(token)
+                run(verifier.verify_access_token(token))
 
     def test_key_rotation_needs_no_restart(self, jwks: Jwks) -> None:
         """Keys are cached; a token under a new kid refetches the JWKS; a removed key's
         tokens stop verifying."""
         verifier = provider(jwks)
-        verifier.verify_access_token(jwks.token("k1"))
-        verifier.verify_access_token(jwks.token("k1"))
+        run(verifier.verify_access_token(jwks.token("k1")))
+        run(verifier.verify_access_token(jwks.token("k1")))
         assert jwks.fetches == 1
         old = jwks.keys.pop("k1")
         jwks.add_key("k2")
-        assert verifier.verify_access_token(jwks.token("k2")).subject == "user-42"
+        assert run(verifier.verify_access_token(jwks.token("k2"))).subject == "user-42"
         assert jwks.fetches == 2
         with pytest.raises(UnauthenticatedError):
-            verifier.verify_access_token(jwks.token("k1", key=old))
+            run(verifier.verify_access_token(jwks.token("k1", key=old)))
 
     def test_an_unreachable_jwks_is_upstream_unavailable(self, jwks: Jwks) -> None:
         """502, not 401: the person may well be who they say."""
         jwks.available = False
         with pytest.raises(UpstreamUnavailableError):
-            provider(jwks).verify_access_token(jwks.token("k1"))
+            run(provider(jwks).verify_access_token(jwks.token("k1")))
 
 
 class TestSignInOverHttp:

@@ -1,13 +1,12 @@
-"""The retention job on an interval inside ``serve`` (``RetentionLoop``)."""
+"""The retention job on an interval inside ``serve`` (``run_retention_every``)."""
 
 from __future__ import annotations
 
-import threading
-import time
+import asyncio
 from pathlib import Path
-from typing import Any, cast
+from typing import cast
 
-from strongroom.entrypoints.service import RetentionLoop, open_serving_facade
+from strongroom.entrypoints.service import open_serving_facade, run_retention_every
 from strongroom.entrypoints.settings import Settings
 from strongroom.ports.driving import Strongroom
 
@@ -17,9 +16,9 @@ class CountingRetention:
 
     def __init__(self) -> None:
         self.runs = 0
-        self.ran = threading.Event()
+        self.ran = asyncio.Event()
 
-    def run(self) -> None:
+    async def run(self) -> None:
         self.runs += 1
         if self.runs >= 3:
             self.ran.set()
@@ -32,32 +31,48 @@ class FakeFacade:
         self.retention = CountingRetention()
 
 
+def _retention_tasks() -> set[asyncio.Task[object]]:
+    return {task for task in asyncio.all_tasks() if task.get_name() == "retention"}
+
+
 class TestRetentionLoop:
     """Runs every interval, survives a failing run, stops when asked."""
 
     def test_runs_repeatedly_survives_a_failure_and_stops(self) -> None:
-        """Three runs despite the second failing; none after ``stop``."""
-        facade = FakeFacade()
-        loop = RetentionLoop(cast(Strongroom, facade), interval=0.01)
-        loop.start()
-        assert facade.retention.ran.wait(5)
-        loop.stop()
-        after_stop = facade.retention.runs
-        time.sleep(0.05)
-        assert facade.retention.runs == after_stop
+        """Three runs despite the second failing; none after the task is cancelled."""
+
+        async def scenario() -> tuple[int, int]:
+            facade = FakeFacade()
+            task = asyncio.create_task(run_retention_every(cast(Strongroom, facade), 0.01))
+            await asyncio.wait_for(facade.retention.ran.wait(), 5)
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+            after_stop = facade.retention.runs
+            await asyncio.sleep(0.05)
+            return after_stop, facade.retention.runs
+
+        after_stop, later = asyncio.run(scenario())
+        assert after_stop >= 3
+        assert later == after_stop
 
     def test_serving_facade_with_interval_zero_starts_no_loop(self, tmp_path: Path) -> None:
         """``STRONGROOM_RETENTION_INTERVAL=0`` turns the job off."""
-        before = {thread.name for thread in threading.enumerate()}
-        settings = Settings(data_dir=tmp_path, retention_interval=0)
-        with open_serving_facade(settings) as facade:
-            assert "retention" not in {t.name for t in threading.enumerate()} - before
-            assert facade.retention is not None
+
+        async def scenario() -> int:
+            settings = Settings(data_dir=tmp_path, retention_interval=0)
+            async with open_serving_facade(settings) as facade:
+                assert facade.retention is not None
+                return len(_retention_tasks())
+
+        assert asyncio.run(scenario()) == 0
 
     def test_serving_facade_runs_the_loop_for_its_lifetime(self, tmp_path: Path) -> None:
-        """A retention thread lives inside the block and is gone after it."""
-        settings = Settings(data_dir=tmp_path, retention_interval=3600)
-        with open_serving_facade(settings):
-            names: Any = {t.name for t in threading.enumerate()}
-            assert "retention" in names
-        assert "retention" not in {t.name for t in threading.enumerate()}
+        """A retention task lives inside the block and is gone after it."""
+
+        async def scenario() -> tuple[int, int]:
+            settings = Settings(data_dir=tmp_path, retention_interval=3600)
+            async with open_serving_facade(settings):
+                inside = len(_retention_tasks())
+            return inside, len(_retention_tasks())
+
+        assert asyncio.run(scenario()) == (1, 0)

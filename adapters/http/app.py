@@ -7,7 +7,7 @@ and reaches requests through ``request.state.facade``.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
-from contextlib import AbstractContextManager, asynccontextmanager, nullcontext
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext
 from typing import Any
 
 from starlette.applications import Starlette
@@ -31,8 +31,9 @@ from strongroom.adapters.http.routes import (
 )
 from strongroom.domain.errors import StrongroomError
 from strongroom.ports.driving import Strongroom
+from strongroom.ports.driving.blocking import unwrapped
 
-FacadeOpener = Callable[[], AbstractContextManager[Strongroom]]
+FacadeOpener = Callable[[], AbstractAsyncContextManager[Strongroom]]
 
 ROUTES = [
     *system.routes,
@@ -59,7 +60,7 @@ def build_app(
 
     @asynccontextmanager
     async def lifespan(_app: Starlette) -> AsyncIterator[dict[str, Any]]:
-        with open_facade() as facade:
+        async with open_facade() as facade:
             yield {"facade": facade}
 
     app = Starlette(
@@ -78,5 +79,7 @@ def build_app(
 
 
 def app_for(facade: Strongroom, **options: Any) -> Starlette:
-    """The ASGI application over an already built facade (embedding, tests)."""
-    return build_app(lambda: nullcontext(facade), **options)
+    """The ASGI application over an already built facade (embedding, tests); a blocking
+    view of a facade serves its async facade."""
+    async_facade = unwrapped(facade)
+    return build_app(lambda: nullcontext(async_facade), **options)

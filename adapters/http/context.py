@@ -1,7 +1,8 @@
 """What every endpoint needs, in the order the contract checks it.
 
-Endpoints are plain functions of an ``ApiContext``; ``endpoint`` reads the body (capped)
-on the event loop and runs the function in the threadpool, since the core is synchronous.
+Endpoints are coroutine functions of an ``ApiContext``; ``endpoint`` reads the body
+(capped) and awaits the function on the event loop: the use cases are async, so no request
+hops to a thread.
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ from contextlib import contextmanager
 from typing import Any, TypeVar
 from uuid import UUID
 
-from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
 
@@ -54,19 +54,19 @@ class ApiContext:
         self.request_id = request_id_of(request)
         self._caller: Caller | None = None
 
-    def caller(self) -> Caller:
+    async def caller(self) -> Caller:
         """The authenticated caller (401 ``unauthenticated`` otherwise)."""
         if self._caller is None:
             scheme, _, token = self.request.headers.get("authorization", "").partition(" ")
             if scheme.lower() != "bearer" or not token.strip():
                 raise UnauthenticatedError("missing bearer credential")
-            self._caller = self.facade.access.authenticate(token.strip(), self.request_id)
+            self._caller = await self.facade.access.authenticate(token.strip(), self.request_id)
         return self._caller
 
-    def person(self, refusal: str) -> Caller:
+    async def person(self, refusal: str) -> Caller:
         """The caller, who must be a person: a machine credential gets 403 ``refusal``
         (checked before the body, as the contract orders a 403 before a 400)."""
-        caller = self.caller()
+        caller = await self.caller()
         caller.person(refusal)
         return caller
 
@@ -178,13 +178,15 @@ async def _read_capped(request: Request) -> bytes:
     return b"".join(chunks)
 
 
-def endpoint(handler: Callable[[ApiContext], Response]) -> Callable[[Request], Awaitable[Response]]:
-    """Adapt a synchronous handler of an ``ApiContext`` to a Starlette endpoint."""
+def endpoint(
+    handler: Callable[[ApiContext], Awaitable[Response]],
+) -> Callable[[Request], Awaitable[Response]]:
+    """Adapt a handler of an ``ApiContext`` to a Starlette endpoint."""
 
     async def run(request: Request) -> Response:
         body = await _read_capped(request)
         try:
-            return await run_in_threadpool(handler, ApiContext(request, body))
+            return await handler(ApiContext(request, body))
         except IdempotentReplayError as replay:
             return Response(replay.body, status_code=replay.status, media_type="application/json")
 

@@ -4,10 +4,15 @@ Device Authorization Grant (RFC 8628), stored through the unit of work.
 Device codes live 10 minutes; clients poll every 5 s (``slow_down`` adds 5 s and is only
 given to a client that polls sooner than its interval). Failed approvals are limited per
 user code (5, then the code is dead) and per email (10 per 15 minutes), never globally.
+
+Everything that reads or writes the store is a coroutine. argon2 hashing and verifying
+burn tens of milliseconds of CPU each, so they run in a worker thread
+(``asyncio.to_thread``) and never hold up the event loop.
 """
 
 from __future__ import annotations
 
+import asyncio
 import re
 from datetime import datetime, timedelta
 from uuid import UUID
@@ -113,23 +118,24 @@ class BuiltinIdentityProvider:
         self._clock = clock
         self._ids = ids
         self._hasher = hasher or PasswordHasher()
-        # Verified against when an email is unknown, so timing does not reveal accounts.
-        self._decoy_hash = self._hasher.hash("decoy password")
+        # Verified against when an email is unknown, so timing does not reveal accounts;
+        # made on first use, in a worker thread like every argon2 computation.
+        self._decoy_hash: str | None = None
         self.signup_enabled = signup_enabled
 
     # The identity provider port.
 
-    def verify_access_token(self, token: str) -> Identity:
+    async def verify_access_token(self, token: str) -> Identity:
         """The person behind one of this provider's access tokens."""
         if token_kind(token) is not TokenKind.IDP_ACCESS:
             raise UnauthenticatedError("not an access token of this identity provider")
         now = self._clock.now()
-        with self._uow() as uow:
-            grant = uow.device_grants.get_by_access_token(hash_token(token))
+        async with self._uow() as uow:
+            grant = await uow.device_grants.get_by_access_token(hash_token(token))
             account = (
                 None
                 if grant is None or grant.account_id is None
-                else (uow.accounts.get(grant.account_id))
+                else await uow.accounts.get(grant.account_id)
             )
         if grant is None or account is None or grant.access_expires_at is None:
             raise UnauthenticatedError("unknown access token")
@@ -137,11 +143,11 @@ class BuiltinIdentityProvider:
             raise UnauthenticatedError("access token expired")
         return Identity(subject=str(account.id), email=account.email, name=account.name)
 
-    def create_organization(self, name: str) -> str:
+    async def create_organization(self, name: str) -> str:
         """Organizations of the built-in provider are identifiers only; nothing is stored."""
         return f"org_{self._ids.new_id().hex}"
 
-    def delete_organization(self, org_id: str) -> None:
+    async def delete_organization(self, org_id: str) -> None:
         """Nothing is stored for an organization, so nothing is removed."""
 
     def cli_config(self, base_url: str) -> CliConfig:
@@ -156,48 +162,59 @@ class BuiltinIdentityProvider:
 
     # Accounts.
 
-    def sign_up(self, email: str, password: str, name: str) -> Account:
+    async def sign_up(self, email: str, password: str, name: str) -> Account:
         """Self-service registration (404 when sign-up is off)."""
         if not self.signup_enabled:
             raise NotFoundError("sign-up")
-        return self.add_account(email, password, name)
+        return await self.add_account(email, password, name)
 
-    def add_account(self, email: str, password: str, name: str) -> Account:
+    async def add_account(self, email: str, password: str, name: str) -> Account:
         """Register an account (operators may do so with sign-up off)."""
+        email, name = check_email(email), clean_name(name)
+        password_hash = await asyncio.to_thread(self._hasher.hash, check_password(password))
         account = Account(
             id=self._ids.new_id(),
-            email=check_email(email),
-            name=clean_name(name),
-            password_hash=self._hasher.hash(check_password(password)),
+            email=email,
+            name=name,
+            password_hash=password_hash,
             created_at=self._clock.now(),
         )
-        with self._uow() as uow:
-            uow.accounts.add(account)
-            uow.commit()
+        async with self._uow() as uow:
+            await uow.accounts.add(account)
+            await uow.commit()
         return account
 
-    def _password_matches(self, account: Account | None, password: str) -> bool:
+    async def _password_matches(self, account: Account | None, password: str) -> bool:
+        """Whether ``password`` is the account's (verified against a decoy hash when there
+        is no account, so that timing does not tell); argon2 runs in a worker thread."""
+        decoy = await self._decoy()  # made before choosing, so the first call is alike too
+        stored = account.password_hash if account else decoy
+        return await asyncio.to_thread(self._verify, stored, password) and account is not None
+
+    async def _decoy(self) -> str:
+        if self._decoy_hash is None:
+            self._decoy_hash = await asyncio.to_thread(self._hasher.hash, "decoy password")
+        return self._decoy_hash
+
+    def _verify(self, password_hash: str, password: str) -> bool:
         try:
-            return (
-                self._hasher.verify(
-                    account.password_hash if account else self._decoy_hash, password
-                )
-                and account is not None
-            )
+            return self._hasher.verify(password_hash, password)
         except (VerificationError, InvalidHashError):
             return False
 
     # The device authorization grant.
 
-    def start_device_authorization(self, client_id: str, base_url: str) -> DeviceAuthorization:
+    async def start_device_authorization(
+        self, client_id: str, base_url: str
+    ) -> DeviceAuthorization:
         """Issue a device code and a user code (RFC 8628 section 3.1)."""
         if client_id != CLIENT_ID:
             raise InvalidRequestError("unknown client_id")
         now = self._clock.now()
         device_code = format_token(TokenKind.DEVICE_CODE, self._ids.random_bytes(32))
-        with self._uow() as uow:
-            user_code = self._unused_user_code(uow, now)
-            uow.device_grants.add(
+        async with self._uow() as uow:
+            user_code = await self._unused_user_code(uow, now)
+            await uow.device_grants.add(
                 DeviceGrant(
                     id=self._ids.new_id(),
                     device_code_hash=hash_token(device_code),
@@ -208,7 +225,7 @@ class BuiltinIdentityProvider:
                     interval=POLL_INTERVAL,
                 )
             )
-            uow.commit()
+            await uow.commit()
         shown = display_user_code(user_code)
         return DeviceAuthorization(
             device_code=device_code,
@@ -219,12 +236,12 @@ class BuiltinIdentityProvider:
             interval=POLL_INTERVAL,
         )
 
-    def _unused_user_code(self, uow: UnitOfWork, now: datetime) -> str:
+    async def _unused_user_code(self, uow: UnitOfWork, now: datetime) -> str:
         """A fresh user code that no live, undecided grant holds (people type it, so two
         pending grants must never share one)."""
         for _ in range(MAX_USER_CODE_DRAWS):
             code = self._random_user_code()
-            holder = uow.device_grants.get_by_user_code(code)
+            holder = await uow.device_grants.get_by_user_code(code)
             if holder is None or holder.is_expired(now) or holder.state is not GrantState.PENDING:
                 return code
         raise RuntimeError("could not draw an unused user code")  # pragma: no cover
@@ -243,7 +260,7 @@ class BuiltinIdentityProvider:
             )
         return "".join(letters[:USER_CODE_LENGTH])
 
-    def decide(self, user_code: str, email: str, password: str, *, approve: bool) -> None:
+    async def decide(self, user_code: str, email: str, password: str, *, approve: bool) -> None:
         """A person signs in and approves or denies a user code.
 
         A wrong email or password counts against the code (5, then it is dead) and the
@@ -253,33 +270,37 @@ class BuiltinIdentityProvider:
         code = normalize_user_code(user_code)
         # One key per address however it is typed, so padding or case cannot dodge the limit.
         email_key = email.strip().casefold()
-        with self._uow() as uow:
-            grant = uow.device_grants.get_by_user_code_for_update(code)
+        async with self._uow() as uow:
+            grant = await uow.device_grants.get_by_user_code_for_update(code)
             if grant is None or grant.is_expired(now) or grant.state is not GrantState.PENDING:
                 raise InvalidRequestError("unknown or expired code")
-            recent = uow.accounts.count_failed_logins(email_key, now - FAILED_EMAIL_WINDOW)
+            recent = await uow.accounts.count_failed_logins(email_key, now - FAILED_EMAIL_WINDOW)
             if recent >= MAX_FAILED_PER_EMAIL:
                 raise InvalidRequestError("too many failed attempts for this email; wait and retry")
-            account = uow.accounts.get_by_email(email_key)
-            if not self._password_matches(account, password):
+            account = await uow.accounts.get_by_email(email_key)
+            if not await self._password_matches(account, password):
                 failed = grant.failed_approvals + 1
                 state = GrantState.DENIED if failed >= MAX_FAILED_PER_CODE else grant.state
-                uow.device_grants.update(attrs.evolve(grant, failed_approvals=failed, state=state))
-                uow.accounts.record_failed_login(email_key, now)
-                uow.commit()
+                await uow.device_grants.update(
+                    attrs.evolve(grant, failed_approvals=failed, state=state)
+                )
+                await uow.accounts.record_failed_login(email_key, now)
+                await uow.commit()
                 raise InvalidRequestError("wrong email or password")
             assert account is not None
             decided = GrantState.APPROVED if approve else GrantState.DENIED
-            uow.device_grants.update(attrs.evolve(grant, state=decided, account_id=account.id))
-            uow.commit()
+            await uow.device_grants.update(
+                attrs.evolve(grant, state=decided, account_id=account.id)
+            )
+            await uow.commit()
 
-    def exchange_device_code(self, device_code: str, client_id: str) -> AccessToken:
+    async def exchange_device_code(self, device_code: str, client_id: str) -> AccessToken:
         """The token request of RFC 8628 section 3.4; errors as OAuth error codes."""
         if client_id != CLIENT_ID:
             raise OAuthError("invalid_client", "unknown client_id")
         now = self._clock.now()
-        with self._uow() as uow:
-            grant = uow.device_grants.get_by_device_code_for_update(hash_token(device_code))
+        async with self._uow() as uow:
+            grant = await uow.device_grants.get_by_device_code_for_update(hash_token(device_code))
             if grant is None or grant.client_id != client_id:
                 raise OAuthError("invalid_grant", "unknown device code")
             if grant.is_expired(now):
@@ -295,15 +316,15 @@ class BuiltinIdentityProvider:
             interval = grant.interval + SLOW_DOWN_STEP if polled_too_soon else grant.interval
             polled = attrs.evolve(grant, last_polled_at=now, interval=interval)
             if polled_too_soon:
-                uow.device_grants.update(polled)
-                uow.commit()
+                await uow.device_grants.update(polled)
+                await uow.commit()
                 raise OAuthError("slow_down", f"poll at most every {interval} seconds")
             if grant.state is GrantState.PENDING:
-                uow.device_grants.update(polled)
-                uow.commit()
+                await uow.device_grants.update(polled)
+                await uow.commit()
                 raise OAuthError("authorization_pending", "waiting for approval")
             token = format_token(TokenKind.IDP_ACCESS, self._ids.random_bytes(32))
-            uow.device_grants.update(
+            await uow.device_grants.update(
                 attrs.evolve(
                     polled,
                     state=GrantState.ISSUED,
@@ -311,11 +332,11 @@ class BuiltinIdentityProvider:
                     access_expires_at=now + ACCESS_TOKEN_LIFETIME,
                 )
             )
-            uow.commit()
+            await uow.commit()
         return AccessToken(token, int(ACCESS_TOKEN_LIFETIME.total_seconds()))
 
-    def account_id(self, email: str) -> UUID | None:
+    async def account_id(self, email: str) -> UUID | None:
         """The id of the account with this email, if any."""
-        with self._uow() as uow:
-            account = uow.accounts.get_by_email(email)
+        async with self._uow() as uow:
+            account = await uow.accounts.get_by_email(email)
         return None if account is None else account.id

@@ -6,10 +6,14 @@ when a token names an unknown key, so key rotation needs no restart), and its is
 audience (the client id), expiry and issue time are checked. The subject maps to a user.
 OIDC has no standard organization API, so organizations are identifiers minted here, as
 the built-in provider does.
+
+The JWKS client fetches over blocking HTTP (bounded by ``timeout_seconds``), so finding a
+token's key runs in a worker thread through ``asyncio.to_thread``.
 """
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import attrs
@@ -54,12 +58,12 @@ class OidcIdentityProvider:
             cooldown_duration=settings.refetch_cooldown_seconds,
         )
 
-    def verify_access_token(self, token: str) -> Identity:
+    async def verify_access_token(self, token: str) -> Identity:
         """The person an ID token of the issuer vouches for; 401 for anything else, 502
         when the JWKS cannot be fetched."""
         settings = self._settings
         try:
-            key = self._keys.get_signing_key_from_jwt(token)
+            key = await asyncio.to_thread(self._keys.get_signing_key_from_jwt, token)
         except jwt.PyJWKClientConnectionError as error:
             raise UpstreamUnavailableError(
                 "the identity provider is unavailable; try again later"
@@ -92,11 +96,11 @@ class OidcIdentityProvider:
             subject=subject, email=email, name=name if isinstance(name, str) and name else email
         )
 
-    def create_organization(self, name: str) -> str:
+    async def create_organization(self, name: str) -> str:
         """An organization identifier (OIDC defines no organization API)."""
         return f"org_{self._ids.new_id().hex}"
 
-    def delete_organization(self, org_id: str) -> None:
+    async def delete_organization(self, org_id: str) -> None:
         """Nothing is stored upstream for an organization, so nothing is removed."""
 
     def cli_config(self, base_url: str) -> CliConfig:

@@ -68,32 +68,32 @@ class MemoryWorkspaceRepository(_Repository):
 
     table = "workspaces"
 
-    def add(self, workspace: Workspace) -> None:
+    async def add(self, workspace: Workspace) -> None:
         _require(workspace.created_by in self._tx.read("users"), "workspace creator exists")
         self._insert(workspace.id, workspace)
 
-    def get(self, workspace_id: UUID) -> Workspace | None:
+    async def get(self, workspace_id: UUID) -> Workspace | None:
         found: Workspace | None = self._tx.read(self.table).get(workspace_id)
         return found
 
-    def get_for_update(self, workspace_id: UUID) -> Workspace | None:
-        return self.get(workspace_id)
+    async def get_for_update(self, workspace_id: UUID) -> Workspace | None:
+        return await self.get(workspace_id)
 
-    def update(self, workspace: Workspace) -> None:
-        stored = self.get(workspace.id)
+    async def update(self, workspace: Workspace) -> None:
+        stored = await self.get(workspace.id)
         _require(stored is not None, "update of a missing workspace")
         assert stored is not None
         # The creation time is fixed, as the SQL update leaves it out.
         self._replace(workspace.id, evolve(workspace, created_at=stored.created_at))
 
-    def remove(self, workspace_id: UUID) -> None:
+    async def remove(self, workspace_id: UUID) -> None:
         self._tx.write(self.table).pop(workspace_id, None)
         for table, belongs in _WORKSPACE_CASCADE.items():
             rows = self._tx.write(table)
             for key in [key for key, row in rows.items() if belongs(key, row, workspace_id)]:
                 del rows[key]
 
-    def count_created_by(self, user_id: UUID) -> int:
+    async def count_created_by(self, user_id: UUID) -> int:
         return sum(1 for w in self._tx.read(self.table).values() if w.created_by == user_id)
 
 
@@ -125,18 +125,18 @@ class MemoryMembershipRepository(_Repository):
 
     table = "memberships"
 
-    def add(self, membership: Membership) -> None:
+    async def add(self, membership: Membership) -> None:
         _require(membership.workspace_id in self._tx.read("workspaces"), "workspace exists")
         _require(membership.user_id in self._tx.read("users"), "user exists")
         key = (membership.workspace_id, membership.user_id)
         _require(key not in self._tx.read(self.table), "one membership per person")
         self._tx.write(self.table)[key] = membership
 
-    def get(self, workspace_id: UUID, user_id: UUID) -> Membership | None:
+    async def get(self, workspace_id: UUID, user_id: UUID) -> Membership | None:
         found: Membership | None = self._tx.read(self.table).get((workspace_id, user_id))
         return found
 
-    def list_for_user(self, user_id: UUID, page: PageRequest) -> Page[MemberWorkspace]:
+    async def list_for_user(self, user_id: UUID, page: PageRequest) -> Page[MemberWorkspace]:
         workspaces = self._tx.read("workspaces")
         mine = [
             MemberWorkspace(workspaces[m.workspace_id], m.role)
@@ -145,10 +145,10 @@ class MemoryMembershipRepository(_Repository):
         ]
         return keyset_page(mine, page)
 
-    def count(self, workspace_id: UUID) -> int:
+    async def count(self, workspace_id: UUID) -> int:
         return sum(1 for key in self._tx.read(self.table) if key[0] == workspace_id)
 
-    def list_members(self, workspace_id: UUID, page: PageRequest) -> Page[Member]:
+    async def list_members(self, workspace_id: UUID, page: PageRequest) -> Page[Member]:
         users = self._tx.read("users")
         members = (
             Member(m.user_id, users[m.user_id].email, users[m.user_id].name, m.role, m.joined_at)
@@ -157,18 +157,18 @@ class MemoryMembershipRepository(_Repository):
         )
         return keyset_page(members, page)
 
-    def update(self, membership: Membership) -> None:
+    async def update(self, membership: Membership) -> None:
         key = (membership.workspace_id, membership.user_id)
         stored: Membership | None = self._tx.read(self.table).get(key)
         if stored is None:
             raise IntegrityViolationError("update of a missing membership")
         self._tx.write(self.table)[key] = evolve(stored, role=membership.role)
 
-    def remove(self, workspace_id: UUID, user_id: UUID) -> None:
+    async def remove(self, workspace_id: UUID, user_id: UUID) -> None:
         if (workspace_id, user_id) in self._tx.read(self.table):
             del self._tx.write(self.table)[(workspace_id, user_id)]
 
-    def count_with_role(self, workspace_id: UUID, role: str) -> int:
+    async def count_with_role(self, workspace_id: UUID, role: str) -> int:
         return sum(
             1
             for m in self._tx.read(self.table).values()
@@ -181,19 +181,19 @@ class MemoryUserRepository(_Repository):
 
     table = "users"
 
-    def add(self, user: User) -> None:
+    async def add(self, user: User) -> None:
         taken = any(u.idp_subject == user.idp_subject for u in self._tx.read(self.table).values())
         _require(not taken, "one user per identity subject")
         self._insert(user.id, user)
 
-    def get(self, user_id: UUID) -> User | None:
+    async def get(self, user_id: UUID) -> User | None:
         found: User | None = self._tx.read(self.table).get(user_id)
         return found
 
-    def get_for_update(self, user_id: UUID) -> User | None:
-        return self.get(user_id)
+    async def get_for_update(self, user_id: UUID) -> User | None:
+        return await self.get(user_id)
 
-    def get_by_subject(self, subject: str) -> User | None:
+    async def get_by_subject(self, subject: str) -> User | None:
         return next(
             (u for u in self._tx.read(self.table).values() if u.idp_subject == subject), None
         )
@@ -204,13 +204,13 @@ class MemorySessionRepository(_Repository):
 
     table = "sessions"
 
-    def add(self, session: Session) -> None:
+    async def add(self, session: Session) -> None:
         _require(session.user_id in self._tx.read("users"), "session user exists")
         if session.workspace_id is not None:
             _require(session.workspace_id in self._tx.read("workspaces"), "workspace exists")
         self._insert(session.id, session)
 
-    def find(self, token_hash: str) -> SessionGrant | None:
+    async def find(self, token_hash: str) -> SessionGrant | None:
         session = next(
             (s for s in self._tx.read(self.table).values() if s.token_hash == token_hash), None
         )
@@ -224,7 +224,7 @@ class MemorySessionRepository(_Repository):
                 role = _role(self._tx, session.workspace_id, membership.role)
         return SessionGrant(session, user, role)
 
-    def revoke(self, session_id: UUID, at: datetime) -> None:
+    async def revoke(self, session_id: UUID, at: datetime) -> None:
         session = self._tx.read(self.table).get(session_id)
         if session is not None and session.revoked_at is None:
             self._tx.write(self.table)[session_id] = evolve(session, revoked_at=at)
@@ -252,26 +252,26 @@ class MemoryBackupRepository(_Repository):
             ):
                 raise NameTakenError(f"a backup named {backup.name!r} already exists")
 
-    def add(self, backup: Backup) -> None:
+    async def add(self, backup: Backup) -> None:
         _require(backup.workspace_id in self._tx.read("workspaces"), "workspace exists")
         self._ensure_name_free(backup)
         self._insert(backup.id, backup)
 
-    def get(self, workspace_id: UUID, backup_id: UUID) -> Backup | None:
+    async def get(self, workspace_id: UUID, backup_id: UUID) -> Backup | None:
         backup: Backup | None = self._tx.read(self.table).get(backup_id)
         return backup if backup is not None and backup.workspace_id == workspace_id else None
 
-    def get_for_update(self, workspace_id: UUID, backup_id: UUID) -> Backup | None:
-        return self.get(workspace_id, backup_id)
+    async def get_for_update(self, workspace_id: UUID, backup_id: UUID) -> Backup | None:
+        return await self.get(workspace_id, backup_id)
 
-    def update(self, backup: Backup) -> None:
-        stored = self.get(backup.workspace_id, backup.id)
+    async def update(self, backup: Backup) -> None:
+        stored = await self.get(backup.workspace_id, backup.id)
         _require(stored is not None, "update of a missing backup")
         self._ensure_name_free(backup)
         self._tx.write(self.table)[backup.id] = backup
 
-    def remove(self, workspace_id: UUID, backup_id: UUID) -> None:
-        if self.get(workspace_id, backup_id) is not None:
+    async def remove(self, workspace_id: UUID, backup_id: UUID) -> None:
+        if await self.get(workspace_id, backup_id) is not None:
             del self._tx.write(self.table)[backup_id]
             # The backup's runs go with it (ON DELETE CASCADE).
             for table in ("runs", "artifacts"):
@@ -279,14 +279,14 @@ class MemoryBackupRepository(_Repository):
                 for key in [key for key, row in rows.items() if row.backup_id == backup_id]:
                     del rows[key]
 
-    def list(
+    async def list(
         self, workspace_id: UUID, page: PageRequest, worker_id: UUID | None = None
     ) -> Page[Backup]:
         rows = self._tx.read(self.table).values()
         mine = (b for b in rows if b.workspace_id == workspace_id)
         return keyset_page((b for b in mine if worker_id in (None, b.worker_id)), page)
 
-    def count(self, workspace_id: UUID) -> int:
+    async def count(self, workspace_id: UUID) -> int:
         return sum(1 for b in self._tx.read(self.table).values() if b.workspace_id == workspace_id)
 
 
@@ -295,7 +295,7 @@ class MemoryRunRepository(_Repository):
 
     table = "runs"
 
-    def add(self, run: Run) -> None:
+    async def add(self, run: Run) -> None:
         backup = self._tx.read("backups").get(run.backup_id)
         _require(
             backup is not None and backup.workspace_id == run.workspace_id,
@@ -303,15 +303,15 @@ class MemoryRunRepository(_Repository):
         )
         self._insert(run.id, run)
 
-    def get(self, workspace_id: UUID, run_id: UUID) -> Run | None:
+    async def get(self, workspace_id: UUID, run_id: UUID) -> Run | None:
         run: Run | None = self._tx.read(self.table).get(run_id)
         return run if run is not None and run.workspace_id == workspace_id else None
 
-    def get_for_update(self, workspace_id: UUID, run_id: UUID) -> Run | None:
-        return self.get(workspace_id, run_id)
+    async def get_for_update(self, workspace_id: UUID, run_id: UUID) -> Run | None:
+        return await self.get(workspace_id, run_id)
 
-    def update(self, run: Run) -> None:
-        stored = self.get(run.workspace_id, run.id)
+    async def update(self, run: Run) -> None:
+        stored = await self.get(run.workspace_id, run.id)
         _require(
             stored is not None and stored.backup_id == run.backup_id, "update of a missing run"
         )
@@ -336,7 +336,7 @@ class MemoryArtifactRepository(_Repository):
     def _rows(self, workspace_id: UUID) -> list[Artifact]:
         return [a for a in self._tx.read(self.table).values() if a.workspace_id == workspace_id]
 
-    def add(self, artifact: Artifact) -> None:
+    async def add(self, artifact: Artifact) -> None:
         run = self._tx.read("runs").get(artifact.run_id)
         _require(
             run is not None
@@ -353,15 +353,15 @@ class MemoryArtifactRepository(_Repository):
         )
         self._insert(artifact.id, artifact)
 
-    def get(self, workspace_id: UUID, artifact_id: UUID) -> Artifact | None:
+    async def get(self, workspace_id: UUID, artifact_id: UUID) -> Artifact | None:
         found: Artifact | None = self._tx.read(self.table).get(artifact_id)
         return found if found is not None and found.workspace_id == workspace_id else None
 
-    def get_for_update(self, workspace_id: UUID, artifact_id: UUID) -> Artifact | None:
-        return self.get(workspace_id, artifact_id)
+    async def get_for_update(self, workspace_id: UUID, artifact_id: UUID) -> Artifact | None:
+        return await self.get(workspace_id, artifact_id)
 
-    def update(self, artifact: Artifact) -> None:
-        stored = self.get(artifact.workspace_id, artifact.id)
+    async def update(self, artifact: Artifact) -> None:
+        stored = await self.get(artifact.workspace_id, artifact.id)
         _require(
             stored is not None and stored.run_id == artifact.run_id, "update of a missing artifact"
         )
@@ -378,24 +378,24 @@ class MemoryArtifactRepository(_Repository):
             ),
         )
 
-    def find_in_run(self, workspace_id: UUID, run_id: UUID, name: str) -> Artifact | None:
+    async def find_in_run(self, workspace_id: UUID, run_id: UUID, name: str) -> Artifact | None:
         for artifact in self._rows(workspace_id):
             if artifact.run_id == run_id and artifact.name == name:
                 return artifact
         return None
 
-    def list_for_run(self, workspace_id: UUID, run_id: UUID) -> list[Artifact]:
+    async def list_for_run(self, workspace_id: UUID, run_id: UUID) -> list[Artifact]:
         found = [a for a in self._rows(workspace_id) if a.run_id == run_id]
         return sorted(found, key=sort_key)
 
-    def count_available(self, workspace_id: UUID, backup_id: UUID) -> int:
+    async def count_available(self, workspace_id: UUID, backup_id: UUID) -> int:
         return sum(
             1
             for a in self._rows(workspace_id)
             if a.backup_id == backup_id and a.state is ArtifactState.AVAILABLE
         )
 
-    def any_locked(
+    async def any_locked(
         self,
         workspace_id: UUID,
         now: datetime,
@@ -410,7 +410,7 @@ class MemoryArtifactRepository(_Repository):
             for a in self._rows(workspace_id)
         )
 
-    def storage_bytes(self, workspace_id: UUID, *, with_pending: bool = False) -> int:
+    async def storage_bytes(self, workspace_id: UUID, *, with_pending: bool = False) -> int:
         states = (
             {ArtifactState.AVAILABLE, ArtifactState.PENDING}
             if with_pending
@@ -422,12 +422,12 @@ class MemoryArtifactRepository(_Repository):
             if a.storage is ArtifactStorage.SERVICE and a.state in states
         )
 
-    def expired(self, now: datetime, limit: int) -> list[Artifact]:
+    async def expired(self, now: datetime, limit: int) -> list[Artifact]:
         found = [a for a in self._tx.read(self.table).values() if a.is_expired(now)]
         found.sort(key=lambda a: (a.expires_at, a.id))
         return found[:limit]
 
-    def list(self, workspace_id: UUID, deleted: bool, page: PageRequest) -> Page[Artifact]:
+    async def list(self, workspace_id: UUID, deleted: bool, page: PageRequest) -> Page[Artifact]:
         return keyset_page(
             (a for a in self._rows(workspace_id) if (a.state is ArtifactState.DELETED) == deleted),
             page,
@@ -454,7 +454,7 @@ class _Credentials(_Repository):
             (r for r in self._tx.read(self.table).values() if r.token_hash == token_hash), None
         )
 
-    def touch(self, record_id: UUID, at: datetime, stale_before: datetime) -> None:
+    async def touch(self, record_id: UUID, at: datetime, stale_before: datetime) -> None:
         found = self._tx.read(self.table).get(record_id)
         if found is None:
             return
@@ -462,11 +462,11 @@ class _Credentials(_Repository):
         if last is None or last < stale_before:
             self._tx.write(self.table)[record_id] = evolve(found, **{self.usage_field: at})
 
-    def remove(self, workspace_id: UUID, record_id: UUID) -> None:
+    async def remove(self, workspace_id: UUID, record_id: UUID) -> None:
         if self._get(workspace_id, record_id) is not None:
             del self._tx.write(self.table)[record_id]
 
-    def count(self, workspace_id: UUID) -> int:
+    async def count(self, workspace_id: UUID) -> int:
         return sum(1 for r in self._tx.read(self.table).values() if r.workspace_id == workspace_id)
 
 
@@ -476,29 +476,29 @@ class MemoryWorkerRepository(_Credentials):
     table = "workers"
     usage_field = "last_seen_at"
 
-    def add(self, worker: Worker) -> None:
+    async def add(self, worker: Worker) -> None:
         self._add(worker)
 
-    def exists(self, workspace_id: UUID, worker_id: UUID) -> bool:
+    async def exists(self, workspace_id: UUID, worker_id: UUID) -> bool:
         return self._get(workspace_id, worker_id) is not None
 
-    def get(self, workspace_id: UUID, worker_id: UUID) -> Worker | None:
+    async def get(self, workspace_id: UUID, worker_id: UUID) -> Worker | None:
         found = self._get(workspace_id, worker_id)
         return found if isinstance(found, Worker) else None
 
-    def find(self, token_hash: str) -> Worker | None:
+    async def find(self, token_hash: str) -> Worker | None:
         found = self._find(token_hash)
         return found if isinstance(found, Worker) else None
 
-    def update(self, worker: Worker) -> None:
-        stored = self.get(worker.workspace_id, worker.id)
+    async def update(self, worker: Worker) -> None:
+        stored = await self.get(worker.workspace_id, worker.id)
         _require(stored is not None, "update of a missing worker")
         others = (r for r in self._tx.read(self.table).values() if r.id != worker.id)
         _require(all(r.token_hash != worker.token_hash for r in others), "unique token hash")
         assert stored is not None
         self._tx.write(self.table)[worker.id] = evolve(worker, created_at=stored.created_at)
 
-    def list(self, workspace_id: UUID, page: PageRequest) -> Page[Worker]:
+    async def list(self, workspace_id: UUID, page: PageRequest) -> Page[Worker]:
         rows = self._tx.read(self.table).values()
         return keyset_page((w for w in rows if w.workspace_id == workspace_id), page)
 
@@ -509,18 +509,18 @@ class MemoryApiKeyRepository(_Credentials):
     table = "api_keys"
     usage_field = "last_used_at"
 
-    def add(self, key: ApiKey) -> None:
+    async def add(self, key: ApiKey) -> None:
         self._add(key)
 
-    def get(self, workspace_id: UUID, key_id: UUID) -> ApiKey | None:
+    async def get(self, workspace_id: UUID, key_id: UUID) -> ApiKey | None:
         found = self._get(workspace_id, key_id)
         return found if isinstance(found, ApiKey) else None
 
-    def find(self, token_hash: str) -> ApiKey | None:
+    async def find(self, token_hash: str) -> ApiKey | None:
         found = self._find(token_hash)
         return found if isinstance(found, ApiKey) else None
 
-    def list(self, workspace_id: UUID, page: PageRequest) -> Page[ApiKey]:
+    async def list(self, workspace_id: UUID, page: PageRequest) -> Page[ApiKey]:
         rows = self._tx.read(self.table).values()
         return keyset_page((k for k in rows if k.workspace_id == workspace_id), page)
 
@@ -530,30 +530,32 @@ class MemoryInvitationRepository(_Repository):
 
     table = "invitations"
 
-    def add(self, invitation: Invitation) -> None:
+    async def add(self, invitation: Invitation) -> None:
         _require(invitation.workspace_id in self._tx.read("workspaces"), "workspace exists")
         self._insert(invitation.id, invitation)
 
-    def get(self, workspace_id: UUID, invitation_id: UUID) -> Invitation | None:
+    async def get(self, workspace_id: UUID, invitation_id: UUID) -> Invitation | None:
         found: Invitation | None = self._tx.read(self.table).get(invitation_id)
         return found if found is not None and found.workspace_id == workspace_id else None
 
-    def get_for_email(self, invitation_id: UUID, email: str) -> Invitation | None:
+    async def get_for_email(self, invitation_id: UUID, email: str) -> Invitation | None:
         found: Invitation | None = self._tx.read(self.table).get(invitation_id)
         if found is None or email_key(found.email) != email_key(email):
             return None
         return found
 
-    def update(self, invitation: Invitation) -> None:
-        stored = self.get(invitation.workspace_id, invitation.id)
+    async def update(self, invitation: Invitation) -> None:
+        stored = await self.get(invitation.workspace_id, invitation.id)
         _require(stored is not None, "update of a missing invitation")
         self._tx.write(self.table)[invitation.id] = invitation
 
-    def list(self, workspace_id: UUID, page: PageRequest) -> Page[Invitation]:
+    async def list(self, workspace_id: UUID, page: PageRequest) -> Page[Invitation]:
         rows = self._tx.read(self.table).values()
         return keyset_page((i for i in rows if i.workspace_id == workspace_id), page)
 
-    def count_pending(self, workspace_id: UUID, now: datetime, role: str | None = None) -> int:
+    async def count_pending(
+        self, workspace_id: UUID, now: datetime, role: str | None = None
+    ) -> int:
         return sum(
             1
             for i in self._tx.read(self.table).values()
@@ -568,24 +570,24 @@ class MemoryRoleRepository(_Repository):
 
     table = "roles"
 
-    def add(self, workspace_id: UUID, role: Role) -> None:
+    async def add(self, workspace_id: UUID, role: Role) -> None:
         _require(workspace_id in self._tx.read("workspaces"), "workspace exists")
         if (workspace_id, role.slug) in self._tx.read(self.table):
             raise NameTakenError(f"a role with slug {role.slug!r} already exists")
         self._tx.write(self.table)[(workspace_id, role.slug)] = role
 
-    def get(self, workspace_id: UUID, slug: str) -> Role | None:
+    async def get(self, workspace_id: UUID, slug: str) -> Role | None:
         found: Role | None = self._tx.read(self.table).get((workspace_id, slug))
         return found
 
-    def list(self, workspace_id: UUID) -> list[Role]:
+    async def list(self, workspace_id: UUID) -> list[Role]:
         rows = self._tx.read(self.table).items()
         return [role for (wid, slug), role in sorted(rows) if wid == workspace_id]
 
-    def update(self, workspace_id: UUID, role: Role) -> None:
+    async def update(self, workspace_id: UUID, role: Role) -> None:
         self._replace((workspace_id, role.slug), role)
 
-    def remove(self, workspace_id: UUID, slug: str) -> None:
+    async def remove(self, workspace_id: UUID, slug: str) -> None:
         self._tx.write(self.table).pop((workspace_id, slug), None)
 
 
@@ -594,11 +596,13 @@ class MemoryAuditRepository(_Repository):
 
     table = "audit"
 
-    def add(self, event: AuditEvent) -> None:
+    async def add(self, event: AuditEvent) -> None:
         _require(event.workspace_id in self._tx.read("workspaces"), "workspace exists")
         self._insert(event.id, event)
 
-    def list(self, workspace_id: UUID, filters: AuditFilter, page: PageRequest) -> Page[AuditEvent]:
+    async def list(
+        self, workspace_id: UUID, filters: AuditFilter, page: PageRequest
+    ) -> Page[AuditEvent]:
         def matches(event: AuditEvent) -> bool:
             return (
                 event.workspace_id == workspace_id
@@ -615,19 +619,19 @@ class MemoryIdempotencyRepository(_Repository):
 
     table = "idempotency"
 
-    def reserve(self, record: IdempotencyRecord, expired_before: datetime) -> None:
+    async def reserve(self, record: IdempotencyRecord, expired_before: datetime) -> None:
         key = (record.scope, record.key)
         held: IdempotencyRecord | None = self._tx.read(self.table).get(key)
         if held is not None and held.created_at >= expired_before:
             raise IdempotencyKeyTakenError(record.key)
         self._tx.write(self.table)[key] = record
 
-    def get(self, scope: str, key: str) -> IdempotencyRecord | None:
+    async def get(self, scope: str, key: str) -> IdempotencyRecord | None:
         found: IdempotencyRecord | None = self._tx.read(self.table).get((scope, key))
         return found
 
-    def complete(self, scope: str, key: str, status: int, body: str) -> None:
-        held = self.get(scope, key)
+    async def complete(self, scope: str, key: str, status: int, body: str) -> None:
+        held = await self.get(scope, key)
         if held is None:
             raise IntegrityViolationError("complete of an unreserved key")
         self._tx.write(self.table)[(scope, key)] = evolve(held, status=status, body=body)
@@ -638,26 +642,26 @@ class MemoryAccountRepository(_Repository):
 
     table = "accounts"
 
-    def add(self, account: Account) -> None:
-        if self.get_by_email(account.email) is not None:
+    async def add(self, account: Account) -> None:
+        if await self.get_by_email(account.email) is not None:
             raise NameTakenError("an account with this email already exists")
         self._insert(account.id, account)
 
-    def get(self, account_id: UUID) -> Account | None:
+    async def get(self, account_id: UUID) -> Account | None:
         found: Account | None = self._tx.read(self.table).get(account_id)
         return found
 
-    def get_by_email(self, email: str) -> Account | None:
+    async def get_by_email(self, email: str) -> Account | None:
         wanted = email.casefold()
         return next(
             (a for a in self._tx.read(self.table).values() if a.email.casefold() == wanted), None
         )
 
-    def record_failed_login(self, email: str, at: datetime) -> None:
+    async def record_failed_login(self, email: str, at: datetime) -> None:
         failures = self._tx.write("failed_logins")
         failures[(email.casefold(), at, len(failures))] = at
 
-    def count_failed_logins(self, email: str, since: datetime) -> int:
+    async def count_failed_logins(self, email: str, since: datetime) -> int:
         wanted = email.casefold()
         return sum(
             1 for (who, at, _n) in self._tx.read("failed_logins") if who == wanted and at >= since
@@ -674,24 +678,24 @@ class MemoryDeviceGrantRepository(_Repository):
         # Newest first by (created_at, id), as the SQL adapters order them.
         return max(found, key=lambda g: (g.created_at, g.id)) if found else None
 
-    def add(self, grant: DeviceGrant) -> None:
+    async def add(self, grant: DeviceGrant) -> None:
         self._insert(grant.id, grant)
 
-    def get_by_device_code(self, device_code_hash: str) -> DeviceGrant | None:
+    async def get_by_device_code(self, device_code_hash: str) -> DeviceGrant | None:
         return self._find(lambda g: g.device_code_hash == device_code_hash)
 
-    def get_by_user_code(self, user_code: str) -> DeviceGrant | None:
+    async def get_by_user_code(self, user_code: str) -> DeviceGrant | None:
         return self._find(lambda g: g.user_code == user_code)
 
-    def get_by_device_code_for_update(self, device_code_hash: str) -> DeviceGrant | None:
+    async def get_by_device_code_for_update(self, device_code_hash: str) -> DeviceGrant | None:
         # The store's transaction lock already serialises the read-modify-write.
-        return self.get_by_device_code(device_code_hash)
+        return await self.get_by_device_code(device_code_hash)
 
-    def get_by_user_code_for_update(self, user_code: str) -> DeviceGrant | None:
-        return self.get_by_user_code(user_code)
+    async def get_by_user_code_for_update(self, user_code: str) -> DeviceGrant | None:
+        return await self.get_by_user_code(user_code)
 
-    def get_by_access_token(self, access_token_hash: str) -> DeviceGrant | None:
+    async def get_by_access_token(self, access_token_hash: str) -> DeviceGrant | None:
         return self._find(lambda g: g.access_token_hash == access_token_hash)
 
-    def update(self, grant: DeviceGrant) -> None:
+    async def update(self, grant: DeviceGrant) -> None:
         self._replace(grant.id, grant)

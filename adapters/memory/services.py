@@ -1,6 +1,7 @@
 """In-memory adapters of the outside systems: billing, storage namespaces, mail, and a
 controllable clock. Thread-safe; they keep what they were asked to keep, so tests can
-check that nothing was left behind."""
+check that nothing was left behind. The ports' methods are coroutines that never wait (a
+lock held for a dict update does not block the event loop); the clock stays synchronous."""
 
 from __future__ import annotations
 
@@ -18,14 +19,14 @@ class MemoryBilling:
         self.customers: dict[str, UUID] = {}
         self._lock = threading.Lock()
 
-    def create_customer(self, workspace_id: UUID, name: str) -> str:
+    async def create_customer(self, workspace_id: UUID, name: str) -> str:
         """Record a customer for ``workspace_id``."""
         with self._lock:
             customer_id = f"cus_{workspace_id.hex}"
             self.customers[customer_id] = workspace_id
             return customer_id
 
-    def delete_customer(self, customer_id: str) -> None:
+    async def delete_customer(self, customer_id: str) -> None:
         """Forget a customer."""
         with self._lock:
             self.customers.pop(customer_id, None)
@@ -38,19 +39,19 @@ class MemoryNamespaces:
         self.namespaces: set[str] = set()
         self._lock = threading.Lock()
 
-    def provision_namespace(self, workspace_id: UUID) -> str:
+    async def provision_namespace(self, workspace_id: UUID) -> str:
         """Create ``ws-<id>``."""
         with self._lock:
             namespace = f"ws-{workspace_id.hex}"
             self.namespaces.add(namespace)
             return namespace
 
-    def remove_namespace(self, namespace: str) -> None:
+    async def remove_namespace(self, namespace: str) -> None:
         """Drop a namespace."""
         with self._lock:
             self.namespaces.discard(namespace)
 
-    def ping(self) -> None:
+    async def ping(self) -> None:
         """Always answers."""
 
 
@@ -70,7 +71,7 @@ class OutboxMailer:
         self.outbox: list[Message] = []
         self._lock = threading.Lock()
 
-    def send(self, to: str, subject: str, body: str) -> None:
+    async def send(self, to: str, subject: str, body: str) -> None:
         """Append the message to the outbox."""
         with self._lock:
             self.outbox.append(Message(to, subject, body))

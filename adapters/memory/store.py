@@ -3,16 +3,18 @@
 A transaction holds the store's lock from start to end, so transactions are serialisable:
 no lost update, no quota overshoot, exactly as PostgreSQL's row locks make them. Writes go
 to copies of the tables a transaction touches; commit swaps them in, anything else drops
-them. Opening a transaction inside another on the same thread is refused, because it would
-deadlock a real database.
+them. Opening a transaction inside another in the same task is refused, because it would
+deadlock a real database. The lock is fair and serves every event loop of the process.
 """
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from contextvars import ContextVar
 from typing import Any
+
+from strongroom.adapters.concurrency import AnyLoopLock
 
 TABLES = (
     "workspaces",
@@ -39,20 +41,21 @@ class MemoryStore:
 
     def __init__(self) -> None:
         self.tables: dict[str, dict[Any, Any]] = {name: {} for name in TABLES}
-        self._lock = threading.Lock()
-        self._inside = threading.local()
+        self._lock = AnyLoopLock()
+        self._inside: ContextVar[bool] = ContextVar(f"inside-{id(self)}", default=False)
 
-    @contextmanager
-    def transaction(self) -> Iterator[Transaction]:
+    @asynccontextmanager
+    async def transaction(self) -> AsyncIterator[Transaction]:
         """A serialisable transaction; it is rolled back unless ``commit`` is called."""
-        if getattr(self._inside, "active", False):
-            raise RuntimeError("a unit of work is already open on this thread")
-        with self._lock:
-            self._inside.active = True
+        if self._inside.get():
+            raise RuntimeError("a unit of work is already open in this task")
+        async with self._lock:
+            # set(False), not reset(): a blocking view may end the unit in another task.
+            self._inside.set(True)
             try:
                 yield Transaction(self)
             finally:
-                self._inside.active = False
+                self._inside.set(False)
 
 
 class Transaction:

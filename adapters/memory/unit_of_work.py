@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from contextlib import AbstractContextManager
+from contextlib import AbstractAsyncContextManager
 from types import TracebackType
 from typing import Self
 
@@ -32,12 +32,12 @@ class MemoryUnitOfWork:
 
     def __init__(self, store: MemoryStore) -> None:
         self._store = store
-        self._context: AbstractContextManager[Transaction] | None = None
+        self._context: AbstractAsyncContextManager[Transaction] | None = None
         self._tx: Transaction | None = None
 
-    def __enter__(self) -> Self:
+    async def __aenter__(self) -> Self:
         self._context = self._store.transaction()
-        tx = self._tx = self._context.__enter__()
+        tx = self._tx = await self._context.__aenter__()
         self.workspaces = repos.MemoryWorkspaceRepository(tx)
         self.memberships = repos.MemoryMembershipRepository(tx)
         self.users = repos.MemoryUserRepository(tx)
@@ -55,7 +55,7 @@ class MemoryUnitOfWork:
         self.device_grants = repos.MemoryDeviceGrantRepository(tx)
         return self
 
-    def __exit__(
+    async def __aexit__(
         self,
         exc_type: type[BaseException] | None,
         exc: BaseException | None,
@@ -64,16 +64,16 @@ class MemoryUnitOfWork:
         if self._context is None or self._tx is None:
             raise RuntimeError("exit of a unit of work that was not entered")
         self._tx.rollback()
-        self._context.__exit__(exc_type, exc, traceback)
+        await self._context.__aexit__(exc_type, exc, traceback)
         self._context = self._tx = None
 
-    def commit(self) -> None:
+    async def commit(self) -> None:
         """Make this unit's changes visible to every later one."""
         if self._tx is None:
             raise RuntimeError("commit outside a unit of work")
         self._tx.commit()
 
-    def ping(self) -> None:
+    async def ping(self) -> None:
         """The in-memory store always answers."""
 
 

@@ -1,35 +1,44 @@
-"""The PostgreSQL adapter (psycopg 3 and psycopg-pool): production.
+"""The PostgreSQL adapter (psycopg 3 and psycopg-pool, asynchronous): production.
 
-    database = PostgresDatabase.from_url("postgresql://...")  # its pool is created closed
-    database.open()               # in the app's lifespan: opens the pool it owns
+    database = PostgresDatabase.from_url("postgresql://...")  # nothing is connected yet
     database.migrate()            # apply pending migrations (safe with several instances)
-    uow_factory = database.uow    # a UnitOfWorkFactory
-    database.close()              # closes the pool it owns, stops the statement watchdog
+    await database.open()         # in the app's lifespan: start connecting (optional)
+    uow_factory = database.uow    # a UnitOfWorkFactory: ``async with uow_factory() as uow``
+    await database.aclose()       # or ``database.close()`` from synchronous code
 
-An embedder passes its own pool, ``PostgresDatabase(pool)``, and keeps opening and closing
-it: Strongroom never closes a pool it did not create.
+An embedder passes its own ``AsyncConnectionPool``, ``PostgresDatabase(pool)``, and keeps
+opening and closing it: Strongroom never closes a pool it did not create.
+
+An async pool belongs to the event loop it was opened on, and one database may be used
+from several loops (a server's, the private loop of a blocking facade, a test client's).
+Each loop gets a pool of its own (``pool_of_this_loop``): the given pool on the loop it
+serves, elsewhere a pool the database creates, with the same settings, on first use, and
+closes when the database is closed or the loop ends. ``migrate`` and ``connection`` use a
+plain synchronous connection of their own (start-up, tests).
 
 Connections run in autocommit: a unit of work's reads before its first write or lock cost
-one round trip each, and the first statement that writes or locks sends ``BEGIN`` (see
-``repositories``). ``get_for_update`` is ``SELECT ... FOR NO KEY UPDATE``.
+one round trip each, and the first statement that writes or locks sends ``BEGIN`` with it
+in one pipeline (see ``repositories``). ``get_for_update`` is ``SELECT ... FOR NO KEY
+UPDATE``.
 
 Faults: nothing waits without bound. Taking a connection waits at most the pool's timeout,
 connecting at most ``connect_timeout``, and every statement at most ``statement_timeout``,
 enforced by the server (``statement_timeout``, on pools made by ``create_pool``) and by the
-client (a watchdog shuts the socket of a statement that outlives its deadline, which also
-covers a paused server or a silent network). Each gives ``UpstreamUnavailableError``. A
-connection found dead before the unit of work wrote anything (the server restarted) is
-replaced and the statement retried, so a restart costs no request an error.
+client: a statement that outlives its deadline has its connection's socket shut, which
+also covers a paused server or a silent network, and the connection is discarded. Each
+gives ``UpstreamUnavailableError``. A connection found dead before the unit of work wrote
+anything (the server restarted) is replaced and the statement retried, so a restart costs
+no request an error.
 """
 
 from __future__ import annotations
 
-import itertools
+import asyncio
 import os
 import socket
 import threading
-import time
 from collections.abc import Iterator, Sequence
+from concurrent.futures import TimeoutError as FutureTimeoutError
 from contextlib import contextmanager, suppress
 from datetime import UTC, datetime
 from types import TracebackType
@@ -38,9 +47,10 @@ from uuid import UUID
 
 import attrs
 import psycopg
+from psycopg.pq import TransactionStatus
 from psycopg.rows import DictRow, dict_row
 from psycopg.types.json import Json
-from psycopg_pool import ConnectionPool
+from psycopg_pool import AsyncConnectionPool, PoolClosed
 
 from strongroom.adapters.sql.catalog import Dialect, Q, queries_for
 from strongroom.adapters.sql.errors import DATABASE_UNAVAILABLE, refusal
@@ -51,7 +61,7 @@ from strongroom.adapters.sql.migrate import (
     run_migrations,
 )
 from strongroom.adapters.sql.rows import Codec, Params, Row
-from strongroom.adapters.sql.unit_of_work import OneUnitPerThread, SqlUnitOfWork
+from strongroom.adapters.sql.unit_of_work import OneUnitPerTask, SqlUnitOfWork
 from strongroom.domain.errors import UpstreamUnavailableError
 
 # pg_advisory_xact_lock key of the migrator ("strongroom" in ASCII, truncated to 63 bits).
@@ -59,6 +69,8 @@ MIGRATION_LOCK_KEY = 0x7374726F6E67726F
 # Extra time the client gives a statement beyond the server's statement_timeout, so that
 # the server's clean cancellation normally comes first and the connection stays usable.
 _CLIENT_GRACE = 1.0
+# How long a synchronous ``close`` waits for another thread's loop to close its pool.
+_CLOSE_WAIT = 10.0
 
 _CREATE_VERSION_TABLE = """
 CREATE TABLE IF NOT EXISTS schema_migrations (
@@ -106,8 +118,8 @@ def create_pool(
     statement_timeout: float = 10.0,
     idle_in_transaction_timeout: float = 60.0,
     name: str = "strongroom",
-) -> ConnectionPool[psycopg.Connection[Any]]:
-    """A closed pool configured for Strongroom: autocommit, UTC, bounded waits.
+) -> AsyncConnectionPool[psycopg.AsyncConnection[Any]]:
+    """A closed async pool configured for Strongroom: autocommit, UTC, bounded waits.
 
     ``timeout`` bounds the wait for a connection and the pool's attempts to reconnect,
     ``connect_timeout`` (whole seconds, at least 2) each connection attempt,
@@ -118,7 +130,7 @@ def create_pool(
         f" -c statement_timeout={round(statement_timeout * 1000)}"
         f" -c idle_in_transaction_session_timeout={round(idle_in_transaction_timeout * 1000)}"
     )
-    return ConnectionPool(
+    return AsyncConnectionPool(
         conninfo,
         open=False,
         min_size=min_size,
@@ -182,72 +194,9 @@ class PostgresCodec:
         return list(value)
 
 
-@attrs.define
-class _Watch:
-    deadline: float
-    fileno: int
-    cut: bool = False
-
-
-class StatementWatchdog:
-    """Shuts the socket of a connection whose statement outlives its deadline.
-
-    libpq waits for an answer as long as the socket is open; a paused server, or a network
-    that drops packets without resetting the connection, would hang the request forever.
-    Shutting the socket makes the waiting statement fail at once (the server rolls its
-    transaction back when it notices). One thread serves every connection of a database.
-    """
-
-    def __init__(self) -> None:
-        self._condition = threading.Condition()
-        self._watches: dict[int, _Watch] = {}
-        self._tokens = itertools.count()
-        self._thread: threading.Thread | None = None
-        self._stopped = False
-
-    @contextmanager
-    def watching(self, fileno: int, seconds: float) -> Iterator[_Watch]:
-        """Watch one statement on socket ``fileno``; ``.cut`` tells whether it was cut."""
-        watch = _Watch(time.monotonic() + seconds, fileno)
-        token = next(self._tokens)
-        with self._condition:
-            if self._thread is None and not self._stopped:
-                self._thread = threading.Thread(
-                    target=self._run, name="strongroom-statement-watchdog", daemon=True
-                )
-                self._thread.start()
-            self._watches[token] = watch
-            if len(self._watches) == 1:
-                self._condition.notify()
-        try:
-            yield watch
-        finally:
-            with self._condition:
-                self._watches.pop(token, None)
-
-    def stop(self) -> None:
-        """End the watchdog thread."""
-        with self._condition:
-            self._stopped = True
-            thread, self._thread = self._thread, None
-            self._condition.notify()
-        if thread is not None:
-            thread.join()
-
-    def _run(self) -> None:
-        with self._condition:
-            while not self._stopped:
-                now = time.monotonic()
-                for token, watch in list(self._watches.items()):
-                    if watch.deadline <= now:
-                        del self._watches[token]
-                        watch.cut = True
-                        _shut(watch.fileno)
-                wait = min((w.deadline for w in self._watches.values()), default=None)
-                self._condition.wait(None if wait is None else max(0.0, wait - now))
-
-
 def _shut(fileno: int) -> None:
+    """Shut a socket without closing its descriptor (the event loop still watches it): the
+    statement waiting on it fails at once instead of hanging on a silent server."""
     try:
         with socket.socket(fileno=os.dup(fileno)) as duplicate:
             duplicate.shutdown(socket.SHUT_RDWR)
@@ -255,12 +204,65 @@ def _shut(fileno: int) -> None:
         pass  # already closed: the statement fails or has finished anyway
 
 
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+
+
+def _loop_of(pool: AsyncConnectionPool[Any]) -> asyncio.AbstractEventLoop | None:
+    """The loop an open pool runs its workers on (``None`` for a pool never opened)."""
+    # psycopg_pool does not say which loop a pool belongs to; its scheduler task does.
+    runner = getattr(pool, "_sched_runner", None)
+    return runner.get_loop() if isinstance(runner, asyncio.Task) else None
+
+
+def _like(pool: AsyncConnectionPool[Any]) -> AsyncConnectionPool[Any]:
+    """A new closed pool with the settings of ``pool``, for another event loop."""
+    return AsyncConnectionPool(
+        pool.conninfo,
+        connection_class=pool.connection_class,
+        kwargs=pool.kwargs,
+        min_size=pool.min_size,
+        max_size=pool.max_size,
+        open=False,
+        configure=pool._configure,
+        check=pool._check,
+        reset=pool._reset,
+        name=pool.name,
+        timeout=pool.timeout,
+        max_waiting=pool.max_waiting,
+        max_lifetime=pool.max_lifetime,
+        max_idle=pool.max_idle,
+        reconnect_timeout=pool.reconnect_timeout,
+        num_workers=pool.num_workers,
+    )
+
+
+@attrs.define
+class _LoopPool:
+    """The pool of one event loop; ``keeper`` closes an owned pool when it is cancelled
+    (by ``close`` or by the loop's own end)."""
+
+    pool: AsyncConnectionPool[Any]
+    owned: bool
+    keeper: asyncio.Task[None] | None = None
+    opened: bool = False
+
+
+async def _stop(keeper: asyncio.Task[None]) -> None:
+    """Cancel a keeper and wait until it has closed its pool."""
+    keeper.cancel()
+    await asyncio.wait([keeper])
+
+
 class PostgresDatabase:
     """One PostgreSQL database: a factory of units of work, and its migrations."""
 
     def __init__(
         self,
-        pool: ConnectionPool[Any],
+        pool: AsyncConnectionPool[Any],
         *,
         statement_timeout: float = 10.0,
         owns_pool: bool = False,
@@ -273,36 +275,112 @@ class PostgresDatabase:
         self.pool = pool
         self.owns_pool = owns_pool
         self.statement_deadline = statement_timeout + _CLIENT_GRACE
-        self.watchdog = StatementWatchdog()
         self.queries = queries_for(Dialect.POSTGRES)
         self.codec = PostgresCodec()
-        self._guard = OneUnitPerThread()
+        self._guard = OneUnitPerTask()
+        self._pools: dict[asyncio.AbstractEventLoop, _LoopPool] = {}
+        self._given_pool_taken = False
+        self._closed = False
+        self._lock = threading.Lock()
 
     @classmethod
     def from_url(
         cls, conninfo: str, *, statement_timeout: float = 10.0, **pool_options: Any
     ) -> PostgresDatabase:
-        """A database with a pool of its own (``create_pool``), still closed: ``open()`` it."""
+        """A database with pools of its own (``create_pool``), connecting on first use."""
         pool = create_pool(conninfo, statement_timeout=statement_timeout, **pool_options)
         return cls(pool, statement_timeout=statement_timeout, owns_pool=True)
 
-    def open(self, *, wait: bool = False, timeout: float = 30.0) -> None:
-        """Open the pool this database owns (a borrowed pool is its owner's to open).
+    async def pool_of_this_loop(self) -> AsyncConnectionPool[Any]:
+        """The running event loop's pool, created (and opened, if it is the database's)
+        on the loop's first use."""
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            entry = self._pools.get(loop)
+            if entry is None:
+                entry = self._pools[loop] = self._new_entry(loop)
+        if not entry.opened:
+            if entry.owned:
+                await entry.pool.open()
+            entry.opened = True
+        return entry.pool
 
-        With ``wait``, block until ``min_size`` connections are up or ``timeout`` passes.
-        Without, a database that is down does not stop the app from starting.
+    def _new_entry(self, loop: asyncio.AbstractEventLoop) -> _LoopPool:
+        if self._closed:
+            raise PoolClosed("this PostgresDatabase is closed")
+        serves = _loop_of(self.pool)
+        if not self._given_pool_taken and serves in (None, loop):
+            self._given_pool_taken = True
+            entry = _LoopPool(self.pool, owned=self.owns_pool)
+        else:
+            entry = _LoopPool(_like(self.pool), owned=True)
+        if entry.owned:
+            entry.keeper = loop.create_task(
+                self._keep(loop, entry), name="strongroom-postgres-pool-keeper"
+            )
+        return entry
+
+    async def _keep(self, loop: asyncio.AbstractEventLoop, entry: _LoopPool) -> None:
+        """Wait until cancelled, then close the pool: ``asyncio.run`` cancels every task of
+        a loop that ends, so no pool outlives its loop with connections open."""
+        try:
+            await loop.create_future()
+        finally:
+            try:
+                await entry.pool.close()
+            finally:
+                with self._lock:
+                    if self._pools.get(loop) is entry:
+                        del self._pools[loop]
+
+    async def open(self, *, wait: bool = False, timeout: float = 30.0) -> None:
+        """Open the running loop's pool (a lent pool is its owner's to open).
+
+        With ``wait``, wait until ``min_size`` connections are up or ``timeout`` passes.
+        Without, a database that is down does not stop the app from starting. The pools
+        of other loops open on their first use.
         """
-        if self.owns_pool:
-            self.pool.open(wait=wait, timeout=timeout)
+        pool = await self.pool_of_this_loop()
+        if wait:
+            await pool.wait(timeout=timeout)
+
+    def _keepers(self) -> list[tuple[asyncio.AbstractEventLoop, asyncio.Task[None]]]:
+        """Refuse new pools; the keepers of the pools to close."""
+        with self._lock:
+            self._closed = True
+            return [
+                (loop, entry.keeper)
+                for loop, entry in self._pools.items()
+                if entry.keeper is not None and not loop.is_closed()
+            ]
+
+    async def aclose(self) -> None:
+        """Close every pool this database created; a lent pool stays open. Final."""
+        running = asyncio.get_running_loop()
+        for loop, keeper in self._keepers():
+            if loop is running:
+                await _stop(keeper)
+            elif loop.is_running():
+                await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(_stop(keeper), loop))
+            else:  # a stopped loop, not closed: run it once more to close its pool
+                await asyncio.to_thread(loop.run_until_complete, _stop(keeper))
 
     def close(self) -> None:
-        """Stop the watchdog and close the pool this database owns."""
-        self.watchdog.stop()
-        if self.owns_pool:
-            self.pool.close()
+        """``aclose`` for synchronous code (shutdown). Waits for pools of loops that run in
+        other threads; the pool of a loop running in this thread closes as soon as the
+        loop gets to it."""
+        running = _running_loop()
+        for loop, keeper in self._keepers():
+            if loop is running:
+                keeper.cancel()
+            elif loop.is_running():
+                future = asyncio.run_coroutine_threadsafe(_stop(keeper), loop)
+                with suppress(FutureTimeoutError):
+                    future.result(timeout=_CLOSE_WAIT)
+            else:
+                loop.run_until_complete(_stop(keeper))
 
     def __enter__(self) -> Self:
-        self.open()
         return self
 
     def __exit__(
@@ -312,6 +390,18 @@ class PostgresDatabase:
         traceback: TracebackType | None,
     ) -> None:
         self.close()
+
+    async def __aenter__(self) -> Self:
+        await self.open()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        await self.aclose()
 
     def uow(self) -> SqlUnitOfWork:
         """A new unit of work (this bound method is a ``UnitOfWorkFactory``)."""
@@ -328,162 +418,214 @@ class PostgresDatabase:
 
     @contextmanager
     def connection(self) -> Iterator[psycopg.Connection[Any]]:
-        """A connection of the pool in autocommit mode, given back afterwards."""
-        connection = self.pool.getconn()
-        was_autocommit = connection.autocommit
-        try:
-            if not was_autocommit:
-                connection.autocommit = True
+        """A synchronous connection in autocommit mode with the pool's settings, closed
+        afterwards (for start-up and tests; units of work use the pools)."""
+        conninfo, kwargs = self.pool.conninfo, self.pool.kwargs or {}
+        if not isinstance(conninfo, str) or not isinstance(kwargs, dict):
+            raise TypeError("a pool with computed connection parameters cannot migrate")
+        with psycopg.connect(conninfo, **{**kwargs, "autocommit": True}) as connection:
             yield connection
-        finally:
-            _give_back(self.pool, connection, was_autocommit)
 
 
-def _give_back(
-    pool: ConnectionPool[Any], connection: psycopg.Connection[Any], autocommit: bool
+async def _give_back(
+    pool: AsyncConnectionPool[Any], connection: psycopg.AsyncConnection[Any], autocommit: bool
 ) -> None:
     """Return a connection as it was lent (a broken one is discarded by the pool)."""
     if not autocommit and not connection.broken and not connection.closed:
         with suppress(psycopg.Error):  # if it fails, the pool resets or discards it
-            connection.autocommit = False
-    pool.putconn(connection)
+            await connection.set_autocommit(False)
+    await pool.putconn(connection)
+
+
+@attrs.define
+class _Deadline:
+    cut: bool = False
 
 
 class PostgresTransaction:
-    """The statements of one unit of work on one pooled connection."""
+    """The statements of one unit of work on one pooled connection of its loop's pool."""
 
     def __init__(self, database: PostgresDatabase) -> None:
         self._database = database
         self._queries = database.queries
         self.codec: Codec = database.codec
-        self._connection: psycopg.Connection[Any] | None = None
+        self._pool: AsyncConnectionPool[Any] | None = None
+        self._connection: psycopg.AsyncConnection[Any] | None = None
         self._was_autocommit = True
         self._writing = False
         self._retries = 0
 
-    def _take_connection(self) -> psycopg.Connection[Any]:
+    async def _take_connection(self) -> psycopg.AsyncConnection[Any]:
         if self._connection is None:
-            connection = self._database.pool.getconn()
+            pool = self._pool = await self._database.pool_of_this_loop()
+            connection = await pool.getconn()
             self._was_autocommit = connection.autocommit
             if not self._was_autocommit:
                 try:
-                    connection.autocommit = True
+                    await connection.set_autocommit(True)
                 except BaseException:
-                    _give_back(self._database.pool, connection, self._was_autocommit)
+                    await _give_back(pool, connection, self._was_autocommit)
                     raise
             self._connection = connection
         return self._connection
 
-    def _give_back(self) -> None:
+    async def _give_back(self) -> None:
         connection, self._connection = self._connection, None
         self._writing = False
         if connection is not None:
-            _give_back(self._database.pool, connection, self._was_autocommit)
+            assert self._pool is not None
+            await _give_back(self._pool, connection, self._was_autocommit)
 
-    def _run(
+    @contextmanager
+    def _deadline(self, connection: psycopg.AsyncConnection[Any]) -> Iterator[_Deadline]:
+        """Shut the connection's socket if the block outlives the statement deadline.
+
+        Not ``asyncio.timeout``: psycopg answers the cancellation of a running statement
+        by asking the server to cancel it and waiting for that, up to 10 s more, which a
+        paused server never answers. A shut socket fails the statement at once.
+        """
+        deadline = _Deadline()
+        fileno = connection.fileno()
+
+        def cut() -> None:
+            deadline.cut = True
+            _shut(fileno)
+
+        timer = asyncio.get_running_loop().call_later(self._database.statement_deadline, cut)
+        try:
+            yield deadline
+        finally:
+            timer.cancel()
+
+    async def _run(
         self, query: Q, params: Params, filters: Sequence[Q], writes: bool, fetch: _Fetch
     ) -> Any:
         text = self._queries.text(query, filters).encode()
         while True:
             began_writing = self._writing
-            watch: _Watch | None = None
+            deadline: _Deadline | None = None
             try:
-                connection = self._take_connection()
-                with (
-                    self._database.watchdog.watching(
-                        connection.fileno(), self._database.statement_deadline
-                    ) as watch,
-                    connection.cursor(row_factory=dict_row) as cursor,
-                ):
-                    if writes and not self._writing:
-                        cursor.execute("BEGIN")
-                        self._writing = True
-                    cursor.execute(text, params)
-                    return _result(cursor, fetch)
+                connection = await self._take_connection()
+                with self._deadline(connection) as deadline:
+                    async with connection.cursor(row_factory=dict_row) as cursor:
+                        if writes and not self._writing:
+                            await self._begin_with(connection, cursor, text, params)
+                        else:
+                            await cursor.execute(text, params)
+                        return await _result(cursor, fetch)
             except psycopg.Error as error:
-                if self._may_retry(error, began_writing, watch):
+                if await self._may_retry(error, began_writing, deadline):
                     continue
+                if deadline is not None and deadline.cut:
+                    await self._discard()
                 raise translate(error, params) from error
 
-    def _may_retry(self, error: psycopg.Error, began_writing: bool, watch: _Watch | None) -> bool:
+    async def _begin_with(
+        self,
+        connection: psycopg.AsyncConnection[Any],
+        cursor: psycopg.AsyncCursor[DictRow],
+        text: bytes,
+        params: Params,
+    ) -> None:
+        """``BEGIN`` and the unit's first write or lock, in one round trip."""
+        try:
+            async with connection.pipeline():
+                await connection.execute(b"BEGIN")
+                await cursor.execute(text, params)
+        finally:
+            # Open (or aborted) if BEGIN went through, whatever the statement did.
+            self._writing = connection.info.transaction_status != TransactionStatus.IDLE
+
+    async def _may_retry(
+        self, error: psycopg.Error, began_writing: bool, deadline: _Deadline | None
+    ) -> bool:
         """Retry on another connection when this one was found dead before the unit wrote
         anything: nothing is lost, and a restarted server costs no request. Each pooled
         connection may have died with the server, so up to the pool's size of them."""
         connection = self._connection
         if (
-            self._retries >= self._database.pool.max_size
+            self._pool is None
+            or self._retries >= self._pool.max_size
             or began_writing
             or connection is None
             or not isinstance(error, psycopg.OperationalError)
             or not (connection.broken or connection.closed)
-            or (watch is not None and watch.cut)
+            or (deadline is not None and deadline.cut)
         ):
             return False
         self._retries += 1
-        self._give_back()  # the pool discards it
+        await self._give_back()  # the pool discards it
         return True
 
-    def fetch_one(
+    async def _discard(self) -> None:
+        """Close a connection whose statement was cut, so that the pool replaces it."""
+        if self._connection is not None:
+            with suppress(psycopg.Error):
+                await self._connection.close()
+
+    async def fetch_one(
         self, query: Q, params: Params, *, filters: Sequence[Q] = (), writes: bool = False
     ) -> Row | None:
         """The first row of ``query``."""
-        found: Row | None = self._run(query, params, filters, writes, "one")
+        found: Row | None = await self._run(query, params, filters, writes, "one")
         return found
 
-    def fetch_all(self, query: Q, params: Params, *, filters: Sequence[Q] = ()) -> list[Row]:
+    async def fetch_all(self, query: Q, params: Params, *, filters: Sequence[Q] = ()) -> list[Row]:
         """Every row of a read."""
-        found: list[Row] = self._run(query, params, filters, False, "all")
+        found: list[Row] = await self._run(query, params, filters, False, "all")
         return found
 
-    def execute(self, query: Q, params: Params) -> int:
+    async def execute(self, query: Q, params: Params) -> int:
         """Run a write inside the transaction; the number of rows it changed."""
-        changed: int = self._run(query, params, (), True, "count")
+        changed: int = await self._run(query, params, (), True, "count")
         return changed
 
-    def commit(self) -> None:
+    async def commit(self) -> None:
         """Commit the transaction, if one is open."""
         if self._connection is None or not self._writing:
             return
-        self._end("COMMIT")
+        await self._end(b"COMMIT")
 
-    def _end(self, command: str) -> None:
+    async def _end(self, command: bytes) -> None:
         connection = self._connection
         assert connection is not None
+        deadline: _Deadline | None = None
         try:
-            with self._database.watchdog.watching(
-                connection.fileno(), self._database.statement_deadline
-            ):
-                connection.execute(command)
+            with self._deadline(connection) as deadline:
+                await connection.execute(command)
         except psycopg.Error as error:
+            if deadline is not None and deadline.cut:
+                await self._discard()
             raise translate(error, {}) from error
         finally:
             self._writing = False
 
-    def ping(self) -> None:
+    async def ping(self) -> None:
         """``SELECT 1``."""
-        self.fetch_one(Q.PING, {})
+        await self.fetch_one(Q.PING, {})
 
-    def close(self) -> None:
+    async def close(self) -> None:
         """Roll back what was not committed; give the connection back."""
         if self._connection is None:
             return
         try:
-            if self._writing and not self._connection.broken:
-                self._end("ROLLBACK")
+            connection = self._connection
+            if self._writing and not (connection.broken or connection.closed):
+                await self._end(b"ROLLBACK")
         except UpstreamUnavailableError:
             pass  # the connection is gone, and its transaction with it
         finally:
-            self._give_back()
+            await self._give_back()
 
 
 _Fetch = Literal["one", "all", "count"]
 
 
-def _result(cursor: psycopg.Cursor[DictRow], fetch: _Fetch) -> Any:
+async def _result(cursor: psycopg.AsyncCursor[DictRow], fetch: _Fetch) -> Any:
     if fetch == "one":
-        return cursor.fetchone()
+        return await cursor.fetchone()
     if fetch == "all":
-        return cursor.fetchall()
+        return await cursor.fetchall()
     return cursor.rowcount
 
 

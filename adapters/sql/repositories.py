@@ -1,7 +1,8 @@
 """SQL repositories, shared by SQLite and PostgreSQL.
 
 Each repository runs named queries (``queries/*.sql``) through ``Statements``, the one
-transaction of its unit of work, and maps rows with ``rows``. Everything dialect-specific
+transaction of its unit of work, and maps rows with ``rows``. Every method is a coroutine:
+it awaits its statements. Everything dialect-specific
 (placeholders, value encoding, locking, error translation) lives behind ``Statements``.
 
 Reads that come before a unit of work's first write or lock run on their own (autocommit,
@@ -53,17 +54,17 @@ class Statements(Protocol):
 
     codec: Codec
 
-    def fetch_one(
+    async def fetch_one(
         self, query: Q, params: Params, *, filters: Sequence[Q] = (), writes: bool = False
     ) -> Row | None:
         """The first row of ``query``; ``writes`` when it writes or locks rows."""
         ...
 
-    def fetch_all(self, query: Q, params: Params, *, filters: Sequence[Q] = ()) -> list[Row]:
+    async def fetch_all(self, query: Q, params: Params, *, filters: Sequence[Q] = ()) -> list[Row]:
         """Every row of a read."""
         ...
 
-    def execute(self, query: Q, params: Params) -> int:
+    async def execute(self, query: Q, params: Params) -> int:
         """Run a write; the number of rows it changed."""
         ...
 
@@ -96,87 +97,91 @@ class _Repository:
 class SqlWorkspaceRepository(_Repository):
     """Workspaces; removing one cascades to everything in it."""
 
-    def add(self, workspace: Workspace) -> None:
+    async def add(self, workspace: Workspace) -> None:
         """Store a new workspace."""
-        self._db.execute(Q.WORKSPACE_INSERT, rows.workspace_params(workspace, self._codec))
+        await self._db.execute(Q.WORKSPACE_INSERT, rows.workspace_params(workspace, self._codec))
 
-    def get(self, workspace_id: UUID) -> Workspace | None:
+    async def get(self, workspace_id: UUID) -> Workspace | None:
         """A workspace by id."""
-        row = self._db.fetch_one(Q.WORKSPACE_GET, {"id": self._codec.uuid(workspace_id)})
+        row = await self._db.fetch_one(Q.WORKSPACE_GET, {"id": self._codec.uuid(workspace_id)})
         return None if row is None else rows.workspace_from_row(row, self._codec)
 
-    def get_for_update(self, workspace_id: UUID) -> Workspace | None:
+    async def get_for_update(self, workspace_id: UUID) -> Workspace | None:
         """A workspace by id, locked until the unit of work ends."""
-        row = self._db.fetch_one(
+        row = await self._db.fetch_one(
             Q.WORKSPACE_GET_FOR_UPDATE, {"id": self._codec.uuid(workspace_id)}, writes=True
         )
         return None if row is None else rows.workspace_from_row(row, self._codec)
 
-    def update(self, workspace: Workspace) -> None:
+    async def update(self, workspace: Workspace) -> None:
         """Store a changed workspace (its creation time never changes)."""
-        changed = self._db.execute(
+        changed = await self._db.execute(
             Q.WORKSPACE_UPDATE, rows.workspace_params(workspace, self._codec)
         )
         _require(changed == 1, "update of a missing workspaces row")
 
-    def remove(self, workspace_id: UUID) -> None:
+    async def remove(self, workspace_id: UUID) -> None:
         """Delete a workspace with its members, sessions, backups, audit, workers, roles."""
-        self._db.execute(Q.WORKSPACE_DELETE, {"id": self._codec.uuid(workspace_id)})
+        await self._db.execute(Q.WORKSPACE_DELETE, {"id": self._codec.uuid(workspace_id)})
 
-    def count_created_by(self, user_id: UUID) -> int:
+    async def count_created_by(self, user_id: UUID) -> int:
         """How many existing workspaces ``user_id`` created."""
         return _count(
-            self._db.fetch_one(Q.WORKSPACE_COUNT_CREATED_BY, {"user_id": self._codec.uuid(user_id)})
+            await self._db.fetch_one(
+                Q.WORKSPACE_COUNT_CREATED_BY, {"user_id": self._codec.uuid(user_id)}
+            )
         )
 
 
 class SqlMembershipRepository(_Repository):
     """Memberships."""
 
-    def add(self, membership: Membership) -> None:
+    async def add(self, membership: Membership) -> None:
         """Store a membership."""
-        inserted = self._db.execute(
+        inserted = await self._db.execute(
             Q.MEMBERSHIP_INSERT, rows.membership_params(membership, self._codec)
         )
         _require(inserted == 1, "workspace exists")
 
-    def get(self, workspace_id: UUID, user_id: UUID) -> Membership | None:
+    async def get(self, workspace_id: UUID, user_id: UUID) -> Membership | None:
         """One person's membership of a workspace."""
-        row = self._db.fetch_one(
+        row = await self._db.fetch_one(
             Q.MEMBERSHIP_GET,
             {"workspace_id": self._codec.uuid(workspace_id), "user_id": self._codec.uuid(user_id)},
         )
         return None if row is None else rows.membership_from_row(row, self._codec)
 
-    def list_for_user(self, user_id: UUID, page: PageRequest) -> Page[MemberWorkspace]:
+    async def list_for_user(self, user_id: UUID, page: PageRequest) -> Page[MemberWorkspace]:
         """The workspaces a person belongs to, newest workspace first."""
         params, after = _page_params(page, self._codec)
         params["user_id"] = self._codec.uuid(user_id)
-        found = self._db.fetch_all(
+        found = await self._db.fetch_all(
             Q.MEMBERSHIP_LIST_FOR_USER,
             params,
             filters=[Q.FILTER_MEMBERSHIP_AFTER] if after else [],
         )
         return page_of([rows.member_workspace_from_row(row, self._codec) for row in found], page)
 
-    def count(self, workspace_id: UUID) -> int:
+    async def count(self, workspace_id: UUID) -> int:
         """How many members a workspace has."""
         return _count(
-            self._db.fetch_one(Q.MEMBERSHIP_COUNT, {"workspace_id": self._codec.uuid(workspace_id)})
+            await self._db.fetch_one(
+                Q.MEMBERSHIP_COUNT, {"workspace_id": self._codec.uuid(workspace_id)}
+            )
         )
 
-    def list_members(self, workspace_id: UUID, page: PageRequest) -> Page[Member]:
+    async def list_members(self, workspace_id: UUID, page: PageRequest) -> Page[Member]:
         """A workspace's members, newest first by joining time."""
         params, after = _page_params(page, self._codec)
         params["workspace_id"] = self._codec.uuid(workspace_id)
-        found = self._db.fetch_all(
+        found = await self._db.fetch_all(
             Q.MEMBERSHIP_LIST_MEMBERS, params, filters=[Q.FILTER_MEMBER_AFTER] if after else []
         )
         return page_of([rows.member_from_row(row, self._codec) for row in found], page)
 
-    def update(self, membership: Membership) -> None:
+    async def update(self, membership: Membership) -> None:
         """Store a member's new role."""
-        changed = self._db.execute(
+        changed = await self._db.execute(
             Q.MEMBERSHIP_UPDATE,
             {
                 "workspace_id": self._codec.uuid(membership.workspace_id),
@@ -186,17 +191,17 @@ class SqlMembershipRepository(_Repository):
         )
         _require(changed == 1, "update of a missing membership")
 
-    def remove(self, workspace_id: UUID, user_id: UUID) -> None:
+    async def remove(self, workspace_id: UUID, user_id: UUID) -> None:
         """End a membership."""
-        self._db.execute(
+        await self._db.execute(
             Q.MEMBERSHIP_DELETE,
             {"workspace_id": self._codec.uuid(workspace_id), "user_id": self._codec.uuid(user_id)},
         )
 
-    def count_with_role(self, workspace_id: UUID, role: str) -> int:
+    async def count_with_role(self, workspace_id: UUID, role: str) -> int:
         """How many members of a workspace hold ``role``."""
         return _count(
-            self._db.fetch_one(
+            await self._db.fetch_one(
                 Q.MEMBERSHIP_COUNT_ROLE,
                 {"workspace_id": self._codec.uuid(workspace_id), "role": role},
             )
@@ -206,43 +211,43 @@ class SqlMembershipRepository(_Repository):
 class SqlUserRepository(_Repository):
     """People."""
 
-    def add(self, user: User) -> None:
+    async def add(self, user: User) -> None:
         """Store a new person."""
-        self._db.execute(Q.USER_INSERT, rows.user_params(user, self._codec))
+        await self._db.execute(Q.USER_INSERT, rows.user_params(user, self._codec))
 
-    def get(self, user_id: UUID) -> User | None:
+    async def get(self, user_id: UUID) -> User | None:
         """A person by id."""
-        row = self._db.fetch_one(Q.USER_GET, {"id": self._codec.uuid(user_id)})
+        row = await self._db.fetch_one(Q.USER_GET, {"id": self._codec.uuid(user_id)})
         return None if row is None else rows.user_from_row(row, self._codec)
 
-    def get_for_update(self, user_id: UUID) -> User | None:
+    async def get_for_update(self, user_id: UUID) -> User | None:
         """A person by id, locked until the unit of work ends."""
-        row = self._db.fetch_one(
+        row = await self._db.fetch_one(
             Q.USER_GET_FOR_UPDATE, {"id": self._codec.uuid(user_id)}, writes=True
         )
         return None if row is None else rows.user_from_row(row, self._codec)
 
-    def get_by_subject(self, subject: str) -> User | None:
+    async def get_by_subject(self, subject: str) -> User | None:
         """A person by their identity provider subject."""
-        row = self._db.fetch_one(Q.USER_GET_BY_SUBJECT, {"idp_subject": subject})
+        row = await self._db.fetch_one(Q.USER_GET_BY_SUBJECT, {"idp_subject": subject})
         return None if row is None else rows.user_from_row(row, self._codec)
 
 
 class SqlSessionRepository(_Repository):
     """Sessions."""
 
-    def add(self, session: Session) -> None:
+    async def add(self, session: Session) -> None:
         """Store a new session."""
-        self._db.execute(Q.SESSION_INSERT, rows.session_params(session, self._codec))
+        await self._db.execute(Q.SESSION_INSERT, rows.session_params(session, self._codec))
 
-    def find(self, token_hash: str) -> SessionGrant | None:
+    async def find(self, token_hash: str) -> SessionGrant | None:
         """The session with this token hash, its person and role, in one query."""
-        row = self._db.fetch_one(Q.SESSION_FIND, {"token_hash": token_hash})
+        row = await self._db.fetch_one(Q.SESSION_FIND, {"token_hash": token_hash})
         return None if row is None else rows.session_grant_from_row(row, self._codec)
 
-    def revoke(self, session_id: UUID, at: datetime) -> None:
+    async def revoke(self, session_id: UUID, at: datetime) -> None:
         """End a session (a second revocation keeps the first time)."""
-        self._db.execute(
+        await self._db.execute(
             Q.SESSION_REVOKE,
             {"id": self._codec.uuid(session_id), "revoked_at": self._codec.timestamp(at)},
         )
@@ -254,32 +259,32 @@ class SqlBackupRepository(_Repository):
     def _key(self, workspace_id: UUID, backup_id: UUID) -> Params:
         return {"workspace_id": self._codec.uuid(workspace_id), "id": self._codec.uuid(backup_id)}
 
-    def add(self, backup: Backup) -> None:
+    async def add(self, backup: Backup) -> None:
         """Store a new backup; ``NameTakenError`` if its name is used."""
-        self._db.execute(Q.BACKUP_INSERT, rows.backup_params(backup, self._codec))
+        await self._db.execute(Q.BACKUP_INSERT, rows.backup_params(backup, self._codec))
 
-    def get(self, workspace_id: UUID, backup_id: UUID) -> Backup | None:
+    async def get(self, workspace_id: UUID, backup_id: UUID) -> Backup | None:
         """A backup of this workspace."""
-        row = self._db.fetch_one(Q.BACKUP_GET, self._key(workspace_id, backup_id))
+        row = await self._db.fetch_one(Q.BACKUP_GET, self._key(workspace_id, backup_id))
         return None if row is None else rows.backup_from_row(row, self._codec)
 
-    def get_for_update(self, workspace_id: UUID, backup_id: UUID) -> Backup | None:
+    async def get_for_update(self, workspace_id: UUID, backup_id: UUID) -> Backup | None:
         """A backup of this workspace, locked until the unit of work ends."""
-        row = self._db.fetch_one(
+        row = await self._db.fetch_one(
             Q.BACKUP_GET_FOR_UPDATE, self._key(workspace_id, backup_id), writes=True
         )
         return None if row is None else rows.backup_from_row(row, self._codec)
 
-    def update(self, backup: Backup) -> None:
+    async def update(self, backup: Backup) -> None:
         """Store a changed backup; ``NameTakenError`` if its new name is used."""
-        changed = self._db.execute(Q.BACKUP_UPDATE, rows.backup_params(backup, self._codec))
+        changed = await self._db.execute(Q.BACKUP_UPDATE, rows.backup_params(backup, self._codec))
         _require(changed == 1, "update of a missing backup")
 
-    def remove(self, workspace_id: UUID, backup_id: UUID) -> None:
+    async def remove(self, workspace_id: UUID, backup_id: UUID) -> None:
         """Delete a backup (nothing happens when there is none)."""
-        self._db.execute(Q.BACKUP_DELETE, self._key(workspace_id, backup_id))
+        await self._db.execute(Q.BACKUP_DELETE, self._key(workspace_id, backup_id))
 
-    def list(
+    async def list(
         self, workspace_id: UUID, page: PageRequest, worker_id: UUID | None = None
     ) -> Page[Backup]:
         """A workspace's backups, newest first (only a worker's, with ``worker_id``)."""
@@ -291,13 +296,15 @@ class SqlBackupRepository(_Repository):
             filters.append(Q.FILTER_BACKUP_WORKER)
         if after:
             filters.append(Q.FILTER_BACKUP_AFTER)
-        found = self._db.fetch_all(Q.BACKUP_LIST, params, filters=filters)
+        found = await self._db.fetch_all(Q.BACKUP_LIST, params, filters=filters)
         return page_of([rows.backup_from_row(row, self._codec) for row in found], page)
 
-    def count(self, workspace_id: UUID) -> int:
+    async def count(self, workspace_id: UUID) -> int:
         """How many backups a workspace has."""
         return _count(
-            self._db.fetch_one(Q.BACKUP_COUNT, {"workspace_id": self._codec.uuid(workspace_id)})
+            await self._db.fetch_one(
+                Q.BACKUP_COUNT, {"workspace_id": self._codec.uuid(workspace_id)}
+            )
         )
 
 
@@ -307,23 +314,25 @@ class SqlRunRepository(_Repository):
     def _key(self, workspace_id: UUID, run_id: UUID) -> Params:
         return {"workspace_id": self._codec.uuid(workspace_id), "id": self._codec.uuid(run_id)}
 
-    def add(self, run: Run) -> None:
+    async def add(self, run: Run) -> None:
         """Store a new run."""
-        self._db.execute(Q.RUN_INSERT, rows.run_params(run, self._codec))
+        await self._db.execute(Q.RUN_INSERT, rows.run_params(run, self._codec))
 
-    def get(self, workspace_id: UUID, run_id: UUID) -> Run | None:
+    async def get(self, workspace_id: UUID, run_id: UUID) -> Run | None:
         """A run of this workspace."""
-        row = self._db.fetch_one(Q.RUN_GET, self._key(workspace_id, run_id))
+        row = await self._db.fetch_one(Q.RUN_GET, self._key(workspace_id, run_id))
         return None if row is None else rows.run_from_row(row, self._codec)
 
-    def get_for_update(self, workspace_id: UUID, run_id: UUID) -> Run | None:
+    async def get_for_update(self, workspace_id: UUID, run_id: UUID) -> Run | None:
         """A run of this workspace, locked until the unit of work ends."""
-        row = self._db.fetch_one(Q.RUN_GET_FOR_UPDATE, self._key(workspace_id, run_id), writes=True)
+        row = await self._db.fetch_one(
+            Q.RUN_GET_FOR_UPDATE, self._key(workspace_id, run_id), writes=True
+        )
         return None if row is None else rows.run_from_row(row, self._codec)
 
-    def update(self, run: Run) -> None:
+    async def update(self, run: Run) -> None:
         """Store a changed run."""
-        changed = self._db.execute(Q.RUN_UPDATE, rows.run_params(run, self._codec))
+        changed = await self._db.execute(Q.RUN_UPDATE, rows.run_params(run, self._codec))
         _require(changed == 1, "update of a missing run")
 
 
@@ -339,54 +348,58 @@ class SqlArtifactRepository(_Repository):
     def _one(self, row: Row | None) -> Artifact | None:
         return None if row is None else rows.artifact_from_row(row, self._codec)
 
-    def add(self, artifact: Artifact) -> None:
+    async def add(self, artifact: Artifact) -> None:
         """Store a new artifact."""
-        self._db.execute(Q.ARTIFACT_INSERT, rows.artifact_params(artifact, self._codec))
+        await self._db.execute(Q.ARTIFACT_INSERT, rows.artifact_params(artifact, self._codec))
 
-    def get(self, workspace_id: UUID, artifact_id: UUID) -> Artifact | None:
+    async def get(self, workspace_id: UUID, artifact_id: UUID) -> Artifact | None:
         """An artifact of this workspace."""
-        return self._one(self._db.fetch_one(Q.ARTIFACT_GET, self._key(workspace_id, artifact_id)))
+        return self._one(
+            await self._db.fetch_one(Q.ARTIFACT_GET, self._key(workspace_id, artifact_id))
+        )
 
-    def get_for_update(self, workspace_id: UUID, artifact_id: UUID) -> Artifact | None:
+    async def get_for_update(self, workspace_id: UUID, artifact_id: UUID) -> Artifact | None:
         """An artifact of this workspace, locked until the unit of work ends."""
         return self._one(
-            self._db.fetch_one(
+            await self._db.fetch_one(
                 Q.ARTIFACT_GET_FOR_UPDATE, self._key(workspace_id, artifact_id), writes=True
             )
         )
 
-    def update(self, artifact: Artifact) -> None:
+    async def update(self, artifact: Artifact) -> None:
         """Store a changed artifact."""
-        changed = self._db.execute(Q.ARTIFACT_UPDATE, rows.artifact_params(artifact, self._codec))
+        changed = await self._db.execute(
+            Q.ARTIFACT_UPDATE, rows.artifact_params(artifact, self._codec)
+        )
         _require(changed == 1, "update of a missing artifact")
 
-    def find_in_run(self, workspace_id: UUID, run_id: UUID, name: str) -> Artifact | None:
+    async def find_in_run(self, workspace_id: UUID, run_id: UUID, name: str) -> Artifact | None:
         """The artifact of this name in a run."""
         params = {
             "workspace_id": self._codec.uuid(workspace_id),
             "run_id": self._codec.uuid(run_id),
             "name": name,
         }
-        return self._one(self._db.fetch_one(Q.ARTIFACT_FIND_IN_RUN, params))
+        return self._one(await self._db.fetch_one(Q.ARTIFACT_FIND_IN_RUN, params))
 
-    def list_for_run(self, workspace_id: UUID, run_id: UUID) -> list[Artifact]:
+    async def list_for_run(self, workspace_id: UUID, run_id: UUID) -> list[Artifact]:
         """Every artifact of a run, oldest first."""
         params = {
             "workspace_id": self._codec.uuid(workspace_id),
             "run_id": self._codec.uuid(run_id),
         }
-        found = self._db.fetch_all(Q.ARTIFACT_LIST_FOR_RUN, params)
+        found = await self._db.fetch_all(Q.ARTIFACT_LIST_FOR_RUN, params)
         return [rows.artifact_from_row(row, self._codec) for row in found]
 
-    def count_available(self, workspace_id: UUID, backup_id: UUID) -> int:
+    async def count_available(self, workspace_id: UUID, backup_id: UUID) -> int:
         """How many available artifacts a backup has."""
         params = {
             "workspace_id": self._codec.uuid(workspace_id),
             "backup_id": self._codec.uuid(backup_id),
         }
-        return _count(self._db.fetch_one(Q.ARTIFACT_COUNT_AVAILABLE, params))
+        return _count(await self._db.fetch_one(Q.ARTIFACT_COUNT_AVAILABLE, params))
 
-    def any_locked(
+    async def any_locked(
         self,
         workspace_id: UUID,
         now: datetime,
@@ -406,28 +419,28 @@ class SqlArtifactRepository(_Repository):
         if storage is not None:
             params["storage"] = storage.value
             filters.append(Q.FILTER_ARTIFACT_STORAGE)
-        return _count(self._db.fetch_one(Q.ARTIFACT_ANY_LOCKED, params, filters=filters)) > 0
+        return _count(await self._db.fetch_one(Q.ARTIFACT_ANY_LOCKED, params, filters=filters)) > 0
 
-    def storage_bytes(self, workspace_id: UUID, *, with_pending: bool = False) -> int:
+    async def storage_bytes(self, workspace_id: UUID, *, with_pending: bool = False) -> int:
         """Total size of the available (and pending) artifacts in service storage."""
         params = {"workspace_id": self._codec.uuid(workspace_id)}
         filters = [Q.FILTER_ARTIFACT_PENDING] if with_pending else []
-        return _count(self._db.fetch_one(Q.ARTIFACT_STORAGE_BYTES, params, filters=filters))
+        return _count(await self._db.fetch_one(Q.ARTIFACT_STORAGE_BYTES, params, filters=filters))
 
-    def expired(self, now: datetime, limit: int) -> list[Artifact]:
+    async def expired(self, now: datetime, limit: int) -> list[Artifact]:
         """Available artifacts whose expiry has passed, oldest expiry first."""
         params = {"now": self._codec.timestamp(now), "limit": limit}
-        found = self._db.fetch_all(Q.ARTIFACT_EXPIRED, params)
+        found = await self._db.fetch_all(Q.ARTIFACT_EXPIRED, params)
         return [rows.artifact_from_row(row, self._codec) for row in found]
 
-    def list(self, workspace_id: UUID, deleted: bool, page: PageRequest) -> Page[Artifact]:
+    async def list(self, workspace_id: UUID, deleted: bool, page: PageRequest) -> Page[Artifact]:
         """A workspace's artifacts, newest first."""
         params, after = _page_params(page, self._codec)
         params["workspace_id"] = self._codec.uuid(workspace_id)
         filters = [Q.FILTER_ARTIFACT_DELETED if deleted else Q.FILTER_ARTIFACT_NOT_DELETED]
         if after:
             filters.append(Q.FILTER_ARTIFACT_AFTER)
-        found = self._db.fetch_all(Q.ARTIFACT_LIST, params, filters=filters)
+        found = await self._db.fetch_all(Q.ARTIFACT_LIST, params, filters=filters)
         return page_of([rows.artifact_from_row(row, self._codec) for row in found], page)
 
 
@@ -437,32 +450,35 @@ class SqlWorkerRepository(_Repository):
     def _key(self, workspace_id: UUID, worker_id: UUID) -> Params:
         return {"workspace_id": self._codec.uuid(workspace_id), "id": self._codec.uuid(worker_id)}
 
-    def add(self, worker: Worker) -> None:
+    async def add(self, worker: Worker) -> None:
         """Store a new worker."""
-        self._db.execute(Q.WORKER_INSERT, rows.worker_params(worker, self._codec))
+        await self._db.execute(Q.WORKER_INSERT, rows.worker_params(worker, self._codec))
 
-    def exists(self, workspace_id: UUID, worker_id: UUID) -> bool:
+    async def exists(self, workspace_id: UUID, worker_id: UUID) -> bool:
         """Whether this workspace has this worker."""
-        return self._db.fetch_one(Q.WORKER_EXISTS, self._key(workspace_id, worker_id)) is not None
+        return (
+            await self._db.fetch_one(Q.WORKER_EXISTS, self._key(workspace_id, worker_id))
+            is not None
+        )
 
-    def get(self, workspace_id: UUID, worker_id: UUID) -> Worker | None:
+    async def get(self, workspace_id: UUID, worker_id: UUID) -> Worker | None:
         """A worker of this workspace."""
-        row = self._db.fetch_one(Q.WORKER_GET, self._key(workspace_id, worker_id))
+        row = await self._db.fetch_one(Q.WORKER_GET, self._key(workspace_id, worker_id))
         return None if row is None else rows.worker_from_row(row, self._codec)
 
-    def find(self, token_hash: str) -> Worker | None:
+    async def find(self, token_hash: str) -> Worker | None:
         """The worker whose current credential has this hash."""
-        row = self._db.fetch_one(Q.WORKER_FIND, {"token_hash": token_hash})
+        row = await self._db.fetch_one(Q.WORKER_FIND, {"token_hash": token_hash})
         return None if row is None else rows.worker_from_row(row, self._codec)
 
-    def update(self, worker: Worker) -> None:
+    async def update(self, worker: Worker) -> None:
         """Store a changed worker (its creation time never changes)."""
-        changed = self._db.execute(Q.WORKER_UPDATE, rows.worker_params(worker, self._codec))
+        changed = await self._db.execute(Q.WORKER_UPDATE, rows.worker_params(worker, self._codec))
         _require(changed == 1, "update of a missing worker")
 
-    def touch(self, worker_id: UUID, at: datetime, stale_before: datetime) -> None:
+    async def touch(self, worker_id: UUID, at: datetime, stale_before: datetime) -> None:
         """Record that the worker was seen, unless it was seen since ``stale_before``."""
-        self._db.execute(
+        await self._db.execute(
             Q.WORKER_TOUCH,
             {
                 "id": self._codec.uuid(worker_id),
@@ -471,23 +487,25 @@ class SqlWorkerRepository(_Repository):
             },
         )
 
-    def remove(self, workspace_id: UUID, worker_id: UUID) -> None:
+    async def remove(self, workspace_id: UUID, worker_id: UUID) -> None:
         """Delete a worker of this workspace."""
-        self._db.execute(Q.WORKER_DELETE, self._key(workspace_id, worker_id))
+        await self._db.execute(Q.WORKER_DELETE, self._key(workspace_id, worker_id))
 
-    def list(self, workspace_id: UUID, page: PageRequest) -> Page[Worker]:
+    async def list(self, workspace_id: UUID, page: PageRequest) -> Page[Worker]:
         """A workspace's workers, newest first."""
         params, after = _page_params(page, self._codec)
         params["workspace_id"] = self._codec.uuid(workspace_id)
-        found = self._db.fetch_all(
+        found = await self._db.fetch_all(
             Q.WORKER_LIST, params, filters=[Q.FILTER_WORKER_AFTER] if after else []
         )
         return page_of([rows.worker_from_row(row, self._codec) for row in found], page)
 
-    def count(self, workspace_id: UUID) -> int:
+    async def count(self, workspace_id: UUID) -> int:
         """How many workers a workspace has."""
         return _count(
-            self._db.fetch_one(Q.WORKER_COUNT, {"workspace_id": self._codec.uuid(workspace_id)})
+            await self._db.fetch_one(
+                Q.WORKER_COUNT, {"workspace_id": self._codec.uuid(workspace_id)}
+            )
         )
 
 
@@ -497,23 +515,23 @@ class SqlApiKeyRepository(_Repository):
     def _key(self, workspace_id: UUID, key_id: UUID) -> Params:
         return {"workspace_id": self._codec.uuid(workspace_id), "id": self._codec.uuid(key_id)}
 
-    def add(self, key: ApiKey) -> None:
+    async def add(self, key: ApiKey) -> None:
         """Store a new key."""
-        self._db.execute(Q.API_KEY_INSERT, rows.api_key_params(key, self._codec))
+        await self._db.execute(Q.API_KEY_INSERT, rows.api_key_params(key, self._codec))
 
-    def get(self, workspace_id: UUID, key_id: UUID) -> ApiKey | None:
+    async def get(self, workspace_id: UUID, key_id: UUID) -> ApiKey | None:
         """A key of this workspace."""
-        row = self._db.fetch_one(Q.API_KEY_GET, self._key(workspace_id, key_id))
+        row = await self._db.fetch_one(Q.API_KEY_GET, self._key(workspace_id, key_id))
         return None if row is None else rows.api_key_from_row(row, self._codec)
 
-    def find(self, token_hash: str) -> ApiKey | None:
+    async def find(self, token_hash: str) -> ApiKey | None:
         """The key whose token has this hash."""
-        row = self._db.fetch_one(Q.API_KEY_FIND, {"token_hash": token_hash})
+        row = await self._db.fetch_one(Q.API_KEY_FIND, {"token_hash": token_hash})
         return None if row is None else rows.api_key_from_row(row, self._codec)
 
-    def touch(self, key_id: UUID, at: datetime, stale_before: datetime) -> None:
+    async def touch(self, key_id: UUID, at: datetime, stale_before: datetime) -> None:
         """Record that the key was used, unless it was used since ``stale_before``."""
-        self._db.execute(
+        await self._db.execute(
             Q.API_KEY_TOUCH,
             {
                 "id": self._codec.uuid(key_id),
@@ -522,53 +540,59 @@ class SqlApiKeyRepository(_Repository):
             },
         )
 
-    def remove(self, workspace_id: UUID, key_id: UUID) -> None:
+    async def remove(self, workspace_id: UUID, key_id: UUID) -> None:
         """Delete a key of this workspace."""
-        self._db.execute(Q.API_KEY_DELETE, self._key(workspace_id, key_id))
+        await self._db.execute(Q.API_KEY_DELETE, self._key(workspace_id, key_id))
 
-    def list(self, workspace_id: UUID, page: PageRequest) -> Page[ApiKey]:
+    async def list(self, workspace_id: UUID, page: PageRequest) -> Page[ApiKey]:
         """A workspace's keys, newest first."""
         params, after = _page_params(page, self._codec)
         params["workspace_id"] = self._codec.uuid(workspace_id)
-        found = self._db.fetch_all(
+        found = await self._db.fetch_all(
             Q.API_KEY_LIST, params, filters=[Q.FILTER_API_KEY_AFTER] if after else []
         )
         return page_of([rows.api_key_from_row(row, self._codec) for row in found], page)
 
-    def count(self, workspace_id: UUID) -> int:
+    async def count(self, workspace_id: UUID) -> int:
         """How many keys a workspace has."""
         return _count(
-            self._db.fetch_one(Q.API_KEY_COUNT, {"workspace_id": self._codec.uuid(workspace_id)})
+            await self._db.fetch_one(
+                Q.API_KEY_COUNT, {"workspace_id": self._codec.uuid(workspace_id)}
+            )
         )
 
 
 class SqlRoleRepository(_Repository):
     """Custom roles, by (workspace, slug)."""
 
-    def add(self, workspace_id: UUID, role: Role) -> None:
+    async def add(self, workspace_id: UUID, role: Role) -> None:
         """Store a custom role; ``NameTakenError`` if the slug is taken."""
-        self._db.execute(Q.ROLE_INSERT, rows.role_params(workspace_id, role, self._codec))
+        await self._db.execute(Q.ROLE_INSERT, rows.role_params(workspace_id, role, self._codec))
 
-    def get(self, workspace_id: UUID, slug: str) -> Role | None:
+    async def get(self, workspace_id: UUID, slug: str) -> Role | None:
         """A custom role by slug."""
-        row = self._db.fetch_one(
+        row = await self._db.fetch_one(
             Q.ROLE_GET, {"workspace_id": self._codec.uuid(workspace_id), "slug": slug}
         )
         return None if row is None else rows.role_from_row(row, self._codec)
 
-    def list(self, workspace_id: UUID) -> list[Role]:
+    async def list(self, workspace_id: UUID) -> list[Role]:
         """Every custom role of a workspace, by slug."""
-        found = self._db.fetch_all(Q.ROLE_LIST, {"workspace_id": self._codec.uuid(workspace_id)})
+        found = await self._db.fetch_all(
+            Q.ROLE_LIST, {"workspace_id": self._codec.uuid(workspace_id)}
+        )
         return [rows.role_from_row(row, self._codec) for row in found]
 
-    def update(self, workspace_id: UUID, role: Role) -> None:
+    async def update(self, workspace_id: UUID, role: Role) -> None:
         """Store a changed custom role."""
-        changed = self._db.execute(Q.ROLE_UPDATE, rows.role_params(workspace_id, role, self._codec))
+        changed = await self._db.execute(
+            Q.ROLE_UPDATE, rows.role_params(workspace_id, role, self._codec)
+        )
         _require(changed == 1, "update of a missing role")
 
-    def remove(self, workspace_id: UUID, slug: str) -> None:
+    async def remove(self, workspace_id: UUID, slug: str) -> None:
         """Delete a custom role."""
-        self._db.execute(
+        await self._db.execute(
             Q.ROLE_DELETE, {"workspace_id": self._codec.uuid(workspace_id), "slug": slug}
         )
 
@@ -582,25 +606,25 @@ class SqlInvitationRepository(_Repository):
             "id": self._codec.uuid(invitation_id),
         }
 
-    def add(self, invitation: Invitation) -> None:
+    async def add(self, invitation: Invitation) -> None:
         """Store a new invitation."""
-        self._db.execute(Q.INVITATION_INSERT, rows.invitation_params(invitation, self._codec))
+        await self._db.execute(Q.INVITATION_INSERT, rows.invitation_params(invitation, self._codec))
 
-    def get(self, workspace_id: UUID, invitation_id: UUID) -> Invitation | None:
+    async def get(self, workspace_id: UUID, invitation_id: UUID) -> Invitation | None:
         """An invitation of this workspace."""
-        row = self._db.fetch_one(Q.INVITATION_GET, self._key(workspace_id, invitation_id))
+        row = await self._db.fetch_one(Q.INVITATION_GET, self._key(workspace_id, invitation_id))
         return None if row is None else rows.invitation_from_row(row, self._codec)
 
-    def get_for_email(self, invitation_id: UUID, email: str) -> Invitation | None:
+    async def get_for_email(self, invitation_id: UUID, email: str) -> Invitation | None:
         """An invitation addressed to ``email``, locked until the unit of work ends."""
-        row = self._db.fetch_one(
+        row = await self._db.fetch_one(
             Q.INVITATION_GET_FOR_EMAIL,
             {"id": self._codec.uuid(invitation_id), "email_key": invitation_email_key(email)},
             writes=True,
         )
         return None if row is None else rows.invitation_from_row(row, self._codec)
 
-    def update(self, invitation: Invitation) -> None:
+    async def update(self, invitation: Invitation) -> None:
         """Store a used invitation."""
         params = self._key(invitation.workspace_id, invitation.id)
         params["accepted_at"] = (
@@ -608,18 +632,22 @@ class SqlInvitationRepository(_Repository):
             if invitation.accepted_at is None
             else self._codec.timestamp(invitation.accepted_at)
         )
-        _require(self._db.execute(Q.INVITATION_UPDATE, params) == 1, "update of an invitation")
+        _require(
+            await self._db.execute(Q.INVITATION_UPDATE, params) == 1, "update of an invitation"
+        )
 
-    def list(self, workspace_id: UUID, page: PageRequest) -> Page[Invitation]:
+    async def list(self, workspace_id: UUID, page: PageRequest) -> Page[Invitation]:
         """A workspace's invitations, newest first."""
         params, after = _page_params(page, self._codec)
         params["workspace_id"] = self._codec.uuid(workspace_id)
-        found = self._db.fetch_all(
+        found = await self._db.fetch_all(
             Q.INVITATION_LIST, params, filters=[Q.FILTER_INVITATION_AFTER] if after else []
         )
         return page_of([rows.invitation_from_row(row, self._codec) for row in found], page)
 
-    def count_pending(self, workspace_id: UUID, now: datetime, role: str | None = None) -> int:
+    async def count_pending(
+        self, workspace_id: UUID, now: datetime, role: str | None = None
+    ) -> int:
         """Invitations neither used nor expired at ``now``."""
         params: Params = {
             "workspace_id": self._codec.uuid(workspace_id),
@@ -629,17 +657,19 @@ class SqlInvitationRepository(_Repository):
         if role is not None:
             params["role"] = role
             filters.append(Q.FILTER_INVITATION_ROLE)
-        return _count(self._db.fetch_one(Q.INVITATION_COUNT_PENDING, params, filters=filters))
+        return _count(await self._db.fetch_one(Q.INVITATION_COUNT_PENDING, params, filters=filters))
 
 
 class SqlAuditRepository(_Repository):
     """The audit trail."""
 
-    def add(self, event: AuditEvent) -> None:
+    async def add(self, event: AuditEvent) -> None:
         """Record an event."""
-        self._db.execute(Q.AUDIT_INSERT, rows.audit_params(event, self._codec))
+        await self._db.execute(Q.AUDIT_INSERT, rows.audit_params(event, self._codec))
 
-    def list(self, workspace_id: UUID, filters: AuditFilter, page: PageRequest) -> Page[AuditEvent]:
+    async def list(
+        self, workspace_id: UUID, filters: AuditFilter, page: PageRequest
+    ) -> Page[AuditEvent]:
         """A workspace's events, newest first, filtered."""
         params, after = _page_params(page, self._codec)
         params["workspace_id"] = self._codec.uuid(workspace_id)
@@ -655,28 +685,28 @@ class SqlAuditRepository(_Repository):
             params["since"] = self._codec.timestamp(filters.since)
         if after:
             fragments.append(Q.FILTER_AUDIT_AFTER)
-        found = self._db.fetch_all(Q.AUDIT_LIST, params, filters=fragments)
+        found = await self._db.fetch_all(Q.AUDIT_LIST, params, filters=fragments)
         return page_of([rows.audit_from_row(row, self._codec) for row in found], page)
 
 
 class SqlIdempotencyRepository(_Repository):
     """Idempotency keys, unique per (scope, key)."""
 
-    def reserve(self, record: IdempotencyRecord, expired_before: datetime) -> None:
+    async def reserve(self, record: IdempotencyRecord, expired_before: datetime) -> None:
         """Reserve a key; ``IdempotencyKeyTakenError`` if a live reservation holds it."""
         params = rows.idempotency_params(record, self._codec)
         params["expired_before"] = self._codec.timestamp(expired_before)
-        if self._db.fetch_one(Q.IDEMPOTENCY_RESERVE, params, writes=True) is None:
+        if await self._db.fetch_one(Q.IDEMPOTENCY_RESERVE, params, writes=True) is None:
             raise IdempotencyKeyTakenError(record.key)
 
-    def get(self, scope: str, key: str) -> IdempotencyRecord | None:
+    async def get(self, scope: str, key: str) -> IdempotencyRecord | None:
         """A reserved key."""
-        row = self._db.fetch_one(Q.IDEMPOTENCY_GET, {"scope": scope, "idempotency_key": key})
+        row = await self._db.fetch_one(Q.IDEMPOTENCY_GET, {"scope": scope, "idempotency_key": key})
         return None if row is None else rows.idempotency_from_row(row, self._codec)
 
-    def complete(self, scope: str, key: str, status: int, body: str) -> None:
+    async def complete(self, scope: str, key: str, status: int, body: str) -> None:
         """Attach the response to a reserved key."""
-        changed = self._db.execute(
+        changed = await self._db.execute(
             Q.IDEMPOTENCY_COMPLETE,
             {"scope": scope, "idempotency_key": key, "status": status, "body": body},
         )
@@ -687,31 +717,31 @@ class SqlIdempotencyRepository(_Repository):
 class SqlAccountRepository(_Repository):
     """Local accounts; emails are unique case-insensitively (``accounts_email_unique``)."""
 
-    def add(self, account: Account) -> None:
+    async def add(self, account: Account) -> None:
         """Store an account; ``NameTakenError`` if the email is taken."""
-        self._db.execute(Q.ACCOUNT_INSERT, rows.account_params(account, self._codec))
+        await self._db.execute(Q.ACCOUNT_INSERT, rows.account_params(account, self._codec))
 
-    def get(self, account_id: UUID) -> Account | None:
+    async def get(self, account_id: UUID) -> Account | None:
         """An account by id."""
-        row = self._db.fetch_one(Q.ACCOUNT_GET, {"id": self._codec.uuid(account_id)})
+        row = await self._db.fetch_one(Q.ACCOUNT_GET, {"id": self._codec.uuid(account_id)})
         return None if row is None else rows.account_from_row(row, self._codec)
 
-    def get_by_email(self, email: str) -> Account | None:
+    async def get_by_email(self, email: str) -> Account | None:
         """An account by email, case-insensitively."""
-        row = self._db.fetch_one(Q.ACCOUNT_GET_BY_EMAIL, {"email_key": rows.email_key(email)})
+        row = await self._db.fetch_one(Q.ACCOUNT_GET_BY_EMAIL, {"email_key": rows.email_key(email)})
         return None if row is None else rows.account_from_row(row, self._codec)
 
-    def record_failed_login(self, email: str, at: datetime) -> None:
+    async def record_failed_login(self, email: str, at: datetime) -> None:
         """Remember a failed approval for rate limiting."""
-        self._db.execute(
+        await self._db.execute(
             Q.FAILED_LOGIN_INSERT,
             {"email_key": rows.email_key(email), "failed_at": self._codec.timestamp(at)},
         )
 
-    def count_failed_logins(self, email: str, since: datetime) -> int:
+    async def count_failed_logins(self, email: str, since: datetime) -> int:
         """Failed approvals for ``email`` since ``since``."""
         return _count(
-            self._db.fetch_one(
+            await self._db.fetch_one(
                 Q.FAILED_LOGIN_COUNT,
                 {"email_key": rows.email_key(email), "since": self._codec.timestamp(since)},
             )
@@ -721,42 +751,48 @@ class SqlAccountRepository(_Repository):
 class SqlDeviceGrantRepository(_Repository):
     """Device-code grants; each look-up gives the newest matching grant."""
 
-    def _find(self, query: Q, column: str, value: str, *, lock: bool = False) -> DeviceGrant | None:
-        row = self._db.fetch_one(query, {column: value}, writes=lock)
+    async def _find(
+        self, query: Q, column: str, value: str, *, lock: bool = False
+    ) -> DeviceGrant | None:
+        row = await self._db.fetch_one(query, {column: value}, writes=lock)
         return None if row is None else rows.device_grant_from_row(row, self._codec)
 
-    def add(self, grant: DeviceGrant) -> None:
+    async def add(self, grant: DeviceGrant) -> None:
         """Store a new grant."""
-        self._db.execute(Q.DEVICE_GRANT_INSERT, rows.device_grant_params(grant, self._codec))
+        await self._db.execute(Q.DEVICE_GRANT_INSERT, rows.device_grant_params(grant, self._codec))
 
-    def get_by_device_code(self, device_code_hash: str) -> DeviceGrant | None:
+    async def get_by_device_code(self, device_code_hash: str) -> DeviceGrant | None:
         """A grant by the hash of its device code."""
-        return self._find(Q.DEVICE_GRANT_BY_DEVICE_CODE, "device_code_hash", device_code_hash)
+        return await self._find(Q.DEVICE_GRANT_BY_DEVICE_CODE, "device_code_hash", device_code_hash)
 
-    def get_by_user_code(self, user_code: str) -> DeviceGrant | None:
+    async def get_by_user_code(self, user_code: str) -> DeviceGrant | None:
         """The newest grant with this user code."""
-        return self._find(Q.DEVICE_GRANT_BY_USER_CODE, "user_code", user_code)
+        return await self._find(Q.DEVICE_GRANT_BY_USER_CODE, "user_code", user_code)
 
-    def get_by_device_code_for_update(self, device_code_hash: str) -> DeviceGrant | None:
+    async def get_by_device_code_for_update(self, device_code_hash: str) -> DeviceGrant | None:
         """A grant by the hash of its device code, locked until the unit of work ends."""
-        return self._find(
+        return await self._find(
             Q.DEVICE_GRANT_BY_DEVICE_CODE_FOR_UPDATE,
             "device_code_hash",
             device_code_hash,
             lock=True,
         )
 
-    def get_by_user_code_for_update(self, user_code: str) -> DeviceGrant | None:
+    async def get_by_user_code_for_update(self, user_code: str) -> DeviceGrant | None:
         """The newest grant with this user code, locked until the unit of work ends."""
-        return self._find(Q.DEVICE_GRANT_BY_USER_CODE_FOR_UPDATE, "user_code", user_code, lock=True)
+        return await self._find(
+            Q.DEVICE_GRANT_BY_USER_CODE_FOR_UPDATE, "user_code", user_code, lock=True
+        )
 
-    def get_by_access_token(self, access_token_hash: str) -> DeviceGrant | None:
+    async def get_by_access_token(self, access_token_hash: str) -> DeviceGrant | None:
         """The grant that issued this access token."""
-        return self._find(Q.DEVICE_GRANT_BY_ACCESS_TOKEN, "access_token_hash", access_token_hash)
+        return await self._find(
+            Q.DEVICE_GRANT_BY_ACCESS_TOKEN, "access_token_hash", access_token_hash
+        )
 
-    def update(self, grant: DeviceGrant) -> None:
+    async def update(self, grant: DeviceGrant) -> None:
         """Store a changed grant."""
-        changed = self._db.execute(
+        changed = await self._db.execute(
             Q.DEVICE_GRANT_UPDATE, rows.device_grant_params(grant, self._codec)
         )
         _require(changed == 1, "update of a missing device_grants row")

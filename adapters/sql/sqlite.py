@@ -2,35 +2,44 @@
 
     database = SqliteDatabase(data_dir / "strongroom.sqlite3")
     database.migrate()            # apply pending migrations (safe with several processes)
-    uow_factory = database.uow    # a UnitOfWorkFactory
+    uow_factory = database.uow    # a UnitOfWorkFactory: ``async with uow_factory() as uow``
     ...
-    database.close()              # close idle connections (or use ``with database:``)
+    await database.aclose()      # or ``database.close()`` from synchronous code
 
 The database runs in WAL mode (readers never wait for the writer; ``migrate`` switches the
 file to it once) with foreign keys on and ``synchronous=FULL`` (a committed unit of work
 survives a power cut). Connections are reused from a small idle list, one unit of work at
 a time each. The path must be a file: ``:memory:`` would be one database per connection.
 
-SQLite has no row locks. A unit of work takes the database's write lock (``BEGIN
-IMMEDIATE``) at its first statement that writes or locks, and holds it to its end: writers
-are serialised, which is exactly what ``get_for_update`` needs, and a waiting writer gives
-up with ``UpstreamUnavailableError`` after ``busy_timeout`` seconds.
+``sqlite3`` blocks, so no statement runs on the event loop: each is handed to a small pool
+of threads owned by the database, and the coroutine waits for it. Any event loop (a
+server's, a blocking facade's, a test's) may use the same database.
+
+SQLite has no row locks. A unit of work becomes the database's one writer at its first
+statement that writes or locks: it queues for ``writer`` (an ``AnyLoopLock``, so waiting
+blocks no loop and no thread), then takes SQLite's write lock (``BEGIN IMMEDIATE``), and
+holds both to its end. Writers are serialised, which is exactly what ``get_for_update``
+needs. A writer that waits longer than ``busy_timeout`` seconds, in the queue or for
+another process's write lock, gives up with ``UpstreamUnavailableError``.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import re
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from types import TracebackType
-from typing import Any, Self
+from typing import Any, Literal, Self, TypeVar
 from uuid import UUID
 
+from strongroom.adapters.concurrency import AnyLoopLock
 from strongroom.adapters.sql.catalog import Dialect, Q, queries_for
 from strongroom.adapters.sql.errors import DATABASE_UNAVAILABLE, refusal
 from strongroom.adapters.sql.migrate import (
@@ -40,8 +49,10 @@ from strongroom.adapters.sql.migrate import (
     run_migrations,
 )
 from strongroom.adapters.sql.rows import Codec, Params, Row
-from strongroom.adapters.sql.unit_of_work import OneUnitPerThread, SqlUnitOfWork
+from strongroom.adapters.sql.unit_of_work import OneUnitPerTask, SqlUnitOfWork
 from strongroom.domain.errors import UpstreamUnavailableError
+
+T = TypeVar("T")
 
 # The runner's own statements (the version table is not part of the canonical schema).
 _CREATE_VERSION_TABLE = """
@@ -130,8 +141,12 @@ class SqliteDatabase:
         *,
         busy_timeout: float = 5.0,
         max_idle_connections: int = 8,
+        threads: int = 4,
     ) -> None:
-        """Nothing is opened until the first unit of work or ``migrate``."""
+        """Nothing is opened until the first unit of work or ``migrate``.
+
+        ``threads`` is how many statements may run at once (readers; there is one writer).
+        """
         self.path = os.fspath(path)
         if self.path == ":memory:" or self.path.startswith("file::memory:"):
             raise ValueError("an in-memory SQLite database is one per connection: give a file")
@@ -140,7 +155,12 @@ class SqliteDatabase:
         self._idle: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
         self._closed = False
-        self._guard = OneUnitPerThread()
+        self._executor = ThreadPoolExecutor(
+            max_workers=threads, thread_name_prefix="strongroom-sqlite"
+        )
+        # Held by the one unit of work that writes, from its BEGIN IMMEDIATE to its end.
+        self.writer = AnyLoopLock()
+        self._guard = OneUnitPerTask()
         self.queries = queries_for(Dialect.SQLITE)
         self.codec = SqliteCodec()
 
@@ -150,6 +170,22 @@ class SqliteDatabase:
 
     def _transaction(self) -> SqliteTransaction:
         return SqliteTransaction(self)
+
+    async def run(self, work: Callable[[], T], *, finishing: bool = False) -> T:
+        """The result of ``work()``, run on one of the database's threads (never the loop).
+
+        ``finishing`` work (giving a connection back) still runs once the database is
+        closed, on the caller's thread: the threads are gone by then.
+        """
+        with self._lock:
+            closed = self._closed
+            if not closed:
+                future = self._executor.submit(work)
+        if closed:
+            if finishing:
+                return work()
+            raise RuntimeError("this SqliteDatabase is closed")
+        return await asyncio.wrap_future(future)
 
     def migrate(self) -> list[Migration]:
         """Switch the file to WAL and apply every pending migration; the ones applied."""
@@ -175,12 +211,19 @@ class SqliteDatabase:
                 time.sleep(0.01)
 
     def close(self) -> None:
-        """Close idle connections; those in use close when their unit of work ends."""
+        """Stop the statement threads (after the statements queued) and close idle
+        connections; those in use close when their unit of work ends. Blocks: from async
+        code use ``aclose``."""
         with self._lock:
             self._closed = True
             idle, self._idle = self._idle, []
+        self._executor.shutdown(wait=True)
         for connection in idle:
             connection.close()
+
+    async def aclose(self) -> None:
+        """``close`` without blocking the event loop."""
+        await asyncio.to_thread(self.close)
 
     def __enter__(self) -> Self:
         return self
@@ -192,6 +235,17 @@ class SqliteDatabase:
         traceback: TracebackType | None,
     ) -> None:
         self.close()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        await self.aclose()
 
     def connect(self) -> sqlite3.Connection:
         """A new connection, configured as every unit of work's (the caller closes it)."""
@@ -230,26 +284,35 @@ class SqliteDatabase:
 
 
 class SqliteTransaction:
-    """The statements of one unit of work on one connection."""
+    """The statements of one unit of work on one connection, run on the database's threads.
+
+    Every statement of the unit goes through ``_call``, one at a time on its connection:
+    a statement whose caller was cancelled may still be running when the unit ends.
+    """
 
     def __init__(self, database: SqliteDatabase) -> None:
         self._database = database
         self._queries = database.queries
         self.codec: Codec = database.codec
         self._connection: sqlite3.Connection | None = None
+        self._used = False  # a statement was handed to a thread (it may not have run yet)
+        self._serial = threading.Lock()
         self._writing = False
+        self._holds_writer = False
         self._reusable = True
 
-    def _cursor(
-        self, query: Q, params: Params, filters: Sequence[Q], writes: bool
-    ) -> sqlite3.Cursor:
-        text = self._queries.text(query, filters)
-        if self._connection is None:
-            self._connection = self._database.acquire()
-        if writes and not self._writing:
-            self._connection.execute("BEGIN IMMEDIATE")
-            self._writing = True
-        return self._connection.execute(text, params)
+    async def _call(self, work: Callable[[sqlite3.Connection], T], params: Params) -> T:
+        def job() -> T:
+            with self._serial:
+                if self._connection is None:
+                    self._connection = self._database.acquire()
+                return work(self._connection)
+
+        self._used = True
+        try:
+            return await self._database.run(job)
+        except sqlite3.Error as error:
+            raise self._failed(error, params) from error
 
     def _failed(self, error: sqlite3.Error, params: Params) -> Exception:
         translated = translate(error, params)
@@ -257,69 +320,110 @@ class SqliteTransaction:
             self._reusable = False
         return translated
 
-    def fetch_one(
+    async def _take_writer(self) -> None:
+        """Queue for the database's one writer, as long as SQLite's own busy timeout."""
+        try:
+            async with asyncio.timeout(self._database.busy_timeout):
+                await self._database.writer.acquire()
+        except TimeoutError:
+            raise UpstreamUnavailableError(DATABASE_UNAVAILABLE) from None
+        self._holds_writer = True
+
+    def _drop_writer(self) -> None:
+        if self._holds_writer:
+            self._holds_writer = False
+            self._database.writer.release()
+
+    async def _statement(
+        self, query: Q, params: Params, filters: Sequence[Q], writes: bool, fetch: _Fetch
+    ) -> Any:
+        text = self._queries.text(query, filters)
+        begin = writes and not self._writing
+        if begin and not self._holds_writer:
+            await self._take_writer()
+
+        def work(connection: sqlite3.Connection) -> Any:
+            if begin:
+                connection.execute("BEGIN IMMEDIATE")
+                self._writing = True
+            cursor = connection.execute(text, params)
+            try:
+                if fetch == "one":
+                    return cursor.fetchone()
+                if fetch == "all":
+                    return cursor.fetchall()
+                return cursor.rowcount
+            finally:
+                cursor.close()
+
+        try:
+            return await self._call(work, params)
+        except Exception:
+            # BEGIN IMMEDIATE itself failed: nothing is held. (A cancelled caller keeps the
+            # writer: its statement may still be running, and ``close`` ends both.)
+            if begin and not self._writing:
+                self._drop_writer()
+            raise
+
+    async def fetch_one(
         self, query: Q, params: Params, *, filters: Sequence[Q] = (), writes: bool = False
     ) -> Row | None:
         """The first row of ``query``."""
-        try:
-            cursor = self._cursor(query, params, filters, writes)
-            try:
-                row: Row | None = cursor.fetchone()
-            finally:
-                cursor.close()
-        except sqlite3.Error as error:
-            raise self._failed(error, params) from error
+        row: Row | None = await self._statement(query, params, filters, writes, "one")
         return row
 
-    def fetch_all(self, query: Q, params: Params, *, filters: Sequence[Q] = ()) -> list[Row]:
+    async def fetch_all(self, query: Q, params: Params, *, filters: Sequence[Q] = ()) -> list[Row]:
         """Every row of a read."""
-        try:
-            cursor = self._cursor(query, params, filters, False)
-            try:
-                found: list[Row] = cursor.fetchall()
-            finally:
-                cursor.close()
-        except sqlite3.Error as error:
-            raise self._failed(error, params) from error
+        found: list[Row] = await self._statement(query, params, filters, False, "all")
         return found
 
-    def execute(self, query: Q, params: Params) -> int:
+    async def execute(self, query: Q, params: Params) -> int:
         """Run a write inside the write transaction; the number of rows it changed."""
-        try:
-            cursor = self._cursor(query, params, (), True)
-            changed = cursor.rowcount
-            cursor.close()
-        except sqlite3.Error as error:
-            raise self._failed(error, params) from error
+        changed: int = await self._statement(query, params, (), True, "count")
         return changed
 
-    def commit(self) -> None:
-        """Commit the write transaction, if one is open."""
+    async def commit(self) -> None:
+        """Commit the write transaction, if one is open, and let the next writer in."""
         if self._connection is None or not self._writing:
             return
-        try:
-            self._connection.execute("COMMIT")
-        except sqlite3.Error as error:
-            raise self._failed(error, {}) from error
-        self._writing = False
 
-    def ping(self) -> None:
-        """Read the schema table: the file is there and readable."""
-        self.fetch_one(Q.PING, {})
-
-    def close(self) -> None:
-        """Roll back what was not committed; give the connection back."""
-        connection, self._connection = self._connection, None
-        if connection is None:
-            return
-        try:
-            if connection.in_transaction:
-                connection.execute("ROLLBACK")
-        except sqlite3.Error:
-            self._reusable = False
-        finally:
+        def work(connection: sqlite3.Connection) -> None:
+            connection.execute("COMMIT")
             self._writing = False
-            self._database.release(connection, reusable=self._reusable)
+
+        await self._call(work, {})
+        self._drop_writer()
+
+    async def ping(self) -> None:
+        """Read the schema table: the file is there and readable."""
+        await self.fetch_one(Q.PING, {})
+
+    async def close(self) -> None:
+        """Roll back what was not committed; give the connection back."""
+
+        def finish() -> None:
+            with self._serial:
+                connection, self._connection = self._connection, None
+                if connection is None:
+                    return
+                try:
+                    if connection.in_transaction:
+                        connection.execute("ROLLBACK")
+                except sqlite3.Error:
+                    self._reusable = False
+                finally:
+                    self._writing = False
+                    self._database.release(connection, reusable=self._reusable)
+
+        try:
+            if self._used:
+                # Shielded: a cancelled caller must not leave the connection unreturned.
+                await asyncio.shield(self._database.run(finish, finishing=True))
+        finally:
+            self._drop_writer()
+
+
+_Fetch = Literal["one", "all", "count"]
 
 
 class _SqliteMigrationTarget:

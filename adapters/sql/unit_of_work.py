@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
+from contextvars import ContextVar
 from types import TracebackType
 from typing import TYPE_CHECKING, Protocol, Self
 
@@ -34,40 +34,46 @@ if TYPE_CHECKING:
 class Transaction(Statements, Protocol):
     """One unit of work's connection and transaction, in one dialect."""
 
-    def commit(self) -> None:
+    async def commit(self) -> None:
         """Commit what was written so far (later writes open a new transaction)."""
         ...
 
-    def ping(self) -> None:
+    async def ping(self) -> None:
         """Raise ``UpstreamUnavailableError`` unless the database answers."""
         ...
 
-    def close(self) -> None:
+    async def close(self) -> None:
         """Roll back whatever was not committed and give the connection back."""
         ...
 
 
-class OneUnitPerThread:
-    """Refuses a unit of work opened inside another on the same thread, as the in-memory
+class OneUnitPerTask:
+    """Refuses a unit of work opened inside another in the same task, as the in-memory
     adapter does: against a real database the inner one would wait for the outer one's
-    locks until a timeout."""
+    locks until a timeout.
+
+    Tasks started inside a unit inherit the mark (they copy the context), so they cannot
+    open units of their own either.
+    """
 
     def __init__(self) -> None:
-        self._local = threading.local()
+        self._active: ContextVar[bool] = ContextVar("strongroom_sql_unit_open", default=False)
 
     def enter(self) -> None:
-        """Mark this thread as inside a unit of work."""
-        if getattr(self._local, "active", False):
-            raise RuntimeError("a unit of work is already open on this thread")
-        self._local.active = True
+        """Mark this task as inside a unit of work."""
+        if self._active.get():
+            raise RuntimeError("a unit of work is already open in this task")
+        self._active.set(True)
 
     def leave(self) -> None:
-        """Mark this thread as outside any unit of work."""
-        self._local.active = False
+        """Mark this task as outside any unit of work."""
+        # Not ``reset(token)``: a blocking view enters and leaves in two different tasks,
+        # and a token only resets in the context that made it.
+        self._active.set(False)
 
 
 class SqlUnitOfWork:
-    """Repositories over one transaction; rolled back unless committed.
+    """Repositories over one transaction; rolled back unless committed (``async with``).
 
     No connection is taken until the first statement, and no transaction is opened until
     the first statement that writes or locks.
@@ -89,12 +95,12 @@ class SqlUnitOfWork:
     accounts: ports.AccountRepository
     device_grants: ports.DeviceGrantRepository
 
-    def __init__(self, begin: Callable[[], Transaction], guard: OneUnitPerThread) -> None:
+    def __init__(self, begin: Callable[[], Transaction], guard: OneUnitPerTask) -> None:
         self._begin = begin
         self._guard = guard
         self._tx: Transaction | None = None
 
-    def __enter__(self) -> Self:
+    async def __aenter__(self) -> Self:
         self._guard.enter()
         try:
             tx = self._tx = self._begin()
@@ -118,7 +124,7 @@ class SqlUnitOfWork:
         self.device_grants = SqlDeviceGrantRepository(tx)
         return self
 
-    def __exit__(
+    async def __aexit__(
         self,
         exc_type: type[BaseException] | None,
         exc: BaseException | None,
@@ -127,22 +133,22 @@ class SqlUnitOfWork:
         if self._tx is None:
             raise RuntimeError("exit of a unit of work that was not entered")
         try:
-            self._tx.close()
+            await self._tx.close()
         finally:
             self._tx = None
             self._guard.leave()
 
-    def commit(self) -> None:
+    async def commit(self) -> None:
         """Make this unit's changes durable and visible to every later one."""
         if self._tx is None:
             raise RuntimeError("commit outside a unit of work")
-        self._tx.commit()
+        await self._tx.commit()
 
-    def ping(self) -> None:
+    async def ping(self) -> None:
         """Raise ``UpstreamUnavailableError`` when the database does not answer."""
         if self._tx is None:
             raise RuntimeError("ping outside a unit of work")
-        self._tx.ping()
+        await self._tx.ping()
 
 
 if TYPE_CHECKING:

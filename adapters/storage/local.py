@@ -14,10 +14,18 @@ resolved below the root, so no path can leave it.
 
 Locks are the adapter's own: an object whose ``locked_until`` lies ahead cannot be
 removed, overwritten or have its lock shortened, whoever asks.
+
+The port's I/O methods are coroutines that run the blocking file work (private methods of
+the same name with a leading underscore) in a worker thread through ``asyncio.to_thread``,
+so a slow disk never stalls the event loop. Presigning and verifying a presigned request
+are pure computation and stay synchronous, as does receiving a body (``open_writer``,
+``Writer``): the storage endpoint decides where that runs (it finishes a body, the part
+that syncs and renames files, in a worker thread).
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import functools
 import hashlib
@@ -28,6 +36,7 @@ import re
 import secrets
 import shutil
 import tempfile
+import threading
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -112,6 +121,7 @@ class LocalDiskStorage:
         clock: Callable[[], datetime] = _now,
     ) -> None:
         self._root = root
+        self._root_lock = threading.Lock()
         self._key = hmac.new(signing_key, b"strongroom local storage", hashlib.sha256).digest()
         self._clock = clock
 
@@ -122,7 +132,9 @@ class LocalDiskStorage:
     def root(self) -> Path:
         """The storage directory (a fresh temporary one when none was given)."""
         if self._root is None:
-            self._root = Path(tempfile.mkdtemp(prefix="strongroom-objects-"))
+            with self._root_lock:  # worker threads may ask at once: make only one
+                if self._root is None:
+                    self._root = Path(tempfile.mkdtemp(prefix="strongroom-objects-"))
         return self._root
 
     def _path(self, area: str, key: str, suffix: str = "") -> Path:
@@ -179,8 +191,11 @@ class LocalDiskStorage:
     # ----------------------------------------------------------------------------------
     # Namespaces
 
-    def provision_namespace(self, workspace_id: UUID) -> str:
+    async def provision_namespace(self, workspace_id: UUID) -> str:
         """A directory per workspace, named after it."""
+        return await asyncio.to_thread(self._provision_namespace, workspace_id)
+
+    def _provision_namespace(self, workspace_id: UUID) -> str:
         namespace = f"ws-{workspace_id.hex}"
         try:
             self.object_path(namespace).mkdir(parents=True, exist_ok=True)
@@ -188,22 +203,25 @@ class LocalDiskStorage:
             raise UpstreamUnavailableError("object storage is unavailable") from error
         return namespace
 
-    def remove_namespace(self, namespace: str) -> None:
+    async def remove_namespace(self, namespace: str) -> None:
         """Remove every object of a namespace; ``ObjectLockedError`` if one is locked (the
         unlocked ones are removed all the same)."""
-        self.delete_prefix(namespace)
+        await asyncio.to_thread(self._delete_prefix, namespace)
 
-    @_disk_errors
-    def delete_prefix(self, prefix: str) -> None:
+    async def delete_prefix(self, prefix: str) -> None:
         """Remove every object below ``prefix``, except locked ones (then
         ``ObjectLockedError``)."""
+        await asyncio.to_thread(self._delete_prefix, prefix)
+
+    @_disk_errors
+    def _delete_prefix(self, prefix: str) -> None:
         base = self.object_path(prefix)
         locked: list[str] = []
         for path in sorted(base.rglob("*"), reverse=True):
             if path.is_file():
                 key = path.relative_to(self.root / "objects").as_posix()
                 try:
-                    self.delete(key)
+                    self._delete(key)
                 except ObjectLockedError:
                     locked.append(key)
         if locked:
@@ -211,8 +229,11 @@ class LocalDiskStorage:
         shutil.rmtree(base, ignore_errors=True)
         shutil.rmtree(self._path("meta", prefix), ignore_errors=True)
 
-    def ping(self) -> None:
+    async def ping(self) -> None:
         """The directory must exist and be writable."""
+        await asyncio.to_thread(self._ping)
+
+    def _ping(self) -> None:
         try:
             self._tmp()
             with tempfile.TemporaryFile(dir=self._tmp()):
@@ -258,7 +279,7 @@ class LocalDiskStorage:
         )
         return PresignedRequest("PUT", url, {"Content-Length": str(size)})
 
-    def presign_get(self, key: str, expires_at: datetime) -> PresignedRequest:
+    async def presign_get(self, key: str, expires_at: datetime) -> PresignedRequest:
         """A signed GET of the object."""
         return PresignedRequest("GET", self._presign("GET", key, expires_at))
 
@@ -334,9 +355,12 @@ class LocalDiskStorage:
     # ----------------------------------------------------------------------------------
     # Multipart
 
-    @_disk_errors
-    def start_multipart(self, key: str) -> str:
+    async def start_multipart(self, key: str) -> str:
         """A new upload directory."""
+        return await asyncio.to_thread(self._start_multipart, key)
+
+    @_disk_errors
+    def _start_multipart(self, key: str) -> str:
         upload_id = secrets.token_hex(16)
         self._write_json(
             self._upload_dir(upload_id) / "info.json",
@@ -344,9 +368,12 @@ class LocalDiskStorage:
         )
         return upload_id
 
-    @_disk_errors
-    def list_parts(self, key: str, upload_id: str) -> list[StoredPart] | None:
+    async def list_parts(self, key: str, upload_id: str) -> list[StoredPart] | None:
         """The parts whose bytes arrived completely."""
+        return await asyncio.to_thread(self._list_parts, key, upload_id)
+
+    @_disk_errors
+    def _list_parts(self, key: str, upload_id: str) -> list[StoredPart] | None:
         upload = self._upload_dir(upload_id)
         info = _read_json(upload / "info.json")
         if info is None or info["key"] != key:
@@ -359,9 +386,12 @@ class LocalDiskStorage:
                 parts.append(StoredPart(number, data["size"], data["etag"]))
         return parts
 
-    @_disk_errors
-    def complete_multipart(self, key: str, upload_id: str, parts: list[StoredPart]) -> None:
+    async def complete_multipart(self, key: str, upload_id: str, parts: list[StoredPart]) -> None:
         """Concatenate the parts into the object, computing its sha256 on the way."""
+        await asyncio.to_thread(self._complete_multipart, key, upload_id, parts)
+
+    @_disk_errors
+    def _complete_multipart(self, key: str, upload_id: str, parts: list[StoredPart]) -> None:
         upload = self._upload_dir(upload_id)
         self._ensure_unlocked(key)
         with self._temporary() as (handle, path):
@@ -381,17 +411,23 @@ class LocalDiskStorage:
         self._write_json(self._meta_path(key), {"size": size, "sha256": digest.hexdigest()})
         shutil.rmtree(upload, ignore_errors=True)
 
-    @_disk_errors
-    def abort_multipart(self, key: str, upload_id: str) -> None:
+    async def abort_multipart(self, key: str, upload_id: str) -> None:
         """Drop the upload directory."""
+        await asyncio.to_thread(self._abort_multipart, key, upload_id)
+
+    @_disk_errors
+    def _abort_multipart(self, key: str, upload_id: str) -> None:
         upload = self._upload_dir(upload_id)
         info = _read_json(upload / "info.json")
         if info is not None and info["key"] == key:
             shutil.rmtree(upload, ignore_errors=True)
 
-    @_disk_errors
-    def pending_uploads(self, older_than: datetime) -> list[PendingUpload]:
+    async def pending_uploads(self, older_than: datetime) -> list[PendingUpload]:
         """Uploads begun before ``older_than``."""
+        return await asyncio.to_thread(self._pending_uploads, older_than)
+
+    @_disk_errors
+    def _pending_uploads(self, older_than: datetime) -> list[PendingUpload]:
         found = []
         for info_path in (self.root / "uploads").glob("*/info.json"):
             info = _read_json(info_path)
@@ -405,17 +441,23 @@ class LocalDiskStorage:
     # ----------------------------------------------------------------------------------
     # Objects
 
-    @_disk_errors
-    def stat(self, key: str) -> StoredObject | None:
+    async def stat(self, key: str) -> StoredObject | None:
         """Size and sha256 (this storage always knows the digest)."""
+        return await asyncio.to_thread(self._stat, key)
+
+    @_disk_errors
+    def _stat(self, key: str) -> StoredObject | None:
         meta = self._meta(key)
         if meta is None or not self.object_path(key).is_file():
             return None
         return StoredObject(meta["size"], meta["sha256"])
 
-    @_disk_errors
-    def lock(self, key: str, until: datetime) -> None:
+    async def lock(self, key: str, until: datetime) -> None:
         """Record the lock; a shorter one than already set is refused."""
+        await asyncio.to_thread(self._lock, key, until)
+
+    @_disk_errors
+    def _lock(self, key: str, until: datetime) -> None:
         meta = self._meta(key)
         if meta is None:
             raise UpstreamUnavailableError(f"object {key} is not in storage")
@@ -424,9 +466,12 @@ class LocalDiskStorage:
             raise ObjectLockedError(f"object {key} is locked until {current.isoformat()}")
         self._write_json(self._meta_path(key), {**meta, "locked_until": until.isoformat()})
 
-    @_disk_errors
-    def delete(self, key: str) -> None:
+    async def delete(self, key: str) -> None:
         """Remove the object and its metadata unless it is locked."""
+        await asyncio.to_thread(self._delete, key)
+
+    @_disk_errors
+    def _delete(self, key: str) -> None:
         self._ensure_unlocked(key)
         self.object_path(key).unlink(missing_ok=True)
         self._meta_path(key).unlink(missing_ok=True)

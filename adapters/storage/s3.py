@@ -13,10 +13,16 @@ Every minio or connection error is turned into a port error here, in ``_translat
 ``ObjectLockedError`` for the store's refusals of a locked object, ``UpstreamUnavailable``
 for the rest. The multipart calls use minio's underscore methods (create, list parts,
 complete, abort, list uploads): the SDK offers no public API for presigned multipart.
+
+minio blocks, so the port's I/O methods are coroutines that run the blocking calls (private
+methods of the same name with a leading underscore) in a worker thread through
+``asyncio.to_thread``. Every request stays bounded by the HTTP client's timeouts (5 s to
+connect, ``timeout`` to read, two retries), the calls to a customer's bucket included.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import hashlib
 import hmac
@@ -173,21 +179,25 @@ class S3Storage:
     # Bucket and namespaces
 
     def ensure_bucket(self) -> None:
-        """Create the bucket with Object Lock when it does not exist."""
+        """Create the bucket with Object Lock when it does not exist (blocking: called once
+        at start-up, before the event loop serves anything)."""
         with _translated("create the bucket"):
             if not self.client.bucket_exists(self.bucket):
                 self.client.make_bucket(self.bucket, object_lock=True)
 
-    def provision_namespace(self, workspace_id: UUID) -> str:
+    async def provision_namespace(self, workspace_id: UUID) -> str:
         """A prefix per workspace; nothing to create in S3."""
         return f"ws-{workspace_id.hex}"
 
-    def remove_namespace(self, namespace: str) -> None:
+    async def remove_namespace(self, namespace: str) -> None:
         """Remove every object version below the namespace's prefix."""
-        self.delete_prefix(namespace)
+        await asyncio.to_thread(self._delete_prefix, namespace)
 
-    def ping(self) -> None:
+    async def ping(self) -> None:
         """The bucket must answer."""
+        await asyncio.to_thread(self._ping)
+
+    def _ping(self) -> None:
         with _translated("answer"):
             if not self.client.bucket_exists(self.bucket):
                 raise UpstreamUnavailableError(f"bucket {self.bucket} does not exist")
@@ -224,12 +234,17 @@ class S3Storage:
         url = self._presign("PUT", key, expires_at, query, content_length=size)
         return PresignedRequest("PUT", url, {"Content-Length": str(size)})
 
-    def presign_get(self, key: str, expires_at: datetime) -> PresignedRequest:
+    async def presign_get(self, key: str, expires_at: datetime) -> PresignedRequest:
         """A presigned GET of the locked version when there is one.
 
         A still-valid upload URL can add a newer version over a confirmed object (the
-        bucket is versioned); the version that confirm locked is the one to serve.
+        bucket is versioned); the version that confirm locked is the one to serve. Finding
+        it asks the store (bounded by the client's timeouts), so unlike the other
+        presigning methods this one is not a local computation.
         """
+        return await asyncio.to_thread(self._presign_get, key, expires_at)
+
+    def _presign_get(self, key: str, expires_at: datetime) -> PresignedRequest:
         query: dict[str, str] | None = None
         locked = self._locked_version(key)
         if locked is not None:
@@ -261,14 +276,20 @@ class S3Storage:
     # ----------------------------------------------------------------------------------
     # Multipart
 
-    def start_multipart(self, key: str) -> str:
+    async def start_multipart(self, key: str) -> str:
         """CreateMultipartUpload."""
+        return await asyncio.to_thread(self._start_multipart, key)
+
+    def _start_multipart(self, key: str) -> str:
         with _translated("start a multipart upload"):
             upload_id: str = self.client._create_multipart_upload(self.bucket, key, {})
         return upload_id
 
-    def list_parts(self, key: str, upload_id: str) -> list[StoredPart] | None:
+    async def list_parts(self, key: str, upload_id: str) -> list[StoredPart] | None:
         """ListParts (every page); None when the upload is gone."""
+        return await asyncio.to_thread(self._list_parts, key, upload_id)
+
+    def _list_parts(self, key: str, upload_id: str) -> list[StoredPart] | None:
         found: list[StoredPart] = []
         marker: str | None = None
         try:
@@ -290,14 +311,20 @@ class S3Storage:
                 return None
             raise
 
-    def complete_multipart(self, key: str, upload_id: str, parts: list[StoredPart]) -> None:
+    async def complete_multipart(self, key: str, upload_id: str, parts: list[StoredPart]) -> None:
         """CompleteMultipartUpload."""
+        await asyncio.to_thread(self._complete_multipart, key, upload_id, parts)
+
+    def _complete_multipart(self, key: str, upload_id: str, parts: list[StoredPart]) -> None:
         ordered = [Part(p.number, p.etag) for p in sorted(parts, key=lambda p: p.number)]
         with _translated("complete a multipart upload"):
             self.client._complete_multipart_upload(self.bucket, key, upload_id, ordered)
 
-    def abort_multipart(self, key: str, upload_id: str) -> None:
+    async def abort_multipart(self, key: str, upload_id: str) -> None:
         """AbortMultipartUpload (an upload already gone is fine)."""
+        await asyncio.to_thread(self._abort_multipart, key, upload_id)
+
+    def _abort_multipart(self, key: str, upload_id: str) -> None:
         try:
             with _translated("abort a multipart upload"):
                 self.client._abort_multipart_upload(self.bucket, key, upload_id)
@@ -306,8 +333,11 @@ class S3Storage:
             if not (isinstance(cause, S3Error) and cause.code in _GONE):
                 raise
 
-    def pending_uploads(self, older_than: datetime) -> list[PendingUpload]:
+    async def pending_uploads(self, older_than: datetime) -> list[PendingUpload]:
         """ListMultipartUploads, filtered by initiation time."""
+        return await asyncio.to_thread(self._pending_uploads, older_than)
+
+    def _pending_uploads(self, older_than: datetime) -> list[PendingUpload]:
         found: list[PendingUpload] = []
         key_marker: str | None = None
         upload_marker: str | None = None
@@ -328,8 +358,11 @@ class S3Storage:
     # ----------------------------------------------------------------------------------
     # Objects
 
-    def stat(self, key: str) -> StoredObject | None:
+    async def stat(self, key: str) -> StoredObject | None:
         """HeadObject: the size (S3 cannot tell a whole object's sha256)."""
+        return await asyncio.to_thread(self._stat, key)
+
+    def _stat(self, key: str) -> StoredObject | None:
         try:
             with _translated("stat an object"):
                 info = self.client.stat_object(self.bucket, key)
@@ -340,9 +373,12 @@ class S3Storage:
             raise
         return StoredObject(int(info.size or 0))
 
-    def lock(self, key: str, until: datetime) -> None:
+    async def lock(self, key: str, until: datetime) -> None:
         """PutObjectRetention in COMPLIANCE mode on the current version, until ``until``
         rounded up to a whole second (``retain_until_date``)."""
+        await asyncio.to_thread(self._lock, key, until)
+
+    def _lock(self, key: str, until: datetime) -> None:
         with _translated("lock an object"):
             info = self.client.stat_object(self.bucket, key)
             self.client.set_object_retention(
@@ -352,15 +388,21 @@ class S3Storage:
                 version_id=info.version_id,
             )
 
-    def delete(self, key: str) -> None:
+    async def delete(self, key: str) -> None:
         """Delete every version of the object (the store refuses a locked one)."""
+        await asyncio.to_thread(self._delete, key)
+
+    def _delete(self, key: str) -> None:
         for version in self._versions(key, exact=True):
             with _translated("delete an object"):
                 self.client.remove_object(self.bucket, key, version_id=version)
 
-    def delete_prefix(self, prefix: str) -> None:
+    async def delete_prefix(self, prefix: str) -> None:
         """Delete every version below ``prefix/``; locked ones stay (then
         ``ObjectLockedError``)."""
+        await asyncio.to_thread(self._delete_prefix, prefix)
+
+    def _delete_prefix(self, prefix: str) -> None:
         locked = 0
         with _translated("list objects"):
             listed = list(

@@ -33,15 +33,15 @@ class IdentityProvider(Protocol):
     Failures to reach the provider raise ``UpstreamUnavailableError``.
     """
 
-    def verify_access_token(self, token: str) -> Identity:
+    async def verify_access_token(self, token: str) -> Identity:
         """The identity behind an access token; ``UnauthenticatedError`` if it is not valid."""
         ...
 
-    def create_organization(self, name: str) -> str:
+    async def create_organization(self, name: str) -> str:
         """Provision an organization and return its id."""
         ...
 
-    def delete_organization(self, org_id: str) -> None:
+    async def delete_organization(self, org_id: str) -> None:
         """Remove an organization (compensation of a failed provisioning, or deletion)."""
         ...
 

@@ -8,6 +8,6 @@ from typing import Protocol
 class Mailer(Protocol):
     """Delivers a message to one address."""
 
-    def send(self, to: str, subject: str, body: str) -> None:
+    async def send(self, to: str, subject: str, body: str) -> None:
         """Send (or queue) a message."""
         ...

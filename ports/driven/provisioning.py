@@ -9,11 +9,11 @@ from uuid import UUID
 class Billing(Protocol):
     """The billing system's customer records."""
 
-    def create_customer(self, workspace_id: UUID, name: str) -> str:
+    async def create_customer(self, workspace_id: UUID, name: str) -> str:
         """Create the workspace's customer record and return its id."""
         ...
 
-    def delete_customer(self, customer_id: str) -> None:
+    async def delete_customer(self, customer_id: str) -> None:
         """Remove a customer record."""
         ...
 
@@ -21,14 +21,14 @@ class Billing(Protocol):
 class StorageNamespaces(Protocol):
     """Per-workspace namespaces in object storage."""
 
-    def provision_namespace(self, workspace_id: UUID) -> str:
+    async def provision_namespace(self, workspace_id: UUID) -> str:
         """Create the workspace's namespace and return its name."""
         ...
 
-    def remove_namespace(self, namespace: str) -> None:
+    async def remove_namespace(self, namespace: str) -> None:
         """Remove an (empty or locked-free) namespace."""
         ...
 
-    def ping(self) -> None:
+    async def ping(self) -> None:
         """Raise ``UpstreamUnavailableError`` when storage does not answer (readiness)."""
         ...

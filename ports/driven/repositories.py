@@ -35,27 +35,27 @@ class IdempotencyKeyTakenError(Exception):
 class WorkspaceRepository(Protocol):
     """Workspaces."""
 
-    def add(self, workspace: Workspace) -> None:
+    async def add(self, workspace: Workspace) -> None:
         """Store a new workspace."""
         ...
 
-    def get(self, workspace_id: UUID) -> Workspace | None:
+    async def get(self, workspace_id: UUID) -> Workspace | None:
         """A workspace by id."""
         ...
 
-    def get_for_update(self, workspace_id: UUID) -> Workspace | None:
+    async def get_for_update(self, workspace_id: UUID) -> Workspace | None:
         """A workspace by id, locked until the unit of work ends (serialises quota checks)."""
         ...
 
-    def update(self, workspace: Workspace) -> None:
+    async def update(self, workspace: Workspace) -> None:
         """Store a changed workspace."""
         ...
 
-    def remove(self, workspace_id: UUID) -> None:
+    async def remove(self, workspace_id: UUID) -> None:
         """Delete a workspace and every record of it: members, backups, audit, credentials."""
         ...
 
-    def count_created_by(self, user_id: UUID) -> int:
+    async def count_created_by(self, user_id: UUID) -> int:
         """How many existing workspaces ``user_id`` created."""
         ...
 
@@ -63,35 +63,35 @@ class WorkspaceRepository(Protocol):
 class MembershipRepository(Protocol):
     """Who belongs to which workspace, with which role."""
 
-    def add(self, membership: Membership) -> None:
+    async def add(self, membership: Membership) -> None:
         """Store a membership."""
         ...
 
-    def get(self, workspace_id: UUID, user_id: UUID) -> Membership | None:
+    async def get(self, workspace_id: UUID, user_id: UUID) -> Membership | None:
         """One person's membership of a workspace."""
         ...
 
-    def list_for_user(self, user_id: UUID, page: PageRequest) -> Page[MemberWorkspace]:
+    async def list_for_user(self, user_id: UUID, page: PageRequest) -> Page[MemberWorkspace]:
         """The workspaces a person belongs to, newest workspace first."""
         ...
 
-    def count(self, workspace_id: UUID) -> int:
+    async def count(self, workspace_id: UUID) -> int:
         """How many members a workspace has."""
         ...
 
-    def list_members(self, workspace_id: UUID, page: PageRequest) -> Page[Member]:
+    async def list_members(self, workspace_id: UUID, page: PageRequest) -> Page[Member]:
         """A workspace's members with their email and name, newest first (by joining time)."""
         ...
 
-    def update(self, membership: Membership) -> None:
+    async def update(self, membership: Membership) -> None:
         """Store a member's new role (the joining time never changes)."""
         ...
 
-    def remove(self, workspace_id: UUID, user_id: UUID) -> None:
+    async def remove(self, workspace_id: UUID, user_id: UUID) -> None:
         """End a membership (nothing happens when there is none)."""
         ...
 
-    def count_with_role(self, workspace_id: UUID, role: str) -> int:
+    async def count_with_role(self, workspace_id: UUID, role: str) -> int:
         """How many members of a workspace hold ``role``."""
         ...
 
@@ -99,19 +99,19 @@ class MembershipRepository(Protocol):
 class UserRepository(Protocol):
     """People."""
 
-    def add(self, user: User) -> None:
+    async def add(self, user: User) -> None:
         """Store a new person."""
         ...
 
-    def get(self, user_id: UUID) -> User | None:
+    async def get(self, user_id: UUID) -> User | None:
         """A person by id."""
         ...
 
-    def get_for_update(self, user_id: UUID) -> User | None:
+    async def get_for_update(self, user_id: UUID) -> User | None:
         """A person by id, locked until the unit of work ends (serialises per-user quotas)."""
         ...
 
-    def get_by_subject(self, subject: str) -> User | None:
+    async def get_by_subject(self, subject: str) -> User | None:
         """A person by their identity provider subject."""
         ...
 
@@ -128,15 +128,15 @@ class SessionGrant:
 class SessionRepository(Protocol):
     """People's sessions."""
 
-    def add(self, session: Session) -> None:
+    async def add(self, session: Session) -> None:
         """Store a new session."""
         ...
 
-    def find(self, token_hash: str) -> SessionGrant | None:
+    async def find(self, token_hash: str) -> SessionGrant | None:
         """The session with this token hash, its user and their role in its workspace."""
         ...
 
-    def revoke(self, session_id: UUID, at: datetime) -> None:
+    async def revoke(self, session_id: UUID, at: datetime) -> None:
         """End a session."""
         ...
 
@@ -144,34 +144,34 @@ class SessionRepository(Protocol):
 class BackupRepository(Protocol):
     """Backups, always looked up inside one workspace."""
 
-    def add(self, backup: Backup) -> None:
+    async def add(self, backup: Backup) -> None:
         """Store a new backup; ``NameTakenError`` if its name is used (case-insensitively)."""
         ...
 
-    def get(self, workspace_id: UUID, backup_id: UUID) -> Backup | None:
+    async def get(self, workspace_id: UUID, backup_id: UUID) -> Backup | None:
         """A backup of this workspace."""
         ...
 
-    def get_for_update(self, workspace_id: UUID, backup_id: UUID) -> Backup | None:
+    async def get_for_update(self, workspace_id: UUID, backup_id: UUID) -> Backup | None:
         """A backup of this workspace, locked until the unit of work ends."""
         ...
 
-    def update(self, backup: Backup) -> None:
+    async def update(self, backup: Backup) -> None:
         """Store a changed backup; ``NameTakenError`` if its new name is used."""
         ...
 
-    def remove(self, workspace_id: UUID, backup_id: UUID) -> None:
+    async def remove(self, workspace_id: UUID, backup_id: UUID) -> None:
         """Delete a backup."""
         ...
 
-    def list(
+    async def list(
         self, workspace_id: UUID, page: PageRequest, worker_id: UUID | None = None
     ) -> Page[Backup]:
         """A workspace's backups, newest first; with ``worker_id``, only those assigned to
         that worker."""
         ...
 
-    def count(self, workspace_id: UUID) -> int:
+    async def count(self, workspace_id: UUID) -> int:
         """How many backups a workspace has."""
         ...
 
@@ -180,19 +180,19 @@ class RunRepository(Protocol):
     """Runs of backups, always looked up inside one workspace; a backup's removal takes its
     runs with it."""
 
-    def add(self, run: Run) -> None:
+    async def add(self, run: Run) -> None:
         """Store a new run (its backup must exist in its workspace)."""
         ...
 
-    def get(self, workspace_id: UUID, run_id: UUID) -> Run | None:
+    async def get(self, workspace_id: UUID, run_id: UUID) -> Run | None:
         """A run of this workspace."""
         ...
 
-    def get_for_update(self, workspace_id: UUID, run_id: UUID) -> Run | None:
+    async def get_for_update(self, workspace_id: UUID, run_id: UUID) -> Run | None:
         """A run of this workspace, locked until the unit of work ends."""
         ...
 
-    def update(self, run: Run) -> None:
+    async def update(self, run: Run) -> None:
         """Store a changed run (its state, times and counts)."""
         ...
 
@@ -201,36 +201,36 @@ class ArtifactRepository(Protocol):
     """Artifacts of runs, always looked up inside one workspace (the retention job's
     ``expired`` is the one look-up across workspaces); deleted ones keep their record."""
 
-    def add(self, artifact: Artifact) -> None:
+    async def add(self, artifact: Artifact) -> None:
         """Store a new artifact; its run must be a run of its backup in its workspace, and
         its name unused in the run."""
         ...
 
-    def get(self, workspace_id: UUID, artifact_id: UUID) -> Artifact | None:
+    async def get(self, workspace_id: UUID, artifact_id: UUID) -> Artifact | None:
         """An artifact of this workspace."""
         ...
 
-    def get_for_update(self, workspace_id: UUID, artifact_id: UUID) -> Artifact | None:
+    async def get_for_update(self, workspace_id: UUID, artifact_id: UUID) -> Artifact | None:
         """An artifact of this workspace, locked until the unit of work ends."""
         ...
 
-    def update(self, artifact: Artifact) -> None:
+    async def update(self, artifact: Artifact) -> None:
         """Store a changed artifact (state, upload, expiry and lock)."""
         ...
 
-    def find_in_run(self, workspace_id: UUID, run_id: UUID, name: str) -> Artifact | None:
+    async def find_in_run(self, workspace_id: UUID, run_id: UUID, name: str) -> Artifact | None:
         """The artifact of this name in a run."""
         ...
 
-    def list_for_run(self, workspace_id: UUID, run_id: UUID) -> list[Artifact]:
+    async def list_for_run(self, workspace_id: UUID, run_id: UUID) -> list[Artifact]:
         """Every artifact of a run, oldest first."""
         ...
 
-    def count_available(self, workspace_id: UUID, backup_id: UUID) -> int:
+    async def count_available(self, workspace_id: UUID, backup_id: UUID) -> int:
         """How many available artifacts a backup has."""
         ...
 
-    def any_locked(
+    async def any_locked(
         self,
         workspace_id: UUID,
         now: datetime,
@@ -241,15 +241,15 @@ class ArtifactRepository(Protocol):
         """Whether an available artifact (of a backup, in a storage) is locked at ``now``."""
         ...
 
-    def storage_bytes(self, workspace_id: UUID, *, with_pending: bool = False) -> int:
+    async def storage_bytes(self, workspace_id: UUID, *, with_pending: bool = False) -> int:
         """Total size of the available (and pending) artifacts in service storage."""
         ...
 
-    def expired(self, now: datetime, limit: int) -> list[Artifact]:
+    async def expired(self, now: datetime, limit: int) -> list[Artifact]:
         """Available artifacts of every workspace whose expiry has passed, oldest first."""
         ...
 
-    def list(self, workspace_id: UUID, deleted: bool, page: PageRequest) -> Page[Artifact]:
+    async def list(self, workspace_id: UUID, deleted: bool, page: PageRequest) -> Page[Artifact]:
         """A workspace's artifacts, newest first: deleted ones only, or every other."""
         ...
 
@@ -257,39 +257,39 @@ class ArtifactRepository(Protocol):
 class WorkerRepository(Protocol):
     """Machine executors of local backups."""
 
-    def add(self, worker: Worker) -> None:
+    async def add(self, worker: Worker) -> None:
         """Store a new worker."""
         ...
 
-    def exists(self, workspace_id: UUID, worker_id: UUID) -> bool:
+    async def exists(self, workspace_id: UUID, worker_id: UUID) -> bool:
         """Whether this workspace has this worker."""
         ...
 
-    def get(self, workspace_id: UUID, worker_id: UUID) -> Worker | None:
+    async def get(self, workspace_id: UUID, worker_id: UUID) -> Worker | None:
         """A worker of this workspace."""
         ...
 
-    def find(self, token_hash: str) -> Worker | None:
+    async def find(self, token_hash: str) -> Worker | None:
         """The worker whose current credential has this hash."""
         ...
 
-    def update(self, worker: Worker) -> None:
+    async def update(self, worker: Worker) -> None:
         """Store a changed worker (a rotated credential)."""
         ...
 
-    def touch(self, worker_id: UUID, at: datetime, stale_before: datetime) -> None:
+    async def touch(self, worker_id: UUID, at: datetime, stale_before: datetime) -> None:
         """Set ``last_seen_at`` to ``at`` unless it is already at or after ``stale_before``."""
         ...
 
-    def remove(self, workspace_id: UUID, worker_id: UUID) -> None:
+    async def remove(self, workspace_id: UUID, worker_id: UUID) -> None:
         """Delete a worker of this workspace (nothing happens when there is none)."""
         ...
 
-    def list(self, workspace_id: UUID, page: PageRequest) -> Page[Worker]:
+    async def list(self, workspace_id: UUID, page: PageRequest) -> Page[Worker]:
         """A workspace's workers, newest first."""
         ...
 
-    def count(self, workspace_id: UUID) -> int:
+    async def count(self, workspace_id: UUID) -> int:
         """How many workers a workspace has."""
         ...
 
@@ -297,31 +297,31 @@ class WorkerRepository(Protocol):
 class ApiKeyRepository(Protocol):
     """API keys, always looked up inside one workspace (or by their token's hash)."""
 
-    def add(self, key: ApiKey) -> None:
+    async def add(self, key: ApiKey) -> None:
         """Store a new key."""
         ...
 
-    def get(self, workspace_id: UUID, key_id: UUID) -> ApiKey | None:
+    async def get(self, workspace_id: UUID, key_id: UUID) -> ApiKey | None:
         """A key of this workspace."""
         ...
 
-    def find(self, token_hash: str) -> ApiKey | None:
+    async def find(self, token_hash: str) -> ApiKey | None:
         """The key whose token has this hash."""
         ...
 
-    def touch(self, key_id: UUID, at: datetime, stale_before: datetime) -> None:
+    async def touch(self, key_id: UUID, at: datetime, stale_before: datetime) -> None:
         """Set ``last_used_at`` to ``at`` unless it is already at or after ``stale_before``."""
         ...
 
-    def remove(self, workspace_id: UUID, key_id: UUID) -> None:
+    async def remove(self, workspace_id: UUID, key_id: UUID) -> None:
         """Delete a key of this workspace (nothing happens when there is none)."""
         ...
 
-    def list(self, workspace_id: UUID, page: PageRequest) -> Page[ApiKey]:
+    async def list(self, workspace_id: UUID, page: PageRequest) -> Page[ApiKey]:
         """A workspace's keys, newest first."""
         ...
 
-    def count(self, workspace_id: UUID) -> int:
+    async def count(self, workspace_id: UUID) -> int:
         """How many keys a workspace has."""
         ...
 
@@ -329,23 +329,23 @@ class ApiKeyRepository(Protocol):
 class RoleRepository(Protocol):
     """Custom roles of a workspace (built-in roles are constants of the domain)."""
 
-    def add(self, workspace_id: UUID, role: Role) -> None:
+    async def add(self, workspace_id: UUID, role: Role) -> None:
         """Store a custom role; ``NameTakenError`` if the workspace has that slug."""
         ...
 
-    def get(self, workspace_id: UUID, slug: str) -> Role | None:
+    async def get(self, workspace_id: UUID, slug: str) -> Role | None:
         """A custom role by slug."""
         ...
 
-    def list(self, workspace_id: UUID) -> list[Role]:
+    async def list(self, workspace_id: UUID) -> list[Role]:
         """Every custom role of a workspace, by slug."""
         ...
 
-    def update(self, workspace_id: UUID, role: Role) -> None:
+    async def update(self, workspace_id: UUID, role: Role) -> None:
         """Store a changed custom role (same slug)."""
         ...
 
-    def remove(self, workspace_id: UUID, slug: str) -> None:
+    async def remove(self, workspace_id: UUID, slug: str) -> None:
         """Delete a custom role (nothing happens when there is none)."""
         ...
 
@@ -353,28 +353,30 @@ class RoleRepository(Protocol):
 class InvitationRepository(Protocol):
     """Invitations, looked up inside their workspace, or by the invited email."""
 
-    def add(self, invitation: Invitation) -> None:
+    async def add(self, invitation: Invitation) -> None:
         """Store a new invitation."""
         ...
 
-    def get(self, workspace_id: UUID, invitation_id: UUID) -> Invitation | None:
+    async def get(self, workspace_id: UUID, invitation_id: UUID) -> Invitation | None:
         """An invitation of this workspace."""
         ...
 
-    def get_for_email(self, invitation_id: UUID, email: str) -> Invitation | None:
+    async def get_for_email(self, invitation_id: UUID, email: str) -> Invitation | None:
         """An invitation addressed to ``email`` (case-insensitively), locked until the unit
         of work ends (it is about to be used)."""
         ...
 
-    def update(self, invitation: Invitation) -> None:
+    async def update(self, invitation: Invitation) -> None:
         """Store a used invitation."""
         ...
 
-    def list(self, workspace_id: UUID, page: PageRequest) -> Page[Invitation]:
+    async def list(self, workspace_id: UUID, page: PageRequest) -> Page[Invitation]:
         """A workspace's invitations, newest first."""
         ...
 
-    def count_pending(self, workspace_id: UUID, now: datetime, role: str | None = None) -> int:
+    async def count_pending(
+        self, workspace_id: UUID, now: datetime, role: str | None = None
+    ) -> int:
         """Invitations neither used nor expired at ``now`` (only of ``role``, if given)."""
         ...
 
@@ -391,11 +393,13 @@ class AuditFilter:
 class AuditRepository(Protocol):
     """The audit trail."""
 
-    def add(self, event: AuditEvent) -> None:
+    async def add(self, event: AuditEvent) -> None:
         """Record an event."""
         ...
 
-    def list(self, workspace_id: UUID, filters: AuditFilter, page: PageRequest) -> Page[AuditEvent]:
+    async def list(
+        self, workspace_id: UUID, filters: AuditFilter, page: PageRequest
+    ) -> Page[AuditEvent]:
         """A workspace's events, newest first."""
         ...
 
@@ -415,16 +419,16 @@ class IdempotencyRecord:
 class IdempotencyRepository(Protocol):
     """Idempotency keys, stored in the same transaction as what they create."""
 
-    def reserve(self, record: IdempotencyRecord, expired_before: datetime) -> None:
+    async def reserve(self, record: IdempotencyRecord, expired_before: datetime) -> None:
         """Reserve a key; ``IdempotencyKeyTakenError`` if a record newer than
         ``expired_before`` holds it (an older one is replaced)."""
         ...
 
-    def get(self, scope: str, key: str) -> IdempotencyRecord | None:
+    async def get(self, scope: str, key: str) -> IdempotencyRecord | None:
         """A reserved key."""
         ...
 
-    def complete(self, scope: str, key: str, status: int, body: str) -> None:
+    async def complete(self, scope: str, key: str, status: int, body: str) -> None:
         """Attach the response to a reserved key."""
         ...
 
@@ -432,23 +436,23 @@ class IdempotencyRepository(Protocol):
 class AccountRepository(Protocol):
     """Local accounts of the built-in identity provider."""
 
-    def add(self, account: Account) -> None:
+    async def add(self, account: Account) -> None:
         """Store an account; ``NameTakenError`` if the email is taken (case-insensitively)."""
         ...
 
-    def get(self, account_id: UUID) -> Account | None:
+    async def get(self, account_id: UUID) -> Account | None:
         """An account by id."""
         ...
 
-    def get_by_email(self, email: str) -> Account | None:
+    async def get_by_email(self, email: str) -> Account | None:
         """An account by email, case-insensitively."""
         ...
 
-    def record_failed_login(self, email: str, at: datetime) -> None:
+    async def record_failed_login(self, email: str, at: datetime) -> None:
         """Remember a failed approval for rate limiting."""
         ...
 
-    def count_failed_logins(self, email: str, since: datetime) -> int:
+    async def count_failed_logins(self, email: str, since: datetime) -> int:
         """Failed approvals for ``email`` since ``since``."""
         ...
 
@@ -456,33 +460,33 @@ class AccountRepository(Protocol):
 class DeviceGrantRepository(Protocol):
     """Device-code grants of the built-in identity provider."""
 
-    def add(self, grant: DeviceGrant) -> None:
+    async def add(self, grant: DeviceGrant) -> None:
         """Store a new grant."""
         ...
 
-    def get_by_device_code(self, device_code_hash: str) -> DeviceGrant | None:
+    async def get_by_device_code(self, device_code_hash: str) -> DeviceGrant | None:
         """A grant by the hash of its device code."""
         ...
 
-    def get_by_user_code(self, user_code: str) -> DeviceGrant | None:
+    async def get_by_user_code(self, user_code: str) -> DeviceGrant | None:
         """The newest grant with this user code."""
         ...
 
-    def get_by_device_code_for_update(self, device_code_hash: str) -> DeviceGrant | None:
+    async def get_by_device_code_for_update(self, device_code_hash: str) -> DeviceGrant | None:
         """``get_by_device_code``, locked until the unit of work ends (the grant is about to
         change: two exchanges of one code must not both get a token)."""
         ...
 
-    def get_by_user_code_for_update(self, user_code: str) -> DeviceGrant | None:
+    async def get_by_user_code_for_update(self, user_code: str) -> DeviceGrant | None:
         """``get_by_user_code``, locked until the unit of work ends (failed approvals are
         counted exactly under concurrent attempts)."""
         ...
 
-    def get_by_access_token(self, access_token_hash: str) -> DeviceGrant | None:
+    async def get_by_access_token(self, access_token_hash: str) -> DeviceGrant | None:
         """The grant that issued this access token."""
         ...
 
-    def update(self, grant: DeviceGrant) -> None:
+    async def update(self, grant: DeviceGrant) -> None:
         """Store a changed grant."""
         ...
 

@@ -67,7 +67,7 @@ class ObjectStorage(StorageNamespaces, Protocol):
         """A single-request upload of exactly ``size`` bytes to ``key``."""
         ...
 
-    def start_multipart(self, key: str) -> str:
+    async def start_multipart(self, key: str) -> str:
         """Begin a multipart upload to ``key``; its upload id."""
         ...
 
@@ -77,39 +77,40 @@ class ObjectStorage(StorageNamespaces, Protocol):
         """An upload of part ``number`` (``size`` bytes) of a multipart upload."""
         ...
 
-    def list_parts(self, key: str, upload_id: str) -> list[StoredPart] | None:
+    async def list_parts(self, key: str, upload_id: str) -> list[StoredPart] | None:
         """The parts stored so far, by number; None when the upload no longer exists."""
         ...
 
-    def complete_multipart(self, key: str, upload_id: str, parts: list[StoredPart]) -> None:
+    async def complete_multipart(self, key: str, upload_id: str, parts: list[StoredPart]) -> None:
         """Join the parts into the object."""
         ...
 
-    def abort_multipart(self, key: str, upload_id: str) -> None:
+    async def abort_multipart(self, key: str, upload_id: str) -> None:
         """Drop an unfinished upload and its parts (nothing happens if it is gone)."""
         ...
 
-    def pending_uploads(self, older_than: datetime) -> list[PendingUpload]:
+    async def pending_uploads(self, older_than: datetime) -> list[PendingUpload]:
         """Multipart uploads begun before ``older_than`` and never finished."""
         ...
 
-    def stat(self, key: str) -> StoredObject | None:
+    async def stat(self, key: str) -> StoredObject | None:
         """The object at ``key``, or None."""
         ...
 
-    def lock(self, key: str, until: datetime) -> None:
+    async def lock(self, key: str, until: datetime) -> None:
         """Keep the object from removal until ``until`` (never shortens a longer lock)."""
         ...
 
-    def delete(self, key: str) -> None:
+    async def delete(self, key: str) -> None:
         """Remove the object (every version); ``ObjectLockedError`` inside its lock."""
         ...
 
-    def delete_prefix(self, prefix: str) -> None:
+    async def delete_prefix(self, prefix: str) -> None:
         """Remove every object below ``prefix/``; ``ObjectLockedError`` if one is locked
         (the others are removed all the same)."""
         ...
 
-    def presign_get(self, key: str, expires_at: datetime) -> PresignedRequest:
-        """A download of the object."""
+    async def presign_get(self, key: str, expires_at: datetime) -> PresignedRequest:
+        """A download of the object (async: a versioned store may look up which version
+        to serve)."""
         ...

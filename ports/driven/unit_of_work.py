@@ -28,7 +28,7 @@ from strongroom.ports.driven.repositories import (
 class UnitOfWork(Protocol):
     """Repositories that share one transaction.
 
-    Use as a context manager; leaving it without ``commit()`` rolls every change back.
+    Use as an async context manager; leaving it without ``commit()`` rolls every change back.
     """
 
     workspaces: WorkspaceRepository
@@ -47,11 +47,11 @@ class UnitOfWork(Protocol):
     accounts: AccountRepository
     device_grants: DeviceGrantRepository
 
-    def __enter__(self) -> Self:
+    async def __aenter__(self) -> Self:
         """Begin the transaction."""
         ...
 
-    def __exit__(
+    async def __aexit__(
         self,
         exc_type: type[BaseException] | None,
         exc: BaseException | None,
@@ -60,11 +60,11 @@ class UnitOfWork(Protocol):
         """Roll back whatever was not committed and release the transaction."""
         ...
 
-    def commit(self) -> None:
+    async def commit(self) -> None:
         """Make the changes durable."""
         ...
 
-    def ping(self) -> None:
+    async def ping(self) -> None:
         """Raise ``UpstreamUnavailableError`` when the store does not answer (readiness)."""
         ...
 

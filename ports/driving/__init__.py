@@ -1,7 +1,15 @@
 """The use cases (driving port) of Strongroom."""
 
+from strongroom.ports.driving.blocking import blocking, blocking_call
 from strongroom.ports.driving.dependencies import Dependencies
 from strongroom.ports.driving.facade import Strongroom
 from strongroom.ports.driving.idempotency import IdempotencyKey, IdempotentReplayError
 
-__all__ = ["Dependencies", "IdempotencyKey", "IdempotentReplayError", "Strongroom"]
+__all__ = [
+    "Dependencies",
+    "IdempotencyKey",
+    "IdempotentReplayError",
+    "Strongroom",
+    "blocking",
+    "blocking_call",
+]

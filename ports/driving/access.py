@@ -9,7 +9,6 @@ it again themselves, so an embedder gets the same checks.
 from __future__ import annotations
 
 import hmac
-from collections.abc import Callable
 from uuid import UUID
 
 import attrs
@@ -29,36 +28,38 @@ from strongroom.ports.driven.unit_of_work import UnitOfWork
 from strongroom.ports.driving.dependencies import Dependencies
 from strongroom.ports.driving.recording import record_by_caller
 
-# Whether a target id names an object of the given workspace: (uow, workspace id, target id).
-TargetCheck = Callable[[UnitOfWork, UUID, UUID | str], bool]
 
-# The checks of the resources whose repositories the unit of work offers, by resource name
-# (the part of an action before the dot).
-TARGET_CHECKS: dict[str, TargetCheck] = {
-    "workspace": lambda _uow, workspace_id, target_id: target_id == workspace_id,
-    "backup": lambda uow, workspace_id, target_id: (
-        isinstance(target_id, UUID) and uow.backups.get(workspace_id, target_id) is not None
-    ),
-    "worker": lambda uow, workspace_id, target_id: (
-        isinstance(target_id, UUID) and uow.workers.exists(workspace_id, target_id)
-    ),
-    "api_key": lambda uow, workspace_id, target_id: (
-        isinstance(target_id, UUID) and uow.api_keys.get(workspace_id, target_id) is not None
-    ),
-    "member": lambda uow, workspace_id, target_id: (
-        isinstance(target_id, UUID) and uow.memberships.get(workspace_id, target_id) is not None
-    ),
-    "role": lambda uow, workspace_id, target_id: (
-        isinstance(target_id, str)
-        and (target_id in BUILTIN_ROLES or uow.roles.get(workspace_id, target_id) is not None)
-    ),
-    "run": lambda uow, workspace_id, target_id: (
-        isinstance(target_id, UUID) and uow.runs.get(workspace_id, target_id) is not None
-    ),
-    "artifact": lambda uow, workspace_id, target_id: (
-        isinstance(target_id, UUID) and uow.artifacts.get(workspace_id, target_id) is not None
-    ),
-}
+async def target_is_visible(
+    uow: UnitOfWork, resource: str, workspace_id: UUID, target_id: UUID | str
+) -> bool | None:
+    """Whether ``target_id`` names an object of the workspace, for the resources whose
+    repositories the unit of work offers (the part of an action before the dot); ``None``
+    for a resource with no look-up."""
+    if resource == "workspace":
+        return target_id == workspace_id
+    if resource == "role":
+        return isinstance(target_id, str) and (
+            target_id in BUILTIN_ROLES or await uow.roles.get(workspace_id, target_id) is not None
+        )
+    if not isinstance(target_id, UUID):
+        return False if resource in _UUID_TARGETS else None
+    match resource:
+        case "backup":
+            return await uow.backups.get(workspace_id, target_id) is not None
+        case "worker":
+            return await uow.workers.exists(workspace_id, target_id)
+        case "api_key":
+            return await uow.api_keys.get(workspace_id, target_id) is not None
+        case "member":
+            return await uow.memberships.get(workspace_id, target_id) is not None
+        case "run":
+            return await uow.runs.get(workspace_id, target_id) is not None
+        case "artifact":
+            return await uow.artifacts.get(workspace_id, target_id) is not None
+    return None
+
+
+_UUID_TARGETS = frozenset({"backup", "worker", "api_key", "member", "run", "artifact"})
 
 
 @attrs.frozen
@@ -67,14 +68,12 @@ class Requirement:
     refusals for a missing permission are audited as ``denied``.
 
     A refusal on a target the caller cannot see (another workspace's object, or none at
-    all) is not audited (contract section 10). ``target_check`` tells whether a target id
-    is an object of the caller's workspace; without it, ``TARGET_CHECKS`` of the action's
-    resource decides, and a resource with no check is audited.
+    all) is not audited (contract section 10): ``target_is_visible`` of the action's
+    resource decides, and a resource with no look-up is audited.
     """
 
     permissions: tuple[Permission, ...]
     action: str | None = None
-    target_check: TargetCheck | None = None
 
 
 def lacking_permissions(caller: Caller, granting: frozenset[Permission]) -> list[Permission]:
@@ -88,30 +87,30 @@ class Access:
     def __init__(self, deps: Dependencies) -> None:
         self._deps = deps
 
-    def authenticate(self, token: str, request_id: str | None = None) -> Caller:
+    async def authenticate(self, token: str, request_id: str | None = None) -> Caller:
         """The caller behind a bearer token; ``UnauthenticatedError`` for anything else."""
         kind = token_kind(token)
         if kind is TokenKind.SESSION:
-            return self._authenticate_session(token, request_id)
+            return await self._authenticate_session(token, request_id)
         if kind is TokenKind.API_KEY:
-            return self._authenticate_api_key(token, request_id)
+            return await self._authenticate_api_key(token, request_id)
         if kind is TokenKind.WORKER:
-            return self._authenticate_worker(token, request_id)
+            return await self._authenticate_worker(token, request_id)
         raise UnauthenticatedError()
 
-    def _authenticate_api_key(self, token: str, request_id: str | None) -> Caller:
+    async def _authenticate_api_key(self, token: str, request_id: str | None) -> Caller:
         token_hash = hash_token(token)
         now = self._deps.clock.now()
-        with self._deps.uow() as uow:
-            key = uow.api_keys.find(token_hash)
+        async with self._deps.uow() as uow:
+            key = await uow.api_keys.find(token_hash)
             if key is None or not hmac.compare_digest(key.token_hash, token_hash):
                 raise UnauthenticatedError()
             if not key.is_live(now):
                 raise UnauthenticatedError()
             if usage_is_stale(key.last_used_at, now):
                 # Coalesced: at most one write per key and USAGE_GRANULARITY.
-                uow.api_keys.touch(key.id, now, now - USAGE_GRANULARITY)
-                uow.commit()
+                await uow.api_keys.touch(key.id, now, now - USAGE_GRANULARITY)
+                await uow.commit()
         return Caller(
             actor=Actor(PrincipalType.API_KEY, key.id),
             credential_id=key.id,
@@ -120,16 +119,16 @@ class Access:
             request_id=request_id,
         )
 
-    def _authenticate_worker(self, token: str, request_id: str | None) -> Caller:
+    async def _authenticate_worker(self, token: str, request_id: str | None) -> Caller:
         token_hash = hash_token(token)
         now = self._deps.clock.now()
-        with self._deps.uow() as uow:
-            worker = uow.workers.find(token_hash)
+        async with self._deps.uow() as uow:
+            worker = await uow.workers.find(token_hash)
             if worker is None or not hmac.compare_digest(worker.token_hash, token_hash):
                 raise UnauthenticatedError()
             if usage_is_stale(worker.last_seen_at, now):
-                uow.workers.touch(worker.id, now, now - USAGE_GRANULARITY)
-                uow.commit()
+                await uow.workers.touch(worker.id, now, now - USAGE_GRANULARITY)
+                await uow.commit()
         return Caller(
             actor=Actor(PrincipalType.WORKER, worker.id),
             credential_id=worker.id,
@@ -138,10 +137,10 @@ class Access:
             request_id=request_id,
         )
 
-    def _authenticate_session(self, token: str, request_id: str | None) -> Caller:
+    async def _authenticate_session(self, token: str, request_id: str | None) -> Caller:
         token_hash = hash_token(token)
-        with self._deps.uow() as uow:
-            grant = uow.sessions.find(token_hash)
+        async with self._deps.uow() as uow:
+            grant = await uow.sessions.find(token_hash)
         if grant is None or not hmac.compare_digest(grant.session.token_hash, token_hash):
             raise UnauthenticatedError()
         session = grant.session
@@ -158,7 +157,7 @@ class Access:
             request_id=request_id,
         )
 
-    def enter_workspace(self, caller: Caller, workspace_id: UUID) -> UUID:
+    async def enter_workspace(self, caller: Caller, workspace_id: UUID) -> UUID:
         """Check that ``workspace_id`` (from a path) is the caller's scope.
 
         Another workspace the person belongs to: ``wrong_workspace``; any other: 404, the
@@ -168,13 +167,13 @@ class Access:
         if workspace_id == scoped:
             return scoped
         if caller.is_human and caller.user is not None:
-            with self._deps.uow() as uow:
-                membership = uow.memberships.get(workspace_id, caller.user.id)
+            async with self._deps.uow() as uow:
+                membership = await uow.memberships.get(workspace_id, caller.user.id)
             if membership is not None:
                 raise WrongWorkspaceError()
         raise NotFoundError("workspace")
 
-    def authorize(
+    async def authorize(
         self,
         caller: Caller,
         requirement: Requirement,
@@ -186,20 +185,19 @@ class Access:
         scoped = (
             caller.scoped_workspace()
             if workspace_id is None
-            else self.enter_workspace(caller, workspace_id)
+            else await self.enter_workspace(caller, workspace_id)
         )
         try:
             caller.ensure_permission(*requirement.permissions)
         except MissingPermissionError:
             if requirement.action is not None:
-                check = requirement.target_check or TARGET_CHECKS.get(
-                    requirement.action.partition(".")[0]
+                await self._record_denied(
+                    caller, scoped, requirement.action, target_id, check_target=True
                 )
-                self._record_denied(caller, scoped, requirement.action, target_id, check)
             raise
         return scoped
 
-    def refuse_escalation(
+    async def refuse_escalation(
         self,
         caller: Caller,
         workspace_id: UUID,
@@ -214,27 +212,26 @@ class Access:
         """
         lacking = lacking_permissions(caller, granting)
         if lacking:
-            self._record_denied(caller, workspace_id, action, target_id, None)
+            await self._record_denied(caller, workspace_id, action, target_id, check_target=False)
             raise MissingPermissionError(lacking[0].value)
 
-    def _record_denied(
+    async def _record_denied(
         self,
         caller: Caller,
         workspace_id: UUID,
         action: str,
         target_id: UUID | str | None,
-        target_check: TargetCheck | None,
+        *,
+        check_target: bool,
     ) -> None:
         """Audit a permission refusal, unless its target is not an object of the caller's
         workspace (attempts on objects the caller cannot see are audited nowhere)."""
-        with self._deps.uow() as uow:
-            if (
-                target_id is not None
-                and target_check is not None
-                and not target_check(uow, workspace_id, target_id)
-            ):
-                return
-            record_by_caller(
+        async with self._deps.uow() as uow:
+            if check_target and target_id is not None:
+                resource = action.partition(".")[0]
+                if await target_is_visible(uow, resource, workspace_id, target_id) is False:
+                    return
+            await record_by_caller(
                 self._deps, uow, caller, workspace_id, action, target_id, outcome=Outcome.DENIED
             )
-            uow.commit()
+            await uow.commit()

@@ -96,7 +96,7 @@ class Artifacts:
     # ----------------------------------------------------------------------------------
     # Upload
 
-    def upload_url(
+    async def upload_url(
         self, caller: Caller, run_id: UUID, name: str, size: int, sha256: str
     ) -> UploadPlan:
         """Announce an artifact of a run and presign its upload.
@@ -104,26 +104,28 @@ class Artifacts:
         Asking again for the same name (same size and sha256) gives the same artifact and
         fresh URLs; for a multipart upload, the parts already stored are listed.
         """
-        workspace_id = self._access.authorize(caller, REQUEST_UPLOAD, target_id=run_id)
+        workspace_id = await self._access.authorize(caller, REQUEST_UPLOAD, target_id=run_id)
         name, size, sha256 = clean_artifact_name(name), check_size(size), check_sha256(sha256)
         now = self._deps.clock.now()
-        with self._deps.uow() as uow:
-            run = lookups.visible_run(caller, uow, workspace_id, uow.runs.get(workspace_id, run_id))
-            workspace = lookups.workspace(uow, workspace_id, for_update=True)
-            backup = lookups.backup(uow, workspace_id, run.backup_id)
+        async with self._deps.uow() as uow:
+            run = await lookups.visible_run(
+                caller, uow, workspace_id, await uow.runs.get(workspace_id, run_id)
+            )
+            workspace = await lookups.workspace(uow, workspace_id, for_update=True)
+            backup = await lookups.backup(uow, workspace_id, run.backup_id)
             ensure_allowed(workspace.billing_state, GatedOperation.UPLOAD)
-            artifact = uow.artifacts.find_in_run(workspace_id, run_id, name)
+            artifact = await uow.artifacts.find_in_run(workspace_id, run_id, name)
             if artifact is None:
                 resource = QuotaResource.STORAGE_BYTES
                 ensure_room(
                     resource,
                     workspace.limit(resource),
-                    uow.artifacts.storage_bytes(workspace_id, with_pending=True),
+                    await uow.artifacts.storage_bytes(workspace_id, with_pending=True),
                     adding=size,
                 )
             run.ensure_open()
             if artifact is None:
-                artifact = self._announce(
+                artifact = await self._announce(
                     uow, caller, workspace, backup, run, (name, size, sha256), now
                 )
             elif (artifact.size, artifact.sha256) != (size, sha256):
@@ -133,8 +135,8 @@ class Artifacts:
                 )
             elif artifact.state is not ArtifactState.PENDING:
                 raise InvalidStateError(f"artifact {name!r} of this run is {artifact.state}")
-            plan = self._plan(uow, self._storage_for(artifact, backup), artifact, now)
-            uow.commit()
+            plan = await self._plan(uow, self._storage_for(artifact, backup), artifact, now)
+            await uow.commit()
         return plan
 
     def _storage_for(self, artifact: Artifact, backup: Backup) -> ObjectStorage:
@@ -150,7 +152,7 @@ class Artifacts:
             )
         return self._deps.customer_storage(destination, self._deps.secrets.open(sealed))
 
-    def _announce(
+    async def _announce(
         self,
         uow: UnitOfWork,
         caller: Caller,
@@ -183,10 +185,10 @@ class Artifacts:
             created_at=now,
         )
         if size >= self._deps.multipart_threshold:
-            upload_id = self._storage_for(artifact, backup).start_multipart(key)
+            upload_id = await self._storage_for(artifact, backup).start_multipart(key)
             artifact = attrs.evolve(artifact, upload_id=upload_id)
-        uow.artifacts.add(artifact)
-        record_by_caller(
+        await uow.artifacts.add(artifact)
+        await record_by_caller(
             self._deps,
             uow,
             caller,
@@ -197,7 +199,7 @@ class Artifacts:
         )
         return artifact
 
-    def _plan(
+    async def _plan(
         self, uow: UnitOfWork, storage: ObjectStorage, artifact: Artifact, now: datetime
     ) -> UploadPlan:
         expires_at = now + PRESIGNED_URL_LIFETIME
@@ -206,12 +208,12 @@ class Artifacts:
                 artifact.object_key, artifact.size, artifact.sha256, expires_at
             )
             return UploadPlan(artifact, expires_at, request=request)
-        stored = storage.list_parts(artifact.object_key, artifact.upload_id)
+        stored = await storage.list_parts(artifact.object_key, artifact.upload_id)
         if stored is None:  # the upload was aborted (stale): begin again
             artifact = attrs.evolve(
-                artifact, upload_id=storage.start_multipart(artifact.object_key)
+                artifact, upload_id=await storage.start_multipart(artifact.object_key)
             )
-            uow.artifacts.update(artifact)
+            await uow.artifacts.update(artifact)
             stored = []
         assert artifact.upload_id is not None
         plan = PartPlan.for_size(artifact.size)
@@ -243,25 +245,25 @@ class Artifacts:
     # ----------------------------------------------------------------------------------
     # Confirm
 
-    def confirm(self, caller: Caller, run_id: UUID) -> Run:
+    async def confirm(self, caller: Caller, run_id: UUID) -> Run:
         """Check every announced artifact in storage; all become ``available`` and the run
         ``succeeded``, or nothing changes (409 ``artifact_missing``)."""
-        workspace_id = self._access.authorize(caller, CONFIRM_RUN, target_id=run_id)
+        workspace_id = await self._access.authorize(caller, CONFIRM_RUN, target_id=run_id)
         now = self._deps.clock.now()
-        with self._deps.uow() as uow:
-            run = lookups.visible_run(
-                caller, uow, workspace_id, uow.runs.get_for_update(workspace_id, run_id)
+        async with self._deps.uow() as uow:
+            run = await lookups.visible_run(
+                caller, uow, workspace_id, await uow.runs.get_for_update(workspace_id, run_id)
             )
-            workspace = lookups.workspace(uow, workspace_id)
+            workspace = await lookups.workspace(uow, workspace_id)
             ensure_allowed(workspace.billing_state, GatedOperation.UPLOAD)
             run.ensure_open()
-            backup = lookups.backup(uow, workspace_id, run.backup_id)
+            backup = await lookups.backup(uow, workspace_id, run.backup_id)
             if backup.retention is None:
                 raise InvalidStateError("the backup has no retention policy")
-            artifacts = uow.artifacts.list_for_run(workspace_id, run_id)
+            artifacts = await uow.artifacts.list_for_run(workspace_id, run_id)
             pending = [a for a in artifacts if a.state is ArtifactState.PENDING]
             stores = {a.id: self._storage_for(a, backup) for a in pending}
-            missing = [a.name for a in pending if not _arrived(stores[a.id], a)]
+            missing = [a.name for a in pending if not await _arrived(stores[a.id], a)]
             if missing:
                 raise ArtifactMissingError(
                     "not in storage, or different from what was announced: "
@@ -269,15 +271,15 @@ class Artifacts:
                 )
             confirmed = [a.confirmed(backup.retention, now) for a in pending]
             for before, after in zip(pending, confirmed, strict=True):
-                _finish_upload(stores[before.id], before)
+                await _finish_upload(stores[before.id], before)
                 locks = after.locked_until is not None and after.locked_until > now
                 if locks and after.storage is ArtifactStorage.SERVICE:
-                    self._lock(after)
-                uow.artifacts.update(after)
+                    await self._lock(after)
+                await uow.artifacts.update(after)
             available = [a for a in artifacts if a.state is ArtifactState.AVAILABLE] + confirmed
             finished = run.succeeded(len(available), sum(a.size for a in available), now)
-            uow.runs.update(finished)
-            record_by_caller(
+            await uow.runs.update(finished)
+            await record_by_caller(
                 self._deps,
                 uow,
                 caller,
@@ -289,31 +291,35 @@ class Artifacts:
                     {"state": finished.state.value, "artifact_count": finished.artifact_count},
                 ),
             )
-            uow.commit()
+            await uow.commit()
         return finished
 
-    def _lock(self, artifact: Artifact) -> None:
+    async def _lock(self, artifact: Artifact) -> None:
         assert artifact.locked_until is not None
         # Already locked at least as long: a confirm retried after a failure.
         with contextlib.suppress(ObjectLockedError):
-            self._deps.storage.lock(artifact.object_key, artifact.locked_until)
+            await self._deps.storage.lock(artifact.object_key, artifact.locked_until)
 
     # ----------------------------------------------------------------------------------
     # Reads
 
-    def list_in(
+    async def list_in(
         self, caller: Caller, workspace_id: UUID, deleted: bool, page: PageRequest
     ) -> Page[Artifact]:
         """A workspace's artifacts, newest first: deleted ones only, or every other."""
-        self._access.authorize(caller, LIST_ARTIFACTS, workspace_id=workspace_id)
-        with self._deps.uow() as uow:
-            return uow.artifacts.list(workspace_id, deleted, page)
+        await self._access.authorize(caller, LIST_ARTIFACTS, workspace_id=workspace_id)
+        async with self._deps.uow() as uow:
+            return await uow.artifacts.list(workspace_id, deleted, page)
 
-    def download_url(self, caller: Caller, artifact_id: UUID) -> tuple[PresignedRequest, datetime]:
+    async def download_url(
+        self, caller: Caller, artifact_id: UUID
+    ) -> tuple[PresignedRequest, datetime]:
         """A presigned GET of an available artifact in service storage."""
-        workspace_id = self._access.authorize(caller, DOWNLOAD_ARTIFACT)
-        with self._deps.uow() as uow:
-            artifact = lookups.existing(uow.artifacts.get(workspace_id, artifact_id), "artifact")
+        workspace_id = await self._access.authorize(caller, DOWNLOAD_ARTIFACT)
+        async with self._deps.uow() as uow:
+            artifact = lookups.existing(
+                await uow.artifacts.get(workspace_id, artifact_id), "artifact"
+            )
         if artifact.state is ArtifactState.DELETED:
             raise ConflictError("artifact is deleted")
         if artifact.storage is ArtifactStorage.CUSTOMER:
@@ -321,29 +327,32 @@ class Artifacts:
         if artifact.state is not ArtifactState.AVAILABLE:
             raise InvalidStateError("artifact is not confirmed yet")
         expires_at = self._deps.clock.now() + PRESIGNED_URL_LIFETIME
-        return self._deps.storage.presign_get(artifact.object_key, expires_at), expires_at
+        return await self._deps.storage.presign_get(artifact.object_key, expires_at), expires_at
 
     # ----------------------------------------------------------------------------------
     # Delete
 
-    def delete(self, caller: Caller, artifact_id: UUID) -> None:
+    async def delete(self, caller: Caller, artifact_id: UUID) -> None:
         """Delete an artifact's object; its record stays as ``deleted``."""
-        workspace_id = self._access.authorize(caller, DELETE_ARTIFACT, target_id=artifact_id)
+        workspace_id = await self._access.authorize(caller, DELETE_ARTIFACT, target_id=artifact_id)
         now = self._deps.clock.now()
-        with self._deps.uow() as uow:
+        async with self._deps.uow() as uow:
             artifact = lookups.existing(
-                uow.artifacts.get_for_update(workspace_id, artifact_id), "artifact"
+                await uow.artifacts.get_for_update(workspace_id, artifact_id), "artifact"
             )
             ensure_allowed(
-                lookups.workspace(uow, workspace_id).billing_state, GatedOperation.CONFIG_WRITE
+                (await lookups.workspace(uow, workspace_id)).billing_state,
+                GatedOperation.CONFIG_WRITE,
             )
             artifact.ensure_deletable(
-                now, uow.artifacts.count_available(workspace_id, artifact.backup_id)
+                now, await uow.artifacts.count_available(workspace_id, artifact.backup_id)
             )
-            self.remove_object(artifact, lookups.backup(uow, workspace_id, artifact.backup_id))
+            await self.remove_object(
+                artifact, await lookups.backup(uow, workspace_id, artifact.backup_id)
+            )
             deleted = artifact.deleted()
-            uow.artifacts.update(deleted)
-            record_by_caller(
+            await uow.artifacts.update(deleted)
+            await record_by_caller(
                 self._deps,
                 uow,
                 caller,
@@ -352,30 +361,30 @@ class Artifacts:
                 artifact_id,
                 diff(artifact_snapshot(artifact), artifact_snapshot(deleted)),
             )
-            uow.commit()
+            await uow.commit()
 
-    def remove_object(self, artifact: Artifact, backup: Backup) -> None:
+    async def remove_object(self, artifact: Artifact, backup: Backup) -> None:
         """Remove an artifact's bytes (and its unfinished upload) from where they went."""
         storage = self._storage_for(artifact, backup)
         if artifact.upload_id is not None:
-            storage.abort_multipart(artifact.object_key, artifact.upload_id)
+            await storage.abort_multipart(artifact.object_key, artifact.upload_id)
         try:
-            storage.delete(artifact.object_key)
+            await storage.delete(artifact.object_key)
         except ObjectLockedError as error:
             raise ArtifactLockedError("storage refuses: the object is locked") from error
 
 
-def _arrived(storage: ObjectStorage, artifact: Artifact) -> bool:
+async def _arrived(storage: ObjectStorage, artifact: Artifact) -> bool:
     """Whether storage holds the artifact as announced (all parts of a multipart one)."""
     if artifact.upload_id is not None:
-        parts = storage.list_parts(artifact.object_key, artifact.upload_id)
+        parts = await storage.list_parts(artifact.object_key, artifact.upload_id)
         if parts is not None:
             plan = PartPlan.for_size(artifact.size)
             sizes = {part.number: part.size for part in parts}
             return all(
                 sizes.get(number) == plan.part_length(number) for number in range(1, plan.count + 1)
             )
-    stored = storage.stat(artifact.object_key)
+    stored = await storage.stat(artifact.object_key)
     return (
         stored is not None
         and stored.size == artifact.size
@@ -383,16 +392,16 @@ def _arrived(storage: ObjectStorage, artifact: Artifact) -> bool:
     )
 
 
-def _finish_upload(storage: ObjectStorage, artifact: Artifact) -> None:
+async def _finish_upload(storage: ObjectStorage, artifact: Artifact) -> None:
     """Join a multipart upload's parts and check the result's digest."""
     if artifact.upload_id is None:
         return
-    parts = storage.list_parts(artifact.object_key, artifact.upload_id)
+    parts = await storage.list_parts(artifact.object_key, artifact.upload_id)
     if parts is not None:
         plan = PartPlan.for_size(artifact.size)
         chosen = [p for p in parts if 1 <= p.number <= plan.count]
-        storage.complete_multipart(artifact.object_key, artifact.upload_id, chosen)
-    stored = storage.stat(artifact.object_key)
+        await storage.complete_multipart(artifact.object_key, artifact.upload_id, chosen)
+    stored = await storage.stat(artifact.object_key)
     digest_differs = stored is not None and stored.sha256 not in (None, artifact.sha256)
     if stored is None or stored.size != artifact.size or digest_differs:
         raise ArtifactMissingError(

@@ -22,10 +22,10 @@ class AuditTrail:
         self._deps = deps
         self._access = access
 
-    def events(
+    async def events(
         self, caller: Caller, workspace_id: UUID, filters: AuditFilter, page: PageRequest
     ) -> Page[AuditEvent]:
         """The workspace's events, newest first, optionally filtered."""
-        self._access.authorize(caller, READ_AUDIT, workspace_id=workspace_id)
-        with self._deps.uow() as uow:
-            return uow.audit.list(workspace_id, filters, page)
+        await self._access.authorize(caller, READ_AUDIT, workspace_id=workspace_id)
+        async with self._deps.uow() as uow:
+            return await uow.audit.list(workspace_id, filters, page)

@@ -60,7 +60,7 @@ class Backups:
         self._deps = deps
         self._access = access
 
-    def create(
+    async def create(
         self,
         caller: Caller,
         workspace_id: UUID,
@@ -69,18 +69,18 @@ class Backups:
         idempotency: IdempotencyKey[Backup] | None = None,
     ) -> Backup:
         """Reserve a new backup in state ``draft``."""
-        self._access.authorize(caller, CREATE_BACKUP, workspace_id=workspace_id)
+        await self._access.authorize(caller, CREATE_BACKUP, workspace_id=workspace_id)
         name = clean_name(name)
         now = self._deps.clock.now()
 
-        def store(uow: UnitOfWork) -> Backup:
-            workspace = lookups.workspace(uow, workspace_id, for_update=True)
+        async def store(uow: UnitOfWork) -> Backup:
+            workspace = await lookups.workspace(uow, workspace_id, for_update=True)
             ensure_allowed(workspace.billing_state, GatedOperation.CONFIG_WRITE)
             resource = QuotaResource.BACKUPS_PER_WORKSPACE
-            ensure_room(resource, workspace.limit(resource), uow.backups.count(workspace_id))
+            ensure_room(resource, workspace.limit(resource), await uow.backups.count(workspace_id))
             backup = Backup.draft(self._deps.ids.new_id(), workspace_id, name, kind, now)
-            uow.backups.add(backup)
-            record_by_caller(
+            await uow.backups.add(backup)
+            await record_by_caller(
                 self._deps,
                 uow,
                 caller,
@@ -91,32 +91,34 @@ class Backups:
             )
             return backup
 
-        return run_idempotent(self._deps.uow, caller, idempotency, now, store)
+        return await run_idempotent(self._deps.uow, caller, idempotency, now, store)
 
-    def list_in(self, caller: Caller, workspace_id: UUID, page: PageRequest) -> Page[Backup]:
+    async def list_in(self, caller: Caller, workspace_id: UUID, page: PageRequest) -> Page[Backup]:
         """A workspace's backups, newest first."""
-        self._access.authorize(caller, READ_BACKUPS, workspace_id=workspace_id)
-        with self._deps.uow() as uow:
-            return uow.backups.list(workspace_id, page, worker_id=caller.worker_id)
+        await self._access.authorize(caller, READ_BACKUPS, workspace_id=workspace_id)
+        async with self._deps.uow() as uow:
+            return await uow.backups.list(workspace_id, page, worker_id=caller.worker_id)
 
-    def get(self, caller: Caller, backup_id: UUID) -> Backup:
+    async def get(self, caller: Caller, backup_id: UUID) -> Backup:
         """One backup of the caller's workspace (a worker sees only those assigned to it)."""
-        workspace_id = self._access.authorize(caller, READ_BACKUPS)
-        with self._deps.uow() as uow:
-            return lookups.visible_backup(caller, lookups.backup(uow, workspace_id, backup_id))
+        workspace_id = await self._access.authorize(caller, READ_BACKUPS)
+        async with self._deps.uow() as uow:
+            return lookups.visible_backup(
+                caller, await lookups.backup(uow, workspace_id, backup_id)
+            )
 
-    def update(self, caller: Caller, backup_id: UUID, changes: BackupChanges) -> Backup:
+    async def update(self, caller: Caller, backup_id: UUID, changes: BackupChanges) -> Backup:
         """Change a backup; it becomes ``active`` once its kind's configuration is complete."""
-        workspace_id = self._access.authorize(caller, UPDATE_BACKUP, target_id=backup_id)
+        workspace_id = await self._access.authorize(caller, UPDATE_BACKUP, target_id=backup_id)
         if changes.name is not UNSET:
             changes = _with_name(changes, clean_name(changes.name))
-        with self._deps.uow() as uow:
-            backup = lookups.backup(uow, workspace_id, backup_id, for_update=True)
-            worker_exists = changes.worker_id is not UNSET and uow.workers.exists(
+        async with self._deps.uow() as uow:
+            backup = await lookups.backup(uow, workspace_id, backup_id, for_update=True)
+            worker_exists = changes.worker_id is not UNSET and await uow.workers.exists(
                 workspace_id, changes.worker_id
             )
             backup.check_kind_rules(changes, worker_exists=worker_exists)
-            workspace = lookups.workspace(uow, workspace_id, for_update=True)
+            workspace = await lookups.workspace(uow, workspace_id, for_update=True)
             ensure_allowed(workspace.billing_state, GatedOperation.CONFIG_WRITE)
             secrets = self._deps.secrets
             updated = backup.apply(
@@ -130,8 +132,8 @@ class Backups:
                 else secrets.seal(changes.destination_credentials),
             )
             if updated is not backup:
-                uow.backups.update(updated)
-            record_by_caller(
+                await uow.backups.update(updated)
+            await record_by_caller(
                 self._deps,
                 uow,
                 caller,
@@ -140,29 +142,29 @@ class Backups:
                 backup_id,
                 diff(audit_snapshot(backup), audit_snapshot(updated)),
             )
-            uow.commit()
+            await uow.commit()
         return updated
 
-    def pause(self, caller: Caller, backup_id: UUID) -> Backup:
+    async def pause(self, caller: Caller, backup_id: UUID) -> Backup:
         """Stop scheduling a backup (idempotent); it keeps its state."""
-        return self._set_paused(caller, backup_id, paused=True)
+        return await self._set_paused(caller, backup_id, paused=True)
 
-    def resume(self, caller: Caller, backup_id: UUID) -> Backup:
+    async def resume(self, caller: Caller, backup_id: UUID) -> Backup:
         """Resume scheduling a backup (idempotent)."""
-        return self._set_paused(caller, backup_id, paused=False)
+        return await self._set_paused(caller, backup_id, paused=False)
 
-    def _set_paused(self, caller: Caller, backup_id: UUID, *, paused: bool) -> Backup:
+    async def _set_paused(self, caller: Caller, backup_id: UUID, *, paused: bool) -> Backup:
         requirement = PAUSE_BACKUP if paused else RESUME_BACKUP
-        workspace_id = self._access.authorize(caller, requirement, target_id=backup_id)
-        with self._deps.uow() as uow:
-            backup = lookups.backup(uow, workspace_id, backup_id, for_update=True)
-            workspace = lookups.workspace(uow, workspace_id, for_update=True)
+        workspace_id = await self._access.authorize(caller, requirement, target_id=backup_id)
+        async with self._deps.uow() as uow:
+            backup = await lookups.backup(uow, workspace_id, backup_id, for_update=True)
+            workspace = await lookups.workspace(uow, workspace_id, for_update=True)
             ensure_allowed(workspace.billing_state, GatedOperation.CONFIG_WRITE)
             updated = backup.paused_as(paused, self._deps.clock.now())
             if updated is not backup:
-                uow.backups.update(updated)
+                await uow.backups.update(updated)
             action = "backup.pause" if paused else "backup.resume"
-            record_by_caller(
+            await record_by_caller(
                 self._deps,
                 uow,
                 caller,
@@ -171,21 +173,23 @@ class Backups:
                 backup_id,
                 diff(audit_snapshot(backup), audit_snapshot(updated)),
             )
-            uow.commit()
+            await uow.commit()
         return updated
 
-    def delete(self, caller: Caller, backup_id: UUID) -> None:
+    async def delete(self, caller: Caller, backup_id: UUID) -> None:
         """Delete a backup."""
-        workspace_id = self._access.authorize(caller, DELETE_BACKUP, target_id=backup_id)
-        with self._deps.uow() as uow:
-            backup = lookups.backup(uow, workspace_id, backup_id, for_update=True)
-            workspace = lookups.workspace(uow, workspace_id, for_update=True)
+        workspace_id = await self._access.authorize(caller, DELETE_BACKUP, target_id=backup_id)
+        async with self._deps.uow() as uow:
+            backup = await lookups.backup(uow, workspace_id, backup_id, for_update=True)
+            workspace = await lookups.workspace(uow, workspace_id, for_update=True)
             ensure_allowed(workspace.billing_state, GatedOperation.CONFIG_WRITE)
-            if uow.artifacts.any_locked(workspace_id, self._deps.clock.now(), backup_id=backup_id):
+            if await uow.artifacts.any_locked(
+                workspace_id, self._deps.clock.now(), backup_id=backup_id
+            ):
                 raise ArtifactLockedError("an artifact of this backup is inside its lock window")
             prefix = f"{workspace.storage_namespace}/{backup_id}"
-            uow.backups.remove(workspace_id, backup_id)
-            record_by_caller(
+            await uow.backups.remove(workspace_id, backup_id)
+            await record_by_caller(
                 self._deps,
                 uow,
                 caller,
@@ -194,9 +198,9 @@ class Backups:
                 backup_id,
                 diff(audit_snapshot(backup), {}),
             )
-            uow.commit()
+            await uow.commit()
         try:
-            self._deps.storage.delete_prefix(prefix)
+            await self._deps.storage.delete_prefix(prefix)
         except Exception:
             logger.exception("objects of deleted backup %s were left in storage", backup_id)
 

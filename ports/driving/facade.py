@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 from strongroom.domain.permissions import DESCRIPTIONS, Permission
 from strongroom.ports.driving.access import Access
 from strongroom.ports.driving.artifacts import Artifacts
@@ -15,6 +17,9 @@ from strongroom.ports.driving.retention import Retention
 from strongroom.ports.driving.runs import Runs
 from strongroom.ports.driving.sessions import Sessions
 from strongroom.ports.driving.workspaces import Workspaces
+
+READY_TIMEOUT = 2.0
+"""Seconds each readiness probe may take before it counts as unavailable."""
 
 
 class Strongroom:
@@ -45,21 +50,22 @@ class Strongroom:
         """Every permission slug with its description, in catalog order."""
         return [(permission, DESCRIPTIONS[permission]) for permission in Permission]
 
-    def check_ready(self) -> dict[str, str]:
-        """Ask the database and object storage whether they answer: ``ok`` or ``unavailable``."""
-        checks: dict[str, str] = {}
-        for name, probe in (
-            ("database", self._ping_database),
-            ("storage", self.deps.namespaces.ping),
-        ):
-            try:
-                probe()
-            except Exception:
-                checks[name] = "unavailable"
-            else:
-                checks[name] = "ok"
-        return checks
+    async def check_ready(self) -> dict[str, str]:
+        """Ask the database and object storage whether they answer: ``ok`` or ``unavailable``.
 
-    def _ping_database(self) -> None:
-        with self.deps.uow() as uow:
-            uow.ping()
+        Both are asked at once and each gets ``READY_TIMEOUT`` seconds: a store that hangs
+        (paused, not closed) counts as unavailable instead of holding the answer back.
+        """
+        probes = {"database": self._ping_database(), "storage": self.deps.namespaces.ping()}
+        outcomes = await asyncio.gather(
+            *(asyncio.wait_for(probe, READY_TIMEOUT) for probe in probes.values()),
+            return_exceptions=True,
+        )
+        return {
+            name: "unavailable" if isinstance(outcome, BaseException) else "ok"
+            for name, outcome in zip(probes, outcomes, strict=True)
+        }
+
+    async def _ping_database(self) -> None:
+        async with self.deps.uow() as uow:
+            await uow.ping()

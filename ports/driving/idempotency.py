@@ -8,7 +8,7 @@ unique index) and then replays the first response.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from datetime import datetime, timedelta
 from typing import Generic, TypeVar
 
@@ -66,7 +66,7 @@ def _scope(owner: KeyOwner, route: str) -> str:
     return f"{who} {route}"
 
 
-def replay_if_known(
+async def replay_if_known(
     uow_factory: UnitOfWorkFactory,
     owner: KeyOwner,
     key: IdempotencyKey[T] | None,
@@ -75,8 +75,8 @@ def replay_if_known(
     """Raise the replay (or the conflict) if this key completed a request in the last 24 h."""
     if key is None:
         return
-    with uow_factory() as uow:
-        record = uow.idempotency.get(_scope(owner, key.route), key.key)
+    async with uow_factory() as uow:
+        record = await uow.idempotency.get(_scope(owner, key.route), key.key)
     _raise_for(record, key, now)
 
 
@@ -90,41 +90,47 @@ def _raise_for(record: IdempotencyRecord | None, key: IdempotencyKey[T], now: da
     raise IdempotentReplayError(record.status, record.body)
 
 
-def reserve(uow: UnitOfWork, owner: KeyOwner, key: IdempotencyKey[T] | None, now: datetime) -> bool:
+async def reserve(
+    uow: UnitOfWork, owner: KeyOwner, key: IdempotencyKey[T] | None, now: datetime
+) -> bool:
     """Reserve the key in ``uow``; False if another committed request holds it."""
     if key is None:
         return True
     record = IdempotencyRecord(_scope(owner, key.route), key.key, key.fingerprint, now)
     try:
-        uow.idempotency.reserve(record, expired_before=now - KEY_LIFETIME)
+        await uow.idempotency.reserve(record, expired_before=now - KEY_LIFETIME)
     except IdempotencyKeyTakenError:
         return False
     return True
 
 
-def complete(uow: UnitOfWork, owner: KeyOwner, key: IdempotencyKey[T] | None, result: T) -> None:
+async def complete(
+    uow: UnitOfWork, owner: KeyOwner, key: IdempotencyKey[T] | None, result: T
+) -> None:
     """Store the response of the reserved key in ``uow``."""
     if key is not None:
-        uow.idempotency.complete(_scope(owner, key.route), key.key, key.status, key.render(result))
+        await uow.idempotency.complete(
+            _scope(owner, key.route), key.key, key.status, key.render(result)
+        )
 
 
-def run_idempotent(
+async def run_idempotent(
     uow_factory: UnitOfWorkFactory,
     owner: KeyOwner,
     key: IdempotencyKey[T] | None,
     now: datetime,
-    create: Callable[[UnitOfWork], T],
+    create: Callable[[UnitOfWork], Awaitable[T]],
 ) -> T:
     """Run ``create`` in one unit of work that also reserves and completes ``key``.
 
     ``create`` must not commit; this commits once everything is recorded.
     """
-    replay_if_known(uow_factory, owner, key, now)
-    with uow_factory() as uow:
-        if reserve(uow, owner, key, now):
-            result = create(uow)
-            complete(uow, owner, key, result)
-            uow.commit()
+    await replay_if_known(uow_factory, owner, key, now)
+    async with uow_factory() as uow:
+        if await reserve(uow, owner, key, now):
+            result = await create(uow)
+            await complete(uow, owner, key, result)
+            await uow.commit()
             return result
-    replay_if_known(uow_factory, owner, key, now)
+    await replay_if_known(uow_factory, owner, key, now)
     raise IdempotencyConflictError()

@@ -52,7 +52,7 @@ class Invitations:
         self._deps = deps
         self._access = access
 
-    def create(
+    async def create(
         self,
         caller: Caller,
         workspace_id: UUID,
@@ -63,29 +63,29 @@ class Invitations:
     ) -> Invitation:
         """Invite ``email`` with ``role`` (whose permissions the caller must hold); the
         mailer delivers the invitation once it is stored."""
-        self._access.authorize(caller, CREATE_INVITATION, workspace_id=workspace_id)
+        await self._access.authorize(caller, CREATE_INVITATION, workspace_id=workspace_id)
         email = clean_email(email)
         check_role_slug(role, "role")
-        with self._deps.uow() as uow:
-            granted = self._existing_role(uow, workspace_id, role)
-        self._access.refuse_escalation(
+        async with self._deps.uow() as uow:
+            granted = await self._existing_role(uow, workspace_id, role)
+        await self._access.refuse_escalation(
             caller, workspace_id, "invitation.create", granted.permissions
         )
         now = self._deps.clock.now()
 
-        def store(uow: UnitOfWork) -> Invitation:
-            workspace = lookups.workspace(uow, workspace_id, for_update=True)
+        async def store(uow: UnitOfWork) -> Invitation:
+            workspace = await lookups.workspace(uow, workspace_id, for_update=True)
             ensure_allowed(workspace.billing_state, GatedOperation.CONFIG_WRITE)
             resource = QuotaResource.MEMBERS_PER_WORKSPACE
-            usage = uow.memberships.count(workspace_id) + uow.invitations.count_pending(
+            usage = await uow.memberships.count(workspace_id) + await uow.invitations.count_pending(
                 workspace_id, now
             )
             ensure_room(resource, workspace.limit(resource), usage)
             invitation = Invitation(
                 self._deps.ids.new_id(), workspace_id, email, role, now, now + INVITATION_LIFETIME
             )
-            uow.invitations.add(invitation)
-            record_by_caller(
+            await uow.invitations.add(invitation)
+            await record_by_caller(
                 self._deps,
                 uow,
                 caller,
@@ -98,12 +98,12 @@ class Invitations:
             return invitation
 
         stored: list[str] = []  # the workspace's name, once this request stored it
-        invitation = run_idempotent(self._deps.uow, caller, idempotency, now, store)
+        invitation = await run_idempotent(self._deps.uow, caller, idempotency, now, store)
         if stored:  # a replay sends nothing again
-            self._deliver(stored[0], invitation, accept_url_base)
+            await self._deliver(stored[0], invitation, accept_url_base)
         return invitation
 
-    def _deliver(
+    async def _deliver(
         self, workspace_name: str, invitation: Invitation, accept_url_base: str | None
     ) -> None:
         link = f"{(accept_url_base or '').rstrip('/')}/v1/invitations/{invitation.id}/accept"
@@ -113,44 +113,48 @@ class Invitations:
             f"The invitation expires at {invitation.expires_at.isoformat()}."
         )
         try:
-            self._deps.mailer.send(invitation.email, f"Join {workspace_name} on Strongroom", body)
+            await self._deps.mailer.send(
+                invitation.email, f"Join {workspace_name} on Strongroom", body
+            )
         except Exception:
             # The invitation stands; the mail can be sent again by inviting again.
             logger.exception("invitation %s could not be mailed", invitation.id)
 
-    def list(self, caller: Caller, workspace_id: UUID, page: PageRequest) -> Page[Invitation]:
+    async def list(self, caller: Caller, workspace_id: UUID, page: PageRequest) -> Page[Invitation]:
         """The workspace's invitations, newest first."""
-        self._access.authorize(caller, READ_INVITATIONS, workspace_id=workspace_id)
-        with self._deps.uow() as uow:
-            return uow.invitations.list(workspace_id, page)
+        await self._access.authorize(caller, READ_INVITATIONS, workspace_id=workspace_id)
+        async with self._deps.uow() as uow:
+            return await uow.invitations.list(workspace_id, page)
 
-    def accept(self, caller: Caller, invitation_id: UUID) -> Membership:
+    async def accept(self, caller: Caller, invitation_id: UUID) -> Membership:
         """Join the invitation's workspace; the caller's email must be the invited one."""
         user = caller.person(ACCEPT_REFUSAL)
         now = self._deps.clock.now()
-        with self._deps.uow() as uow:
-            invitation = uow.invitations.get_for_email(invitation_id, user.email)
+        async with self._deps.uow() as uow:
+            invitation = await uow.invitations.get_for_email(invitation_id, user.email)
             if invitation is None:
                 raise NotFoundError("invitation")
             workspace_id = invitation.workspace_id
-            workspace = lookups.workspace(uow, workspace_id, for_update=True)
+            workspace = await lookups.workspace(uow, workspace_id, for_update=True)
             ensure_allowed(workspace.billing_state, GatedOperation.CONFIG_WRITE)
             state = invitation.state(now)
             if state is not InvitationState.PENDING:
                 raise InvalidStateError(f"this invitation is {state.value}")
             resource = QuotaResource.MEMBERS_PER_WORKSPACE
-            others = uow.invitations.count_pending(workspace_id, now) - 1
+            others = await uow.invitations.count_pending(workspace_id, now) - 1
             ensure_room(
-                resource, workspace.limit(resource), uow.memberships.count(workspace_id) + others
+                resource,
+                workspace.limit(resource),
+                await uow.memberships.count(workspace_id) + others,
             )
-            if uow.memberships.get(workspace_id, user.id) is not None:
+            if await uow.memberships.get(workspace_id, user.id) is not None:
                 raise InvalidStateError("you are already a member of this workspace")
-            if resolve_role(uow, workspace_id, invitation.role) is None:
+            if await resolve_role(uow, workspace_id, invitation.role) is None:
                 raise InvalidStateError("the invitation's role no longer exists")
             membership = Membership(workspace_id, user.id, invitation.role, now)
-            uow.memberships.add(membership)
-            uow.invitations.update(invitation.accepted(now))
-            record_by_caller(
+            await uow.memberships.add(membership)
+            await uow.invitations.update(invitation.accepted(now))
+            await record_by_caller(
                 self._deps,
                 uow,
                 caller,
@@ -159,12 +163,12 @@ class Invitations:
                 invitation_id,
                 {"role": Change(None, invitation.role)},
             )
-            uow.commit()
+            await uow.commit()
         return membership
 
     @staticmethod
-    def _existing_role(uow: UnitOfWork, workspace_id: UUID, slug: str) -> Role:
-        role = resolve_role(uow, workspace_id, slug)
+    async def _existing_role(uow: UnitOfWork, workspace_id: UUID, slug: str) -> Role:
+        role = await resolve_role(uow, workspace_id, slug)
         if role is None:
             raise ValidationFailedError(f"role {slug} does not exist in this workspace")
         return role

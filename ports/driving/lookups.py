@@ -27,19 +27,21 @@ def existing(found: T | None, what: str) -> T:
     return found
 
 
-def workspace(uow: UnitOfWork, workspace_id: UUID, *, for_update: bool = False) -> Workspace:
+async def workspace(uow: UnitOfWork, workspace_id: UUID, *, for_update: bool = False) -> Workspace:
     """The workspace, locked until the unit of work ends when ``for_update``."""
     workspaces = uow.workspaces
-    found = workspaces.get_for_update(workspace_id) if for_update else workspaces.get(workspace_id)
+    found = await (
+        workspaces.get_for_update(workspace_id) if for_update else workspaces.get(workspace_id)
+    )
     return existing(found, "workspace")
 
 
-def backup(
+async def backup(
     uow: UnitOfWork, workspace_id: UUID, backup_id: UUID, *, for_update: bool = False
 ) -> Backup:
     """A backup of the workspace, locked until the unit of work ends when ``for_update``."""
     backups = uow.backups
-    found = (
+    found = await (
         backups.get_for_update(workspace_id, backup_id)
         if for_update
         else backups.get(workspace_id, backup_id)
@@ -54,11 +56,13 @@ def visible_backup(caller: Caller, found: Backup) -> Backup:
     return found
 
 
-def visible_run(caller: Caller, uow: UnitOfWork, workspace_id: UUID, found: Run | None) -> Run:
+async def visible_run(
+    caller: Caller, uow: UnitOfWork, workspace_id: UUID, found: Run | None
+) -> Run:
     """The run, unless it is none or (for a worker) a run of a backup not assigned to it."""
     run = existing(found, "run")
     if caller.worker_id is not None:
-        owner = uow.backups.get(workspace_id, run.backup_id)
+        owner = await uow.backups.get(workspace_id, run.backup_id)
         if owner is None or owner.worker_id != caller.worker_id:
             raise NotFoundError("run")
     return run

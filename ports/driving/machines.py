@@ -61,7 +61,7 @@ class ApiKeys:
         self._deps = deps
         self._access = access
 
-    def create(
+    async def create(
         self,
         caller: Caller,
         name: str,
@@ -70,19 +70,19 @@ class ApiKeys:
         idempotency: IdempotencyKey[IssuedApiKey] | None = None,
     ) -> IssuedApiKey:
         """Create a key in the caller's workspace; its permissions must be the caller's."""
-        workspace_id = self._access.authorize(caller, CREATE_API_KEY)
+        workspace_id = await self._access.authorize(caller, CREATE_API_KEY)
         name = clean_name(name)
         permissions = parse_permission_slugs(slugs)
-        self._access.refuse_escalation(caller, workspace_id, "api_key.create", permissions)
+        await self._access.refuse_escalation(caller, workspace_id, "api_key.create", permissions)
         now = self._deps.clock.now()
         if expires_at is not None and expires_at <= now:
             raise ValidationFailedError("expires_at must be in the future")
 
-        def store(uow: UnitOfWork) -> IssuedApiKey:
-            workspace = lookups.workspace(uow, workspace_id, for_update=True)
+        async def store(uow: UnitOfWork) -> IssuedApiKey:
+            workspace = await lookups.workspace(uow, workspace_id, for_update=True)
             ensure_allowed(workspace.billing_state, GatedOperation.CONFIG_WRITE)
             resource = QuotaResource.API_KEYS_PER_WORKSPACE
-            ensure_room(resource, workspace.limit(resource), uow.api_keys.count(workspace_id))
+            ensure_room(resource, workspace.limit(resource), await uow.api_keys.count(workspace_id))
             token = format_token(TokenKind.API_KEY, self._deps.ids.random_bytes(32))
             key = ApiKey(
                 self._deps.ids.new_id(),
@@ -93,8 +93,8 @@ class ApiKeys:
                 now,
                 expires_at,
             )
-            uow.api_keys.add(key)
-            record_by_caller(
+            await uow.api_keys.add(key)
+            await record_by_caller(
                 self._deps,
                 uow,
                 caller,
@@ -109,34 +109,34 @@ class ApiKeys:
             )
             return IssuedApiKey(key, token)
 
-        return run_idempotent(self._deps.uow, caller, idempotency, now, store)
+        return await run_idempotent(self._deps.uow, caller, idempotency, now, store)
 
-    def list(self, caller: Caller, page: PageRequest) -> Page[ApiKey]:
+    async def list(self, caller: Caller, page: PageRequest) -> Page[ApiKey]:
         """The workspace's keys, newest first (never their tokens)."""
-        workspace_id = self._access.authorize(caller, READ_API_KEYS)
-        with self._deps.uow() as uow:
-            return uow.api_keys.list(workspace_id, page)
+        workspace_id = await self._access.authorize(caller, READ_API_KEYS)
+        async with self._deps.uow() as uow:
+            return await uow.api_keys.list(workspace_id, page)
 
-    def get(self, caller: Caller, key_id: UUID) -> ApiKey:
+    async def get(self, caller: Caller, key_id: UUID) -> ApiKey:
         """One key of the caller's workspace."""
-        workspace_id = self._access.authorize(caller, READ_API_KEYS)
-        with self._deps.uow() as uow:
-            key = uow.api_keys.get(workspace_id, key_id)
+        workspace_id = await self._access.authorize(caller, READ_API_KEYS)
+        async with self._deps.uow() as uow:
+            key = await uow.api_keys.get(workspace_id, key_id)
         if key is None:
             raise NotFoundError("API key")
         return key
 
-    def revoke(self, caller: Caller, key_id: UUID) -> None:
+    async def revoke(self, caller: Caller, key_id: UUID) -> None:
         """Delete a key; it stops working on the very next request."""
-        workspace_id = self._access.authorize(caller, DELETE_API_KEY, target_id=key_id)
-        with self._deps.uow() as uow:
-            key = uow.api_keys.get(workspace_id, key_id)
+        workspace_id = await self._access.authorize(caller, DELETE_API_KEY, target_id=key_id)
+        async with self._deps.uow() as uow:
+            key = await uow.api_keys.get(workspace_id, key_id)
             if key is None:
                 raise NotFoundError("API key")
-            workspace = lookups.workspace(uow, workspace_id, for_update=True)
+            workspace = await lookups.workspace(uow, workspace_id, for_update=True)
             ensure_allowed(workspace.billing_state, GatedOperation.CONFIG_WRITE)
-            uow.api_keys.remove(workspace_id, key_id)
-            record_by_caller(
+            await uow.api_keys.remove(workspace_id, key_id)
+            await record_by_caller(
                 self._deps,
                 uow,
                 caller,
@@ -145,7 +145,7 @@ class ApiKeys:
                 key_id,
                 {"name": Change(key.name, None)},
             )
-            uow.commit()
+            await uow.commit()
 
 
 _SLUG_LIKE = re.compile(r"[a-z_]{1,20}:[a-z_]{1,20}")
@@ -176,23 +176,23 @@ class Workers:
     def _new_token(self) -> str:
         return format_token(TokenKind.WORKER, self._deps.ids.random_bytes(32))
 
-    def create(
+    async def create(
         self, caller: Caller, name: str, idempotency: IdempotencyKey[IssuedWorker] | None = None
     ) -> IssuedWorker:
         """Register a worker in the caller's workspace; its token is returned once."""
-        workspace_id = self._access.authorize(caller, CREATE_WORKER)
+        workspace_id = await self._access.authorize(caller, CREATE_WORKER)
         name = clean_name(name)
         now = self._deps.clock.now()
 
-        def store(uow: UnitOfWork) -> IssuedWorker:
-            workspace = lookups.workspace(uow, workspace_id, for_update=True)
+        async def store(uow: UnitOfWork) -> IssuedWorker:
+            workspace = await lookups.workspace(uow, workspace_id, for_update=True)
             ensure_allowed(workspace.billing_state, GatedOperation.CONFIG_WRITE)
             resource = QuotaResource.WORKERS_PER_WORKSPACE
-            ensure_room(resource, workspace.limit(resource), uow.workers.count(workspace_id))
+            ensure_room(resource, workspace.limit(resource), await uow.workers.count(workspace_id))
             token = self._new_token()
             worker = Worker(self._deps.ids.new_id(), workspace_id, name, hash_token(token), now)
-            uow.workers.add(worker)
-            record_by_caller(
+            await uow.workers.add(worker)
+            await record_by_caller(
                 self._deps,
                 uow,
                 caller,
@@ -203,48 +203,50 @@ class Workers:
             )
             return IssuedWorker(worker, token)
 
-        return run_idempotent(self._deps.uow, caller, idempotency, now, store)
+        return await run_idempotent(self._deps.uow, caller, idempotency, now, store)
 
-    def list(self, caller: Caller, page: PageRequest) -> Page[Worker]:
+    async def list(self, caller: Caller, page: PageRequest) -> Page[Worker]:
         """The workspace's workers, newest first."""
-        workspace_id = self._access.authorize(caller, READ_WORKERS)
-        with self._deps.uow() as uow:
-            return uow.workers.list(workspace_id, page)
+        workspace_id = await self._access.authorize(caller, READ_WORKERS)
+        async with self._deps.uow() as uow:
+            return await uow.workers.list(workspace_id, page)
 
-    def get(self, caller: Caller, worker_id: UUID) -> Worker:
+    async def get(self, caller: Caller, worker_id: UUID) -> Worker:
         """One worker of the caller's workspace."""
-        workspace_id = self._access.authorize(caller, READ_WORKERS)
-        with self._deps.uow() as uow:
-            return lookups.existing(uow.workers.get(workspace_id, worker_id), "worker")
+        workspace_id = await self._access.authorize(caller, READ_WORKERS)
+        async with self._deps.uow() as uow:
+            return lookups.existing(await uow.workers.get(workspace_id, worker_id), "worker")
 
-    def rotate(self, caller: Caller, worker_id: UUID) -> IssuedWorker:
+    async def rotate(self, caller: Caller, worker_id: UUID) -> IssuedWorker:
         """Give a worker a new credential; the old one stops working at once."""
-        workspace_id = self._access.authorize(caller, ROTATE_WORKER, target_id=worker_id)
-        with self._deps.uow() as uow:
-            worker = lookups.existing(uow.workers.get(workspace_id, worker_id), "worker")
-            workspace = lookups.workspace(uow, workspace_id, for_update=True)
+        workspace_id = await self._access.authorize(caller, ROTATE_WORKER, target_id=worker_id)
+        async with self._deps.uow() as uow:
+            worker = lookups.existing(await uow.workers.get(workspace_id, worker_id), "worker")
+            workspace = await lookups.workspace(uow, workspace_id, for_update=True)
             ensure_allowed(workspace.billing_state, GatedOperation.CONFIG_WRITE)
             token = self._new_token()
             rotated = worker.rotated(hash_token(token))
-            uow.workers.update(rotated)
+            await uow.workers.update(rotated)
             # The token is a secret: the audit records only that it changed.
-            record_by_caller(self._deps, uow, caller, workspace_id, "worker.rotate", worker_id)
-            uow.commit()
+            await record_by_caller(
+                self._deps, uow, caller, workspace_id, "worker.rotate", worker_id
+            )
+            await uow.commit()
         return IssuedWorker(rotated, token)
 
-    def delete(self, caller: Caller, worker_id: UUID) -> None:
+    async def delete(self, caller: Caller, worker_id: UUID) -> None:
         """Delete a worker; refused while a backup is assigned to it."""
-        workspace_id = self._access.authorize(caller, DELETE_WORKER, target_id=worker_id)
-        with self._deps.uow() as uow:
-            worker = lookups.existing(uow.workers.get(workspace_id, worker_id), "worker")
-            workspace = lookups.workspace(uow, workspace_id, for_update=True)
+        workspace_id = await self._access.authorize(caller, DELETE_WORKER, target_id=worker_id)
+        async with self._deps.uow() as uow:
+            worker = lookups.existing(await uow.workers.get(workspace_id, worker_id), "worker")
+            workspace = await lookups.workspace(uow, workspace_id, for_update=True)
             ensure_allowed(workspace.billing_state, GatedOperation.CONFIG_WRITE)
-            if uow.backups.list(workspace_id, PageRequest(1), worker_id=worker_id).items:
+            if (await uow.backups.list(workspace_id, PageRequest(1), worker_id=worker_id)).items:
                 raise InvalidStateError(
                     "backups are assigned to this worker: assign them another worker first"
                 )
-            uow.workers.remove(workspace_id, worker_id)
-            record_by_caller(
+            await uow.workers.remove(workspace_id, worker_id)
+            await record_by_caller(
                 self._deps,
                 uow,
                 caller,
@@ -253,4 +255,4 @@ class Workers:
                 worker_id,
                 {"name": Change(worker.name, None)},
             )
-            uow.commit()
+            await uow.commit()

@@ -59,9 +59,9 @@ def check_role_slug(slug: str, field: str = "slug") -> str:
     return slug
 
 
-def resolve_role(uow: UnitOfWork, workspace_id: UUID, slug: str) -> Role | None:
+async def resolve_role(uow: UnitOfWork, workspace_id: UUID, slug: str) -> Role | None:
     """A built-in role, or a custom role of the workspace."""
-    return BUILTIN_ROLES.get(slug) or uow.roles.get(workspace_id, slug)
+    return BUILTIN_ROLES.get(slug) or await uow.roles.get(workspace_id, slug)
 
 
 def _slugs(permissions: frozenset[Permission]) -> list[JsonValue]:
@@ -75,38 +75,42 @@ class Members:
         self._deps = deps
         self._access = access
 
-    def list(self, caller: Caller, workspace_id: UUID, page: PageRequest) -> Page[Member]:
+    async def list(self, caller: Caller, workspace_id: UUID, page: PageRequest) -> Page[Member]:
         """The workspace's members, newest first."""
-        self._access.authorize(caller, READ_MEMBERS, workspace_id=workspace_id)
-        with self._deps.uow() as uow:
-            return uow.memberships.list_members(workspace_id, page)
+        await self._access.authorize(caller, READ_MEMBERS, workspace_id=workspace_id)
+        async with self._deps.uow() as uow:
+            return await uow.memberships.list_members(workspace_id, page)
 
-    def change_role(self, caller: Caller, workspace_id: UUID, user_id: UUID, role: str) -> Member:
+    async def change_role(
+        self, caller: Caller, workspace_id: UUID, user_id: UUID, role: str
+    ) -> Member:
         """Give a member another role; the last admin cannot be demoted."""
-        self._access.authorize(caller, UPDATE_MEMBER, workspace_id=workspace_id, target_id=user_id)
+        await self._access.authorize(
+            caller, UPDATE_MEMBER, workspace_id=workspace_id, target_id=user_id
+        )
         check_role_slug(role, "role")
-        with self._deps.uow() as uow:
-            workspace = lookups.workspace(uow, workspace_id, for_update=True)
-            membership = uow.memberships.get(workspace_id, user_id)
+        async with self._deps.uow() as uow:
+            workspace = await lookups.workspace(uow, workspace_id, for_update=True)
+            membership = await uow.memberships.get(workspace_id, user_id)
             if membership is None:
                 raise NotFoundError("member")
-            new_role = resolve_role(uow, workspace_id, role)
+            new_role = await resolve_role(uow, workspace_id, role)
             if new_role is None:
                 raise ValidationFailedError(f"role {role} does not exist in this workspace")
-            current = resolve_role(uow, workspace_id, membership.role)
+            current = await resolve_role(uow, workspace_id, membership.role)
             granting = new_role.permissions | (current.permissions if current else frozenset())
             if not lacking_permissions(caller, granting):
                 ensure_allowed(workspace.billing_state, GatedOperation.CONFIG_WRITE)
                 if (
                     membership.role == ADMIN.slug
                     and role != ADMIN.slug
-                    and uow.memberships.count_with_role(workspace_id, ADMIN.slug) <= 1
+                    and await uow.memberships.count_with_role(workspace_id, ADMIN.slug) <= 1
                 ):
                     raise LastAdminError("the last admin of a workspace cannot be demoted")
                 changed = attrs.evolve(membership, role=role)
                 if role != membership.role:
-                    uow.memberships.update(changed)
-                record_by_caller(
+                    await uow.memberships.update(changed)
+                await record_by_caller(
                     self._deps,
                     uow,
                     caller,
@@ -115,32 +119,36 @@ class Members:
                     user_id,
                     diff({"role": membership.role}, {"role": role}),
                 )
-                person = uow.users.get(user_id)
-                uow.commit()
+                person = await uow.users.get(user_id)
+                await uow.commit()
                 assert person is not None
                 return Member(user_id, person.email, person.name, role, membership.joined_at)
-        self._access.refuse_escalation(caller, workspace_id, "member.update", granting, user_id)
+        await self._access.refuse_escalation(
+            caller, workspace_id, "member.update", granting, user_id
+        )
         raise AssertionError("unreachable: the escalation was refused")
 
-    def remove(self, caller: Caller, workspace_id: UUID, user_id: UUID) -> None:
+    async def remove(self, caller: Caller, workspace_id: UUID, user_id: UUID) -> None:
         """End a membership; the last admin cannot be removed."""
-        self._access.authorize(caller, DELETE_MEMBER, workspace_id=workspace_id, target_id=user_id)
-        with self._deps.uow() as uow:
-            workspace = lookups.workspace(uow, workspace_id, for_update=True)
-            membership = uow.memberships.get(workspace_id, user_id)
+        await self._access.authorize(
+            caller, DELETE_MEMBER, workspace_id=workspace_id, target_id=user_id
+        )
+        async with self._deps.uow() as uow:
+            workspace = await lookups.workspace(uow, workspace_id, for_update=True)
+            membership = await uow.memberships.get(workspace_id, user_id)
             if membership is None:
                 raise NotFoundError("member")
-            current = resolve_role(uow, workspace_id, membership.role)
+            current = await resolve_role(uow, workspace_id, membership.role)
             granting = current.permissions if current else frozenset()
             if not lacking_permissions(caller, granting):
                 ensure_allowed(workspace.billing_state, GatedOperation.CONFIG_WRITE)
                 if (
                     membership.role == ADMIN.slug
-                    and uow.memberships.count_with_role(workspace_id, ADMIN.slug) <= 1
+                    and await uow.memberships.count_with_role(workspace_id, ADMIN.slug) <= 1
                 ):
                     raise LastAdminError("the last admin of a workspace cannot be removed")
-                uow.memberships.remove(workspace_id, user_id)
-                record_by_caller(
+                await uow.memberships.remove(workspace_id, user_id)
+                await record_by_caller(
                     self._deps,
                     uow,
                     caller,
@@ -149,9 +157,11 @@ class Members:
                     user_id,
                     {"role": Change(membership.role, None)},
                 )
-                uow.commit()
+                await uow.commit()
                 return
-        self._access.refuse_escalation(caller, workspace_id, "member.delete", granting, user_id)
+        await self._access.refuse_escalation(
+            caller, workspace_id, "member.delete", granting, user_id
+        )
         raise AssertionError("unreachable: the escalation was refused")
 
 
@@ -162,23 +172,23 @@ class Roles:
         self._deps = deps
         self._access = access
 
-    def list(self, caller: Caller, workspace_id: UUID) -> list[Role]:
+    async def list(self, caller: Caller, workspace_id: UUID) -> list[Role]:
         """Built-in roles, then the workspace's custom roles by slug."""
-        self._access.authorize(caller, READ_ROLES, workspace_id=workspace_id)
-        with self._deps.uow() as uow:
-            return [*BUILTIN_ROLES.values(), *uow.roles.list(workspace_id)]
+        await self._access.authorize(caller, READ_ROLES, workspace_id=workspace_id)
+        async with self._deps.uow() as uow:
+            return [*BUILTIN_ROLES.values(), *await uow.roles.list(workspace_id)]
 
-    def get(self, caller: Caller, workspace_id: UUID, slug: str) -> Role:
+    async def get(self, caller: Caller, workspace_id: UUID, slug: str) -> Role:
         """One role."""
-        self._access.authorize(caller, READ_ROLES, workspace_id=workspace_id)
+        await self._access.authorize(caller, READ_ROLES, workspace_id=workspace_id)
         check_role_slug(slug)
-        with self._deps.uow() as uow:
-            role = resolve_role(uow, workspace_id, slug)
+        async with self._deps.uow() as uow:
+            role = await resolve_role(uow, workspace_id, slug)
         if role is None:
             raise NotFoundError("role")
         return role
 
-    def create(
+    async def create(
         self,
         caller: Caller,
         workspace_id: UUID,
@@ -188,21 +198,21 @@ class Roles:
         idempotency: IdempotencyKey[Role] | None = None,
     ) -> Role:
         """Create a custom role with permissions the caller holds."""
-        self._access.authorize(caller, CREATE_ROLE, workspace_id=workspace_id, target_id=slug)
+        await self._access.authorize(caller, CREATE_ROLE, workspace_id=workspace_id, target_id=slug)
         check_role_slug(slug)
         name = clean_name(name)
         granted = parse_permission_slugs(permissions)
-        self._access.refuse_escalation(caller, workspace_id, "role.create", granted, slug)
+        await self._access.refuse_escalation(caller, workspace_id, "role.create", granted, slug)
         role = Role(slug, name, granted)
         now = self._deps.clock.now()
 
-        def store(uow: UnitOfWork) -> Role:
-            workspace = lookups.workspace(uow, workspace_id, for_update=True)
+        async def store(uow: UnitOfWork) -> Role:
+            workspace = await lookups.workspace(uow, workspace_id, for_update=True)
             ensure_allowed(workspace.billing_state, GatedOperation.CONFIG_WRITE)
             if slug in BUILTIN_ROLES:
                 raise NameTakenError(f"{slug} is a built-in role")
-            uow.roles.add(workspace_id, role)
-            record_by_caller(
+            await uow.roles.add(workspace_id, role)
+            await record_by_caller(
                 self._deps,
                 uow,
                 caller,
@@ -213,9 +223,9 @@ class Roles:
             )
             return role
 
-        return run_idempotent(self._deps.uow, caller, idempotency, now, store)
+        return await run_idempotent(self._deps.uow, caller, idempotency, now, store)
 
-    def update(
+    async def update(
         self,
         caller: Caller,
         workspace_id: UUID,
@@ -224,30 +234,30 @@ class Roles:
         permissions: Sequence[str] | _Unset = UNSET,
     ) -> Role:
         """Rename a custom role or change its permissions (built-in roles: 409)."""
-        self._access.authorize(caller, UPDATE_ROLE, workspace_id=workspace_id, target_id=slug)
+        await self._access.authorize(caller, UPDATE_ROLE, workspace_id=workspace_id, target_id=slug)
         check_role_slug(slug)
         new_name = None if isinstance(name, _Unset) else clean_name(name)
-        with self._deps.uow() as uow:
-            role = self._custom(uow, workspace_id, slug)
+        async with self._deps.uow() as uow:
+            role = await self._custom(uow, workspace_id, slug)
         granted = (
             role.permissions
             if isinstance(permissions, _Unset)
             else parse_permission_slugs(permissions)
         )
         # Neither grant more than one holds, nor change a role that holds more.
-        self._access.refuse_escalation(
+        await self._access.refuse_escalation(
             caller, workspace_id, "role.update", granted | role.permissions, slug
         )
-        with self._deps.uow() as uow:
-            workspace = lookups.workspace(uow, workspace_id, for_update=True)
-            role = self._custom(uow, workspace_id, slug)
+        async with self._deps.uow() as uow:
+            workspace = await lookups.workspace(uow, workspace_id, for_update=True)
+            role = await self._custom(uow, workspace_id, slug)
             ensure_allowed(workspace.billing_state, GatedOperation.CONFIG_WRITE)
             changed = attrs.evolve(
                 role, name=role.name if new_name is None else new_name, permissions=granted
             )
             if changed != role:
-                uow.roles.update(workspace_id, changed)
-            record_by_caller(
+                await uow.roles.update(workspace_id, changed)
+            await record_by_caller(
                 self._deps,
                 uow,
                 caller,
@@ -259,26 +269,28 @@ class Roles:
                     {"name": changed.name, "permissions": _slugs(changed.permissions)},
                 ),
             )
-            uow.commit()
+            await uow.commit()
         return changed
 
-    def delete(self, caller: Caller, workspace_id: UUID, slug: str) -> None:
+    async def delete(self, caller: Caller, workspace_id: UUID, slug: str) -> None:
         """Delete a custom role nobody holds."""
-        self._access.authorize(caller, DELETE_ROLE, workspace_id=workspace_id, target_id=slug)
+        await self._access.authorize(caller, DELETE_ROLE, workspace_id=workspace_id, target_id=slug)
         check_role_slug(slug)
-        with self._deps.uow() as uow:
-            role = self._custom(uow, workspace_id, slug)
-        self._access.refuse_escalation(caller, workspace_id, "role.delete", role.permissions, slug)
-        with self._deps.uow() as uow:
-            workspace = lookups.workspace(uow, workspace_id, for_update=True)
-            role = self._custom(uow, workspace_id, slug)
+        async with self._deps.uow() as uow:
+            role = await self._custom(uow, workspace_id, slug)
+        await self._access.refuse_escalation(
+            caller, workspace_id, "role.delete", role.permissions, slug
+        )
+        async with self._deps.uow() as uow:
+            workspace = await lookups.workspace(uow, workspace_id, for_update=True)
+            role = await self._custom(uow, workspace_id, slug)
             ensure_allowed(workspace.billing_state, GatedOperation.CONFIG_WRITE)
-            if uow.memberships.count_with_role(workspace_id, slug):
+            if await uow.memberships.count_with_role(workspace_id, slug):
                 raise InvalidStateError(f"members hold the role {slug}: give them another first")
-            if uow.invitations.count_pending(workspace_id, self._deps.clock.now(), role=slug):
+            if await uow.invitations.count_pending(workspace_id, self._deps.clock.now(), role=slug):
                 raise InvalidStateError(f"pending invitations give the role {slug}")
-            uow.roles.remove(workspace_id, slug)
-            record_by_caller(
+            await uow.roles.remove(workspace_id, slug)
+            await record_by_caller(
                 self._deps,
                 uow,
                 caller,
@@ -290,13 +302,13 @@ class Roles:
                     "permissions": Change(_slugs(role.permissions), None),
                 },
             )
-            uow.commit()
+            await uow.commit()
 
     @staticmethod
-    def _custom(uow: UnitOfWork, workspace_id: UUID, slug: str) -> Role:
+    async def _custom(uow: UnitOfWork, workspace_id: UUID, slug: str) -> Role:
         if slug in BUILTIN_ROLES:
             raise InvalidStateError(f"{slug} is a built-in role and cannot be changed")
-        role = uow.roles.get(workspace_id, slug)
+        role = await uow.roles.get(workspace_id, slug)
         if role is None:
             raise NotFoundError("role")
         return role

@@ -11,7 +11,7 @@ from strongroom.ports.driven.unit_of_work import UnitOfWork
 from strongroom.ports.driving.dependencies import Dependencies
 
 
-def record(
+async def record(
     deps: Dependencies,
     uow: UnitOfWork,
     *,
@@ -25,7 +25,7 @@ def record(
     outcome: Outcome = Outcome.SUCCESS,
 ) -> None:
     """Add an audit event to the unit of work (so it commits with the change it records)."""
-    uow.audit.add(
+    await uow.audit.add(
         AuditEvent(
             id=deps.ids.new_id(),
             workspace_id=workspace_id,
@@ -41,7 +41,7 @@ def record(
     )
 
 
-def record_by_caller(
+async def record_by_caller(
     deps: Dependencies,
     uow: UnitOfWork,
     caller: Caller,
@@ -54,7 +54,7 @@ def record_by_caller(
 ) -> None:
     """Audit a mutation by ``caller`` (or its refusal); the target type is the action's
     resource."""
-    record(
+    await record(
         deps,
         uow,
         workspace_id=workspace_id,
@@ -68,7 +68,7 @@ def record_by_caller(
     )
 
 
-def record_by_system(
+async def record_by_system(
     deps: Dependencies,
     uow: UnitOfWork,
     workspace_id: UUID,
@@ -77,7 +77,7 @@ def record_by_system(
     changes: Mapping[str, Change] | None = None,
 ) -> None:
     """Audit an operator's or a job's change, made by the ``system`` actor."""
-    record(
+    await record(
         deps,
         uow,
         workspace_id=workspace_id,

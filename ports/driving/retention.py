@@ -47,22 +47,22 @@ class Retention:
         self._deps = deps
         self._artifacts = artifacts
 
-    def run(self) -> RetentionReport:
+    async def run(self) -> RetentionReport:
         """Remove what expired; abort stale uploads."""
         now = self._deps.clock.now()
-        with self._deps.uow() as uow:
-            expired = uow.artifacts.expired(now, BATCH)
+        async with self._deps.uow() as uow:
+            expired = await uow.artifacts.expired(now, BATCH)
         counts = {"removed": 0, "kept_last": 0, "kept_locked": 0, "failed": 0}
         for candidate in expired:
             try:
-                counts[self._remove(candidate.workspace_id, candidate.id)] += 1
+                counts[(await self._remove(candidate.workspace_id, candidate.id))] += 1
             except StrongroomError:
                 logger.exception("retention could not remove artifact %s", candidate.id)
                 counts["failed"] += 1
         aborted = 0
-        for upload in self._deps.storage.pending_uploads(now - STALE_UPLOAD_AGE):
+        for upload in await self._deps.storage.pending_uploads(now - STALE_UPLOAD_AGE):
             try:
-                self._deps.storage.abort_multipart(upload.key, upload.upload_id)
+                await self._deps.storage.abort_multipart(upload.key, upload.upload_id)
                 aborted += 1
             except StrongroomError:
                 logger.exception("retention could not abort upload %s", upload.upload_id)
@@ -70,27 +70,27 @@ class Retention:
         logger.info("retention: %s", report)
         return report
 
-    def _remove(self, workspace_id: UUID, artifact_id: UUID) -> str:
+    async def _remove(self, workspace_id: UUID, artifact_id: UUID) -> str:
         """Remove one expired artifact; the name of the count its outcome adds to."""
         now = self._deps.clock.now()
-        with self._deps.uow() as uow:
-            artifact = uow.artifacts.get_for_update(workspace_id, artifact_id)
+        async with self._deps.uow() as uow:
+            artifact = await uow.artifacts.get_for_update(workspace_id, artifact_id)
             if artifact is None or artifact.state is not ArtifactState.AVAILABLE:
                 return "removed"  # another removal came first
             if artifact.is_locked(now):
                 return "kept_locked"
-            if uow.artifacts.count_available(artifact.workspace_id, artifact.backup_id) <= 1:
+            if await uow.artifacts.count_available(artifact.workspace_id, artifact.backup_id) <= 1:
                 return "kept_last"
-            backup = uow.backups.get(artifact.workspace_id, artifact.backup_id)
+            backup = await uow.backups.get(artifact.workspace_id, artifact.backup_id)
             if backup is None:
                 return "removed"  # its backup went, and the artifact with it
             try:
-                self._artifacts.remove_object(artifact, backup)
+                await self._artifacts.remove_object(artifact, backup)
             except ArtifactLockedError:
                 return "kept_locked"
             deleted = artifact.deleted()
-            uow.artifacts.update(deleted)
-            record_by_system(
+            await uow.artifacts.update(deleted)
+            await record_by_system(
                 self._deps,
                 uow,
                 artifact.workspace_id,
@@ -98,5 +98,5 @@ class Retention:
                 artifact.id,
                 diff(artifact_snapshot(artifact), artifact_snapshot(deleted)),
             )
-            uow.commit()
+            await uow.commit()
         return "removed"

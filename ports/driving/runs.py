@@ -41,28 +41,28 @@ class Runs:
         self._deps = deps
         self._access = access
 
-    def start(
+    async def start(
         self, caller: Caller, backup_id: UUID, idempotency: IdempotencyKey[Run] | None = None
     ) -> Run:
         """``POST /v1/runs``: a manual client starts a run of its active backup (``running``).
 
         Checks in the contract's order: 404 backup, 422 kind, 409 billing, 409 state.
         """
-        workspace_id = self._access.authorize(caller, START_RUN)
+        workspace_id = await self._access.authorize(caller, START_RUN)
         now = self._deps.clock.now()
 
-        def store(uow: UnitOfWork) -> Run:
+        async def store(uow: UnitOfWork) -> Run:
             backup = lookups.visible_backup(
-                caller, lookups.backup(uow, workspace_id, backup_id, for_update=True)
+                caller, await lookups.backup(uow, workspace_id, backup_id, for_update=True)
             )
             ensure_manual(backup)
             ensure_allowed(
-                lookups.workspace(uow, workspace_id).billing_state, GatedOperation.NEW_RUN
+                (await lookups.workspace(uow, workspace_id)).billing_state, GatedOperation.NEW_RUN
             )
             backup.ensure_runnable()
             run = Run.manual(self._deps.ids.new_id(), backup, now)
-            uow.runs.add(run)
-            record_by_caller(
+            await uow.runs.add(run)
+            await record_by_caller(
                 self._deps,
                 uow,
                 caller,
@@ -73,26 +73,26 @@ class Runs:
             )
             return run
 
-        return run_idempotent(self._deps.uow, caller, idempotency, now, store)
+        return await run_idempotent(self._deps.uow, caller, idempotency, now, store)
 
-    def trigger(
+    async def trigger(
         self, caller: Caller, backup_id: UUID, idempotency: IdempotencyKey[Run] | None = None
     ) -> Run:
         """``POST /v1/backups/{bid}/trigger``: enqueue a run of a local or cloud backup
         (``queued``, trigger ``api``); its worker or the service takes it later."""
-        workspace_id = self._access.authorize(caller, TRIGGER_BACKUP, target_id=backup_id)
+        workspace_id = await self._access.authorize(caller, TRIGGER_BACKUP, target_id=backup_id)
         now = self._deps.clock.now()
 
-        def store(uow: UnitOfWork) -> Run:
-            backup = lookups.backup(uow, workspace_id, backup_id, for_update=True)
+        async def store(uow: UnitOfWork) -> Run:
+            backup = await lookups.backup(uow, workspace_id, backup_id, for_update=True)
             ensure_triggerable(backup)
             ensure_allowed(
-                lookups.workspace(uow, workspace_id).billing_state, GatedOperation.NEW_RUN
+                (await lookups.workspace(uow, workspace_id)).billing_state, GatedOperation.NEW_RUN
             )
             backup.ensure_runnable()
             run = Run.queued(self._deps.ids.new_id(), backup, RunTrigger.API, now)
-            uow.runs.add(run)
-            record_by_caller(
+            await uow.runs.add(run)
+            await record_by_caller(
                 self._deps,
                 uow,
                 caller,
@@ -103,12 +103,12 @@ class Runs:
             )
             return run
 
-        return run_idempotent(self._deps.uow, caller, idempotency, now, store)
+        return await run_idempotent(self._deps.uow, caller, idempotency, now, store)
 
-    def get(self, caller: Caller, run_id: UUID) -> Run:
+    async def get(self, caller: Caller, run_id: UUID) -> Run:
         """One run of the caller's workspace."""
-        workspace_id = self._access.authorize(caller, READ_RUN)
-        with self._deps.uow() as uow:
-            return lookups.visible_run(
-                caller, uow, workspace_id, uow.runs.get(workspace_id, run_id)
+        workspace_id = await self._access.authorize(caller, READ_RUN)
+        async with self._deps.uow() as uow:
+            return await lookups.visible_run(
+                caller, uow, workspace_id, await uow.runs.get(workspace_id, run_id)
             )

@@ -47,18 +47,18 @@ class Sessions:
     def __init__(self, deps: Dependencies) -> None:
         self._deps = deps
 
-    def sign_in(
+    async def sign_in(
         self, idp_access_token: str, idempotency: IdempotencyKey[IssuedSession] | None = None
     ) -> IssuedSession:
         """Exchange an identity provider's access token for an unscoped session."""
-        return self.start_session(self.verify(idp_access_token), idempotency)
+        return await self.start_session(await self.verify(idp_access_token), idempotency)
 
-    def verify(self, idp_access_token: str) -> Identity:
+    async def verify(self, idp_access_token: str) -> Identity:
         """The person an identity provider's access token vouches for;
         ``UnauthenticatedError`` if it is not valid (checked before anything else)."""
-        return self._deps.identity.verify_access_token(idp_access_token)
+        return await self._deps.identity.verify_access_token(idp_access_token)
 
-    def start_session(
+    async def start_session(
         self, identity: Identity, idempotency: IdempotencyKey[IssuedSession] | None = None
     ) -> IssuedSession:
         """An unscoped session for a person the identity provider vouched for (``verify``).
@@ -67,23 +67,23 @@ class Sessions:
         """
         now = self._deps.clock.now()
 
-        def create(uow: UnitOfWork) -> IssuedSession:
-            user = uow.users.get_by_subject(identity.subject)
+        async def create(uow: UnitOfWork) -> IssuedSession:
+            user = await uow.users.get_by_subject(identity.subject)
             if user is None:
                 user = User(
                     self._deps.ids.new_id(), identity.email, identity.name, identity.subject, now
                 )
-                uow.users.add(user)
-            return self._issue(uow, user, None, now)
+                await uow.users.add(user)
+            return await self._issue(uow, user, None, now)
 
         try:
-            return run_idempotent(self._deps.uow, identity, idempotency, now, create)
+            return await run_idempotent(self._deps.uow, identity, idempotency, now, create)
         except IntegrityViolationError:
             # Two first sign-ins of one person raced to create their user: the loser's
             # transaction is gone, and on a second try the user exists.
-            return run_idempotent(self._deps.uow, identity, idempotency, now, create)
+            return await run_idempotent(self._deps.uow, identity, idempotency, now, create)
 
-    def _issue(
+    async def _issue(
         self, uow: UnitOfWork, user: User, workspace_id: UUID | None, now: datetime
     ) -> IssuedSession:
         token = format_token(TokenKind.SESSION, self._deps.ids.random_bytes(32))
@@ -95,10 +95,10 @@ class Sessions:
             now,
             now + self._deps.session_ttl,
         )
-        uow.sessions.add(session)
+        await uow.sessions.add(session)
         return IssuedSession(token, session, user)
 
-    def switch(
+    async def switch(
         self,
         caller: Caller,
         workspace_id: UUID,
@@ -108,21 +108,21 @@ class Sessions:
         user = caller.person(SWITCH_REFUSAL)
         now = self._deps.clock.now()
 
-        def create(uow: UnitOfWork) -> IssuedSession:
-            if uow.memberships.get(workspace_id, user.id) is None:
+        async def create(uow: UnitOfWork) -> IssuedSession:
+            if await uow.memberships.get(workspace_id, user.id) is None:
                 raise NotFoundError("workspace")
-            issued = self._issue(uow, user, workspace_id, now)
-            uow.sessions.revoke(caller.credential_id, now)
-            record_by_caller(
+            issued = await self._issue(uow, user, workspace_id, now)
+            await uow.sessions.revoke(caller.credential_id, now)
+            await record_by_caller(
                 self._deps, uow, caller, workspace_id, "session.switch", issued.session.id
             )
             return issued
 
-        return run_idempotent(self._deps.uow, caller, idempotency, now, create)
+        return await run_idempotent(self._deps.uow, caller, idempotency, now, create)
 
-    def sign_out(self, caller: Caller) -> None:
+    async def sign_out(self, caller: Caller) -> None:
         """Revoke the session the caller used (and only that one)."""
         caller.person(SIGN_OUT_REFUSAL)
-        with self._deps.uow() as uow:
-            uow.sessions.revoke(caller.credential_id, self._deps.clock.now())
-            uow.commit()
+        async with self._deps.uow() as uow:
+            await uow.sessions.revoke(caller.credential_id, self._deps.clock.now())
+            await uow.commit()

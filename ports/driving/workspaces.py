@@ -4,7 +4,7 @@ and the operator actions on billing state and limits."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import TypeVar
 from uuid import UUID
 
@@ -45,10 +45,10 @@ UPDATE_WORKSPACE = Requirement((Permission.WORKSPACES_WRITE,), "workspace.update
 DELETE_WORKSPACE = Requirement((Permission.WORKSPACES_WRITE,), "workspace.delete")
 
 
-def call_upstream(what: str, operation: Callable[[], T]) -> T:
+async def call_upstream(what: str, operation: Callable[[], Awaitable[T]]) -> T:
     """Run a call to an outside system; any failure of it is ``upstream_unavailable``."""
     try:
-        return operation()
+        return await operation()
     except StrongroomError:
         raise
     except Exception as error:
@@ -62,32 +62,32 @@ class Workspaces:
         self._deps = deps
         self._access = access
 
-    def create(
+    async def create(
         self, caller: Caller, name: str, idempotency: IdempotencyKey[Workspace] | None = None
     ) -> Workspace:
         """Create a workspace: an organization, a customer record and a storage namespace are
         provisioned all-or-nothing, and the creator becomes its admin."""
         user = caller.person(CREATE_REFUSAL)
         name = clean_name(name)
-        replay_if_known(self._deps.uow, caller, idempotency, self._deps.clock.now())
-        with self._deps.uow() as uow:
+        await replay_if_known(self._deps.uow, caller, idempotency, self._deps.clock.now())
+        async with self._deps.uow() as uow:
             ensure_room(
                 WORKSPACES_PER_USER_RESOURCE,
                 WORKSPACES_PER_USER,
-                uow.workspaces.count_created_by(user.id),
+                await uow.workspaces.count_created_by(user.id),
             )
         workspace_id = self._deps.ids.new_id()
-        undo: list[Callable[[], None]] = []
+        undo: list[Callable[[], Awaitable[None]]] = []
         try:
-            org_id = call_upstream(
+            org_id = await call_upstream(
                 "the identity provider", lambda: self._deps.identity.create_organization(name)
             )
             undo.append(lambda: self._deps.identity.delete_organization(org_id))
-            customer_id = call_upstream(
+            customer_id = await call_upstream(
                 "billing", lambda: self._deps.billing.create_customer(workspace_id, name)
             )
             undo.append(lambda: self._deps.billing.delete_customer(customer_id))
-            namespace = call_upstream(
+            namespace = await call_upstream(
                 "object storage", lambda: self._deps.namespaces.provision_namespace(workspace_id)
             )
             undo.append(lambda: self._deps.namespaces.remove_namespace(namespace))
@@ -104,16 +104,16 @@ class Workspaces:
                 now,
             )
 
-            def store(uow: UnitOfWork) -> Workspace:
-                uow.users.get_for_update(user.id)
+            async def store(uow: UnitOfWork) -> Workspace:
+                await uow.users.get_for_update(user.id)
                 ensure_room(
                     WORKSPACES_PER_USER_RESOURCE,
                     WORKSPACES_PER_USER,
-                    uow.workspaces.count_created_by(user.id),
+                    await uow.workspaces.count_created_by(user.id),
                 )
-                uow.workspaces.add(workspace)
-                uow.memberships.add(Membership(workspace_id, user.id, ADMIN.slug, now))
-                record_by_caller(
+                await uow.workspaces.add(workspace)
+                await uow.memberships.add(Membership(workspace_id, user.id, ADMIN.slug, now))
+                await record_by_caller(
                     self._deps,
                     uow,
                     caller,
@@ -124,35 +124,35 @@ class Workspaces:
                 )
                 return workspace
 
-            return run_idempotent(self._deps.uow, caller, idempotency, now, store)
+            return await run_idempotent(self._deps.uow, caller, idempotency, now, store)
         except BaseException:
-            _undo_all(undo)
+            await _undo_all(undo)
             raise
 
-    def memberships(self, caller: Caller, page: PageRequest) -> Page[MemberWorkspace]:
+    async def memberships(self, caller: Caller, page: PageRequest) -> Page[MemberWorkspace]:
         """The caller's memberships, newest workspace first."""
         user = caller.person(LIST_REFUSAL)
-        with self._deps.uow() as uow:
-            return uow.memberships.list_for_user(user.id, page)
+        async with self._deps.uow() as uow:
+            return await uow.memberships.list_for_user(user.id, page)
 
-    def get(self, caller: Caller, workspace_id: UUID) -> Workspace:
+    async def get(self, caller: Caller, workspace_id: UUID) -> Workspace:
         """One workspace."""
-        self._access.authorize(caller, READ_WORKSPACE, workspace_id=workspace_id)
-        with self._deps.uow() as uow:
-            return lookups.workspace(uow, workspace_id)
+        await self._access.authorize(caller, READ_WORKSPACE, workspace_id=workspace_id)
+        async with self._deps.uow() as uow:
+            return await lookups.workspace(uow, workspace_id)
 
-    def rename(self, caller: Caller, workspace_id: UUID, name: str) -> Workspace:
+    async def rename(self, caller: Caller, workspace_id: UUID, name: str) -> Workspace:
         """Change a workspace's name."""
-        self._access.authorize(
+        await self._access.authorize(
             caller, UPDATE_WORKSPACE, workspace_id=workspace_id, target_id=workspace_id
         )
         name = clean_name(name)
-        with self._deps.uow() as uow:
-            workspace = lookups.workspace(uow, workspace_id, for_update=True)
+        async with self._deps.uow() as uow:
+            workspace = await lookups.workspace(uow, workspace_id, for_update=True)
             ensure_allowed(workspace.billing_state, GatedOperation.CONFIG_WRITE)
             renamed = workspace.renamed(name, self._deps.clock.now())
-            uow.workspaces.update(renamed)
-            record_by_caller(
+            await uow.workspaces.update(renamed)
+            await record_by_caller(
                 self._deps,
                 uow,
                 caller,
@@ -161,32 +161,32 @@ class Workspaces:
                 workspace_id,
                 {"name": Change(workspace.name, name)},
             )
-            uow.commit()
+            await uow.commit()
         return renamed
 
-    def delete(self, caller: Caller, workspace_id: UUID) -> None:
+    async def delete(self, caller: Caller, workspace_id: UUID) -> None:
         """Delete a workspace and all its records, audit trail included; irreversible.
 
         Its sessions, API keys and workers stop working at once. Allowed in every billing
         state. The organization, customer record and namespace are released afterwards.
         """
-        self._access.authorize(
+        await self._access.authorize(
             caller, DELETE_WORKSPACE, workspace_id=workspace_id, target_id=workspace_id
         )
-        with self._deps.uow() as uow:
-            workspace = lookups.workspace(uow, workspace_id, for_update=True)
-            if uow.artifacts.any_locked(
+        async with self._deps.uow() as uow:
+            workspace = await lookups.workspace(uow, workspace_id, for_update=True)
+            if await uow.artifacts.any_locked(
                 workspace_id, self._deps.clock.now(), storage=ArtifactStorage.SERVICE
             ):
                 raise ArtifactLockedError(
                     "an artifact in service storage is inside its lock window"
                 )
-            uow.workspaces.remove(workspace_id)
-            uow.commit()
+            await uow.workspaces.remove(workspace_id)
+            await uow.commit()
         logger.info(
             "workspace %s deleted by %s:%s", workspace_id, caller.actor.type, caller.actor.id
         )
-        _undo_all(
+        await _undo_all(
             [
                 lambda: self._deps.namespaces.remove_namespace(workspace.storage_namespace),
                 lambda: self._deps.billing.delete_customer(workspace.customer_id),
@@ -194,32 +194,32 @@ class Workspaces:
             ]
         )
 
-    def quotas(self, caller: Caller, workspace_id: UUID) -> list[Quota]:
+    async def quotas(self, caller: Caller, workspace_id: UUID) -> list[Quota]:
         """Every quota resource's effective limit and current usage."""
-        self._access.authorize(caller, READ_WORKSPACE, workspace_id=workspace_id)
-        with self._deps.uow() as uow:
-            workspace = lookups.workspace(uow, workspace_id)
+        await self._access.authorize(caller, READ_WORKSPACE, workspace_id=workspace_id)
+        async with self._deps.uow() as uow:
+            workspace = await lookups.workspace(uow, workspace_id)
             usage = {
-                QuotaResource.BACKUPS_PER_WORKSPACE: uow.backups.count(workspace_id),
-                QuotaResource.WORKERS_PER_WORKSPACE: uow.workers.count(workspace_id),
-                QuotaResource.API_KEYS_PER_WORKSPACE: uow.api_keys.count(workspace_id),
+                QuotaResource.BACKUPS_PER_WORKSPACE: await uow.backups.count(workspace_id),
+                QuotaResource.WORKERS_PER_WORKSPACE: await uow.workers.count(workspace_id),
+                QuotaResource.API_KEYS_PER_WORKSPACE: await uow.api_keys.count(workspace_id),
                 # Pending invitations hold a seat until they are used or expire.
-                QuotaResource.MEMBERS_PER_WORKSPACE: uow.memberships.count(workspace_id)
-                + uow.invitations.count_pending(workspace_id, self._deps.clock.now()),
-                QuotaResource.STORAGE_BYTES: uow.artifacts.storage_bytes(workspace_id),
+                QuotaResource.MEMBERS_PER_WORKSPACE: await uow.memberships.count(workspace_id)
+                + await uow.invitations.count_pending(workspace_id, self._deps.clock.now()),
+                QuotaResource.STORAGE_BYTES: await uow.artifacts.storage_bytes(workspace_id),
             }
         return [
             Quota(resource, workspace.limit(resource), usage.get(resource, 0))
             for resource in QuotaResource
         ]
 
-    def set_billing_state(self, workspace_id: UUID, state: BillingState) -> Workspace:
+    async def set_billing_state(self, workspace_id: UUID, state: BillingState) -> Workspace:
         """Operator action: move a workspace to another billing state (audited as system)."""
-        with self._deps.uow() as uow:
-            workspace = lookups.workspace(uow, workspace_id, for_update=True)
+        async with self._deps.uow() as uow:
+            workspace = await lookups.workspace(uow, workspace_id, for_update=True)
             changed = workspace.with_billing_state(state, self._deps.clock.now())
-            uow.workspaces.update(changed)
-            record_by_system(
+            await uow.workspaces.update(changed)
+            await record_by_system(
                 self._deps,
                 uow,
                 workspace_id,
@@ -227,18 +227,18 @@ class Workspaces:
                 workspace_id,
                 {"billing_state": Change(workspace.billing_state.value, state.value)},
             )
-            uow.commit()
+            await uow.commit()
         return changed
 
-    def set_quota(self, workspace_id: UUID, resource: QuotaResource, limit: int) -> Workspace:
+    async def set_quota(self, workspace_id: UUID, resource: QuotaResource, limit: int) -> Workspace:
         """Operator action: set a workspace's limit for ``resource`` (0: unlimited)."""
         if limit < 0:
             raise ValueError("a limit is 0 (unlimited) or more")
-        with self._deps.uow() as uow:
-            workspace = lookups.workspace(uow, workspace_id, for_update=True)
+        async with self._deps.uow() as uow:
+            workspace = await lookups.workspace(uow, workspace_id, for_update=True)
             changed = workspace.with_limit(resource, limit, self._deps.clock.now())
-            uow.workspaces.update(changed)
-            record_by_system(
+            await uow.workspaces.update(changed)
+            await record_by_system(
                 self._deps,
                 uow,
                 workspace_id,
@@ -246,19 +246,19 @@ class Workspaces:
                 workspace_id,
                 {resource.value: Change(workspace.limit(resource), limit)},
             )
-            uow.commit()
+            await uow.commit()
         return changed
 
-    def find(self, workspace_id: UUID) -> Workspace:
+    async def find(self, workspace_id: UUID) -> Workspace:
         """Operator look-up of a workspace, without a caller."""
-        with self._deps.uow() as uow:
-            return lookups.workspace(uow, workspace_id)
+        async with self._deps.uow() as uow:
+            return await lookups.workspace(uow, workspace_id)
 
 
-def _undo_all(steps: list[Callable[[], None]]) -> None:
+async def _undo_all(steps: list[Callable[[], Awaitable[None]]]) -> None:
     """Run compensations newest first; one that fails is logged, never raised over the cause."""
     for step in reversed(steps):
         try:
-            step()
+            await step()
         except Exception:
             logger.exception("compensation step failed; an orphan may remain upstream")

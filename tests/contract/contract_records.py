@@ -31,6 +31,7 @@ from strongroom.domain.runs import Run
 from strongroom.domain.users import User
 from strongroom.domain.workspaces import Membership, Workspace
 from strongroom.ports.driven.unit_of_work import UnitOfWork
+from strongroom.ports.driving.blocking import blocking, blocking_call
 
 T0 = datetime(2026, 3, 14, 15, 9, 26, 535897, tzinfo=UTC)
 _counter = itertools.count(1)
@@ -162,9 +163,13 @@ class Adapter:
 
     name: str
 
-    def uow(self) -> UnitOfWork:
-        """A new unit of work."""
+    def async_uow(self) -> UnitOfWork:
+        """A new unit of work, as the use cases get it (``async with``)."""
         raise NotImplementedError
+
+    def uow(self) -> Any:
+        """A new unit of work behind a blocking view: ``with`` and plain calls."""
+        return blocking(self.async_uow())
 
     def add_worker(self, workspace_id: UUID, worker_id: UUID) -> None:
         """Seed a worker with this id."""
@@ -207,13 +212,16 @@ class MemoryAdapter(Adapter):
     def __init__(self) -> None:
         self._store = MemoryStore()
 
-    def uow(self) -> UnitOfWork:
+    def async_uow(self) -> UnitOfWork:
         return MemoryUnitOfWork(self._store)
 
     def add_role(self, workspace_id: UUID, role: Role) -> None:
-        with self._store.transaction() as tx:
-            tx.write("roles")[(workspace_id, role.slug)] = role
-            tx.commit()
+        async def add() -> None:
+            async with self._store.transaction() as tx:
+                tx.write("roles")[(workspace_id, role.slug)] = role
+                tx.commit()
+
+        blocking_call(add())
 
 
 class SqlAdapter(Adapter):
@@ -223,11 +231,11 @@ class SqlAdapter(Adapter):
         self.name = name
         self._uow = uow
 
-    def uow(self) -> UnitOfWork:
+    def async_uow(self) -> UnitOfWork:
         return self._uow()
 
     def add_role(self, workspace_id: UUID, role: Role) -> None:
-        with self._uow() as uow:
+        with blocking(self._uow()) as uow:
             roles = uow.roles
             assert isinstance(roles, SqlRoleRepository)
             roles.add(workspace_id, role)

@@ -12,13 +12,14 @@ from strongroom.adapters.identity.builtin import BuiltinIdentityProvider
 from strongroom.adapters.system import SecureIds, SystemClock
 from strongroom.domain.quotas import QuotaResource
 from strongroom.entrypoints.bootstrap import bootstrap
+from strongroom.ports.driving.blocking import blocking
 from support.world import FAST_HASHER, Api, bearer, make_client
 
 
 def _api_on(adapter: Adapter) -> Any:
     clock, ids = SystemClock(), SecureIds()
-    idp = BuiltinIdentityProvider(uow=adapter.uow, clock=clock, ids=ids, hasher=FAST_HASHER)
-    return bootstrap(uow=adapter.uow, clock=clock, ids=ids, identity=idp)
+    idp = BuiltinIdentityProvider(uow=adapter.async_uow, clock=clock, ids=ids, hasher=FAST_HASHER)
+    return blocking(bootstrap(uow=adapter.async_uow, clock=clock, ids=ids, identity=idp))
 
 
 def test_the_access_flows_work_on_every_adapter(adapter: Adapter) -> None:

@@ -9,14 +9,18 @@ from contract_records import Adapter  # type: ignore[import-not-found]
 from strongroom.adapters.identity.builtin import CLIENT_ID, BuiltinIdentityProvider, OAuthError
 from strongroom.adapters.system import SecureIds, SystemClock
 from strongroom.entrypoints.bootstrap import bootstrap
+from strongroom.ports.driving.blocking import blocking
 from support.world import FAST_HASHER, PASSWORD
 
 
 def test_racing_first_sign_ins_of_one_person_both_succeed_as_one_user(adapter: Adapter) -> None:
     """Eight simultaneous first sign-ins of the same person all get a session, of one user."""
     clock, ids = SystemClock(), SecureIds()
-    idp = BuiltinIdentityProvider(uow=adapter.uow, clock=clock, ids=ids, hasher=FAST_HASHER)
-    facade = bootstrap(uow=adapter.uow, clock=clock, ids=ids, identity=idp)
+    provider = BuiltinIdentityProvider(
+        uow=adapter.async_uow, clock=clock, ids=ids, hasher=FAST_HASHER
+    )
+    facade = blocking(bootstrap(uow=adapter.async_uow, clock=clock, ids=ids, identity=provider))
+    idp = blocking(provider)
     idp.add_account("ada@example.com", PASSWORD, "Ada")
     tokens = []
     for _ in range(8):
@@ -48,7 +52,9 @@ def test_racing_exchanges_of_one_approved_code_issue_exactly_one_token(adapter: 
     """Eight simultaneous token requests for one approved device code: one access token,
     the rest invalid_grant (the code is single-use even under a race)."""
     clock, ids = SystemClock(), SecureIds()
-    idp = BuiltinIdentityProvider(uow=adapter.uow, clock=clock, ids=ids, hasher=FAST_HASHER)
+    idp = blocking(
+        BuiltinIdentityProvider(uow=adapter.async_uow, clock=clock, ids=ids, hasher=FAST_HASHER)
+    )
     idp.add_account("ada@example.com", PASSWORD, "Ada")
     code = idp.start_device_authorization(CLIENT_ID, "http://testserver")
     idp.decide(code.user_code, "ada@example.com", PASSWORD, approve=True)

@@ -3,6 +3,9 @@ trips a unit of work costs, the query catalog, SQLite's settings, borrowed pools
 
 from __future__ import annotations
 
+import asyncio
+import sqlite3
+import threading
 from contextlib import closing
 from datetime import timedelta, timezone
 from typing import Any
@@ -11,7 +14,7 @@ import attrs
 import psycopg
 import pytest
 from contract_records import T0, SqlAdapter, backup, session, user, workspace
-from psycopg_pool import ConnectionPool
+from psycopg_pool import AsyncConnectionPool
 
 from strongroom.adapters.sql.catalog import (
     Dialect,
@@ -24,6 +27,7 @@ from strongroom.adapters.sql.catalog import (
 from strongroom.adapters.sql.postgres import PostgresDatabase
 from strongroom.adapters.sql.sqlite import SqliteDatabase
 from strongroom.domain.workspaces import Membership
+from strongroom.ports.driving.blocking import blocking, blocking_call
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
@@ -58,18 +62,21 @@ class TestInstants:
 
 
 class CountingCursor:
-    """Counts the statements psycopg sends (each is one round trip)."""
+    """Counts the statements psycopg sends (each is one round trip, or shares one with the
+    statement after it in a pipeline)."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.sent: list[str] = []
-        original = psycopg.Cursor.execute
+        original = psycopg.AsyncCursor.execute
 
-        def execute(cursor: psycopg.Cursor[Any], query: Any, *args: Any, **kwargs: Any) -> Any:
+        async def execute(
+            cursor: psycopg.AsyncCursor[Any], query: Any, *args: Any, **kwargs: Any
+        ) -> Any:
             text = query.decode() if isinstance(query, bytes) else str(query)
             self.sent.append(" ".join(text.split())[:40])
-            return original(cursor, query, *args, **kwargs)
+            return await original(cursor, query, *args, **kwargs)
 
-        monkeypatch.setattr(psycopg.Cursor, "execute", execute)
+        monkeypatch.setattr(psycopg.AsyncCursor, "execute", execute)
 
 
 @pytest.fixture
@@ -95,7 +102,7 @@ class TestPostgresRoundTrips:
             ada, target, Membership(target.id, ada.id, "admin", T0), mine
         )
         counter.sent.clear()
-        with database.uow() as uow:
+        with blocking(database.uow()) as uow:
             grant = uow.sessions.find(mine.token_hash)
         assert grant is not None
         assert grant.role is not None
@@ -107,11 +114,12 @@ class TestPostgresRoundTrips:
     ) -> None:
         """No statement, and no connection taken from the pool."""
         database, counter = counted
-        before = database.pool.get_stats()["requests_num"]
-        with database.uow() as uow:
+        pool = blocking_call(database.pool_of_this_loop())  # the loop blocking views run on
+        before = pool.get_stats()["requests_num"]
+        with blocking(database.uow()) as uow:
             uow.commit()
         assert counter.sent == []
-        assert database.pool.get_stats()["requests_num"] == before
+        assert pool.get_stats()["requests_num"] == before
 
     def test_a_create_is_begin_lock_count_insert_insert_commit(
         self, counted: tuple[PostgresDatabase, CountingCursor]
@@ -122,13 +130,92 @@ class TestPostgresRoundTrips:
         target = workspace(ada)
         SqlAdapter("postgres", database.uow).store(ada, target)
         counter.sent.clear()
-        with database.uow() as uow:
+        with blocking(database.uow()) as uow:
             uow.workspaces.get_for_update(target.id)
             uow.backups.count(target.id)
             uow.backups.add(backup(target.id))
             uow.commit()
         kinds = [statement.split()[0] for statement in counter.sent]
         assert kinds == ["BEGIN", "SELECT", "SELECT", "INSERT", "COMMIT"]
+
+
+class TestAsyncUnits:
+    """Units of work are coroutines: one per task, any event loop, no loop ever blocked."""
+
+    def test_a_unit_inside_another_in_one_task_is_refused(self, sql_adapter: SqlAdapter) -> None:
+        """The inner one would wait for the outer one's locks: refused at once."""
+
+        async def nested() -> None:
+            async with sql_adapter.async_uow(), sql_adapter.async_uow():
+                pass
+
+        with pytest.raises(RuntimeError, match="already open in this task"):
+            asyncio.run(nested())
+
+    def test_units_in_separate_tasks_of_one_loop_may_overlap(self, sql_adapter: SqlAdapter) -> None:
+        """Concurrent tasks each have their own unit."""
+        ada = user()
+        sql_adapter.store(ada)
+
+        async def read() -> bool:
+            async with sql_adapter.async_uow() as uow:
+                return await uow.users.get(ada.id) == ada
+
+        async def both() -> list[bool]:
+            return list(await asyncio.gather(read(), read()))
+
+        assert asyncio.run(both()) == [True, True]
+
+    def test_sqlite_writers_queue_on_the_database_threads(
+        self, sqlite_database: SqliteDatabase, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """Writers holding the write lock in turn: none is refused as busy, and connections
+        are used on the database's threads, never on the event loop."""
+        writers = 8
+        threads: set[str] = set()
+        acquire = sqlite_database.acquire
+
+        def acquire_noting_the_thread() -> sqlite3.Connection:
+            threads.add(threading.current_thread().name)
+            return acquire()
+
+        monkeypatch.setattr(sqlite_database, "acquire", acquire_noting_the_thread)
+
+        async def write() -> None:
+            async with sqlite_database.uow() as uow:
+                await uow.users.add(user())
+                await asyncio.sleep(0.02)  # holding the writer while the others queue
+                await uow.commit()
+
+        async def run() -> None:
+            await asyncio.gather(*(write() for _ in range(writers)))
+
+        asyncio.run(run())
+        assert threads
+        assert all(name.startswith("strongroom-sqlite") for name in threads), threads
+        with closing(sqlite_database.connect()) as connection:
+            assert connection.execute("SELECT count(*) FROM users").fetchone()[0] == writers
+
+    def test_postgres_serves_every_loop_with_a_pool_of_its_own(
+        self, postgres_database: PostgresDatabase
+    ) -> None:
+        """A loop that ends takes its pool with it; the others go on."""
+        ada = user()
+        SqlAdapter("postgres", postgres_database.uow).store(ada)
+
+        async def read() -> tuple[AsyncConnectionPool[Any], bool]:
+            async with postgres_database.uow() as uow:
+                found = await uow.users.get(ada.id)
+            return await postgres_database.pool_of_this_loop(), found == ada
+
+        first, found_first = asyncio.run(read())
+        second, found_second = asyncio.run(read())
+        assert found_first
+        assert found_second
+        assert first is not second
+        assert first.closed
+        assert second.closed
+        assert blocking_call(read())[1]
 
 
 class TestSqliteSettings:
@@ -144,7 +231,7 @@ class TestSqliteSettings:
     def test_a_closed_database_refuses_new_units(self, sqlite_database: SqliteDatabase) -> None:
         """Closing is final."""
         sqlite_database.close()
-        with pytest.raises(RuntimeError), sqlite_database.uow() as uow:
+        with pytest.raises(RuntimeError), blocking(sqlite_database.uow()) as uow:
             uow.ping()
 
 
@@ -155,14 +242,25 @@ class TestBorrowedPools:
         self, pg_conninfo: str, postgres_database: PostgresDatabase
     ) -> None:
         """Non-autocommit connections come back non-autocommit; closing leaves the pool."""
-        with ConnectionPool(pg_conninfo, min_size=1, max_size=1, open=True) as pool:
+        pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
+            pg_conninfo, min_size=1, max_size=1, open=False
+        )
+        blocking_call(pool.open())  # on the loop blocking views run on, as an embedder would
+        try:
             with PostgresDatabase(pool) as database:
                 SqlAdapter("postgres", database.uow).store(user())
-                with database.uow() as uow:
+                with blocking(database.uow()) as uow:
                     uow.ping()
+                assert blocking_call(database.pool_of_this_loop()) is pool
             assert not pool.closed
-            with pool.connection() as connection:
-                assert connection.autocommit is False
+
+            async def autocommit_of_a_pooled_connection() -> bool:
+                async with pool.connection() as connection:
+                    return connection.autocommit
+
+            assert blocking_call(autocommit_of_a_pooled_connection()) is False
+        finally:
+            blocking_call(pool.close())
 
 
 class TestCatalog:

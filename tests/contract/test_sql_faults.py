@@ -9,6 +9,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
@@ -18,6 +19,7 @@ from contract_records import user, workspace
 from strongroom.adapters.sql.postgres import PostgresDatabase
 from strongroom.adapters.sql.sqlite import SqliteDatabase
 from strongroom.domain.errors import UpstreamUnavailableError
+from strongroom.ports.driving.blocking import blocking, blocking_call
 from support.postgres import truncate_all
 
 STATEMENT_TIMEOUT = 0.5
@@ -46,8 +48,14 @@ def proxied(pg_conninfo: str, proxy: TcpProxy) -> Iterator[PostgresDatabase]:
         min_size=2,
         max_size=4,
     ) as database:
-        database.pool.wait(timeout=5)
+        # The pool of the loop that blocking views run on, where the tests' units run.
+        blocking_call(database.open(wait=True, timeout=5))
         yield database
+
+
+def unit(database: PostgresDatabase | SqliteDatabase) -> Any:
+    """A new unit of work of ``database`` behind a blocking view."""
+    return blocking(database.uow())
 
 
 class Stopwatch:
@@ -76,7 +84,7 @@ class TestPostgresFaults:
                 database,
                 Stopwatch() as clock,
                 pytest.raises(UpstreamUnavailableError),
-                database.uow() as uow,
+                unit(database) as uow,
             ):
                 uow.ping()
         assert clock.elapsed < 3
@@ -84,14 +92,14 @@ class TestPostgresFaults:
     def test_a_restart_costs_no_request(self, proxied: PostgresDatabase, proxy: TcpProxy) -> None:
         """Every pooled connection dies; the next unit of work reconnects and succeeds."""
         ada = user()
-        with proxied.uow() as uow:
+        with unit(proxied) as uow:
             uow.users.add(ada)
             uow.commit()
         proxy.cut()
-        with proxied.uow() as uow:
+        with unit(proxied) as uow:
             assert uow.users.get(ada.id) == ada
         proxy.cut()
-        with proxied.uow() as uow:  # a write first: the BEGIN is retried on a new connection
+        with unit(proxied) as uow:  # a write first: the BEGIN is retried on a new connection
             uow.users.add(user())
             uow.commit()
 
@@ -102,7 +110,7 @@ class TestPostgresFaults:
         ada, bob = user(), user()
 
         def write_both() -> None:
-            with proxied.uow() as uow:
+            with unit(proxied) as uow:
                 uow.users.add(ada)
                 proxy.cut()
                 uow.users.add(bob)
@@ -110,42 +118,42 @@ class TestPostgresFaults:
 
         with pytest.raises(UpstreamUnavailableError):
             write_both()
-        with proxied.uow() as uow:
+        with unit(proxied) as uow:
             assert uow.users.get(ada.id) is None
             assert uow.users.get(bob.id) is None
 
     def test_a_paused_database_is_cut_at_the_deadline_and_recovered_from(
         self, proxied: PostgresDatabase, proxy: TcpProxy
     ) -> None:
-        """No answer at all: the watchdog ends the statement; later units work again."""
-        with proxied.uow() as uow:
+        """No answer at all: the deadline ends the statement; later units work again."""
+        with unit(proxied) as uow:
             uow.ping()
         proxy.pause()
         try:
             with (
                 Stopwatch() as clock,
                 pytest.raises(UpstreamUnavailableError),
-                proxied.uow() as uow,
+                unit(proxied) as uow,
             ):
                 uow.ping()
         finally:
             proxy.resume()
         assert clock.elapsed < proxied.statement_deadline + 1.5
-        with proxied.uow() as uow:
+        with unit(proxied) as uow:
             uow.ping()
 
     def test_a_lock_held_too_long_is_a_bounded_wait(self, proxied: PostgresDatabase) -> None:
         """A unit waiting for a row lock gives up at the statement timeout."""
         ada = user()
         target = workspace(ada)
-        with proxied.uow() as uow:
+        with unit(proxied) as uow:
             uow.users.add(ada)
             uow.workspaces.add(target)
             uow.commit()
         holding, release = threading.Event(), threading.Event()
 
         def hold_the_lock() -> None:
-            with proxied.uow() as uow:
+            with unit(proxied) as uow:
                 uow.workspaces.get_for_update(target.id)
                 holding.set()
                 release.wait(10)
@@ -157,14 +165,14 @@ class TestPostgresFaults:
             with (
                 Stopwatch() as clock,
                 pytest.raises(UpstreamUnavailableError),
-                proxied.uow() as uow,
+                unit(proxied) as uow,
             ):
                 uow.workspaces.get_for_update(target.id)
         finally:
             release.set()
             holder.join()
         assert STATEMENT_TIMEOUT <= clock.elapsed < STATEMENT_TIMEOUT + 1.5
-        with proxied.uow() as uow:
+        with unit(proxied) as uow:
             assert uow.workspaces.get_for_update(target.id) == target
 
 
@@ -176,24 +184,24 @@ class TestSqliteFaults:
     ) -> None:
         """Another process holds the write lock: readers go on, a writer gives up in time."""
         ada = user()
-        with sqlite_database.uow() as uow:
+        with unit(sqlite_database) as uow:
             uow.users.add(ada)
             uow.commit()
         impatient = SqliteDatabase(sqlite_database.path, busy_timeout=0.3)
         blocker = sqlite3.connect(sqlite_database.path, isolation_level=None)
         try:
             blocker.execute("BEGIN IMMEDIATE")
-            with impatient.uow() as uow:
+            with unit(impatient) as uow:
                 assert uow.users.get(ada.id) == ada  # WAL: reads never wait
             with (
                 Stopwatch() as clock,
                 pytest.raises(UpstreamUnavailableError),
-                impatient.uow() as uow,
+                unit(impatient) as uow,
             ):
                 uow.users.add(user())
             assert clock.elapsed < 2
             blocker.execute("ROLLBACK")
-            with impatient.uow() as uow:
+            with unit(impatient) as uow:
                 uow.users.add(user())
                 uow.commit()
         finally:
@@ -205,7 +213,7 @@ class TestSqliteFaults:
         with (
             SqliteDatabase(tmp_path / "missing" / "db.sqlite3") as database,
             pytest.raises(UpstreamUnavailableError),
-            database.uow() as uow,
+            unit(database) as uow,
         ):
             uow.ping()
 

@@ -31,6 +31,7 @@ from strongroom.domain.pagination import PageRequest
 from strongroom.domain.quotas import QuotaResource
 from strongroom.ports.driven.storage import ObjectLockedError, ObjectStorage
 from strongroom.ports.driving import Strongroom
+from strongroom.ports.driving.blocking import blocking
 from support.seaweed import SeaweedServer, s3_storage
 from support.world import Api, bearer, make_client, make_facade
 
@@ -179,10 +180,11 @@ def local_storage(tmp_path: Path, clock: MovableClock) -> LocalDiskStorage:
 
 @pytest.fixture(params=["local", "s3"])
 def storage(request: pytest.FixtureRequest, tmp_path: Path, clock: MovableClock) -> ObjectStorage:
-    """Each storage in turn: local disk, and S3 on the session's SeaweedFS."""
+    """Each storage in turn, behind a blocking view: local disk, and S3 on the session's
+    SeaweedFS."""
     if request.param == "local":
-        return local_storage(tmp_path, clock)
-    return s3_storage(request.getfixturevalue("seaweed"))
+        return blocking(local_storage(tmp_path, clock))
+    return blocking(s3_storage(request.getfixturevalue("seaweed")))
 
 
 class LocalOnly:
@@ -191,7 +193,7 @@ class LocalOnly:
 
     @pytest.fixture
     def storage(self, tmp_path: Path, clock: MovableClock) -> ObjectStorage:
-        return local_storage(tmp_path, clock)
+        return blocking(local_storage(tmp_path, clock))
 
 
 @pytest.fixture
@@ -630,7 +632,7 @@ class TestStorageFailure:
 
     @pytest.fixture
     def storage(self) -> ObjectStorage:
-        return S3Storage("http://127.0.0.1:9", "key", "secret", "bucket")
+        return blocking(S3Storage("http://127.0.0.1:9", "key", "secret", "bucket"))
 
     @pytest.fixture
     def data_facade(self, storage: ObjectStorage, clock: MovableClock) -> Strongroom:

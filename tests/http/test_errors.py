@@ -89,7 +89,7 @@ class ExplodingWorkspaceReads:
     def __init__(self, inner: Any) -> None:
         self._inner = inner
 
-    def get(self, workspace_id: UUID) -> Workspace | None:
+    async def get(self, workspace_id: UUID) -> Workspace | None:
         """Fail."""
         raise RuntimeError("simulated bug: secret=hunter2")
 
@@ -100,8 +100,8 @@ class ExplodingWorkspaceReads:
 class ExplodingUnitOfWork(MemoryUnitOfWork):
     """The in-memory unit of work, with ``workspaces.get`` raising ``RuntimeError``."""
 
-    def __enter__(self) -> Self:
-        super().__enter__()
+    async def __aenter__(self) -> Self:
+        await super().__aenter__()
         self.workspaces = ExplodingWorkspaceReads(self.workspaces)
         return self
 

@@ -147,15 +147,15 @@ def assert_html_page(response: httpx2.Response, status: int) -> str:
 class OtherIdentityProvider:
     """An identity provider that is not the built-in one (an external OIDC stand-in)."""
 
-    def verify_access_token(self, token: str) -> Identity:
+    async def verify_access_token(self, token: str) -> Identity:
         """Vouches for nobody."""
         raise NotImplementedError
 
-    def create_organization(self, name: str) -> str:
+    async def create_organization(self, name: str) -> str:
         """A fixed organization id."""
         return "org_external"
 
-    def delete_organization(self, org_id: str) -> None:
+    async def delete_organization(self, org_id: str) -> None:
         """Nothing to remove."""
 
     def cli_config(self, base_url: str) -> CliConfig:

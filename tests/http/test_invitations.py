@@ -24,6 +24,7 @@ from strongroom.domain.quotas import QuotaResource
 from strongroom.domain.workspaces import Membership
 from strongroom.entrypoints.service import mailer_for
 from strongroom.entrypoints.settings import Settings
+from strongroom.ports.driving.blocking import blocking_call
 from support.world import Api, bearer, make_client, make_facade
 
 
@@ -221,7 +222,9 @@ class TestMailers:
     def test_the_logging_mailer_logs_the_link(self, caplog: pytest.LogCaptureFixture) -> None:
         """The message (with its link) goes to the log."""
         caplog.set_level(logging.INFO, logger="strongroom.adapters.mail")
-        LoggingMailer().send("ann@example.com", "Join", "accept at https://x/v1/invitations/1")
+        blocking_call(
+            LoggingMailer().send("ann@example.com", "Join", "accept at https://x/v1/invitations/1")
+        )
         assert "ann@example.com" in caplog.text
         assert "https://x/v1/invitations/1" in caplog.text
 
@@ -279,7 +282,7 @@ class TestMailers:
             mailer = SmtpMailer(
                 SmtpSettings(host="127.0.0.1", port=port, sender="sr@example.com", starttls=False)
             )
-            mailer.send("ann@example.com", "Join Acme", "accept here")
+            blocking_call(mailer.send("ann@example.com", "Join Acme", "accept here"))
         finally:
             thread.join(timeout=5)
             server.close()

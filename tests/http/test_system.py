@@ -46,7 +46,7 @@ class DeadStorage(MemoryNamespaces):
         super().__init__()
         self._error = error
 
-    def ping(self) -> None:
+    async def ping(self) -> None:
         """Fail."""
         raise self._error
 
@@ -157,7 +157,7 @@ class TestCliConfig:
 class SilentDatabase(MemoryUnitOfWork):
     """A unit of work whose database does not answer a ping."""
 
-    def ping(self) -> None:
+    async def ping(self) -> None:
         """Fail."""
         raise UpstreamUnavailableError("database down")
 

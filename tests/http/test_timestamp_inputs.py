@@ -20,6 +20,7 @@ from strongroom.adapters.identity.builtin import BuiltinIdentityProvider
 from strongroom.adapters.sql.sqlite import SqliteDatabase
 from strongroom.adapters.system import SecureIds, SystemClock
 from strongroom.entrypoints.bootstrap import bootstrap
+from strongroom.ports.driving.blocking import blocking
 from support.world import FAST_HASHER, Api, bearer, make_client, make_facade
 
 # Local times whose UTC form falls outside the years 1..9999.
@@ -40,7 +41,7 @@ def any_api(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Api]:
         identity = BuiltinIdentityProvider(
             uow=database.uow, clock=clock, ids=ids, hasher=FAST_HASHER
         )
-        facade = bootstrap(uow=database.uow, clock=clock, ids=ids, identity=identity)
+        facade = blocking(bootstrap(uow=database.uow, clock=clock, ids=ids, identity=identity))
         with make_client(facade) as client:
             yield Api(facade, client)
 

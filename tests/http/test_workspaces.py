@@ -315,11 +315,11 @@ class FlakyBilling(MemoryBilling):
 
     down = True
 
-    def create_customer(self, workspace_id: UUID, name: str) -> str:
+    async def create_customer(self, workspace_id: UUID, name: str) -> str:
         """Fail while down."""
         if self.down:
             raise ConnectionError("billing is unreachable")
-        return super().create_customer(workspace_id, name)
+        return await super().create_customer(workspace_id, name)
 
 
 class FlakyNamespaces(MemoryNamespaces):
@@ -327,11 +327,11 @@ class FlakyNamespaces(MemoryNamespaces):
 
     down = True
 
-    def provision_namespace(self, workspace_id: UUID) -> str:
+    async def provision_namespace(self, workspace_id: UUID) -> str:
         """Fail while down."""
         if self.down:
             raise ConnectionError("storage is unreachable")
-        return super().provision_namespace(workspace_id)
+        return await super().provision_namespace(workspace_id)
 
 
 class FlakyIdentity(BuiltinIdentityProvider):
@@ -344,15 +344,15 @@ class FlakyIdentity(BuiltinIdentityProvider):
         super().__init__(**kwargs)
         self.organizations: set[str] = set()
 
-    def create_organization(self, name: str) -> str:
+    async def create_organization(self, name: str) -> str:
         """Fail while down."""
         if self.down:
             raise ConnectionError("identity provider is unreachable")
-        org_id = super().create_organization(name)
+        org_id = await super().create_organization(name)
         self.organizations.add(org_id)
         return org_id
 
-    def delete_organization(self, org_id: str) -> None:
+    async def delete_organization(self, org_id: str) -> None:
         """Forget the organization."""
         self.organizations.discard(org_id)
 

@@ -18,6 +18,7 @@ from strongroom.adapters.sql.postgres import PostgresDatabase
 from strongroom.adapters.system import SecureIds, SystemClock
 from strongroom.entrypoints.bootstrap import bootstrap
 from strongroom.ports.driving import Strongroom
+from strongroom.ports.driving.blocking import blocking
 from support.world import FAST_HASHER, bearer, idp_access_token
 
 # The service under test and the test's own facade share this key (and the database).
@@ -37,13 +38,14 @@ def postgres_url(conninfo: str) -> str:
     return f"postgresql://{credentials}@{host}:{port}/{dbname}"
 
 
-def setup_facade(database: PostgresDatabase) -> Strongroom:
-    """A facade on ``database`` for set-up the API does not offer (identity-provider
-    accounts and tokens, operator quotas): argon2 tuned down so sign-ins are quick."""
+def setup_facade(database: PostgresDatabase) -> Any:
+    """A blocking view of a facade on ``database``, for set-up the API does not offer
+    (identity-provider accounts and tokens, operator quotas): argon2 tuned down so sign-ins
+    are quick. ``unwrapped(view)`` is the async facade, to serve."""
     clock, ids = SystemClock(), SecureIds()
     identity = BuiltinIdentityProvider(uow=database.uow, clock=clock, ids=ids, hasher=FAST_HASHER)
-    return bootstrap(
-        uow=database.uow, clock=clock, ids=ids, identity=identity, secret_key=SECRET_KEY
+    return blocking(
+        bootstrap(uow=database.uow, clock=clock, ids=ids, identity=identity, secret_key=SECRET_KEY)
     )
 
 

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import ExitStack, contextmanager
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import ExitStack, asynccontextmanager, contextmanager
 from functools import partial
 from typing import Any
 from uuid import UUID
@@ -39,6 +39,7 @@ from live_server import LiveServer, Timed, all_at_once, client_for, timed
 from strongroom.adapters.http.app import build_app
 from strongroom.adapters.sql.postgres import PostgresDatabase
 from strongroom.ports.driving import Strongroom
+from strongroom.ports.driving.blocking import unwrapped
 from support.postgres import PostgresServer
 from support.tcp_proxy import TcpProxy
 
@@ -56,8 +57,8 @@ RECOVERY = 15.0
 
 @attrs.frozen
 class Service:
-    """The served app, the proxy in front of its database, and the app's own facade (for
-    set-up the API does not offer)."""
+    """The served app, the proxy in front of its database, and a blocking view of the app's
+    own facade (for set-up the API does not offer)."""
 
     url: str
     proxy: TcpProxy
@@ -100,10 +101,12 @@ def serve(integration_conninfo: str, proxy: TcpProxy) -> Iterator[ServiceFactory
             )
             facade = setup_facade(database)
 
-            @contextmanager
-            def open_facade() -> Iterator[Strongroom]:
-                with database:
-                    yield facade
+            @asynccontextmanager
+            async def open_facade() -> AsyncIterator[Strongroom]:
+                # Opens the pool of the server's loop; closes it and that of the blocking
+                # view's loop (set-up) when the server stops.
+                async with database:
+                    yield unwrapped(facade)
 
             server = stack.enter_context(LiveServer(build_app(open_facade)))
             return Service(server.url, proxy, integration_conninfo, facade)

@@ -1,15 +1,20 @@
 """The storage contract: local disk and S3 (SeaweedFS) store, presign, lock and delete
-alike, and each refuses to remove a locked object whoever asks."""
+alike, and each refuses to remove a locked object whoever asks.
+
+The port's I/O methods are coroutines; ``run`` drives one to completion (presigning stays
+synchronous)."""
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import os
 import secrets
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Coroutine, Iterator
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
+from typing import Any, TypeVar
 from urllib.parse import parse_qsl, urlsplit
 
 import attrs
@@ -30,8 +35,14 @@ from strongroom.ports.driven.storage import ObjectLockedError, ObjectStorage
 from support.seaweed import SeaweedServer, s3_storage
 
 MIB = 1024 * 1024
+T = TypeVar("T")
 Send = Callable[[str, str, bytes], int]
 Fetch = Callable[[str], bytes]
+
+
+def run(call: Coroutine[Any, Any, T]) -> T:
+    """The result of one call of the async storage port, on a fresh event loop."""
+    return asyncio.run(call)
 
 
 class Harness:
@@ -97,58 +108,58 @@ class TestStorageContract:
         key = "ns/b/r/a1"
         put = harness.storage.presign_put(key, len(data), hashlib.sha256(data).hexdigest(), soon())
         assert harness.send(put.method, put.url, data) == 200
-        stored = harness.storage.stat(key)
+        stored = run(harness.storage.stat(key))
         assert stored is not None
         assert stored.size == len(data)
         assert stored.sha256 in (None, hashlib.sha256(data).hexdigest())
-        get = harness.storage.presign_get(key, soon())
+        get = run(harness.storage.presign_get(key, soon()))
         assert harness.fetch(get.url) == data
-        assert harness.storage.stat("ns/b/r/none") is None
+        assert run(harness.storage.stat("ns/b/r/none")) is None
 
     def test_multipart_parts_are_listed_joined_and_aborted(self, harness: Harness) -> None:
         """Stored parts are listed; complete joins them; an aborted upload is gone."""
         first, second = os.urandom(5 * MIB), os.urandom(1000)
         key = "ns/b/r/big"
-        upload = harness.storage.start_multipart(key)
-        assert harness.storage.list_parts(key, upload) == []
+        upload = run(harness.storage.start_multipart(key))
+        assert run(harness.storage.list_parts(key, upload)) == []
         for number, body in ((1, first), (2, second)):
             part = harness.storage.presign_part(key, upload, number, len(body), soon())
             assert harness.send("PUT", part.url, body) == 200
-        parts = harness.storage.list_parts(key, upload)
+        parts = run(harness.storage.list_parts(key, upload))
         assert parts is not None
         assert [(p.number, p.size) for p in parts] == [(1, len(first)), (2, len(second))]
-        assert any(u.upload_id == upload for u in harness.storage.pending_uploads(soon()))
-        harness.storage.complete_multipart(key, upload, parts)
-        stored = harness.storage.stat(key)
+        assert any(u.upload_id == upload for u in run(harness.storage.pending_uploads(soon())))
+        run(harness.storage.complete_multipart(key, upload, parts))
+        stored = run(harness.storage.stat(key))
         assert stored is not None
         assert stored.size == len(first) + len(second)
-        assert harness.fetch(harness.storage.presign_get(key, soon()).url) == first + second
-        other = harness.storage.start_multipart("ns/b/r/other")
-        harness.storage.abort_multipart("ns/b/r/other", other)
-        assert harness.storage.list_parts("ns/b/r/other", other) is None
+        assert harness.fetch(run(harness.storage.presign_get(key, soon())).url) == first + second
+        other = run(harness.storage.start_multipart("ns/b/r/other"))
+        run(harness.storage.abort_multipart("ns/b/r/other", other))
+        assert run(harness.storage.list_parts("ns/b/r/other", other)) is None
 
     def test_a_locked_object_is_neither_deleted_nor_unlocked_sooner(self, harness: Harness) -> None:
         """Delete and a shorter lock are refused; a longer lock is fine; the bytes stay."""
         key = "ns/b/r/locked"
         put = harness.storage.presign_put(key, 3, hashlib.sha256(b"abc").hexdigest(), soon())
         assert harness.send("PUT", put.url, b"abc") == 200
-        harness.storage.lock(key, soon(60))
+        run(harness.storage.lock(key, soon(60)))
         with pytest.raises(ObjectLockedError):
-            harness.storage.delete(key)
+            run(harness.storage.delete(key))
         with pytest.raises(ObjectLockedError):
-            harness.storage.lock(key, soon(5))
+            run(harness.storage.lock(key, soon(5)))
         with pytest.raises(ObjectLockedError):
-            harness.storage.delete_prefix("ns/b")
-        harness.storage.lock(key, soon(120))
-        assert harness.storage.stat(key) is not None
+            run(harness.storage.delete_prefix("ns/b"))
+        run(harness.storage.lock(key, soon(120)))
+        assert run(harness.storage.stat(key)) is not None
 
     def test_an_unlocked_object_is_deleted(self, harness: Harness) -> None:
         """Delete removes it (every version)."""
         key = "ns/b/r/free"
         put = harness.storage.presign_put(key, 1, hashlib.sha256(b"x").hexdigest(), soon())
         assert harness.send("PUT", put.url, b"x") == 200
-        harness.storage.delete(key)
-        assert harness.storage.stat(key) is None
+        run(harness.storage.delete(key))
+        assert run(harness.storage.stat(key)) is None
 
 
 class TestS3ObjectLock:
@@ -162,7 +173,7 @@ class TestS3ObjectLock:
         key = "ns/b/r/vault"
         put = storage.presign_put(key, 4, hashlib.sha256(b"gold").hexdigest(), soon())
         assert httpx2.put(put.url, content=b"gold").status_code == 200
-        storage.lock(key, soon(60))
+        run(storage.lock(key, soon(60)))
         root = Minio(
             seaweed.endpoint.removeprefix("http://"),
             seaweed.access_key,
@@ -190,7 +201,7 @@ class TestS3ObjectLock:
         put = storage.presign_put(key, 4, hashlib.sha256(b"gold").hexdigest(), soon())
         assert httpx2.put(put.url, content=b"gold").status_code == 200
         until = soon(60).replace(microsecond=900_000)
-        storage.lock(key, until)
+        run(storage.lock(key, until))
         version = storage.client.stat_object(storage.bucket, key).version_id
         retention = storage.client.get_object_retention(storage.bucket, key, version_id=version)
         assert retention is not None
@@ -234,7 +245,7 @@ class TestS3ObjectLock:
         url = storage.presign_put("ns/b/r/late", 1, "0" * 64, datetime.now(UTC)).url
         time.sleep(2.1)
         assert httpx2.put(url, content=b"x").status_code == 403
-        assert storage.stat("ns/b/r/late") is None
+        assert run(storage.stat("ns/b/r/late")) is None
 
     def test_a_tampered_or_foreign_url_is_refused_by_s3(self, seaweed: SeaweedServer) -> None:
         """Another key or another signature: 403 from the store."""
@@ -305,6 +316,6 @@ class TestConfiguration:
         )
         s3 = open_storage(settings, "secret")
         assert isinstance(s3, S3Storage)
-        s3.ping()
+        run(s3.ping())
         with pytest.raises(ValueError, match="STRONGROOM_S3_BUCKET"):
             open_storage(attrs.evolve(settings, s3_bucket=None), "secret")

@@ -21,18 +21,23 @@ from strongroom.adapters.system import SecureIds, SystemClock
 from strongroom.entrypoints.bootstrap import bootstrap
 from strongroom.ports.driven.clock import Clock
 from strongroom.ports.driving import Strongroom
+from strongroom.ports.driving.blocking import blocking, unwrapped
 
 PASSWORD = "correct horse battery staple"
 FAST_HASHER = PasswordHasher(time_cost=1, memory_cost=64, parallelism=1)
 
 
-def make_facade(clock: Clock | None = None, **overrides: Any) -> Strongroom:
-    """A facade on a fresh in-memory store with the built-in identity provider."""
+def make_facade(clock: Clock | None = None, **overrides: Any) -> Any:
+    """A blocking view of a facade on a fresh in-memory store with the built-in identity
+    provider: tests call its use cases as plain functions, and ``app_for`` serves the async
+    facade behind it."""
     uow = partial(MemoryUnitOfWork, MemoryStore())
-    clock = clock or SystemClock()
+    clock = unwrapped(clock) or SystemClock()
     ids = SecureIds()
     identity = BuiltinIdentityProvider(uow=uow, clock=clock, ids=ids, hasher=FAST_HASHER)
-    return bootstrap(**{"uow": uow, "clock": clock, "ids": ids, "identity": identity, **overrides})
+    settings = {"uow": uow, "clock": clock, "ids": ids, "identity": identity}
+    settings.update({name: unwrapped(value) for name, value in overrides.items()})
+    return blocking(bootstrap(**settings))
 
 
 def idp_of(facade: Strongroom) -> BuiltinIdentityProvider:

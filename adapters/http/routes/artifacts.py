@@ -32,57 +32,57 @@ class UploadBody:
 
 
 @endpoint
-def upload_url(ctx: ApiContext) -> Response:
+async def upload_url(ctx: ApiContext) -> Response:
     """Announce an artifact and presign its upload (201)."""
-    caller = ctx.caller()
+    caller = await ctx.caller()
     run_id = ctx.path_id("run_id")
-    ctx.facade.access.authorize(caller, REQUEST_UPLOAD, target_id=run_id)
+    await ctx.facade.access.authorize(caller, REQUEST_UPLOAD, target_id=run_id)
     body = ctx.json(UploadBody)
-    plan = ctx.facade.artifacts.upload_url(caller, run_id, body.name, body.size, body.sha256)
+    plan = await ctx.facade.artifacts.upload_url(caller, run_id, body.name, body.size, body.sha256)
     return json_response(presenters.upload_plan(plan, ctx.base_url), 201)
 
 
 @endpoint
-def confirm_run(ctx: ApiContext) -> Response:
+async def confirm_run(ctx: ApiContext) -> Response:
     """Check every announced artifact in storage; the run succeeds, or nothing changes."""
-    caller = ctx.caller()
+    caller = await ctx.caller()
     run_id = ctx.path_id("run_id")
-    ctx.facade.access.authorize(caller, CONFIRM_RUN, target_id=run_id)
+    await ctx.facade.access.authorize(caller, CONFIRM_RUN, target_id=run_id)
     ctx.empty_body()
-    return json_response(presenters.run(ctx.facade.artifacts.confirm(caller, run_id)))
+    return json_response(presenters.run(await ctx.facade.artifacts.confirm(caller, run_id)))
 
 
 @endpoint
-def list_artifacts(ctx: ApiContext) -> Response:
+async def list_artifacts(ctx: ApiContext) -> Response:
     """A workspace's artifacts, newest first; ``?state=deleted`` lists only deleted ones."""
-    caller = ctx.caller()
+    caller = await ctx.caller()
     workspace_id = ctx.path_id("wid")
-    ctx.facade.access.authorize(caller, LIST_ARTIFACTS, workspace_id=workspace_id)
+    await ctx.facade.access.authorize(caller, LIST_ARTIFACTS, workspace_id=workspace_id)
     state = ctx.request.query_params.get("state")
     if state not in (None, "deleted"):
         raise InvalidRequestError("state must be deleted (or left out)")
-    page = ctx.facade.artifacts.list_in(caller, workspace_id, state == "deleted", ctx.page())
+    page = await ctx.facade.artifacts.list_in(caller, workspace_id, state == "deleted", ctx.page())
     return json_response(presenters.listing(page, presenters.artifact))
 
 
 @endpoint
-def download_url(ctx: ApiContext) -> Response:
+async def download_url(ctx: ApiContext) -> Response:
     """Presign a download of an available artifact in service storage."""
-    caller = ctx.caller()
+    caller = await ctx.caller()
     artifact_id = ctx.path_id("aid")
-    ctx.facade.access.authorize(caller, DOWNLOAD_ARTIFACT, target_id=artifact_id)
+    await ctx.facade.access.authorize(caller, DOWNLOAD_ARTIFACT, target_id=artifact_id)
     ctx.empty_body()
-    request, expires_at = ctx.facade.artifacts.download_url(caller, artifact_id)
+    request, expires_at = await ctx.facade.artifacts.download_url(caller, artifact_id)
     return json_response(presenters.download(request, expires_at, ctx.base_url))
 
 
 @endpoint
-def delete_artifact(ctx: ApiContext) -> Response:
+async def delete_artifact(ctx: ApiContext) -> Response:
     """Delete an artifact's object; its record stays as ``deleted``."""
-    caller = ctx.caller()
+    caller = await ctx.caller()
     artifact_id = ctx.path_id("aid")
-    ctx.facade.access.authorize(caller, DELETE_ARTIFACT, target_id=artifact_id)
-    ctx.facade.artifacts.delete(caller, artifact_id)
+    await ctx.facade.access.authorize(caller, DELETE_ARTIFACT, target_id=artifact_id)
+    await ctx.facade.artifacts.delete(caller, artifact_id)
     return no_content()
 
 

@@ -48,76 +48,76 @@ def _kind(value: str) -> BackupKind:
 
 
 @endpoint
-def create_backup(ctx: ApiContext) -> Response:
+async def create_backup(ctx: ApiContext) -> Response:
     """Reserve a new backup (state ``draft``) with a name and a kind."""
-    caller = ctx.caller()
+    caller = await ctx.caller()
     workspace_id = ctx.path_id("wid")
-    ctx.facade.access.authorize(caller, CREATE_BACKUP, workspace_id=workspace_id)
+    await ctx.facade.access.authorize(caller, CREATE_BACKUP, workspace_id=workspace_id)
     body = ctx.json(CreateBackupBody)
     kind = _kind(body.kind)
-    backup = ctx.facade.backups.create(
+    backup = await ctx.facade.backups.create(
         caller, workspace_id, body.name, kind, idempotency=ctx.idempotency(presenters.backup)
     )
     return json_response(presenters.backup(backup), 201)
 
 
 @endpoint
-def list_backups(ctx: ApiContext) -> Response:
+async def list_backups(ctx: ApiContext) -> Response:
     """A workspace's backups, newest first."""
-    caller = ctx.caller()
+    caller = await ctx.caller()
     workspace_id = ctx.path_id("wid")
-    ctx.facade.access.authorize(caller, READ_BACKUPS, workspace_id=workspace_id)
-    page = ctx.facade.backups.list_in(caller, workspace_id, ctx.page())
+    await ctx.facade.access.authorize(caller, READ_BACKUPS, workspace_id=workspace_id)
+    page = await ctx.facade.backups.list_in(caller, workspace_id, ctx.page())
     return json_response(presenters.listing(page, presenters.backup))
 
 
 @endpoint
-def get_backup(ctx: ApiContext) -> Response:
+async def get_backup(ctx: ApiContext) -> Response:
     """One backup of the caller's workspace."""
-    caller = ctx.caller()
+    caller = await ctx.caller()
     backup_id = ctx.path_id("bid")
-    ctx.facade.access.authorize(caller, READ_BACKUPS, target_id=backup_id)
-    return json_response(presenters.backup(ctx.facade.backups.get(caller, backup_id)))
+    await ctx.facade.access.authorize(caller, READ_BACKUPS, target_id=backup_id)
+    return json_response(presenters.backup(await ctx.facade.backups.get(caller, backup_id)))
 
 
 @endpoint
-def patch_backup(ctx: ApiContext) -> Response:
+async def patch_backup(ctx: ApiContext) -> Response:
     """Change a backup; it becomes ``active`` in the PATCH that completes its configuration."""
-    caller = ctx.caller()
+    caller = await ctx.caller()
     backup_id = ctx.path_id("bid")
-    ctx.facade.access.authorize(caller, UPDATE_BACKUP, target_id=backup_id)
+    await ctx.facade.access.authorize(caller, UPDATE_BACKUP, target_id=backup_id)
     changes = parse_backup_changes(ctx.json_object())
-    backup = ctx.facade.backups.update(caller, backup_id, changes)
+    backup = await ctx.facade.backups.update(caller, backup_id, changes)
     return json_response(presenters.backup(backup))
 
 
 @endpoint
-def pause_backup(ctx: ApiContext) -> Response:
+async def pause_backup(ctx: ApiContext) -> Response:
     """Stop scheduling a backup (idempotent); it keeps its state."""
-    caller = ctx.caller()
+    caller = await ctx.caller()
     backup_id = ctx.path_id("bid")
-    ctx.facade.access.authorize(caller, PAUSE_BACKUP, target_id=backup_id)
+    await ctx.facade.access.authorize(caller, PAUSE_BACKUP, target_id=backup_id)
     ctx.json(EmptyBody, optional=True)
-    return json_response(presenters.backup(ctx.facade.backups.pause(caller, backup_id)))
+    return json_response(presenters.backup(await ctx.facade.backups.pause(caller, backup_id)))
 
 
 @endpoint
-def resume_backup(ctx: ApiContext) -> Response:
+async def resume_backup(ctx: ApiContext) -> Response:
     """Resume scheduling a backup (idempotent)."""
-    caller = ctx.caller()
+    caller = await ctx.caller()
     backup_id = ctx.path_id("bid")
-    ctx.facade.access.authorize(caller, RESUME_BACKUP, target_id=backup_id)
+    await ctx.facade.access.authorize(caller, RESUME_BACKUP, target_id=backup_id)
     ctx.json(EmptyBody, optional=True)
-    return json_response(presenters.backup(ctx.facade.backups.resume(caller, backup_id)))
+    return json_response(presenters.backup(await ctx.facade.backups.resume(caller, backup_id)))
 
 
 @endpoint
-def delete_backup(ctx: ApiContext) -> Response:
+async def delete_backup(ctx: ApiContext) -> Response:
     """Delete a backup."""
-    caller = ctx.caller()
+    caller = await ctx.caller()
     backup_id = ctx.path_id("bid")
-    ctx.facade.access.authorize(caller, DELETE_BACKUP, target_id=backup_id)
-    ctx.facade.backups.delete(caller, backup_id)
+    await ctx.facade.access.authorize(caller, DELETE_BACKUP, target_id=backup_id)
+    await ctx.facade.backups.delete(caller, backup_id)
     return no_content()
 
 

@@ -204,18 +204,18 @@ def device_page(
 
 
 @endpoint
-def signup(ctx: ApiContext) -> Response:
+async def signup(ctx: ApiContext) -> Response:
     """Register a local account: 201 ``{user_id, email}``; 404 when sign-up is off."""
     idp = _builtin(ctx)
     if idp is None or not idp.signup_enabled:
         return _no_such_route(ctx.request)
     form = exact_fields(_form(ctx), ("email", "password", "name"))
-    account = idp.sign_up(form["email"], form["password"], form["name"])
+    account = await idp.sign_up(form["email"], form["password"], form["name"])
     return _json({"user_id": str(account.id), "email": account.email}, 201, NO_STORE)
 
 
 @endpoint
-def device_authorization(ctx: ApiContext) -> Response:
+async def device_authorization(ctx: ApiContext) -> Response:
     """Start a device-code sign-in (RFC 8628 section 3.1); other parameters, such as
     ``scope``, are ignored."""
     idp = _builtin(ctx)
@@ -224,12 +224,12 @@ def device_authorization(ctx: ApiContext) -> Response:
     client_id = oauth_parameters(_form(ctx)).get("client_id")
     if client_id is None:
         raise InvalidRequestError("missing field client_id")
-    authorization = idp.start_device_authorization(client_id, ctx.base_url)
+    authorization = await idp.start_device_authorization(client_id, ctx.base_url)
     return _json(attrs.asdict(authorization), 200, NO_STORE)
 
 
 @endpoint
-def show_device_page(ctx: ApiContext) -> Response:
+async def show_device_page(ctx: ApiContext) -> Response:
     """The sign-in and approval page, its code prefilled from ``?user_code=``."""
     if _builtin(ctx) is None:
         return _no_such_route(ctx.request)
@@ -237,7 +237,7 @@ def show_device_page(ctx: ApiContext) -> Response:
 
 
 @endpoint
-def decide(ctx: ApiContext) -> Response:
+async def decide(ctx: ApiContext) -> Response:
     """Approve or deny a user code as the person whose email and password are given."""
     idp = _builtin(ctx)
     if idp is None:
@@ -250,7 +250,7 @@ def decide(ctx: ApiContext) -> Response:
         approve = DECISIONS.get(fields["decision"])
         if approve is None:
             raise InvalidRequestError("decision must be approve or deny")
-        idp.decide(fields["user_code"], fields["email"], fields["password"], approve=approve)
+        await idp.decide(fields["user_code"], fields["email"], fields["password"], approve=approve)
     except StrongroomError as error:
         if wants_json:
             raise
@@ -285,7 +285,7 @@ def decide(ctx: ApiContext) -> Response:
 
 
 @endpoint
-def _exchange(ctx: ApiContext) -> Response:
+async def _exchange(ctx: ApiContext) -> Response:
     idp = _builtin(ctx)
     if idp is None:
         return _no_such_route(ctx.request, headers=NO_STORE)
@@ -301,7 +301,7 @@ def _exchange(ctx: ApiContext) -> Response:
         for name in ("device_code", "client_id"):
             if name not in form:
                 raise OAuthError("invalid_request", f"missing parameter {name}")
-        issued = idp.exchange_device_code(form["device_code"], form["client_id"])
+        issued = await idp.exchange_device_code(form["device_code"], form["client_id"])
     except InvalidRequestError as error:
         return _oauth_error("invalid_request", error.message)
     except OAuthError as error:

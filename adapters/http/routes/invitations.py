@@ -30,14 +30,14 @@ class InvitationBody:
 
 
 @endpoint
-def create_invitation(ctx: ApiContext) -> Response:
+async def create_invitation(ctx: ApiContext) -> Response:
     """Invite a person by email; the mailer delivers the acceptance link."""
-    caller = ctx.caller()
+    caller = await ctx.caller()
     workspace_id = ctx.path_id("wid")
-    ctx.facade.access.authorize(caller, CREATE_INVITATION, workspace_id=workspace_id)
+    await ctx.facade.access.authorize(caller, CREATE_INVITATION, workspace_id=workspace_id)
     body = ctx.json(InvitationBody)
     now = ctx.facade.deps.clock.now()
-    invitation = ctx.facade.invitations.create(
+    invitation = await ctx.facade.invitations.create(
         caller,
         workspace_id,
         body.email,
@@ -49,24 +49,24 @@ def create_invitation(ctx: ApiContext) -> Response:
 
 
 @endpoint
-def list_invitations(ctx: ApiContext) -> Response:
+async def list_invitations(ctx: ApiContext) -> Response:
     """The workspace's invitations, newest first."""
-    caller = ctx.caller()
+    caller = await ctx.caller()
     workspace_id = ctx.path_id("wid")
-    ctx.facade.access.authorize(caller, READ_INVITATIONS, workspace_id=workspace_id)
-    page = ctx.facade.invitations.list(caller, workspace_id, ctx.page())
+    await ctx.facade.access.authorize(caller, READ_INVITATIONS, workspace_id=workspace_id)
+    page = await ctx.facade.invitations.list(caller, workspace_id, ctx.page())
     now = ctx.facade.deps.clock.now()
     return json_response(presenters.listing(page, partial(presenters.invitation, now=now)))
 
 
 @endpoint
-def accept_invitation(ctx: ApiContext) -> Response:
+async def accept_invitation(ctx: ApiContext) -> Response:
     """Join the invitation's workspace (a person whose email is the invited one)."""
-    caller = ctx.caller()
+    caller = await ctx.caller()
     invitation_id = ctx.path_id("id")
     caller.person(ACCEPT_REFUSAL)
     ctx.empty_body()
-    membership = ctx.facade.invitations.accept(caller, invitation_id)
+    membership = await ctx.facade.invitations.accept(caller, invitation_id)
     return json_response(presenters.membership(membership))
 
 

@@ -41,14 +41,14 @@ class WorkerCreateBody:
 
 
 @endpoint
-def create_api_key(ctx: ApiContext) -> Response:
+async def create_api_key(ctx: ApiContext) -> Response:
     """Create an API key; its token appears only in this response."""
-    caller = ctx.caller()
-    ctx.facade.access.authorize(caller, CREATE_API_KEY)
+    caller = await ctx.caller()
+    await ctx.facade.access.authorize(caller, CREATE_API_KEY)
     body = ctx.json(ApiKeyCreateBody)
     expires_at = None if body.expires_at is None else parse_timestamp(body.expires_at, "expires_at")
     with ctx.unsealing_replays():
-        issued = ctx.facade.api_keys.create(
+        issued = await ctx.facade.api_keys.create(
             caller,
             body.name,
             body.permissions,
@@ -59,83 +59,85 @@ def create_api_key(ctx: ApiContext) -> Response:
 
 
 @endpoint
-def list_api_keys(ctx: ApiContext) -> Response:
+async def list_api_keys(ctx: ApiContext) -> Response:
     """The workspace's API keys, newest first."""
-    caller = ctx.caller()
-    ctx.facade.access.authorize(caller, READ_API_KEYS)
-    page = ctx.facade.api_keys.list(caller, ctx.page())
+    caller = await ctx.caller()
+    await ctx.facade.access.authorize(caller, READ_API_KEYS)
+    page = await ctx.facade.api_keys.list(caller, ctx.page())
     return json_response(presenters.listing(page, presenters.api_key))
 
 
 @endpoint
-def get_api_key(ctx: ApiContext) -> Response:
+async def get_api_key(ctx: ApiContext) -> Response:
     """One API key."""
-    caller = ctx.caller()
+    caller = await ctx.caller()
     key_id = ctx.path_id("id")
-    ctx.facade.access.authorize(caller, READ_API_KEYS)
-    return json_response(presenters.api_key(ctx.facade.api_keys.get(caller, key_id)))
+    await ctx.facade.access.authorize(caller, READ_API_KEYS)
+    return json_response(presenters.api_key(await ctx.facade.api_keys.get(caller, key_id)))
 
 
 @endpoint
-def delete_api_key(ctx: ApiContext) -> Response:
+async def delete_api_key(ctx: ApiContext) -> Response:
     """Revoke an API key: it stops working on the next request."""
-    caller = ctx.caller()
+    caller = await ctx.caller()
     key_id = ctx.path_id("id")
-    ctx.facade.access.authorize(caller, DELETE_API_KEY, target_id=key_id)
+    await ctx.facade.access.authorize(caller, DELETE_API_KEY, target_id=key_id)
     ctx.empty_body()
-    ctx.facade.api_keys.revoke(caller, key_id)
+    await ctx.facade.api_keys.revoke(caller, key_id)
     return no_content()
 
 
 @endpoint
-def create_worker(ctx: ApiContext) -> Response:
+async def create_worker(ctx: ApiContext) -> Response:
     """Register a worker; its token appears only in this response."""
-    caller = ctx.caller()
-    ctx.facade.access.authorize(caller, CREATE_WORKER)
+    caller = await ctx.caller()
+    await ctx.facade.access.authorize(caller, CREATE_WORKER)
     body = ctx.json(WorkerCreateBody)
     with ctx.unsealing_replays():
-        issued = ctx.facade.workers.create(
+        issued = await ctx.facade.workers.create(
             caller, body.name, idempotency=ctx.sealed_idempotency(presenters.issued_worker)
         )
     return json_response(presenters.issued_worker(issued), 201)
 
 
 @endpoint
-def list_workers(ctx: ApiContext) -> Response:
+async def list_workers(ctx: ApiContext) -> Response:
     """The workspace's workers, newest first."""
-    caller = ctx.caller()
-    ctx.facade.access.authorize(caller, READ_WORKERS)
-    page = ctx.facade.workers.list(caller, ctx.page())
+    caller = await ctx.caller()
+    await ctx.facade.access.authorize(caller, READ_WORKERS)
+    page = await ctx.facade.workers.list(caller, ctx.page())
     return json_response(presenters.listing(page, presenters.worker))
 
 
 @endpoint
-def get_worker(ctx: ApiContext) -> Response:
+async def get_worker(ctx: ApiContext) -> Response:
     """One worker."""
-    caller = ctx.caller()
+    caller = await ctx.caller()
     worker_id = ctx.path_id("id")
-    ctx.facade.access.authorize(caller, READ_WORKERS)
-    return json_response(presenters.worker(ctx.facade.workers.get(caller, worker_id)))
+    await ctx.facade.access.authorize(caller, READ_WORKERS)
+    return json_response(presenters.worker(await ctx.facade.workers.get(caller, worker_id)))
 
 
 @endpoint
-def rotate_worker(ctx: ApiContext) -> Response:
+async def rotate_worker(ctx: ApiContext) -> Response:
     """A new credential for a worker; the old one stops working at once."""
-    caller = ctx.caller()
+    caller = await ctx.caller()
     worker_id = ctx.path_id("id")
-    ctx.facade.access.authorize(caller, ROTATE_WORKER, target_id=worker_id)
+    await ctx.facade.access.authorize(caller, ROTATE_WORKER, target_id=worker_id)
     ctx.empty_body()
-    return json_response(presenters.issued_worker(ctx.facade.workers.rotate(caller, worker_id)))
+    return json_response(
+        presenters.issued_worker(await ctx.facade.workers.rotate(caller, worker_id))
+    )
 
 
 @endpoint
-def delete_worker(ctx: ApiContext) -> Response:
+async def delete_worker(ctx: ApiContext) -> Response:
     """Delete a worker (refused while backups are assigned to it)."""
-    caller = ctx.caller()
+    caller = await ctx.caller()
     worker_id = ctx.path_id("id")
-    ctx.facade.access.authorize(caller, DELETE_WORKER, target_id=worker_id)
+    await ctx.facade.access.authorize(caller, DELETE_WORKER, target_id=worker_id)
     ctx.empty_body()
-    ctx.facade.workers.delete(caller, worker_id)
+    await ctx.facade.workers.delete(caller, worker_id)
     return no_content()
 
 

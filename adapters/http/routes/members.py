@@ -50,56 +50,60 @@ def _path_slug(ctx: ApiContext) -> str:
 
 
 @endpoint
-def list_members(ctx: ApiContext) -> Response:
+async def list_members(ctx: ApiContext) -> Response:
     """The workspace's members, newest first."""
-    caller = ctx.caller()
+    caller = await ctx.caller()
     workspace_id = ctx.path_id("wid")
-    ctx.facade.access.authorize(caller, READ_MEMBERS, workspace_id=workspace_id)
-    page = ctx.facade.members.list(caller, workspace_id, ctx.page())
+    await ctx.facade.access.authorize(caller, READ_MEMBERS, workspace_id=workspace_id)
+    page = await ctx.facade.members.list(caller, workspace_id, ctx.page())
     return json_response(presenters.listing(page, presenters.member))
 
 
 @endpoint
-def patch_member(ctx: ApiContext) -> Response:
+async def patch_member(ctx: ApiContext) -> Response:
     """Change a member's role."""
-    caller = ctx.caller()
+    caller = await ctx.caller()
     workspace_id = ctx.path_id("wid")
     user_id = ctx.path_id("id")
-    ctx.facade.access.authorize(caller, UPDATE_MEMBER, workspace_id=workspace_id, target_id=user_id)
+    await ctx.facade.access.authorize(
+        caller, UPDATE_MEMBER, workspace_id=workspace_id, target_id=user_id
+    )
     body = ctx.json(MemberUpdateBody)
-    member = ctx.facade.members.change_role(caller, workspace_id, user_id, body.role)
+    member = await ctx.facade.members.change_role(caller, workspace_id, user_id, body.role)
     return json_response(presenters.member(member))
 
 
 @endpoint
-def delete_member(ctx: ApiContext) -> Response:
+async def delete_member(ctx: ApiContext) -> Response:
     """Remove a member from the workspace."""
-    caller = ctx.caller()
+    caller = await ctx.caller()
     workspace_id = ctx.path_id("wid")
     user_id = ctx.path_id("id")
-    ctx.facade.access.authorize(caller, DELETE_MEMBER, workspace_id=workspace_id, target_id=user_id)
+    await ctx.facade.access.authorize(
+        caller, DELETE_MEMBER, workspace_id=workspace_id, target_id=user_id
+    )
     ctx.empty_body()
-    ctx.facade.members.remove(caller, workspace_id, user_id)
+    await ctx.facade.members.remove(caller, workspace_id, user_id)
     return no_content()
 
 
 @endpoint
-def list_roles(ctx: ApiContext) -> Response:
+async def list_roles(ctx: ApiContext) -> Response:
     """Built-in roles, then custom roles by slug (one page)."""
-    caller = ctx.caller()
+    caller = await ctx.caller()
     workspace_id = ctx.path_id("wid")
-    ctx.facade.access.authorize(caller, READ_ROLES, workspace_id=workspace_id)
-    return json_response(presenters.roles(ctx.facade.roles.list(caller, workspace_id)))
+    await ctx.facade.access.authorize(caller, READ_ROLES, workspace_id=workspace_id)
+    return json_response(presenters.roles(await ctx.facade.roles.list(caller, workspace_id)))
 
 
 @endpoint
-def create_role(ctx: ApiContext) -> Response:
+async def create_role(ctx: ApiContext) -> Response:
     """Create a custom role."""
-    caller = ctx.caller()
+    caller = await ctx.caller()
     workspace_id = ctx.path_id("wid")
-    ctx.facade.access.authorize(caller, CREATE_ROLE, workspace_id=workspace_id)
+    await ctx.facade.access.authorize(caller, CREATE_ROLE, workspace_id=workspace_id)
     body = ctx.json(RoleCreateBody)
-    role = ctx.facade.roles.create(
+    role = await ctx.facade.roles.create(
         caller,
         workspace_id,
         body.slug,
@@ -111,13 +115,13 @@ def create_role(ctx: ApiContext) -> Response:
 
 
 @endpoint
-def get_role(ctx: ApiContext) -> Response:
+async def get_role(ctx: ApiContext) -> Response:
     """One role."""
-    caller = ctx.caller()
+    caller = await ctx.caller()
     workspace_id = ctx.path_id("wid")
     slug = _path_slug(ctx)
-    ctx.facade.access.authorize(caller, READ_ROLES, workspace_id=workspace_id)
-    return json_response(presenters.role(ctx.facade.roles.get(caller, workspace_id, slug)))
+    await ctx.facade.access.authorize(caller, READ_ROLES, workspace_id=workspace_id)
+    return json_response(presenters.role(await ctx.facade.roles.get(caller, workspace_id, slug)))
 
 
 def _role_changes(body: dict[str, Any]) -> dict[str, Any]:
@@ -138,26 +142,30 @@ def _role_changes(body: dict[str, Any]) -> dict[str, Any]:
 
 
 @endpoint
-def patch_role(ctx: ApiContext) -> Response:
+async def patch_role(ctx: ApiContext) -> Response:
     """Rename a custom role or change its permissions."""
-    caller = ctx.caller()
+    caller = await ctx.caller()
     workspace_id = ctx.path_id("wid")
     slug = _path_slug(ctx)
-    ctx.facade.access.authorize(caller, UPDATE_ROLE, workspace_id=workspace_id, target_id=slug)
+    await ctx.facade.access.authorize(
+        caller, UPDATE_ROLE, workspace_id=workspace_id, target_id=slug
+    )
     changes = _role_changes(ctx.json_object())
-    role = ctx.facade.roles.update(caller, workspace_id, slug, **changes)
+    role = await ctx.facade.roles.update(caller, workspace_id, slug, **changes)
     return json_response(presenters.role(role))
 
 
 @endpoint
-def delete_role(ctx: ApiContext) -> Response:
+async def delete_role(ctx: ApiContext) -> Response:
     """Delete a custom role nobody holds."""
-    caller = ctx.caller()
+    caller = await ctx.caller()
     workspace_id = ctx.path_id("wid")
     slug = _path_slug(ctx)
-    ctx.facade.access.authorize(caller, DELETE_ROLE, workspace_id=workspace_id, target_id=slug)
+    await ctx.facade.access.authorize(
+        caller, DELETE_ROLE, workspace_id=workspace_id, target_id=slug
+    )
     ctx.empty_body()
-    ctx.facade.roles.delete(caller, workspace_id, slug)
+    await ctx.facade.roles.delete(caller, workspace_id, slug)
     return no_content()
 
 

@@ -25,32 +25,34 @@ class StartRunBody:
 
 
 @endpoint
-def start_run(ctx: ApiContext) -> Response:
+async def start_run(ctx: ApiContext) -> Response:
     """Start a run of a manual backup: 201 with the run in state ``running``."""
-    caller = ctx.caller()
-    ctx.facade.access.authorize(caller, START_RUN)
+    caller = await ctx.caller()
+    await ctx.facade.access.authorize(caller, START_RUN)
     body = ctx.json(StartRunBody)
-    run = ctx.facade.runs.start(caller, body.backup_id, idempotency=ctx.idempotency(presenters.run))
+    run = await ctx.facade.runs.start(
+        caller, body.backup_id, idempotency=ctx.idempotency(presenters.run)
+    )
     return json_response(presenters.run(run), 201)
 
 
 @endpoint
-def get_run(ctx: ApiContext) -> Response:
+async def get_run(ctx: ApiContext) -> Response:
     """One run of the caller's workspace."""
-    caller = ctx.caller()
+    caller = await ctx.caller()
     run_id = ctx.path_id("run_id")
-    ctx.facade.access.authorize(caller, READ_RUN, target_id=run_id)
-    return json_response(presenters.run(ctx.facade.runs.get(caller, run_id)))
+    await ctx.facade.access.authorize(caller, READ_RUN, target_id=run_id)
+    return json_response(presenters.run(await ctx.facade.runs.get(caller, run_id)))
 
 
 @endpoint
-def trigger_backup(ctx: ApiContext) -> Response:
+async def trigger_backup(ctx: ApiContext) -> Response:
     """Enqueue a run of a local or cloud backup: 202 with the ``queued`` run."""
-    caller = ctx.caller()
+    caller = await ctx.caller()
     backup_id = ctx.path_id("bid")
-    ctx.facade.access.authorize(caller, TRIGGER_BACKUP, target_id=backup_id)
+    await ctx.facade.access.authorize(caller, TRIGGER_BACKUP, target_id=backup_id)
     ctx.empty_body()
-    run = ctx.facade.runs.trigger(
+    run = await ctx.facade.runs.trigger(
         caller, backup_id, idempotency=ctx.idempotency(presenters.run, 202)
     )
     return json_response(presenters.run(run), 202)

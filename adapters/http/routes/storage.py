@@ -63,7 +63,7 @@ async def get_object(request: Request) -> Response:
     except StorageRefusalError as refusal:
         return _refused(request, refusal)
     path = storage.object_path(grant.key)
-    if storage.stat(grant.key) is None or not path.is_file():
+    if await storage.stat(grant.key) is None or not path.is_file():
         return error_response(request, 404, "not_found", "no such object")
     return FileResponse(path, media_type="application/octet-stream")
 

@@ -6,7 +6,6 @@ from typing import Any
 from uuid import UUID
 
 import attrs
-from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
@@ -24,7 +23,7 @@ async def healthz(_request: Request) -> Response:
 
 async def readyz(request: Request) -> Response:
     """Readiness: 200 when the database and object storage answer, else 503."""
-    checks = await run_in_threadpool(request.state.facade.check_ready)
+    checks = await request.state.facade.check_ready()
     ready = all(state == "ok" for state in checks.values())
     return JSONResponse(
         {"status": "ok" if ready else "unavailable", "checks": checks},
@@ -33,20 +32,20 @@ async def readyz(request: Request) -> Response:
 
 
 @endpoint
-def permissions(ctx: ApiContext) -> Response:
+async def permissions(ctx: ApiContext) -> Response:
     """The permission catalog; any credential, no workspace needed."""
-    ctx.caller()
+    await ctx.caller()
     return json_response(presenters.permission_catalog(ctx.facade.permission_catalog()))
 
 
 @endpoint
-def me(ctx: ApiContext) -> Response:
+async def me(ctx: ApiContext) -> Response:
     """The caller's principal, workspace and permissions."""
-    return json_response(presenters.me(ctx.caller()))
+    return json_response(presenters.me(await ctx.caller()))
 
 
 @endpoint
-def cli_config(ctx: ApiContext) -> Response:
+async def cli_config(ctx: ApiContext) -> Response:
     """What the CLI needs for a device-code sign-in (no authentication)."""
     config = ctx.facade.deps.identity.cli_config(ctx.base_url)
     return json_response(attrs.asdict(config, value_serializer=_tuple_as_list))
@@ -57,15 +56,15 @@ def _tuple_as_list(_instance: Any, _field: Any, value: Any) -> Any:
 
 
 @endpoint
-def create_session(ctx: ApiContext) -> Response:
+async def create_session(ctx: ApiContext) -> Response:
     """Exchange an identity provider access token for a session."""
     scheme, _, token = ctx.request.headers.get("authorization", "").partition(" ")
     if scheme.lower() != "bearer" or not token.strip():
         raise UnauthenticatedError("missing bearer credential")
-    identity = ctx.facade.sessions.verify(token.strip())
+    identity = await ctx.facade.sessions.verify(token.strip())
     ctx.empty_body()
     with ctx.unsealing_replays():
-        issued = ctx.facade.sessions.start_session(
+        issued = await ctx.facade.sessions.start_session(
             identity, idempotency=ctx.sealed_idempotency(presenters.issued_session)
         )
     return json_response(presenters.issued_session(issued), 201)
@@ -79,23 +78,23 @@ class SwitchBody:
 
 
 @endpoint
-def switch(ctx: ApiContext) -> Response:
+async def switch(ctx: ApiContext) -> Response:
     """A new session scoped to another workspace; the current one is revoked."""
-    caller = ctx.person(SWITCH_REFUSAL)
+    caller = await ctx.person(SWITCH_REFUSAL)
     body = ctx.json(SwitchBody)
     with ctx.unsealing_replays():
-        issued = ctx.facade.sessions.switch(
+        issued = await ctx.facade.sessions.switch(
             caller, body.workspace_id, idempotency=ctx.sealed_idempotency(presenters.issued_session)
         )
     return json_response(presenters.issued_session(issued), 201)
 
 
 @endpoint
-def sign_out(ctx: ApiContext) -> Response:
+async def sign_out(ctx: ApiContext) -> Response:
     """Revoke the session used for this request."""
-    caller = ctx.person(SIGN_OUT_REFUSAL)
+    caller = await ctx.person(SIGN_OUT_REFUSAL)
     ctx.empty_body()
-    ctx.facade.sessions.sign_out(caller)
+    await ctx.facade.sessions.sign_out(caller)
     return no_content()
 
 

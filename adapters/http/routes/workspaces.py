@@ -30,65 +30,65 @@ class WorkspaceBody:
 
 
 @endpoint
-def list_workspaces(ctx: ApiContext) -> Response:
+async def list_workspaces(ctx: ApiContext) -> Response:
     """The caller's memberships."""
-    caller = ctx.person(LIST_REFUSAL)
+    caller = await ctx.person(LIST_REFUSAL)
     page = ctx.page()
-    result = ctx.facade.workspaces.memberships(caller, page)
+    result = await ctx.facade.workspaces.memberships(caller, page)
     return json_response(presenters.listing(result, presenters.member_workspace))
 
 
 @endpoint
-def create_workspace(ctx: ApiContext) -> Response:
+async def create_workspace(ctx: ApiContext) -> Response:
     """Create a workspace; the caller becomes its admin."""
-    caller = ctx.person(CREATE_REFUSAL)
+    caller = await ctx.person(CREATE_REFUSAL)
     body = ctx.json(WorkspaceBody)
-    workspace = ctx.facade.workspaces.create(
+    workspace = await ctx.facade.workspaces.create(
         caller, body.name, idempotency=ctx.idempotency(presenters.workspace)
     )
     return json_response(presenters.workspace(workspace), 201)
 
 
 @endpoint
-def get_workspace(ctx: ApiContext) -> Response:
+async def get_workspace(ctx: ApiContext) -> Response:
     """One workspace."""
-    caller = ctx.caller()
-    workspace = ctx.facade.workspaces.get(caller, ctx.path_id("wid"))
+    caller = await ctx.caller()
+    workspace = await ctx.facade.workspaces.get(caller, ctx.path_id("wid"))
     return json_response(presenters.workspace(workspace))
 
 
 @endpoint
-def patch_workspace(ctx: ApiContext) -> Response:
+async def patch_workspace(ctx: ApiContext) -> Response:
     """Rename a workspace."""
-    caller = ctx.caller()
+    caller = await ctx.caller()
     workspace_id = ctx.path_id("wid")
-    ctx.facade.access.authorize(
+    await ctx.facade.access.authorize(
         caller, UPDATE_WORKSPACE, workspace_id=workspace_id, target_id=workspace_id
     )
     body = ctx.json(WorkspaceBody)
-    workspace = ctx.facade.workspaces.rename(caller, workspace_id, body.name)
+    workspace = await ctx.facade.workspaces.rename(caller, workspace_id, body.name)
     return json_response(presenters.workspace(workspace))
 
 
 @endpoint
-def delete_workspace(ctx: ApiContext) -> Response:
+async def delete_workspace(ctx: ApiContext) -> Response:
     """Delete a workspace and everything of it."""
-    caller = ctx.caller()
+    caller = await ctx.caller()
     workspace_id = ctx.path_id("wid")
-    ctx.facade.access.authorize(
+    await ctx.facade.access.authorize(
         caller, DELETE_WORKSPACE, workspace_id=workspace_id, target_id=workspace_id
     )
     ctx.empty_body()
-    ctx.facade.workspaces.delete(caller, workspace_id)
+    await ctx.facade.workspaces.delete(caller, workspace_id)
     return no_content()
 
 
 @endpoint
-def get_quotas(ctx: ApiContext) -> Response:
+async def get_quotas(ctx: ApiContext) -> Response:
     """Effective limits and usage."""
-    caller = ctx.caller()
+    caller = await ctx.caller()
     return json_response(
-        presenters.quotas(ctx.facade.workspaces.quotas(caller, ctx.path_id("wid")))
+        presenters.quotas(await ctx.facade.workspaces.quotas(caller, ctx.path_id("wid")))
     )
 
 
@@ -105,14 +105,14 @@ def _audit_filter(ctx: ApiContext) -> AuditFilter:
 
 
 @endpoint
-def list_audit(ctx: ApiContext) -> Response:
+async def list_audit(ctx: ApiContext) -> Response:
     """The workspace's audit events, newest first; filters ``action``, ``actor_id``, ``since``."""
-    caller = ctx.caller()
+    caller = await ctx.caller()
     workspace_id = ctx.path_id("wid")
-    ctx.facade.access.authorize(caller, READ_AUDIT, workspace_id=workspace_id)
+    await ctx.facade.access.authorize(caller, READ_AUDIT, workspace_id=workspace_id)
     filters = _audit_filter(ctx)
     page = ctx.page()
-    events = ctx.facade.audit.events(caller, workspace_id, filters, page)
+    events = await ctx.facade.audit.events(caller, workspace_id, filters, page)
     return json_response(presenters.listing(events, presenters.audit_event))
 
 
