@@ -23,7 +23,7 @@ from strongroom.adapters.http.errors import request_id_of
 from strongroom.domain.errors import InvalidRequestError, UnauthenticatedError
 from strongroom.domain.pagination import DEFAULT_LIMIT, Cursor, PageRequest
 from strongroom.domain.principals import Caller
-from strongroom.ports.driving import IdempotencyKey, IdempotentReplayError, Strongroom
+from strongroom.ports.driving import Bearer, IdempotencyKey, IdempotentReplayError, Strongroom
 
 T = TypeVar("T")
 MAX_BODY_BYTES = 1024 * 1024
@@ -54,13 +54,18 @@ class ApiContext:
         self.request_id = request_id_of(request)
         self._caller: Caller | None = None
 
+    def bearer(self) -> Bearer:
+        """The request's bearer credential, not checked yet (401 when there is none)."""
+        scheme, _, token = self.request.headers.get("authorization", "").partition(" ")
+        if scheme.lower() != "bearer" or not token.strip():
+            raise UnauthenticatedError("missing bearer credential")
+        return Bearer(token.strip(), self.request_id)
+
     async def caller(self) -> Caller:
         """The authenticated caller (401 ``unauthenticated`` otherwise)."""
         if self._caller is None:
-            scheme, _, token = self.request.headers.get("authorization", "").partition(" ")
-            if scheme.lower() != "bearer" or not token.strip():
-                raise UnauthenticatedError("missing bearer credential")
-            self._caller = await self.facade.access.authenticate(token.strip(), self.request_id)
+            bearer = self.bearer()
+            self._caller = await self.facade.access.authenticate(bearer.token, self.request_id)
         return self._caller
 
     async def person(self, refusal: str) -> Caller:
@@ -69,6 +74,15 @@ class ApiContext:
         caller = await self.caller()
         caller.person(refusal)
         return caller
+
+    async def path_id_after_credential(self, name: str) -> UUID:
+        """``path_id`` for handlers that leave the credential to a joined read: a malformed
+        id is 400 only once the credential has passed (401 outranks 400)."""
+        try:
+            return self.path_id(name)
+        except InvalidRequestError:
+            await self.caller()
+            raise
 
     def path_id(self, name: str) -> UUID:
         """A UUID path parameter (400 ``invalid_request`` otherwise)."""

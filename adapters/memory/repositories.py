@@ -224,6 +224,26 @@ class MemorySessionRepository(_Repository):
                 role = _role(self._tx, session.workspace_id, membership.role)
         return SessionGrant(session, user, role)
 
+    async def find_with_backup(
+        self, token_hash: str, backup_id: UUID
+    ) -> tuple[SessionGrant, Backup | None] | None:
+        grant = await self.find(token_hash)
+        if grant is None:
+            return None
+        scope = grant.session.workspace_id
+        backup = None if scope is None else self._tx.read("backups").get(backup_id)
+        return grant, backup if backup is not None and backup.workspace_id == scope else None
+
+    async def find_with_backups(
+        self, token_hash: str, workspace_id: UUID, page: PageRequest
+    ) -> tuple[SessionGrant, Page[Backup]] | None:
+        grant = await self.find(token_hash)
+        if grant is None:
+            return None
+        if grant.session.workspace_id != workspace_id:
+            return grant, keyset_page((), page)
+        return grant, await MemoryBackupRepository(self._tx).list(workspace_id, page)
+
     async def revoke(self, session_id: UUID, at: datetime) -> None:
         session = self._tx.read(self.table).get(session_id)
         if session is not None and session.revoked_at is None:

@@ -51,6 +51,8 @@ class Q(StrEnum):
     USER_GET_BY_SUBJECT = "user_get_by_subject"
     SESSION_INSERT = "session_insert"
     SESSION_FIND = "session_find"
+    SESSION_FIND_WITH_BACKUP = "session_find_with_backup"
+    SESSION_FIND_WITH_BACKUPS = "session_find_with_backups"
     SESSION_REVOKE = "session_revoke"
     BACKUP_INSERT = "backup_insert"
     BACKUP_GET = "backup_get"

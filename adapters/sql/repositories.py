@@ -84,6 +84,14 @@ def _page_params(page: PageRequest, codec: Codec) -> tuple[Params, bool]:
     return params, True
 
 
+def _joined_backup(row: Row) -> Row | None:
+    """The ``b_*`` columns of a session row joined with a backup, or None when it has none."""
+    if row["b_id"] is None:
+        return None
+    # keys(): iterating a sqlite3.Row yields its values, not its column names.
+    return {name[2:]: row[name] for name in row.keys() if name.startswith("b_")}  # noqa: SIM118
+
+
 def _count(row: Row | None) -> int:
     return 0 if row is None else int(row["n"])
 
@@ -244,6 +252,38 @@ class SqlSessionRepository(_Repository):
         """The session with this token hash, its person and role, in one query."""
         row = await self._db.fetch_one(Q.SESSION_FIND, {"token_hash": token_hash})
         return None if row is None else rows.session_grant_from_row(row, self._codec)
+
+    async def find_with_backup(
+        self, token_hash: str, backup_id: UUID
+    ) -> tuple[SessionGrant, Backup | None] | None:
+        """``find`` and one backup of the session's workspace, in one statement."""
+        params = {"token_hash": token_hash, "id": self._codec.uuid(backup_id)}
+        row = await self._db.fetch_one(Q.SESSION_FIND_WITH_BACKUP, params)
+        if row is None:
+            return None
+        backup = _joined_backup(row)
+        return (
+            rows.session_grant_from_row(row, self._codec),
+            None if backup is None else rows.backup_from_row(backup, self._codec),
+        )
+
+    async def find_with_backups(
+        self, token_hash: str, workspace_id: UUID, page: PageRequest
+    ) -> tuple[SessionGrant, Page[Backup]] | None:
+        """``find`` and a page of the session's workspace's backups, in one statement."""
+        params, after = _page_params(page, self._codec)
+        params["token_hash"] = token_hash
+        params["workspace_id"] = self._codec.uuid(workspace_id)
+        filters = [Q.FILTER_BACKUP_AFTER] if after else []
+        found = await self._db.fetch_all(Q.SESSION_FIND_WITH_BACKUPS, params, filters=filters)
+        if not found:
+            return None
+        backups = [
+            rows.backup_from_row(backup, self._codec)
+            for backup in map(_joined_backup, found)
+            if backup is not None
+        ]
+        return rows.session_grant_from_row(found[0], self._codec), page_of(backups, page)
 
     async def revoke(self, session_id: UUID, at: datetime) -> None:
         """End a session (a second revocation keeps the first time)."""

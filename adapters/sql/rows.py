@@ -8,7 +8,7 @@ field is read by name and converted explicitly, never ``Cls(**row)``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Protocol
 from uuid import UUID
@@ -51,6 +51,8 @@ class Row(Protocol):
     """A result row whose columns are read by name (``sqlite3.Row``, a psycopg dict row)."""
 
     def __getitem__(self, key: str) -> Any: ...
+
+    def keys(self) -> Iterable[str]: ...
 
 
 class Codec(Protocol):

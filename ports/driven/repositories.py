@@ -136,6 +136,20 @@ class SessionRepository(Protocol):
         """The session with this token hash, its user and their role in its workspace."""
         ...
 
+    async def find_with_backup(
+        self, token_hash: str, backup_id: UUID
+    ) -> tuple[SessionGrant, Backup | None] | None:
+        """``find``, and the backup with this id of the session's workspace, in one look-up:
+        the credential check joined into the read (the read is scoped by the session)."""
+        ...
+
+    async def find_with_backups(
+        self, token_hash: str, workspace_id: UUID, page: PageRequest
+    ) -> tuple[SessionGrant, Page[Backup]] | None:
+        """``find``, and a page of ``workspace_id``'s backups (as ``BackupRepository.list``)
+        when it is the session's workspace, else an empty page, in one look-up."""
+        ...
+
     async def revoke(self, session_id: UUID, at: datetime) -> None:
         """End a session."""
         ...

@@ -1,11 +1,13 @@
 """The use cases (driving port) of Strongroom."""
 
+from strongroom.ports.driving.access import Bearer
 from strongroom.ports.driving.blocking import blocking, blocking_call
 from strongroom.ports.driving.dependencies import Dependencies
 from strongroom.ports.driving.facade import Strongroom
 from strongroom.ports.driving.idempotency import IdempotencyKey, IdempotentReplayError
 
 __all__ = [
+    "Bearer",
     "Dependencies",
     "IdempotencyKey",
     "IdempotentReplayError",

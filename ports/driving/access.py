@@ -9,6 +9,8 @@ it again themselves, so an embedder gets the same checks.
 from __future__ import annotations
 
 import hmac
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
 from uuid import UUID
 
 import attrs
@@ -24,9 +26,12 @@ from strongroom.domain.machines import USAGE_GRANULARITY, usage_is_stale
 from strongroom.domain.permissions import BUILTIN_ROLES, WORKER_PERMISSIONS, Permission
 from strongroom.domain.principals import Actor, Caller, PrincipalType
 from strongroom.domain.tokens import TokenKind, hash_token, token_kind
+from strongroom.ports.driven.repositories import SessionGrant
 from strongroom.ports.driven.unit_of_work import UnitOfWork
 from strongroom.ports.driving.dependencies import Dependencies
 from strongroom.ports.driving.recording import record_by_caller
+
+T = TypeVar("T")
 
 
 async def target_is_visible(
@@ -60,6 +65,24 @@ async def target_is_visible(
 
 
 _UUID_TARGETS = frozenset({"backup", "worker", "api_key", "member", "run", "artifact"})
+
+
+@attrs.frozen
+class Bearer:
+    """A bearer credential not checked yet, for the reads that check it in the same look-up
+    as the data (one database round trip); ``Access.authenticate`` checks it alone."""
+
+    token: str = attrs.field(repr=False)
+    request_id: str | None = None
+
+
+def is_session(bearer: Bearer) -> bool:
+    """Whether the bearer presents a session token (the credential of joined reads)."""
+    return token_kind(bearer.token) is TokenKind.SESSION
+
+
+# One look-up of a session (by token hash) joined with the data a read wants.
+JoinedRead = Callable[[UnitOfWork, str], Awaitable[tuple[SessionGrant, T] | None]]
 
 
 @attrs.frozen
@@ -141,6 +164,13 @@ class Access:
         token_hash = hash_token(token)
         async with self._deps.uow() as uow:
             grant = await uow.sessions.find(token_hash)
+        return self.session_caller(grant, token_hash, request_id)
+
+    def session_caller(
+        self, grant: SessionGrant | None, token_hash: str, request_id: str | None
+    ) -> Caller:
+        """The caller of a session found by ``token_hash`` (``UnauthenticatedError`` when
+        there is none, or it has ended, or its workspace membership has)."""
         if grant is None or not hmac.compare_digest(grant.session.token_hash, token_hash):
             raise UnauthenticatedError()
         session = grant.session
@@ -156,6 +186,29 @@ class Access:
             user=grant.user,
             request_id=request_id,
         )
+
+    async def authorize_joined(
+        self,
+        bearer: Bearer,
+        requirement: Requirement,
+        read: JoinedRead[T],
+        *,
+        workspace_id: UUID | None = None,
+    ) -> T | None:
+        """Authenticate a session and authorize ``requirement`` with the data of ``read``
+        fetched in the same look-up (one round trip), then return that data.
+
+        The read must be scoped by the session inside its query. The checks, and their
+        order, are those of ``authenticate`` and ``authorize``: nothing of the data is
+        returned unless both pass.
+        """
+        token_hash = hash_token(bearer.token)
+        async with self._deps.uow() as uow:
+            found = await read(uow, token_hash)
+        grant, data = found if found is not None else (None, None)
+        caller = self.session_caller(grant, token_hash, bearer.request_id)
+        await self.authorize(caller, requirement, workspace_id=workspace_id)
+        return data
 
     async def enter_workspace(self, caller: Caller, workspace_id: UUID) -> UUID:
         """Check that ``workspace_id`` (from a path) is the caller's scope.

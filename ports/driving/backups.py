@@ -18,7 +18,7 @@ from strongroom.domain.principals import Caller
 from strongroom.domain.quotas import QuotaResource, ensure_room
 from strongroom.ports.driven.unit_of_work import UnitOfWork
 from strongroom.ports.driving import lookups
-from strongroom.ports.driving.access import Access, Requirement
+from strongroom.ports.driving.access import Access, Bearer, Requirement, is_session
 from strongroom.ports.driving.dependencies import Dependencies
 from strongroom.ports.driving.idempotency import IdempotencyKey, run_idempotent
 from strongroom.ports.driving.recording import record_by_caller
@@ -93,14 +93,46 @@ class Backups:
 
         return await run_idempotent(self._deps.uow, caller, idempotency, now, store)
 
-    async def list_in(self, caller: Caller, workspace_id: UUID, page: PageRequest) -> Page[Backup]:
-        """A workspace's backups, newest first."""
+    async def list_in(
+        self, caller: Caller | Bearer, workspace_id: UUID, page: PageRequest
+    ) -> Page[Backup]:
+        """A workspace's backups, newest first.
+
+        With a session's ``Bearer`` the credential is checked in the same look-up as the
+        page (one round trip); the checks and their order are those of a ``Caller``.
+        """
+        if isinstance(caller, Bearer):
+            if is_session(caller):
+                listed = await self._access.authorize_joined(
+                    caller,
+                    READ_BACKUPS,
+                    lambda uow, token_hash: uow.sessions.find_with_backups(
+                        token_hash, workspace_id, page
+                    ),
+                    workspace_id=workspace_id,
+                )
+                assert listed is not None  # authorized: the session's own workspace
+                return listed
+            caller = await self._access.authenticate(caller.token, caller.request_id)
         await self._access.authorize(caller, READ_BACKUPS, workspace_id=workspace_id)
         async with self._deps.uow() as uow:
             return await uow.backups.list(workspace_id, page, worker_id=caller.worker_id)
 
-    async def get(self, caller: Caller, backup_id: UUID) -> Backup:
-        """One backup of the caller's workspace (a worker sees only those assigned to it)."""
+    async def get(self, caller: Caller | Bearer, backup_id: UUID) -> Backup:
+        """One backup of the caller's workspace (a worker sees only those assigned to it).
+
+        With a session's ``Bearer`` the credential is checked in the same look-up as the
+        backup (one round trip); the checks and their order are those of a ``Caller``.
+        """
+        if isinstance(caller, Bearer):
+            if is_session(caller):
+                backup = await self._access.authorize_joined(
+                    caller,
+                    READ_BACKUPS,
+                    lambda uow, token_hash: uow.sessions.find_with_backup(token_hash, backup_id),
+                )
+                return lookups.existing(backup, "backup")
+            caller = await self._access.authenticate(caller.token, caller.request_id)
         workspace_id = await self._access.authorize(caller, READ_BACKUPS)
         async with self._deps.uow() as uow:
             return lookups.visible_backup(

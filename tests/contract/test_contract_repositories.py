@@ -7,6 +7,7 @@ The in-memory adapter is the reference; each test runs against every adapter of
 from __future__ import annotations
 
 from datetime import timedelta, timezone
+from typing import Any
 from uuid import uuid4
 
 import attrs
@@ -355,6 +356,114 @@ class TestSessions:
         dangling = session(uuid4()) if missing == "user" else session(ada.id, workspace_id=uuid4())
         with adapter.uow() as uow, pytest.raises(IntegrityViolationError):
             uow.sessions.add(dangling)
+
+
+class TestSessionJoinedReads:
+    """A session's grant and the data a read wants, in one look-up scoped by the session."""
+
+    def _two_tenants(self, adapter: Adapter) -> tuple[Any, Any, Any, list[Any], Any]:
+        ada, bob = user(), user()
+        mine, theirs = workspace(ada), workspace(bob)
+        session_of_ada = session(ada.id, mine.id)
+        backups = [backup(mine.id, created_at=at(n)) for n in range(3)]
+        foreign = backup(theirs.id)
+        adapter.store(
+            ada,
+            bob,
+            mine,
+            theirs,
+            Membership(mine.id, ada.id, "viewer", T0),
+            Membership(theirs.id, bob.id, "admin", T0),
+            session_of_ada,
+            *backups,
+            foreign,
+        )
+        return session_of_ada, mine, theirs, backups, foreign
+
+    def test_one_backup_comes_with_the_grant(self, adapter: Adapter) -> None:
+        """The grant is ``find``'s; the backup is the session's workspace's."""
+        ada_session, _, _, backups, _ = self._two_tenants(adapter)
+        with adapter.uow() as uow:
+            found = uow.sessions.find_with_backup(ada_session.token_hash, backups[1].id)
+            alone = uow.sessions.find(ada_session.token_hash)
+        assert found is not None
+        assert found == (alone, backups[1])
+        assert found[0].role == VIEWER
+
+    def test_another_workspaces_backup_is_not_found(self, adapter: Adapter) -> None:
+        """A foreign id reads exactly like a random one: the grant, and no backup."""
+        ada_session, _, _, _, foreign = self._two_tenants(adapter)
+        with adapter.uow() as uow:
+            by_foreign = uow.sessions.find_with_backup(ada_session.token_hash, foreign.id)
+            by_random = uow.sessions.find_with_backup(ada_session.token_hash, uuid4())
+        assert by_foreign is not None
+        assert by_random is not None
+        assert by_foreign[1] is None
+        assert by_foreign == by_random
+
+    def test_an_unknown_token_finds_nothing(self, adapter: Adapter) -> None:
+        """No session: no grant and no data, whatever the ids."""
+        _, workspace_, _, backups, _ = self._two_tenants(adapter)
+        with adapter.uow() as uow:
+            assert uow.sessions.find_with_backup("unknown", backups[0].id) is None
+            page = PageRequest(10, None)
+            assert uow.sessions.find_with_backups("unknown", workspace_.id, page) is None
+
+    def test_an_unscoped_session_reads_no_backup(self, adapter: Adapter) -> None:
+        """A session without a workspace sees no workspace's backups."""
+        ada = user()
+        target = workspace(ada)
+        plain = session(ada.id)
+        kept = backup(target.id)
+        adapter.store(ada, target, plain, kept)
+        with adapter.uow() as uow:
+            found = uow.sessions.find_with_backup(plain.token_hash, kept.id)
+            listed = uow.sessions.find_with_backups(
+                plain.token_hash, target.id, PageRequest(5, None)
+            )
+        assert found is not None
+        assert found[1] is None
+        assert listed is not None
+        assert listed[1].items == []
+
+    def test_a_page_comes_with_the_grant_as_the_list_pages(self, adapter: Adapter) -> None:
+        """The same pages as ``BackupRepository.list``, cursor included."""
+        ada_session, workspace_, _, _, _ = self._two_tenants(adapter)
+        first_request = PageRequest(2, None)
+        with adapter.uow() as uow:
+            joined = uow.sessions.find_with_backups(
+                ada_session.token_hash, workspace_.id, first_request
+            )
+            listed = uow.backups.list(workspace_.id, first_request)
+        assert joined is not None
+        assert joined[0] == uow_grant(adapter, ada_session.token_hash)
+        assert joined[1] == listed
+        assert joined[1].next_cursor is not None
+        second_request = PageRequest(2, joined[1].next_cursor)
+        with adapter.uow() as uow:
+            second = uow.sessions.find_with_backups(
+                ada_session.token_hash, workspace_.id, second_request
+            )
+            listed_second = uow.backups.list(workspace_.id, second_request)
+        assert second is not None
+        assert second[1] == listed_second
+        assert len(second[1].items) == 1
+
+    def test_another_workspaces_page_is_empty(self, adapter: Adapter) -> None:
+        """Asking for a foreign workspace's page gives the grant and nothing of theirs."""
+        ada_session, _, theirs, _, _ = self._two_tenants(adapter)
+        with adapter.uow() as uow:
+            found = uow.sessions.find_with_backups(
+                ada_session.token_hash, theirs.id, PageRequest(50, None)
+            )
+        assert found is not None
+        assert found[1].items == []
+
+
+def uow_grant(adapter: Adapter, token_hash: str) -> Any:
+    """``find`` alone, for comparison."""
+    with adapter.uow() as uow:
+        return uow.sessions.find(token_hash)
 
 
 class TestBackups:

@@ -4,11 +4,13 @@ trips a unit of work costs, the query catalog, SQLite's settings, borrowed pools
 from __future__ import annotations
 
 import asyncio
+import os
 import sqlite3
 import threading
 from contextlib import closing
-from datetime import timedelta, timezone
+from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
+from uuid import uuid4
 
 import attrs
 import psycopg
@@ -26,7 +28,12 @@ from strongroom.adapters.sql.catalog import (
 )
 from strongroom.adapters.sql.postgres import PostgresDatabase
 from strongroom.adapters.sql.sqlite import SqliteDatabase
+from strongroom.domain.pagination import PageRequest
+from strongroom.domain.principals import Session
+from strongroom.domain.tokens import TokenKind, format_token, hash_token
 from strongroom.domain.workspaces import Membership
+from strongroom.entrypoints.bootstrap import bootstrap
+from strongroom.ports.driving.access import Bearer
 from strongroom.ports.driving.blocking import blocking, blocking_call
 
 
@@ -108,6 +115,29 @@ class TestPostgresRoundTrips:
         assert grant.role is not None
         assert len(counter.sent) == 1
         assert counter.sent[0].startswith("SELECT")
+
+    def test_a_session_read_is_one_statement(
+        self, counted: tuple[PostgresDatabase, CountingCursor]
+    ) -> None:
+        """``GET`` of a backup and of a page with a session: the credential check joined
+        into the read, one SELECT each, through the facade as HTTP calls it."""
+        database, counter = counted
+        ada = user()
+        target = workspace(ada)
+        token = format_token(TokenKind.SESSION, os.urandom(32))
+        now = datetime.now(UTC)
+        mine = Session(uuid4(), hash_token(token), ada.id, target.id, now, now + timedelta(days=1))
+        kept = backup(target.id)
+        SqlAdapter("postgres", database.uow).store(
+            ada, target, Membership(target.id, ada.id, "viewer", T0), mine, kept
+        )
+        facade = blocking(bootstrap(uow=database.uow))
+        counter.sent.clear()
+        assert facade.backups.get(Bearer(token), kept.id) == kept
+        assert facade.backups.list_in(Bearer(token), target.id, PageRequest(50, None)).items == [
+            kept
+        ]
+        assert [statement.split()[0] for statement in counter.sent] == ["SELECT", "SELECT"]
 
     def test_a_unit_that_does_nothing_costs_nothing(
         self, counted: tuple[PostgresDatabase, CountingCursor]

@@ -63,21 +63,26 @@ async def create_backup(ctx: ApiContext) -> Response:
 
 @endpoint
 async def list_backups(ctx: ApiContext) -> Response:
-    """A workspace's backups, newest first."""
-    caller = await ctx.caller()
-    workspace_id = ctx.path_id("wid")
-    await ctx.facade.access.authorize(caller, READ_BACKUPS, workspace_id=workspace_id)
-    page = await ctx.facade.backups.list_in(caller, workspace_id, ctx.page())
+    """A workspace's backups, newest first (the credential is checked in the read)."""
+    bearer = ctx.bearer()
+    workspace_id = await ctx.path_id_after_credential("wid")
+    try:
+        requested = ctx.page()
+    except InvalidRequestError:
+        # A bad limit or cursor is 400 only after the credential and the permission.
+        caller = await ctx.caller()
+        await ctx.facade.access.authorize(caller, READ_BACKUPS, workspace_id=workspace_id)
+        raise
+    page = await ctx.facade.backups.list_in(bearer, workspace_id, requested)
     return json_response(presenters.listing(page, presenters.backup))
 
 
 @endpoint
 async def get_backup(ctx: ApiContext) -> Response:
-    """One backup of the caller's workspace."""
-    caller = await ctx.caller()
-    backup_id = ctx.path_id("bid")
-    await ctx.facade.access.authorize(caller, READ_BACKUPS, target_id=backup_id)
-    return json_response(presenters.backup(await ctx.facade.backups.get(caller, backup_id)))
+    """One backup of the caller's workspace (the credential is checked in the read)."""
+    bearer = ctx.bearer()
+    backup_id = await ctx.path_id_after_credential("bid")
+    return json_response(presenters.backup(await ctx.facade.backups.get(bearer, backup_id)))
 
 
 @endpoint

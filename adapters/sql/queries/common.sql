@@ -107,6 +107,81 @@ LEFT JOIN roles AS r ON r.workspace_id = m.workspace_id AND r.slug = m.role
 WHERE s.token_hash = :token_hash
 LIMIT 1
 
+-- name: session_find_with_backup
+-- session_find joined with one backup of the session's workspace (columns b_*, NULL when
+-- it has none with this id): the credential check and the read in one statement.
+SELECT s.id, s.token_hash, s.user_id, s.workspace_id, s.created_at, s.expires_at,
+       s.revoked_at, u.email AS user_email, u.name AS user_name,
+       u.idp_subject AS user_idp_subject, u.created_at AS user_created_at,
+       m.role AS role_slug, r.name AS role_name, r.permissions AS role_permissions,
+       b.id AS b_id,
+       b.workspace_id AS b_workspace_id,
+       b.name AS b_name,
+       b.kind AS b_kind,
+       b.state AS b_state,
+       b.paused AS b_paused,
+       b.source AS b_source,
+       b.sealed_credentials AS b_sealed_credentials,
+       b.schedule_cron AS b_schedule_cron,
+       b.schedule_timezone AS b_schedule_timezone,
+       b.worker_id AS b_worker_id,
+       b.retention_expire_after_seconds AS b_retention_expire_after_seconds,
+       b.retention_lock_for_seconds AS b_retention_lock_for_seconds,
+       b.destination AS b_destination,
+       b.sealed_destination_credentials AS b_sealed_destination_credentials,
+       b.next_run_at AS b_next_run_at,
+       b.created_at AS b_created_at,
+       b.updated_at AS b_updated_at
+FROM sessions AS s
+JOIN users AS u ON u.id = s.user_id
+LEFT JOIN memberships AS m ON m.workspace_id = s.workspace_id AND m.user_id = s.user_id
+LEFT JOIN roles AS r ON r.workspace_id = m.workspace_id AND r.slug = m.role
+LEFT JOIN backups AS b ON b.workspace_id = s.workspace_id AND b.id = :id
+WHERE s.token_hash = :token_hash
+LIMIT 1
+
+-- name: session_find_with_backups
+-- session_find joined with a page of backups (as backup_list) of :workspace_id when it is
+-- the session's workspace: one row per backup, or one row with NULL b_* columns.
+SELECT s.id, s.token_hash, s.user_id, s.workspace_id, s.created_at, s.expires_at,
+       s.revoked_at, u.email AS user_email, u.name AS user_name,
+       u.idp_subject AS user_idp_subject, u.created_at AS user_created_at,
+       m.role AS role_slug, r.name AS role_name, r.permissions AS role_permissions,
+       b.id AS b_id,
+       b.workspace_id AS b_workspace_id,
+       b.name AS b_name,
+       b.kind AS b_kind,
+       b.state AS b_state,
+       b.paused AS b_paused,
+       b.source AS b_source,
+       b.sealed_credentials AS b_sealed_credentials,
+       b.schedule_cron AS b_schedule_cron,
+       b.schedule_timezone AS b_schedule_timezone,
+       b.worker_id AS b_worker_id,
+       b.retention_expire_after_seconds AS b_retention_expire_after_seconds,
+       b.retention_lock_for_seconds AS b_retention_lock_for_seconds,
+       b.destination AS b_destination,
+       b.sealed_destination_credentials AS b_sealed_destination_credentials,
+       b.next_run_at AS b_next_run_at,
+       b.created_at AS b_created_at,
+       b.updated_at AS b_updated_at
+FROM sessions AS s
+JOIN users AS u ON u.id = s.user_id
+LEFT JOIN memberships AS m ON m.workspace_id = s.workspace_id AND m.user_id = s.user_id
+LEFT JOIN roles AS r ON r.workspace_id = m.workspace_id AND r.slug = m.role
+LEFT JOIN (
+    SELECT id, workspace_id, name, kind, state, paused, source, sealed_credentials,
+           schedule_cron, schedule_timezone, worker_id, retention_expire_after_seconds,
+           retention_lock_for_seconds, destination, sealed_destination_credentials, next_run_at,
+           created_at, updated_at
+    FROM backups
+    WHERE workspace_id = :workspace_id /*filters*/
+    ORDER BY created_at DESC, id DESC
+    LIMIT :limit
+) AS b ON b.workspace_id = s.workspace_id
+WHERE s.token_hash = :token_hash
+ORDER BY b.created_at DESC, b.id DESC
+
 -- name: session_revoke
 -- The first revocation time stays.
 UPDATE sessions SET revoked_at = :revoked_at WHERE id = :id AND revoked_at IS NULL
