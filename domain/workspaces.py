@@ -9,12 +9,31 @@ from uuid import UUID
 
 import attrs
 
-from strongroom.domain.billing import BillingState
-from strongroom.domain.quotas import DEFAULT_LIMITS, QuotaResource
+from strongroom.domain.billing import BillingState, GatedOperation, ensure_allowed, is_allowed
+from strongroom.domain.quotas import DEFAULT_LIMITS, QuotaResource, ensure_room
 
 
 def _frozen_limits(value: Mapping[QuotaResource, int]) -> Mapping[QuotaResource, int]:
     return MappingProxyType(dict(value))
+
+
+@attrs.frozen
+class Admission:
+    """What a workspace must allow to take one more object of ``resource``: a billing
+    state that permits ``operation``, and room under the resource's limit."""
+
+    operation: GatedOperation
+    resource: QuotaResource
+
+    @property
+    def billing_states(self) -> frozenset[BillingState]:
+        """The billing states that permit the operation."""
+        return frozenset(state for state in BillingState if is_allowed(state, self.operation))
+
+    @property
+    def default_limit(self) -> int:
+        """The resource's limit where no operator override exists (0: unlimited)."""
+        return DEFAULT_LIMITS[self.resource]
 
 
 @attrs.frozen
@@ -37,6 +56,12 @@ class Workspace:
     def limit(self, resource: QuotaResource) -> int:
         """The effective limit of ``resource``: an operator's override or the default."""
         return self.quota_overrides.get(resource, DEFAULT_LIMITS[resource])
+
+    def admit(self, admission: Admission, usage: int) -> None:
+        """Refuse one more object, in the contract's order: billing (409), then quota
+        (409), given the resource's current ``usage``."""
+        ensure_allowed(self.billing_state, admission.operation)
+        ensure_room(admission.resource, self.limit(admission.resource), usage)
 
     def renamed(self, name: str, at: datetime) -> Workspace:
         """A copy with a new name."""
@@ -100,3 +125,11 @@ class Member:
     def created_at(self) -> datetime:
         """When they joined (keyset pagination)."""
         return self.joined_at
+
+
+def admits(workspace: Workspace, admission: Admission, usage: int) -> bool:
+    """Whether ``workspace.admit`` lets one more object in (it raises the refusal)."""
+    limit = workspace.limit(admission.resource)
+    return is_allowed(workspace.billing_state, admission.operation) and (
+        limit == 0 or usage < limit
+    )

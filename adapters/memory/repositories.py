@@ -23,7 +23,14 @@ from strongroom.domain.permissions import BUILTIN_ROLES, Role
 from strongroom.domain.principals import Session
 from strongroom.domain.runs import Run
 from strongroom.domain.users import User
-from strongroom.domain.workspaces import Member, Membership, MemberWorkspace, Workspace
+from strongroom.domain.workspaces import (
+    Admission,
+    Member,
+    Membership,
+    MemberWorkspace,
+    Workspace,
+    admits,
+)
 from strongroom.ports.driven.repositories import (
     AuditFilter,
     IdempotencyKeyTakenError,
@@ -276,6 +283,16 @@ class MemoryBackupRepository(_Repository):
         _require(backup.workspace_id in self._tx.read("workspaces"), "workspace exists")
         self._ensure_name_free(backup)
         self._insert(backup.id, backup)
+
+    async def add_admitted(self, backup: Backup, event: AuditEvent, admission: Admission) -> bool:
+        workspace: Workspace | None = self._tx.read("workspaces").get(backup.workspace_id)
+        admitted = workspace is not None and admits(
+            workspace, admission, await self.count(backup.workspace_id)
+        )
+        if admitted:
+            await self.add(backup)
+            await MemoryAuditRepository(self._tx).add(event)
+        return admitted
 
     async def get(self, workspace_id: UUID, backup_id: UUID) -> Backup | None:
         backup: Backup | None = self._tx.read(self.table).get(backup_id)

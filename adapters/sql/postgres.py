@@ -580,6 +580,36 @@ class PostgresTransaction:
         changed: int = await self._run(query, params, (), True, "count")
         return changed
 
+    async def write_all(self, writes: Sequence[tuple[Q, Params]]) -> list[int]:
+        """``BEGIN`` (unless the unit already wrote) and ``writes`` in one pipeline: one round
+        trip. Never retried: a connection that dies while a write waits for a lock may
+        leave its server session holding that write's locks until the lock comes."""
+        texts = [(self._queries.text(query, ()).encode(), params) for query, params in writes]
+        deadline: _Deadline | None = None
+        try:
+            connection = await self._take_connection()
+            with self._deadline(connection) as deadline:
+                cursors: list[psycopg.AsyncCursor[Any]] = []
+                try:
+                    async with connection.pipeline():
+                        if not self._writing:
+                            await connection.execute(b"BEGIN")
+                        for text, params in texts:
+                            cursor = connection.cursor()
+                            await cursor.execute(text, params)
+                            cursors.append(cursor)
+                finally:
+                    # Open if BEGIN went through (aborted if a write failed).
+                    self._writing = connection.info.transaction_status != TransactionStatus.IDLE
+                return [cursor.rowcount for cursor in cursors]
+        except psycopg.Error as error:
+            if deadline is not None and deadline.cut:
+                await self._discard()
+            # Which write failed is not known here: every write's parameters, the first's
+            # winning, name the refusal (constraint names tell the statements apart).
+            merged = {k: v for _, params in reversed(texts) for k, v in params.items()}
+            raise translate(error, merged) from error
+
     async def commit(self) -> None:
         """Commit the transaction, if one is open."""
         if self._connection is None or not self._writing:

@@ -32,9 +32,16 @@ from strongroom.domain.machines import ApiKey, Worker
 from strongroom.domain.pagination import Page, PageRequest, page_of
 from strongroom.domain.permissions import Role
 from strongroom.domain.principals import Session
+from strongroom.domain.quotas import QuotaResource
 from strongroom.domain.runs import Run
 from strongroom.domain.users import User
-from strongroom.domain.workspaces import Member, Membership, MemberWorkspace, Workspace
+from strongroom.domain.workspaces import (
+    Admission,
+    Member,
+    Membership,
+    MemberWorkspace,
+    Workspace,
+)
 from strongroom.ports.driven.repositories import (
     AuditFilter,
     IdempotencyKeyTakenError,
@@ -66,6 +73,15 @@ class Statements(Protocol):
 
     async def execute(self, query: Q, params: Params) -> int:
         """Run a write; the number of rows it changed."""
+        ...
+
+    async def write_all(self, writes: Sequence[tuple[Q, Params]]) -> list[int]:
+        """Run ``writes`` in order inside the transaction: the numbers of rows each changed.
+
+        On PostgreSQL they go in one pipeline (with ``BEGIN`` when the unit has not written
+        yet): one round trip. The commit stays the unit's own, a round trip of its own, so
+        a connection lost before it commits nothing.
+        """
         ...
 
 
@@ -302,6 +318,23 @@ class SqlBackupRepository(_Repository):
     async def add(self, backup: Backup) -> None:
         """Store a new backup; ``NameTakenError`` if its name is used."""
         await self._db.execute(Q.BACKUP_INSERT, rows.backup_params(backup, self._codec))
+
+    async def add_admitted(self, backup: Backup, event: AuditEvent, admission: Admission) -> bool:
+        """The backup and its audit event if the workspace admits it: one round trip on
+        PostgreSQL (the quota reads the usage counter of migration 0004)."""
+        if admission.resource is not QuotaResource.BACKUPS_PER_WORKSPACE:
+            raise ValueError(f"backups are admitted against their own quota, not {admission}")
+        insert = rows.backup_params(backup, self._codec)
+        insert["billing_states"] = self._codec.text_list(
+            sorted(state.value for state in admission.billing_states)
+        )
+        insert["default_limit"] = admission.default_limit
+        audit = rows.audit_params(event, self._codec)
+        audit["backup_id"] = self._codec.uuid(backup.id)
+        inserted, _ = await self._db.write_all(
+            [(Q.BACKUP_INSERT_ADMITTED, insert), (Q.AUDIT_INSERT_IF_BACKUP, audit)]
+        )
+        return inserted == 1
 
     async def get(self, workspace_id: UUID, backup_id: UUID) -> Backup | None:
         """A backup of this workspace."""

@@ -29,6 +29,8 @@ CREATE TABLE workspaces (
         CHECK (billing_state IN ('trial', 'active', 'warned', 'stopped', 'blocked')),
     quota_overrides jsonb NOT NULL
         CONSTRAINT workspaces_quota_overrides_check CHECK (jsonb_typeof(quota_overrides) = 'object'),
+    backup_count bigint NOT NULL DEFAULT 0
+        CONSTRAINT workspaces_backup_count_check CHECK (backup_count >= 0),
     created_at timestamptz NOT NULL,
     updated_at timestamptz NOT NULL
 );
@@ -260,3 +262,18 @@ CREATE TABLE artifacts (
 CREATE INDEX artifacts_by_workspace ON artifacts (workspace_id, created_at DESC, id DESC);
 CREATE INDEX artifacts_by_backup ON artifacts (workspace_id, backup_id, state);
 CREATE INDEX artifacts_by_expiry ON artifacts (expires_at) WHERE state = 'available';
+
+-- Usage counters (0004): triggers keep workspaces.backup_count exact.
+CREATE FUNCTION count_backups() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF TG_OP = 'INSERT' THEN
+        UPDATE workspaces SET backup_count = backup_count + 1 WHERE id = NEW.workspace_id;
+    ELSE
+        UPDATE workspaces SET backup_count = backup_count - 1 WHERE id = OLD.workspace_id;
+    END IF;
+    RETURN NULL;
+END
+$$;
+
+CREATE TRIGGER backups_counted AFTER INSERT OR DELETE ON backups
+    FOR EACH ROW EXECUTE FUNCTION count_backups();

@@ -29,6 +29,8 @@ CREATE TABLE workspaces (
         CHECK (billing_state IN ('trial', 'active', 'warned', 'stopped', 'blocked')),
     quota_overrides TEXT NOT NULL
         CONSTRAINT workspaces_quota_overrides_check CHECK (json_type(quota_overrides) = 'object'),
+    backup_count INTEGER NOT NULL DEFAULT 0
+        CONSTRAINT workspaces_backup_count_check CHECK (backup_count >= 0),
     created_at TEXT NOT NULL,
     updated_at TEXT NOT NULL
 ) STRICT;
@@ -263,3 +265,14 @@ CREATE TABLE artifacts (
 CREATE INDEX artifacts_by_workspace ON artifacts (workspace_id, created_at DESC, id DESC);
 CREATE INDEX artifacts_by_backup ON artifacts (workspace_id, backup_id, state);
 CREATE INDEX artifacts_by_expiry ON artifacts (expires_at) WHERE state = 'available';
+
+-- Usage counters (0004): triggers keep workspaces.backup_count exact.
+CREATE TRIGGER backups_counted_insert AFTER INSERT ON backups
+BEGIN
+    UPDATE workspaces SET backup_count = backup_count + 1 WHERE id = NEW.workspace_id;
+END;
+
+CREATE TRIGGER backups_counted_delete AFTER DELETE ON backups
+BEGIN
+    UPDATE workspaces SET backup_count = backup_count - 1 WHERE id = OLD.workspace_id;
+END;

@@ -382,6 +382,10 @@ class SqliteTransaction:
         changed: int = await self._statement(query, params, (), True, "count")
         return changed
 
+    async def write_all(self, writes: Sequence[tuple[Q, Params]]) -> list[int]:
+        """Run ``writes`` in order in the write transaction."""
+        return [await self.execute(query, params) for query, params in writes]
+
     async def commit(self) -> None:
         """Commit the write transaction, if one is open, and let the next writer in."""
         if self._connection is None or not self._writing:

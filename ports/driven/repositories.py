@@ -25,7 +25,13 @@ from strongroom.domain.permissions import Role
 from strongroom.domain.principals import Session
 from strongroom.domain.runs import Run
 from strongroom.domain.users import User
-from strongroom.domain.workspaces import Member, Membership, MemberWorkspace, Workspace
+from strongroom.domain.workspaces import (
+    Admission,
+    Member,
+    Membership,
+    MemberWorkspace,
+    Workspace,
+)
 
 
 class IdempotencyKeyTakenError(Exception):
@@ -162,6 +168,14 @@ class BackupRepository(Protocol):
         """Store a new backup; ``NameTakenError`` if its name is used (case-insensitively)."""
         ...
 
+    async def add_admitted(self, backup: Backup, event: AuditEvent, admission: Admission) -> bool:
+        """Store ``backup`` and its audit ``event`` if its workspace admits one more backup
+        (``admission``'s billing states and the backups quota, checked on the workspace's
+        current row, exactly under concurrency). False when nothing was stored (no such
+        workspace, or it refuses). Adapters may do it in one round trip.
+        """
+        ...
+
     async def get(self, workspace_id: UUID, backup_id: UUID) -> Backup | None:
         """A backup of this workspace."""
         ...
@@ -186,7 +200,7 @@ class BackupRepository(Protocol):
         ...
 
     async def count(self, workspace_id: UUID) -> int:
-        """How many backups a workspace has."""
+        """How many backups a workspace has (its usage counter: exact, one row)."""
         ...
 
 

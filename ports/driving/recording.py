@@ -41,6 +41,30 @@ async def record(
     )
 
 
+def caller_event(
+    deps: Dependencies,
+    caller: Caller,
+    workspace_id: UUID,
+    action: str,
+    target_id: UUID | str | None,
+    changes: Mapping[str, Change] | None = None,
+) -> AuditEvent:
+    """The audit event of a successful mutation by ``caller``, for repositories that write
+    it together with the change (``record_by_caller`` adds it to a unit of work)."""
+    return AuditEvent(
+        id=deps.ids.new_id(),
+        workspace_id=workspace_id,
+        occurred_at=deps.clock.now(),
+        actor=caller.actor,
+        action=action,
+        target_type=action.partition(".")[0],
+        target_id=None if target_id is None else str(target_id),
+        request_id=caller.request_id,
+        outcome=Outcome.SUCCESS,
+        changes=changes,
+    )
+
+
 async def record_by_caller(
     deps: Dependencies,
     uow: UnitOfWork,

@@ -41,14 +41,14 @@ from strongroom.domain.backups import (
     Schedule,
     UnsupportedSource,
 )
-from strongroom.domain.billing import BillingState
+from strongroom.domain.billing import BillingState, GatedOperation
 from strongroom.domain.durations import Duration
 from strongroom.domain.errors import NameTakenError
 from strongroom.domain.pagination import Cursor, PageRequest
 from strongroom.domain.permissions import ADMIN, VIEWER, Permission, Role
 from strongroom.domain.principals import SYSTEM_ACTOR, Actor, PrincipalType
 from strongroom.domain.quotas import QuotaResource
-from strongroom.domain.workspaces import Membership
+from strongroom.domain.workspaces import Admission, Membership
 from strongroom.ports.driven.repositories import (
     AuditFilter,
     IdempotencyKeyTakenError,
@@ -635,6 +635,117 @@ class TestBackups:
         with adapter.uow() as uow:
             assert uow.backups.count(target.id) == 2
             assert uow.backups.count(uuid4()) == 0
+
+
+class TestBackupAdmission:
+    """Creates through the workspace's admission (billing state and backups quota) and the
+    usage counter it reads, exact across adds and removes."""
+
+    ADMIT = Admission(GatedOperation.CONFIG_WRITE, QuotaResource.BACKUPS_PER_WORKSPACE)
+
+    def _event(self, workspace_id: Any, target: Any) -> AuditEvent:
+        return attrs.evolve(
+            audit_event(workspace_id), action="backup.create", target_id=str(target.id)
+        )
+
+    def _admit(self, adapter: Adapter, candidate: Any) -> bool:
+        with adapter.uow() as uow:
+            admitted = uow.backups.add_admitted(
+                candidate, self._event(candidate.workspace_id, candidate), self.ADMIT
+            )
+            uow.commit()
+        return bool(admitted)
+
+    def _stored(self, adapter: Adapter, workspace_id: Any) -> tuple[int, list[Any], int]:
+        """The counter, the backups listed, and how many audit events name a backup."""
+        with adapter.uow() as uow:
+            counted = uow.backups.count(workspace_id)
+            listed = uow.backups.list(workspace_id, PageRequest(200, None)).items
+            events = uow.audit.list(workspace_id, AuditFilter(), PageRequest(200, None)).items
+        return counted, list(listed), sum(e.action == "backup.create" for e in events)
+
+    def test_an_admitted_backup_is_stored_with_its_event(self, adapter: Adapter) -> None:
+        """True: the backup, its audit event and one more in the count."""
+        ada = user()
+        target = workspace(ada)
+        adapter.store(ada, target)
+        candidate = backup(target.id)
+        assert self._admit(adapter, candidate)
+        counted, listed, events = self._stored(adapter, target.id)
+        assert (counted, listed, events) == (1, [candidate], 1)
+
+    @pytest.mark.parametrize(
+        ("changes", "existing"),
+        [
+            ({"billing_state": BillingState.BLOCKED}, 0),
+            ({"quota_overrides": {QuotaResource.BACKUPS_PER_WORKSPACE: 2}}, 2),
+        ],
+        ids=["blocked", "quota-full"],
+    )
+    def test_a_refused_backup_leaves_nothing(
+        self, adapter: Adapter, changes: dict[str, Any], existing: int
+    ) -> None:
+        """False: no backup, no event, the count unchanged."""
+        ada = user()
+        target = workspace(ada, **changes)
+        kept = [backup(target.id) for _ in range(existing)]
+        adapter.store(ada, target, *kept)
+        assert not self._admit(adapter, backup(target.id))
+        counted, listed, events = self._stored(adapter, target.id)
+        assert (counted, len(listed), events) == (existing, existing, 0)
+
+    def test_a_stopped_workspace_still_admits_configuration(self, adapter: Adapter) -> None:
+        """Stopped refuses new runs only (contract 4): a backup is still admitted."""
+        ada = user()
+        target = workspace(ada, billing_state=BillingState.STOPPED)
+        adapter.store(ada, target)
+        assert self._admit(adapter, backup(target.id))
+
+    def test_a_limit_of_zero_is_unlimited(self, adapter: Adapter) -> None:
+        """An override of 0 admits past the default limit's count."""
+        ada = user()
+        unlimited = {QuotaResource.BACKUPS_PER_WORKSPACE: 0}
+        target = workspace(ada, quota_overrides=unlimited)
+        adapter.store(ada, target)
+        assert all(self._admit(adapter, backup(target.id)) for _ in range(3))
+        assert self._stored(adapter, target.id)[0] == 3
+
+    def test_no_workspace_admits_nothing(self, adapter: Adapter) -> None:
+        """A workspace that does not exist: False, nothing stored."""
+        ada = user()
+        ghost = workspace(ada)
+        adapter.store(ada)
+        with adapter.uow() as uow:
+            assert not uow.backups.add_admitted(
+                backup(ghost.id), self._event(ghost.id, backup(ghost.id)), self.ADMIT
+            )
+
+    def test_a_taken_name_is_refused_and_leaves_nothing(self, adapter: Adapter) -> None:
+        """NameTakenError; the count and the trail stay as they were."""
+        ada = user()
+        target = workspace(ada)
+        first = backup(target.id, "Nightly")
+        adapter.store(ada, target, first)
+        with pytest.raises(NameTakenError):
+            self._admit(adapter, backup(target.id, "NIGHTLY"))
+        assert self._stored(adapter, target.id)[:2] == (1, [first])
+
+    def test_the_count_is_exact_across_adds_and_removes(self, adapter: Adapter) -> None:
+        """Adds, admitted adds, removes and a removed missing id: the count is a recount."""
+        ada = user()
+        target, other = workspace(ada), workspace(ada)
+        made = [backup(target.id, created_at=at(n)) for n in range(4)]
+        adapter.store(ada, target, other, *made, backup(other.id))
+        assert self._admit(adapter, backup(target.id))
+        with adapter.uow() as uow:
+            uow.backups.remove(target.id, made[0].id)
+            uow.backups.remove(target.id, made[1].id)
+            uow.backups.remove(target.id, uuid4())
+            uow.backups.remove(other.id, made[2].id)  # not the other workspace's: nothing
+            uow.commit()
+        counted, listed, _ = self._stored(adapter, target.id)
+        assert counted == len(listed) == 3
+        assert self._stored(adapter, other.id)[0] == 1
 
 
 class TestWorkersAndRoles:

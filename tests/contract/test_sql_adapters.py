@@ -28,6 +28,7 @@ from strongroom.adapters.sql.catalog import (
 )
 from strongroom.adapters.sql.postgres import PostgresDatabase
 from strongroom.adapters.sql.sqlite import SqliteDatabase
+from strongroom.domain.backups import BackupKind
 from strongroom.domain.pagination import PageRequest
 from strongroom.domain.principals import Session
 from strongroom.domain.tokens import TokenKind, format_token, hash_token
@@ -138,6 +139,33 @@ class TestPostgresRoundTrips:
             kept
         ]
         assert [statement.split()[0] for statement in counter.sent] == ["SELECT", "SELECT"]
+
+    def test_a_create_reads_no_workspace_and_counts_nothing(
+        self, counted: tuple[PostgresDatabase, CountingCursor]
+    ) -> None:
+        """Creating a backup through the facade: the session, then the admitted insert and
+        its audit event (one pipeline with BEGIN), then COMMIT: the quota is the counter's."""
+        database, counter = counted
+        ada = user()
+        target = workspace(ada)
+        token = format_token(TokenKind.SESSION, os.urandom(32))
+        now = datetime.now(UTC)
+        mine = Session(uuid4(), hash_token(token), ada.id, target.id, now, now + timedelta(days=1))
+        SqlAdapter("postgres", database.uow).store(
+            ada, target, Membership(target.id, ada.id, "admin", T0), mine
+        )
+        facade = blocking(bootstrap(uow=database.uow))
+        caller = facade.access.authenticate(token)
+        counter.sent.clear()
+        created = facade.backups.create(caller, target.id, "Nightly", BackupKind.MANUAL)
+        assert [statement.split()[0] for statement in counter.sent] == [
+            "BEGIN",
+            "WITH",
+            "INSERT",
+            "COMMIT",
+        ]
+        assert facade.backups.get(caller, created.id) == created
+        assert facade.workspaces.quotas(caller, target.id)[0].usage == 1
 
     def test_a_unit_that_does_nothing_costs_nothing(
         self, counted: tuple[PostgresDatabase, CountingCursor]

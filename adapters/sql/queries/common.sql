@@ -238,7 +238,8 @@ AND (created_at, id) < (:after_created_at, :after_id)
 AND worker_id = :worker_id
 
 -- name: backup_count
-SELECT count(*) AS n FROM backups WHERE workspace_id = :workspace_id
+-- The workspace's usage counter, kept exact by triggers (migration 0004).
+SELECT backup_count AS n FROM workspaces WHERE id = :workspace_id
 
 -- name: run_insert
 INSERT INTO runs (
@@ -451,6 +452,16 @@ INSERT INTO audit_events (
     :id, :workspace_id, :occurred_at, :actor_type, :actor_id, :action, :target_type,
     :target_id, :request_id, :outcome, :changes
 )
+
+-- name: audit_insert_if_backup
+-- audit_insert, only if the backup :backup_id exists (an admitted create's event).
+INSERT INTO audit_events (
+    id, workspace_id, occurred_at, actor_type, actor_id, action, target_type, target_id,
+    request_id, outcome, changes
+)
+SELECT :id, :workspace_id, :occurred_at, :actor_type, :actor_id, :action, :target_type,
+       :target_id, :request_id, :outcome, :changes
+WHERE EXISTS (SELECT 1 FROM backups WHERE workspace_id = :workspace_id AND id = :backup_id)
 
 -- name: audit_list
 SELECT id, workspace_id, occurred_at, actor_type, actor_id, action, target_type, target_id,

@@ -63,3 +63,27 @@ SELECT id, workspace_id, backup_id, run_id, name, size, sha256, state, storage, 
        upload_id, created_at, expires_at, locked_until
 FROM artifacts
 WHERE workspace_id = :workspace_id AND id = :id
+
+-- name: backup_insert_admitted
+-- backup_insert, only if the workspace admits one more backup: a billing state among
+-- :billing_states (a JSON array) and fewer backups than its limit (an override, else
+-- :default_limit; 0 is unlimited). The unit holds the database's one writer.
+INSERT INTO backups (
+    id, workspace_id, name, name_key, kind, state, paused, source, sealed_credentials,
+    schedule_cron, schedule_timezone, worker_id, retention_expire_after_seconds,
+    retention_lock_for_seconds, destination, sealed_destination_credentials, next_run_at,
+    created_at, updated_at
+)
+SELECT :id, :workspace_id, :name, :name_key, :kind, :state, :paused, :source,
+       :sealed_credentials, :schedule_cron, :schedule_timezone, :worker_id,
+       :retention_expire_after_seconds, :retention_lock_for_seconds, :destination,
+       :sealed_destination_credentials, :next_run_at, :created_at, :updated_at
+FROM (
+    SELECT backup_count,
+           COALESCE(quota_overrides ->> '$.backups_per_workspace', :default_limit)
+               AS backup_limit
+    FROM workspaces
+    WHERE id = :workspace_id
+      AND billing_state IN (SELECT value FROM json_each(:billing_states))
+) AS admitting
+WHERE backup_limit = 0 OR backup_count < backup_limit
