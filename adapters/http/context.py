@@ -20,10 +20,11 @@ from starlette.responses import Response
 
 from strongroom.adapters.http.bodies import EmptyBody, parse_json_object, structure
 from strongroom.adapters.http.errors import request_id_of
-from strongroom.domain.errors import InvalidRequestError, UnauthenticatedError
+from strongroom.domain.errors import InvalidRequestError, StrongroomError, UnauthenticatedError
 from strongroom.domain.pagination import DEFAULT_LIMIT, Cursor, PageRequest
 from strongroom.domain.principals import Caller
 from strongroom.ports.driving import Bearer, IdempotencyKey, IdempotentReplayError, Strongroom
+from strongroom.ports.driving.access import Requirement
 
 T = TypeVar("T")
 MAX_BODY_BYTES = 1024 * 1024
@@ -82,6 +83,19 @@ class ApiContext:
             return self.path_id(name)
         except InvalidRequestError:
             await self.caller()
+            raise
+
+    async def parsed_after_permission(
+        self, parse: Callable[[], T], requirement: Requirement, *, workspace_id: UUID
+    ) -> T:
+        """``parse()`` (of the body or the query) for handlers that leave the credential
+        to the use case: a malformed request is refused only once the credential and the
+        permission have passed (401 and 403 outrank 400)."""
+        try:
+            return parse()
+        except StrongroomError:
+            caller = await self.caller()
+            await self.facade.access.authorize(caller, requirement, workspace_id=workspace_id)
             raise
 
     def path_id(self, name: str) -> UUID:

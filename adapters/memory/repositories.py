@@ -20,7 +20,7 @@ from strongroom.domain.machines import ApiKey, Worker
 from strongroom.domain.names import name_key
 from strongroom.domain.pagination import K, Page, PageRequest, page_of, sort_key
 from strongroom.domain.permissions import BUILTIN_ROLES, Role
-from strongroom.domain.principals import Session
+from strongroom.domain.principals import Actor, PrincipalType, Session
 from strongroom.domain.runs import Run
 from strongroom.domain.users import User
 from strongroom.domain.workspaces import (
@@ -250,6 +250,18 @@ class MemorySessionRepository(_Repository):
         if grant.session.workspace_id != workspace_id:
             return grant, keyset_page((), page)
         return grant, await MemoryBackupRepository(self._tx).list(workspace_id, page)
+
+    async def find_adding_backup(
+        self, token_hash: str, backup: Backup, event: AuditEvent, admission: Admission
+    ) -> tuple[SessionGrant, bool] | None:
+        grant = await self.find(token_hash)
+        if grant is None:
+            return None
+        if grant.session.workspace_id != backup.workspace_id:
+            return grant, False
+        by_person = evolve(event, actor=Actor(PrincipalType.USER, grant.session.user_id))
+        added = await MemoryBackupRepository(self._tx).add_admitted(backup, by_person, admission)
+        return grant, added
 
     async def revoke(self, session_id: UUID, at: datetime) -> None:
         session = self._tx.read(self.table).get(session_id)

@@ -42,7 +42,7 @@ from concurrent.futures import TimeoutError as FutureTimeoutError
 from contextlib import contextmanager, suppress
 from datetime import UTC, datetime
 from types import TracebackType
-from typing import Any, Literal, Self
+from typing import Any, Self
 from uuid import UUID
 
 import attrs
@@ -60,6 +60,7 @@ from strongroom.adapters.sql.migrate import (
     migrations_for,
     run_migrations,
 )
+from strongroom.adapters.sql.repositories import Fetch, Step
 from strongroom.adapters.sql.rows import Codec, Params, Row
 from strongroom.adapters.sql.unit_of_work import OneUnitPerTask, SqlUnitOfWork
 from strongroom.domain.errors import UpstreamUnavailableError
@@ -437,6 +438,10 @@ async def _give_back(
     await pool.putconn(connection)
 
 
+RETRY_LOCK_TIMEOUT = b"SET LOCAL lock_timeout = '1s'"
+"""How long a retried pipeline waits for a lock (see ``PostgresTransaction.write_all``)."""
+
+
 @attrs.define
 class _Deadline:
     cut: bool = False
@@ -498,7 +503,7 @@ class PostgresTransaction:
             timer.cancel()
 
     async def _run(
-        self, query: Q, params: Params, filters: Sequence[Q], writes: bool, fetch: _Fetch
+        self, query: Q, params: Params, filters: Sequence[Q], writes: bool, fetch: Fetch
     ) -> Any:
         text = self._queries.text(query, filters).encode()
         while True:
@@ -580,35 +585,54 @@ class PostgresTransaction:
         changed: int = await self._run(query, params, (), True, "count")
         return changed
 
-    async def write_all(self, writes: Sequence[tuple[Q, Params]]) -> list[int]:
-        """``BEGIN`` (unless the unit already wrote) and ``writes`` in one pipeline: one round
-        trip. Never retried: a connection that dies while a write waits for a lock may
-        leave its server session holding that write's locks until the lock comes."""
-        texts = [(self._queries.text(query, ()).encode(), params) for query, params in writes]
-        deadline: _Deadline | None = None
-        try:
-            connection = await self._take_connection()
-            with self._deadline(connection) as deadline:
-                cursors: list[psycopg.AsyncCursor[Any]] = []
-                try:
-                    async with connection.pipeline():
-                        if not self._writing:
-                            await connection.execute(b"BEGIN")
-                        for text, params in texts:
-                            cursor = connection.cursor()
-                            await cursor.execute(text, params)
-                            cursors.append(cursor)
-                finally:
-                    # Open if BEGIN went through (aborted if a write failed).
-                    self._writing = connection.info.transaction_status != TransactionStatus.IDLE
-                return [cursor.rowcount for cursor in cursors]
-        except psycopg.Error as error:
-            if deadline is not None and deadline.cut:
-                await self._discard()
-            # Which write failed is not known here: every write's parameters, the first's
-            # winning, name the refusal (constraint names tell the statements apart).
-            merged = {k: v for _, params in reversed(texts) for k, v in params.items()}
-            raise translate(error, merged) from error
+    async def write_all(self, steps: Sequence[Step]) -> list[Any]:
+        """``BEGIN`` (unless the unit already wrote) and ``steps`` in one pipeline: one round
+        trip.
+
+        Retried on another connection when this one was found dead before the server
+        answered any step (a restarted server costs no request). The retry waits for locks
+        at most ``RETRY_LOCK_TIMEOUT``: if the dead connection's server session did run a
+        step, it may hold that step's locks until it notices the loss, and the retry must
+        not wait for it as long as the statement deadline.
+        """
+        texts = [(self._queries.text(query, ()).encode(), params) for query, params, _ in steps]
+        retried = False
+        while True:
+            began_writing = self._writing
+            deadline: _Deadline | None = None
+            cursors: list[psycopg.AsyncCursor[DictRow]] = []
+            try:
+                connection = await self._take_connection()
+                with self._deadline(connection) as deadline:
+                    try:
+                        async with connection.pipeline():
+                            if not self._writing:
+                                await connection.execute(b"BEGIN")
+                                if retried:
+                                    await connection.execute(RETRY_LOCK_TIMEOUT)
+                            for text, params in texts:
+                                cursor = connection.cursor(row_factory=dict_row)
+                                await cursor.execute(text, params)
+                                cursors.append(cursor)
+                    finally:
+                        # Open if BEGIN went through (aborted if a step failed).
+                        status = connection.info.transaction_status
+                        self._writing = status != TransactionStatus.IDLE
+                    return [
+                        await _result(cursor, fetch)
+                        for cursor, (_, _, fetch) in zip(cursors, steps, strict=True)
+                    ]
+            except psycopg.Error as error:
+                unanswered = all(cursor.pgresult is None for cursor in cursors)
+                if unanswered and await self._may_retry(error, began_writing, deadline):
+                    retried = True
+                    continue
+                if deadline is not None and deadline.cut:
+                    await self._discard()
+                # Which step failed is not known here: every step's parameters, the
+                # first's winning, name the refusal (constraint names tell them apart).
+                merged = {k: v for _, params in reversed(texts) for k, v in params.items()}
+                raise translate(error, merged) from error
 
     async def commit(self) -> None:
         """Commit the transaction, if one is open."""
@@ -648,10 +672,7 @@ class PostgresTransaction:
             await self._give_back()
 
 
-_Fetch = Literal["one", "all", "count"]
-
-
-async def _result(cursor: psycopg.AsyncCursor[DictRow], fetch: _Fetch) -> Any:
+async def _result(cursor: psycopg.AsyncCursor[DictRow], fetch: Fetch) -> Any:
     if fetch == "one":
         return await cursor.fetchone()
     if fetch == "all":

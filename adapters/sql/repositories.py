@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Protocol
+from typing import Any, Literal, Protocol
 from uuid import UUID
 
 from strongroom.adapters.sql import rows
@@ -50,6 +50,10 @@ from strongroom.ports.driven.repositories import (
     SessionGrant,
 )
 
+Fetch = Literal["one", "all", "count"]
+# One statement of ``Statements.write_all``: the query, its parameters, what it answers.
+Step = tuple[Q, Params, Fetch]
+
 
 class Statements(Protocol):
     """The statements of one unit of work, in one dialect.
@@ -75,8 +79,9 @@ class Statements(Protocol):
         """Run a write; the number of rows it changed."""
         ...
 
-    async def write_all(self, writes: Sequence[tuple[Q, Params]]) -> list[int]:
-        """Run ``writes`` in order inside the transaction: the numbers of rows each changed.
+    async def write_all(self, steps: Sequence[Step]) -> list[Any]:
+        """Run ``steps`` in order inside the write transaction: for each, its first row,
+        every row or the number of rows it changed, as its ``Fetch`` says.
 
         On PostgreSQL they go in one pipeline (with ``BEGIN`` when the unit has not written
         yet): one round trip. The commit stays the unit's own, a round trip of its own, so
@@ -98,6 +103,25 @@ def _page_params(page: PageRequest, codec: Codec) -> tuple[Params, bool]:
     params["after_created_at"] = codec.timestamp(page.after.created_at)
     params["after_id"] = codec.uuid(page.after.id)
     return params, True
+
+
+def _admitted_backup_params(
+    backup: Backup, event: AuditEvent, admission: Admission, codec: Codec
+) -> tuple[Params, Params]:
+    """The parameters of ``backup_insert_admitted`` and ``audit_insert_if_backup`` (no
+    session scope: ``token_hash`` None)."""
+    if admission.resource is not QuotaResource.BACKUPS_PER_WORKSPACE:
+        raise ValueError(f"backups are admitted against their own quota, not {admission}")
+    insert = rows.backup_params(backup, codec)
+    insert["billing_states"] = codec.text_list(
+        sorted(state.value for state in admission.billing_states)
+    )
+    insert["default_limit"] = admission.default_limit
+    insert["token_hash"] = None
+    audit = rows.audit_params(event, codec)
+    audit["backup_id"] = codec.uuid(backup.id)
+    audit["token_hash"] = None
+    return insert, audit
 
 
 def _joined_backup(row: Row) -> Row | None:
@@ -301,6 +325,24 @@ class SqlSessionRepository(_Repository):
         ]
         return rows.session_grant_from_row(found[0], self._codec), page_of(backups, page)
 
+    async def find_adding_backup(
+        self, token_hash: str, backup: Backup, event: AuditEvent, admission: Admission
+    ) -> tuple[SessionGrant, bool] | None:
+        """``find`` and the admitted insert of the backup and its event (scoped and
+        attributed by the session in SQL), with BEGIN: one round trip on PostgreSQL."""
+        insert, audit = _admitted_backup_params(backup, event, admission, self._codec)
+        insert["token_hash"] = audit["token_hash"] = token_hash
+        row, inserted, _ = await self._db.write_all(
+            [
+                (Q.SESSION_FIND, {"token_hash": token_hash}, "one"),
+                (Q.BACKUP_INSERT_ADMITTED, insert, "count"),
+                (Q.AUDIT_INSERT_IF_BACKUP, audit, "count"),
+            ]
+        )
+        if row is None:
+            return None
+        return rows.session_grant_from_row(row, self._codec), inserted == 1
+
     async def revoke(self, session_id: UUID, at: datetime) -> None:
         """End a session (a second revocation keeps the first time)."""
         await self._db.execute(
@@ -322,19 +364,14 @@ class SqlBackupRepository(_Repository):
     async def add_admitted(self, backup: Backup, event: AuditEvent, admission: Admission) -> bool:
         """The backup and its audit event if the workspace admits it: one round trip on
         PostgreSQL (the quota reads the usage counter of migration 0004)."""
-        if admission.resource is not QuotaResource.BACKUPS_PER_WORKSPACE:
-            raise ValueError(f"backups are admitted against their own quota, not {admission}")
-        insert = rows.backup_params(backup, self._codec)
-        insert["billing_states"] = self._codec.text_list(
-            sorted(state.value for state in admission.billing_states)
-        )
-        insert["default_limit"] = admission.default_limit
-        audit = rows.audit_params(event, self._codec)
-        audit["backup_id"] = self._codec.uuid(backup.id)
+        insert, audit = _admitted_backup_params(backup, event, admission, self._codec)
         inserted, _ = await self._db.write_all(
-            [(Q.BACKUP_INSERT_ADMITTED, insert), (Q.AUDIT_INSERT_IF_BACKUP, audit)]
+            [
+                (Q.BACKUP_INSERT_ADMITTED, insert, "count"),
+                (Q.AUDIT_INSERT_IF_BACKUP, audit, "count"),
+            ]
         )
-        return inserted == 1
+        return bool(inserted == 1)
 
     async def get(self, workspace_id: UUID, backup_id: UUID) -> Backup | None:
         """A backup of this workspace."""

@@ -36,7 +36,7 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from types import TracebackType
-from typing import Any, Literal, Self, TypeVar
+from typing import Any, Self, TypeVar
 from uuid import UUID
 
 from strongroom.adapters.concurrency import AnyLoopLock
@@ -48,6 +48,7 @@ from strongroom.adapters.sql.migrate import (
     migrations_for,
     run_migrations,
 )
+from strongroom.adapters.sql.repositories import Fetch, Step
 from strongroom.adapters.sql.rows import Codec, Params, Row
 from strongroom.adapters.sql.unit_of_work import OneUnitPerTask, SqlUnitOfWork
 from strongroom.domain.errors import UpstreamUnavailableError
@@ -335,7 +336,7 @@ class SqliteTransaction:
             self._database.writer.release()
 
     async def _statement(
-        self, query: Q, params: Params, filters: Sequence[Q], writes: bool, fetch: _Fetch
+        self, query: Q, params: Params, filters: Sequence[Q], writes: bool, fetch: Fetch
     ) -> Any:
         text = self._queries.text(query, filters)
         begin = writes and not self._writing
@@ -382,9 +383,11 @@ class SqliteTransaction:
         changed: int = await self._statement(query, params, (), True, "count")
         return changed
 
-    async def write_all(self, writes: Sequence[tuple[Q, Params]]) -> list[int]:
-        """Run ``writes`` in order in the write transaction."""
-        return [await self.execute(query, params) for query, params in writes]
+    async def write_all(self, steps: Sequence[Step]) -> list[Any]:
+        """Run ``steps`` in order in the write transaction."""
+        return [
+            await self._statement(query, params, (), True, fetch) for query, params, fetch in steps
+        ]
 
     async def commit(self) -> None:
         """Commit the write transaction, if one is open, and let the next writer in."""
@@ -425,9 +428,6 @@ class SqliteTransaction:
                 await asyncio.shield(self._database.run(finish, finishing=True))
         finally:
             self._drop_writer()
-
-
-_Fetch = Literal["one", "all", "count"]
 
 
 class _SqliteMigrationTarget:

@@ -156,6 +156,18 @@ class SessionRepository(Protocol):
         when it is the session's workspace, else an empty page, in one look-up."""
         ...
 
+    async def find_adding_backup(
+        self, token_hash: str, backup: Backup, event: AuditEvent, admission: Admission
+    ) -> tuple[SessionGrant, bool] | None:
+        """``find``, and ``BackupRepository.add_admitted`` of ``backup`` and ``event`` in
+        one look-up, the add only into the session's own workspace and the event's actor
+        the session's person (the credential check joined into the write).
+
+        Nothing is visible before the unit commits: commit only once the grant authorizes
+        the create. None when there is no such session (and nothing was added).
+        """
+        ...
+
     async def revoke(self, session_id: UUID, at: datetime) -> None:
         """End a session."""
         ...

@@ -10,19 +10,20 @@ import attrs
 from strongroom.domain.audit import JsonValue, diff
 from strongroom.domain.backups import UNSET, Backup, BackupChanges, BackupKind
 from strongroom.domain.billing import GatedOperation, ensure_allowed
-from strongroom.domain.errors import ArtifactLockedError
+from strongroom.domain.errors import ArtifactLockedError, StrongroomError, UnauthenticatedError
 from strongroom.domain.names import clean_name
 from strongroom.domain.pagination import Page, PageRequest
 from strongroom.domain.permissions import Permission
 from strongroom.domain.principals import Caller
 from strongroom.domain.quotas import QuotaResource
+from strongroom.domain.tokens import hash_token
 from strongroom.domain.workspaces import Admission
 from strongroom.ports.driven.unit_of_work import UnitOfWork
 from strongroom.ports.driving import lookups
 from strongroom.ports.driving.access import Access, Bearer, Requirement, is_session
 from strongroom.ports.driving.dependencies import Dependencies
 from strongroom.ports.driving.idempotency import IdempotencyKey, run_idempotent
-from strongroom.ports.driving.recording import caller_event, record_by_caller
+from strongroom.ports.driving.recording import caller_event, record_by_caller, session_event
 
 logger = logging.getLogger(__name__)
 
@@ -65,13 +66,24 @@ class Backups:
 
     async def create(
         self,
-        caller: Caller,
+        caller: Caller | Bearer,
         workspace_id: UUID,
         name: str,
         kind: BackupKind,
         idempotency: IdempotencyKey[Backup] | None = None,
     ) -> Backup:
-        """Reserve a new backup in state ``draft``."""
+        """Reserve a new backup in state ``draft``.
+
+        With a session's ``Bearer`` (and no Idempotency-Key) the credential is checked in
+        the round trip that inserts, and the commit follows only once it authorizes the
+        create; anything else takes the checks of a ``Caller``, in their order.
+        """
+        if isinstance(caller, Bearer):
+            if is_session(caller) and idempotency is None:
+                created = await self._create_in_session(caller, workspace_id, name, kind)
+                if created is not None:
+                    return created
+            caller = await self._access.authenticate(caller.token, caller.request_id)
         await self._access.authorize(caller, CREATE_BACKUP, workspace_id=workspace_id)
         name = clean_name(name)
         now = self._deps.clock.now()
@@ -100,6 +112,42 @@ class Backups:
             return backup
 
         return await run_idempotent(self._deps.uow, caller, idempotency, now, store)
+
+    async def _create_in_session(
+        self, bearer: Bearer, workspace_id: UUID, name: str, kind: BackupKind
+    ) -> Backup | None:
+        """The create of a session in two round trips: the session look-up with the
+        admitted insert and its event, then the commit. None, with nothing written, when
+        anything is amiss (credential, permission, name, admission): the full path then
+        says what, in the contract's order."""
+        try:
+            name = clean_name(name)
+        except StrongroomError:
+            return None
+        backup = Backup.draft(
+            self._deps.ids.new_id(), workspace_id, name, kind, self._deps.clock.now()
+        )
+        event = session_event(
+            self._deps,
+            bearer.request_id,
+            workspace_id,
+            "backup.create",
+            backup.id,
+            diff({}, audit_snapshot(backup)),
+        )
+        token_hash = hash_token(bearer.token)
+        async with self._deps.uow() as uow:
+            found = await uow.sessions.find_adding_backup(token_hash, backup, event, ADMIT_BACKUP)
+            if found is None or not found[1]:
+                return None
+            try:
+                caller = self._access.session_caller(found[0], token_hash, bearer.request_id)
+            except UnauthenticatedError:
+                return None
+            if not self._access.permits(caller, CREATE_BACKUP, workspace_id):
+                return None
+            await uow.commit()
+        return backup
 
     async def _create_admitted(
         self, caller: Caller, workspace_id: UUID, name: str, kind: BackupKind

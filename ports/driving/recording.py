@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from uuid import UUID
 
 from strongroom.domain.audit import AuditEvent, Change, Outcome
-from strongroom.domain.principals import SYSTEM_ACTOR, Actor, Caller
+from strongroom.domain.principals import SYSTEM_ACTOR, Actor, Caller, PrincipalType
 from strongroom.ports.driven.unit_of_work import UnitOfWork
 from strongroom.ports.driving.dependencies import Dependencies
 
@@ -41,6 +41,10 @@ async def record(
     )
 
 
+SESSION_PERSON = UUID(int=0)
+"""The actor id of an event whose repository attributes it to a session's person."""
+
+
 def caller_event(
     deps: Dependencies,
     caller: Caller,
@@ -51,15 +55,41 @@ def caller_event(
 ) -> AuditEvent:
     """The audit event of a successful mutation by ``caller``, for repositories that write
     it together with the change (``record_by_caller`` adds it to a unit of work)."""
+    return _success(deps, caller.actor, caller.request_id, workspace_id, action, target_id, changes)
+
+
+def session_event(
+    deps: Dependencies,
+    request_id: str | None,
+    workspace_id: UUID,
+    action: str,
+    target_id: UUID | str | None,
+    changes: Mapping[str, Change] | None = None,
+) -> AuditEvent:
+    """``caller_event`` for a write joined with its session's look-up: the actor is
+    ``SESSION_PERSON``, which the repository replaces with the session's person."""
+    actor = Actor(PrincipalType.USER, SESSION_PERSON)
+    return _success(deps, actor, request_id, workspace_id, action, target_id, changes)
+
+
+def _success(
+    deps: Dependencies,
+    actor: Actor,
+    request_id: str | None,
+    workspace_id: UUID,
+    action: str,
+    target_id: UUID | str | None,
+    changes: Mapping[str, Change] | None,
+) -> AuditEvent:
     return AuditEvent(
         id=deps.ids.new_id(),
         workspace_id=workspace_id,
         occurred_at=deps.clock.now(),
-        actor=caller.actor,
+        actor=actor,
         action=action,
         target_type=action.partition(".")[0],
         target_id=None if target_id is None else str(target_id),
-        request_id=caller.request_id,
+        request_id=request_id,
         outcome=Outcome.SUCCESS,
         changes=changes,
     )

@@ -701,6 +701,46 @@ class TestBackupAdmission:
         adapter.store(ada, target)
         assert self._admit(adapter, backup(target.id))
 
+    def test_a_session_adds_into_its_own_workspace_as_its_person(self, adapter: Adapter) -> None:
+        """The grant, the backup added, and the event's actor the session's person."""
+        ada = user()
+        target = workspace(ada)
+        mine = session(ada.id, target.id)
+        adapter.store(ada, target, Membership(target.id, ada.id, "admin", T0), mine)
+        candidate = backup(target.id)
+        with adapter.uow() as uow:
+            found = uow.sessions.find_adding_backup(
+                mine.token_hash, candidate, self._event(target.id, candidate), self.ADMIT
+            )
+            uow.commit()
+        assert found is not None
+        assert found[0] == uow_grant(adapter, mine.token_hash)
+        assert found[1]
+        with adapter.uow() as uow:
+            (event,) = uow.audit.list(target.id, AuditFilter(), PageRequest(10, None)).items
+        assert event.actor == Actor(PrincipalType.USER, ada.id)
+        assert self._stored(adapter, target.id)[:2] == (1, [candidate])
+
+    def test_a_session_adds_nothing_elsewhere(self, adapter: Adapter) -> None:
+        """Another workspace's backup through a session: the grant, False, nothing stored;
+        an unknown token: None."""
+        ada, bob = user(), user()
+        mine, theirs = workspace(ada), workspace(bob)
+        ada_session = session(ada.id, mine.id)
+        adapter.store(ada, bob, mine, theirs, ada_session)
+        foreign = backup(theirs.id)
+        event = self._event(theirs.id, foreign)
+        with adapter.uow() as uow:
+            found = uow.sessions.find_adding_backup(
+                ada_session.token_hash, foreign, event, self.ADMIT
+            )
+            unknown = uow.sessions.find_adding_backup("unknown", foreign, event, self.ADMIT)
+            uow.commit()
+        assert found is not None
+        assert found[1] is False
+        assert unknown is None
+        assert self._stored(adapter, theirs.id) == (0, [], 0)
+
     def test_a_limit_of_zero_is_unlimited(self, adapter: Adapter) -> None:
         """An override of 0 admits past the default limit's count."""
         ada = user()

@@ -167,6 +167,32 @@ class TestPostgresRoundTrips:
         assert facade.backups.get(caller, created.id) == created
         assert facade.workspaces.quotas(caller, target.id)[0].usage == 1
 
+    def test_a_session_create_is_two_round_trips(
+        self, counted: tuple[PostgresDatabase, CountingCursor]
+    ) -> None:
+        """With the session's bearer: BEGIN, the session, the admitted insert and its event
+        in one pipeline, then COMMIT."""
+        database, counter = counted
+        ada = user()
+        target = workspace(ada)
+        token = format_token(TokenKind.SESSION, os.urandom(32))
+        now = datetime.now(UTC)
+        mine = Session(uuid4(), hash_token(token), ada.id, target.id, now, now + timedelta(days=1))
+        SqlAdapter("postgres", database.uow).store(
+            ada, target, Membership(target.id, ada.id, "admin", T0), mine
+        )
+        facade = blocking(bootstrap(uow=database.uow))
+        counter.sent.clear()
+        created = facade.backups.create(Bearer(token), target.id, "Nightly", BackupKind.MANUAL)
+        assert [statement.split()[0] for statement in counter.sent] == [
+            "BEGIN",
+            "SELECT",
+            "WITH",
+            "INSERT",
+            "COMMIT",
+        ]
+        assert facade.backups.get(Bearer(token), created.id) == created
+
     def test_a_unit_that_does_nothing_costs_nothing(
         self, counted: tuple[PostgresDatabase, CountingCursor]
     ) -> None:

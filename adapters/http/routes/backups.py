@@ -14,8 +14,9 @@ from starlette.routing import BaseRoute, Route
 from strongroom.adapters.http import presenters
 from strongroom.adapters.http.backup_patch import parse_backup_changes
 from strongroom.adapters.http.context import ApiContext, endpoint, json_response, no_content
-from strongroom.domain.backups import BackupKind
+from strongroom.domain.backups import Backup, BackupKind
 from strongroom.domain.errors import InvalidRequestError
+from strongroom.ports.driving import IdempotencyKey
 from strongroom.ports.driving.backups import (
     CREATE_BACKUP,
     DELETE_BACKUP,
@@ -49,14 +50,20 @@ def _kind(value: str) -> BackupKind:
 
 @endpoint
 async def create_backup(ctx: ApiContext) -> Response:
-    """Reserve a new backup (state ``draft``) with a name and a kind."""
-    caller = await ctx.caller()
-    workspace_id = ctx.path_id("wid")
-    await ctx.facade.access.authorize(caller, CREATE_BACKUP, workspace_id=workspace_id)
-    body = ctx.json(CreateBackupBody)
-    kind = _kind(body.kind)
+    """Reserve a new backup (state ``draft``) with a name and a kind (the credential is
+    checked in the round trip that inserts)."""
+    bearer = ctx.bearer()
+    workspace_id = await ctx.path_id_after_credential("wid")
+
+    def parse() -> tuple[CreateBackupBody, BackupKind, IdempotencyKey[Backup] | None]:
+        body = ctx.json(CreateBackupBody)
+        return body, _kind(body.kind), ctx.idempotency(presenters.backup)
+
+    body, kind, idempotency = await ctx.parsed_after_permission(
+        parse, CREATE_BACKUP, workspace_id=workspace_id
+    )
     backup = await ctx.facade.backups.create(
-        caller, workspace_id, body.name, kind, idempotency=ctx.idempotency(presenters.backup)
+        bearer, workspace_id, body.name, kind, idempotency=idempotency
     )
     return json_response(presenters.backup(backup), 201)
 
@@ -66,13 +73,7 @@ async def list_backups(ctx: ApiContext) -> Response:
     """A workspace's backups, newest first (the credential is checked in the read)."""
     bearer = ctx.bearer()
     workspace_id = await ctx.path_id_after_credential("wid")
-    try:
-        requested = ctx.page()
-    except InvalidRequestError:
-        # A bad limit or cursor is 400 only after the credential and the permission.
-        caller = await ctx.caller()
-        await ctx.facade.access.authorize(caller, READ_BACKUPS, workspace_id=workspace_id)
-        raise
+    requested = await ctx.parsed_after_permission(ctx.page, READ_BACKUPS, workspace_id=workspace_id)
     page = await ctx.facade.backups.list_in(bearer, workspace_id, requested)
     return json_response(presenters.listing(page, presenters.backup))
 

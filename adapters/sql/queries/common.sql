@@ -454,13 +454,15 @@ INSERT INTO audit_events (
 )
 
 -- name: audit_insert_if_backup
--- audit_insert, only if the backup :backup_id exists (an admitted create's event).
+-- audit_insert, only if the backup :backup_id exists (an admitted create's event). With
+-- :token_hash, the actor is that session's person.
 INSERT INTO audit_events (
     id, workspace_id, occurred_at, actor_type, actor_id, action, target_type, target_id,
     request_id, outcome, changes
 )
-SELECT :id, :workspace_id, :occurred_at, :actor_type, :actor_id, :action, :target_type,
-       :target_id, :request_id, :outcome, :changes
+SELECT :id, :workspace_id, :occurred_at, :actor_type,
+       COALESCE((SELECT user_id FROM sessions WHERE token_hash = :token_hash), :actor_id),
+       :action, :target_type, :target_id, :request_id, :outcome, :changes
 WHERE EXISTS (SELECT 1 FROM backups WHERE workspace_id = :workspace_id AND id = :backup_id)
 
 -- name: audit_list

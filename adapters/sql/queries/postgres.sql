@@ -74,12 +74,15 @@ FOR NO KEY UPDATE
 -- backup_insert, only if the workspace admits one more backup: a billing state among
 -- :billing_states and fewer backups than its limit (an override, else :default_limit;
 -- 0 is unlimited). The lock makes a concurrent create wait and then see the new count.
+-- With :token_hash, only into that session's workspace.
 WITH admitting AS (
     SELECT id, backup_count,
            COALESCE((quota_overrides ->> 'backups_per_workspace')::bigint, :default_limit)
                AS backup_limit
     FROM workspaces
     WHERE id = :workspace_id AND billing_state = ANY(:billing_states)
+      AND (CAST(:token_hash AS text) IS NULL
+           OR id = (SELECT workspace_id FROM sessions WHERE token_hash = :token_hash))
     FOR NO KEY UPDATE
 )
 INSERT INTO backups (

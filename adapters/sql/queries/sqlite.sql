@@ -68,6 +68,7 @@ WHERE workspace_id = :workspace_id AND id = :id
 -- backup_insert, only if the workspace admits one more backup: a billing state among
 -- :billing_states (a JSON array) and fewer backups than its limit (an override, else
 -- :default_limit; 0 is unlimited). The unit holds the database's one writer.
+-- With :token_hash, only into that session's workspace.
 INSERT INTO backups (
     id, workspace_id, name, name_key, kind, state, paused, source, sealed_credentials,
     schedule_cron, schedule_timezone, worker_id, retention_expire_after_seconds,
@@ -85,5 +86,7 @@ FROM (
     FROM workspaces
     WHERE id = :workspace_id
       AND billing_state IN (SELECT value FROM json_each(:billing_states))
+      AND (CAST(:token_hash AS TEXT) IS NULL
+           OR id = (SELECT workspace_id FROM sessions WHERE token_hash = :token_hash))
 ) AS admitting
 WHERE backup_limit = 0 OR backup_count < backup_limit
