@@ -124,12 +124,10 @@ def _admitted_backup_params(
     return insert, audit
 
 
-def _joined_backup(row: Row) -> Row | None:
-    """The ``b_*`` columns of a session row joined with a backup, or None when it has none."""
-    if row["b_id"] is None:
-        return None
+def _joined_session(row: Row) -> Row:
+    """The session's columns (``g_*``) of a row that joins a session with its read."""
     # keys(): iterating a sqlite3.Row yields its values, not its column names.
-    return {name[2:]: row[name] for name in row.keys() if name.startswith("b_")}  # noqa: SIM118
+    return {name[2:]: row[name] for name in row.keys() if name.startswith("g_")}  # noqa: SIM118
 
 
 def _count(row: Row | None) -> int:
@@ -301,10 +299,9 @@ class SqlSessionRepository(_Repository):
         row = await self._db.fetch_one(Q.SESSION_FIND_WITH_BACKUP, params)
         if row is None:
             return None
-        backup = _joined_backup(row)
         return (
-            rows.session_grant_from_row(row, self._codec),
-            None if backup is None else rows.backup_from_row(backup, self._codec),
+            rows.session_grant_from_row(_joined_session(row), self._codec),
+            None if row["id"] is None else rows.backup_from_row(row, self._codec),
         )
 
     async def find_with_backups(
@@ -318,12 +315,9 @@ class SqlSessionRepository(_Repository):
         found = await self._db.fetch_all(Q.SESSION_FIND_WITH_BACKUPS, params, filters=filters)
         if not found:
             return None
-        backups = [
-            rows.backup_from_row(backup, self._codec)
-            for backup in map(_joined_backup, found)
-            if backup is not None
-        ]
-        return rows.session_grant_from_row(found[0], self._codec), page_of(backups, page)
+        backups = [rows.backup_from_row(row, self._codec) for row in found if row["id"] is not None]
+        grant = rows.session_grant_from_row(_joined_session(found[0]), self._codec)
+        return grant, page_of(backups, page)
 
     async def find_adding_backup(
         self, token_hash: str, backup: Backup, event: AuditEvent, admission: Admission

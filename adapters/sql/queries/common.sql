@@ -108,30 +108,18 @@ WHERE s.token_hash = :token_hash
 LIMIT 1
 
 -- name: session_find_with_backup
--- session_find joined with one backup of the session's workspace (columns b_*, NULL when
--- it has none with this id): the credential check and the read in one statement.
-SELECT s.id, s.token_hash, s.user_id, s.workspace_id, s.created_at, s.expires_at,
-       s.revoked_at, u.email AS user_email, u.name AS user_name,
-       u.idp_subject AS user_idp_subject, u.created_at AS user_created_at,
-       m.role AS role_slug, r.name AS role_name, r.permissions AS role_permissions,
-       b.id AS b_id,
-       b.workspace_id AS b_workspace_id,
-       b.name AS b_name,
-       b.kind AS b_kind,
-       b.state AS b_state,
-       b.paused AS b_paused,
-       b.source AS b_source,
-       b.sealed_credentials AS b_sealed_credentials,
-       b.schedule_cron AS b_schedule_cron,
-       b.schedule_timezone AS b_schedule_timezone,
-       b.worker_id AS b_worker_id,
-       b.retention_expire_after_seconds AS b_retention_expire_after_seconds,
-       b.retention_lock_for_seconds AS b_retention_lock_for_seconds,
-       b.destination AS b_destination,
-       b.sealed_destination_credentials AS b_sealed_destination_credentials,
-       b.next_run_at AS b_next_run_at,
-       b.created_at AS b_created_at,
-       b.updated_at AS b_updated_at
+-- session_find (its columns g_*) joined with one backup of the session's workspace (NULL
+-- when it has none with this id): the credential check and the read in one statement.
+SELECT s.id AS g_id, s.token_hash AS g_token_hash, s.user_id AS g_user_id,
+       s.workspace_id AS g_workspace_id, s.created_at AS g_created_at,
+       s.expires_at AS g_expires_at, s.revoked_at AS g_revoked_at, u.email AS g_user_email,
+       u.name AS g_user_name, u.idp_subject AS g_user_idp_subject,
+       u.created_at AS g_user_created_at, m.role AS g_role_slug, r.name AS g_role_name,
+       r.permissions AS g_role_permissions, b.id, b.workspace_id, b.name, b.kind, b.state,
+       b.paused, b.source, b.sealed_credentials, b.schedule_cron, b.schedule_timezone,
+       b.worker_id, b.retention_expire_after_seconds, b.retention_lock_for_seconds,
+       b.destination, b.sealed_destination_credentials, b.next_run_at, b.created_at,
+       b.updated_at
 FROM sessions AS s
 JOIN users AS u ON u.id = s.user_id
 LEFT JOIN memberships AS m ON m.workspace_id = s.workspace_id AND m.user_id = s.user_id
@@ -142,29 +130,18 @@ LIMIT 1
 
 -- name: session_find_with_backups
 -- session_find joined with a page of backups (as backup_list) of :workspace_id when it is
--- the session's workspace: one row per backup, or one row with NULL b_* columns.
-SELECT s.id, s.token_hash, s.user_id, s.workspace_id, s.created_at, s.expires_at,
-       s.revoked_at, u.email AS user_email, u.name AS user_name,
-       u.idp_subject AS user_idp_subject, u.created_at AS user_created_at,
-       m.role AS role_slug, r.name AS role_name, r.permissions AS role_permissions,
-       b.id AS b_id,
-       b.workspace_id AS b_workspace_id,
-       b.name AS b_name,
-       b.kind AS b_kind,
-       b.state AS b_state,
-       b.paused AS b_paused,
-       b.source AS b_source,
-       b.sealed_credentials AS b_sealed_credentials,
-       b.schedule_cron AS b_schedule_cron,
-       b.schedule_timezone AS b_schedule_timezone,
-       b.worker_id AS b_worker_id,
-       b.retention_expire_after_seconds AS b_retention_expire_after_seconds,
-       b.retention_lock_for_seconds AS b_retention_lock_for_seconds,
-       b.destination AS b_destination,
-       b.sealed_destination_credentials AS b_sealed_destination_credentials,
-       b.next_run_at AS b_next_run_at,
-       b.created_at AS b_created_at,
-       b.updated_at AS b_updated_at
+-- the session's workspace: one row per backup (the session's columns g_*), or one
+-- row with NULL backup columns.
+SELECT s.id AS g_id, s.token_hash AS g_token_hash, s.user_id AS g_user_id,
+       s.workspace_id AS g_workspace_id, s.created_at AS g_created_at,
+       s.expires_at AS g_expires_at, s.revoked_at AS g_revoked_at, u.email AS g_user_email,
+       u.name AS g_user_name, u.idp_subject AS g_user_idp_subject,
+       u.created_at AS g_user_created_at, m.role AS g_role_slug, r.name AS g_role_name,
+       r.permissions AS g_role_permissions, b.id, b.workspace_id, b.name, b.kind, b.state,
+       b.paused, b.source, b.sealed_credentials, b.schedule_cron, b.schedule_timezone,
+       b.worker_id, b.retention_expire_after_seconds, b.retention_lock_for_seconds,
+       b.destination, b.sealed_destination_credentials, b.next_run_at, b.created_at,
+       b.updated_at
 FROM sessions AS s
 JOIN users AS u ON u.id = s.user_id
 LEFT JOIN memberships AS m ON m.workspace_id = s.workspace_id AND m.user_id = s.user_id
