@@ -26,17 +26,8 @@ async def record(
 ) -> None:
     """Add an audit event to the unit of work (so it commits with the change it records)."""
     await uow.audit.add(
-        AuditEvent(
-            id=deps.ids.new_id(),
-            workspace_id=workspace_id,
-            occurred_at=deps.clock.now(),
-            actor=actor,
-            action=action,
-            target_type=target_type,
-            target_id=None if target_id is None else str(target_id),
-            request_id=request_id,
-            outcome=outcome,
-            changes=changes,
+        _event(
+            deps, actor, request_id, workspace_id, action, target_type, target_id, changes, outcome
         )
     )
 
@@ -81,16 +72,31 @@ def _success(
     target_id: UUID | str | None,
     changes: Mapping[str, Change] | None,
 ) -> AuditEvent:
+    target_type = action.partition(".")[0]
+    return _event(deps, actor, request_id, workspace_id, action, target_type, target_id, changes)
+
+
+def _event(
+    deps: Dependencies,
+    actor: Actor,
+    request_id: str | None,
+    workspace_id: UUID,
+    action: str,
+    target_type: str,
+    target_id: UUID | str | None,
+    changes: Mapping[str, Change] | None,
+    outcome: Outcome = Outcome.SUCCESS,
+) -> AuditEvent:
     return AuditEvent(
         id=deps.ids.new_id(),
         workspace_id=workspace_id,
         occurred_at=deps.clock.now(),
         actor=actor,
         action=action,
-        target_type=action.partition(".")[0],
+        target_type=target_type,
         target_id=None if target_id is None else str(target_id),
         request_id=request_id,
-        outcome=Outcome.SUCCESS,
+        outcome=outcome,
         changes=changes,
     )
 

@@ -32,7 +32,7 @@ from strongroom.domain.backups import BackupKind
 from strongroom.domain.pagination import PageRequest
 from strongroom.domain.principals import Session
 from strongroom.domain.tokens import TokenKind, format_token, hash_token
-from strongroom.domain.workspaces import Membership
+from strongroom.domain.workspaces import Membership, Workspace
 from strongroom.entrypoints.bootstrap import bootstrap
 from strongroom.ports.driving.access import Bearer
 from strongroom.ports.driving.blocking import blocking, blocking_call
@@ -95,6 +95,21 @@ def counted(
     return postgres_database, CountingCursor(monkeypatch)
 
 
+def _member_with_session(
+    database: PostgresDatabase, role: str, *records: object
+) -> tuple[Workspace, str]:
+    """A workspace with one member of ``role``, her live session's token, and ``records``."""
+    ada = user()
+    target = workspace(ada)
+    token = format_token(TokenKind.SESSION, os.urandom(32))
+    now = datetime.now(UTC)
+    mine = Session(uuid4(), hash_token(token), ada.id, target.id, now, now + timedelta(days=1))
+    SqlAdapter("postgres", database.uow).store(
+        ada, target, Membership(target.id, ada.id, role, T0), mine, *records
+    )
+    return target, token
+
+
 class TestPostgresRoundTrips:
     """Reads cost one round trip each; a transaction is opened only to write or lock."""
 
@@ -123,15 +138,9 @@ class TestPostgresRoundTrips:
         """``GET`` of a backup and of a page with a session: the credential check joined
         into the read, one SELECT each, through the facade as HTTP calls it."""
         database, counter = counted
-        ada = user()
-        target = workspace(ada)
-        token = format_token(TokenKind.SESSION, os.urandom(32))
-        now = datetime.now(UTC)
-        mine = Session(uuid4(), hash_token(token), ada.id, target.id, now, now + timedelta(days=1))
+        target, token = _member_with_session(database, "viewer")
         kept = backup(target.id)
-        SqlAdapter("postgres", database.uow).store(
-            ada, target, Membership(target.id, ada.id, "viewer", T0), mine, kept
-        )
+        SqlAdapter("postgres", database.uow).store(kept)
         facade = blocking(bootstrap(uow=database.uow))
         counter.sent.clear()
         assert facade.backups.get(Bearer(token), kept.id) == kept
@@ -146,14 +155,7 @@ class TestPostgresRoundTrips:
         """Creating a backup through the facade: the session, then the admitted insert and
         its audit event (one pipeline with BEGIN), then COMMIT: the quota is the counter's."""
         database, counter = counted
-        ada = user()
-        target = workspace(ada)
-        token = format_token(TokenKind.SESSION, os.urandom(32))
-        now = datetime.now(UTC)
-        mine = Session(uuid4(), hash_token(token), ada.id, target.id, now, now + timedelta(days=1))
-        SqlAdapter("postgres", database.uow).store(
-            ada, target, Membership(target.id, ada.id, "admin", T0), mine
-        )
+        target, token = _member_with_session(database, "admin")
         facade = blocking(bootstrap(uow=database.uow))
         caller = facade.access.authenticate(token)
         counter.sent.clear()
@@ -173,14 +175,7 @@ class TestPostgresRoundTrips:
         """With the session's bearer: BEGIN, the session, the admitted insert and its event
         in one pipeline, then COMMIT."""
         database, counter = counted
-        ada = user()
-        target = workspace(ada)
-        token = format_token(TokenKind.SESSION, os.urandom(32))
-        now = datetime.now(UTC)
-        mine = Session(uuid4(), hash_token(token), ada.id, target.id, now, now + timedelta(days=1))
-        SqlAdapter("postgres", database.uow).store(
-            ada, target, Membership(target.id, ada.id, "admin", T0), mine
-        )
+        target, token = _member_with_session(database, "admin")
         facade = blocking(bootstrap(uow=database.uow))
         counter.sent.clear()
         created = facade.backups.create(Bearer(token), target.id, "Nightly", BackupKind.MANUAL)
