@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import re
 from uuid import UUID
 
 import pytest
 
+from strongroom.adapters.http.request_ids import new_request_id
 from strongroom.domain.pagination import Page, PageRequest
 from strongroom.domain.principals import Caller
 from strongroom.domain.workspaces import MemberWorkspace
@@ -112,3 +114,30 @@ class TestClientValues:
         request_id = response.headers["x-request-id"]
         assert GENERATED.fullmatch(request_id), request_id
         assert response.json()["error"]["request_id"] == request_id
+
+
+class TestGeneratedIds:
+    """The generator behind ``req_<uuid>``."""
+
+    def test_they_are_distinct_version_4_uuids(self) -> None:
+        """Twenty thousand in a row: every one a well-formed version-4 UUID, none twice."""
+        made = [new_request_id() for _ in range(20_000)]
+        assert all(GENERATED.fullmatch(request_id) for request_id in made)
+        assert all(UUID(request_id[4:]).version == 4 for request_id in made[:100])
+        assert len(set(made)) == len(made)
+
+    def test_a_forked_child_draws_other_ids(self) -> None:
+        """After a fork the child reseeds: it does not repeat its parent's next ids."""
+        reader, writer = os.pipe()
+        child = os.fork()
+        if child == 0:  # pragma: no cover - runs in the child
+            os.close(reader)
+            os.write(writer, new_request_id().encode())
+            os._exit(0)
+        os.close(writer)
+        mine = new_request_id()
+        with os.fdopen(reader) as pipe:
+            theirs = pipe.read()
+        os.waitpid(child, 0)
+        assert GENERATED.fullmatch(theirs)
+        assert theirs != mine

@@ -15,10 +15,12 @@ from strongroom.adapters.http.context import ApiContext, endpoint, json_response
 from strongroom.domain.errors import UnauthenticatedError
 from strongroom.ports.driving.sessions import SIGN_OUT_REFUSAL, SWITCH_REFUSAL
 
+_ALIVE = b'{"status":"ok"}'
+
 
 async def healthz(_request: Request) -> Response:
     """Liveness: 200 while the process runs."""
-    return JSONResponse({"status": "ok"})
+    return Response(_ALIVE, media_type="application/json")
 
 
 async def readyz(request: Request) -> Response:
