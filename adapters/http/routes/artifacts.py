@@ -6,12 +6,15 @@ permission (``authorize``), body, then the use case (404, billing, quota, other 
 
 from __future__ import annotations
 
-import attrs
+from typing import Any
+
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
-from strongroom.adapters.http import presenters
-from strongroom.adapters.http.context import ApiContext, endpoint, json_response, no_content
+from strongroom.adapters.http.context import ApiContext, answer, endpoint, no_content
+from strongroom.adapters.http.shapes import Download, MultipartUpload, SingleUpload, UploadPart
+from strongroom.adapters.http.shapes import UploadRequest as UploadBody
+from strongroom.adapters.http.wire import present, timestamp
 from strongroom.domain.errors import InvalidRequestError
 from strongroom.ports.driving.artifacts import (
     CONFIRM_RUN,
@@ -22,13 +25,19 @@ from strongroom.ports.driving.artifacts import (
 )
 
 
-@attrs.frozen
-class UploadBody:
-    """``POST /v1/runs/{run_id}/upload-url``."""
+def absolute(url: str, base_url: str) -> str:
+    """A presigned URL; the local-disk storage's paths are resolved against ``base_url``."""
+    return base_url + url if url.startswith("/") else url
 
-    name: str
-    size: int
-    sha256: str
+
+def upload_plan(plan: Any, base_url: str) -> Response:
+    """``upload-url``: one presigned PUT, or the parts of a multipart upload."""
+    if plan.request is not None:
+        return answer(plan, 201, SingleUpload, url=absolute(plan.request.url, base_url))
+    parts = [
+        present(part, UploadPart, url=absolute(part.request.url, base_url)) for part in plan.parts
+    ]
+    return answer(plan, 201, MultipartUpload, parts=parts)
 
 
 @endpoint
@@ -39,7 +48,7 @@ async def upload_url(ctx: ApiContext) -> Response:
     await ctx.facade.access.authorize(caller, REQUEST_UPLOAD, target_id=run_id)
     body = ctx.json(UploadBody)
     plan = await ctx.facade.artifacts.upload_url(caller, run_id, body.name, body.size, body.sha256)
-    return json_response(presenters.upload_plan(plan, ctx.base_url), 201)
+    return upload_plan(plan, ctx.base_url)
 
 
 @endpoint
@@ -49,7 +58,7 @@ async def confirm_run(ctx: ApiContext) -> Response:
     run_id = ctx.path_id("run_id")
     await ctx.facade.access.authorize(caller, CONFIRM_RUN, target_id=run_id)
     ctx.empty_body()
-    return json_response(presenters.run(await ctx.facade.artifacts.confirm(caller, run_id)))
+    return answer(await ctx.facade.artifacts.confirm(caller, run_id))
 
 
 @endpoint
@@ -62,7 +71,7 @@ async def list_artifacts(ctx: ApiContext) -> Response:
     if state not in (None, "deleted"):
         raise InvalidRequestError("state must be deleted (or left out)")
     page = await ctx.facade.artifacts.list_in(caller, workspace_id, state == "deleted", ctx.page())
-    return json_response(presenters.listing(page, presenters.artifact))
+    return answer(page)
 
 
 @endpoint
@@ -73,7 +82,8 @@ async def download_url(ctx: ApiContext) -> Response:
     await ctx.facade.access.authorize(caller, DOWNLOAD_ARTIFACT, target_id=artifact_id)
     ctx.empty_body()
     request, expires_at = await ctx.facade.artifacts.download_url(caller, artifact_id)
-    return json_response(presenters.download(request, expires_at, ctx.base_url))
+    url, expires = absolute(request.url, ctx.base_url), timestamp(expires_at)
+    return answer(request, 200, Download, url=url, expires_at=expires)
 
 
 @endpoint

@@ -7,15 +7,11 @@ other conflicts).
 
 from __future__ import annotations
 
-import attrs
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
-from strongroom.adapters.http import presenters
-from strongroom.adapters.http.backup_patch import parse_backup_changes
-from strongroom.adapters.http.context import ApiContext, endpoint, json_response, no_content
-from strongroom.domain.backups import BackupKind
-from strongroom.domain.errors import InvalidRequestError
+from strongroom.adapters.http.context import ApiContext, answer, endpoint, no_content
+from strongroom.adapters.http.shapes import BackupCreate, BackupUpdate, EmptyBody
 from strongroom.ports.driving.backups import (
     CREATE_BACKUP,
     DELETE_BACKUP,
@@ -26,39 +22,17 @@ from strongroom.ports.driving.backups import (
 )
 
 
-@attrs.frozen
-class CreateBackupBody:
-    """``POST /v1/workspaces/{wid}/backups``."""
-
-    name: str
-    kind: str
-
-
-@attrs.frozen
-class EmptyBody:
-    """The optional body of an action: nothing, or ``{}``."""
-
-
-def _kind(value: str) -> BackupKind:
-    try:
-        return BackupKind(value)
-    except ValueError as error:
-        allowed = ", ".join(kind.value for kind in BackupKind)
-        raise InvalidRequestError(f"invalid value for kind: expected one of {allowed}") from error
-
-
 @endpoint
 async def create_backup(ctx: ApiContext) -> Response:
     """Reserve a new backup (state ``draft``) with a name and a kind."""
     caller = await ctx.caller()
     workspace_id = ctx.path_id("wid")
     await ctx.facade.access.authorize(caller, CREATE_BACKUP, workspace_id=workspace_id)
-    body = ctx.json(CreateBackupBody)
-    kind = _kind(body.kind)
+    body = ctx.json(BackupCreate)
     backup = await ctx.facade.backups.create(
-        caller, workspace_id, body.name, kind, idempotency=ctx.idempotency(presenters.backup)
+        caller, workspace_id, body.name, body.kind, idempotency=ctx.idempotency()
     )
-    return json_response(presenters.backup(backup), 201)
+    return answer(backup, 201)
 
 
 @endpoint
@@ -68,7 +42,7 @@ async def list_backups(ctx: ApiContext) -> Response:
     workspace_id = ctx.path_id("wid")
     await ctx.facade.access.authorize(caller, READ_BACKUPS, workspace_id=workspace_id)
     page = await ctx.facade.backups.list_in(caller, workspace_id, ctx.page())
-    return json_response(presenters.listing(page, presenters.backup))
+    return answer(page)
 
 
 @endpoint
@@ -77,7 +51,7 @@ async def get_backup(ctx: ApiContext) -> Response:
     caller = await ctx.caller()
     backup_id = ctx.path_id("bid")
     await ctx.facade.access.authorize(caller, READ_BACKUPS, target_id=backup_id)
-    return json_response(presenters.backup(await ctx.facade.backups.get(caller, backup_id)))
+    return answer(await ctx.facade.backups.get(caller, backup_id))
 
 
 @endpoint
@@ -86,9 +60,9 @@ async def patch_backup(ctx: ApiContext) -> Response:
     caller = await ctx.caller()
     backup_id = ctx.path_id("bid")
     await ctx.facade.access.authorize(caller, UPDATE_BACKUP, target_id=backup_id)
-    changes = parse_backup_changes(ctx.json_object())
+    changes = ctx.json(BackupUpdate).changes()
     backup = await ctx.facade.backups.update(caller, backup_id, changes)
-    return json_response(presenters.backup(backup))
+    return answer(backup)
 
 
 @endpoint
@@ -98,7 +72,7 @@ async def pause_backup(ctx: ApiContext) -> Response:
     backup_id = ctx.path_id("bid")
     await ctx.facade.access.authorize(caller, PAUSE_BACKUP, target_id=backup_id)
     ctx.json(EmptyBody, optional=True)
-    return json_response(presenters.backup(await ctx.facade.backups.pause(caller, backup_id)))
+    return answer(await ctx.facade.backups.pause(caller, backup_id))
 
 
 @endpoint
@@ -108,7 +82,7 @@ async def resume_backup(ctx: ApiContext) -> Response:
     backup_id = ctx.path_id("bid")
     await ctx.facade.access.authorize(caller, RESUME_BACKUP, target_id=backup_id)
     ctx.json(EmptyBody, optional=True)
-    return json_response(presenters.backup(await ctx.facade.backups.resume(caller, backup_id)))
+    return answer(await ctx.facade.backups.resume(caller, backup_id))
 
 
 @endpoint

@@ -20,18 +20,25 @@ from collections.abc import Mapping
 from importlib import resources
 from urllib.parse import parse_qs
 
-import attrs
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from strongroom.adapters.http.context import ApiContext, endpoint, render_json
 from strongroom.adapters.http.errors import STATUS_BY_CODE, error_response
-from strongroom.adapters.identity.builtin import BuiltinIdentityProvider, OAuthError
+from strongroom.adapters.http.shapes import (
+    DEVICE_CODE_GRANT,
+    DeviceDecision,
+    OAuthError,
+    SignupResult,
+)
+from strongroom.adapters.http.wire import present
+from strongroom.adapters.identity.builtin import BuiltinIdentityProvider
+from strongroom.adapters.identity.builtin import OAuthError as OAuthRefusal
 from strongroom.domain.errors import InvalidRequestError, StrongroomError
 
 FORM_MEDIA_TYPE = "application/x-www-form-urlencoded"
-DEVICE_CODE_GRANT_TYPE = "urn:ietf:params:oauth:grant-type:device_code"
+DEVICE_CODE_GRANT_TYPE = DEVICE_CODE_GRANT
 MAX_FORM_FIELDS = 32
 DECISIONS = {"approve": True, "deny": False}
 
@@ -156,7 +163,7 @@ def _no_such_route(request: Request, headers: dict[str, str] | None = None) -> R
 
 def _oauth_error(error: str, description: str) -> Response:
     """RFC 6749 section 5.2: 400 ``{"error", "error_description"}``, never cached."""
-    return _json({"error": error, "error_description": description}, 400, NO_STORE)
+    return _json(present(OAuthError(error, description)), 400, NO_STORE)  # type: ignore[arg-type]
 
 
 def _builtin(ctx: ApiContext) -> BuiltinIdentityProvider | None:
@@ -211,7 +218,7 @@ async def signup(ctx: ApiContext) -> Response:
         return _no_such_route(ctx.request)
     form = exact_fields(_form(ctx), ("email", "password", "name"))
     account = await idp.sign_up(form["email"], form["password"], form["name"])
-    return _json({"user_id": str(account.id), "email": account.email}, 201, NO_STORE)
+    return _json(present(account, SignupResult), 201, NO_STORE)
 
 
 @endpoint
@@ -225,7 +232,7 @@ async def device_authorization(ctx: ApiContext) -> Response:
     if client_id is None:
         raise InvalidRequestError("missing field client_id")
     authorization = await idp.start_device_authorization(client_id, ctx.base_url)
-    return _json(attrs.asdict(authorization), 200, NO_STORE)
+    return _json(present(authorization), 200, NO_STORE)
 
 
 @endpoint
@@ -264,7 +271,7 @@ async def decide(ctx: ApiContext) -> Response:
         )
     outcome = "approved" if approve else "denied"
     if wants_json:
-        return _json({"status": outcome}, 200, NO_STORE)
+        return _json(present(DeviceDecision(outcome)), 200, NO_STORE)  # type: ignore[arg-type]
     if approve:
         return device_page(
             ctx,
@@ -293,28 +300,20 @@ async def _exchange(ctx: ApiContext) -> Response:
         form = oauth_parameters(_form(ctx))
         grant_type = form.get("grant_type")
         if grant_type is None:
-            raise OAuthError("invalid_request", "missing parameter grant_type")
+            raise OAuthRefusal("invalid_request", "missing parameter grant_type")
         if grant_type != DEVICE_CODE_GRANT_TYPE:
-            raise OAuthError(
+            raise OAuthRefusal(
                 "unsupported_grant_type", f"grant_type must be {DEVICE_CODE_GRANT_TYPE}"
             )
         for name in ("device_code", "client_id"):
             if name not in form:
-                raise OAuthError("invalid_request", f"missing parameter {name}")
+                raise OAuthRefusal("invalid_request", f"missing parameter {name}")
         issued = await idp.exchange_device_code(form["device_code"], form["client_id"])
     except InvalidRequestError as error:
         return _oauth_error("invalid_request", error.message)
-    except OAuthError as error:
+    except OAuthRefusal as error:
         return _oauth_error(error.error, error.description)
-    return _json(
-        {
-            "access_token": issued.access_token,
-            "token_type": issued.token_type,
-            "expires_in": issued.expires_in,
-        },
-        200,
-        NO_STORE,
-    )
+    return _json(present(issued), 200, NO_STORE)
 
 
 async def token(request: Request) -> Response:

@@ -6,14 +6,17 @@ permission (``authorize``), body, then the use case.
 
 from __future__ import annotations
 
-from functools import partial
+from datetime import datetime
+from typing import Any
 
-import attrs
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
-from strongroom.adapters.http import presenters
-from strongroom.adapters.http.context import ApiContext, endpoint, json_response
+from strongroom.adapters.http.context import ApiContext, answer, endpoint
+from strongroom.adapters.http.shapes import InvitationCreate
+from strongroom.adapters.http.wire import listing, present
+from strongroom.domain.invitations import Invitation
+from strongroom.domain.pagination import Page
 from strongroom.ports.driving.invitations import (
     ACCEPT_REFUSAL,
     CREATE_INVITATION,
@@ -21,12 +24,14 @@ from strongroom.ports.driving.invitations import (
 )
 
 
-@attrs.frozen
-class InvitationBody:
-    """``POST /v1/workspaces/{wid}/invitations``."""
+def presented(invitation: Invitation, now: datetime) -> Any:
+    """An invitation; ``state`` is ``expired`` once ``expires_at`` has passed unused."""
+    return present(invitation, state=invitation.state(now).value)
 
-    email: str
-    role: str
+
+def listed(page: Page[Invitation], now: datetime) -> Any:
+    """A page of invitations."""
+    return listing(page, lambda item: presented(item, now))
 
 
 @endpoint
@@ -35,7 +40,7 @@ async def create_invitation(ctx: ApiContext) -> Response:
     caller = await ctx.caller()
     workspace_id = ctx.path_id("wid")
     await ctx.facade.access.authorize(caller, CREATE_INVITATION, workspace_id=workspace_id)
-    body = ctx.json(InvitationBody)
+    body = ctx.json(InvitationCreate)
     now = ctx.facade.deps.clock.now()
     invitation = await ctx.facade.invitations.create(
         caller,
@@ -43,9 +48,9 @@ async def create_invitation(ctx: ApiContext) -> Response:
         body.email,
         body.role,
         accept_url_base=ctx.base_url,
-        idempotency=ctx.idempotency(partial(presenters.invitation, now=now)),
+        idempotency=ctx.idempotency(lambda item: presented(item, now)),
     )
-    return json_response(presenters.invitation(invitation, now), 201)
+    return answer(presented(invitation, now), 201)
 
 
 @endpoint
@@ -56,7 +61,7 @@ async def list_invitations(ctx: ApiContext) -> Response:
     await ctx.facade.access.authorize(caller, READ_INVITATIONS, workspace_id=workspace_id)
     page = await ctx.facade.invitations.list(caller, workspace_id, ctx.page())
     now = ctx.facade.deps.clock.now()
-    return json_response(presenters.listing(page, partial(presenters.invitation, now=now)))
+    return answer(listed(page, now))
 
 
 @endpoint
@@ -67,7 +72,7 @@ async def accept_invitation(ctx: ApiContext) -> Response:
     caller.person(ACCEPT_REFUSAL)
     ctx.empty_body()
     membership = await ctx.facade.invitations.accept(caller, invitation_id)
-    return json_response(presenters.membership(membership))
+    return answer(membership)
 
 
 routes: list[BaseRoute] = [

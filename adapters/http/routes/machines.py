@@ -6,13 +6,19 @@ permission (``authorize``), body, then the use case.
 
 from __future__ import annotations
 
-import attrs
+from typing import Any
+
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
-from strongroom.adapters.http import presenters
-from strongroom.adapters.http.bodies import parse_timestamp
-from strongroom.adapters.http.context import ApiContext, endpoint, json_response, no_content
+from strongroom.adapters.http.context import ApiContext, answer, endpoint, json_response, no_content
+from strongroom.adapters.http.shapes import (
+    ApiKeyCreate,
+    ApiKeyWithToken,
+    WorkerCreate,
+    WorkerWithToken,
+)
+from strongroom.adapters.http.wire import present
 from strongroom.ports.driving.machines import (
     CREATE_API_KEY,
     CREATE_WORKER,
@@ -21,23 +27,19 @@ from strongroom.ports.driving.machines import (
     READ_API_KEYS,
     READ_WORKERS,
     ROTATE_WORKER,
+    IssuedApiKey,
+    IssuedWorker,
 )
 
 
-@attrs.frozen
-class ApiKeyCreateBody:
-    """``POST /v1/api-keys``."""
-
-    name: str
-    permissions: list[str]
-    expires_at: str | None = None
+def issued_api_key(issued: IssuedApiKey) -> Any:
+    """A new API key with its token (shown only in this response)."""
+    return present(issued.key, ApiKeyWithToken, token=issued.token)
 
 
-@attrs.frozen
-class WorkerCreateBody:
-    """``POST /v1/workers``."""
-
-    name: str
+def issued_worker(issued: IssuedWorker) -> Any:
+    """A worker with its new token (shown only in this response)."""
+    return present(issued.worker, WorkerWithToken, token=issued.token)
 
 
 @endpoint
@@ -45,17 +47,16 @@ async def create_api_key(ctx: ApiContext) -> Response:
     """Create an API key; its token appears only in this response."""
     caller = await ctx.caller()
     await ctx.facade.access.authorize(caller, CREATE_API_KEY)
-    body = ctx.json(ApiKeyCreateBody)
-    expires_at = None if body.expires_at is None else parse_timestamp(body.expires_at, "expires_at")
+    body = ctx.json(ApiKeyCreate)
     with ctx.unsealing_replays():
         issued = await ctx.facade.api_keys.create(
             caller,
             body.name,
             body.permissions,
-            expires_at,
-            idempotency=ctx.sealed_idempotency(presenters.issued_api_key),
+            body.expires_at,
+            idempotency=ctx.sealed_idempotency(issued_api_key),
         )
-    return json_response(presenters.issued_api_key(issued), 201)
+    return json_response(issued_api_key(issued), 201)
 
 
 @endpoint
@@ -64,7 +65,7 @@ async def list_api_keys(ctx: ApiContext) -> Response:
     caller = await ctx.caller()
     await ctx.facade.access.authorize(caller, READ_API_KEYS)
     page = await ctx.facade.api_keys.list(caller, ctx.page())
-    return json_response(presenters.listing(page, presenters.api_key))
+    return answer(page)
 
 
 @endpoint
@@ -73,7 +74,7 @@ async def get_api_key(ctx: ApiContext) -> Response:
     caller = await ctx.caller()
     key_id = ctx.path_id("id")
     await ctx.facade.access.authorize(caller, READ_API_KEYS)
-    return json_response(presenters.api_key(await ctx.facade.api_keys.get(caller, key_id)))
+    return answer(await ctx.facade.api_keys.get(caller, key_id))
 
 
 @endpoint
@@ -92,12 +93,12 @@ async def create_worker(ctx: ApiContext) -> Response:
     """Register a worker; its token appears only in this response."""
     caller = await ctx.caller()
     await ctx.facade.access.authorize(caller, CREATE_WORKER)
-    body = ctx.json(WorkerCreateBody)
+    body = ctx.json(WorkerCreate)
     with ctx.unsealing_replays():
         issued = await ctx.facade.workers.create(
-            caller, body.name, idempotency=ctx.sealed_idempotency(presenters.issued_worker)
+            caller, body.name, idempotency=ctx.sealed_idempotency(issued_worker)
         )
-    return json_response(presenters.issued_worker(issued), 201)
+    return json_response(issued_worker(issued), 201)
 
 
 @endpoint
@@ -106,7 +107,7 @@ async def list_workers(ctx: ApiContext) -> Response:
     caller = await ctx.caller()
     await ctx.facade.access.authorize(caller, READ_WORKERS)
     page = await ctx.facade.workers.list(caller, ctx.page())
-    return json_response(presenters.listing(page, presenters.worker))
+    return answer(page)
 
 
 @endpoint
@@ -115,7 +116,7 @@ async def get_worker(ctx: ApiContext) -> Response:
     caller = await ctx.caller()
     worker_id = ctx.path_id("id")
     await ctx.facade.access.authorize(caller, READ_WORKERS)
-    return json_response(presenters.worker(await ctx.facade.workers.get(caller, worker_id)))
+    return answer(await ctx.facade.workers.get(caller, worker_id))
 
 
 @endpoint
@@ -125,9 +126,7 @@ async def rotate_worker(ctx: ApiContext) -> Response:
     worker_id = ctx.path_id("id")
     await ctx.facade.access.authorize(caller, ROTATE_WORKER, target_id=worker_id)
     ctx.empty_body()
-    return json_response(
-        presenters.issued_worker(await ctx.facade.workers.rotate(caller, worker_id))
-    )
+    return json_response(issued_worker(await ctx.facade.workers.rotate(caller, worker_id)))
 
 
 @endpoint

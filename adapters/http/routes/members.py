@@ -6,42 +6,21 @@ permission (``authorize``), body, then the use case.
 
 from __future__ import annotations
 
-from typing import Any
-
-import attrs
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
-from strongroom.adapters.http import presenters
-from strongroom.adapters.http.context import ApiContext, endpoint, json_response, no_content
-from strongroom.domain.errors import InvalidRequestError
+from strongroom.adapters.http.context import ApiContext, answer, endpoint, no_content
+from strongroom.adapters.http.shapes import MemberUpdate, RoleCreate, RoleUpdate
 from strongroom.ports.driving.members import (
     CREATE_ROLE,
     DELETE_MEMBER,
     DELETE_ROLE,
     READ_MEMBERS,
     READ_ROLES,
-    UNSET,
     UPDATE_MEMBER,
     UPDATE_ROLE,
     check_role_slug,
 )
-
-
-@attrs.frozen
-class MemberUpdateBody:
-    """``PATCH /v1/workspaces/{wid}/members/{id}``."""
-
-    role: str
-
-
-@attrs.frozen
-class RoleCreateBody:
-    """``POST /v1/workspaces/{wid}/roles``."""
-
-    slug: str
-    name: str
-    permissions: list[str]
 
 
 def _path_slug(ctx: ApiContext) -> str:
@@ -56,7 +35,7 @@ async def list_members(ctx: ApiContext) -> Response:
     workspace_id = ctx.path_id("wid")
     await ctx.facade.access.authorize(caller, READ_MEMBERS, workspace_id=workspace_id)
     page = await ctx.facade.members.list(caller, workspace_id, ctx.page())
-    return json_response(presenters.listing(page, presenters.member))
+    return answer(page)
 
 
 @endpoint
@@ -68,9 +47,9 @@ async def patch_member(ctx: ApiContext) -> Response:
     await ctx.facade.access.authorize(
         caller, UPDATE_MEMBER, workspace_id=workspace_id, target_id=user_id
     )
-    body = ctx.json(MemberUpdateBody)
+    body = ctx.json(MemberUpdate)
     member = await ctx.facade.members.change_role(caller, workspace_id, user_id, body.role)
-    return json_response(presenters.member(member))
+    return answer(member)
 
 
 @endpoint
@@ -93,7 +72,8 @@ async def list_roles(ctx: ApiContext) -> Response:
     caller = await ctx.caller()
     workspace_id = ctx.path_id("wid")
     await ctx.facade.access.authorize(caller, READ_ROLES, workspace_id=workspace_id)
-    return json_response(presenters.roles(await ctx.facade.roles.list(caller, workspace_id)))
+    roles = await ctx.facade.roles.list(caller, workspace_id)
+    return answer({"data": roles, "next_cursor": None})
 
 
 @endpoint
@@ -102,16 +82,11 @@ async def create_role(ctx: ApiContext) -> Response:
     caller = await ctx.caller()
     workspace_id = ctx.path_id("wid")
     await ctx.facade.access.authorize(caller, CREATE_ROLE, workspace_id=workspace_id)
-    body = ctx.json(RoleCreateBody)
+    body = ctx.json(RoleCreate)
     role = await ctx.facade.roles.create(
-        caller,
-        workspace_id,
-        body.slug,
-        body.name,
-        body.permissions,
-        idempotency=ctx.idempotency(presenters.role),
+        caller, workspace_id, body.slug, body.name, body.permissions, idempotency=ctx.idempotency()
     )
-    return json_response(presenters.role(role), 201)
+    return answer(role, 201)
 
 
 @endpoint
@@ -121,24 +96,7 @@ async def get_role(ctx: ApiContext) -> Response:
     workspace_id = ctx.path_id("wid")
     slug = _path_slug(ctx)
     await ctx.facade.access.authorize(caller, READ_ROLES, workspace_id=workspace_id)
-    return json_response(presenters.role(await ctx.facade.roles.get(caller, workspace_id, slug)))
-
-
-def _role_changes(body: dict[str, Any]) -> dict[str, Any]:
-    unknown = sorted(set(body) - {"name", "permissions"})
-    if unknown:
-        raise InvalidRequestError(f"unknown field: {', '.join(unknown)}")
-    changes: dict[str, Any] = {"name": UNSET, "permissions": UNSET}
-    if "name" in body:
-        if type(body["name"]) is not str:
-            raise InvalidRequestError("invalid value for name: expected a string")
-        changes["name"] = body["name"]
-    if "permissions" in body:
-        value = body["permissions"]
-        if type(value) is not list or any(type(item) is not str for item in value):
-            raise InvalidRequestError("invalid value for permissions: expected an array of strings")
-        changes["permissions"] = value
-    return changes
+    return answer(await ctx.facade.roles.get(caller, workspace_id, slug))
 
 
 @endpoint
@@ -150,9 +108,11 @@ async def patch_role(ctx: ApiContext) -> Response:
     await ctx.facade.access.authorize(
         caller, UPDATE_ROLE, workspace_id=workspace_id, target_id=slug
     )
-    changes = _role_changes(ctx.json_object())
-    role = await ctx.facade.roles.update(caller, workspace_id, slug, **changes)
-    return json_response(presenters.role(role))
+    body = ctx.json(RoleUpdate)
+    role = await ctx.facade.roles.update(
+        caller, workspace_id, slug, name=body.name, permissions=body.permissions
+    )
+    return answer(role)
 
 
 @endpoint

@@ -6,22 +6,12 @@ permission (``authorize``), body, then the use case (404, kind rules, billing, s
 
 from __future__ import annotations
 
-from uuid import UUID
-
-import attrs
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
-from strongroom.adapters.http import presenters
-from strongroom.adapters.http.context import ApiContext, endpoint, json_response
+from strongroom.adapters.http.context import ApiContext, answer, endpoint
+from strongroom.adapters.http.shapes import RunCreate
 from strongroom.ports.driving.runs import READ_RUN, START_RUN, TRIGGER_BACKUP
-
-
-@attrs.frozen
-class StartRunBody:
-    """``POST /v1/runs``."""
-
-    backup_id: UUID
 
 
 @endpoint
@@ -29,11 +19,9 @@ async def start_run(ctx: ApiContext) -> Response:
     """Start a run of a manual backup: 201 with the run in state ``running``."""
     caller = await ctx.caller()
     await ctx.facade.access.authorize(caller, START_RUN)
-    body = ctx.json(StartRunBody)
-    run = await ctx.facade.runs.start(
-        caller, body.backup_id, idempotency=ctx.idempotency(presenters.run)
-    )
-    return json_response(presenters.run(run), 201)
+    body = ctx.json(RunCreate)
+    run = await ctx.facade.runs.start(caller, body.backup_id, idempotency=ctx.idempotency())
+    return answer(run, 201)
 
 
 @endpoint
@@ -42,7 +30,7 @@ async def get_run(ctx: ApiContext) -> Response:
     caller = await ctx.caller()
     run_id = ctx.path_id("run_id")
     await ctx.facade.access.authorize(caller, READ_RUN, target_id=run_id)
-    return json_response(presenters.run(await ctx.facade.runs.get(caller, run_id)))
+    return answer(await ctx.facade.runs.get(caller, run_id))
 
 
 @endpoint
@@ -52,10 +40,8 @@ async def trigger_backup(ctx: ApiContext) -> Response:
     backup_id = ctx.path_id("bid")
     await ctx.facade.access.authorize(caller, TRIGGER_BACKUP, target_id=backup_id)
     ctx.empty_body()
-    run = await ctx.facade.runs.trigger(
-        caller, backup_id, idempotency=ctx.idempotency(presenters.run, 202)
-    )
-    return json_response(presenters.run(run), 202)
+    run = await ctx.facade.runs.trigger(caller, backup_id, idempotency=ctx.idempotency(status=202))
+    return answer(run, 202)
 
 
 routes: list[BaseRoute] = [

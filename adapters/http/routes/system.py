@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
-from uuid import UUID
-
-import attrs
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from strongroom.adapters.http import presenters
-from strongroom.adapters.http.context import ApiContext, endpoint, json_response, no_content
+from strongroom.adapters.http.context import ApiContext, answer, endpoint, no_content
+from strongroom.adapters.http.shapes import Me, SwitchWorkspace
+from strongroom.adapters.http.wire import present
 from strongroom.domain.errors import UnauthenticatedError
 from strongroom.ports.driving.sessions import SIGN_OUT_REFUSAL, SWITCH_REFUSAL
 
@@ -35,24 +32,21 @@ async def readyz(request: Request) -> Response:
 async def permissions(ctx: ApiContext) -> Response:
     """The permission catalog; any credential, no workspace needed."""
     await ctx.caller()
-    return json_response(presenters.permission_catalog(ctx.facade.permission_catalog()))
+    catalog = [{"slug": p, "description": d} for p, d in ctx.facade.permission_catalog()]
+    return answer({"data": catalog, "next_cursor": None})
 
 
 @endpoint
 async def me(ctx: ApiContext) -> Response:
     """The caller's principal, workspace and permissions."""
-    return json_response(presenters.me(await ctx.caller()))
+    return answer(await ctx.caller(), 200, Me)
 
 
 @endpoint
 async def cli_config(ctx: ApiContext) -> Response:
     """What the CLI needs for a device-code sign-in (no authentication)."""
     config = ctx.facade.deps.identity.cli_config(ctx.base_url)
-    return json_response(attrs.asdict(config, value_serializer=_tuple_as_list))
-
-
-def _tuple_as_list(_instance: Any, _field: Any, value: Any) -> Any:
-    return list(value) if isinstance(value, tuple) else value
+    return answer(config)
 
 
 @endpoint
@@ -65,28 +59,21 @@ async def create_session(ctx: ApiContext) -> Response:
     ctx.empty_body()
     with ctx.unsealing_replays():
         issued = await ctx.facade.sessions.start_session(
-            identity, idempotency=ctx.sealed_idempotency(presenters.issued_session)
+            identity, idempotency=ctx.sealed_idempotency(present)
         )
-    return json_response(presenters.issued_session(issued), 201)
-
-
-@attrs.frozen
-class SwitchBody:
-    """``POST /v1/auth/switch``."""
-
-    workspace_id: UUID
+    return answer(issued, 201)
 
 
 @endpoint
 async def switch(ctx: ApiContext) -> Response:
     """A new session scoped to another workspace; the current one is revoked."""
     caller = await ctx.person(SWITCH_REFUSAL)
-    body = ctx.json(SwitchBody)
+    body = ctx.json(SwitchWorkspace)
     with ctx.unsealing_replays():
         issued = await ctx.facade.sessions.switch(
-            caller, body.workspace_id, idempotency=ctx.sealed_idempotency(presenters.issued_session)
+            caller, body.workspace_id, idempotency=ctx.sealed_idempotency(present)
         )
-    return json_response(presenters.issued_session(issued), 201)
+    return answer(issued, 201)
 
 
 @endpoint

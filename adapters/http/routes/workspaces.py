@@ -4,14 +4,13 @@ from __future__ import annotations
 
 from uuid import UUID
 
-import attrs
 from starlette.responses import Response
 from starlette.routing import Route
 
-from strongroom.adapters.http import presenters
-from strongroom.adapters.http.bodies import parse_timestamp
-from strongroom.adapters.http.context import ApiContext, endpoint, json_response, no_content
+from strongroom.adapters.http.context import ApiContext, answer, endpoint, no_content
+from strongroom.adapters.http.shapes import WorkspaceCreate, WorkspaceUpdate
 from strongroom.domain.errors import InvalidRequestError
+from strongroom.domain.timestamps import parse_timestamp
 from strongroom.ports.driven.repositories import AuditFilter
 from strongroom.ports.driving.audit_trail import READ_AUDIT
 from strongroom.ports.driving.workspaces import (
@@ -22,31 +21,22 @@ from strongroom.ports.driving.workspaces import (
 )
 
 
-@attrs.frozen
-class WorkspaceBody:
-    """``POST /v1/workspaces`` and ``PATCH /v1/workspaces/{wid}``."""
-
-    name: str
-
-
 @endpoint
 async def list_workspaces(ctx: ApiContext) -> Response:
     """The caller's memberships."""
     caller = await ctx.person(LIST_REFUSAL)
     page = ctx.page()
     result = await ctx.facade.workspaces.memberships(caller, page)
-    return json_response(presenters.listing(result, presenters.member_workspace))
+    return answer(result)
 
 
 @endpoint
 async def create_workspace(ctx: ApiContext) -> Response:
     """Create a workspace; the caller becomes its admin."""
     caller = await ctx.person(CREATE_REFUSAL)
-    body = ctx.json(WorkspaceBody)
-    workspace = await ctx.facade.workspaces.create(
-        caller, body.name, idempotency=ctx.idempotency(presenters.workspace)
-    )
-    return json_response(presenters.workspace(workspace), 201)
+    body = ctx.json(WorkspaceCreate)
+    workspace = await ctx.facade.workspaces.create(caller, body.name, idempotency=ctx.idempotency())
+    return answer(workspace, 201)
 
 
 @endpoint
@@ -54,7 +44,7 @@ async def get_workspace(ctx: ApiContext) -> Response:
     """One workspace."""
     caller = await ctx.caller()
     workspace = await ctx.facade.workspaces.get(caller, ctx.path_id("wid"))
-    return json_response(presenters.workspace(workspace))
+    return answer(workspace)
 
 
 @endpoint
@@ -65,9 +55,9 @@ async def patch_workspace(ctx: ApiContext) -> Response:
     await ctx.facade.access.authorize(
         caller, UPDATE_WORKSPACE, workspace_id=workspace_id, target_id=workspace_id
     )
-    body = ctx.json(WorkspaceBody)
+    body = ctx.json(WorkspaceUpdate)
     workspace = await ctx.facade.workspaces.rename(caller, workspace_id, body.name)
-    return json_response(presenters.workspace(workspace))
+    return answer(workspace)
 
 
 @endpoint
@@ -87,9 +77,8 @@ async def delete_workspace(ctx: ApiContext) -> Response:
 async def get_quotas(ctx: ApiContext) -> Response:
     """Effective limits and usage."""
     caller = await ctx.caller()
-    return json_response(
-        presenters.quotas(await ctx.facade.workspaces.quotas(caller, ctx.path_id("wid")))
-    )
+    quotas = await ctx.facade.workspaces.quotas(caller, ctx.path_id("wid"))
+    return answer({"data": quotas, "next_cursor": None})
 
 
 def _audit_filter(ctx: ApiContext) -> AuditFilter:
@@ -113,7 +102,7 @@ async def list_audit(ctx: ApiContext) -> Response:
     filters = _audit_filter(ctx)
     page = ctx.page()
     events = await ctx.facade.audit.events(caller, workspace_id, filters, page)
-    return json_response(presenters.listing(events, presenters.audit_event))
+    return answer(events)
 
 
 routes = [
