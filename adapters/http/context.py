@@ -19,8 +19,9 @@ import orjson
 from starlette.requests import Request
 from starlette.responses import Response
 
-from strongroom.adapters.http.bodies import EmptyBody, parse_json_object, structure
 from strongroom.adapters.http.errors import request_id_of
+from strongroom.adapters.http.shapes import EmptyBody
+from strongroom.adapters.http.wire import parse_json_object, present, structure
 from strongroom.domain.errors import InvalidRequestError, StrongroomError, UnauthenticatedError
 from strongroom.domain.pagination import DEFAULT_LIMIT, Cursor, PageRequest
 from strongroom.domain.principals import Caller
@@ -39,6 +40,11 @@ def render_json(data: Any) -> str:
 def json_response(data: Any, status: int = 200) -> Response:
     """A JSON response (orjson: a 50-item page encodes ten times faster than with json)."""
     return Response(orjson.dumps(data), status_code=status, media_type="application/json")
+
+
+def answer(result: Any, status: int = 200, model: type | None = None, **extra: Any) -> Response:
+    """A JSON response presenting ``result`` (through ``model`` when given)."""
+    return json_response(present(result, model, **extra), status)
 
 
 def no_content() -> Response:
@@ -135,7 +141,7 @@ class ApiContext:
         return PageRequest(limit, None if cursor is None else Cursor.decode(cursor))
 
     def idempotency(
-        self, render: Callable[[T], Any], status: int = 201
+        self, render: Callable[[T], Any] = present, status: int = 201
     ) -> IdempotencyKey[T] | None:
         """The request's ``Idempotency-Key``, bound to this route and body."""
         key = self.request.headers.get("idempotency-key")

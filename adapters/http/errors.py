@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import Any
 
 from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.routing import Match, Route
 
+from strongroom.adapters.http.shapes import Error, ErrorBody
+from strongroom.adapters.http.wire import present
 from strongroom.domain.errors import StrongroomError
 
 logger = logging.getLogger("strongroom.http")
@@ -55,12 +56,10 @@ def error_response(
 ) -> Response:
     """A JSON error in the contract's nested format; ``detail`` only outside production."""
     request_id = request_id_of(request)
-    error: dict[str, Any] = {"code": code, "message": message, "request_id": request_id}
     production = getattr(request.app.state, "environment", "development") == "production"
-    if detail is not None and not production:
-        error["detail"] = detail
+    error = ErrorBody(code, message, request_id, None if production else detail)
     return Response(
-        json.dumps({"error": error}),
+        json.dumps(present(Error(error))),
         status_code=status,
         media_type="application/json",
         headers={"X-Request-ID": request_id, **(headers or {})},

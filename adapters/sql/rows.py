@@ -13,6 +13,8 @@ from datetime import datetime
 from typing import Any, Protocol
 from uuid import UUID
 
+from strongroom.adapters.http import shapes  # noqa: F401 (registers the wire views)
+from strongroom.adapters.http.wire import CONVERTER, present
 from strongroom.domain.accounts import Account, DeviceGrant, GrantState
 from strongroom.domain.artifacts import Artifact, ArtifactState, ArtifactStorage
 from strongroom.domain.audit import AuditEvent, Change, JsonValue, Outcome
@@ -20,15 +22,10 @@ from strongroom.domain.backups import (
     Backup,
     BackupKind,
     BackupState,
-    CustomerS3Destination,
     Destination,
-    PostgresSource,
     RetentionPolicy,
-    S3Source,
     Schedule,
-    ServiceDestination,
     Source,
-    UnsupportedSource,
 )
 from strongroom.domain.billing import BillingState
 from strongroom.domain.durations import Duration
@@ -371,53 +368,25 @@ def invitation_from_row(row: Row, codec: Codec) -> Invitation:
 
 
 def source_to_json(source: Source) -> dict[str, JsonValue]:
-    """A backup's source as a JSON object, tagged by ``type``."""
-    if isinstance(source, S3Source):
-        return {
-            "type": source.type,
-            "endpoint": source.endpoint,
-            "bucket": source.bucket,
-            "prefix": source.prefix,
-        }
-    if isinstance(source, PostgresSource):
-        return {
-            "type": source.type,
-            "host": source.host,
-            "port": source.port,
-            "database": source.database,
-        }
-    return {"type": source.type}
+    """A backup's source as a JSON object, tagged by ``type`` (the API's shape)."""
+    presented: dict[str, JsonValue] = present(source)
+    return presented
 
 
 def source_from_json(value: Mapping[str, Any]) -> Source:
     """A backup's source from its JSON object."""
-    kind = value["type"]
-    if kind == "s3":
-        return S3Source(endpoint=value["endpoint"], bucket=value["bucket"], prefix=value["prefix"])
-    if kind == "postgres":
-        return PostgresSource(host=value["host"], port=value["port"], database=value["database"])
-    return UnsupportedSource(type=kind)
+    return CONVERTER.structure(value, Source)  # type: ignore[arg-type]
 
 
 def destination_to_json(destination: Destination) -> dict[str, JsonValue]:
-    """A backup's destination as a JSON object, tagged by ``type``."""
-    if isinstance(destination, CustomerS3Destination):
-        return {
-            "type": destination.type,
-            "endpoint": destination.endpoint,
-            "bucket": destination.bucket,
-            "prefix": destination.prefix,
-        }
-    return {"type": destination.type}
+    """A backup's destination as a JSON object, tagged by ``type`` (the API's shape)."""
+    presented: dict[str, JsonValue] = present(destination)
+    return presented
 
 
 def destination_from_json(value: Mapping[str, Any]) -> Destination:
     """A backup's destination from its JSON object."""
-    if value["type"] == "customer_s3":
-        return CustomerS3Destination(
-            endpoint=value["endpoint"], bucket=value["bucket"], prefix=value["prefix"]
-        )
-    return ServiceDestination()
+    return CONVERTER.structure(value, Destination)  # type: ignore[arg-type]
 
 
 def backup_params(backup: Backup, codec: Codec) -> Params:

@@ -22,10 +22,10 @@ from referencing.jsonschema import DRAFT202012
 from starlette.applications import Starlette
 from starlette.routing import BaseRoute, Mount, Route
 
-from strongroom.adapters.http import presenters
 from strongroom.adapters.http.errors import STATUS_BY_CODE
 from strongroom.adapters.http.openapi import DURATION_PATTERN, document_for
 from strongroom.adapters.http.routes.docs import CONTENT_SECURITY_POLICY, published, render_page
+from strongroom.adapters.http.wire import present
 from strongroom.domain.backups import (
     Backup,
     BackupKind,
@@ -725,7 +725,7 @@ class TestLiveResponses:
         )
         schema = {"$ref": "#/components/schemas/Backup"}
         for backup in (draft, configured):
-            rendered = presenters.backup(backup)
+            rendered = present(backup)
             assert_exact(document, schema, rendered)
             check_against_schema(document, schema, rendered)
 

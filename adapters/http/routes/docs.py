@@ -20,9 +20,9 @@ import attrs
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import Route
+from starlette.routing import BaseRoute
 
-from strongroom.adapters.http.openapi import Json, document_for
+from strongroom.adapters.http.openapi import HTML, Auth, Json, api, document_for
 
 _STATE_KEY = "openapi_published"
 _METHODS = ("get", "post", "put", "patch", "delete")
@@ -83,12 +83,16 @@ def published(app: Starlette) -> Published:
 
 
 async def openapi_document(request: Request) -> Response:
-    """The OpenAPI 3.1 document (no authentication)."""
+    """This OpenAPI document
+
+    The OpenAPI 3.1 description of every operation. No authentication."""
     return Response(published(request.app).json, media_type="application/json")
 
 
 async def docs_page(request: Request) -> Response:
-    """The human reference page (no authentication)."""
+    """API reference page
+
+    This document as a self-contained HTML page. No authentication."""
     return Response(
         published(request.app).html,
         media_type="text/html; charset=utf-8",
@@ -96,9 +100,25 @@ async def docs_page(request: Request) -> Response:
     )
 
 
-routes = [
-    Route("/openapi.json", openapi_document, methods=["GET"]),
-    Route("/docs", docs_page, methods=["GET"]),
+routes: list[BaseRoute] = [
+    api(
+        "GET",
+        "/openapi.json",
+        openapi_document,
+        "getOpenApiDocument",
+        "Documentation",
+        (200, {"application/json": {"schema": {"type": "object"}}}, "The document."),
+        auth=Auth.NONE,
+    ),
+    api(
+        "GET",
+        "/docs",
+        docs_page,
+        "getDocsPage",
+        "Documentation",
+        (200, HTML, "The page."),
+        auth=Auth.NONE,
+    ),
 ]
 
 

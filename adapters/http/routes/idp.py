@@ -20,18 +20,32 @@ from collections.abc import Mapping
 from importlib import resources
 from urllib.parse import parse_qs
 
-import attrs
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
-from starlette.routing import BaseRoute, Route
+from starlette.routing import BaseRoute
 
 from strongroom.adapters.http.context import ApiContext, endpoint, render_json
 from strongroom.adapters.http.errors import STATUS_BY_CODE, error_response
-from strongroom.adapters.identity.builtin import BuiltinIdentityProvider, OAuthError
+from strongroom.adapters.http.openapi import FORM, HTML, OAUTH_400, Auth, api, ref
+from strongroom.adapters.http.shapes import (
+    DEVICE_CODE_GRANT,
+    AccessToken,
+    DeviceAuthorization,
+    DeviceCodeForm,
+    DeviceDecision,
+    DeviceDecisionForm,
+    OAuthError,
+    SignupForm,
+    SignupResult,
+    TokenForm,
+)
+from strongroom.adapters.http.wire import present
+from strongroom.adapters.identity.builtin import BuiltinIdentityProvider
+from strongroom.adapters.identity.builtin import OAuthError as OAuthRefusal
 from strongroom.domain.errors import InvalidRequestError, StrongroomError
 
 FORM_MEDIA_TYPE = "application/x-www-form-urlencoded"
-DEVICE_CODE_GRANT_TYPE = "urn:ietf:params:oauth:grant-type:device_code"
+DEVICE_CODE_GRANT_TYPE = DEVICE_CODE_GRANT
 MAX_FORM_FIELDS = 32
 DECISIONS = {"approve": True, "deny": False}
 
@@ -156,7 +170,7 @@ def _no_such_route(request: Request, headers: dict[str, str] | None = None) -> R
 
 def _oauth_error(error: str, description: str) -> Response:
     """RFC 6749 section 5.2: 400 ``{"error", "error_description"}``, never cached."""
-    return _json({"error": error, "error_description": description}, 400, NO_STORE)
+    return _json(present(OAuthError(error, description)), 400, NO_STORE)  # type: ignore[arg-type]
 
 
 def _builtin(ctx: ApiContext) -> BuiltinIdentityProvider | None:
@@ -205,19 +219,26 @@ def device_page(
 
 @endpoint
 async def signup(ctx: ApiContext) -> Response:
-    """Register a local account: 201 ``{user_id, email}``; 404 when sign-up is off."""
+    """Sign up
+
+    Register a local account with the built-in identity provider. Enabled by default in
+    the embedded setup, otherwise 404. Errors use the envelope of `/v1`."""
     idp = _builtin(ctx)
     if idp is None or not idp.signup_enabled:
         return _no_such_route(ctx.request)
     form = exact_fields(_form(ctx), ("email", "password", "name"))
     account = await idp.sign_up(form["email"], form["password"], form["name"])
-    return _json({"user_id": str(account.id), "email": account.email}, 201, NO_STORE)
+    return _json(present(account, SignupResult), 201, NO_STORE)
 
 
 @endpoint
 async def device_authorization(ctx: ApiContext) -> Response:
-    """Start a device-code sign-in (RFC 8628 section 3.1); other parameters, such as
-    ``scope``, are ignored."""
+    """Start a device authorization
+
+    RFC 8628 section 3.1: issue a device code and a user code. The codes live 10
+    minutes; poll `POST /idp/token` every `interval` seconds. Unrecognised OAuth
+    parameters (such as `scope`) are ignored, as RFC 6749 section 3.1 requires; the form
+    schema lists the parameters this endpoint reads. Errors use the envelope of `/v1`."""
     idp = _builtin(ctx)
     if idp is None:
         return _no_such_route(ctx.request)
@@ -225,12 +246,15 @@ async def device_authorization(ctx: ApiContext) -> Response:
     if client_id is None:
         raise InvalidRequestError("missing field client_id")
     authorization = await idp.start_device_authorization(client_id, ctx.base_url)
-    return _json(attrs.asdict(authorization), 200, NO_STORE)
+    return _json(present(authorization), 200, NO_STORE)
 
 
 @endpoint
 async def show_device_page(ctx: ApiContext) -> Response:
-    """The sign-in and approval page, its code prefilled from ``?user_code=``."""
+    """Device approval page
+
+    An HTML page where a person signs in and approves or denies a user code; its form
+    posts to `POST /idp/device`."""
     if _builtin(ctx) is None:
         return _no_such_route(ctx.request)
     return device_page(ctx, user_code=ctx.request.query_params.get("user_code", ""))
@@ -238,7 +262,11 @@ async def show_device_page(ctx: ApiContext) -> Response:
 
 @endpoint
 async def decide(ctx: ApiContext) -> Response:
-    """Approve or deny a user code as the person whose email and password are given."""
+    """Approve or deny a user code
+
+    Signs the person in and records the decision. Answers an HTML page, or JSON when
+    `Accept` prefers `application/json`. Failed attempts are limited per user code (5,
+    then the code is dead) and per email (10 per 15 minutes)."""
     idp = _builtin(ctx)
     if idp is None:
         return _no_such_route(ctx.request)
@@ -264,7 +292,7 @@ async def decide(ctx: ApiContext) -> Response:
         )
     outcome = "approved" if approve else "denied"
     if wants_json:
-        return _json({"status": outcome}, 200, NO_STORE)
+        return _json(present(DeviceDecision(outcome)), 200, NO_STORE)  # type: ignore[arg-type]
     if approve:
         return device_page(
             ctx,
@@ -293,32 +321,29 @@ async def _exchange(ctx: ApiContext) -> Response:
         form = oauth_parameters(_form(ctx))
         grant_type = form.get("grant_type")
         if grant_type is None:
-            raise OAuthError("invalid_request", "missing parameter grant_type")
+            raise OAuthRefusal("invalid_request", "missing parameter grant_type")
         if grant_type != DEVICE_CODE_GRANT_TYPE:
-            raise OAuthError(
+            raise OAuthRefusal(
                 "unsupported_grant_type", f"grant_type must be {DEVICE_CODE_GRANT_TYPE}"
             )
         for name in ("device_code", "client_id"):
             if name not in form:
-                raise OAuthError("invalid_request", f"missing parameter {name}")
+                raise OAuthRefusal("invalid_request", f"missing parameter {name}")
         issued = await idp.exchange_device_code(form["device_code"], form["client_id"])
     except InvalidRequestError as error:
         return _oauth_error("invalid_request", error.message)
-    except OAuthError as error:
+    except OAuthRefusal as error:
         return _oauth_error(error.error, error.description)
-    return _json(
-        {
-            "access_token": issued.access_token,
-            "token_type": issued.token_type,
-            "expires_in": issued.expires_in,
-        },
-        200,
-        NO_STORE,
-    )
+    return _json(present(issued), 200, NO_STORE)
 
 
 async def token(request: Request) -> Response:
-    """The device access token request (RFC 8628 section 3.4), OAuth errors throughout."""
+    """Poll for an access token
+
+    RFC 8628 section 3.4. Refusals use OAuth's own error format (status 400); a failure
+    of the server itself uses the envelope of `/v1`. Unrecognised OAuth parameters (such
+    as `scope`) are ignored, as RFC 6749 section 3.1 requires; the form schema lists the
+    parameters this endpoint reads. Replies carry `Cache-Control: no-store`."""
     try:
         return await _exchange(request)
     except InvalidRequestError as error:  # a body over the cap, refused before the handler
@@ -326,9 +351,107 @@ async def token(request: Request) -> Response:
 
 
 routes: list[BaseRoute] = [
-    Route("/idp/signup", signup, methods=["POST"]),
-    Route("/idp/device/code", device_authorization, methods=["POST"]),
-    Route("/idp/device", show_device_page, methods=["GET"]),
-    Route("/idp/device", decide, methods=["POST"]),
-    Route("/idp/token", token, methods=["POST"]),
+    api(
+        "POST",
+        "/idp/signup",
+        signup,
+        "idpSignup",
+        "Identity provider",
+        (201, SignupResult, "The new account."),
+        auth=Auth.NONE,
+        body=SignupForm,
+        media_type=FORM,
+        errors={
+            "invalid_request": (
+                "the body is not a URL-encoded form, a field is missing, unknown or repeated, the"
+                " email is not an email address, the password is not 8 to 1024 characters, or the"
+                " name is invalid"
+            ),
+            "not_found": (
+                "sign-up is off; another identity provider is configured (every `/idp` route is "
+                "404)"
+            ),
+            "name_taken": "an account with this email exists",
+            "upstream_unavailable": "the database or another dependency failed",
+        },
+    ),
+    api(
+        "POST",
+        "/idp/device/code",
+        device_authorization,
+        "idpDeviceCode",
+        "Identity provider",
+        (200, DeviceAuthorization, "The device authorization."),
+        auth=Auth.NONE,
+        body=DeviceCodeForm,
+        media_type=FORM,
+        errors={
+            "invalid_request": (
+                "the body is not a URL-encoded form, or `client_id` is missing, blank, repeated "
+                "or not `strongroom-cli`"
+            ),
+            "not_found": "another identity provider is configured (every `/idp` route is 404)",
+            "upstream_unavailable": "the database or another dependency failed",
+        },
+    ),
+    api(
+        "GET",
+        "/idp/device",
+        show_device_page,
+        "idpDevicePage",
+        "Identity provider",
+        (200, HTML, "The page."),
+        auth=Auth.NONE,
+        parameters=(
+            {
+                "name": "user_code",
+                "in": "query",
+                "required": False,
+                "description": "Pre-fills the code (from `verification_uri_complete`).",
+                "schema": {"type": "string"},
+            },
+        ),
+        errors={"not_found": "another identity provider is configured (every `/idp` route is 404)"},
+    ),
+    api(
+        "POST",
+        "/idp/device",
+        decide,
+        "idpDeviceDecision",
+        "Identity provider",
+        (
+            200,
+            {**HTML, "application/json": {"schema": ref("DeviceDecision")}},
+            "The decision is recorded.",
+        ),
+        auth=Auth.NONE,
+        body=DeviceDecisionForm,
+        media_type=FORM,
+        errors={
+            "invalid_request": (
+                "wrong email or password, unknown or expired user code, too many failed attempts,"
+                " a `decision` other than `approve` or `deny`, or a body that is not a "
+                "URL-encoded form of exactly these fields"
+            ),
+            "not_found": "another identity provider is configured (every `/idp` route is 404)",
+            "upstream_unavailable": "the database or another dependency failed",
+        },
+        html_errors=(400, 502),
+    ),
+    api(
+        "POST",
+        "/idp/token",
+        token,
+        "idpToken",
+        "Identity provider",
+        (200, AccessToken, "The person approved: an access token."),
+        auth=Auth.NONE,
+        body=TokenForm,
+        media_type=FORM,
+        errors={
+            "not_found": "another identity provider is configured (every `/idp` route is 404)",
+            "upstream_unavailable": "the database or another dependency failed",
+        },
+        extra_responses=OAUTH_400,
+    ),
 ]

@@ -6,13 +6,23 @@ permission (``authorize``), body, then the use case.
 
 from __future__ import annotations
 
-import attrs
-from starlette.responses import Response
-from starlette.routing import BaseRoute, Route
+from typing import Any
 
-from strongroom.adapters.http import presenters
-from strongroom.adapters.http.bodies import parse_timestamp
-from strongroom.adapters.http.context import ApiContext, endpoint, json_response, no_content
+from starlette.responses import Response
+from starlette.routing import BaseRoute
+
+from strongroom.adapters.http.context import ApiContext, answer, endpoint, json_response, no_content
+from strongroom.adapters.http.openapi import Paged, api
+from strongroom.adapters.http.shapes import (
+    ApiKey,
+    ApiKeyCreate,
+    ApiKeyWithToken,
+    EmptyBody,
+    Worker,
+    WorkerCreate,
+    WorkerWithToken,
+)
+from strongroom.adapters.http.wire import present
 from strongroom.ports.driving.machines import (
     CREATE_API_KEY,
     CREATE_WORKER,
@@ -21,64 +31,69 @@ from strongroom.ports.driving.machines import (
     READ_API_KEYS,
     READ_WORKERS,
     ROTATE_WORKER,
+    IssuedApiKey,
+    IssuedWorker,
 )
 
 
-@attrs.frozen
-class ApiKeyCreateBody:
-    """``POST /v1/api-keys``."""
-
-    name: str
-    permissions: list[str]
-    expires_at: str | None = None
+def issued_api_key(issued: IssuedApiKey) -> Any:
+    """A new API key with its token (shown only in this response)."""
+    return present(issued.key, ApiKeyWithToken, token=issued.token)
 
 
-@attrs.frozen
-class WorkerCreateBody:
-    """``POST /v1/workers``."""
-
-    name: str
+def issued_worker(issued: IssuedWorker) -> Any:
+    """A worker with its new token (shown only in this response)."""
+    return present(issued.worker, WorkerWithToken, token=issued.token)
 
 
 @endpoint
 async def create_api_key(ctx: ApiContext) -> Response:
-    """Create an API key; its token appears only in this response."""
+    """Create an API key
+
+    A machine credential of the caller's workspace with a fixed set of permissions, each
+    of which the caller must hold itself. Needs `api_keys:write`. The token appears only
+    in this response."""
     caller = await ctx.caller()
     await ctx.facade.access.authorize(caller, CREATE_API_KEY)
-    body = ctx.json(ApiKeyCreateBody)
-    expires_at = None if body.expires_at is None else parse_timestamp(body.expires_at, "expires_at")
+    body = ctx.json(ApiKeyCreate)
     with ctx.unsealing_replays():
         issued = await ctx.facade.api_keys.create(
             caller,
             body.name,
             body.permissions,
-            expires_at,
-            idempotency=ctx.sealed_idempotency(presenters.issued_api_key),
+            body.expires_at,
+            idempotency=ctx.sealed_idempotency(issued_api_key),
         )
-    return json_response(presenters.issued_api_key(issued), 201)
+    return json_response(issued_api_key(issued), 201)
 
 
 @endpoint
 async def list_api_keys(ctx: ApiContext) -> Response:
-    """The workspace's API keys, newest first."""
+    """List API keys
+
+    The workspace's API keys, newest first, without tokens. Needs `api_keys:read`."""
     caller = await ctx.caller()
     await ctx.facade.access.authorize(caller, READ_API_KEYS)
     page = await ctx.facade.api_keys.list(caller, ctx.page())
-    return json_response(presenters.listing(page, presenters.api_key))
+    return answer(page)
 
 
 @endpoint
 async def get_api_key(ctx: ApiContext) -> Response:
-    """One API key."""
+    """Read an API key
+
+    One API key of the caller's workspace. Needs `api_keys:read`."""
     caller = await ctx.caller()
     key_id = ctx.path_id("id")
     await ctx.facade.access.authorize(caller, READ_API_KEYS)
-    return json_response(presenters.api_key(await ctx.facade.api_keys.get(caller, key_id)))
+    return answer(await ctx.facade.api_keys.get(caller, key_id))
 
 
 @endpoint
 async def delete_api_key(ctx: ApiContext) -> Response:
-    """Revoke an API key: it stops working on the next request."""
+    """Revoke an API key
+
+    Deletes the key; it answers 401 from the next request on. Needs `api_keys:write`."""
     caller = await ctx.caller()
     key_id = ctx.path_id("id")
     await ctx.facade.access.authorize(caller, DELETE_API_KEY, target_id=key_id)
@@ -89,50 +104,63 @@ async def delete_api_key(ctx: ApiContext) -> Response:
 
 @endpoint
 async def create_worker(ctx: ApiContext) -> Response:
-    """Register a worker; its token appears only in this response."""
+    """Register a worker
+
+    A machine executor of local backups in the caller's workspace. Its credential holds
+    exactly `backups:read`, `runs:read`, `artifacts:upload` and `artifacts:confirm`,
+    limited to the backups assigned to it. Needs `workers:write`. The token appears only
+    in this response."""
     caller = await ctx.caller()
     await ctx.facade.access.authorize(caller, CREATE_WORKER)
-    body = ctx.json(WorkerCreateBody)
+    body = ctx.json(WorkerCreate)
     with ctx.unsealing_replays():
         issued = await ctx.facade.workers.create(
-            caller, body.name, idempotency=ctx.sealed_idempotency(presenters.issued_worker)
+            caller, body.name, idempotency=ctx.sealed_idempotency(issued_worker)
         )
-    return json_response(presenters.issued_worker(issued), 201)
+    return json_response(issued_worker(issued), 201)
 
 
 @endpoint
 async def list_workers(ctx: ApiContext) -> Response:
-    """The workspace's workers, newest first."""
+    """List workers
+
+    The workspace's workers, newest first. Needs `workers:read`."""
     caller = await ctx.caller()
     await ctx.facade.access.authorize(caller, READ_WORKERS)
     page = await ctx.facade.workers.list(caller, ctx.page())
-    return json_response(presenters.listing(page, presenters.worker))
+    return answer(page)
 
 
 @endpoint
 async def get_worker(ctx: ApiContext) -> Response:
-    """One worker."""
+    """Read a worker
+
+    One worker of the caller's workspace. Needs `workers:read`."""
     caller = await ctx.caller()
     worker_id = ctx.path_id("id")
     await ctx.facade.access.authorize(caller, READ_WORKERS)
-    return json_response(presenters.worker(await ctx.facade.workers.get(caller, worker_id)))
+    return answer(await ctx.facade.workers.get(caller, worker_id))
 
 
 @endpoint
 async def rotate_worker(ctx: ApiContext) -> Response:
-    """A new credential for a worker; the old one stops working at once."""
+    """Rotate a worker's credential
+
+    A new token for the worker; the previous one answers 401 from the next request on.
+    Needs `workers:write`."""
     caller = await ctx.caller()
     worker_id = ctx.path_id("id")
     await ctx.facade.access.authorize(caller, ROTATE_WORKER, target_id=worker_id)
     ctx.empty_body()
-    return json_response(
-        presenters.issued_worker(await ctx.facade.workers.rotate(caller, worker_id))
-    )
+    return json_response(issued_worker(await ctx.facade.workers.rotate(caller, worker_id)))
 
 
 @endpoint
 async def delete_worker(ctx: ApiContext) -> Response:
-    """Delete a worker (refused while backups are assigned to it)."""
+    """Delete a worker
+
+    Deletes the worker; its credential answers 401 from the next request on. Refused
+    while backups are assigned to it. Needs `workers:write`."""
     caller = await ctx.caller()
     worker_id = ctx.path_id("id")
     await ctx.facade.access.authorize(caller, DELETE_WORKER, target_id=worker_id)
@@ -142,13 +170,127 @@ async def delete_worker(ctx: ApiContext) -> Response:
 
 
 routes: list[BaseRoute] = [
-    Route("/v1/api-keys", create_api_key, methods=["POST"]),
-    Route("/v1/api-keys", list_api_keys, methods=["GET"]),
-    Route("/v1/api-keys/{id}", get_api_key, methods=["GET"]),
-    Route("/v1/api-keys/{id}", delete_api_key, methods=["DELETE"]),
-    Route("/v1/workers", create_worker, methods=["POST"]),
-    Route("/v1/workers", list_workers, methods=["GET"]),
-    Route("/v1/workers/{id}", get_worker, methods=["GET"]),
-    Route("/v1/workers/{id}", delete_worker, methods=["DELETE"]),
-    Route("/v1/workers/{id}/rotate", rotate_worker, methods=["POST"]),
+    api(
+        "POST",
+        "/v1/api-keys",
+        create_api_key,
+        "createApiKey",
+        "API keys",
+        (201, ApiKeyWithToken, "The new key with its token."),
+        needs=CREATE_API_KEY,
+        body=ApiKeyCreate,
+        idempotent=True,
+        billing="config",
+        errors={
+            "forbidden": "a requested permission is not the caller's own",
+            "invalid_request": (
+                "`name` is empty or longer than 100; `expires_at` is not an RFC 3339 timestamp "
+                "with a time zone, or its UTC instant falls outside the years 0001-9999"
+            ),
+            "validation_failed": (
+                "a permission outside the catalog, or `expires_at` not in the future"
+            ),
+            "quota_exceeded": "`api_keys_per_workspace` is reached",
+        },
+    ),
+    api(
+        "GET",
+        "/v1/api-keys",
+        list_api_keys,
+        "listApiKeys",
+        "API keys",
+        (200, Paged(ApiKey), "One page of keys."),
+        needs=READ_API_KEYS,
+        paginated=True,
+    ),
+    api(
+        "GET",
+        "/v1/api-keys/{id}",
+        get_api_key,
+        "getApiKey",
+        "API keys",
+        (200, ApiKey, "The key."),
+        needs=READ_API_KEYS,
+        errors={"not_found": "no such API key in the caller's workspace"},
+    ),
+    api(
+        "DELETE",
+        "/v1/api-keys/{id}",
+        delete_api_key,
+        "deleteApiKey",
+        "API keys",
+        (204, None, "Revoked."),
+        needs=DELETE_API_KEY,
+        empty_body=True,
+        billing="config",
+        errors={
+            "not_found": "no such API key in the caller's workspace",
+        },
+    ),
+    api(
+        "POST",
+        "/v1/workers",
+        create_worker,
+        "createWorker",
+        "Workers",
+        (201, WorkerWithToken, "The new worker with its token."),
+        needs=CREATE_WORKER,
+        body=WorkerCreate,
+        idempotent=True,
+        billing="config",
+        errors={
+            "invalid_request": "`name` is empty or longer than 100",
+            "quota_exceeded": "`workers_per_workspace` is reached",
+        },
+    ),
+    api(
+        "GET",
+        "/v1/workers",
+        list_workers,
+        "listWorkers",
+        "Workers",
+        (200, Paged(Worker), "One page of workers."),
+        needs=READ_WORKERS,
+        paginated=True,
+    ),
+    api(
+        "GET",
+        "/v1/workers/{id}",
+        get_worker,
+        "getWorker",
+        "Workers",
+        (200, Worker, "The worker."),
+        needs=READ_WORKERS,
+        errors={"not_found": "no such worker in the caller's workspace"},
+    ),
+    api(
+        "DELETE",
+        "/v1/workers/{id}",
+        delete_worker,
+        "deleteWorker",
+        "Workers",
+        (204, None, "Deleted."),
+        needs=DELETE_WORKER,
+        empty_body=True,
+        billing="config",
+        errors={
+            "not_found": "no such worker in the caller's workspace",
+            "invalid_state": "backups are assigned to the worker",
+        },
+    ),
+    api(
+        "POST",
+        "/v1/workers/{id}/rotate",
+        rotate_worker,
+        "rotateWorker",
+        "Workers",
+        (200, WorkerWithToken, "The worker with its new token."),
+        needs=ROTATE_WORKER,
+        body=EmptyBody,
+        body_required=False,
+        billing="config",
+        errors={
+            "not_found": "no such worker in the caller's workspace",
+        },
+    ),
 ]

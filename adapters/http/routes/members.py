@@ -6,42 +6,22 @@ permission (``authorize``), body, then the use case.
 
 from __future__ import annotations
 
-from typing import Any
-
-import attrs
 from starlette.responses import Response
-from starlette.routing import BaseRoute, Route
+from starlette.routing import BaseRoute
 
-from strongroom.adapters.http import presenters
-from strongroom.adapters.http.context import ApiContext, endpoint, json_response, no_content
-from strongroom.domain.errors import InvalidRequestError
+from strongroom.adapters.http.context import ApiContext, answer, endpoint, no_content
+from strongroom.adapters.http.openapi import OnePage, Paged, api
+from strongroom.adapters.http.shapes import Member, MemberUpdate, Role, RoleCreate, RoleUpdate
 from strongroom.ports.driving.members import (
     CREATE_ROLE,
     DELETE_MEMBER,
     DELETE_ROLE,
     READ_MEMBERS,
     READ_ROLES,
-    UNSET,
     UPDATE_MEMBER,
     UPDATE_ROLE,
     check_role_slug,
 )
-
-
-@attrs.frozen
-class MemberUpdateBody:
-    """``PATCH /v1/workspaces/{wid}/members/{id}``."""
-
-    role: str
-
-
-@attrs.frozen
-class RoleCreateBody:
-    """``POST /v1/workspaces/{wid}/roles``."""
-
-    slug: str
-    name: str
-    permissions: list[str]
 
 
 def _path_slug(ctx: ApiContext) -> str:
@@ -51,31 +31,41 @@ def _path_slug(ctx: ApiContext) -> str:
 
 @endpoint
 async def list_members(ctx: ApiContext) -> Response:
-    """The workspace's members, newest first."""
+    """List members
+
+    The workspace's members, newest first by joining time. Needs `members:read`."""
     caller = await ctx.caller()
     workspace_id = ctx.path_id("wid")
     await ctx.facade.access.authorize(caller, READ_MEMBERS, workspace_id=workspace_id)
     page = await ctx.facade.members.list(caller, workspace_id, ctx.page())
-    return json_response(presenters.listing(page, presenters.member))
+    return answer(page)
 
 
 @endpoint
 async def patch_member(ctx: ApiContext) -> Response:
-    """Change a member's role."""
+    """Change a member's role
+
+    Gives the member another role (built-in or custom). Needs `members:write`; the
+    caller must hold every permission of the new role and of the member's current one.
+    The last admin cannot be demoted."""
     caller = await ctx.caller()
     workspace_id = ctx.path_id("wid")
     user_id = ctx.path_id("id")
     await ctx.facade.access.authorize(
         caller, UPDATE_MEMBER, workspace_id=workspace_id, target_id=user_id
     )
-    body = ctx.json(MemberUpdateBody)
+    body = ctx.json(MemberUpdate)
     member = await ctx.facade.members.change_role(caller, workspace_id, user_id, body.role)
-    return json_response(presenters.member(member))
+    return answer(member)
 
 
 @endpoint
 async def delete_member(ctx: ApiContext) -> Response:
-    """Remove a member from the workspace."""
+    """Remove a member
+
+    Ends the membership; the person's sessions scoped to the workspace stop working.
+    Needs `members:write`; the caller must hold every permission of the member's role.
+    The last admin cannot be removed."""
     caller = await ctx.caller()
     workspace_id = ctx.path_id("wid")
     user_id = ctx.path_id("id")
@@ -89,75 +79,69 @@ async def delete_member(ctx: ApiContext) -> Response:
 
 @endpoint
 async def list_roles(ctx: ApiContext) -> Response:
-    """Built-in roles, then custom roles by slug (one page)."""
+    """List roles
+
+    Built-in roles, then the workspace's custom roles by slug; always one page. Needs
+    `roles:read`."""
     caller = await ctx.caller()
     workspace_id = ctx.path_id("wid")
     await ctx.facade.access.authorize(caller, READ_ROLES, workspace_id=workspace_id)
-    return json_response(presenters.roles(await ctx.facade.roles.list(caller, workspace_id)))
+    roles = await ctx.facade.roles.list(caller, workspace_id)
+    return answer({"data": roles, "next_cursor": None})
 
 
 @endpoint
 async def create_role(ctx: ApiContext) -> Response:
-    """Create a custom role."""
+    """Create a custom role
+
+    A named set of permissions, each of which the caller must hold. Needs `roles:write`."""
     caller = await ctx.caller()
     workspace_id = ctx.path_id("wid")
     await ctx.facade.access.authorize(caller, CREATE_ROLE, workspace_id=workspace_id)
-    body = ctx.json(RoleCreateBody)
+    body = ctx.json(RoleCreate)
     role = await ctx.facade.roles.create(
-        caller,
-        workspace_id,
-        body.slug,
-        body.name,
-        body.permissions,
-        idempotency=ctx.idempotency(presenters.role),
+        caller, workspace_id, body.slug, body.name, body.permissions, idempotency=ctx.idempotency()
     )
-    return json_response(presenters.role(role), 201)
+    return answer(role, 201)
 
 
 @endpoint
 async def get_role(ctx: ApiContext) -> Response:
-    """One role."""
+    """Read a role
+
+    One built-in or custom role. Needs `roles:read`."""
     caller = await ctx.caller()
     workspace_id = ctx.path_id("wid")
     slug = _path_slug(ctx)
     await ctx.facade.access.authorize(caller, READ_ROLES, workspace_id=workspace_id)
-    return json_response(presenters.role(await ctx.facade.roles.get(caller, workspace_id, slug)))
-
-
-def _role_changes(body: dict[str, Any]) -> dict[str, Any]:
-    unknown = sorted(set(body) - {"name", "permissions"})
-    if unknown:
-        raise InvalidRequestError(f"unknown field: {', '.join(unknown)}")
-    changes: dict[str, Any] = {"name": UNSET, "permissions": UNSET}
-    if "name" in body:
-        if type(body["name"]) is not str:
-            raise InvalidRequestError("invalid value for name: expected a string")
-        changes["name"] = body["name"]
-    if "permissions" in body:
-        value = body["permissions"]
-        if type(value) is not list or any(type(item) is not str for item in value):
-            raise InvalidRequestError("invalid value for permissions: expected an array of strings")
-        changes["permissions"] = value
-    return changes
+    return answer(await ctx.facade.roles.get(caller, workspace_id, slug))
 
 
 @endpoint
 async def patch_role(ctx: ApiContext) -> Response:
-    """Rename a custom role or change its permissions."""
+    """Change a custom role
+
+    Rename it or replace its permissions (each of which the caller must hold). Members
+    holding it get the new permissions on their next request. Needs `roles:write`."""
     caller = await ctx.caller()
     workspace_id = ctx.path_id("wid")
     slug = _path_slug(ctx)
     await ctx.facade.access.authorize(
         caller, UPDATE_ROLE, workspace_id=workspace_id, target_id=slug
     )
-    changes = _role_changes(ctx.json_object())
-    role = await ctx.facade.roles.update(caller, workspace_id, slug, **changes)
-    return json_response(presenters.role(role))
+    body = ctx.json(RoleUpdate)
+    role = await ctx.facade.roles.update(
+        caller, workspace_id, slug, name=body.name, permissions=body.permissions
+    )
+    return answer(role)
 
 
 @endpoint
 async def delete_role(ctx: ApiContext) -> Response:
-    """Delete a custom role nobody holds."""
+    """Delete a custom role
+
+    Refused while members or pending invitations hold it. Needs `roles:write` and every
+    permission of the role."""
     caller = await ctx.caller()
     workspace_id = ctx.path_id("wid")
     slug = _path_slug(ctx)
@@ -170,12 +154,134 @@ async def delete_role(ctx: ApiContext) -> Response:
 
 
 routes: list[BaseRoute] = [
-    Route("/v1/workspaces/{wid}/members", list_members, methods=["GET"]),
-    Route("/v1/workspaces/{wid}/members/{id}", patch_member, methods=["PATCH"]),
-    Route("/v1/workspaces/{wid}/members/{id}", delete_member, methods=["DELETE"]),
-    Route("/v1/workspaces/{wid}/roles", list_roles, methods=["GET"]),
-    Route("/v1/workspaces/{wid}/roles", create_role, methods=["POST"]),
-    Route("/v1/workspaces/{wid}/roles/{slug}", get_role, methods=["GET"]),
-    Route("/v1/workspaces/{wid}/roles/{slug}", patch_role, methods=["PATCH"]),
-    Route("/v1/workspaces/{wid}/roles/{slug}", delete_role, methods=["DELETE"]),
+    api(
+        "GET",
+        "/v1/workspaces/{wid}/members",
+        list_members,
+        "listMembers",
+        "Members",
+        (200, Paged(Member), "One page of members."),
+        needs=READ_MEMBERS,
+        paginated=True,
+    ),
+    api(
+        "PATCH",
+        "/v1/workspaces/{wid}/members/{id}",
+        patch_member,
+        "updateMember",
+        "Members",
+        (200, Member, "The member."),
+        needs=UPDATE_MEMBER,
+        body=MemberUpdate,
+        billing="config",
+        errors={
+            "invalid_request": "`role` is not a well-formed role slug",
+            "forbidden": (
+                "the new role, or the member's current role, holds a permission the caller lacks"
+            ),
+            "not_found": "no such member of the workspace",
+            "validation_failed": "the role does not exist in the workspace",
+            "last_admin": "the member is the last admin",
+        },
+    ),
+    api(
+        "DELETE",
+        "/v1/workspaces/{wid}/members/{id}",
+        delete_member,
+        "deleteMember",
+        "Members",
+        (204, None, "Removed."),
+        needs=DELETE_MEMBER,
+        empty_body=True,
+        billing="config",
+        errors={
+            "forbidden": (
+                "the new role, or the member's current role, holds a permission the caller lacks"
+            ),
+            "not_found": "no such member of the workspace",
+            "last_admin": "the member is the last admin",
+        },
+    ),
+    api(
+        "GET",
+        "/v1/workspaces/{wid}/roles",
+        list_roles,
+        "listRoles",
+        "Members",
+        (
+            200,
+            OnePage(Role, "RoleList", "Built-in roles, then custom roles by slug."),
+            "The roles.",
+        ),
+        needs=READ_ROLES,
+    ),
+    api(
+        "POST",
+        "/v1/workspaces/{wid}/roles",
+        create_role,
+        "createRole",
+        "Members",
+        (201, Role, "The new role."),
+        needs=CREATE_ROLE,
+        body=RoleCreate,
+        idempotent=True,
+        billing="config",
+        errors={
+            "invalid_request": "`slug` is not a well-formed role slug; bad `name`",
+            "forbidden": "a permission of the role is not the caller's own",
+            "validation_failed": "a permission outside the catalog",
+            "name_taken": "the workspace has a role with this slug (built-in too)",
+        },
+    ),
+    api(
+        "GET",
+        "/v1/workspaces/{wid}/roles/{slug}",
+        get_role,
+        "getRole",
+        "Members",
+        (200, Role, "The role."),
+        needs=READ_ROLES,
+        errors={
+            "invalid_request": "`slug` in the path is not a well-formed role slug",
+            "not_found": "no such role in the workspace",
+        },
+    ),
+    api(
+        "PATCH",
+        "/v1/workspaces/{wid}/roles/{slug}",
+        patch_role,
+        "updateRole",
+        "Members",
+        (200, Role, "The role."),
+        needs=UPDATE_ROLE,
+        body=RoleUpdate,
+        billing="config",
+        errors={
+            "invalid_request": "`slug` in the path is not a well-formed role slug",
+            "forbidden": "a permission of the role, old or new, is not the caller's own",
+            "not_found": "no such role in the workspace",
+            "validation_failed": "a permission outside the catalog",
+            "invalid_state": "the role is built-in (`admin`, `member`, `viewer`)",
+        },
+    ),
+    api(
+        "DELETE",
+        "/v1/workspaces/{wid}/roles/{slug}",
+        delete_role,
+        "deleteRole",
+        "Members",
+        (204, None, "Deleted."),
+        needs=DELETE_ROLE,
+        empty_body=True,
+        billing="config",
+        errors={
+            "invalid_request": "`slug` in the path is not a well-formed role slug",
+            "forbidden": "the role holds a permission the caller lacks",
+            "not_found": "no such role in the workspace",
+            "invalid_state": (
+                "the role is built-in (`admin`, `member`, `viewer`); members or pending "
+                "invitations hold the role"
+            ),
+        },
+    ),
 ]

@@ -10,10 +10,12 @@ from __future__ import annotations
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import FileResponse, Response
-from starlette.routing import BaseRoute, Route
+from starlette.routing import BaseRoute
 
 from strongroom.adapters.http.context import json_response
 from strongroom.adapters.http.errors import error_response
+from strongroom.adapters.http.openapi import BINARY, Auth, api
+from strongroom.adapters.http.shapes import StoredResult
 from strongroom.adapters.storage.local import LocalDiskStorage, StorageRefusalError
 from strongroom.ports.driving import Strongroom
 
@@ -31,7 +33,10 @@ def _storage(request: Request) -> LocalDiskStorage | None:
 
 
 async def put_object(request: Request) -> Response:
-    """Receive an object (or a part) whose presigned URL verifies."""
+    """Upload to a presigned URL
+
+    Local-disk storage only: the body is streamed to disk and checked against the signed
+    size (and sha256); a locked object is never overwritten."""
     storage = _storage(request)
     if storage is None:
         return error_response(request, 404, "not_found", "no such object")
@@ -54,7 +59,9 @@ async def put_object(request: Request) -> Response:
 
 
 async def get_object(request: Request) -> Response:
-    """Send an object whose presigned URL verifies."""
+    """Download from a presigned URL
+
+    Local-disk storage only: the object's bytes, streamed."""
     storage = _storage(request)
     if storage is None:
         return error_response(request, 404, "not_found", "no such object")
@@ -69,6 +76,56 @@ async def get_object(request: Request) -> Response:
 
 
 routes: list[BaseRoute] = [
-    Route("/storage/{key:path}", put_object, methods=["PUT"]),
-    Route("/storage/{key:path}", get_object, methods=["GET"]),
+    api(
+        "PUT",
+        "/storage/{key:path}",
+        put_object,
+        "putObject",
+        "Storage",
+        (200, StoredResult, "Stored."),
+        auth=Auth.NONE,
+        body={"type": "string", "format": "binary"},
+        media_type="application/octet-stream",
+        parameters=(
+            {
+                "name": "signature",
+                "in": "query",
+                "required": True,
+                "description": (
+                    "With `expires`, `size`, `sha256`, `upload_id`, `part`: as presigned."
+                ),
+                "schema": {"type": "string"},
+            },
+        ),
+        errors={
+            "invalid_request": "a malformed key, or a body of another size or sha256 than signed",
+            "forbidden": "a signature that does not match, or an expired URL; the object is locked",
+            "not_found": "no such object or upload",
+        },
+    ),
+    api(
+        "GET",
+        "/storage/{key:path}",
+        get_object,
+        "getObject",
+        "Storage",
+        (200, BINARY, "The bytes."),
+        auth=Auth.NONE,
+        parameters=(
+            {
+                "name": "signature",
+                "in": "query",
+                "required": True,
+                "description": (
+                    "With `expires`, `size`, `sha256`, `upload_id`, `part`: as presigned."
+                ),
+                "schema": {"type": "string"},
+            },
+        ),
+        errors={
+            "invalid_request": "a malformed key, or a body of another size or sha256 than signed",
+            "forbidden": "a signature that does not match, or an expired URL",
+            "not_found": "no such object or upload",
+        },
+    ),
 ]

@@ -2,16 +2,23 @@
 
 from __future__ import annotations
 
-from typing import Any
-from uuid import UUID
-
-import attrs
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
-from starlette.routing import Route
+from starlette.routing import BaseRoute
 
-from strongroom.adapters.http import presenters
-from strongroom.adapters.http.context import ApiContext, endpoint, json_response, no_content
+from strongroom.adapters.http.context import ApiContext, answer, endpoint, no_content
+from strongroom.adapters.http.openapi import READINESS_503, Auth, OnePage, api
+from strongroom.adapters.http.shapes import (
+    CliConfig,
+    EmptyBody,
+    Health,
+    Me,
+    PermissionEntry,
+    Readiness,
+    Session,
+    SwitchWorkspace,
+)
+from strongroom.adapters.http.wire import present
 from strongroom.domain.errors import UnauthenticatedError
 from strongroom.ports.driving.sessions import SIGN_OUT_REFUSAL, SWITCH_REFUSAL
 
@@ -19,12 +26,17 @@ _ALIVE = b'{"status":"ok"}'
 
 
 async def healthz(_request: Request) -> Response:
-    """Liveness: 200 while the process runs."""
+    """Liveness
+
+    200 while the process runs. No authentication."""
     return Response(_ALIVE, media_type="application/json")
 
 
 async def readyz(request: Request) -> Response:
-    """Readiness: 200 when the database and object storage answer, else 503."""
+    """Readiness
+
+    200 when the database and object storage answer, otherwise 503 with the same shape.
+    No authentication."""
     checks = await request.state.facade.check_ready()
     ready = all(state == "ok" for state in checks.values())
     return JSONResponse(
@@ -35,31 +47,39 @@ async def readyz(request: Request) -> Response:
 
 @endpoint
 async def permissions(ctx: ApiContext) -> Response:
-    """The permission catalog; any credential, no workspace needed."""
+    """The permission catalog
+
+    Every permission slug with its description. Any credential; no workspace and no
+    permission needed. Always one page."""
     await ctx.caller()
-    return json_response(presenters.permission_catalog(ctx.facade.permission_catalog()))
+    catalog = [{"slug": p, "description": d} for p, d in ctx.facade.permission_catalog()]
+    return answer({"data": catalog, "next_cursor": None})
 
 
 @endpoint
 async def me(ctx: ApiContext) -> Response:
-    """The caller's principal, workspace and permissions."""
-    return json_response(presenters.me(await ctx.caller()))
+    """Who am I
+
+    The caller's principal, its workspace and its permissions. No permission needed."""
+    return answer(await ctx.caller(), 200, Me)
 
 
 @endpoint
 async def cli_config(ctx: ApiContext) -> Response:
-    """What the CLI needs for a device-code sign-in (no authentication)."""
+    """Device-code sign-in configuration
+
+    What the command-line client needs to sign a person in with the OAuth 2.0 device
+    authorization grant. No authentication."""
     config = ctx.facade.deps.identity.cli_config(ctx.base_url)
-    return json_response(attrs.asdict(config, value_serializer=_tuple_as_list))
-
-
-def _tuple_as_list(_instance: Any, _field: Any, value: Any) -> Any:
-    return list(value) if isinstance(value, tuple) else value
+    return answer(config)
 
 
 @endpoint
 async def create_session(ctx: ApiContext) -> Response:
-    """Exchange an identity provider access token for a session."""
+    """Sign in
+
+    Exchange an identity provider access token (the bearer of this request, from `POST
+    /idp/token`) for a session scoped to no workspace."""
     scheme, _, token = ctx.request.headers.get("authorization", "").partition(" ")
     if scheme.lower() != "bearer" or not token.strip():
         raise UnauthenticatedError("missing bearer credential")
@@ -67,46 +87,112 @@ async def create_session(ctx: ApiContext) -> Response:
     ctx.empty_body()
     with ctx.unsealing_replays():
         issued = await ctx.facade.sessions.start_session(
-            identity, idempotency=ctx.sealed_idempotency(presenters.issued_session)
+            identity, idempotency=ctx.sealed_idempotency(present)
         )
-    return json_response(presenters.issued_session(issued), 201)
-
-
-@attrs.frozen
-class SwitchBody:
-    """``POST /v1/auth/switch``."""
-
-    workspace_id: UUID
+    return answer(issued, 201)
 
 
 @endpoint
 async def switch(ctx: ApiContext) -> Response:
-    """A new session scoped to another workspace; the current one is revoked."""
+    """Switch workspace
+
+    A new session scoped to `workspace_id`; the session used for this request is revoked
+    (a failed switch revokes nothing). A person's session only."""
     caller = await ctx.person(SWITCH_REFUSAL)
-    body = ctx.json(SwitchBody)
+    body = ctx.json(SwitchWorkspace)
     with ctx.unsealing_replays():
         issued = await ctx.facade.sessions.switch(
-            caller, body.workspace_id, idempotency=ctx.sealed_idempotency(presenters.issued_session)
+            caller, body.workspace_id, idempotency=ctx.sealed_idempotency(present)
         )
-    return json_response(presenters.issued_session(issued), 201)
+    return answer(issued, 201)
 
 
 @endpoint
 async def sign_out(ctx: ApiContext) -> Response:
-    """Revoke the session used for this request."""
+    """Sign out
+
+    Revoke the session used for this request (and only that one)."""
     caller = await ctx.person(SIGN_OUT_REFUSAL)
     ctx.empty_body()
     await ctx.facade.sessions.sign_out(caller)
     return no_content()
 
 
-routes = [
-    Route("/healthz", healthz, methods=["GET"]),
-    Route("/readyz", readyz, methods=["GET"]),
-    Route("/v1/permissions", permissions, methods=["GET"]),
-    Route("/v1/me", me, methods=["GET"]),
-    Route("/v1/auth/cli/config", cli_config, methods=["GET"]),
-    Route("/v1/auth/sessions", create_session, methods=["POST"]),
-    Route("/v1/auth/switch", switch, methods=["POST"]),
-    Route("/v1/auth/sessions/current", sign_out, methods=["DELETE"]),
+routes: list[BaseRoute] = [
+    api(
+        "GET",
+        "/healthz",
+        healthz,
+        "getHealth",
+        "System",
+        (200, Health, "The process is running."),
+        auth=Auth.NONE,
+    ),
+    api(
+        "GET",
+        "/readyz",
+        readyz,
+        "getReadiness",
+        "System",
+        (200, Readiness, "Ready."),
+        auth=Auth.NONE,
+        extra_responses=READINESS_503,
+    ),
+    api(
+        "GET",
+        "/v1/permissions",
+        permissions,
+        "listPermissions",
+        "Access",
+        (
+            200,
+            OnePage(PermissionEntry, "PermissionList", "The whole permission catalog."),
+            "The catalog.",
+        ),
+    ),
+    api("GET", "/v1/me", me, "getMe", "Access", (200, Me, "The caller.")),
+    api(
+        "GET",
+        "/v1/auth/cli/config",
+        cli_config,
+        "getCliConfig",
+        "Access",
+        (200, CliConfig, "The configuration."),
+        auth=Auth.NONE,
+    ),
+    api(
+        "POST",
+        "/v1/auth/sessions",
+        create_session,
+        "createSession",
+        "Access",
+        (201, Session, "The new session; its token is shown only here."),
+        auth=Auth.IDP,
+        body=EmptyBody,
+        body_required=False,
+        idempotent=True,
+    ),
+    api(
+        "POST",
+        "/v1/auth/switch",
+        switch,
+        "switchWorkspace",
+        "Access",
+        (201, Session, "The new session; its token is shown only here."),
+        body=SwitchWorkspace,
+        idempotent=True,
+        errors={
+            "forbidden": "a machine credential called it",
+            "not_found": "the caller is not a member of that workspace",
+        },
+    ),
+    api(
+        "DELETE",
+        "/v1/auth/sessions/current",
+        sign_out,
+        "deleteCurrentSession",
+        "Access",
+        (204, None, "Signed out."),
+        errors={"forbidden": "a machine credential called it; revoke keys instead"},
+    ),
 ]

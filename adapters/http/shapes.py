@@ -1,0 +1,915 @@
+"""Every request and response shape of the API, once: attrs models with their descriptions.
+
+A model decorated ``@view_of(D)`` is how the domain class ``D`` appears on the wire: it is
+presented field by field from a ``D`` (``get`` reads another attribute), and a nested
+request value of type ``D`` is structured through it. Request models are closed (unknown
+fields are refused); response schemas stay open. The OpenAPI components are generated
+from these classes (``openapi.py``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any, ClassVar, Literal
+from uuid import UUID
+
+import attrs
+
+from strongroom.adapters.http.wire import (
+    Email,
+    Endpoint,
+    Name,
+    NonEmpty,
+    Port,
+    RoleSlug,
+    Uri,
+    configure_views,
+    meta,
+    view_of,
+)
+from strongroom.adapters.identity import builtin
+from strongroom.domain import audit, backups, principals, workspaces
+from strongroom.domain import runs as domain_runs
+from strongroom.domain.artifacts import (
+    MAX_ARTIFACT_NAME,
+    MAX_ARTIFACT_SIZE,
+    ArtifactState,
+    ArtifactStorage,
+)
+from strongroom.domain.artifacts import Artifact as DomainArtifact
+from strongroom.domain.audit import Outcome
+from strongroom.domain.backups import (
+    UNSET,
+    BackupChanges,
+    BackupKind,
+    BackupState,
+    Destination,
+    RetentionPolicy,
+    Schedule,
+    Source,
+    Unset,
+)
+from strongroom.domain.durations import Duration
+from strongroom.domain.invitations import Invitation as DomainInvitation
+from strongroom.domain.invitations import InvitationState
+from strongroom.domain.machines import ApiKey as DomainApiKey
+from strongroom.domain.machines import Worker as DomainWorker
+from strongroom.domain.permissions import Permission
+from strongroom.domain.permissions import Role as DomainRole
+from strongroom.domain.principals import PrincipalType
+from strongroom.domain.quotas import DEFAULT_LIMITS, QuotaResource
+from strongroom.domain.quotas import Quota as DomainQuota
+from strongroom.domain.users import User as DomainUser
+from strongroom.ports.driven.identity import CliConfig as DomainCliConfig
+from strongroom.ports.driving.members import UNSET as KEEP
+from strongroom.ports.driving.members import _Unset as Keep
+from strongroom.ports.driving.sessions import IssuedSession
+
+TIMESTAMP = "RFC 3339 timestamp in UTC with a `Z` suffix."
+PRESIGNED = "Presigned; bound to this method and object."
+ENDPOINT = (
+    "An http(s) URL such as `https://host:port` (port 1..65535, IPv6 literals in brackets, "
+    "no user part)."
+)
+SEEN = "Recorded at most once a minute."
+Check = Literal["ok", "unavailable"]
+DEVICE_CODE_GRANT = "urn:ietf:params:oauth:grant-type:device_code"
+
+# --------------------------------------------------------------------------------------
+# Errors and the system
+
+
+@attrs.frozen
+class ErrorBody:
+    """What went wrong."""
+
+    code: str = attrs.field(
+        metadata=meta(
+            "Stable machine-readable code; branch on it, never on `message`. Every code and its "
+            "status is listed under `x-error-codes`."
+        )
+    )
+    message: str = attrs.field(metadata=meta("Human-readable; its wording may change."))
+    request_id: str = attrs.field(
+        metadata=meta("Equals the response's `X-Request-ID` header (`req_<uuid>` when generated).")
+    )
+    detail: str | None = attrs.field(
+        default=None,
+        metadata=meta(
+            "Only when the server does not run in production: the underlying failure of a 500 "
+            "or 502.",
+            optional=True,
+        ),
+    )
+
+
+@attrs.frozen
+class Error:
+    """The error envelope of every failure (except `POST /idp/token`)."""
+
+    error: ErrorBody
+
+
+@attrs.frozen
+class OAuthError:
+    """OAuth's own error format, used only by `POST /idp/token`."""
+
+    error: Literal[
+        "invalid_request",
+        "invalid_grant",
+        "unsupported_grant_type",
+        "authorization_pending",
+        "slow_down",
+        "expired_token",
+        "access_denied",
+    ] = attrs.field(metadata=meta("RFC 6749 / RFC 8628 error code."))
+    error_description: str = attrs.field(metadata=meta("Human-readable explanation."))
+
+
+@attrs.frozen
+class Health:
+    """The process is running."""
+
+    status: Literal["ok"] = "ok"
+
+
+@attrs.frozen
+class ReadinessChecks:
+    """Each dependency's answer."""
+
+    database: Check
+    storage: Check
+
+
+@attrs.frozen
+class Readiness:
+    """Whether the database and object storage answer."""
+
+    status: Check
+    checks: ReadinessChecks
+
+
+@attrs.frozen
+class StoredResult:
+    """An object stored through a presigned URL."""
+
+    status: Literal["stored"] = "stored"
+
+
+@attrs.frozen
+class EmptyBody:
+    """No body, or `{}`."""
+
+
+# --------------------------------------------------------------------------------------
+# Access
+
+
+@attrs.frozen
+class PermissionEntry:
+    """A permission of the catalog."""
+
+    __schema_name__: ClassVar[str] = "Permission"
+    slug: Permission
+    description: str
+
+
+@view_of(DomainUser)
+@attrs.frozen
+class User:
+    """A person."""
+
+    id: UUID
+    email: Email
+    name: str
+
+
+@attrs.frozen
+class Principal:
+    """Who calls."""
+
+    type: Literal["user", "api_key", "worker"]
+    id: UUID
+
+
+@attrs.frozen
+class Me:
+    """The caller."""
+
+    principal: Principal = attrs.field(metadata=meta(get="actor"))
+    user: User | None = attrs.field(
+        metadata=meta("Present only when the caller is a person.", optional=True)
+    )
+    workspace_id: UUID | None = attrs.field(
+        metadata=meta("The workspace the credential is scoped to.")
+    )
+    permissions: list[Permission] = attrs.field(
+        metadata=meta(
+            "Sorted; empty when no workspace is selected.",
+            get=lambda caller: sorted(caller.permissions),
+        )
+    )
+
+
+@view_of(DomainCliConfig)
+@attrs.frozen
+class CliConfig:
+    """Absolute URLs built from `STRONGROOM_PUBLIC_URL`, else from the request's own scheme
+    and host."""
+
+    issuer: Uri
+    client_id: str = attrs.field(metadata=meta(schema={"examples": [builtin.CLIENT_ID]}))
+    device_authorization_endpoint: Uri
+    token_endpoint: Uri
+    scopes: list[str]
+
+
+@attrs.frozen
+class SwitchWorkspace:
+    """`POST /v1/auth/switch`."""
+
+    workspace_id: UUID
+
+
+@view_of(IssuedSession)
+@attrs.frozen
+class Session:
+    """A session and its token."""
+
+    token: str = attrs.field(
+        metadata=meta("The session token (`bks_...`), the bearer for `/v1`; shown only here.")
+    )
+    expires_at: datetime
+    user: User
+    workspace_id: UUID | None = attrs.field(
+        metadata=meta("The workspace the session is scoped to; null after sign-in.")
+    )
+
+
+# --------------------------------------------------------------------------------------
+# Workspaces, members, roles, invitations
+
+
+@attrs.frozen
+class WorkspaceCreate:
+    """`POST /v1/workspaces`."""
+
+    name: Name
+
+
+@attrs.frozen
+class WorkspaceUpdate(WorkspaceCreate):
+    """`PATCH /v1/workspaces/{wid}`."""
+
+
+@view_of(workspaces.Workspace)
+@attrs.frozen
+class Workspace:
+    """A single workspace."""
+
+    id: UUID
+    name: str
+    idp_org_id: str = attrs.field(
+        metadata=meta("The workspace's organization at the identity provider.")
+    )
+    created_at: datetime
+    updated_at: datetime
+
+
+@view_of(workspaces.MemberWorkspace)
+@attrs.frozen
+class MemberWorkspace:
+    """A workspace in the list of the caller's memberships."""
+
+    id: UUID = attrs.field(metadata=meta(get="workspace.id"))
+    name: str = attrs.field(metadata=meta(get="workspace.name"))
+    idp_org_id: str = attrs.field(metadata=meta(get="workspace.idp_org_id"))
+    role: str = attrs.field(metadata=meta("The caller's role in the workspace, e.g. `admin`."))
+
+
+@view_of(DomainQuota)
+@attrs.frozen
+class Quota:
+    """A quota resource's effective limit and usage."""
+
+    resource: QuotaResource
+    limit: int = attrs.field(
+        metadata=meta(
+            "The effective limit; 0 means unlimited. Defaults: "
+            + ", ".join(f"`{resource}` {limit}" for resource, limit in DEFAULT_LIMITS.items())
+            + ".",
+            schema={"minimum": 0},
+        )
+    )
+    usage: int = attrs.field(metadata=meta(schema={"minimum": 0}))
+
+
+@view_of(principals.Actor)
+@attrs.frozen
+class Actor:
+    """Who acted."""
+
+    type: PrincipalType
+    id: UUID | None = attrs.field(metadata=meta("Null for the `system` actor."))
+
+
+@attrs.frozen
+class Target:
+    """What was acted on."""
+
+    type: str = attrs.field(metadata=meta("The resource, e.g. `backup`.", get="target_type"))
+    id: str | None = attrs.field(metadata=meta(get="target_id"))
+
+
+@view_of(audit.Change)
+@attrs.frozen
+class Change:
+    """A field's value before and after."""
+
+    before: Any = attrs.field(metadata=meta(rename="from"))
+    after: Any = attrs.field(metadata=meta(rename="to"))
+
+
+@view_of(audit.AuditEvent)
+@attrs.frozen
+class AuditEvent:
+    """A mutation, or a mutation refused for a missing permission."""
+
+    id: UUID
+    occurred_at: datetime
+    actor: Actor
+    action: str = attrs.field(
+        metadata=meta("`<resource>.<verb>`, e.g. `workspace.create`, `backup.update`.")
+    )
+    target: Target = attrs.field(metadata=meta(get=lambda event: event))
+    request_id: str | None
+    outcome: Outcome
+    changes: dict[str, Change] | None = attrs.field(
+        metadata=meta("`{field: {from, to}}`, never a secret.")
+    )
+
+
+@view_of(workspaces.Member)
+@attrs.frozen
+class Member:
+    """A member of the workspace; `user_id` is the `{id}` of its routes."""
+
+    user_id: UUID
+    email: Email
+    name: str
+    role: RoleSlug
+    joined_at: datetime
+
+
+@attrs.frozen
+class MemberUpdate:
+    """`PATCH /v1/workspaces/{wid}/members/{id}`."""
+
+    role: RoleSlug
+
+
+@view_of(DomainRole)
+@attrs.frozen
+class Role:
+    """A built-in or custom role."""
+
+    slug: RoleSlug
+    name: str
+    permissions: frozenset[Permission]
+    builtin: bool = attrs.field(
+        metadata=meta("Built-in roles (`admin`, `member`, `viewer`) are immutable.")
+    )
+
+
+PERMISSIONS = {"type": "array", "items": {"$ref": "#/components/schemas/PermissionSlug"}}
+MINE = "A subset of the caller's own permissions (more: 403)"
+
+
+@attrs.frozen
+class RoleCreate:
+    """`POST /v1/workspaces/{wid}/roles`."""
+
+    slug: RoleSlug
+    name: Name
+    permissions: list[str] = attrs.field(metadata=meta(f"{MINE}.", schema=PERMISSIONS))
+
+
+@attrs.frozen
+class RoleUpdate:
+    """`PATCH /v1/workspaces/{wid}/roles/{slug}`: every field is optional."""
+
+    name: Name | Keep = KEEP
+    permissions: list[str] | Keep = attrs.field(default=KEEP, metadata=meta(schema=PERMISSIONS))
+
+
+@attrs.frozen
+class InvitationCreate:
+    """`POST /v1/workspaces/{wid}/invitations`."""
+
+    email: Email
+    role: RoleSlug
+
+
+@view_of(DomainInvitation)
+@attrs.frozen
+class Invitation:
+    """An invitation to join a workspace."""
+
+    id: UUID
+    email: Email
+    role: RoleSlug
+    state: InvitationState = attrs.field(
+        metadata=meta("`expired` once `expires_at` has passed unused.")
+    )
+    expires_at: datetime = attrs.field(metadata=meta("Seven days after creation."))
+    created_at: datetime
+
+
+@view_of(workspaces.Membership)
+@attrs.frozen
+class Membership:
+    """The membership an accepted invitation made."""
+
+    workspace_id: UUID
+    user_id: UUID
+    role: RoleSlug
+    joined_at: datetime
+
+
+# --------------------------------------------------------------------------------------
+# API keys and workers
+
+
+@attrs.frozen
+class ApiKeyCreate:
+    """`POST /v1/api-keys`."""
+
+    name: Name
+    permissions: list[str] = attrs.field(
+        metadata=meta(
+            f"{MINE}; slugs outside the catalog: 422 `validation_failed`.", schema=PERMISSIONS
+        )
+    )
+    expires_at: datetime | None = attrs.field(
+        default=None,
+        metadata=meta("Optional; after it the key answers 401. Must be in the future."),
+    )
+
+
+@view_of(DomainApiKey)
+@attrs.frozen
+class ApiKey:
+    """An API key; its token is never shown again after creation."""
+
+    id: UUID
+    name: str
+    permissions: frozenset[Permission]
+    created_at: datetime
+    expires_at: datetime | None
+    last_used_at: datetime | None = attrs.field(metadata=meta(SEEN))
+
+
+@attrs.frozen
+class ApiKeyWithToken(ApiKey):
+    """A new API key with its token."""
+
+    token: str = attrs.field(
+        default="", metadata=meta("The key's bearer token (`bkk_...`), shown only here.")
+    )
+
+
+@attrs.frozen
+class WorkerCreate:
+    """`POST /v1/workers`."""
+
+    name: Name
+
+
+@view_of(DomainWorker)
+@attrs.frozen
+class Worker:
+    """A worker; its token is never shown again."""
+
+    id: UUID
+    name: str
+    created_at: datetime
+    last_seen_at: datetime | None = attrs.field(metadata=meta(SEEN))
+
+
+@attrs.frozen
+class WorkerWithToken(Worker):
+    """A worker with its new token."""
+
+    token: str = attrs.field(
+        default="",
+        metadata=meta(
+            "The worker's bearer token (`bkw_...`), shown only here; a rotation ends the "
+            "previous one at once."
+        ),
+    )
+
+
+# --------------------------------------------------------------------------------------
+# Backups
+
+
+@view_of(backups.S3Source)
+@attrs.frozen
+class S3Source:
+    """An S3 bucket the service reads (cloud backups)."""
+
+    endpoint: Endpoint = attrs.field(metadata=meta(ENDPOINT))
+    bucket: NonEmpty
+    prefix: str | None = attrs.field(default=None, metadata=meta("Null is the same as absent."))
+    type: Literal["s3"] = "s3"
+
+
+@view_of(backups.PostgresSource)
+@attrs.frozen
+class PostgresSource:
+    """A PostgreSQL database the service dumps (cloud backups)."""
+
+    host: NonEmpty
+    port: Port
+    database: NonEmpty
+    type: Literal["postgres"] = "postgres"
+
+
+@attrs.frozen
+class S3Credentials:
+    """Credentials of an S3 source or a `customer_s3` destination."""
+
+    access_key_id: str
+    secret_access_key: str
+
+
+@attrs.frozen
+class PostgresCredentials:
+    """Credentials of a PostgreSQL source."""
+
+    username: str
+    password: str
+
+
+@view_of(backups.Schedule)
+@attrs.frozen
+class ScheduleShape:
+    """When a local or cloud backup runs."""
+
+    __schema_name__: ClassVar[str] = "Schedule"
+    cron: str = attrs.field(
+        metadata=meta(
+            "A 5-field cron expression: numbers, `*`, ranges, steps within the field's range, "
+            "lists and English month and weekday names (`jan`, `mon`); `L`, `?`, `W`, `#` and "
+            "seconds are refused (400)."
+        )
+    )
+    timezone: str = attrs.field(metadata=meta("An IANA time zone name, e.g. `Europe/Paris`."))
+
+
+@view_of(RetentionPolicy)
+@attrs.frozen
+class Retention:
+    """How long artifacts are kept, and how long nobody can remove them."""
+
+    expire_after: Duration = attrs.field(metadata=meta("Longer than zero."))
+    lock_for: Duration = attrs.field(
+        metadata=meta(
+            "`PT0S` means no lock; longer than `expire_after` gives 422 `lock_exceeds_expiry`."
+        )
+    )
+
+
+@view_of(backups.ServiceDestination)
+@attrs.frozen
+class ServiceDestination:
+    """Artifacts go to the service's storage (the default)."""
+
+    type: Literal["service"] = "service"
+
+
+@view_of(backups.CustomerS3Destination)
+@attrs.frozen
+class CustomerS3Destination:
+    """Artifacts go only to the customer's own bucket and cannot be downloaded through the
+    service."""
+
+    endpoint: Endpoint = attrs.field(metadata=meta(ENDPOINT))
+    bucket: NonEmpty
+    prefix: str | None = attrs.field(default=None, metadata=meta("Null is the same as absent."))
+    type: Literal["customer_s3"] = "customer_s3"
+
+
+@attrs.frozen
+class BackupCreate:
+    """`POST /v1/workspaces/{wid}/backups`."""
+
+    name: Name
+    kind: BackupKind = attrs.field(metadata=meta("Immutable once set."))
+
+
+@attrs.frozen
+class BackupUpdate:
+    """Every field is optional; `kind` cannot be changed."""
+
+    __unknown_notes__: ClassVar[Mapping[str, str]] = {
+        "kind": " (the kind of a backup cannot be changed)"
+    }
+    name: Name | Unset = UNSET
+    source: Source | Unset = attrs.field(default=UNSET, metadata=meta("Cloud backups only."))
+    credentials: Mapping[str, str] | Unset = attrs.field(
+        default=UNSET,
+        metadata=meta(
+            "Cloud backups only; the shape follows the source type. Write-only: never returned, "
+            "logged or audited; encrypted at rest.",
+            schema_type=S3Credentials | PostgresCredentials,
+            schema={"writeOnly": True},
+        ),
+    )
+    schedule: Schedule | Unset | None = attrs.field(
+        default=UNSET, metadata=meta("Not on manual backups; null removes it.")
+    )
+    worker_id: UUID | Unset = attrs.field(
+        default=UNSET, metadata=meta("Local backups only: a worker of this workspace.")
+    )
+    retention: RetentionPolicy | Unset = attrs.field(
+        default=UNSET,
+        metadata=meta(
+            "Write-once: an identical policy is accepted again, another gives 409 "
+            "`retention_immutable`."
+        ),
+    )
+    destination: Destination | Unset = UNSET
+    destination_credentials: Mapping[str, str] | Unset = attrs.field(
+        default=UNSET,
+        metadata=meta(
+            "Only with a `customer_s3` destination (required when first setting one). Write-only.",
+            schema_type=S3Credentials,
+            schema={"writeOnly": True},
+        ),
+    )
+
+    def changes(self) -> BackupChanges:
+        """The domain's changes: the fields share their names (the shapes of the
+        credentials are checked as they are built)."""
+        fields = attrs.fields(BackupUpdate)
+        return BackupChanges(**{field.name: getattr(self, field.name) for field in fields})
+
+
+@view_of(backups.Backup)
+@attrs.frozen
+class Backup:
+    """A backup. Credentials are write-only and never appear."""
+
+    id: UUID
+    workspace_id: UUID
+    name: str
+    kind: BackupKind
+    state: BackupState = attrs.field(
+        metadata=meta(
+            "`active` once the kind's configuration is complete: cloud needs `source`, "
+            "`credentials` and `retention`; local needs `worker_id` and `retention`; manual "
+            "needs `retention`."
+        )
+    )
+    paused: bool = attrs.field(
+        metadata=meta("A paused backup keeps its state and is not scheduled.")
+    )
+    source: Source | None
+    has_credentials: bool = attrs.field(
+        metadata=meta("Whether source credentials are stored (never returned).")
+    )
+    schedule: Schedule | None
+    worker_id: UUID | None
+    retention: RetentionPolicy | None
+    destination: Destination
+    next_run_at: datetime | None
+    created_at: datetime
+    updated_at: datetime
+
+
+# --------------------------------------------------------------------------------------
+# Runs and artifacts
+
+
+@attrs.frozen
+class RunCreate:
+    """`POST /v1/runs`."""
+
+    backup_id: UUID = attrs.field(metadata=meta("A manual backup."))
+
+
+@view_of(domain_runs.Run)
+@attrs.frozen
+class Run:
+    """One execution of a backup."""
+
+    id: UUID
+    backup_id: UUID
+    workspace_id: UUID
+    state: domain_runs.RunState = attrs.field(
+        metadata=meta(
+            "`running` from `POST /v1/runs`, `queued` from `trigger`; `succeeded` once `confirm` "
+            "found every announced artifact."
+        )
+    )
+    trigger: domain_runs.RunTrigger = attrs.field(
+        metadata=meta("`manual` (`POST /v1/runs`), `api` (`trigger`) or `schedule`.")
+    )
+    worker_id: UUID | None
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+    artifact_count: int = attrs.field(
+        metadata=meta("The run's `available` artifacts.", schema={"minimum": 0})
+    )
+    bytes: int = attrs.field(
+        metadata=meta("Total size of the run's `available` artifacts.", schema={"minimum": 0})
+    )
+    error: str | None
+
+
+@attrs.frozen
+class UploadRequest:
+    """`POST /v1/runs/{run_id}/upload-url`."""
+
+    name: str = attrs.field(
+        metadata=meta(
+            f"1 to {MAX_ARTIFACT_NAME} characters, no control characters; unique in the run "
+            "(asking again for the same name, size and sha256 resumes).",
+            schema={"minLength": 1, "maxLength": MAX_ARTIFACT_NAME},
+        )
+    )
+    size: int = attrs.field(
+        metadata=meta("Exact size in bytes.", schema={"minimum": 0, "maximum": MAX_ARTIFACT_SIZE})
+    )
+    sha256: str = attrs.field(
+        metadata=meta("Hex digest of the bytes.", schema={"pattern": "^[0-9a-fA-F]{64}$"})
+    )
+
+
+@attrs.frozen
+class SingleUpload:
+    """Below the multipart threshold: one PUT of the whole body."""
+
+    artifact_id: UUID = attrs.field(metadata=meta(get="artifact.id"))
+    method: Literal["PUT"] = attrs.field(metadata=meta(get="request.method"))
+    url: Uri = attrs.field(metadata=meta(PRESIGNED))
+    headers: dict[str, str] = attrs.field(
+        metadata=meta("Headers to send with the PUT.", get="request.headers")
+    )
+    expires_at: datetime
+
+
+@attrs.frozen
+class UploadPart:
+    """One part's presigned PUT."""
+
+    number: int = attrs.field(metadata=meta(schema={"minimum": 1}))
+    size: int = attrs.field(metadata=meta(schema={"minimum": 0}))
+    method: Literal["PUT"] = attrs.field(metadata=meta(get="request.method"))
+    url: Uri
+
+
+@attrs.frozen
+class MultipartUpload:
+    """From the multipart threshold up: one PUT per part; `confirm` joins them."""
+
+    artifact_id: UUID = attrs.field(metadata=meta(get="artifact.id"))
+    upload_id: str = attrs.field(metadata=meta(get="artifact.upload_id"))
+    part_size: int = attrs.field(metadata=meta(schema={"minimum": 1}))
+    parts: list[UploadPart]
+    stored_parts: list[int] = attrs.field(
+        metadata=meta("Parts already stored: a resuming client skips them.")
+    )
+    expires_at: datetime
+
+
+UploadPlan = SingleUpload | MultipartUpload
+
+
+@attrs.frozen
+class Download:
+    """A presigned download."""
+
+    method: Literal["GET"]
+    url: Uri = attrs.field(metadata=meta(PRESIGNED))
+    expires_at: datetime
+
+
+@view_of(DomainArtifact)
+@attrs.frozen
+class Artifact:
+    """A file of a run."""
+
+    id: UUID
+    run_id: UUID
+    backup_id: UUID
+    name: str
+    size: int = attrs.field(metadata=meta(schema={"minimum": 0}))
+    sha256: str = attrs.field(metadata=meta(schema={"pattern": "^[0-9a-f]{64}$"}))
+    state: ArtifactState
+    storage: ArtifactStorage
+    created_at: datetime
+    expires_at: datetime | None = attrs.field(
+        metadata=meta("From the backup's retention at confirmation.")
+    )
+    locked_until: datetime | None = attrs.field(
+        metadata=meta("Nobody can remove it before (enforced by the storage itself).")
+    )
+
+
+# --------------------------------------------------------------------------------------
+# The built-in identity provider (URL-encoded forms in, JSON out)
+
+
+@attrs.frozen
+class SignupForm:
+    """`POST /idp/signup`."""
+
+    email: Email
+    password: str = attrs.field(
+        metadata=meta(
+            schema={
+                "minLength": builtin.MIN_PASSWORD_LENGTH,
+                "maxLength": builtin.MAX_PASSWORD_LENGTH,
+                "writeOnly": True,
+            }
+        )
+    )
+    name: Name
+
+
+@attrs.frozen
+class SignupResult:
+    """The new account."""
+
+    user_id: UUID = attrs.field(metadata=meta(get="id"))
+    email: Email
+
+
+@attrs.frozen
+class DeviceCodeForm:
+    """`POST /idp/device/code`."""
+
+    client_id: str = attrs.field(metadata=meta(schema={"const": builtin.CLIENT_ID}))
+
+
+@view_of(builtin.DeviceAuthorization)
+@attrs.frozen
+class DeviceAuthorization:
+    """RFC 8628 section 3.2."""
+
+    device_code: str = attrs.field(metadata=meta("Secret of the polling client."))
+    user_code: str = attrs.field(
+        metadata=meta(
+            "8 letters shown as `XXXX-XXXX`.",
+            schema={"pattern": "^[B-DF-HJ-NP-TV-XZ]{4}-[B-DF-HJ-NP-TV-XZ]{4}$"},
+        )
+    )
+    verification_uri: Uri
+    verification_uri_complete: Uri
+    expires_in: int = attrs.field(metadata=meta("Seconds (600)."))
+    interval: int = attrs.field(metadata=meta("Seconds between polls (5)."))
+
+
+@attrs.frozen
+class DeviceDecisionForm:
+    """`POST /idp/device`."""
+
+    user_code: str = attrs.field(metadata=meta("Case and hyphens do not matter."))
+    email: Email
+    password: str = attrs.field(metadata=meta(schema={"writeOnly": True}))
+    decision: Literal["approve", "deny"]
+
+
+@attrs.frozen
+class DeviceDecision:
+    """The JSON answer (with `Accept: application/json`)."""
+
+    status: Literal["approved", "denied"]
+
+
+@attrs.frozen
+class TokenForm:
+    """`POST /idp/token`."""
+
+    grant_type: str = attrs.field(metadata=meta(schema={"const": DEVICE_CODE_GRANT}))
+    device_code: str
+    client_id: str = attrs.field(metadata=meta(schema={"const": builtin.CLIENT_ID}))
+
+
+@view_of(builtin.AccessToken)
+@attrs.frozen
+class AccessToken:
+    """An identity provider access token."""
+
+    access_token: str = attrs.field(
+        metadata=meta("Accepted only by `POST /v1/auth/sessions`, never as a `/v1` bearer.")
+    )
+    token_type: Literal["Bearer"]
+    expires_in: int = attrs.field(metadata=meta("Seconds."))
+
+
+configure_views(globals())

@@ -1,0 +1,26 @@
+"""The wire module and the models are plain Python: the SQL adapter maps its JSON columns
+with the same converter, so neither may import the web framework."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+
+@pytest.mark.parametrize(
+    "module",
+    [
+        "strongroom.adapters.http.wire",
+        "strongroom.adapters.http.shapes",
+        "strongroom.adapters.sql.rows",
+    ],
+)
+def test_imports_no_web_framework(module: str) -> None:
+    """Importing the module (and everything it imports) loads no ``starlette`` module."""
+    code = f"import sys, {module}; print(any(m.startswith('starlette') for m in sys.modules))"
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
+    assert result.stdout.strip() == "False"
