@@ -2,8 +2,9 @@
 
 The checks run in the contract's order: credential, workspace selected, ``{wid}`` match
 (``wrong_workspace`` or 404), then permission. Driving adapters call ``authorize`` before
-they parse a request body (a missing permission outranks a malformed body); use cases call
-it again themselves, so an embedder gets the same checks.
+they parse a request body (a missing permission outranks a malformed body) and pass the
+``Grant`` it returns to the use case, which takes it as proof; given a plain ``Caller``
+instead, a use case runs the checks itself, so an embedder cannot skip them.
 """
 
 from __future__ import annotations
@@ -74,6 +75,25 @@ class Bearer:
 
     token: str = attrs.field(repr=False)
     request_id: str | None = None
+
+
+_SEAL = object()  # only Access.authorize makes grants
+
+
+@attrs.frozen
+class Grant:
+    """Proof that ``caller`` passed ``Access.authorize`` for ``requirement`` in
+    ``workspace_id``: use cases take it in place of a ``Caller`` and do not check again.
+    Only ``Access.authorize`` makes one, so holding one means the checks ran."""
+
+    caller: Caller
+    requirement: Requirement
+    workspace_id: UUID
+    seal: object = attrs.field(repr=False, eq=False)
+
+    def __attrs_post_init__(self) -> None:
+        if self.seal is not _SEAL:
+            raise TypeError("a Grant comes from Access.authorize only")
 
 
 def is_session(bearer: Bearer) -> bool:
@@ -241,8 +261,9 @@ class Access:
         *,
         workspace_id: UUID | None = None,
         target_id: UUID | str | None = None,
-    ) -> UUID:
-        """Run the checks and return the workspace the operation acts in."""
+    ) -> Grant:
+        """Run the checks; the grant names the workspace the operation acts in. Driving
+        adapters pass it to the use case, which then does not check again."""
         scoped = (
             caller.scoped_workspace()
             if workspace_id is None
@@ -256,7 +277,27 @@ class Access:
                     caller, scoped, requirement.action, target_id, check_target=True
                 )
             raise
-        return scoped
+        return Grant(caller, requirement, scoped, _SEAL)
+
+    async def resolve(
+        self,
+        who: Caller | Grant,
+        requirement: Requirement,
+        *,
+        workspace_id: UUID | None = None,
+        target_id: UUID | str | None = None,
+    ) -> tuple[Caller, UUID]:
+        """The caller and the workspace of an operation: a ``Grant`` of this requirement
+        (in ``workspace_id``, when given) as it is, since whoever holds it authorized
+        already; a ``Caller``, or a grant of something else, authorized now."""
+        if isinstance(who, Grant):
+            if who.requirement is requirement and workspace_id in (None, who.workspace_id):
+                return who.caller, who.workspace_id
+            who = who.caller
+        grant = await self.authorize(
+            who, requirement, workspace_id=workspace_id, target_id=target_id
+        )
+        return grant.caller, grant.workspace_id
 
     async def refuse_escalation(
         self,

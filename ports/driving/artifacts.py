@@ -42,7 +42,7 @@ from strongroom.domain.workspaces import Workspace
 from strongroom.ports.driven.storage import ObjectLockedError, ObjectStorage, PresignedRequest
 from strongroom.ports.driven.unit_of_work import UnitOfWork
 from strongroom.ports.driving import lookups
-from strongroom.ports.driving.access import Access, Requirement
+from strongroom.ports.driving.access import Access, Grant, Requirement
 from strongroom.ports.driving.dependencies import Dependencies
 from strongroom.ports.driving.recording import record_by_caller
 
@@ -97,14 +97,14 @@ class Artifacts:
     # Upload
 
     async def upload_url(
-        self, caller: Caller, run_id: UUID, name: str, size: int, sha256: str
+        self, caller: Caller | Grant, run_id: UUID, name: str, size: int, sha256: str
     ) -> UploadPlan:
         """Announce an artifact of a run and presign its upload.
 
         Asking again for the same name (same size and sha256) gives the same artifact and
         fresh URLs; for a multipart upload, the parts already stored are listed.
         """
-        workspace_id = await self._access.authorize(caller, REQUEST_UPLOAD, target_id=run_id)
+        caller, workspace_id = await self._access.resolve(caller, REQUEST_UPLOAD, target_id=run_id)
         name, size, sha256 = clean_artifact_name(name), check_size(size), check_sha256(sha256)
         now = self._deps.clock.now()
         async with self._deps.uow() as uow:
@@ -245,10 +245,10 @@ class Artifacts:
     # ----------------------------------------------------------------------------------
     # Confirm
 
-    async def confirm(self, caller: Caller, run_id: UUID) -> Run:
+    async def confirm(self, caller: Caller | Grant, run_id: UUID) -> Run:
         """Check every announced artifact in storage; all become ``available`` and the run
         ``succeeded``, or nothing changes (409 ``artifact_missing``)."""
-        workspace_id = await self._access.authorize(caller, CONFIRM_RUN, target_id=run_id)
+        caller, workspace_id = await self._access.resolve(caller, CONFIRM_RUN, target_id=run_id)
         now = self._deps.clock.now()
         async with self._deps.uow() as uow:
             run = await lookups.visible_run(
@@ -304,18 +304,18 @@ class Artifacts:
     # Reads
 
     async def list_in(
-        self, caller: Caller, workspace_id: UUID, deleted: bool, page: PageRequest
+        self, caller: Caller | Grant, workspace_id: UUID, deleted: bool, page: PageRequest
     ) -> Page[Artifact]:
         """A workspace's artifacts, newest first: deleted ones only, or every other."""
-        await self._access.authorize(caller, LIST_ARTIFACTS, workspace_id=workspace_id)
+        caller, _ = await self._access.resolve(caller, LIST_ARTIFACTS, workspace_id=workspace_id)
         async with self._deps.uow() as uow:
             return await uow.artifacts.list(workspace_id, deleted, page)
 
     async def download_url(
-        self, caller: Caller, artifact_id: UUID
+        self, caller: Caller | Grant, artifact_id: UUID
     ) -> tuple[PresignedRequest, datetime]:
         """A presigned GET of an available artifact in service storage."""
-        workspace_id = await self._access.authorize(caller, DOWNLOAD_ARTIFACT)
+        caller, workspace_id = await self._access.resolve(caller, DOWNLOAD_ARTIFACT)
         async with self._deps.uow() as uow:
             artifact = lookups.existing(
                 await uow.artifacts.get(workspace_id, artifact_id), "artifact"
@@ -332,9 +332,11 @@ class Artifacts:
     # ----------------------------------------------------------------------------------
     # Delete
 
-    async def delete(self, caller: Caller, artifact_id: UUID) -> None:
+    async def delete(self, caller: Caller | Grant, artifact_id: UUID) -> None:
         """Delete an artifact's object; its record stays as ``deleted``."""
-        workspace_id = await self._access.authorize(caller, DELETE_ARTIFACT, target_id=artifact_id)
+        caller, workspace_id = await self._access.resolve(
+            caller, DELETE_ARTIFACT, target_id=artifact_id
+        )
         now = self._deps.clock.now()
         async with self._deps.uow() as uow:
             artifact = lookups.existing(

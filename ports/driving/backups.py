@@ -20,7 +20,7 @@ from strongroom.domain.tokens import hash_token
 from strongroom.domain.workspaces import Admission
 from strongroom.ports.driven.unit_of_work import UnitOfWork
 from strongroom.ports.driving import lookups
-from strongroom.ports.driving.access import Access, Bearer, Requirement, is_session
+from strongroom.ports.driving.access import Access, Bearer, Grant, Requirement, is_session
 from strongroom.ports.driving.dependencies import Dependencies
 from strongroom.ports.driving.idempotency import IdempotencyKey, run_idempotent
 from strongroom.ports.driving.recording import caller_event, record_by_caller, session_event
@@ -84,7 +84,7 @@ class Backups:
                 if created is not None:
                     return created
             caller = await self._access.authenticate(caller.token, caller.request_id)
-        await self._access.authorize(caller, CREATE_BACKUP, workspace_id=workspace_id)
+        caller, _ = await self._access.resolve(caller, CREATE_BACKUP, workspace_id=workspace_id)
         name = clean_name(name)
         now = self._deps.clock.now()
         if idempotency is None:
@@ -197,7 +197,7 @@ class Backups:
                 assert listed is not None  # authorized: the session's own workspace
                 return listed
             caller = await self._access.authenticate(caller.token, caller.request_id)
-        await self._access.authorize(caller, READ_BACKUPS, workspace_id=workspace_id)
+        caller, _ = await self._access.resolve(caller, READ_BACKUPS, workspace_id=workspace_id)
         async with self._deps.uow() as uow:
             return await uow.backups.list(workspace_id, page, worker_id=caller.worker_id)
 
@@ -216,15 +216,19 @@ class Backups:
                 )
                 return lookups.existing(backup, "backup")
             caller = await self._access.authenticate(caller.token, caller.request_id)
-        workspace_id = await self._access.authorize(caller, READ_BACKUPS)
+        caller, workspace_id = await self._access.resolve(caller, READ_BACKUPS)
         async with self._deps.uow() as uow:
             return lookups.visible_backup(
                 caller, await lookups.backup(uow, workspace_id, backup_id)
             )
 
-    async def update(self, caller: Caller, backup_id: UUID, changes: BackupChanges) -> Backup:
+    async def update(
+        self, caller: Caller | Grant, backup_id: UUID, changes: BackupChanges
+    ) -> Backup:
         """Change a backup; it becomes ``active`` once its kind's configuration is complete."""
-        workspace_id = await self._access.authorize(caller, UPDATE_BACKUP, target_id=backup_id)
+        caller, workspace_id = await self._access.resolve(
+            caller, UPDATE_BACKUP, target_id=backup_id
+        )
         if changes.name is not UNSET:
             changes = _with_name(changes, clean_name(changes.name))
         async with self._deps.uow() as uow:
@@ -260,17 +264,17 @@ class Backups:
             await uow.commit()
         return updated
 
-    async def pause(self, caller: Caller, backup_id: UUID) -> Backup:
+    async def pause(self, caller: Caller | Grant, backup_id: UUID) -> Backup:
         """Stop scheduling a backup (idempotent); it keeps its state."""
         return await self._set_paused(caller, backup_id, paused=True)
 
-    async def resume(self, caller: Caller, backup_id: UUID) -> Backup:
+    async def resume(self, caller: Caller | Grant, backup_id: UUID) -> Backup:
         """Resume scheduling a backup (idempotent)."""
         return await self._set_paused(caller, backup_id, paused=False)
 
-    async def _set_paused(self, caller: Caller, backup_id: UUID, *, paused: bool) -> Backup:
+    async def _set_paused(self, caller: Caller | Grant, backup_id: UUID, *, paused: bool) -> Backup:
         requirement = PAUSE_BACKUP if paused else RESUME_BACKUP
-        workspace_id = await self._access.authorize(caller, requirement, target_id=backup_id)
+        caller, workspace_id = await self._access.resolve(caller, requirement, target_id=backup_id)
         async with self._deps.uow() as uow:
             backup = await lookups.backup(uow, workspace_id, backup_id, for_update=True)
             workspace = await lookups.workspace(uow, workspace_id, for_update=True)
@@ -291,9 +295,11 @@ class Backups:
             await uow.commit()
         return updated
 
-    async def delete(self, caller: Caller, backup_id: UUID) -> None:
+    async def delete(self, caller: Caller | Grant, backup_id: UUID) -> None:
         """Delete a backup."""
-        workspace_id = await self._access.authorize(caller, DELETE_BACKUP, target_id=backup_id)
+        caller, workspace_id = await self._access.resolve(
+            caller, DELETE_BACKUP, target_id=backup_id
+        )
         async with self._deps.uow() as uow:
             backup = await lookups.backup(uow, workspace_id, backup_id, for_update=True)
             workspace = await lookups.workspace(uow, workspace_id, for_update=True)

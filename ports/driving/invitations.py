@@ -30,7 +30,7 @@ from strongroom.domain.quotas import QuotaResource, ensure_room
 from strongroom.domain.workspaces import Membership
 from strongroom.ports.driven.unit_of_work import UnitOfWork
 from strongroom.ports.driving import lookups
-from strongroom.ports.driving.access import Access, Requirement
+from strongroom.ports.driving.access import Access, Grant, Requirement
 from strongroom.ports.driving.dependencies import Dependencies
 from strongroom.ports.driving.idempotency import IdempotencyKey, run_idempotent
 from strongroom.ports.driving.members import check_role_slug, resolve_role
@@ -54,7 +54,7 @@ class Invitations:
 
     async def create(
         self,
-        caller: Caller,
+        caller: Caller | Grant,
         workspace_id: UUID,
         email: str,
         role: str,
@@ -63,7 +63,7 @@ class Invitations:
     ) -> Invitation:
         """Invite ``email`` with ``role`` (whose permissions the caller must hold); the
         mailer delivers the invitation once it is stored."""
-        await self._access.authorize(caller, CREATE_INVITATION, workspace_id=workspace_id)
+        caller, _ = await self._access.resolve(caller, CREATE_INVITATION, workspace_id=workspace_id)
         email = clean_email(email)
         check_role_slug(role, "role")
         async with self._deps.uow() as uow:
@@ -120,9 +120,11 @@ class Invitations:
             # The invitation stands; the mail can be sent again by inviting again.
             logger.exception("invitation %s could not be mailed", invitation.id)
 
-    async def list(self, caller: Caller, workspace_id: UUID, page: PageRequest) -> Page[Invitation]:
+    async def list(
+        self, caller: Caller | Grant, workspace_id: UUID, page: PageRequest
+    ) -> Page[Invitation]:
         """The workspace's invitations, newest first."""
-        await self._access.authorize(caller, READ_INVITATIONS, workspace_id=workspace_id)
+        caller, _ = await self._access.resolve(caller, READ_INVITATIONS, workspace_id=workspace_id)
         async with self._deps.uow() as uow:
             return await uow.invitations.list(workspace_id, page)
 

@@ -24,7 +24,7 @@ from strongroom.domain.quotas import QuotaResource, ensure_room
 from strongroom.domain.tokens import TokenKind, format_token, hash_token
 from strongroom.ports.driven.unit_of_work import UnitOfWork
 from strongroom.ports.driving import lookups
-from strongroom.ports.driving.access import Access, Requirement
+from strongroom.ports.driving.access import Access, Grant, Requirement
 from strongroom.ports.driving.dependencies import Dependencies
 from strongroom.ports.driving.idempotency import IdempotencyKey, run_idempotent
 from strongroom.ports.driving.recording import record_by_caller
@@ -63,14 +63,14 @@ class ApiKeys:
 
     async def create(
         self,
-        caller: Caller,
+        caller: Caller | Grant,
         name: str,
         slugs: list[str],
         expires_at: datetime | None = None,
         idempotency: IdempotencyKey[IssuedApiKey] | None = None,
     ) -> IssuedApiKey:
         """Create a key in the caller's workspace; its permissions must be the caller's."""
-        workspace_id = await self._access.authorize(caller, CREATE_API_KEY)
+        caller, workspace_id = await self._access.resolve(caller, CREATE_API_KEY)
         name = clean_name(name)
         permissions = parse_permission_slugs(slugs)
         await self._access.refuse_escalation(caller, workspace_id, "api_key.create", permissions)
@@ -111,24 +111,24 @@ class ApiKeys:
 
         return await run_idempotent(self._deps.uow, caller, idempotency, now, store)
 
-    async def list(self, caller: Caller, page: PageRequest) -> Page[ApiKey]:
+    async def list(self, caller: Caller | Grant, page: PageRequest) -> Page[ApiKey]:
         """The workspace's keys, newest first (never their tokens)."""
-        workspace_id = await self._access.authorize(caller, READ_API_KEYS)
+        caller, workspace_id = await self._access.resolve(caller, READ_API_KEYS)
         async with self._deps.uow() as uow:
             return await uow.api_keys.list(workspace_id, page)
 
-    async def get(self, caller: Caller, key_id: UUID) -> ApiKey:
+    async def get(self, caller: Caller | Grant, key_id: UUID) -> ApiKey:
         """One key of the caller's workspace."""
-        workspace_id = await self._access.authorize(caller, READ_API_KEYS)
+        caller, workspace_id = await self._access.resolve(caller, READ_API_KEYS)
         async with self._deps.uow() as uow:
             key = await uow.api_keys.get(workspace_id, key_id)
         if key is None:
             raise NotFoundError("API key")
         return key
 
-    async def revoke(self, caller: Caller, key_id: UUID) -> None:
+    async def revoke(self, caller: Caller | Grant, key_id: UUID) -> None:
         """Delete a key; it stops working on the very next request."""
-        workspace_id = await self._access.authorize(caller, DELETE_API_KEY, target_id=key_id)
+        caller, workspace_id = await self._access.resolve(caller, DELETE_API_KEY, target_id=key_id)
         async with self._deps.uow() as uow:
             key = await uow.api_keys.get(workspace_id, key_id)
             if key is None:
@@ -177,10 +177,13 @@ class Workers:
         return format_token(TokenKind.WORKER, self._deps.ids.random_bytes(32))
 
     async def create(
-        self, caller: Caller, name: str, idempotency: IdempotencyKey[IssuedWorker] | None = None
+        self,
+        caller: Caller | Grant,
+        name: str,
+        idempotency: IdempotencyKey[IssuedWorker] | None = None,
     ) -> IssuedWorker:
         """Register a worker in the caller's workspace; its token is returned once."""
-        workspace_id = await self._access.authorize(caller, CREATE_WORKER)
+        caller, workspace_id = await self._access.resolve(caller, CREATE_WORKER)
         name = clean_name(name)
         now = self._deps.clock.now()
 
@@ -205,21 +208,23 @@ class Workers:
 
         return await run_idempotent(self._deps.uow, caller, idempotency, now, store)
 
-    async def list(self, caller: Caller, page: PageRequest) -> Page[Worker]:
+    async def list(self, caller: Caller | Grant, page: PageRequest) -> Page[Worker]:
         """The workspace's workers, newest first."""
-        workspace_id = await self._access.authorize(caller, READ_WORKERS)
+        caller, workspace_id = await self._access.resolve(caller, READ_WORKERS)
         async with self._deps.uow() as uow:
             return await uow.workers.list(workspace_id, page)
 
-    async def get(self, caller: Caller, worker_id: UUID) -> Worker:
+    async def get(self, caller: Caller | Grant, worker_id: UUID) -> Worker:
         """One worker of the caller's workspace."""
-        workspace_id = await self._access.authorize(caller, READ_WORKERS)
+        caller, workspace_id = await self._access.resolve(caller, READ_WORKERS)
         async with self._deps.uow() as uow:
             return lookups.existing(await uow.workers.get(workspace_id, worker_id), "worker")
 
-    async def rotate(self, caller: Caller, worker_id: UUID) -> IssuedWorker:
+    async def rotate(self, caller: Caller | Grant, worker_id: UUID) -> IssuedWorker:
         """Give a worker a new credential; the old one stops working at once."""
-        workspace_id = await self._access.authorize(caller, ROTATE_WORKER, target_id=worker_id)
+        caller, workspace_id = await self._access.resolve(
+            caller, ROTATE_WORKER, target_id=worker_id
+        )
         async with self._deps.uow() as uow:
             worker = lookups.existing(await uow.workers.get(workspace_id, worker_id), "worker")
             workspace = await lookups.workspace(uow, workspace_id, for_update=True)
@@ -234,9 +239,11 @@ class Workers:
             await uow.commit()
         return IssuedWorker(rotated, token)
 
-    async def delete(self, caller: Caller, worker_id: UUID) -> None:
+    async def delete(self, caller: Caller | Grant, worker_id: UUID) -> None:
         """Delete a worker; refused while a backup is assigned to it."""
-        workspace_id = await self._access.authorize(caller, DELETE_WORKER, target_id=worker_id)
+        caller, workspace_id = await self._access.resolve(
+            caller, DELETE_WORKER, target_id=worker_id
+        )
         async with self._deps.uow() as uow:
             worker = lookups.existing(await uow.workers.get(workspace_id, worker_id), "worker")
             workspace = await lookups.workspace(uow, workspace_id, for_update=True)

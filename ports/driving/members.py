@@ -30,7 +30,7 @@ from strongroom.domain.principals import Caller
 from strongroom.domain.workspaces import Member
 from strongroom.ports.driven.unit_of_work import UnitOfWork
 from strongroom.ports.driving import lookups
-from strongroom.ports.driving.access import Access, Requirement, lacking_permissions
+from strongroom.ports.driving.access import Access, Grant, Requirement, lacking_permissions
 from strongroom.ports.driving.dependencies import Dependencies
 from strongroom.ports.driving.idempotency import IdempotencyKey, run_idempotent
 from strongroom.ports.driving.machines import parse_permission_slugs
@@ -75,17 +75,19 @@ class Members:
         self._deps = deps
         self._access = access
 
-    async def list(self, caller: Caller, workspace_id: UUID, page: PageRequest) -> Page[Member]:
+    async def list(
+        self, caller: Caller | Grant, workspace_id: UUID, page: PageRequest
+    ) -> Page[Member]:
         """The workspace's members, newest first."""
-        await self._access.authorize(caller, READ_MEMBERS, workspace_id=workspace_id)
+        caller, _ = await self._access.resolve(caller, READ_MEMBERS, workspace_id=workspace_id)
         async with self._deps.uow() as uow:
             return await uow.memberships.list_members(workspace_id, page)
 
     async def change_role(
-        self, caller: Caller, workspace_id: UUID, user_id: UUID, role: str
+        self, caller: Caller | Grant, workspace_id: UUID, user_id: UUID, role: str
     ) -> Member:
         """Give a member another role; the last admin cannot be demoted."""
-        await self._access.authorize(
+        caller, _ = await self._access.resolve(
             caller, UPDATE_MEMBER, workspace_id=workspace_id, target_id=user_id
         )
         check_role_slug(role, "role")
@@ -128,9 +130,9 @@ class Members:
         )
         raise AssertionError("unreachable: the escalation was refused")
 
-    async def remove(self, caller: Caller, workspace_id: UUID, user_id: UUID) -> None:
+    async def remove(self, caller: Caller | Grant, workspace_id: UUID, user_id: UUID) -> None:
         """End a membership; the last admin cannot be removed."""
-        await self._access.authorize(
+        caller, _ = await self._access.resolve(
             caller, DELETE_MEMBER, workspace_id=workspace_id, target_id=user_id
         )
         async with self._deps.uow() as uow:
@@ -172,15 +174,15 @@ class Roles:
         self._deps = deps
         self._access = access
 
-    async def list(self, caller: Caller, workspace_id: UUID) -> list[Role]:
+    async def list(self, caller: Caller | Grant, workspace_id: UUID) -> list[Role]:
         """Built-in roles, then the workspace's custom roles by slug."""
-        await self._access.authorize(caller, READ_ROLES, workspace_id=workspace_id)
+        caller, _ = await self._access.resolve(caller, READ_ROLES, workspace_id=workspace_id)
         async with self._deps.uow() as uow:
             return [*BUILTIN_ROLES.values(), *await uow.roles.list(workspace_id)]
 
-    async def get(self, caller: Caller, workspace_id: UUID, slug: str) -> Role:
+    async def get(self, caller: Caller | Grant, workspace_id: UUID, slug: str) -> Role:
         """One role."""
-        await self._access.authorize(caller, READ_ROLES, workspace_id=workspace_id)
+        caller, _ = await self._access.resolve(caller, READ_ROLES, workspace_id=workspace_id)
         check_role_slug(slug)
         async with self._deps.uow() as uow:
             role = await resolve_role(uow, workspace_id, slug)
@@ -190,7 +192,7 @@ class Roles:
 
     async def create(
         self,
-        caller: Caller,
+        caller: Caller | Grant,
         workspace_id: UUID,
         slug: str,
         name: str,
@@ -198,7 +200,9 @@ class Roles:
         idempotency: IdempotencyKey[Role] | None = None,
     ) -> Role:
         """Create a custom role with permissions the caller holds."""
-        await self._access.authorize(caller, CREATE_ROLE, workspace_id=workspace_id, target_id=slug)
+        caller, _ = await self._access.resolve(
+            caller, CREATE_ROLE, workspace_id=workspace_id, target_id=slug
+        )
         check_role_slug(slug)
         name = clean_name(name)
         granted = parse_permission_slugs(permissions)
@@ -227,14 +231,16 @@ class Roles:
 
     async def update(
         self,
-        caller: Caller,
+        caller: Caller | Grant,
         workspace_id: UUID,
         slug: str,
         name: str | _Unset = UNSET,
         permissions: Sequence[str] | _Unset = UNSET,
     ) -> Role:
         """Rename a custom role or change its permissions (built-in roles: 409)."""
-        await self._access.authorize(caller, UPDATE_ROLE, workspace_id=workspace_id, target_id=slug)
+        caller, _ = await self._access.resolve(
+            caller, UPDATE_ROLE, workspace_id=workspace_id, target_id=slug
+        )
         check_role_slug(slug)
         new_name = None if isinstance(name, _Unset) else clean_name(name)
         async with self._deps.uow() as uow:
@@ -272,9 +278,11 @@ class Roles:
             await uow.commit()
         return changed
 
-    async def delete(self, caller: Caller, workspace_id: UUID, slug: str) -> None:
+    async def delete(self, caller: Caller | Grant, workspace_id: UUID, slug: str) -> None:
         """Delete a custom role nobody holds."""
-        await self._access.authorize(caller, DELETE_ROLE, workspace_id=workspace_id, target_id=slug)
+        caller, _ = await self._access.resolve(
+            caller, DELETE_ROLE, workspace_id=workspace_id, target_id=slug
+        )
         check_role_slug(slug)
         async with self._deps.uow() as uow:
             role = await self._custom(uow, workspace_id, slug)

@@ -11,7 +11,7 @@ from strongroom.domain.principals import Caller
 from strongroom.domain.runs import Run, RunTrigger, ensure_manual, ensure_triggerable
 from strongroom.ports.driven.unit_of_work import UnitOfWork
 from strongroom.ports.driving import lookups
-from strongroom.ports.driving.access import Access, Requirement
+from strongroom.ports.driving.access import Access, Grant, Requirement
 from strongroom.ports.driving.dependencies import Dependencies
 from strongroom.ports.driving.idempotency import IdempotencyKey, run_idempotent
 from strongroom.ports.driving.recording import record_by_caller
@@ -42,13 +42,16 @@ class Runs:
         self._access = access
 
     async def start(
-        self, caller: Caller, backup_id: UUID, idempotency: IdempotencyKey[Run] | None = None
+        self,
+        caller: Caller | Grant,
+        backup_id: UUID,
+        idempotency: IdempotencyKey[Run] | None = None,
     ) -> Run:
         """``POST /v1/runs``: a manual client starts a run of its active backup (``running``).
 
         Checks in the contract's order: 404 backup, 422 kind, 409 billing, 409 state.
         """
-        workspace_id = await self._access.authorize(caller, START_RUN)
+        caller, workspace_id = await self._access.resolve(caller, START_RUN)
         now = self._deps.clock.now()
 
         async def store(uow: UnitOfWork) -> Run:
@@ -76,11 +79,16 @@ class Runs:
         return await run_idempotent(self._deps.uow, caller, idempotency, now, store)
 
     async def trigger(
-        self, caller: Caller, backup_id: UUID, idempotency: IdempotencyKey[Run] | None = None
+        self,
+        caller: Caller | Grant,
+        backup_id: UUID,
+        idempotency: IdempotencyKey[Run] | None = None,
     ) -> Run:
         """``POST /v1/backups/{bid}/trigger``: enqueue a run of a local or cloud backup
         (``queued``, trigger ``api``); its worker or the service takes it later."""
-        workspace_id = await self._access.authorize(caller, TRIGGER_BACKUP, target_id=backup_id)
+        caller, workspace_id = await self._access.resolve(
+            caller, TRIGGER_BACKUP, target_id=backup_id
+        )
         now = self._deps.clock.now()
 
         async def store(uow: UnitOfWork) -> Run:
@@ -105,9 +113,9 @@ class Runs:
 
         return await run_idempotent(self._deps.uow, caller, idempotency, now, store)
 
-    async def get(self, caller: Caller, run_id: UUID) -> Run:
+    async def get(self, caller: Caller | Grant, run_id: UUID) -> Run:
         """One run of the caller's workspace."""
-        workspace_id = await self._access.authorize(caller, READ_RUN)
+        caller, workspace_id = await self._access.resolve(caller, READ_RUN)
         async with self._deps.uow() as uow:
             return await lookups.visible_run(
                 caller, uow, workspace_id, await uow.runs.get(workspace_id, run_id)

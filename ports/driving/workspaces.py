@@ -30,7 +30,7 @@ from strongroom.domain.quotas import (
 from strongroom.domain.workspaces import Membership, MemberWorkspace, Workspace
 from strongroom.ports.driven.unit_of_work import UnitOfWork
 from strongroom.ports.driving import lookups
-from strongroom.ports.driving.access import Access, Requirement
+from strongroom.ports.driving.access import Access, Grant, Requirement
 from strongroom.ports.driving.dependencies import Dependencies
 from strongroom.ports.driving.idempotency import IdempotencyKey, replay_if_known, run_idempotent
 from strongroom.ports.driving.recording import record_by_caller, record_by_system
@@ -135,15 +135,15 @@ class Workspaces:
         async with self._deps.uow() as uow:
             return await uow.memberships.list_for_user(user.id, page)
 
-    async def get(self, caller: Caller, workspace_id: UUID) -> Workspace:
+    async def get(self, caller: Caller | Grant, workspace_id: UUID) -> Workspace:
         """One workspace."""
-        await self._access.authorize(caller, READ_WORKSPACE, workspace_id=workspace_id)
+        caller, _ = await self._access.resolve(caller, READ_WORKSPACE, workspace_id=workspace_id)
         async with self._deps.uow() as uow:
             return await lookups.workspace(uow, workspace_id)
 
-    async def rename(self, caller: Caller, workspace_id: UUID, name: str) -> Workspace:
+    async def rename(self, caller: Caller | Grant, workspace_id: UUID, name: str) -> Workspace:
         """Change a workspace's name."""
-        await self._access.authorize(
+        caller, _ = await self._access.resolve(
             caller, UPDATE_WORKSPACE, workspace_id=workspace_id, target_id=workspace_id
         )
         name = clean_name(name)
@@ -164,13 +164,13 @@ class Workspaces:
             await uow.commit()
         return renamed
 
-    async def delete(self, caller: Caller, workspace_id: UUID) -> None:
+    async def delete(self, caller: Caller | Grant, workspace_id: UUID) -> None:
         """Delete a workspace and all its records, audit trail included; irreversible.
 
         Its sessions, API keys and workers stop working at once. Allowed in every billing
         state. The organization, customer record and namespace are released afterwards.
         """
-        await self._access.authorize(
+        caller, _ = await self._access.resolve(
             caller, DELETE_WORKSPACE, workspace_id=workspace_id, target_id=workspace_id
         )
         async with self._deps.uow() as uow:
@@ -194,9 +194,9 @@ class Workspaces:
             ]
         )
 
-    async def quotas(self, caller: Caller, workspace_id: UUID) -> list[Quota]:
+    async def quotas(self, caller: Caller | Grant, workspace_id: UUID) -> list[Quota]:
         """Every quota resource's effective limit and current usage."""
-        await self._access.authorize(caller, READ_WORKSPACE, workspace_id=workspace_id)
+        caller, _ = await self._access.resolve(caller, READ_WORKSPACE, workspace_id=workspace_id)
         async with self._deps.uow() as uow:
             workspace = await lookups.workspace(uow, workspace_id)
             usage = {

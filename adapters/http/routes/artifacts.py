@@ -61,9 +61,9 @@ async def upload_url(ctx: ApiContext) -> Response:
     stored."""
     caller = await ctx.caller()
     run_id = ctx.path_id("run_id")
-    await ctx.facade.access.authorize(caller, REQUEST_UPLOAD, target_id=run_id)
+    grant = await ctx.facade.access.authorize(caller, REQUEST_UPLOAD, target_id=run_id)
     body = ctx.json(UploadRequest)
-    plan = await ctx.facade.artifacts.upload_url(caller, run_id, body.name, body.size, body.sha256)
+    plan = await ctx.facade.artifacts.upload_url(grant, run_id, body.name, body.size, body.sha256)
     return upload_plan(plan, ctx.base_url)
 
 
@@ -76,9 +76,9 @@ async def confirm_run(ctx: ApiContext) -> Response:
     backup's retention) and the run `succeeded`, or nothing changes."""
     caller = await ctx.caller()
     run_id = ctx.path_id("run_id")
-    await ctx.facade.access.authorize(caller, CONFIRM_RUN, target_id=run_id)
+    grant = await ctx.facade.access.authorize(caller, CONFIRM_RUN, target_id=run_id)
     ctx.empty_body()
-    return answer(await ctx.facade.artifacts.confirm(caller, run_id))
+    return answer(await ctx.facade.artifacts.confirm(grant, run_id))
 
 
 @endpoint
@@ -89,11 +89,11 @@ async def list_artifacts(ctx: ApiContext) -> Response:
     Never refused for billing."""
     caller = await ctx.caller()
     workspace_id = ctx.path_id("wid")
-    await ctx.facade.access.authorize(caller, LIST_ARTIFACTS, workspace_id=workspace_id)
+    grant = await ctx.facade.access.authorize(caller, LIST_ARTIFACTS, workspace_id=workspace_id)
     state = ctx.request.query_params.get("state")
     if state not in (None, "deleted"):
         raise InvalidRequestError("state must be deleted (or left out)")
-    page = await ctx.facade.artifacts.list_in(caller, workspace_id, state == "deleted", ctx.page())
+    page = await ctx.facade.artifacts.list_in(grant, workspace_id, state == "deleted", ctx.page())
     return answer(page)
 
 
@@ -105,9 +105,9 @@ async def download_url(ctx: ApiContext) -> Response:
     come from storage. Never refused for billing."""
     caller = await ctx.caller()
     artifact_id = ctx.path_id("aid")
-    await ctx.facade.access.authorize(caller, DOWNLOAD_ARTIFACT, target_id=artifact_id)
+    grant = await ctx.facade.access.authorize(caller, DOWNLOAD_ARTIFACT, target_id=artifact_id)
     ctx.empty_body()
-    request, expires_at = await ctx.facade.artifacts.download_url(caller, artifact_id)
+    request, expires_at = await ctx.facade.artifacts.download_url(grant, artifact_id)
     url, expires = absolute(request.url, ctx.base_url), timestamp(expires_at)
     return answer(request, 200, Download, url=url, expires_at=expires)
 
@@ -120,8 +120,8 @@ async def delete_artifact(ctx: ApiContext) -> Response:
     inside its lock, last of its backup."""
     caller = await ctx.caller()
     artifact_id = ctx.path_id("aid")
-    await ctx.facade.access.authorize(caller, DELETE_ARTIFACT, target_id=artifact_id)
-    await ctx.facade.artifacts.delete(caller, artifact_id)
+    grant = await ctx.facade.access.authorize(caller, DELETE_ARTIFACT, target_id=artifact_id)
+    await ctx.facade.artifacts.delete(grant, artifact_id)
     return no_content()
 
 

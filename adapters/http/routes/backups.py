@@ -76,9 +76,9 @@ async def patch_backup(ctx: ApiContext) -> Response:
     kind's configuration. There is no `kind` field."""
     caller = await ctx.caller()
     backup_id = ctx.path_id("bid")
-    await ctx.facade.access.authorize(caller, UPDATE_BACKUP, target_id=backup_id)
+    grant = await ctx.facade.access.authorize(caller, UPDATE_BACKUP, target_id=backup_id)
     changes = ctx.json(BackupUpdate).changes()
-    backup = await ctx.facade.backups.update(caller, backup_id, changes)
+    backup = await ctx.facade.backups.update(grant, backup_id, changes)
     return answer(backup)
 
 
@@ -89,9 +89,9 @@ async def pause_backup(ctx: ApiContext) -> Response:
     Stop scheduling the backup; it keeps its `state`. Idempotent; allowed on a draft."""
     caller = await ctx.caller()
     backup_id = ctx.path_id("bid")
-    await ctx.facade.access.authorize(caller, PAUSE_BACKUP, target_id=backup_id)
+    grant = await ctx.facade.access.authorize(caller, PAUSE_BACKUP, target_id=backup_id)
     ctx.json(EmptyBody, optional=True)
-    return answer(await ctx.facade.backups.pause(caller, backup_id))
+    return answer(await ctx.facade.backups.pause(grant, backup_id))
 
 
 @endpoint
@@ -101,9 +101,9 @@ async def resume_backup(ctx: ApiContext) -> Response:
     Resume scheduling the backup. Idempotent."""
     caller = await ctx.caller()
     backup_id = ctx.path_id("bid")
-    await ctx.facade.access.authorize(caller, RESUME_BACKUP, target_id=backup_id)
+    grant = await ctx.facade.access.authorize(caller, RESUME_BACKUP, target_id=backup_id)
     ctx.json(EmptyBody, optional=True)
-    return answer(await ctx.facade.backups.resume(caller, backup_id))
+    return answer(await ctx.facade.backups.resume(grant, backup_id))
 
 
 @endpoint
@@ -113,8 +113,8 @@ async def delete_backup(ctx: ApiContext) -> Response:
     Deletes the backup; refused while any of its artifacts is locked."""
     caller = await ctx.caller()
     backup_id = ctx.path_id("bid")
-    await ctx.facade.access.authorize(caller, DELETE_BACKUP, target_id=backup_id)
-    await ctx.facade.backups.delete(caller, backup_id)
+    grant = await ctx.facade.access.authorize(caller, DELETE_BACKUP, target_id=backup_id)
+    await ctx.facade.backups.delete(grant, backup_id)
     return no_content()
 
 

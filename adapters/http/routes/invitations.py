@@ -45,11 +45,11 @@ async def create_invitation(ctx: ApiContext) -> Response:
     `invitations:write`."""
     caller = await ctx.caller()
     workspace_id = ctx.path_id("wid")
-    await ctx.facade.access.authorize(caller, CREATE_INVITATION, workspace_id=workspace_id)
+    grant = await ctx.facade.access.authorize(caller, CREATE_INVITATION, workspace_id=workspace_id)
     body = ctx.json(InvitationCreate)
     now = ctx.facade.deps.clock.now()
     invitation = await ctx.facade.invitations.create(
-        caller,
+        grant,
         workspace_id,
         body.email,
         body.role,
@@ -66,8 +66,8 @@ async def list_invitations(ctx: ApiContext) -> Response:
     The workspace's invitations, newest first. Needs `invitations:read`."""
     caller = await ctx.caller()
     workspace_id = ctx.path_id("wid")
-    await ctx.facade.access.authorize(caller, READ_INVITATIONS, workspace_id=workspace_id)
-    page = await ctx.facade.invitations.list(caller, workspace_id, ctx.page())
+    grant = await ctx.facade.access.authorize(caller, READ_INVITATIONS, workspace_id=workspace_id)
+    page = await ctx.facade.invitations.list(grant, workspace_id, ctx.page())
     now = ctx.facade.deps.clock.now()
     return answer(listed(page, now))
 

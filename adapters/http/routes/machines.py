@@ -54,11 +54,11 @@ async def create_api_key(ctx: ApiContext) -> Response:
     of which the caller must hold itself. Needs `api_keys:write`. The token appears only
     in this response."""
     caller = await ctx.caller()
-    await ctx.facade.access.authorize(caller, CREATE_API_KEY)
+    grant = await ctx.facade.access.authorize(caller, CREATE_API_KEY)
     body = ctx.json(ApiKeyCreate)
     with ctx.unsealing_replays():
         issued = await ctx.facade.api_keys.create(
-            caller,
+            grant,
             body.name,
             body.permissions,
             body.expires_at,
@@ -73,8 +73,8 @@ async def list_api_keys(ctx: ApiContext) -> Response:
 
     The workspace's API keys, newest first, without tokens. Needs `api_keys:read`."""
     caller = await ctx.caller()
-    await ctx.facade.access.authorize(caller, READ_API_KEYS)
-    page = await ctx.facade.api_keys.list(caller, ctx.page())
+    grant = await ctx.facade.access.authorize(caller, READ_API_KEYS)
+    page = await ctx.facade.api_keys.list(grant, ctx.page())
     return answer(page)
 
 
@@ -85,8 +85,8 @@ async def get_api_key(ctx: ApiContext) -> Response:
     One API key of the caller's workspace. Needs `api_keys:read`."""
     caller = await ctx.caller()
     key_id = ctx.path_id("id")
-    await ctx.facade.access.authorize(caller, READ_API_KEYS)
-    return answer(await ctx.facade.api_keys.get(caller, key_id))
+    grant = await ctx.facade.access.authorize(caller, READ_API_KEYS)
+    return answer(await ctx.facade.api_keys.get(grant, key_id))
 
 
 @endpoint
@@ -96,9 +96,9 @@ async def delete_api_key(ctx: ApiContext) -> Response:
     Deletes the key; it answers 401 from the next request on. Needs `api_keys:write`."""
     caller = await ctx.caller()
     key_id = ctx.path_id("id")
-    await ctx.facade.access.authorize(caller, DELETE_API_KEY, target_id=key_id)
+    grant = await ctx.facade.access.authorize(caller, DELETE_API_KEY, target_id=key_id)
     ctx.empty_body()
-    await ctx.facade.api_keys.revoke(caller, key_id)
+    await ctx.facade.api_keys.revoke(grant, key_id)
     return no_content()
 
 
@@ -111,11 +111,11 @@ async def create_worker(ctx: ApiContext) -> Response:
     limited to the backups assigned to it. Needs `workers:write`. The token appears only
     in this response."""
     caller = await ctx.caller()
-    await ctx.facade.access.authorize(caller, CREATE_WORKER)
+    grant = await ctx.facade.access.authorize(caller, CREATE_WORKER)
     body = ctx.json(WorkerCreate)
     with ctx.unsealing_replays():
         issued = await ctx.facade.workers.create(
-            caller, body.name, idempotency=ctx.sealed_idempotency(issued_worker)
+            grant, body.name, idempotency=ctx.sealed_idempotency(issued_worker)
         )
     return json_response(issued_worker(issued), 201)
 
@@ -126,8 +126,8 @@ async def list_workers(ctx: ApiContext) -> Response:
 
     The workspace's workers, newest first. Needs `workers:read`."""
     caller = await ctx.caller()
-    await ctx.facade.access.authorize(caller, READ_WORKERS)
-    page = await ctx.facade.workers.list(caller, ctx.page())
+    grant = await ctx.facade.access.authorize(caller, READ_WORKERS)
+    page = await ctx.facade.workers.list(grant, ctx.page())
     return answer(page)
 
 
@@ -138,8 +138,8 @@ async def get_worker(ctx: ApiContext) -> Response:
     One worker of the caller's workspace. Needs `workers:read`."""
     caller = await ctx.caller()
     worker_id = ctx.path_id("id")
-    await ctx.facade.access.authorize(caller, READ_WORKERS)
-    return answer(await ctx.facade.workers.get(caller, worker_id))
+    grant = await ctx.facade.access.authorize(caller, READ_WORKERS)
+    return answer(await ctx.facade.workers.get(grant, worker_id))
 
 
 @endpoint
@@ -150,9 +150,9 @@ async def rotate_worker(ctx: ApiContext) -> Response:
     Needs `workers:write`."""
     caller = await ctx.caller()
     worker_id = ctx.path_id("id")
-    await ctx.facade.access.authorize(caller, ROTATE_WORKER, target_id=worker_id)
+    grant = await ctx.facade.access.authorize(caller, ROTATE_WORKER, target_id=worker_id)
     ctx.empty_body()
-    return json_response(issued_worker(await ctx.facade.workers.rotate(caller, worker_id)))
+    return json_response(issued_worker(await ctx.facade.workers.rotate(grant, worker_id)))
 
 
 @endpoint
@@ -163,9 +163,9 @@ async def delete_worker(ctx: ApiContext) -> Response:
     while backups are assigned to it. Needs `workers:write`."""
     caller = await ctx.caller()
     worker_id = ctx.path_id("id")
-    await ctx.facade.access.authorize(caller, DELETE_WORKER, target_id=worker_id)
+    grant = await ctx.facade.access.authorize(caller, DELETE_WORKER, target_id=worker_id)
     ctx.empty_body()
-    await ctx.facade.workers.delete(caller, worker_id)
+    await ctx.facade.workers.delete(grant, worker_id)
     return no_content()
 
 

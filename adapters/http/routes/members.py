@@ -36,8 +36,8 @@ async def list_members(ctx: ApiContext) -> Response:
     The workspace's members, newest first by joining time. Needs `members:read`."""
     caller = await ctx.caller()
     workspace_id = ctx.path_id("wid")
-    await ctx.facade.access.authorize(caller, READ_MEMBERS, workspace_id=workspace_id)
-    page = await ctx.facade.members.list(caller, workspace_id, ctx.page())
+    grant = await ctx.facade.access.authorize(caller, READ_MEMBERS, workspace_id=workspace_id)
+    page = await ctx.facade.members.list(grant, workspace_id, ctx.page())
     return answer(page)
 
 
@@ -51,11 +51,11 @@ async def patch_member(ctx: ApiContext) -> Response:
     caller = await ctx.caller()
     workspace_id = ctx.path_id("wid")
     user_id = ctx.path_id("id")
-    await ctx.facade.access.authorize(
+    grant = await ctx.facade.access.authorize(
         caller, UPDATE_MEMBER, workspace_id=workspace_id, target_id=user_id
     )
     body = ctx.json(MemberUpdate)
-    member = await ctx.facade.members.change_role(caller, workspace_id, user_id, body.role)
+    member = await ctx.facade.members.change_role(grant, workspace_id, user_id, body.role)
     return answer(member)
 
 
@@ -69,11 +69,11 @@ async def delete_member(ctx: ApiContext) -> Response:
     caller = await ctx.caller()
     workspace_id = ctx.path_id("wid")
     user_id = ctx.path_id("id")
-    await ctx.facade.access.authorize(
+    grant = await ctx.facade.access.authorize(
         caller, DELETE_MEMBER, workspace_id=workspace_id, target_id=user_id
     )
     ctx.empty_body()
-    await ctx.facade.members.remove(caller, workspace_id, user_id)
+    await ctx.facade.members.remove(grant, workspace_id, user_id)
     return no_content()
 
 
@@ -85,8 +85,8 @@ async def list_roles(ctx: ApiContext) -> Response:
     `roles:read`."""
     caller = await ctx.caller()
     workspace_id = ctx.path_id("wid")
-    await ctx.facade.access.authorize(caller, READ_ROLES, workspace_id=workspace_id)
-    roles = await ctx.facade.roles.list(caller, workspace_id)
+    grant = await ctx.facade.access.authorize(caller, READ_ROLES, workspace_id=workspace_id)
+    roles = await ctx.facade.roles.list(grant, workspace_id)
     return answer({"data": roles, "next_cursor": None})
 
 
@@ -97,10 +97,10 @@ async def create_role(ctx: ApiContext) -> Response:
     A named set of permissions, each of which the caller must hold. Needs `roles:write`."""
     caller = await ctx.caller()
     workspace_id = ctx.path_id("wid")
-    await ctx.facade.access.authorize(caller, CREATE_ROLE, workspace_id=workspace_id)
+    grant = await ctx.facade.access.authorize(caller, CREATE_ROLE, workspace_id=workspace_id)
     body = ctx.json(RoleCreate)
     role = await ctx.facade.roles.create(
-        caller, workspace_id, body.slug, body.name, body.permissions, idempotency=ctx.idempotency()
+        grant, workspace_id, body.slug, body.name, body.permissions, idempotency=ctx.idempotency()
     )
     return answer(role, 201)
 
@@ -113,8 +113,8 @@ async def get_role(ctx: ApiContext) -> Response:
     caller = await ctx.caller()
     workspace_id = ctx.path_id("wid")
     slug = _path_slug(ctx)
-    await ctx.facade.access.authorize(caller, READ_ROLES, workspace_id=workspace_id)
-    return answer(await ctx.facade.roles.get(caller, workspace_id, slug))
+    grant = await ctx.facade.access.authorize(caller, READ_ROLES, workspace_id=workspace_id)
+    return answer(await ctx.facade.roles.get(grant, workspace_id, slug))
 
 
 @endpoint
@@ -126,12 +126,12 @@ async def patch_role(ctx: ApiContext) -> Response:
     caller = await ctx.caller()
     workspace_id = ctx.path_id("wid")
     slug = _path_slug(ctx)
-    await ctx.facade.access.authorize(
+    grant = await ctx.facade.access.authorize(
         caller, UPDATE_ROLE, workspace_id=workspace_id, target_id=slug
     )
     body = ctx.json(RoleUpdate)
     role = await ctx.facade.roles.update(
-        caller, workspace_id, slug, name=body.name, permissions=body.permissions
+        grant, workspace_id, slug, name=body.name, permissions=body.permissions
     )
     return answer(role)
 
@@ -145,11 +145,11 @@ async def delete_role(ctx: ApiContext) -> Response:
     caller = await ctx.caller()
     workspace_id = ctx.path_id("wid")
     slug = _path_slug(ctx)
-    await ctx.facade.access.authorize(
+    grant = await ctx.facade.access.authorize(
         caller, DELETE_ROLE, workspace_id=workspace_id, target_id=slug
     )
     ctx.empty_body()
-    await ctx.facade.roles.delete(caller, workspace_id, slug)
+    await ctx.facade.roles.delete(grant, workspace_id, slug)
     return no_content()
 
 

@@ -23,9 +23,9 @@ async def start_run(ctx: ApiContext) -> Response:
     asks for upload URLs and confirms. Local and cloud backups get their runs from
     `trigger` or the scheduler."""
     caller = await ctx.caller()
-    await ctx.facade.access.authorize(caller, START_RUN)
+    grant = await ctx.facade.access.authorize(caller, START_RUN)
     body = ctx.json(RunCreate)
-    run = await ctx.facade.runs.start(caller, body.backup_id, idempotency=ctx.idempotency())
+    run = await ctx.facade.runs.start(grant, body.backup_id, idempotency=ctx.idempotency())
     return answer(run, 201)
 
 
@@ -36,8 +36,8 @@ async def get_run(ctx: ApiContext) -> Response:
     One run of the caller's workspace."""
     caller = await ctx.caller()
     run_id = ctx.path_id("run_id")
-    await ctx.facade.access.authorize(caller, READ_RUN, target_id=run_id)
-    return answer(await ctx.facade.runs.get(caller, run_id))
+    grant = await ctx.facade.access.authorize(caller, READ_RUN, target_id=run_id)
+    return answer(await ctx.facade.runs.get(grant, run_id))
 
 
 @endpoint
@@ -48,9 +48,9 @@ async def trigger_backup(ctx: ApiContext) -> Response:
     `api`); its worker or the service takes it."""
     caller = await ctx.caller()
     backup_id = ctx.path_id("bid")
-    await ctx.facade.access.authorize(caller, TRIGGER_BACKUP, target_id=backup_id)
+    grant = await ctx.facade.access.authorize(caller, TRIGGER_BACKUP, target_id=backup_id)
     ctx.empty_body()
-    run = await ctx.facade.runs.trigger(caller, backup_id, idempotency=ctx.idempotency(status=202))
+    run = await ctx.facade.runs.trigger(grant, backup_id, idempotency=ctx.idempotency(status=202))
     return answer(run, 202)
 
 

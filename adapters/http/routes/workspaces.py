@@ -72,11 +72,11 @@ async def patch_workspace(ctx: ApiContext) -> Response:
     Change the workspace's name."""
     caller = await ctx.caller()
     workspace_id = ctx.path_id("wid")
-    await ctx.facade.access.authorize(
+    grant = await ctx.facade.access.authorize(
         caller, UPDATE_WORKSPACE, workspace_id=workspace_id, target_id=workspace_id
     )
     body = ctx.json(WorkspaceUpdate)
-    workspace = await ctx.facade.workspaces.rename(caller, workspace_id, body.name)
+    workspace = await ctx.facade.workspaces.rename(grant, workspace_id, body.name)
     return answer(workspace)
 
 
@@ -89,11 +89,11 @@ async def delete_workspace(ctx: ApiContext) -> Response:
     Artifacts already in the customer's own buckets stay there."""
     caller = await ctx.caller()
     workspace_id = ctx.path_id("wid")
-    await ctx.facade.access.authorize(
+    grant = await ctx.facade.access.authorize(
         caller, DELETE_WORKSPACE, workspace_id=workspace_id, target_id=workspace_id
     )
     ctx.empty_body()
-    await ctx.facade.workspaces.delete(caller, workspace_id)
+    await ctx.facade.workspaces.delete(grant, workspace_id)
     return no_content()
 
 
@@ -128,10 +128,10 @@ async def list_audit(ctx: ApiContext) -> Response:
     refused for a missing permission (`outcome: denied`)."""
     caller = await ctx.caller()
     workspace_id = ctx.path_id("wid")
-    await ctx.facade.access.authorize(caller, READ_AUDIT, workspace_id=workspace_id)
+    grant = await ctx.facade.access.authorize(caller, READ_AUDIT, workspace_id=workspace_id)
     filters = _audit_filter(ctx)
     page = ctx.page()
-    events = await ctx.facade.audit.events(caller, workspace_id, filters, page)
+    events = await ctx.facade.audit.events(grant, workspace_id, filters, page)
     return answer(events)
 
 
