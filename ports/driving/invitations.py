@@ -27,7 +27,7 @@ from strongroom.domain.pagination import Page, PageRequest
 from strongroom.domain.permissions import Permission, Role
 from strongroom.domain.principals import Caller
 from strongroom.domain.quotas import QuotaResource, ensure_room
-from strongroom.domain.workspaces import Membership
+from strongroom.domain.workspaces import Admission, Membership
 from strongroom.ports.driven.unit_of_work import UnitOfWork
 from strongroom.ports.driving import lookups
 from strongroom.ports.driving.access import Access, Grant, Requirement
@@ -40,6 +40,7 @@ logger = logging.getLogger(__name__)
 
 READ_INVITATIONS = Requirement((Permission.INVITATIONS_READ,))
 CREATE_INVITATION = Requirement((Permission.INVITATIONS_WRITE,), "invitation.create")
+ADMIT_MEMBER = Admission(GatedOperation.CONFIG_WRITE, QuotaResource.MEMBERS_PER_WORKSPACE)
 
 
 ACCEPT_REFUSAL = "only a person can accept an invitation"
@@ -75,12 +76,11 @@ class Invitations:
 
         async def store(uow: UnitOfWork) -> Invitation:
             workspace = await lookups.workspace(uow, workspace_id, for_update=True)
-            ensure_allowed(workspace.billing_state, GatedOperation.CONFIG_WRITE)
-            resource = QuotaResource.MEMBERS_PER_WORKSPACE
-            usage = await uow.memberships.count(workspace_id) + await uow.invitations.count_pending(
-                workspace_id, now
+            # Pending invitations hold a seat until they are used or expire.
+            seats = await uow.memberships.count(workspace_id)
+            workspace.admit(
+                ADMIT_MEMBER, seats + await uow.invitations.count_pending(workspace_id, now)
             )
-            ensure_room(resource, workspace.limit(resource), usage)
             invitation = Invitation(
                 self._deps.ids.new_id(), workspace_id, email, role, now, now + INVITATION_LIFETIME
             )

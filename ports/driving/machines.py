@@ -20,8 +20,9 @@ from strongroom.domain.names import clean_name
 from strongroom.domain.pagination import Page, PageRequest
 from strongroom.domain.permissions import Permission
 from strongroom.domain.principals import Caller
-from strongroom.domain.quotas import QuotaResource, ensure_room
+from strongroom.domain.quotas import QuotaResource
 from strongroom.domain.tokens import TokenKind, format_token, hash_token
+from strongroom.domain.workspaces import Admission
 from strongroom.ports.driven.unit_of_work import UnitOfWork
 from strongroom.ports.driving import lookups
 from strongroom.ports.driving.access import Access, Grant, Requirement
@@ -36,6 +37,8 @@ READ_WORKERS = Requirement((Permission.WORKERS_READ,))
 CREATE_WORKER = Requirement((Permission.WORKERS_WRITE,), "worker.create")
 ROTATE_WORKER = Requirement((Permission.WORKERS_WRITE,), "worker.rotate")
 DELETE_WORKER = Requirement((Permission.WORKERS_WRITE,), "worker.delete")
+ADMIT_API_KEY = Admission(GatedOperation.CONFIG_WRITE, QuotaResource.API_KEYS_PER_WORKSPACE)
+ADMIT_WORKER = Admission(GatedOperation.CONFIG_WRITE, QuotaResource.WORKERS_PER_WORKSPACE)
 
 
 @attrs.frozen
@@ -80,9 +83,7 @@ class ApiKeys:
 
         async def store(uow: UnitOfWork) -> IssuedApiKey:
             workspace = await lookups.workspace(uow, workspace_id, for_update=True)
-            ensure_allowed(workspace.billing_state, GatedOperation.CONFIG_WRITE)
-            resource = QuotaResource.API_KEYS_PER_WORKSPACE
-            ensure_room(resource, workspace.limit(resource), await uow.api_keys.count(workspace_id))
+            workspace.admit(ADMIT_API_KEY, await uow.api_keys.count(workspace_id))
             token = format_token(TokenKind.API_KEY, self._deps.ids.random_bytes(32))
             key = ApiKey(
                 self._deps.ids.new_id(),
@@ -189,9 +190,7 @@ class Workers:
 
         async def store(uow: UnitOfWork) -> IssuedWorker:
             workspace = await lookups.workspace(uow, workspace_id, for_update=True)
-            ensure_allowed(workspace.billing_state, GatedOperation.CONFIG_WRITE)
-            resource = QuotaResource.WORKERS_PER_WORKSPACE
-            ensure_room(resource, workspace.limit(resource), await uow.workers.count(workspace_id))
+            workspace.admit(ADMIT_WORKER, await uow.workers.count(workspace_id))
             token = self._new_token()
             worker = Worker(self._deps.ids.new_id(), workspace_id, name, hash_token(token), now)
             await uow.workers.add(worker)
