@@ -16,6 +16,7 @@ from importlib.resources import files
 _NAME_LINE = re.compile(r"^--\s*name:\s*(?P<name>[a-z_][a-z0-9_]*)\s*$")
 _PARAMETER = re.compile(r"(?<![:\w]):(?P<name>[A-Za-z_]\w*)")
 FILTERS_MARKER = "/*filters*/"
+LOCK_MARKER = "/*lock*/"
 
 
 class Dialect(StrEnum):
@@ -204,6 +205,11 @@ class Queries:
         return to_pyformat(text) if self.dialect is Dialect.POSTGRES else text
 
 
+# What the lock marker of a read that locks becomes: a row lock on PostgreSQL; nothing on
+# SQLite, whose unit of work holds the database's one writer from its first lock or write.
+_ROW_LOCK = {Dialect.POSTGRES: "FOR NO KEY UPDATE", Dialect.SQLITE: ""}
+
+
 @cache
 def queries_for(dialect: Dialect) -> Queries:
     """Every query of ``dialect``: ``common.sql`` plus the dialect's own file."""
@@ -212,7 +218,8 @@ def queries_for(dialect: Dialect) -> Queries:
     twice = sorted(set(common) & set(own))
     if twice:
         raise QueryFileError(f"{dialect}: defined both in common.sql and its own file: {twice}")
-    texts = {**common, **own}
+    lock = _ROW_LOCK[dialect]
+    texts = {name: text.replace(LOCK_MARKER, lock) for name, text in {**common, **own}.items()}
     missing = sorted(set(Q) - set(texts))
     unknown = sorted(set(texts) - set(Q))
     if missing or unknown:

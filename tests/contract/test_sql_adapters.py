@@ -351,6 +351,16 @@ class TestCatalog:
         queries = queries_for(dialect)
         assert all(queries.raw(name) for name in Q)
 
+    def test_the_lock_marker_is_a_row_lock_on_postgres_only(self) -> None:
+        """Every locking read is written once: FOR NO KEY UPDATE on PostgreSQL, a plain
+        read on SQLite (its unit holds the one writer)."""
+        locking = [name for name in Q if name.endswith("_for_update")]
+        assert len(locking) >= 7
+        for name in locking:
+            assert queries_for(Dialect.POSTGRES).text(name).rstrip().endswith("FOR NO KEY UPDATE")
+            assert "FOR " not in queries_for(Dialect.SQLITE).text(name)
+            assert "/*lock*/" not in queries_for(Dialect.SQLITE).text(name)
+
     def test_parameters_become_pyformat_for_psycopg(self) -> None:
         """``:name`` becomes ``%(name)s``; casts and literal percents survive."""
         converted = to_pyformat("SELECT :a::text, '50%', x->>'k' FROM t WHERE b = :b_2")

@@ -2,7 +2,8 @@
 --
 -- Each query starts with a "-- name: <name>" line; full-line comments are dropped when
 -- loaded. Parameters are written :name (PostgreSQL receives them as %(name)s). A query
--- with a /*filters*/ marker takes optional "-- name: filter_*" fragments there.
+-- with a /*filters*/ marker takes optional "-- name: filter_*" fragments there; /*lock*/
+-- is the dialect's row lock (see catalog.py).
 
 -- name: workspace_insert
 INSERT INTO workspaces (
@@ -577,3 +578,65 @@ WHERE workspace_id = :workspace_id AND accepted_at IS NULL AND expires_at > :now
 
 -- name: filter_invitation_role
 AND role = :role
+
+-- Reads that lock what they read until the unit of work ends: /*lock*/ is
+-- FOR NO KEY UPDATE on PostgreSQL and nothing on SQLite, whose unit holds the one writer.
+
+-- name: workspace_get_for_update
+SELECT id, name, idp_org_id, customer_id, storage_namespace, created_by, billing_state,
+       quota_overrides, created_at, updated_at
+FROM workspaces
+WHERE id = :id
+/*lock*/
+
+-- name: user_get_for_update
+SELECT id, email, name, idp_subject, created_at FROM users WHERE id = :id /*lock*/
+
+-- name: backup_get_for_update
+SELECT id, workspace_id, name, kind, state, paused, source, sealed_credentials,
+       schedule_cron, schedule_timezone, worker_id, retention_expire_after_seconds,
+       retention_lock_for_seconds, destination, sealed_destination_credentials, next_run_at,
+       created_at, updated_at
+FROM backups
+WHERE workspace_id = :workspace_id AND id = :id
+/*lock*/
+
+-- name: device_grant_by_device_code_for_update
+SELECT id, device_code_hash, user_code, client_id, created_at, expires_at, poll_interval,
+       state, account_id, failed_approvals, last_polled_at, access_token_hash,
+       access_expires_at
+FROM device_grants
+WHERE device_code_hash = :device_code_hash
+ORDER BY created_at DESC, id DESC
+LIMIT 1
+/*lock*/
+
+-- name: device_grant_by_user_code_for_update
+SELECT id, device_code_hash, user_code, client_id, created_at, expires_at, poll_interval,
+       state, account_id, failed_approvals, last_polled_at, access_token_hash,
+       access_expires_at
+FROM device_grants
+WHERE user_code = :user_code
+ORDER BY created_at DESC, id DESC
+LIMIT 1
+/*lock*/
+
+-- name: invitation_get_for_email
+SELECT id, workspace_id, email, role, created_at, expires_at, accepted_at
+FROM invitations
+WHERE id = :id AND email_key = :email_key
+/*lock*/
+
+-- name: run_get_for_update
+SELECT id, workspace_id, backup_id, state, trigger, worker_id, created_at, started_at,
+       finished_at, artifact_count, bytes, error
+FROM runs
+WHERE workspace_id = :workspace_id AND id = :id
+/*lock*/
+
+-- name: artifact_get_for_update
+SELECT id, workspace_id, backup_id, run_id, name, size, sha256, state, storage, object_key,
+       upload_id, created_at, expires_at, locked_until
+FROM artifacts
+WHERE workspace_id = :workspace_id AND id = :id
+/*lock*/
