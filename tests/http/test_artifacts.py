@@ -32,6 +32,7 @@ from strongroom.domain.quotas import QuotaResource
 from strongroom.ports.driven.storage import ObjectLockedError, ObjectStorage
 from strongroom.ports.driving import Strongroom
 from strongroom.ports.driving.blocking import blocking
+from support.checks import assert_error
 from support.seaweed import SeaweedServer, s3_storage
 from support.world import Api, bearer, make_client, make_facade
 
@@ -59,15 +60,6 @@ class MovableClock:
 
     def now(self) -> datetime:
         return datetime.now(UTC) + self.offset
-
-
-def assert_error(response: httpx2.Response, status: int, code: str, *fragments: str) -> None:
-    """A nested error with ``code`` whose message holds every fragment."""
-    assert response.status_code == status, response.text
-    error = response.json()["error"]
-    assert error["code"] == code, error
-    for fragment in fragments:
-        assert fragment in error["message"], error
 
 
 def sha(data: bytes) -> str:

@@ -21,6 +21,7 @@ import pytest
 from strongroom.domain.billing import BillingState
 from strongroom.domain.quotas import QuotaResource
 from strongroom.domain.workspaces import Membership
+from support.checks import assert_error
 from support.world import Api, bearer, make_client, make_facade
 
 S3_SOURCE: dict[str, Any] = {
@@ -67,16 +68,6 @@ RECORD_FIELDS = {
 }
 CLOUD_COMPLETE = {"source": S3_SOURCE, "credentials": S3_CREDENTIALS, "retention": RETENTION}
 NOT_JSON = b"{not json"
-
-
-def assert_error(response: httpx2.Response, status: int, code: str, *fragments: str) -> None:
-    """A nested error with ``code`` whose message holds every fragment."""
-    assert response.status_code == status, response.text
-    error = response.json()["error"]
-    assert error["code"] == code, error
-    for fragment in fragments:
-        assert fragment in error["message"], error
-    assert error["request_id"] == response.headers["x-request-id"]
 
 
 @attrs.frozen

@@ -24,9 +24,9 @@ from strongroom.domain.billing import BillingState
 from strongroom.domain.errors import StrongroomError
 from strongroom.domain.workspaces import Membership, Workspace
 from strongroom.ports.driving import Strongroom
+from support.checks import assert_error
 from support.world import Api, bearer, make_client, make_facade
 
-ENVELOPE_KEYS = {"code", "message", "request_id"}
 # The code tables of api-spec.md section 7 and contract.md section 1.
 STATUS = {
     "invalid_request": 400,
@@ -51,21 +51,6 @@ STATUS = {
     "internal": 500,
     "upstream_unavailable": 502,
 }
-
-
-def assert_error(response: Any, status: int, code: str) -> dict[str, Any]:
-    """The response is the contract's error envelope with this status and code."""
-    assert response.status_code == status, response.text
-    assert response.headers["content-type"] == "application/json"
-    body = response.json()
-    assert set(body) == {"error"}
-    error: dict[str, Any] = body["error"]
-    assert ENVELOPE_KEYS <= set(error) <= ENVELOPE_KEYS | {"detail"}
-    assert error["code"] == code
-    assert isinstance(error["message"], str)
-    assert error["message"]
-    assert error["request_id"] == response.headers["x-request-id"]
-    return error
 
 
 def user_id_of(api: Api, token: str) -> UUID:

@@ -25,16 +25,8 @@ from strongroom.domain.workspaces import Membership
 from strongroom.entrypoints.service import mailer_for
 from strongroom.entrypoints.settings import Settings
 from strongroom.ports.driving.blocking import blocking_call
+from support.checks import assert_error
 from support.world import Api, bearer, make_client, make_facade
-
-
-def assert_error(response: httpx2.Response, status: int, code: str, *fragments: str) -> None:
-    """A nested error with ``code`` whose message holds every fragment."""
-    assert response.status_code == status, response.text
-    error = response.json()["error"]
-    assert error["code"] == code, error
-    for fragment in fragments:
-        assert fragment in error["message"], error
 
 
 class Inviting:

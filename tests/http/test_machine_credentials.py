@@ -12,7 +12,6 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 from uuid import UUID, uuid4
 
-import httpx2
 import pytest
 
 from strongroom.adapters.memory.services import ManualClock
@@ -21,18 +20,10 @@ from strongroom.domain.permissions import WORKER_PERMISSIONS, Permission
 from strongroom.domain.quotas import QuotaResource
 from strongroom.domain.tokens import TokenKind, token_kind
 from strongroom.domain.workspaces import Membership
+from support.checks import assert_error
 from support.world import Api, bearer, idp_access_token, make_client, make_facade
 
 RETENTION = {"expire_after": "P30D", "lock_for": "P7D"}
-
-
-def assert_error(response: httpx2.Response, status: int, code: str, *fragments: str) -> None:
-    """A nested error with ``code`` whose message holds every fragment."""
-    assert response.status_code == status, response.text
-    error = response.json()["error"]
-    assert error["code"] == code, error
-    for fragment in fragments:
-        assert fragment in error["message"], error
 
 
 class Admin:

@@ -13,6 +13,7 @@ import pytest
 
 from strongroom.domain.billing import BillingState
 from strongroom.domain.workspaces import Membership
+from support.checks import assert_error
 from support.world import Api, bearer
 
 RETENTION = {"expire_after": "P30D", "lock_for": "P7D"}
@@ -35,16 +36,6 @@ RUN_FIELDS = {
     "bytes",
     "error",
 }
-
-
-def assert_error(response: httpx2.Response, status: int, code: str, *fragments: str) -> None:
-    """A nested error with ``code`` whose message holds every fragment."""
-    assert response.status_code == status, response.text
-    error = response.json()["error"]
-    assert error["code"] == code, error
-    for fragment in fragments:
-        assert fragment in error["message"], error
-    assert error["request_id"] == response.headers["x-request-id"]
 
 
 @attrs.frozen
