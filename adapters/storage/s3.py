@@ -26,6 +26,7 @@ import asyncio
 import contextlib
 import hashlib
 import hmac
+import logging
 from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -39,7 +40,9 @@ from minio.datatypes import Part
 from minio.error import MinioException, S3Error
 from minio.retention import Retention
 
+from strongroom.adapters.storage.outbound import Resolver, guarded_pool_manager
 from strongroom.domain.backups import CustomerS3Destination
+from strongroom.domain.endpoints import EndpointPolicy
 from strongroom.domain.errors import UpstreamUnavailableError
 from strongroom.ports.driven.storage import (
     ObjectLockedError,
@@ -49,6 +52,8 @@ from strongroom.ports.driven.storage import (
     StoredPart,
 )
 
+logger = logging.getLogger(__name__)
+
 _LOCK_REFUSALS = {"AccessDenied", "ObjectLocked", "InvalidRequest"}
 _GONE = {"NoSuchKey", "NoSuchUpload", "NoSuchVersion"}
 # How stores say an object version has no retention (SeaweedFS uses the second).
@@ -56,8 +61,10 @@ _NO_RETENTION = {"NoSuchObjectLockConfiguration", "ObjectLockConfigurationNotFou
 
 
 @contextlib.contextmanager
-def _translated(what: str) -> Iterator[None]:
-    """Storage failures as port errors."""
+def _translated(what: str, *, opaque: bool = False) -> Iterator[None]:
+    """Storage failures as port errors. ``opaque`` (a customer's endpoint) keeps the cause
+    of a failure to reach the store out of the error, so that an unreachable, refused or
+    disallowed endpoint is one answer (contract 13); it is logged instead."""
     try:
         yield
     except S3Error as error:
@@ -65,7 +72,10 @@ def _translated(what: str) -> Iterator[None]:
             raise ObjectLockedError(f"storage refused to {what}: {error.code}") from error
         raise UpstreamUnavailableError(f"object storage failed to {what}") from error
     except (MinioException, urllib3.exceptions.HTTPError, OSError, ValueError) as error:
-        raise UpstreamUnavailableError(f"object storage failed to {what}") from error
+        if not opaque:
+            raise UpstreamUnavailableError(f"object storage failed to {what}") from error
+        logger.info("a customer's object storage failed to %s: %r", what, error)
+        raise UpstreamUnavailableError(f"object storage failed to {what}") from None
 
 
 def retain_until_date(until: datetime) -> datetime:
@@ -156,13 +166,23 @@ class S3Storage:
         region: str = "us-east-1",
         *,
         timeout: float = 30.0,
+        endpoint_policy: EndpointPolicy | None = None,
+        resolve: Resolver | None = None,
     ) -> None:
         parts = urlsplit(endpoint if "://" in endpoint else f"https://{endpoint}")
         self.bucket = bucket
-        http = urllib3.PoolManager(
-            timeout=urllib3.Timeout(connect=5.0, read=timeout),
-            retries=urllib3.Retry(total=2, backoff_factor=0.2, status_forcelist=[502, 503, 504]),
-            maxsize=32,
+        options: dict[str, Any] = {
+            "timeout": urllib3.Timeout(connect=5.0, read=timeout),
+            "retries": urllib3.Retry(total=2, backoff_factor=0.2, status_forcelist=[502, 503, 504]),
+            "maxsize": 32,
+        }
+        # A customer's endpoint (``endpoint_policy`` given): every connection is checked
+        # after resolution, and failures to reach it do not say why.
+        self._opaque = endpoint_policy is not None
+        http = (
+            urllib3.PoolManager(**options)
+            if endpoint_policy is None
+            else guarded_pool_manager(endpoint_policy, resolve, **options)
         )
         base = f"{'https' if parts.scheme == 'https' else 'http'}://{parts.netloc}"
         self._presigner = _Presigner(base, access_key, secret_key, region)
@@ -175,13 +195,16 @@ class S3Storage:
             http_client=http,
         )
 
+    def _translated(self, what: str) -> contextlib.AbstractContextManager[None]:
+        return _translated(what, opaque=self._opaque)
+
     # ----------------------------------------------------------------------------------
     # Bucket and namespaces
 
     def ensure_bucket(self) -> None:
         """Create the bucket with Object Lock when it does not exist (blocking: called once
         at start-up, before the event loop serves anything)."""
-        with _translated("create the bucket"):
+        with self._translated("create the bucket"):
             if not self.client.bucket_exists(self.bucket):
                 self.client.make_bucket(self.bucket, object_lock=True)
 
@@ -198,7 +221,7 @@ class S3Storage:
         await asyncio.to_thread(self._ping)
 
     def _ping(self) -> None:
-        with _translated("answer"):
+        with self._translated("answer"):
             if not self.client.bucket_exists(self.bucket):
                 raise UpstreamUnavailableError(f"bucket {self.bucket} does not exist")
 
@@ -253,7 +276,7 @@ class S3Storage:
 
     def _locked_version(self, key: str) -> str | None:
         """The newest version of ``key`` under a retention, if any."""
-        with _translated("list object versions"):
+        with self._translated("list object versions"):
             listed = [
                 item
                 for item in self.client.list_objects(self.bucket, prefix=key, include_version=True)
@@ -281,7 +304,7 @@ class S3Storage:
         return await asyncio.to_thread(self._start_multipart, key)
 
     def _start_multipart(self, key: str) -> str:
-        with _translated("start a multipart upload"):
+        with self._translated("start a multipart upload"):
             upload_id: str = self.client._create_multipart_upload(self.bucket, key, {})
         return upload_id
 
@@ -293,7 +316,7 @@ class S3Storage:
         found: list[StoredPart] = []
         marker: str | None = None
         try:
-            with _translated("list parts"):
+            with self._translated("list parts"):
                 while True:
                     result = self.client._list_parts(
                         self.bucket, key, upload_id, part_number_marker=marker
@@ -317,7 +340,7 @@ class S3Storage:
 
     def _complete_multipart(self, key: str, upload_id: str, parts: list[StoredPart]) -> None:
         ordered = [Part(p.number, p.etag) for p in sorted(parts, key=lambda p: p.number)]
-        with _translated("complete a multipart upload"):
+        with self._translated("complete a multipart upload"):
             self.client._complete_multipart_upload(self.bucket, key, upload_id, ordered)
 
     async def abort_multipart(self, key: str, upload_id: str) -> None:
@@ -326,7 +349,7 @@ class S3Storage:
 
     def _abort_multipart(self, key: str, upload_id: str) -> None:
         try:
-            with _translated("abort a multipart upload"):
+            with self._translated("abort a multipart upload"):
                 self.client._abort_multipart_upload(self.bucket, key, upload_id)
         except UpstreamUnavailableError as error:
             cause = error.__cause__
@@ -341,7 +364,7 @@ class S3Storage:
         found: list[PendingUpload] = []
         key_marker: str | None = None
         upload_marker: str | None = None
-        with _translated("list multipart uploads"):
+        with self._translated("list multipart uploads"):
             while True:
                 result = self.client._list_multipart_uploads(
                     self.bucket, key_marker=key_marker, upload_id_marker=upload_marker
@@ -364,7 +387,7 @@ class S3Storage:
 
     def _stat(self, key: str) -> StoredObject | None:
         try:
-            with _translated("stat an object"):
+            with self._translated("stat an object"):
                 info = self.client.stat_object(self.bucket, key)
         except UpstreamUnavailableError as error:
             cause = error.__cause__
@@ -379,7 +402,7 @@ class S3Storage:
         await asyncio.to_thread(self._lock, key, until)
 
     def _lock(self, key: str, until: datetime) -> None:
-        with _translated("lock an object"):
+        with self._translated("lock an object"):
             info = self.client.stat_object(self.bucket, key)
             self.client.set_object_retention(
                 self.bucket,
@@ -394,7 +417,7 @@ class S3Storage:
 
     def _delete(self, key: str) -> None:
         for version in self._versions(key, exact=True):
-            with _translated("delete an object"):
+            with self._translated("delete an object"):
                 self.client.remove_object(self.bucket, key, version_id=version)
 
     async def delete_prefix(self, prefix: str) -> None:
@@ -404,7 +427,7 @@ class S3Storage:
 
     def _delete_prefix(self, prefix: str) -> None:
         locked = 0
-        with _translated("list objects"):
+        with self._translated("list objects"):
             listed = list(
                 self.client.list_objects(
                     self.bucket, prefix=prefix + "/", recursive=True, include_version=True
@@ -412,7 +435,7 @@ class S3Storage:
             )
         for item in listed:
             try:
-                with _translated("delete an object"):
+                with self._translated("delete an object"):
                     self.client.remove_object(
                         self.bucket, str(item.object_name), version_id=item.version_id
                     )
@@ -422,7 +445,7 @@ class S3Storage:
             raise ObjectLockedError(f"{locked} object versions below {prefix} are locked")
 
     def _versions(self, key: str, *, exact: bool) -> list[str | None]:
-        with _translated("list object versions"):
+        with self._translated("list object versions"):
             listed: list[Any] = list(
                 self.client.list_objects(self.bucket, prefix=key, include_version=True)
             )
@@ -430,13 +453,19 @@ class S3Storage:
 
 
 def customer_bucket(
-    destination: CustomerS3Destination, credentials: Mapping[str, str]
+    destination: CustomerS3Destination,
+    credentials: Mapping[str, str],
+    policy: EndpointPolicy,
+    resolve: Resolver | None = None,
 ) -> S3Storage:
     """The storage of a ``customer_s3`` destination, with its own credentials (no Object
-    Lock is assumed: the bucket is the customer's)."""
+    Lock is assumed: the bucket is the customer's), reached only at addresses ``policy``
+    allows (contract 13)."""
     return S3Storage(
         destination.endpoint,
         credentials["access_key_id"],
         credentials["secret_access_key"],
         destination.bucket,
+        endpoint_policy=policy,
+        resolve=resolve,
     )

@@ -24,9 +24,11 @@ import uvicorn
 from minio import Minio
 
 from strongroom.adapters.http.app import app_for
+from strongroom.adapters.storage import outbound
 from strongroom.adapters.storage.local import LocalDiskStorage
 from strongroom.adapters.storage.s3 import S3Storage
 from strongroom.domain.billing import BillingState
+from strongroom.domain.endpoints import EndpointPolicy
 from strongroom.domain.pagination import PageRequest
 from strongroom.domain.quotas import QuotaResource
 from strongroom.ports.driven.storage import ObjectLockedError, ObjectStorage
@@ -36,6 +38,8 @@ from support.seaweed import SeaweedServer, s3_storage
 from support.world import Api, bearer, make_client, make_facade
 
 MIB = 1024 * 1024
+# What tests pointing a customer destination at the session's SeaweedFS configure.
+LOOPBACK_ALLOWED = EndpointPolicy.parse("127.0.0.0/8,::1/128")
 ARTIFACT_FIELDS = {
     "id",
     "run_id",
@@ -582,6 +586,11 @@ class TestRetention(LocalOnly):
 class TestCustomerBucket(LocalOnly):
     """A ``customer_s3`` destination: bytes go to the customer's bucket, never ours."""
 
+    @pytest.fixture
+    def data_facade(self, storage: ObjectStorage, clock: MovableClock) -> Strongroom:
+        # The session's SeaweedFS listens on loopback: allowed by configuration only.
+        return make_facade(clock=clock, storage=storage, endpoint_policy=LOOPBACK_ALLOWED)
+
     def test_upload_confirm_refuse_download_and_delete(
         self, ada: Tenant, seaweed: SeaweedServer
     ) -> None:
@@ -625,6 +634,143 @@ class TestCustomerBucket(LocalOnly):
         assert ada.delete(first).status_code == 204
         keys = [o.object_name for o in root.list_objects(bucket, prefix="vault/", recursive=True)]
         assert len(keys) == 1
+
+
+def closed_port() -> int:
+    """A loopback port nothing listens on (bound, then released)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+    return port
+
+
+class TestEndpointPolicy(LocalOnly):
+    """Outbound endpoint policy (contract 13), default setting: a disallowed literal
+    address is 422 at PATCH; the private ranges are allowed."""
+
+    @pytest.mark.parametrize(
+        "endpoint",
+        [
+            "http://127.0.0.1:8333",
+            "http://169.254.169.254",
+            "http://[::1]:9000",
+            "http://0.0.0.0:80",
+            "http://[::ffff:127.0.0.1]",
+            "http://[fe80::1]:443",
+        ],
+    )
+    def test_a_disallowed_literal_destination_is_422(self, ada: Tenant, endpoint: str) -> None:
+        """Loopback, link-local, metadata, unspecified: ``validation_failed``, unchanged."""
+        backup_id = ada.backup()
+        response = ada.client.patch(
+            f"/v1/backups/{backup_id}",
+            json={
+                "destination": {"type": "customer_s3", "endpoint": endpoint, "bucket": "b"},
+                "destination_credentials": {"access_key_id": "a", "secret_access_key": "s"},
+            },
+            headers=ada.headers,
+        )
+        assert_error(response, 422, "validation_failed", "destination.endpoint")
+        got = ada.client.get(f"/v1/backups/{backup_id}", headers=ada.headers).json()
+        assert got["destination"] == {"type": "service"}
+
+    def test_a_disallowed_literal_source_is_422(self, ada: Tenant) -> None:
+        """A cloud backup's S3 source at the metadata address is refused the same way."""
+        created = ada.client.post(
+            f"/v1/workspaces/{ada.workspace_id}/backups",
+            json={"name": "cloud", "kind": "cloud"},
+            headers=ada.headers,
+        )
+        response = ada.client.patch(
+            f"/v1/backups/{created.json()['id']}",
+            json={
+                "source": {"type": "s3", "endpoint": "https://169.254.169.254", "bucket": "b"},
+                "credentials": {"access_key_id": "a", "secret_access_key": "s"},
+            },
+            headers=ada.headers,
+        )
+        assert_error(response, 422, "validation_failed", "source.endpoint")
+
+    def test_a_private_address_is_allowed_by_default(self, ada: Tenant) -> None:
+        """The default lists the private ranges (the usual self-hosted store)."""
+        backup_id = ada.backup()
+        response = ada.client.patch(
+            f"/v1/backups/{backup_id}",
+            json={
+                "destination": {
+                    "type": "customer_s3",
+                    "endpoint": "http://10.20.30.40:9000",
+                    "bucket": "b",
+                },
+                "destination_credentials": {"access_key_id": "a", "secret_access_key": "s"},
+            },
+            headers=ada.headers,
+        )
+        assert response.status_code == 200, response.text
+
+
+class TestUnreachableEndpoints(LocalOnly):
+    """Contract 13: a name is checked at every connection, and a disallowed, refused or
+    unresolvable endpoint is one answer, 502 ``upstream_unavailable`` without detail."""
+
+    @pytest.fixture
+    def data_facade(self, storage: ObjectStorage, clock: MovableClock) -> Strongroom:
+        # Only 127.0.0.2 is listed: the refused-port case has an allowed address to try;
+        # loopback (127.0.0.1, ::1) and metadata stay refused as by default.
+        return make_facade(
+            clock=clock, storage=storage, endpoint_policy=EndpointPolicy.parse("127.0.0.2/32")
+        )
+
+    def test_refused_listening_disallowed_and_unknown_are_one_answer(
+        self, ada: Tenant, seaweed: SeaweedServer, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """Confirm against a customer bucket whose name resolves (DNS rebinding) to a
+        listening store on loopback, to the metadata address, to an allowed address where
+        nothing listens, or to nothing: the same status, code and message, no detail."""
+        store_port = int(seaweed.endpoint.rsplit(":", 1)[1])
+        names = {
+            "rebind.test": ["127.0.0.1"],
+            "metadata.test": ["169.254.169.254"],
+            "v6.test": ["::1"],
+            "refused.test": ["127.0.0.2"],
+        }
+
+        def resolve(host: str, port: int) -> list[str]:
+            if host not in names:
+                raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+            return names[host]
+
+        monkeypatch.setattr(outbound, "system_resolver", resolve)
+        endpoints = [
+            f"http://rebind.test:{store_port}",
+            "http://metadata.test",
+            f"http://v6.test:{store_port}",
+            f"http://refused.test:{closed_port()}",
+            "http://nowhere.test:9000",
+        ]
+        answers = []
+        for index, endpoint in enumerate(endpoints):
+            backup_id = ada.backup(name=f"b{index}", lock_for="PT0S")
+            patched = ada.client.patch(
+                f"/v1/backups/{backup_id}",
+                json={
+                    "destination": {"type": "customer_s3", "endpoint": endpoint, "bucket": "b"},
+                    "destination_credentials": {
+                        "access_key_id": seaweed.access_key,
+                        "secret_access_key": seaweed.secret_key,
+                    },
+                },
+                headers=ada.headers,
+            )
+            assert patched.status_code == 200, patched.text
+            run_id = ada.run(backup_id)
+            assert ada.ask_upload(run_id, "a", b"bytes").status_code == 201
+            confirmed = ada.confirm(run_id)
+            assert_error(confirmed, 502, "upstream_unavailable")
+            error = confirmed.json()["error"]
+            assert "detail" not in error, error
+            answers.append((confirmed.status_code, error["code"], error["message"]))
+        assert len(set(answers)) == 1, answers
 
 
 class TestStorageFailure:
