@@ -61,14 +61,17 @@ _NO_RETENTION = {"NoSuchObjectLockConfiguration", "ObjectLockConfigurationNotFou
 
 
 @contextlib.contextmanager
-def _translated(what: str, *, opaque: bool = False) -> Iterator[None]:
-    """Storage failures as port errors. ``opaque`` (a customer's endpoint) keeps the cause
-    of a failure to reach the store out of the error, so that an unreachable, refused or
-    disallowed endpoint is one answer (contract 13); it is logged instead."""
+def _translated(what: str, *, opaque: bool = False, may_lock: bool = False) -> Iterator[None]:
+    """Storage failures as port errors. A refusal is ``ObjectLockedError`` only where a
+    lock can refuse (``may_lock``: deleting, setting a retention); elsewhere, a HEAD or GET
+    answered 403 (wrong credentials of a customer's bucket) is the store failing. ``opaque``
+    (a customer's endpoint) keeps the cause of a failure to reach the store out of the
+    error, so that an unreachable, refused or disallowed endpoint is one answer (contract
+    13); it is logged instead."""
     try:
         yield
     except S3Error as error:
-        if error.code in _LOCK_REFUSALS:
+        if may_lock and error.code in _LOCK_REFUSALS:
             raise ObjectLockedError(f"storage refused to {what}: {error.code}") from error
         raise UpstreamUnavailableError(f"object storage failed to {what}") from error
     except (MinioException, urllib3.exceptions.HTTPError, OSError, ValueError) as error:
@@ -195,8 +198,10 @@ class S3Storage:
             http_client=http,
         )
 
-    def _translated(self, what: str) -> contextlib.AbstractContextManager[None]:
-        return _translated(what, opaque=self._opaque)
+    def _translated(
+        self, what: str, *, may_lock: bool = False
+    ) -> contextlib.AbstractContextManager[None]:
+        return _translated(what, opaque=self._opaque, may_lock=may_lock)
 
     # ----------------------------------------------------------------------------------
     # Bucket and namespaces
@@ -402,7 +407,7 @@ class S3Storage:
         await asyncio.to_thread(self._lock, key, until)
 
     def _lock(self, key: str, until: datetime) -> None:
-        with self._translated("lock an object"):
+        with self._translated("lock an object", may_lock=True):
             info = self.client.stat_object(self.bucket, key)
             self.client.set_object_retention(
                 self.bucket,
@@ -417,7 +422,7 @@ class S3Storage:
 
     def _delete(self, key: str) -> None:
         for version in self._versions(key, exact=True):
-            with self._translated("delete an object"):
+            with self._translated("delete an object", may_lock=True):
                 self.client.remove_object(self.bucket, key, version_id=version)
 
     async def delete_prefix(self, prefix: str) -> None:
@@ -435,7 +440,7 @@ class S3Storage:
             )
         for item in listed:
             try:
-                with self._translated("delete an object"):
+                with self._translated("delete an object", may_lock=True):
                     self.client.remove_object(
                         self.bucket, str(item.object_name), version_id=item.version_id
                     )

@@ -635,6 +635,41 @@ class TestCustomerBucket(LocalOnly):
         keys = [o.object_name for o in root.list_objects(bucket, prefix="vault/", recursive=True)]
         assert len(keys) == 1
 
+    def test_a_bucket_refusing_head_is_502_not_500(
+        self, ada: Tenant, seaweed: SeaweedServer
+    ) -> None:
+        """The customer's bucket answers HEAD with 403 (wrong credentials): confirm is
+        502 ``upstream_unavailable`` (issue 12, finding 3), nothing is recorded."""
+        bucket = "customer-" + secrets.token_hex(4)
+        Minio(
+            seaweed.endpoint.removeprefix("http://"),
+            seaweed.access_key,
+            seaweed.secret_key,
+            secure=False,
+            region="us-east-1",
+        ).make_bucket(bucket)
+        backup_id = ada.backup(lock_for="PT0S")
+        patched = ada.client.patch(
+            f"/v1/backups/{backup_id}",
+            json={
+                "destination": {
+                    "type": "customer_s3",
+                    "endpoint": seaweed.endpoint,
+                    "bucket": bucket,
+                },
+                "destination_credentials": {
+                    "access_key_id": seaweed.access_key,
+                    "secret_access_key": "not-the-secret",
+                },
+            },
+            headers=ada.headers,
+        )
+        assert patched.status_code == 200, patched.text
+        run_id = ada.run(backup_id)
+        assert ada.ask_upload(run_id, "a", b"bytes").status_code == 201
+        assert_error(ada.confirm(run_id), 502, "upstream_unavailable")
+        assert [a["state"] for a in ada.artifacts()] == ["pending"]
+
 
 def closed_port() -> int:
     """A loopback port nothing listens on (bound, then released)."""
