@@ -23,6 +23,7 @@ connect, ``timeout`` to read, two retries), the calls to a customer's bucket inc
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import hashlib
 import hmac
@@ -120,8 +121,15 @@ class _Presigner:
         extra: dict[str, str] | None = None,
         now: datetime | None = None,
         content_length: int | None = None,
+        headers: Mapping[str, str] | None = None,
     ) -> str:
-        """A presigned URL of ``method`` on ``path`` (``/bucket/key``) for ``expires`` s."""
+        """A presigned URL of ``method`` on ``path`` (``/bucket/key``) for ``expires`` s;
+        ``content_length`` and ``headers`` are signed: the request must send them as given."""
+        signing = {"host": self._host, **{name.lower(): v for name, v in (headers or {}).items()}}
+        if content_length is not None:
+            signing["content-length"] = str(content_length)
+        signed = ";".join(sorted(signing))
+        canonical_headers = "".join(f"{name}:{signing[name].strip()}\n" for name in sorted(signing))
         moment = now or datetime.now(UTC)
         stamp = moment.strftime("%Y%m%dT%H%M%SZ")
         day = stamp[:8]
@@ -131,7 +139,7 @@ class _Presigner:
             "X-Amz-Credential": f"{self._access_key}/{scope}",
             "X-Amz-Date": stamp,
             "X-Amz-Expires": str(expires),
-            "X-Amz-SignedHeaders": "host" if content_length is None else "content-length;host",
+            "X-Amz-SignedHeaders": signed,
             **(extra or {}),
         }
         canonical_query = "&".join(
@@ -139,13 +147,9 @@ class _Presigner:
             for name, value in sorted(query.items())
         )
         canonical_path = quote(path, safe="/-_.~")
-        if content_length is None:
-            headers, signed = f"host:{self._host}\n", "host"
-        else:
-            headers = f"content-length:{content_length}\nhost:{self._host}\n"
-            signed = "content-length;host"
         canonical = (
-            f"{method}\n{canonical_path}\n{canonical_query}\n{headers}\n{signed}\nUNSIGNED-PAYLOAD"
+            f"{method}\n{canonical_path}\n{canonical_query}\n{canonical_headers}\n{signed}\n"
+            "UNSIGNED-PAYLOAD"
         )
         to_sign = (
             f"AWS4-HMAC-SHA256\n{stamp}\n{scope}\n" + hashlib.sha256(canonical.encode()).hexdigest()
@@ -240,19 +244,28 @@ class S3Storage:
         expires_at: datetime,
         query: dict[str, str] | None = None,
         content_length: int | None = None,
+        headers: Mapping[str, str] | None = None,
     ) -> str:
         seconds = int((expires_at - datetime.now(UTC)).total_seconds())
         expires = min(max(1, seconds), 7 * 24 * 3600)
         return self._presigner.url(
-            method, f"/{self.bucket}/{key}", expires, query, content_length=content_length
+            method,
+            f"/{self.bucket}/{key}",
+            expires,
+            query,
+            content_length=content_length,
+            headers=headers,
         )
 
     def presign_put(
         self, key: str, size: int, sha256: str, expires_at: datetime
     ) -> PresignedRequest:
-        """A presigned PUT bound to its exact ``Content-Length`` (a signed header)."""
-        url = self._presign("PUT", key, expires_at, content_length=size)
-        return PresignedRequest("PUT", url, {"Content-Length": str(size)})
+        """A presigned PUT bound to its exact ``Content-Length`` and to the announced
+        digest: ``x-amz-checksum-sha256`` (base64) is a signed header, so the store
+        refuses other bytes of the same size (contract 13)."""
+        checksum = {"x-amz-checksum-sha256": base64.b64encode(bytes.fromhex(sha256)).decode()}
+        url = self._presign("PUT", key, expires_at, content_length=size, headers=checksum)
+        return PresignedRequest("PUT", url, {"Content-Length": str(size), **checksum})
 
     def presign_part(
         self, key: str, upload_id: str, number: int, size: int, expires_at: datetime

@@ -4,6 +4,7 @@ GET, delete, locks, quotas, and refusals of tampered, expired or reused URLs."""
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import os
 import secrets
@@ -286,6 +287,32 @@ class TestSingleUpload:
         assert run["state"] == "running"
         assert ada.usage() == 0
 
+    def test_same_size_other_bytes_are_refused_by_the_store(self, ada: Tenant) -> None:
+        """Integrity (contract 13): the URL is bound to the announced sha256 (on S3 the
+        signed ``x-amz-checksum-sha256``, given in ``headers``), so the store refuses other
+        bytes of the same size, and nothing becomes ``available`` with a wrong sha256."""
+        data, other = os.urandom(4096), os.urandom(4096)
+        run_id = ada.run(ada.backup())
+        plan = ada.ask_upload(run_id, "db.dump", data).json()
+        if not plan["url"].startswith("http://testserver/"):
+            digest = base64.b64encode(hashlib.sha256(data).digest()).decode()
+            assert plan["headers"]["x-amz-checksum-sha256"] == digest
+        refused = ada.transfer("PUT", plan["url"], content=other, headers=plan["headers"])
+        assert refused.status_code in (400, 403), refused.text
+        assert_error(ada.confirm(run_id), 409, "artifact_missing", "db.dump")
+        assert [a["state"] for a in ada.artifacts()] == ["pending"]
+        unsigned = {k: v for k, v in plan["headers"].items() if k != "x-amz-checksum-sha256"}
+        assert ada.transfer("PUT", plan["url"], content=other, headers=unsigned).status_code in (
+            400,
+            403,
+        )
+        assert_error(ada.confirm(run_id), 409, "artifact_missing", "db.dump")
+        put = ada.transfer("PUT", plan["url"], content=data, headers=plan["headers"])
+        assert put.status_code == 200, put.text
+        assert ada.confirm(run_id).status_code == 200
+        (listed,) = ada.artifacts()
+        assert (listed["state"], listed["sha256"]) == ("available", sha(data))
+
     def test_a_finished_run_takes_nothing_more(self, ada: Tenant) -> None:
         """upload-url and confirm on a succeeded run: 409 ``invalid_state``."""
         backup_id = ada.backup()
@@ -382,9 +409,10 @@ class TestOverwrite:
         data = b"original"
         run_id = ada.run(ada.backup())
         plan = ada.ask_upload(run_id, "a", data).json()
-        assert ada.transfer("PUT", plan["url"], content=data).status_code == 200
+        put = ada.transfer("PUT", plan["url"], content=data, headers=plan["headers"])
+        assert put.status_code == 200
         assert ada.confirm(run_id).status_code == 200
-        ada.transfer("PUT", plan["url"], content=b"replaced")
+        ada.transfer("PUT", plan["url"], content=b"replaced", headers=plan["headers"])
         link = ada.download_url(plan["artifact_id"]).json()["url"]
         assert ada.transfer("GET", link).content == data
 
