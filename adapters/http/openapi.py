@@ -1031,6 +1031,10 @@ ERROR_MEANINGS: dict[str, tuple[str, str]] = {
         "`lock_for` longer than `expire_after`.",
         "lock_for must not be longer than expire_after",
     ),
+    "rate_limited": (
+        "Too many failed attempts; retry after the `Retry-After` seconds.",
+        "too many failed attempts for this email; wait and retry",
+    ),
     "internal": (
         "Unhandled server failure; retry with backoff.",
         "internal error; try again later",
@@ -1049,6 +1053,7 @@ STATUS_MEANINGS = {
     404: "Not found",
     409: "Conflict",
     422: "Unacceptable values",
+    429: "Too many failed attempts",
     500: "Internal error",
     502: "Upstream unavailable",
 }
@@ -2459,7 +2464,8 @@ def _idp() -> list[Operation]:
             "Approve or deny a user code",
             "Signs the person in and records the decision. Answers an HTML page, or JSON "
             "when `Accept` prefers `application/json`. Failed attempts are limited per user "
-            "code (5, then the code is dead) and per email (10 per 15 minutes).",
+            "code (5, then the code is dead: 400), per email and client address (10 per 15 "
+            "minutes) and per client address (100 per 15 minutes): 429 with `Retry-After`.",
             Success(
                 200,
                 "The decision is recorded.",
@@ -2468,9 +2474,14 @@ def _idp() -> list[Operation]:
             merge(
                 reason(
                     "invalid_request",
-                    "wrong email or password, unknown or expired user code, too many failed "
-                    "attempts, a `decision` other than `approve` or `deny`, or a body that "
-                    "is not a URL-encoded form of exactly these fields",
+                    "wrong email or password, unknown or expired user code, a `decision` "
+                    "other than `approve` or `deny`, or a body that is not a URL-encoded "
+                    "form of exactly these fields",
+                ),
+                reason(
+                    "rate_limited",
+                    "too many failed attempts for this email from this address, or from "
+                    "this address (`Retry-After` says when to try again)",
                 ),
                 other_provider,
                 INTERNAL,
@@ -2478,7 +2489,7 @@ def _idp() -> list[Operation]:
             ),
             auth=Auth.NONE,
             body=Body(ref("DeviceDecisionForm"), FORM),
-            html_errors=(400, 502),
+            html_errors=(400, 429, 502),
         ),
         Operation(
             "POST",

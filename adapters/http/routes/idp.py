@@ -26,7 +26,7 @@ from starlette.responses import HTMLResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from strongroom.adapters.http.context import ApiContext, endpoint, render_json
-from strongroom.adapters.http.errors import STATUS_BY_CODE, error_response
+from strongroom.adapters.http.errors import STATUS_BY_CODE, error_response, retry_after
 from strongroom.adapters.identity.builtin import BuiltinIdentityProvider, OAuthError
 from strongroom.domain.errors import InvalidRequestError, StrongroomError
 
@@ -159,6 +159,13 @@ def _oauth_error(error: str, description: str) -> Response:
     return _json({"error": error, "error_description": description}, 400, NO_STORE)
 
 
+def client_address(request: Request) -> str:
+    """The address sign-in limits count failures by: the peer as the ASGI server reports it
+    (behind a reverse proxy, run the server so that it trusts the proxy's forwarded-for
+    header, e.g. uvicorn's ``--forwarded-allow-ips``)."""
+    return request.client.host if request.client is not None else ""
+
+
 def _builtin(ctx: ApiContext) -> BuiltinIdentityProvider | None:
     identity = ctx.facade.deps.identity
     return identity if isinstance(identity, BuiltinIdentityProvider) else None
@@ -250,11 +257,17 @@ async def decide(ctx: ApiContext) -> Response:
         approve = DECISIONS.get(fields["decision"])
         if approve is None:
             raise InvalidRequestError("decision must be approve or deny")
-        await idp.decide(fields["user_code"], fields["email"], fields["password"], approve=approve)
+        await idp.decide(
+            fields["user_code"],
+            fields["email"],
+            fields["password"],
+            approve=approve,
+            client_address=client_address(ctx.request),
+        )
     except StrongroomError as error:
         if wants_json:
             raise
-        return device_page(
+        page = device_page(
             ctx,
             status=STATUS_BY_CODE.get(error.code, 400),
             notice=error.message[:1].upper() + error.message[1:] + ".",
@@ -262,6 +275,8 @@ async def decide(ctx: ApiContext) -> Response:
             user_code=form.get("user_code", ""),
             email=form.get("email", ""),
         )
+        page.headers.update(retry_after(error))
+        return page
     outcome = "approved" if approve else "denied"
     if wants_json:
         return _json({"status": outcome}, 200, NO_STORE)
