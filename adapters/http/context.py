@@ -95,6 +95,12 @@ class ApiContext:
 
     def page(self) -> PageRequest:
         """``?limit=`` (1..200, default 50) and ``?cursor=``."""
+        cursor = self.request.query_params.get("cursor")
+        return PageRequest(self.limit(), None if cursor is None else Cursor.decode(cursor))
+
+    def limit(self) -> int:
+        """``?limit=``: 1..200, default 50 (a list whose cursor is not a ``Cursor`` reads
+        its own ``?cursor=``)."""
         raw_limit = self.request.query_params.get("limit")
         limit = DEFAULT_LIMIT
         if raw_limit is not None:
@@ -102,8 +108,7 @@ class ApiContext:
             if not (raw_limit.isascii() and raw_limit.isdigit()) or len(raw_limit) > 4:
                 raise InvalidRequestError("limit must be an integer between 1 and 200")
             limit = int(raw_limit)
-        cursor = self.request.query_params.get("cursor")
-        return PageRequest(limit, None if cursor is None else Cursor.decode(cursor))
+        return PageRequest(limit).limit
 
     def idempotency(
         self, render: Callable[[T], Any], status: int = 201

@@ -373,13 +373,7 @@ def _schemas() -> dict[str, Json]:
             },
             description="The membership an accepted invitation made.",
         ),
-        "RoleList": obj(
-            {
-                "data": {"type": "array", "items": ref("Role")},
-                "next_cursor": {"type": "null", "description": "Always null: one page."},
-            },
-            description="Built-in roles, then custom roles by slug.",
-        ),
+        "RoleList": _list_of("Role"),
         "RoleCreate": obj(
             {
                 "slug": ref("RoleSlug"),
@@ -1704,12 +1698,12 @@ def _members() -> list[Operation]:
             "listRoles",
             "Members",
             "List roles",
-            "Built-in roles, then the workspace's custom roles by slug; always one page. "
+            "Built-in roles, then the workspace's custom roles by slug, a page at a time. "
             "Needs `roles:read`.",
-            Success(200, "The roles.", _json("RoleList")),
-            merge(scoped, permission(*roles_read), INTERNAL, UPSTREAM),
+            Success(200, "One page of roles.", _json("RoleList")),
+            merge(scoped, permission(*roles_read), PAGE, INTERNAL, UPSTREAM),
             permissions=roles_read,
-            parameters=(wid,),
+            parameters=(wid, _param("limit"), _param("cursor")),
         ),
         Operation(
             "POST",

@@ -308,9 +308,9 @@ def role(item: Role) -> dict[str, Any]:
     }
 
 
-def roles(items: list[Role]) -> dict[str, Any]:
-    """The role list: always one page."""
-    return {"data": [role(item) for item in items], "next_cursor": None}
+def roles(items: list[Role], next_cursor: str | None = None) -> dict[str, Any]:
+    """A page of the role list."""
+    return {"data": [role(item) for item in items], "next_cursor": next_cursor}
 
 
 def invitation(item: Invitation, now: datetime) -> dict[str, Any]:

@@ -15,6 +15,7 @@ from starlette.routing import BaseRoute, Route
 from strongroom.adapters.http import presenters
 from strongroom.adapters.http.context import ApiContext, endpoint, json_response, no_content
 from strongroom.domain.errors import InvalidRequestError
+from strongroom.domain.role_pages import decode_role_cursor, page_of_roles
 from strongroom.ports.driving.members import (
     CREATE_ROLE,
     DELETE_MEMBER,
@@ -89,11 +90,15 @@ async def delete_member(ctx: ApiContext) -> Response:
 
 @endpoint
 async def list_roles(ctx: ApiContext) -> Response:
-    """Built-in roles, then custom roles by slug (one page)."""
+    """Built-in roles, then custom roles by slug, a page at a time (keyed by slug)."""
     caller = await ctx.caller()
     workspace_id = ctx.path_id("wid")
     await ctx.facade.access.authorize(caller, READ_ROLES, workspace_id=workspace_id)
-    return json_response(presenters.roles(await ctx.facade.roles.list(caller, workspace_id)))
+    limit = ctx.limit()
+    cursor = ctx.request.query_params.get("cursor")
+    after = None if cursor is None else decode_role_cursor(cursor)
+    roles = await ctx.facade.roles.list(caller, workspace_id)
+    return json_response(presenters.roles(*page_of_roles(roles, limit, after)))
 
 
 @endpoint
