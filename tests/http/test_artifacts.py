@@ -489,6 +489,19 @@ class TestDelete(LocalOnly):
         assert ada.usage() == 3
         assert_error(ada.delete(second), 409, "last_artifact")
 
+    def test_a_run_counts_only_its_available_artifacts(self, ada: Tenant) -> None:
+        """Contract 10: ``artifact_count`` and ``bytes`` of a run count its ``available``
+        artifacts, so deleting one lowers them (issue 12, finding 8)."""
+        backup_id = ada.backup(lock_for="PT0S")
+        run_id = ada.run(backup_id)
+        first = ada.upload(run_id, "a", b"first!")
+        ada.upload(run_id, "b", b"second artifact")
+        confirmed = ada.confirm(run_id).json()
+        assert (confirmed["artifact_count"], confirmed["bytes"]) == (2, 21)
+        assert ada.delete(first).status_code == 204
+        run = ada.client.get(f"/v1/runs/{run_id}", headers=ada.headers).json()
+        assert (run["artifact_count"], run["bytes"]) == (1, 15)
+
     def test_storage_itself_refuses_to_delete_a_locked_object(
         self, ada: Tenant, storage: LocalDiskStorage
     ) -> None:
@@ -570,6 +583,12 @@ class TestRetention(LocalOnly):
         assert (report.removed, report.kept_last) == (1, 1)
         assert [a["id"] for a in ada.artifacts()] == [newer]
         assert [a["id"] for a in ada.artifacts(state="deleted")] == [older]
+        counts = []
+        for artifact in ada.artifacts() + ada.artifacts(state="deleted"):
+            run = ada.client.get(f"/v1/runs/{artifact['run_id']}", headers=ada.headers).json()
+            counts.append((run["artifact_count"], run["bytes"]))
+        # The newer run keeps its artifact; the older one counts none now (contract 10).
+        assert counts == [(1, 3), (0, 0)]
         events = ada.client.get(
             f"/v1/workspaces/{ada.workspace_id}/audit",
             params={"action": "artifact.delete"},
