@@ -14,7 +14,7 @@ from starlette.routing import BaseRoute, Route
 
 from strongroom.adapters.http import presenters
 from strongroom.adapters.http.context import ApiContext, endpoint, json_response, no_content
-from strongroom.domain.errors import InvalidRequestError
+from strongroom.domain.errors import InvalidRequestError, UnknownFieldError
 from strongroom.domain.role_pages import decode_role_cursor, page_of_roles
 from strongroom.ports.driving.members import (
     CREATE_ROLE,
@@ -130,9 +130,9 @@ async def get_role(ctx: ApiContext) -> Response:
 
 
 def _role_changes(body: dict[str, Any]) -> dict[str, Any]:
-    unknown = sorted(set(body) - {"name", "permissions"})
+    unknown = set(body) - {"name", "permissions"}
     if unknown:
-        raise InvalidRequestError(f"unknown field: {', '.join(unknown)}")
+        raise UnknownFieldError(unknown)
     changes: dict[str, Any] = {"name": UNSET, "permissions": UNSET}
     if "name" in body:
         if type(body["name"]) is not str:
