@@ -92,6 +92,18 @@ class TestGuardedConnections:
             get(manager, f"http://127.0.0.1:{port}/")
         assert not connected(listener)
 
+    @pytest.mark.parametrize("host", ["2130706433", "127.1", "0x7f.0.0.1", "localhost"])
+    def test_odd_spellings_of_loopback_are_resolved_then_refused(
+        self, listener: socket.socket, host: str
+    ) -> None:
+        """Forms that are no literal for the PATCH check (a decimal number, a short or hex
+        dotted form, a name) are judged by what the system resolves them to."""
+        port = listener.getsockname()[1]
+        manager = guarded_pool_manager(DEFAULT_POLICY)
+        with pytest.raises(urllib3.exceptions.HTTPError):
+            get(manager, f"http://{host}:{port}/")
+        assert not connected(listener)
+
     def test_a_listed_network_is_reached_at_the_checked_address(
         self, listener: socket.socket
     ) -> None:
