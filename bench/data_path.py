@@ -246,7 +246,9 @@ def presigned_flow(
             with concurrent.futures.ThreadPoolExecutor(parallel) as pool:
                 list(pool.map(send, parts))
         else:
-            response = HTTP.request("PUT", plan["url"], body=path.read_bytes())
+            response = HTTP.request(
+                "PUT", plan["url"], body=path.read_bytes(), headers=plan["headers"]
+            )
             if response.status != 200:
                 raise RuntimeError(f"upload: {response.status}")
         sent = time.perf_counter()

@@ -14,6 +14,7 @@ import attrs
 from croniter import CroniterBadDateError, croniter
 
 from strongroom.domain.durations import Duration
+from strongroom.domain.endpoints import DEFAULT_POLICY, EndpointPolicy
 from strongroom.domain.errors import (
     InvalidRequestError,
     InvalidStateError,
@@ -340,8 +341,15 @@ class Backup:
         """Whether source credentials are stored (they are never returned)."""
         return self.sealed_credentials is not None
 
-    def check_kind_rules(self, changes: BackupChanges, *, worker_exists: bool) -> None:
-        """Refuse with ``validation_failed`` what this backup's kind does not accept."""
+    def check_kind_rules(
+        self,
+        changes: BackupChanges,
+        *,
+        worker_exists: bool,
+        endpoints: EndpointPolicy = DEFAULT_POLICY,
+    ) -> None:
+        """Refuse with ``validation_failed`` what this backup's kind does not accept, and
+        an endpoint naming an address ``endpoints`` does not allow (contract 13)."""
         kind = self.kind
         if changes.worker_id is not UNSET:
             if kind is not BackupKind.LOCAL:
@@ -371,6 +379,10 @@ class Backup:
         ):
             raise ValidationFailedError("changing the source type needs new credentials")
         self._check_destination_rules(changes)
+        if isinstance(changes.source, S3Source):
+            endpoints.check_endpoint(changes.source.endpoint, "source.endpoint")
+        if isinstance(changes.destination, CustomerS3Destination):
+            endpoints.check_endpoint(changes.destination.endpoint, "destination.endpoint")
 
     def _check_destination_rules(self, changes: BackupChanges) -> None:
         destination = self.destination if changes.destination is UNSET else changes.destination

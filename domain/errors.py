@@ -198,6 +198,16 @@ class LockExceedsExpiryError(StrongroomError):
         super().__init__("lock_for must not be longer than expire_after")
 
 
+class RateLimitedError(StrongroomError):
+    """Too many failed attempts; retry after ``retry_after`` seconds."""
+
+    code = "rate_limited"
+
+    def __init__(self, message: str, retry_after: int) -> None:
+        super().__init__(message)
+        self.retry_after = max(1, retry_after)
+
+
 class UpstreamUnavailableError(StrongroomError):
     """A dependency (database, identity provider, billing, storage) failed; usually transient."""
 

@@ -101,6 +101,15 @@ class Run:
         if self.finished:
             raise InvalidStateError(f"run is {self.state}: it takes no more artifacts")
 
+    def without_artifact(self, size: int) -> Run:
+        """The run after one of its ``available`` artifacts (of ``size`` bytes) was deleted:
+        it no longer counts it (contract 10)."""
+        return attrs.evolve(
+            self,
+            artifact_count=max(0, self.artifact_count - 1),
+            bytes=max(0, self.bytes - size),
+        )
+
     def succeeded(self, artifact_count: int, total_bytes: int, now: datetime) -> Run:
         """The run after its artifacts were confirmed."""
         self.ensure_open()

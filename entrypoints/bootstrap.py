@@ -18,6 +18,7 @@ from strongroom.adapters.storage.local import LocalDiskStorage
 from strongroom.adapters.system import SecureIds, SystemClock
 from strongroom.domain.artifacts import DEFAULT_MULTIPART_THRESHOLD
 from strongroom.domain.backups import CustomerS3Destination
+from strongroom.domain.endpoints import EndpointPolicy
 from strongroom.ports.driven.clock import Clock, IdGenerator
 from strongroom.ports.driven.identity import IdentityProvider
 from strongroom.ports.driven.mailer import Mailer
@@ -44,6 +45,7 @@ def bootstrap(
     storage: ObjectStorage | None = None,
     multipart_threshold: int = DEFAULT_MULTIPART_THRESHOLD,
     customer_storage: CustomerStorage | None = None,
+    endpoint_policy: EndpointPolicy | None = None,
 ) -> Strongroom:
     """Build a ``Strongroom`` facade. Every argument left out gets the in-memory default.
 
@@ -51,7 +53,9 @@ def bootstrap(
     then reachable as ``facade.deps.identity`` (the HTTP adapter mounts its ``/idp`` pages).
     With no object storage given, objects go to local disk in a temporary directory made on
     first use (and namespaces are kept in memory); a given storage also provisions the
-    namespaces unless ``namespaces`` says otherwise.
+    namespaces unless ``namespaces`` says otherwise. ``endpoint_policy`` (default: public
+    addresses and the private ranges, contract 13) bounds where customer endpoints point;
+    a given ``customer_storage`` must enforce it on its connections itself.
     """
     secret_key = secret_key or secrets.token_urlsafe(32)
     uow = uow or partial(MemoryUnitOfWork, MemoryStore())
@@ -63,6 +67,7 @@ def bootstrap(
     if storage is not None:
         namespaces = namespaces or storage
     storage = storage or LocalDiskStorage(None, secret_key.encode(), clock=clock.now)
+    endpoint_policy = endpoint_policy or EndpointPolicy()
     deps = Dependencies(
         uow=uow,
         clock=clock,
@@ -73,16 +78,18 @@ def bootstrap(
         mailer=mailer or OutboxMailer(),
         secrets=secret_box or FernetSecretBox(secret_key),
         storage=storage,
-        customer_storage=customer_storage or _customer_s3,
+        customer_storage=customer_storage or partial(_customer_s3, policy=endpoint_policy),
         multipart_threshold=multipart_threshold,
+        endpoint_policy=endpoint_policy,
     )
     return Strongroom(deps)
 
 
 def _customer_s3(
-    destination: CustomerS3Destination, credentials: Mapping[str, str]
+    destination: CustomerS3Destination, credentials: Mapping[str, str], *, policy: EndpointPolicy
 ) -> ObjectStorage:
-    """A customer's bucket through the S3 adapter (minio, the ``s3`` extra, loaded on use)."""
+    """A customer's bucket through the S3 adapter (minio, the ``s3`` extra, loaded on use),
+    connecting only where ``policy`` allows."""
     from strongroom.adapters.storage.s3 import customer_bucket  # noqa: PLC0415
 
-    return customer_bucket(destination, credentials)
+    return customer_bucket(destination, credentials, policy)

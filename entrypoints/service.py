@@ -179,6 +179,7 @@ async def open_facade(
             identity=identity_for(settings),
             storage=open_storage(settings, secret_key),
             multipart_threshold=settings.multipart_threshold,
+            endpoint_policy=settings.endpoint_policy,
         )
 
 

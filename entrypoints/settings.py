@@ -12,6 +12,7 @@ from typing import Any
 import attrs
 
 from strongroom.domain.artifacts import DEFAULT_MULTIPART_THRESHOLD
+from strongroom.domain.endpoints import DEFAULT_ENDPOINT_NETWORKS, EndpointPolicy
 
 ENVIRONMENTS = ("development", "production")
 
@@ -53,8 +54,10 @@ class Settings:
     oidc_token_endpoint: str | None = None
     multipart_threshold: int = DEFAULT_MULTIPART_THRESHOLD
     retention_interval: float = 3600.0
+    endpoint_networks: str = DEFAULT_ENDPOINT_NETWORKS
 
     def __attrs_post_init__(self) -> None:
+        EndpointPolicy.parse(self.endpoint_networks)  # ValueError names the setting
         if self.environment not in ENVIRONMENTS:
             raise ValueError(f"STRONGROOM_ENVIRONMENT must be one of {', '.join(ENVIRONMENTS)}")
         if (self.oidc_issuer is None) != (self.oidc_client_id is None):
@@ -101,6 +104,8 @@ class Settings:
             )
             or None,
             "oidc_token_endpoint": env.get("STRONGROOM_OIDC_TOKEN_ENDPOINT") or None,
+            "endpoint_networks": env.get("STRONGROOM_ENDPOINT_NETWORKS")
+            or DEFAULT_ENDPOINT_NETWORKS,
         }
         values.update({key: value for key, value in overrides.items() if value is not None})
         return cls(**values)
@@ -109,6 +114,11 @@ class Settings:
     def embedded(self) -> bool:
         """Whether this is the zero-set-up default (no external database configured)."""
         return self.database_url is None or self.database_url.startswith("sqlite:")
+
+    @property
+    def endpoint_policy(self) -> EndpointPolicy:
+        """Where customer endpoints may point (``STRONGROOM_ENDPOINT_NETWORKS``)."""
+        return EndpointPolicy.parse(self.endpoint_networks)
 
     @property
     def signup_enabled(self) -> bool:

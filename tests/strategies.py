@@ -268,7 +268,7 @@ CREDENTIAL_FIELDS_BY_TYPE: Mapping[str, frozenset[str]] = {
 CLOUD_SOURCE_TYPES = frozenset({"s3", "postgres"})
 
 _ENDPOINTS = st.sampled_from(
-    ["https://s3.example.com", "https://minio.internal:9000", "http://127.0.0.1:9000"]
+    ["https://s3.example.com", "https://minio.internal:9000", "http://10.0.0.9:9000"]
 )
 _BUCKETS = st.from_regex(r"[a-z0-9][a-z0-9.-]{2,20}", fullmatch=True)
 _PREFIXES = st.none() | st.from_regex(r"[a-z0-9/_-]{1,20}", fullmatch=True)

@@ -32,6 +32,7 @@ from strongroom.domain.errors import (
     InvalidRequestError,
     NameTakenError,
     NotFoundError,
+    RateLimitedError,
     UnauthenticatedError,
 )
 from strongroom.ports.driving import Strongroom
@@ -90,10 +91,15 @@ def oauth_error(idp: BuiltinIdentityProvider, device_code: str, client_id: str =
     return raised.value.error
 
 
-def fail(idp: BuiltinIdentityProvider, user_code: str, email: str = EMAIL) -> str:
-    """One refused approval; its message."""
+ATTACKER, HOME = "203.0.113.7", "198.51.100.20"
+
+
+def fail(
+    idp: BuiltinIdentityProvider, user_code: str, email: str = EMAIL, *, address: str = ""
+) -> str:
+    """One refused approval (from ``address``); its message."""
     with pytest.raises(InvalidRequestError) as raised:
-        run(idp.decide(user_code, email, "wrong password!", approve=True))
+        run(idp.decide(user_code, email, "wrong password!", approve=True, client_address=address))
     return raised.value.message
 
 
@@ -342,7 +348,8 @@ class TestPolling:
 
 
 class TestFailedApprovals:
-    """Failed approvals are limited per user code and per email, never globally."""
+    """Failed approvals are limited per user code, per email and address, and per address,
+    never globally (contract 13)."""
 
     def test_a_wrong_password_or_unknown_email_is_refused_alike(
         self, idp: BuiltinIdentityProvider
@@ -395,7 +402,7 @@ class TestFailedApprovals:
             fail(idp, authorization.user_code)
             fail(idp, authorization.user_code)
         fresh = start(idp)
-        with pytest.raises(InvalidRequestError, match="too many failed attempts"):
+        with pytest.raises(RateLimitedError, match="too many failed attempts"):
             run(idp.decide(fresh.user_code, EMAIL, PASSWORD, approve=True))
         run(idp.decide(fresh.user_code, OTHER_EMAIL, PASSWORD, approve=True))
         assert run(idp.exchange_device_code(fresh.device_code, CLIENT_ID)).access_token
@@ -415,7 +422,7 @@ class TestFailedApprovals:
             fail(idp, authorization.user_code)
         shared = start(idp)
         for _ in range(6):
-            with pytest.raises(InvalidRequestError, match="too many failed attempts"):
+            with pytest.raises(RateLimitedError, match="too many failed attempts"):
                 run(idp.decide(shared.user_code, EMAIL, PASSWORD, approve=True))
         run(idp.decide(shared.user_code, OTHER_EMAIL, PASSWORD, approve=True))
 
@@ -426,8 +433,61 @@ class TestFailedApprovals:
             authorization = start(idp)
             fail(idp, authorization.user_code, spelling)
         fresh = start(idp)
-        with pytest.raises(InvalidRequestError, match="too many failed attempts"):
+        with pytest.raises(RateLimitedError, match="too many failed attempts"):
             run(idp.decide(fresh.user_code, f"  {EMAIL.upper()}", PASSWORD, approve=True))
+
+    def test_failures_from_one_address_never_refuse_another(
+        self, idp: BuiltinIdentityProvider
+    ) -> None:
+        """Ten failures for an email from one address: that address is refused (429), the
+        right password from another address signs in (issue 12, finding 10)."""
+        for _ in range(5):
+            authorization = start(idp)
+            fail(idp, authorization.user_code, address=ATTACKER)
+            fail(idp, authorization.user_code, address=ATTACKER)
+        fresh = start(idp)
+        with pytest.raises(RateLimitedError):
+            run(idp.decide(fresh.user_code, EMAIL, PASSWORD, approve=True, client_address=ATTACKER))
+        run(idp.decide(fresh.user_code, EMAIL, PASSWORD, approve=True, client_address=HOME))
+        assert run(idp.exchange_device_code(fresh.device_code, CLIENT_ID)).access_token
+
+    def test_retry_after_is_when_the_oldest_counted_failure_leaves_the_window(
+        self, idp: BuiltinIdentityProvider, clock: ManualClock
+    ) -> None:
+        """Failures at 0 and then 5 minutes later: refused 10 minutes after the first
+        with ``retry_after`` 301 s (the window includes its start); accepted then."""
+        authorization = start(idp)
+        fail(idp, authorization.user_code, address=ATTACKER)
+        clock.advance(timedelta(minutes=5))
+        for _ in range(9):
+            if _ % 4 == 0:
+                authorization = start(idp)
+            fail(idp, authorization.user_code, address=ATTACKER)
+        clock.advance(timedelta(minutes=5))
+        fresh = start(idp)
+        with pytest.raises(RateLimitedError) as refused:
+            run(idp.decide(fresh.user_code, EMAIL, PASSWORD, approve=True, client_address=ATTACKER))
+        assert refused.value.retry_after == 301
+        clock.advance(timedelta(seconds=300))
+        with pytest.raises(RateLimitedError):
+            run(idp.decide(fresh.user_code, EMAIL, PASSWORD, approve=True, client_address=ATTACKER))
+        clock.advance(timedelta(seconds=1))
+        run(idp.decide(fresh.user_code, EMAIL, PASSWORD, approve=True, client_address=ATTACKER))
+
+    def test_a_hundred_failures_from_an_address_refuse_it_for_every_email(
+        self, idp: BuiltinIdentityProvider
+    ) -> None:
+        """Spraying many emails from one address: after 100 failures in 15 minutes that
+        address is refused (429) whoever signs in; other addresses are not."""
+        authorization = start(idp)
+        for number in range(100):
+            if number % 4 == 0:
+                authorization = start(idp)
+            fail(idp, authorization.user_code, f"user{number}@example.com", address=ATTACKER)
+        fresh = start(idp)
+        with pytest.raises(RateLimitedError, match="from this address"):
+            run(idp.decide(fresh.user_code, EMAIL, PASSWORD, approve=True, client_address=ATTACKER))
+        run(idp.decide(fresh.user_code, EMAIL, PASSWORD, approve=True, client_address=HOME))
 
     def test_the_window_slides(self, idp: BuiltinIdentityProvider, clock: ManualClock) -> None:
         """Failures older than 15 minutes no longer count."""
@@ -440,7 +500,7 @@ class TestFailedApprovals:
             for _ in range(2):
                 fail(idp, authorization.user_code)
         locked = start(idp)
-        with pytest.raises(InvalidRequestError, match="too many failed attempts"):
+        with pytest.raises(RateLimitedError, match="too many failed attempts"):
             run(idp.decide(locked.user_code, EMAIL, PASSWORD, approve=True))
         clock.advance(timedelta(minutes=7, seconds=1))  # the first four fell out
         fresh = start(idp)

@@ -2,7 +2,8 @@
 
 Endpoints are coroutine functions of an ``ApiContext``; ``endpoint`` reads the body
 (capped) and awaits the function on the event loop: the use cases are async, so no request
-hops to a thread.
+hops to a thread. A body over the cap is refused (400) when the handler first reads it,
+which is after the credential: an unauthenticated oversized body is 401 (contract 13).
 """
 
 from __future__ import annotations
@@ -55,9 +56,10 @@ def no_content() -> Response:
 class ApiContext:
     """One request, with helpers that each perform one of the contract's checks."""
 
-    def __init__(self, request: Request, body: bytes) -> None:
+    def __init__(self, request: Request, body: bytes, *, oversized: bool = False) -> None:
         self.request = request
-        self.body = body
+        self._body = body
+        self._oversized = oversized
         self.facade: Strongroom = request.state.facade
         self.request_id = request_id_of(request)
         self._caller: Caller | None = None
@@ -68,6 +70,14 @@ class ApiContext:
         if scheme.lower() != "bearer" or not token.strip():
             raise UnauthenticatedError("missing bearer credential")
         return Bearer(token.strip(), self.request_id)
+
+    @property
+    def body(self) -> bytes:
+        """The request's body; one over the cap is ``invalid_request`` here, when a handler
+        reads it (after the credential), not before the handler runs."""
+        if self._oversized:
+            raise InvalidRequestError(f"body is larger than {MAX_BODY_BYTES} bytes")
+        return self._body
 
     async def caller(self) -> Caller:
         """The authenticated caller (401 ``unauthenticated`` otherwise)."""
@@ -130,6 +140,12 @@ class ApiContext:
 
     def page(self) -> PageRequest:
         """``?limit=`` (1..200, default 50) and ``?cursor=``."""
+        cursor = self.request.query_params.get("cursor")
+        return PageRequest(self.limit(), None if cursor is None else Cursor.decode(cursor))
+
+    def limit(self) -> int:
+        """``?limit=``: 1..200, default 50 (a list whose cursor is not a ``Cursor`` reads
+        its own ``?cursor=``)."""
         raw_limit = self.request.query_params.get("limit")
         limit = DEFAULT_LIMIT
         if raw_limit is not None:
@@ -137,8 +153,7 @@ class ApiContext:
             if not (raw_limit.isascii() and raw_limit.isdigit()) or len(raw_limit) > 4:
                 raise InvalidRequestError("limit must be an integer between 1 and 200")
             limit = int(raw_limit)
-        cursor = self.request.query_params.get("cursor")
-        return PageRequest(limit, None if cursor is None else Cursor.decode(cursor))
+        return PageRequest(limit).limit
 
     def idempotency(
         self, render: Callable[[T], Any] = present, status: int = 201
@@ -202,15 +217,16 @@ def render_json_canonical(data: Any) -> str:
     return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
-async def _read_capped(request: Request) -> bytes:
+async def _read_capped(request: Request) -> tuple[bytes, bool]:
+    """The body, or (once it passes the cap, without reading further) nothing and True."""
     chunks: list[bytes] = []
     size = 0
     async for chunk in request.stream():
         size += len(chunk)
         if size > MAX_BODY_BYTES:
-            raise InvalidRequestError(f"body is larger than {MAX_BODY_BYTES} bytes")
+            return b"", True
         chunks.append(chunk)
-    return b"".join(chunks)
+    return b"".join(chunks), False
 
 
 def endpoint(
@@ -219,9 +235,9 @@ def endpoint(
     """Adapt a handler of an ``ApiContext`` to a Starlette endpoint."""
 
     async def run(request: Request) -> Response:
-        body = await _read_capped(request)
+        body, oversized = await _read_capped(request)
         try:
-            return await handler(ApiContext(request, body))
+            return await handler(ApiContext(request, body, oversized=oversized))
         except IdempotentReplayError as replay:
             return Response(replay.body, status_code=replay.status, media_type="application/json")
 

@@ -12,7 +12,7 @@ from starlette.routing import Match, Route
 
 from strongroom.adapters.http.shapes import Error, ErrorBody
 from strongroom.adapters.http.wire import present
-from strongroom.domain.errors import StrongroomError
+from strongroom.domain.errors import RateLimitedError, StrongroomError
 
 logger = logging.getLogger("strongroom.http")
 
@@ -36,6 +36,7 @@ STATUS_BY_CODE: dict[str, int] = {
     "artifact_missing": 409,
     "validation_failed": 422,
     "lock_exceeds_expiry": 422,
+    "rate_limited": 429,
     "internal": 500,
     "upstream_unavailable": 502,
 }
@@ -73,7 +74,15 @@ async def strongroom_error(request: Request, exc: Exception) -> Response:
     if exc.__cause__ is not None and exc.code == "upstream_unavailable":
         detail = f"{type(exc.__cause__).__name__}: {exc.__cause__}"
         logger.warning("upstream unavailable: %s", detail)
-    return error_response(request, STATUS_BY_CODE[exc.code], exc.code, exc.message, detail)
+    headers = retry_after(exc)
+    return error_response(request, STATUS_BY_CODE[exc.code], exc.code, exc.message, detail, headers)
+
+
+def retry_after(exc: StrongroomError) -> dict[str, str]:
+    """``Retry-After`` for a refusal that says when to retry (contract 13)."""
+    if isinstance(exc, RateLimitedError):
+        return {"Retry-After": str(exc.retry_after)}
+    return {}
 
 
 def allowed_methods(request: Request) -> str:

@@ -411,6 +411,10 @@ ERROR_MEANINGS: dict[str, tuple[str, str]] = {
         "`lock_for` longer than `expire_after`.",
         "lock_for must not be longer than expire_after",
     ),
+    "rate_limited": (
+        "Too many failed attempts; retry after the `Retry-After` seconds.",
+        "too many failed attempts for this email; wait and retry",
+    ),
     "internal": (
         "Unhandled server failure; retry with backoff.",
         "internal error; try again later",
@@ -429,6 +433,7 @@ STATUS_MEANINGS = {
     404: "Not found",
     409: "Conflict",
     422: "Unacceptable values",
+    429: "Too many failed attempts",
     500: "Internal error",
     502: "Upstream unavailable",
 }

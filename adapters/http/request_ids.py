@@ -2,8 +2,10 @@
 to ``~``) or a generated ``req_<uuid>``.
 
 The middleware is the outermost layer of ours, so it is also where a client that went away
-mid-request ends quietly (contract 13): Starlette hands an exception that no inner handler
-takes to the 500 handler and then re-raises it for the server to log with a traceback.
+mid-request ends quietly (contract 13), and where any other exception that no inner handler
+takes becomes the 500 ``internal`` envelope: Starlette's own last resort would send the same
+500 and then re-raise it, and the server would log it a second time and close the client's
+keep-alive connection.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from starlette.datastructures import MutableHeaders
 from starlette.requests import ClientDisconnect, Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from strongroom.adapters.http.errors import client_disconnected
+from strongroom.adapters.http.errors import client_disconnected, internal_error
 
 _CLIENT_ID = re.compile(r"[!-~]{1,200}")
 
@@ -83,3 +85,11 @@ class RequestIdMiddleware:
             if not started:
                 response = await client_disconnected(Request(scope, receive), gone)
                 await response(scope, receive, send_with_id)
+        except Exception as failure:
+            if started:
+                raise  # a response half sent is broken: the server must close the connection
+            # Answered (and logged once, with its traceback) here rather than by Starlette's
+            # last-resort handler, which re-raises after sending the 500, so that the server
+            # closes a keep-alive connection that is in perfect order.
+            response = await internal_error(Request(scope, receive), failure)
+            await response(scope, receive, send_with_id)

@@ -3,7 +3,9 @@ Device Authorization Grant (RFC 8628), stored through the unit of work.
 
 Device codes live 10 minutes; clients poll every 5 s (``slow_down`` adds 5 s and is only
 given to a client that polls sooner than its interval). Failed approvals are limited per
-user code (5, then the code is dead) and per email (10 per 15 minutes), never globally.
+user code (5, then the code is dead), per email and client address (10 per 15 minutes) and
+per client address (100 per 15 minutes), never globally (contract 13): failures from one
+address never refuse a correct password from another.
 
 Everything that reads or writes the store is a coroutine. argon2 hashing and verifying
 burn tens of milliseconds of CPU each, so they run in a worker thread
@@ -13,6 +15,7 @@ burn tens of milliseconds of CPU each, so they run in a worker thread
 from __future__ import annotations
 
 import asyncio
+import math
 import re
 from datetime import datetime, timedelta
 from uuid import UUID
@@ -22,7 +25,12 @@ from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
 
 from strongroom.domain.accounts import Account, DeviceGrant, GrantState
-from strongroom.domain.errors import InvalidRequestError, NotFoundError, UnauthenticatedError
+from strongroom.domain.errors import (
+    InvalidRequestError,
+    NotFoundError,
+    RateLimitedError,
+    UnauthenticatedError,
+)
 from strongroom.domain.names import clean_name
 from strongroom.domain.tokens import TokenKind, format_token, hash_token, token_kind
 from strongroom.ports.driven.clock import Clock, IdGenerator
@@ -38,7 +46,8 @@ USER_CODE_ALPHABET = "BCDFGHJKLMNPQRSTVWXZ"  # RFC 8628 section 6.1: no vowels, 
 USER_CODE_LENGTH = 8
 MAX_USER_CODE_DRAWS = 16
 MAX_FAILED_PER_CODE = 5
-MAX_FAILED_PER_EMAIL = 10
+MAX_FAILED_PER_EMAIL = 10  # per email and client address
+MAX_FAILED_PER_ADDRESS = 100
 FAILED_EMAIL_WINDOW = timedelta(minutes=15)
 MIN_PASSWORD_LENGTH = 8
 MAX_PASSWORD_LENGTH = 1024
@@ -260,11 +269,21 @@ class BuiltinIdentityProvider:
             )
         return "".join(letters[:USER_CODE_LENGTH])
 
-    async def decide(self, user_code: str, email: str, password: str, *, approve: bool) -> None:
-        """A person signs in and approves or denies a user code.
+    async def decide(
+        self,
+        user_code: str,
+        email: str,
+        password: str,
+        *,
+        approve: bool,
+        client_address: str = "",
+    ) -> None:
+        """A person signs in from ``client_address`` and approves or denies a user code.
 
-        A wrong email or password counts against the code (5, then it is dead) and the
-        email (10 per 15 minutes); either limit refuses further attempts.
+        A wrong email or password counts against the code (5, then it is dead: 400), the
+        email at that address (10 per 15 minutes) and the address (100 per 15 minutes);
+        either of the last two limits refuses further attempts from that address with
+        ``RateLimitedError`` (429) until the oldest counted failure leaves the window.
         """
         now = self._clock.now()
         code = normalize_user_code(user_code)
@@ -274,9 +293,7 @@ class BuiltinIdentityProvider:
             grant = await uow.device_grants.get_by_user_code_for_update(code)
             if grant is None or grant.is_expired(now) or grant.state is not GrantState.PENDING:
                 raise InvalidRequestError("unknown or expired code")
-            recent = await uow.accounts.count_failed_logins(email_key, now - FAILED_EMAIL_WINDOW)
-            if recent >= MAX_FAILED_PER_EMAIL:
-                raise InvalidRequestError("too many failed attempts for this email; wait and retry")
+            await _check_failure_limits(uow, email_key, client_address, now)
             account = await uow.accounts.get_by_email(email_key)
             if not await self._password_matches(account, password):
                 failed = grant.failed_approvals + 1
@@ -284,7 +301,7 @@ class BuiltinIdentityProvider:
                 await uow.device_grants.update(
                     attrs.evolve(grant, failed_approvals=failed, state=state)
                 )
-                await uow.accounts.record_failed_login(email_key, now)
+                await uow.accounts.record_failed_login(email_key, client_address, now)
                 await uow.commit()
                 raise InvalidRequestError("wrong email or password")
             assert account is not None
@@ -340,3 +357,23 @@ class BuiltinIdentityProvider:
         async with self._uow() as uow:
             account = await uow.accounts.get_by_email(email)
         return None if account is None else account.id
+
+
+async def _check_failure_limits(
+    uow: UnitOfWork, email_key: str, client_address: str, now: datetime
+) -> None:
+    """Refuse an attempt from an address that failed too often, for this email or at all
+    (contract 13); ``Retry-After`` is when the oldest counted failure leaves the window."""
+    since = now - FAILED_EMAIL_WINDOW
+    limits = (
+        (MAX_FAILED_PER_EMAIL, email_key, "too many failed attempts for this email"),
+        (MAX_FAILED_PER_ADDRESS, None, "too many failed attempts from this address"),
+    )
+    for limit, email, message in limits:
+        recent = await uow.accounts.recent_failed_logins(client_address, since, limit, email=email)
+        if len(recent) >= limit:
+            # The window includes its start: the failure still counts at that instant.
+            wait = recent[-1] + FAILED_EMAIL_WINDOW - now
+            raise RateLimitedError(
+                f"{message}; wait and retry", retry_after=math.floor(wait.total_seconds()) + 1
+            )

@@ -706,15 +706,20 @@ class MemoryAccountRepository(_Repository):
             (a for a in self._tx.read(self.table).values() if a.email.casefold() == wanted), None
         )
 
-    async def record_failed_login(self, email: str, at: datetime) -> None:
+    async def record_failed_login(self, email: str, address: str, at: datetime) -> None:
         failures = self._tx.write("failed_logins")
-        failures[(email.casefold(), at, len(failures))] = at
+        failures[(email.casefold(), address, at, len(failures))] = at
 
-    async def count_failed_logins(self, email: str, since: datetime) -> int:
-        wanted = email.casefold()
-        return sum(
-            1 for (who, at, _n) in self._tx.read("failed_logins") if who == wanted and at >= since
-        )
+    async def recent_failed_logins(
+        self, address: str, since: datetime, limit: int, *, email: str | None = None
+    ) -> list[datetime]:
+        wanted = None if email is None else email.casefold()
+        times = [
+            at
+            for (who, where, at, _n) in self._tx.read("failed_logins")
+            if where == address and at >= since and (wanted is None or who == wanted)
+        ]
+        return sorted(times, reverse=True)[:limit]
 
 
 class MemoryDeviceGrantRepository(_Repository):

@@ -835,21 +835,33 @@ class SqlAccountRepository(_Repository):
         row = await self._db.fetch_one(Q.ACCOUNT_GET_BY_EMAIL, {"email_key": rows.email_key(email)})
         return None if row is None else rows.account_from_row(row, self._codec)
 
-    async def record_failed_login(self, email: str, at: datetime) -> None:
-        """Remember a failed approval for rate limiting."""
+    async def record_failed_login(self, email: str, address: str, at: datetime) -> None:
+        """Remember a failed approval for ``email`` from the client ``address``."""
         await self._db.execute(
             Q.FAILED_LOGIN_INSERT,
-            {"email_key": rows.email_key(email), "failed_at": self._codec.timestamp(at)},
+            {
+                "email_key": rows.email_key(email),
+                "client_address": address,
+                "failed_at": self._codec.timestamp(at),
+            },
         )
 
-    async def count_failed_logins(self, email: str, since: datetime) -> int:
-        """Failed approvals for ``email`` since ``since``."""
-        return _count(
-            await self._db.fetch_one(
-                Q.FAILED_LOGIN_COUNT,
-                {"email_key": rows.email_key(email), "since": self._codec.timestamp(since)},
-            )
-        )
+    async def recent_failed_logins(
+        self, address: str, since: datetime, limit: int, *, email: str | None = None
+    ) -> list[datetime]:
+        """The latest ``limit`` failed approvals from ``address`` (and ``email``), newest
+        first."""
+        parameters = {
+            "client_address": address,
+            "since": self._codec.timestamp(since),
+            "limit": limit,
+        }
+        if email is None:
+            found = await self._db.fetch_all(Q.FAILED_LOGIN_RECENT_BY_ADDRESS, parameters)
+        else:
+            parameters["email_key"] = rows.email_key(email)
+            found = await self._db.fetch_all(Q.FAILED_LOGIN_RECENT, parameters)
+        return [self._codec.read_timestamp(row["failed_at"]) for row in found]
 
 
 class SqlDeviceGrantRepository(_Repository):

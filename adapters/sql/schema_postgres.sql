@@ -183,9 +183,12 @@ CREATE TABLE accounts (
 CREATE TABLE failed_logins (
     id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     email_key text NOT NULL,
-    failed_at timestamptz NOT NULL
+    failed_at timestamptz NOT NULL,
+    client_address text NOT NULL DEFAULT ''
 );
-CREATE INDEX failed_logins_by_email ON failed_logins (email_key, failed_at);
+CREATE INDEX failed_logins_by_email_address
+    ON failed_logins (email_key, client_address, failed_at);
+CREATE INDEX failed_logins_by_address ON failed_logins (client_address, failed_at);
 
 CREATE TABLE device_grants (
     id uuid PRIMARY KEY,

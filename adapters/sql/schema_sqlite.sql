@@ -184,9 +184,12 @@ CREATE TABLE accounts (
 CREATE TABLE failed_logins (
     id INTEGER PRIMARY KEY,
     email_key TEXT NOT NULL,
-    failed_at TEXT NOT NULL
+    failed_at TEXT NOT NULL,
+    client_address TEXT NOT NULL DEFAULT ''
 ) STRICT;
-CREATE INDEX failed_logins_by_email ON failed_logins (email_key, failed_at);
+CREATE INDEX failed_logins_by_email_address
+    ON failed_logins (email_key, client_address, failed_at);
+CREATE INDEX failed_logins_by_address ON failed_logins (client_address, failed_at);
 
 CREATE TABLE device_grants (
     id TEXT PRIMARY KEY,

@@ -23,9 +23,11 @@ connect, ``timeout`` to read, two retries), the calls to a customer's bucket inc
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import hashlib
 import hmac
+import logging
 from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -39,7 +41,9 @@ from minio.datatypes import Part
 from minio.error import MinioException, S3Error
 from minio.retention import Retention
 
+from strongroom.adapters.storage.outbound import Resolver, guarded_pool_manager
 from strongroom.domain.backups import CustomerS3Destination
+from strongroom.domain.endpoints import EndpointPolicy
 from strongroom.domain.errors import UpstreamUnavailableError
 from strongroom.ports.driven.storage import (
     ObjectLockedError,
@@ -49,6 +53,8 @@ from strongroom.ports.driven.storage import (
     StoredPart,
 )
 
+logger = logging.getLogger(__name__)
+
 _LOCK_REFUSALS = {"AccessDenied", "ObjectLocked", "InvalidRequest"}
 _GONE = {"NoSuchKey", "NoSuchUpload", "NoSuchVersion"}
 # How stores say an object version has no retention (SeaweedFS uses the second).
@@ -56,16 +62,24 @@ _NO_RETENTION = {"NoSuchObjectLockConfiguration", "ObjectLockConfigurationNotFou
 
 
 @contextlib.contextmanager
-def _translated(what: str) -> Iterator[None]:
-    """Storage failures as port errors."""
+def _translated(what: str, *, opaque: bool = False, may_lock: bool = False) -> Iterator[None]:
+    """Storage failures as port errors. A refusal is ``ObjectLockedError`` only where a
+    lock can refuse (``may_lock``: deleting, setting a retention); elsewhere, a HEAD or GET
+    answered 403 (wrong credentials of a customer's bucket) is the store failing. ``opaque``
+    (a customer's endpoint) keeps the cause of a failure to reach the store out of the
+    error, so that an unreachable, refused or disallowed endpoint is one answer (contract
+    13); it is logged instead."""
     try:
         yield
     except S3Error as error:
-        if error.code in _LOCK_REFUSALS:
+        if may_lock and error.code in _LOCK_REFUSALS:
             raise ObjectLockedError(f"storage refused to {what}: {error.code}") from error
         raise UpstreamUnavailableError(f"object storage failed to {what}") from error
     except (MinioException, urllib3.exceptions.HTTPError, OSError, ValueError) as error:
-        raise UpstreamUnavailableError(f"object storage failed to {what}") from error
+        if not opaque:
+            raise UpstreamUnavailableError(f"object storage failed to {what}") from error
+        logger.info("a customer's object storage failed to %s: %r", what, error)
+        raise UpstreamUnavailableError(f"object storage failed to {what}") from None
 
 
 def retain_until_date(until: datetime) -> datetime:
@@ -107,8 +121,15 @@ class _Presigner:
         extra: dict[str, str] | None = None,
         now: datetime | None = None,
         content_length: int | None = None,
+        headers: Mapping[str, str] | None = None,
     ) -> str:
-        """A presigned URL of ``method`` on ``path`` (``/bucket/key``) for ``expires`` s."""
+        """A presigned URL of ``method`` on ``path`` (``/bucket/key``) for ``expires`` s;
+        ``content_length`` and ``headers`` are signed: the request must send them as given."""
+        signing = {"host": self._host, **{name.lower(): v for name, v in (headers or {}).items()}}
+        if content_length is not None:
+            signing["content-length"] = str(content_length)
+        signed = ";".join(sorted(signing))
+        canonical_headers = "".join(f"{name}:{signing[name].strip()}\n" for name in sorted(signing))
         moment = now or datetime.now(UTC)
         stamp = moment.strftime("%Y%m%dT%H%M%SZ")
         day = stamp[:8]
@@ -118,7 +139,7 @@ class _Presigner:
             "X-Amz-Credential": f"{self._access_key}/{scope}",
             "X-Amz-Date": stamp,
             "X-Amz-Expires": str(expires),
-            "X-Amz-SignedHeaders": "host" if content_length is None else "content-length;host",
+            "X-Amz-SignedHeaders": signed,
             **(extra or {}),
         }
         canonical_query = "&".join(
@@ -126,13 +147,9 @@ class _Presigner:
             for name, value in sorted(query.items())
         )
         canonical_path = quote(path, safe="/-_.~")
-        if content_length is None:
-            headers, signed = f"host:{self._host}\n", "host"
-        else:
-            headers = f"content-length:{content_length}\nhost:{self._host}\n"
-            signed = "content-length;host"
         canonical = (
-            f"{method}\n{canonical_path}\n{canonical_query}\n{headers}\n{signed}\nUNSIGNED-PAYLOAD"
+            f"{method}\n{canonical_path}\n{canonical_query}\n{canonical_headers}\n{signed}\n"
+            "UNSIGNED-PAYLOAD"
         )
         to_sign = (
             f"AWS4-HMAC-SHA256\n{stamp}\n{scope}\n" + hashlib.sha256(canonical.encode()).hexdigest()
@@ -156,13 +173,23 @@ class S3Storage:
         region: str = "us-east-1",
         *,
         timeout: float = 30.0,
+        endpoint_policy: EndpointPolicy | None = None,
+        resolve: Resolver | None = None,
     ) -> None:
         parts = urlsplit(endpoint if "://" in endpoint else f"https://{endpoint}")
         self.bucket = bucket
-        http = urllib3.PoolManager(
-            timeout=urllib3.Timeout(connect=5.0, read=timeout),
-            retries=urllib3.Retry(total=2, backoff_factor=0.2, status_forcelist=[502, 503, 504]),
-            maxsize=32,
+        options: dict[str, Any] = {
+            "timeout": urllib3.Timeout(connect=5.0, read=timeout),
+            "retries": urllib3.Retry(total=2, backoff_factor=0.2, status_forcelist=[502, 503, 504]),
+            "maxsize": 32,
+        }
+        # A customer's endpoint (``endpoint_policy`` given): every connection is checked
+        # after resolution, and failures to reach it do not say why.
+        self._opaque = endpoint_policy is not None
+        http = (
+            urllib3.PoolManager(**options)
+            if endpoint_policy is None
+            else guarded_pool_manager(endpoint_policy, resolve, **options)
         )
         base = f"{'https' if parts.scheme == 'https' else 'http'}://{parts.netloc}"
         self._presigner = _Presigner(base, access_key, secret_key, region)
@@ -175,13 +202,18 @@ class S3Storage:
             http_client=http,
         )
 
+    def _translated(
+        self, what: str, *, may_lock: bool = False
+    ) -> contextlib.AbstractContextManager[None]:
+        return _translated(what, opaque=self._opaque, may_lock=may_lock)
+
     # ----------------------------------------------------------------------------------
     # Bucket and namespaces
 
     def ensure_bucket(self) -> None:
         """Create the bucket with Object Lock when it does not exist (blocking: called once
         at start-up, before the event loop serves anything)."""
-        with _translated("create the bucket"):
+        with self._translated("create the bucket"):
             if not self.client.bucket_exists(self.bucket):
                 self.client.make_bucket(self.bucket, object_lock=True)
 
@@ -198,7 +230,7 @@ class S3Storage:
         await asyncio.to_thread(self._ping)
 
     def _ping(self) -> None:
-        with _translated("answer"):
+        with self._translated("answer"):
             if not self.client.bucket_exists(self.bucket):
                 raise UpstreamUnavailableError(f"bucket {self.bucket} does not exist")
 
@@ -212,19 +244,28 @@ class S3Storage:
         expires_at: datetime,
         query: dict[str, str] | None = None,
         content_length: int | None = None,
+        headers: Mapping[str, str] | None = None,
     ) -> str:
         seconds = int((expires_at - datetime.now(UTC)).total_seconds())
         expires = min(max(1, seconds), 7 * 24 * 3600)
         return self._presigner.url(
-            method, f"/{self.bucket}/{key}", expires, query, content_length=content_length
+            method,
+            f"/{self.bucket}/{key}",
+            expires,
+            query,
+            content_length=content_length,
+            headers=headers,
         )
 
     def presign_put(
         self, key: str, size: int, sha256: str, expires_at: datetime
     ) -> PresignedRequest:
-        """A presigned PUT bound to its exact ``Content-Length`` (a signed header)."""
-        url = self._presign("PUT", key, expires_at, content_length=size)
-        return PresignedRequest("PUT", url, {"Content-Length": str(size)})
+        """A presigned PUT bound to its exact ``Content-Length`` and to the announced
+        digest: ``x-amz-checksum-sha256`` (base64) is a signed header, so the store
+        refuses other bytes of the same size (contract 13)."""
+        checksum = {"x-amz-checksum-sha256": base64.b64encode(bytes.fromhex(sha256)).decode()}
+        url = self._presign("PUT", key, expires_at, content_length=size, headers=checksum)
+        return PresignedRequest("PUT", url, {"Content-Length": str(size), **checksum})
 
     def presign_part(
         self, key: str, upload_id: str, number: int, size: int, expires_at: datetime
@@ -253,7 +294,7 @@ class S3Storage:
 
     def _locked_version(self, key: str) -> str | None:
         """The newest version of ``key`` under a retention, if any."""
-        with _translated("list object versions"):
+        with self._translated("list object versions"):
             listed = [
                 item
                 for item in self.client.list_objects(self.bucket, prefix=key, include_version=True)
@@ -281,7 +322,7 @@ class S3Storage:
         return await asyncio.to_thread(self._start_multipart, key)
 
     def _start_multipart(self, key: str) -> str:
-        with _translated("start a multipart upload"):
+        with self._translated("start a multipart upload"):
             upload_id: str = self.client._create_multipart_upload(self.bucket, key, {})
         return upload_id
 
@@ -293,7 +334,7 @@ class S3Storage:
         found: list[StoredPart] = []
         marker: str | None = None
         try:
-            with _translated("list parts"):
+            with self._translated("list parts"):
                 while True:
                     result = self.client._list_parts(
                         self.bucket, key, upload_id, part_number_marker=marker
@@ -317,7 +358,7 @@ class S3Storage:
 
     def _complete_multipart(self, key: str, upload_id: str, parts: list[StoredPart]) -> None:
         ordered = [Part(p.number, p.etag) for p in sorted(parts, key=lambda p: p.number)]
-        with _translated("complete a multipart upload"):
+        with self._translated("complete a multipart upload"):
             self.client._complete_multipart_upload(self.bucket, key, upload_id, ordered)
 
     async def abort_multipart(self, key: str, upload_id: str) -> None:
@@ -326,7 +367,7 @@ class S3Storage:
 
     def _abort_multipart(self, key: str, upload_id: str) -> None:
         try:
-            with _translated("abort a multipart upload"):
+            with self._translated("abort a multipart upload"):
                 self.client._abort_multipart_upload(self.bucket, key, upload_id)
         except UpstreamUnavailableError as error:
             cause = error.__cause__
@@ -341,7 +382,7 @@ class S3Storage:
         found: list[PendingUpload] = []
         key_marker: str | None = None
         upload_marker: str | None = None
-        with _translated("list multipart uploads"):
+        with self._translated("list multipart uploads"):
             while True:
                 result = self.client._list_multipart_uploads(
                     self.bucket, key_marker=key_marker, upload_id_marker=upload_marker
@@ -364,7 +405,7 @@ class S3Storage:
 
     def _stat(self, key: str) -> StoredObject | None:
         try:
-            with _translated("stat an object"):
+            with self._translated("stat an object"):
                 info = self.client.stat_object(self.bucket, key)
         except UpstreamUnavailableError as error:
             cause = error.__cause__
@@ -379,7 +420,7 @@ class S3Storage:
         await asyncio.to_thread(self._lock, key, until)
 
     def _lock(self, key: str, until: datetime) -> None:
-        with _translated("lock an object"):
+        with self._translated("lock an object", may_lock=True):
             info = self.client.stat_object(self.bucket, key)
             self.client.set_object_retention(
                 self.bucket,
@@ -394,7 +435,7 @@ class S3Storage:
 
     def _delete(self, key: str) -> None:
         for version in self._versions(key, exact=True):
-            with _translated("delete an object"):
+            with self._translated("delete an object", may_lock=True):
                 self.client.remove_object(self.bucket, key, version_id=version)
 
     async def delete_prefix(self, prefix: str) -> None:
@@ -404,7 +445,7 @@ class S3Storage:
 
     def _delete_prefix(self, prefix: str) -> None:
         locked = 0
-        with _translated("list objects"):
+        with self._translated("list objects"):
             listed = list(
                 self.client.list_objects(
                     self.bucket, prefix=prefix + "/", recursive=True, include_version=True
@@ -412,7 +453,7 @@ class S3Storage:
             )
         for item in listed:
             try:
-                with _translated("delete an object"):
+                with self._translated("delete an object", may_lock=True):
                     self.client.remove_object(
                         self.bucket, str(item.object_name), version_id=item.version_id
                     )
@@ -422,7 +463,7 @@ class S3Storage:
             raise ObjectLockedError(f"{locked} object versions below {prefix} are locked")
 
     def _versions(self, key: str, *, exact: bool) -> list[str | None]:
-        with _translated("list object versions"):
+        with self._translated("list object versions"):
             listed: list[Any] = list(
                 self.client.list_objects(self.bucket, prefix=key, include_version=True)
             )
@@ -430,13 +471,19 @@ class S3Storage:
 
 
 def customer_bucket(
-    destination: CustomerS3Destination, credentials: Mapping[str, str]
+    destination: CustomerS3Destination,
+    credentials: Mapping[str, str],
+    policy: EndpointPolicy,
+    resolve: Resolver | None = None,
 ) -> S3Storage:
     """The storage of a ``customer_s3`` destination, with its own credentials (no Object
-    Lock is assumed: the bucket is the customer's)."""
+    Lock is assumed: the bucket is the customer's), reached only at addresses ``policy``
+    allows (contract 13)."""
     return S3Storage(
         destination.endpoint,
         credentials["access_key_id"],
         credentials["secret_access_key"],
         destination.bucket,
+        endpoint_policy=policy,
+        resolve=resolve,
     )

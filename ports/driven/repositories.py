@@ -488,12 +488,15 @@ class AccountRepository(Protocol):
         """An account by email, case-insensitively."""
         ...
 
-    async def record_failed_login(self, email: str, at: datetime) -> None:
-        """Remember a failed approval for rate limiting."""
+    async def record_failed_login(self, email: str, address: str, at: datetime) -> None:
+        """Remember a failed approval for ``email`` from the client ``address``."""
         ...
 
-    async def count_failed_logins(self, email: str, since: datetime) -> int:
-        """Failed approvals for ``email`` since ``since``."""
+    async def recent_failed_logins(
+        self, address: str, since: datetime, limit: int, *, email: str | None = None
+    ) -> list[datetime]:
+        """When the latest ``limit`` failed approvals from ``address`` (for ``email`` only,
+        case-insensitively, when given) since ``since`` happened, newest first."""
         ...
 
 

@@ -354,6 +354,7 @@ class Artifacts:
             )
             deleted = artifact.deleted()
             await uow.artifacts.update(deleted)
+            await uncount(uow, artifact)
             await record_by_caller(
                 self._deps,
                 uow,
@@ -409,3 +410,13 @@ async def _finish_upload(storage: ObjectStorage, artifact: Artifact) -> None:
         raise ArtifactMissingError(
             f"{artifact.name}: the joined parts differ from what was announced"
         )
+
+
+async def uncount(uow: UnitOfWork, artifact: Artifact) -> None:
+    """Take a deleted artifact out of its run's ``artifact_count`` and ``bytes``, which
+    count ``available`` artifacts only (contract 10); a pending one was never counted."""
+    if artifact.state is not ArtifactState.AVAILABLE:
+        return
+    run = await uow.runs.get_for_update(artifact.workspace_id, artifact.run_id)
+    if run is not None:
+        await uow.runs.update(run.without_artifact(artifact.size))

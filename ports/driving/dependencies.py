@@ -9,6 +9,7 @@ import attrs
 
 from strongroom.domain.artifacts import DEFAULT_MULTIPART_THRESHOLD
 from strongroom.domain.backups import CustomerS3Destination
+from strongroom.domain.endpoints import EndpointPolicy
 from strongroom.ports.driven.clock import Clock, IdGenerator
 from strongroom.ports.driven.identity import IdentityProvider
 from strongroom.ports.driven.mailer import Mailer
@@ -37,3 +38,6 @@ class Dependencies:
     customer_storage: CustomerStorage
     session_ttl: timedelta = timedelta(days=7)
     multipart_threshold: int = DEFAULT_MULTIPART_THRESHOLD
+    # Where customer endpoints may point (contract 13); ``customer_storage`` enforces it
+    # on every connection, PATCH on literal addresses.
+    endpoint_policy: EndpointPolicy = attrs.field(factory=EndpointPolicy)

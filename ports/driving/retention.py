@@ -17,7 +17,7 @@ import attrs
 from strongroom.domain.artifacts import ArtifactState
 from strongroom.domain.audit import diff
 from strongroom.domain.errors import ArtifactLockedError, StrongroomError
-from strongroom.ports.driving.artifacts import Artifacts, artifact_snapshot
+from strongroom.ports.driving.artifacts import Artifacts, artifact_snapshot, uncount
 from strongroom.ports.driving.dependencies import Dependencies
 from strongroom.ports.driving.recording import record_by_system
 
@@ -90,6 +90,7 @@ class Retention:
                 return "kept_locked"
             deleted = artifact.deleted()
             await uow.artifacts.update(deleted)
+            await uncount(uow, artifact)
             await record_by_system(
                 self._deps,
                 uow,

@@ -352,13 +352,27 @@ class AgreementMachine(RuleBasedStateMachine):
         self.agree("add account", lambda uow: uow.accounts.add(account), commit)
         self.agree("by email", lambda uow: uow.accounts.get_by_email(email.upper()), False)
 
-    @rule(email=EMAILS, failed_at=INSTANTS, since=INSTANTS)
-    def failed_login(self, email: str, failed_at: Any, since: Any) -> None:
+    @rule(
+        email=EMAILS,
+        address=st.sampled_from(["198.51.100.20", "203.0.113.7"]),
+        failed_at=INSTANTS,
+        since=INSTANTS,
+        by_email=st.booleans(),
+    )
+    def failed_login(
+        self, email: str, address: str, failed_at: Any, since: Any, by_email: bool
+    ) -> None:
         self.agree(
-            "failed login", lambda uow: uow.accounts.record_failed_login(email, failed_at), True
+            "failed login",
+            lambda uow: uow.accounts.record_failed_login(email, address, failed_at),
+            True,
         )
         self.agree(
-            "count failed", lambda uow: uow.accounts.count_failed_logins(email, since), False
+            "recent failed",
+            lambda uow: uow.accounts.recent_failed_logins(
+                address, since, 3, email=email.upper() if by_email else None
+            ),
+            False,
         )
 
     @rule(target=grants, high=st.integers(0, 2**32), created_at=INSTANTS)

@@ -1263,18 +1263,33 @@ class TestAccounts:
             uow.accounts.add(account("ADA@example.com"))
         assert refused.value.message == "an account with this email already exists"
 
-    def test_failed_sign_ins_are_counted_per_email_since_an_instant(self, adapter: Adapter) -> None:
-        """Counted case-insensitively, ``since`` inclusive, several at one instant too."""
+    def test_failed_sign_ins_are_listed_per_address_and_email_since_an_instant(
+        self, adapter: Adapter
+    ) -> None:
+        """Per address, and per address and email (case-insensitively): newest first, at
+        most ``limit``, ``since`` inclusive, several at one instant too."""
+        home, away = "198.51.100.20", "203.0.113.7"
         with adapter.uow() as uow:
             for second in (0, 10, 10, 20):
-                uow.accounts.record_failed_login("Ada@example.com", at(second))
-            uow.accounts.record_failed_login("grace@example.com", at(15))
+                uow.accounts.record_failed_login("Ada@example.com", home, at(second))
+            uow.accounts.record_failed_login("grace@example.com", home, at(15))
+            uow.accounts.record_failed_login("ada@example.com", away, at(5))
             uow.commit()
         with adapter.uow() as uow:
-            assert uow.accounts.count_failed_logins("ada@example.com", at(0)) == 4
-            assert uow.accounts.count_failed_logins("ADA@example.com", at(10)) == 3
-            assert uow.accounts.count_failed_logins("ada@example.com", at(21)) == 0
-            assert uow.accounts.count_failed_logins("nobody@example.com", at(0)) == 0
+            recent = uow.accounts.recent_failed_logins
+            assert recent(home, at(0), 10, email="ada@example.com") == [
+                at(20),
+                at(10),
+                at(10),
+                at(0),
+            ]
+            assert recent(home, at(10), 2, email="ADA@example.com") == [at(20), at(10)]
+            assert recent(home, at(21), 10, email="ada@example.com") == []
+            assert recent(home, at(0), 10, email="nobody@example.com") == []
+            assert recent(home, at(0), 10) == [at(20), at(15), at(10), at(10), at(0)]
+            assert recent(away, at(0), 10) == [at(5)]
+            assert recent(away, at(0), 10, email="grace@example.com") == []
+            assert recent("192.0.2.1", at(0), 10) == []
 
 
 class TestDeviceGrants:

@@ -4,6 +4,7 @@ GET, delete, locks, quotas, and refusals of tampered, expired or reused URLs."""
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import os
 import secrets
@@ -24,9 +25,11 @@ import uvicorn
 from minio import Minio
 
 from strongroom.adapters.http.app import app_for
+from strongroom.adapters.storage import outbound
 from strongroom.adapters.storage.local import LocalDiskStorage
 from strongroom.adapters.storage.s3 import S3Storage
 from strongroom.domain.billing import BillingState
+from strongroom.domain.endpoints import EndpointPolicy
 from strongroom.domain.pagination import PageRequest
 from strongroom.domain.quotas import QuotaResource
 from strongroom.ports.driven.storage import ObjectLockedError, ObjectStorage
@@ -37,6 +40,8 @@ from support.seaweed import SeaweedServer, s3_storage
 from support.world import Api, bearer, make_client, make_facade
 
 MIB = 1024 * 1024
+# What tests pointing a customer destination at the session's SeaweedFS configure.
+LOOPBACK_ALLOWED = EndpointPolicy.parse("127.0.0.0/8,::1/128")
 ARTIFACT_FIELDS = {
     "id",
     "run_id",
@@ -274,6 +279,32 @@ class TestSingleUpload:
         assert run["state"] == "running"
         assert ada.usage() == 0
 
+    def test_same_size_other_bytes_are_refused_by_the_store(self, ada: Tenant) -> None:
+        """Integrity (contract 13): the URL is bound to the announced sha256 (on S3 the
+        signed ``x-amz-checksum-sha256``, given in ``headers``), so the store refuses other
+        bytes of the same size, and nothing becomes ``available`` with a wrong sha256."""
+        data, other = os.urandom(4096), os.urandom(4096)
+        run_id = ada.run(ada.backup())
+        plan = ada.ask_upload(run_id, "db.dump", data).json()
+        if not plan["url"].startswith("http://testserver/"):
+            digest = base64.b64encode(hashlib.sha256(data).digest()).decode()
+            assert plan["headers"]["x-amz-checksum-sha256"] == digest
+        refused = ada.transfer("PUT", plan["url"], content=other, headers=plan["headers"])
+        assert refused.status_code in (400, 403), refused.text
+        assert_error(ada.confirm(run_id), 409, "artifact_missing", "db.dump")
+        assert [a["state"] for a in ada.artifacts()] == ["pending"]
+        unsigned = {k: v for k, v in plan["headers"].items() if k != "x-amz-checksum-sha256"}
+        assert ada.transfer("PUT", plan["url"], content=other, headers=unsigned).status_code in (
+            400,
+            403,
+        )
+        assert_error(ada.confirm(run_id), 409, "artifact_missing", "db.dump")
+        put = ada.transfer("PUT", plan["url"], content=data, headers=plan["headers"])
+        assert put.status_code == 200, put.text
+        assert ada.confirm(run_id).status_code == 200
+        (listed,) = ada.artifacts()
+        assert (listed["state"], listed["sha256"]) == ("available", sha(data))
+
     def test_a_finished_run_takes_nothing_more(self, ada: Tenant) -> None:
         """upload-url and confirm on a succeeded run: 409 ``invalid_state``."""
         backup_id = ada.backup()
@@ -370,9 +401,10 @@ class TestOverwrite:
         data = b"original"
         run_id = ada.run(ada.backup())
         plan = ada.ask_upload(run_id, "a", data).json()
-        assert ada.transfer("PUT", plan["url"], content=data).status_code == 200
+        put = ada.transfer("PUT", plan["url"], content=data, headers=plan["headers"])
+        assert put.status_code == 200
         assert ada.confirm(run_id).status_code == 200
-        ada.transfer("PUT", plan["url"], content=b"replaced")
+        ada.transfer("PUT", plan["url"], content=b"replaced", headers=plan["headers"])
         link = ada.download_url(plan["artifact_id"]).json()["url"]
         assert ada.transfer("GET", link).content == data
 
@@ -448,6 +480,19 @@ class TestDelete(LocalOnly):
         assert [a["id"] for a in ada.artifacts(state="deleted")] == [first]
         assert ada.usage() == 3
         assert_error(ada.delete(second), 409, "last_artifact")
+
+    def test_a_run_counts_only_its_available_artifacts(self, ada: Tenant) -> None:
+        """Contract 10: ``artifact_count`` and ``bytes`` of a run count its ``available``
+        artifacts, so deleting one lowers them (issue 12, finding 8)."""
+        backup_id = ada.backup(lock_for="PT0S")
+        run_id = ada.run(backup_id)
+        first = ada.upload(run_id, "a", b"first!")
+        ada.upload(run_id, "b", b"second artifact")
+        confirmed = ada.confirm(run_id).json()
+        assert (confirmed["artifact_count"], confirmed["bytes"]) == (2, 21)
+        assert ada.delete(first).status_code == 204
+        run = ada.client.get(f"/v1/runs/{run_id}", headers=ada.headers).json()
+        assert (run["artifact_count"], run["bytes"]) == (1, 15)
 
     def test_storage_itself_refuses_to_delete_a_locked_object(
         self, ada: Tenant, storage: LocalDiskStorage
@@ -530,6 +575,12 @@ class TestRetention(LocalOnly):
         assert (report.removed, report.kept_last) == (1, 1)
         assert [a["id"] for a in ada.artifacts()] == [newer]
         assert [a["id"] for a in ada.artifacts(state="deleted")] == [older]
+        counts = []
+        for artifact in ada.artifacts() + ada.artifacts(state="deleted"):
+            run = ada.client.get(f"/v1/runs/{artifact['run_id']}", headers=ada.headers).json()
+            counts.append((run["artifact_count"], run["bytes"]))
+        # The newer run keeps its artifact; the older one counts none now (contract 10).
+        assert counts == [(1, 3), (0, 0)]
         events = ada.client.get(
             f"/v1/workspaces/{ada.workspace_id}/audit",
             params={"action": "artifact.delete"},
@@ -574,6 +625,11 @@ class TestRetention(LocalOnly):
 class TestCustomerBucket(LocalOnly):
     """A ``customer_s3`` destination: bytes go to the customer's bucket, never ours."""
 
+    @pytest.fixture
+    def data_facade(self, storage: ObjectStorage, clock: MovableClock) -> Strongroom:
+        # The session's SeaweedFS listens on loopback: allowed by configuration only.
+        return make_facade(clock=clock, storage=storage, endpoint_policy=LOOPBACK_ALLOWED)
+
     def test_upload_confirm_refuse_download_and_delete(
         self, ada: Tenant, seaweed: SeaweedServer
     ) -> None:
@@ -617,6 +673,178 @@ class TestCustomerBucket(LocalOnly):
         assert ada.delete(first).status_code == 204
         keys = [o.object_name for o in root.list_objects(bucket, prefix="vault/", recursive=True)]
         assert len(keys) == 1
+
+    def test_a_bucket_refusing_head_is_502_not_500(
+        self, ada: Tenant, seaweed: SeaweedServer
+    ) -> None:
+        """The customer's bucket answers HEAD with 403 (wrong credentials): confirm is
+        502 ``upstream_unavailable`` (issue 12, finding 3), nothing is recorded."""
+        bucket = "customer-" + secrets.token_hex(4)
+        Minio(
+            seaweed.endpoint.removeprefix("http://"),
+            seaweed.access_key,
+            seaweed.secret_key,
+            secure=False,
+            region="us-east-1",
+        ).make_bucket(bucket)
+        backup_id = ada.backup(lock_for="PT0S")
+        patched = ada.client.patch(
+            f"/v1/backups/{backup_id}",
+            json={
+                "destination": {
+                    "type": "customer_s3",
+                    "endpoint": seaweed.endpoint,
+                    "bucket": bucket,
+                },
+                "destination_credentials": {
+                    "access_key_id": seaweed.access_key,
+                    "secret_access_key": "not-the-secret",
+                },
+            },
+            headers=ada.headers,
+        )
+        assert patched.status_code == 200, patched.text
+        run_id = ada.run(backup_id)
+        assert ada.ask_upload(run_id, "a", b"bytes").status_code == 201
+        assert_error(ada.confirm(run_id), 502, "upstream_unavailable")
+        assert [a["state"] for a in ada.artifacts()] == ["pending"]
+
+
+def closed_port() -> int:
+    """A loopback port nothing listens on (bound, then released)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+    return port
+
+
+class TestEndpointPolicy(LocalOnly):
+    """Outbound endpoint policy (contract 13), default setting: a disallowed literal
+    address is 422 at PATCH; the private ranges are allowed."""
+
+    @pytest.mark.parametrize(
+        "endpoint",
+        [
+            "http://127.0.0.1:8333",
+            "http://169.254.169.254",
+            "http://[::1]:9000",
+            "http://0.0.0.0:80",
+            "http://[::ffff:127.0.0.1]",
+            "http://[fe80::1]:443",
+        ],
+    )
+    def test_a_disallowed_literal_destination_is_422(self, ada: Tenant, endpoint: str) -> None:
+        """Loopback, link-local, metadata, unspecified: ``validation_failed``, unchanged."""
+        backup_id = ada.backup()
+        response = ada.client.patch(
+            f"/v1/backups/{backup_id}",
+            json={
+                "destination": {"type": "customer_s3", "endpoint": endpoint, "bucket": "b"},
+                "destination_credentials": {"access_key_id": "a", "secret_access_key": "s"},
+            },
+            headers=ada.headers,
+        )
+        assert_error(response, 422, "validation_failed", "destination.endpoint")
+        got = ada.client.get(f"/v1/backups/{backup_id}", headers=ada.headers).json()
+        assert got["destination"] == {"type": "service"}
+
+    def test_a_disallowed_literal_source_is_422(self, ada: Tenant) -> None:
+        """A cloud backup's S3 source at the metadata address is refused the same way."""
+        created = ada.client.post(
+            f"/v1/workspaces/{ada.workspace_id}/backups",
+            json={"name": "cloud", "kind": "cloud"},
+            headers=ada.headers,
+        )
+        response = ada.client.patch(
+            f"/v1/backups/{created.json()['id']}",
+            json={
+                "source": {"type": "s3", "endpoint": "https://169.254.169.254", "bucket": "b"},
+                "credentials": {"access_key_id": "a", "secret_access_key": "s"},
+            },
+            headers=ada.headers,
+        )
+        assert_error(response, 422, "validation_failed", "source.endpoint")
+
+    def test_a_private_address_is_allowed_by_default(self, ada: Tenant) -> None:
+        """The default lists the private ranges (the usual self-hosted store)."""
+        backup_id = ada.backup()
+        response = ada.client.patch(
+            f"/v1/backups/{backup_id}",
+            json={
+                "destination": {
+                    "type": "customer_s3",
+                    "endpoint": "http://10.20.30.40:9000",
+                    "bucket": "b",
+                },
+                "destination_credentials": {"access_key_id": "a", "secret_access_key": "s"},
+            },
+            headers=ada.headers,
+        )
+        assert response.status_code == 200, response.text
+
+
+class TestUnreachableEndpoints(LocalOnly):
+    """Contract 13: a name is checked at every connection, and a disallowed, refused or
+    unresolvable endpoint is one answer, 502 ``upstream_unavailable`` without detail."""
+
+    @pytest.fixture
+    def data_facade(self, storage: ObjectStorage, clock: MovableClock) -> Strongroom:
+        # Only 127.0.0.2 is listed: the refused-port case has an allowed address to try;
+        # loopback (127.0.0.1, ::1) and metadata stay refused as by default.
+        return make_facade(
+            clock=clock, storage=storage, endpoint_policy=EndpointPolicy.parse("127.0.0.2/32")
+        )
+
+    def test_refused_listening_disallowed_and_unknown_are_one_answer(
+        self, ada: Tenant, seaweed: SeaweedServer, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """Confirm against a customer bucket whose name resolves (DNS rebinding) to a
+        listening store on loopback, to the metadata address, to an allowed address where
+        nothing listens, or to nothing: the same status, code and message, no detail."""
+        store_port = int(seaweed.endpoint.rsplit(":", 1)[1])
+        names = {
+            "rebind.test": ["127.0.0.1"],
+            "metadata.test": ["169.254.169.254"],
+            "v6.test": ["::1"],
+            "refused.test": ["127.0.0.2"],
+        }
+
+        def resolve(host: str, port: int) -> list[str]:
+            if host not in names:
+                raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+            return names[host]
+
+        monkeypatch.setattr(outbound, "system_resolver", resolve)
+        endpoints = [
+            f"http://rebind.test:{store_port}",
+            "http://metadata.test",
+            f"http://v6.test:{store_port}",
+            f"http://refused.test:{closed_port()}",
+            "http://nowhere.test:9000",
+        ]
+        answers = []
+        for index, endpoint in enumerate(endpoints):
+            backup_id = ada.backup(name=f"b{index}", lock_for="PT0S")
+            patched = ada.client.patch(
+                f"/v1/backups/{backup_id}",
+                json={
+                    "destination": {"type": "customer_s3", "endpoint": endpoint, "bucket": "b"},
+                    "destination_credentials": {
+                        "access_key_id": seaweed.access_key,
+                        "secret_access_key": seaweed.secret_key,
+                    },
+                },
+                headers=ada.headers,
+            )
+            assert patched.status_code == 200, patched.text
+            run_id = ada.run(backup_id)
+            assert ada.ask_upload(run_id, "a", b"bytes").status_code == 201
+            confirmed = ada.confirm(run_id)
+            assert_error(confirmed, 502, "upstream_unavailable")
+            error = confirmed.json()["error"]
+            assert "detail" not in error, error
+            answers.append((confirmed.status_code, error["code"], error["message"]))
+        assert len(set(answers)) == 1, answers
 
 
 class TestStorageFailure:

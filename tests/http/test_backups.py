@@ -710,7 +710,7 @@ class TestEndpoints:
 
     @pytest.mark.parametrize(
         "endpoint",
-        ["http://[::1]:9000", "https://[2001:db8::5]", "https://s3.example.com:443", "http://h/p"],
+        ["http://[fd00::1]:9000", "https://[2a05:d018::5]", "https://s3.example.com", "http://h/p"],
     )
     def test_a_well_formed_endpoint_is_kept(self, ada: Tenant, endpoint: str) -> None:
         """IPv6 literals in brackets, explicit ports and paths are URLs like any other."""

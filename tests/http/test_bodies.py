@@ -370,6 +370,21 @@ class TestFieldNamesInMessages:
             )
             self._assert_cut(response, prefix + SHOWN)
 
+    def test_an_unknown_field_of_a_role_patch_is_cut(self, api: Api) -> None:
+        """``PATCH .../roles/{slug}`` parses its own body: a 900 KB unknown field is cut
+        there too, and many are listed ten at most (issue 12, finding 9)."""
+        token, workspace_id = api.workspace_admin("ada@example.com")
+        path = f"/v1/workspaces/{workspace_id}/roles"
+        body = {"slug": "ops", "name": "Ops", "permissions": []}
+        assert api.client.post(path, json=body, headers=bearer(token)).status_code == 201
+        response = api.client.patch(
+            f"{path}/ops", json={"name": "Ops", HUGE: 1}, headers=bearer(token)
+        )
+        self._assert_cut(response, "unknown field: " + SHOWN)
+        many = {f"x{n:05}": n for n in range(50)}
+        response = api.client.patch(f"{path}/ops", json=many, headers=bearer(token))
+        refused(response, "unknown field: x00000, x00001", "x00009 (and 40 more)")
+
     def test_a_duplicated_huge_key_is_cut(self, api: Api) -> None:
         """A duplicate key is named cut as well (two of 450 KB fit in the body cap)."""
         token = api.person("ada@example.com")
@@ -390,3 +405,35 @@ class TestFieldNamesInMessages:
         response = api.client.post("/v1/workspaces", json=body, headers=bearer(token))
         message = refused(response, "unknown field: x00000, x00001", "x00009 (and 4990 more)")
         assert "x00010" not in message
+
+
+# A body just over the 1 MiB cap.
+BIG = {"name": "x" * (1024 * 1024 + 10)}
+
+
+class TestBodySize:
+    """Contract 13: the body size is checked after the credential."""
+
+    @pytest.mark.parametrize(
+        ("method", "path"),
+        [
+            ("POST", "/v1/workspaces"),
+            ("PATCH", "/v1/backups/00000000-0000-4000-8000-000000000000"),
+            ("POST", "/v1/backups/00000000-0000-4000-8000-000000000000/pause"),
+        ],
+    )
+    def test_an_unauthenticated_oversized_body_is_401(
+        self, api: Api, method: str, path: str
+    ) -> None:
+        """No credential, or a bad one, and a body over 1 MiB: 401, not 400."""
+        for headers in ({}, bearer("bks_not-a-real-token")):
+            response = api.client.request(method, path, json=BIG, headers=headers)
+            assert response.status_code == 401, response.text
+            assert response.json()["error"]["code"] == "unauthenticated"
+
+    def test_an_authenticated_oversized_body_is_400(self, api: Api) -> None:
+        """With a valid credential the same body is 400, and nothing is created."""
+        token = api.person("ada@example.com")
+        response = api.client.post("/v1/workspaces", json=BIG, headers=bearer(token))
+        refused(response, "body is larger than 1048576 bytes")
+        assert workspaces_of(api, token) == []

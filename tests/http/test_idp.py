@@ -13,6 +13,7 @@ import httpx2
 import pytest
 from starlette.testclient import TestClient
 
+from strongroom.adapters.http.app import app_for
 from strongroom.adapters.http.context import MAX_BODY_BYTES
 from strongroom.adapters.identity.builtin import CLIENT_ID, BuiltinIdentityProvider
 from strongroom.adapters.memory.services import ManualClock
@@ -532,18 +533,30 @@ class TestDecision:
         assert "unknown or expired" in assert_envelope(right, 400, "invalid_request")
         assert_oauth_error(poll(client, authorization["device_code"]), "access_denied")
 
-    def test_an_email_over_its_limit_is_400(self, client: TestClient) -> None:
-        """Ten failures for one email in 15 minutes: its next attempt is 400 (HTML and JSON),
-        while another person still gets in."""
+    def test_an_email_over_its_limit_is_429_at_that_address_only(
+        self, client: TestClient, facade: Strongroom
+    ) -> None:
+        """Ten failures for one email from one address in 15 minutes: its next attempt
+        there is 429 ``rate_limited`` with ``Retry-After`` (HTML and JSON), while another
+        person still gets in, and the same person's right password from another address
+        is not refused (contract 13)."""
         for _ in range(5):
             authorization = start(client)
             for _ in range(2):
                 decide(client, authorization["user_code"], password="guess-guess")
         fresh = start(client)
         refused = decide(client, fresh["user_code"], headers=JSON)
-        assert "too many failed attempts" in assert_envelope(refused, 400, "invalid_request")
-        page = assert_html_page(decide(client, fresh["user_code"]), 400)
-        assert "Too many failed attempts" in page
+        assert "too many failed attempts" in assert_envelope(refused, 429, "rate_limited")
+        assert refused.headers["retry-after"] == str(15 * 60 + 1)
+        html_refusal = decide(client, fresh["user_code"])
+        assert "Too many failed attempts" in assert_html_page(html_refusal, 429)
+        assert html_refusal.headers["retry-after"] == str(15 * 60 + 1)
+        with TestClient(
+            app_for(facade), client=("198.51.100.20", 40000), raise_server_exceptions=False
+        ) as elsewhere:
+            own = decide(elsewhere, fresh["user_code"], headers=JSON)
+            assert own.json() == {"status": "approved"}
+        fresh = start(client)
         signed_up = client.post(
             "/idp/signup", data={"email": "grace@example.com", "password": PASSWORD, "name": "G"}
         )

@@ -138,3 +138,68 @@ class TestCursor:
             api.client.post("/v1/workspaces", json={"name": f"W{number}"}, headers=bearer(token))
         walked = walk(api, "/v1/workspaces", token, 2)
         assert [item["name"] for item in walked] == ["W4", "W3", "W2", "W1", "W0"]
+
+
+class TestRoles:
+    """The role list paginates like every list (contract section 1; issue 12, finding 8):
+    built-in roles, then custom roles by slug, in pages of ``limit``."""
+
+    def test_pages_follow_the_cursor(self, api: Api) -> None:
+        """Five custom roles over pages of 2: every role once, in the list's order."""
+        token, workspace_id = api.workspace_admin("ada@example.com")
+        path = f"/v1/workspaces/{workspace_id}/roles"
+        for slug in ("ops-e", "ops-a", "ops-d", "ops-c", "ops-b"):
+            created = api.client.post(
+                path,
+                json={"slug": slug, "name": slug, "permissions": ["backups:read"]},
+                headers=bearer(token),
+            )
+            assert created.status_code == 201, created.text
+        whole = api.client.get(path, headers=bearer(token)).json()
+        assert whole["next_cursor"] is None
+        slugs = [role["slug"] for role in whole["data"]]
+        assert slugs == ["admin", "member", "viewer", "ops-a", "ops-b", "ops-c", "ops-d", "ops-e"]
+        for limit in (1, 2, 3, 7, 8):
+            assert [role["slug"] for role in walk(api, path, token, limit)] == slugs
+
+    def test_a_deleted_roles_cursor_still_continues_after_it(self, api: Api) -> None:
+        """Keyset on the slug: the role a cursor names may be gone; the next page starts
+        after it all the same."""
+        token, workspace_id = api.workspace_admin("ada@example.com")
+        path = f"/v1/workspaces/{workspace_id}/roles"
+        for slug in ("ops-a", "ops-b", "ops-c"):
+            body = {"slug": slug, "name": slug, "permissions": []}
+            assert api.client.post(path, json=body, headers=bearer(token)).status_code == 201
+        first = api.client.get(path, params={"limit": 4}, headers=bearer(token)).json()
+        assert [role["slug"] for role in first["data"]][-1] == "ops-a"
+        assert api.client.delete(f"{path}/ops-a", headers=bearer(token)).status_code == 204
+        rest = api.client.get(
+            path, params={"limit": 4, "cursor": first["next_cursor"]}, headers=bearer(token)
+        ).json()
+        assert [role["slug"] for role in rest["data"]] == ["ops-b", "ops-c"]
+
+    @pytest.mark.parametrize("limit", ["0", "201", "abc", ""])
+    def test_a_bad_limit_is_400(self, api: Api, limit: str) -> None:
+        """The same limits as every list."""
+        token, workspace_id = api.workspace_admin("ada@example.com")
+        response = api.client.get(
+            f"/v1/workspaces/{workspace_id}/roles", params={"limit": limit}, headers=bearer(token)
+        )
+        assert response.status_code == 400, response.text
+        assert response.json()["error"]["code"] == "invalid_request"
+
+    def test_a_bad_cursor_is_400(self, api: Api) -> None:
+        """Garbage, a cursor of another list, a slug that is no slug: 400."""
+        token, workspace_id = api.workspace_admin("ada@example.com")
+        audit = api.client.get(
+            f"/v1/workspaces/{workspace_id}/audit", params={"limit": 1}, headers=bearer(token)
+        ).json()["next_cursor"]
+        forged = base64.urlsafe_b64encode(b"role:NOT A SLUG").decode().rstrip("=")
+        for cursor in ("not-a-cursor!", audit, forged):
+            response = api.client.get(
+                f"/v1/workspaces/{workspace_id}/roles",
+                params={"cursor": cursor},
+                headers=bearer(token),
+            )
+            assert response.status_code == 400, (cursor, response.text)
+            assert response.json()["error"]["code"] == "invalid_request"

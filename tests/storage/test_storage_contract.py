@@ -11,7 +11,7 @@ import hashlib
 import os
 import secrets
 import time
-from collections.abc import Callable, Coroutine, Iterator
+from collections.abc import Callable, Coroutine, Iterator, Mapping
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, TypeVar
@@ -36,7 +36,7 @@ from support.seaweed import SeaweedServer, s3_storage
 
 MIB = 1024 * 1024
 T = TypeVar("T")
-Send = Callable[[str, str, bytes], int]
+Send = Callable[[str, str, bytes, Mapping[str, str] | None], int]
 Fetch = Callable[[str], bytes]
 
 
@@ -57,7 +57,7 @@ class Harness:
 def _local(tmp_path: Path) -> Harness:
     storage = LocalDiskStorage(tmp_path / "objects", b"key")
 
-    def send(method: str, url: str, body: bytes) -> int:
+    def send(method: str, url: str, body: bytes, headers: Mapping[str, str] | None = None) -> int:
         parts = urlsplit(url)
         key = parts.path.removeprefix("/storage/")
         grant = storage.verify(method, key, dict(parse_qsl(parts.query)))
@@ -76,8 +76,8 @@ def _local(tmp_path: Path) -> Harness:
 
 
 def _s3(seaweed: SeaweedServer) -> Harness:
-    def send(method: str, url: str, body: bytes) -> int:
-        return httpx2.request(method, url, content=body).status_code
+    def send(method: str, url: str, body: bytes, headers: Mapping[str, str] | None = None) -> int:
+        return httpx2.request(method, url, content=body, headers=headers).status_code
 
     def fetch(url: str) -> bytes:
         response = httpx2.get(url)
@@ -107,7 +107,7 @@ class TestStorageContract:
         data = os.urandom(100_000)
         key = "ns/b/r/a1"
         put = harness.storage.presign_put(key, len(data), hashlib.sha256(data).hexdigest(), soon())
-        assert harness.send(put.method, put.url, data) == 200
+        assert harness.send(put.method, put.url, data, put.headers) == 200
         stored = run(harness.storage.stat(key))
         assert stored is not None
         assert stored.size == len(data)
@@ -124,7 +124,7 @@ class TestStorageContract:
         assert run(harness.storage.list_parts(key, upload)) == []
         for number, body in ((1, first), (2, second)):
             part = harness.storage.presign_part(key, upload, number, len(body), soon())
-            assert harness.send("PUT", part.url, body) == 200
+            assert harness.send("PUT", part.url, body, part.headers) == 200
         parts = run(harness.storage.list_parts(key, upload))
         assert parts is not None
         assert [(p.number, p.size) for p in parts] == [(1, len(first)), (2, len(second))]
@@ -142,7 +142,7 @@ class TestStorageContract:
         """Delete and a shorter lock are refused; a longer lock is fine; the bytes stay."""
         key = "ns/b/r/locked"
         put = harness.storage.presign_put(key, 3, hashlib.sha256(b"abc").hexdigest(), soon())
-        assert harness.send("PUT", put.url, b"abc") == 200
+        assert harness.send("PUT", put.url, b"abc", put.headers) == 200
         run(harness.storage.lock(key, soon(60)))
         with pytest.raises(ObjectLockedError):
             run(harness.storage.delete(key))
@@ -157,7 +157,7 @@ class TestStorageContract:
         """Delete removes it (every version)."""
         key = "ns/b/r/free"
         put = harness.storage.presign_put(key, 1, hashlib.sha256(b"x").hexdigest(), soon())
-        assert harness.send("PUT", put.url, b"x") == 200
+        assert harness.send("PUT", put.url, b"x", put.headers) == 200
         run(harness.storage.delete(key))
         assert run(harness.storage.stat(key)) is None
 
@@ -172,7 +172,7 @@ class TestS3ObjectLock:
         storage = s3_storage(seaweed)
         key = "ns/b/r/vault"
         put = storage.presign_put(key, 4, hashlib.sha256(b"gold").hexdigest(), soon())
-        assert httpx2.put(put.url, content=b"gold").status_code == 200
+        assert httpx2.put(put.url, content=b"gold", headers=put.headers).status_code == 200
         run(storage.lock(key, soon(60)))
         root = Minio(
             seaweed.endpoint.removeprefix("http://"),
@@ -199,7 +199,7 @@ class TestS3ObjectLock:
         storage = s3_storage(seaweed)
         key = "ns/b/r/rounded"
         put = storage.presign_put(key, 4, hashlib.sha256(b"gold").hexdigest(), soon())
-        assert httpx2.put(put.url, content=b"gold").status_code == 200
+        assert httpx2.put(put.url, content=b"gold", headers=put.headers).status_code == 200
         until = soon(60).replace(microsecond=900_000)
         run(storage.lock(key, until))
         version = storage.client.stat_object(storage.bucket, key).version_id

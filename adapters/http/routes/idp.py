@@ -25,7 +25,7 @@ from starlette.responses import HTMLResponse, Response
 from starlette.routing import BaseRoute
 
 from strongroom.adapters.http.context import ApiContext, endpoint, render_json
-from strongroom.adapters.http.errors import STATUS_BY_CODE, error_response
+from strongroom.adapters.http.errors import STATUS_BY_CODE, error_response, retry_after
 from strongroom.adapters.http.openapi import FORM, HTML, OAUTH_400, Auth, api, ref
 from strongroom.adapters.http.shapes import (
     DEVICE_CODE_GRANT,
@@ -173,6 +173,13 @@ def _oauth_error(error: str, description: str) -> Response:
     return _json(present(OAuthError(error, description)), 400, NO_STORE)  # type: ignore[arg-type]
 
 
+def client_address(request: Request) -> str:
+    """The address sign-in limits count failures by: the peer as the ASGI server reports it
+    (behind a reverse proxy, run the server so that it trusts the proxy's forwarded-for
+    header, e.g. uvicorn's ``--forwarded-allow-ips``)."""
+    return request.client.host if request.client is not None else ""
+
+
 def _builtin(ctx: ApiContext) -> BuiltinIdentityProvider | None:
     identity = ctx.facade.deps.identity
     return identity if isinstance(identity, BuiltinIdentityProvider) else None
@@ -266,7 +273,8 @@ async def decide(ctx: ApiContext) -> Response:
 
     Signs the person in and records the decision. Answers an HTML page, or JSON when
     `Accept` prefers `application/json`. Failed attempts are limited per user code (5,
-    then the code is dead) and per email (10 per 15 minutes)."""
+    then the code is dead: 400), per email and client address (10 per 15 minutes) and per
+    client address (100 per 15 minutes): 429 with `Retry-After`."""
     idp = _builtin(ctx)
     if idp is None:
         return _no_such_route(ctx.request)
@@ -278,11 +286,17 @@ async def decide(ctx: ApiContext) -> Response:
         approve = DECISIONS.get(fields["decision"])
         if approve is None:
             raise InvalidRequestError("decision must be approve or deny")
-        await idp.decide(fields["user_code"], fields["email"], fields["password"], approve=approve)
+        await idp.decide(
+            fields["user_code"],
+            fields["email"],
+            fields["password"],
+            approve=approve,
+            client_address=client_address(ctx.request),
+        )
     except StrongroomError as error:
         if wants_json:
             raise
-        return device_page(
+        page = device_page(
             ctx,
             status=STATUS_BY_CODE.get(error.code, 400),
             notice=error.message[:1].upper() + error.message[1:] + ".",
@@ -290,6 +304,8 @@ async def decide(ctx: ApiContext) -> Response:
             user_code=form.get("user_code", ""),
             email=form.get("email", ""),
         )
+        page.headers.update(retry_after(error))
+        return page
     outcome = "approved" if approve else "denied"
     if wants_json:
         return _json(present(DeviceDecision(outcome)), 200, NO_STORE)  # type: ignore[arg-type]
@@ -429,14 +445,18 @@ routes: list[BaseRoute] = [
         media_type=FORM,
         errors={
             "invalid_request": (
-                "wrong email or password, unknown or expired user code, too many failed attempts,"
-                " a `decision` other than `approve` or `deny`, or a body that is not a "
-                "URL-encoded form of exactly these fields"
+                "wrong email or password, unknown or expired user code, a `decision` other "
+                "than `approve` or `deny`, or a body that is not a URL-encoded form of exactly "
+                "these fields"
+            ),
+            "rate_limited": (
+                "too many failed attempts for this email from this address, or from this "
+                "address (`Retry-After` says when to try again)"
             ),
             "not_found": "another identity provider is configured (every `/idp` route is 404)",
             "upstream_unavailable": "the database or another dependency failed",
         },
-        html_errors=(400, 502),
+        html_errors=(400, 429, 502),
     ),
     api(
         "POST",

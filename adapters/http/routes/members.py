@@ -10,8 +10,9 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute
 
 from strongroom.adapters.http.context import ApiContext, answer, endpoint, no_content
-from strongroom.adapters.http.openapi import OnePage, Paged, api
+from strongroom.adapters.http.openapi import Paged, api
 from strongroom.adapters.http.shapes import Member, MemberUpdate, Role, RoleCreate, RoleUpdate
+from strongroom.domain.role_pages import decode_role_cursor, page_of_roles
 from strongroom.ports.driving.members import (
     CREATE_ROLE,
     DELETE_MEMBER,
@@ -81,13 +82,18 @@ async def delete_member(ctx: ApiContext) -> Response:
 async def list_roles(ctx: ApiContext) -> Response:
     """List roles
 
-    Built-in roles, then the workspace's custom roles by slug; always one page. Needs
-    `roles:read`."""
+    Built-in roles, then the workspace's custom roles by slug, a page at a time (the
+    cursor is the last slug shown). Needs `roles:read`."""
     caller = await ctx.caller()
     workspace_id = ctx.path_id("wid")
     grant = await ctx.facade.access.authorize(caller, READ_ROLES, workspace_id=workspace_id)
-    roles = await ctx.facade.roles.list(grant, workspace_id)
-    return answer({"data": roles, "next_cursor": None})
+    limit = ctx.limit()
+    cursor = ctx.request.query_params.get("cursor")
+    after = None if cursor is None else decode_role_cursor(cursor)
+    roles, next_cursor = page_of_roles(
+        await ctx.facade.roles.list(grant, workspace_id), limit, after
+    )
+    return answer({"data": roles, "next_cursor": next_cursor})
 
 
 @endpoint
@@ -210,7 +216,7 @@ routes: list[BaseRoute] = [
         "Members",
         (
             200,
-            OnePage(Role, "RoleList", "Built-in roles, then custom roles by slug."),
+            Paged(Role),
             "The roles.",
         ),
         needs=READ_ROLES,

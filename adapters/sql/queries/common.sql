@@ -495,10 +495,18 @@ SELECT id, email, name, password_hash, created_at FROM accounts WHERE id = :id
 SELECT id, email, name, password_hash, created_at FROM accounts WHERE email_key = :email_key
 
 -- name: failed_login_insert
-INSERT INTO failed_logins (email_key, failed_at) VALUES (:email_key, :failed_at)
+INSERT INTO failed_logins (email_key, client_address, failed_at)
+VALUES (:email_key, :client_address, :failed_at)
 
--- name: failed_login_count
-SELECT count(*) AS n FROM failed_logins WHERE email_key = :email_key AND failed_at >= :since
+-- name: failed_login_recent
+SELECT failed_at FROM failed_logins
+WHERE email_key = :email_key AND client_address = :client_address AND failed_at >= :since
+ORDER BY failed_at DESC LIMIT :limit
+
+-- name: failed_login_recent_by_address
+SELECT failed_at FROM failed_logins
+WHERE client_address = :client_address AND failed_at >= :since
+ORDER BY failed_at DESC LIMIT :limit
 
 -- name: device_grant_insert
 INSERT INTO device_grants (
