@@ -15,6 +15,7 @@ from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 
 from strongroom.adapters.http import errors
+from strongroom.adapters.http.metrics import HttpMetrics, MetricsMiddleware
 from strongroom.adapters.http.request_ids import RequestIdMiddleware
 from strongroom.adapters.http.routes import (
     artifacts,
@@ -63,9 +64,13 @@ def build_app(
         async with open_facade() as facade:
             yield {"facade": facade}
 
+    metrics = HttpMetrics()
     app = Starlette(
         routes=ROUTES,
-        middleware=[Middleware(RequestIdMiddleware)],
+        middleware=[
+            Middleware(MetricsMiddleware, metrics=metrics),
+            Middleware(RequestIdMiddleware),
+        ],
         exception_handlers={
             StrongroomError: errors.strongroom_error,
             HTTPException: errors.http_error,
@@ -73,6 +78,7 @@ def build_app(
         },
         lifespan=lifespan,
     )
+    app.state.metrics = metrics
     app.state.environment = environment
     app.state.public_url = public_url
     return app

@@ -7,6 +7,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute
 
 from strongroom.adapters.http.context import ApiContext, answer, endpoint, no_content
+from strongroom.adapters.http.metrics import metrics_endpoint
 from strongroom.adapters.http.openapi import READINESS_503, Auth, OnePage, api
 from strongroom.adapters.http.shapes import (
     CliConfig,
@@ -119,6 +120,19 @@ async def sign_out(ctx: ApiContext) -> Response:
 
 
 routes: list[BaseRoute] = [
+    api(
+        "GET",
+        "/metrics",
+        metrics_endpoint,
+        "getMetrics",
+        "System",
+        (
+            200,
+            {"text/plain": {"schema": {"type": "string"}}},
+            "The Prometheus text exposition format.",
+        ),
+        auth=Auth.NONE,
+    ),
     api(
         "GET",
         "/healthz",
