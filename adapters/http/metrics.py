@@ -8,9 +8,14 @@ own registry, so several apps in one process (tests, embedders) never share or c
 from __future__ import annotations
 
 import time
-from typing import Any
+from bisect import bisect_left
+from collections import Counter
+from collections.abc import Iterator
+from itertools import accumulate
 
-from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily, Metric
+from prometheus_client.registry import Collector
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -22,42 +27,65 @@ BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.
 
 
 class HttpMetrics:
-    """The metrics of one application, in a registry of its own."""
+    """The request figures of one application, in a registry of its own.
+
+    Requests are tallied in plain counters (the middleware runs on the event loop only)
+    and turned into Prometheus families when scraped: a request costs under a microsecond
+    here, where prometheus_client's locked Counter and Histogram took 3 us.
+    """
 
     def __init__(self) -> None:
-        self.registry = CollectorRegistry(auto_describe=True)
-        self._requests = Counter(
-            "strongroom_http_requests",
-            "HTTP requests answered, by route template, method and status.",
-            ("route", "method", "status"),
-            registry=self.registry,
-        )
-        self._latency = Histogram(
-            "strongroom_http_request_duration_seconds",
-            "Time from a request's arrival to its response's start, by route template.",
-            ("route", "method"),
-            buckets=BUCKETS,
-            registry=self.registry,
-        )
-        # labels() takes a lock and builds a key on every call: children are kept here.
-        self._counted: dict[tuple[str, str, str], Any] = {}
-        self._timed: dict[tuple[str, str], Any] = {}
+        self.registry = CollectorRegistry(auto_describe=False)
+        self._answered: Counter[tuple[str, str, int]] = Counter()
+        # Per (route, method): requests in each bucket (not cumulative), and their sum.
+        self._buckets: dict[tuple[str, str], list[int]] = {}
+        self._seconds: dict[tuple[str, str], float] = {}
+        self.registry.register(_Families(self))
 
     def observe(self, route: str, method: str, status: int, seconds: float) -> None:
         """Count one answered request and its latency."""
-        key = (route, method, str(status))
-        counter = self._counted.get(key)
-        if counter is None:
-            counter = self._counted[key] = self._requests.labels(*key)
-        counter.inc()
-        timed = self._timed.get(key[:2])
-        if timed is None:
-            timed = self._timed[key[:2]] = self._latency.labels(route, method)
-        timed.observe(seconds)
+        self._answered[(route, method, status)] += 1
+        key = (route, method)
+        buckets = self._buckets.get(key)
+        if buckets is None:
+            buckets = self._buckets[key] = [0] * (len(BUCKETS) + 1)
+            self._seconds[key] = 0.0
+        buckets[bisect_left(BUCKETS, seconds)] += 1
+        self._seconds[key] += seconds
 
     def render(self) -> bytes:
         """The exposition text of every metric."""
         return generate_latest(self.registry)
+
+
+class _Families(Collector):
+    """The tallies of an ``HttpMetrics`` as Prometheus metric families."""
+
+    def __init__(self, metrics: HttpMetrics) -> None:
+        self._metrics = metrics
+
+    def collect(self) -> Iterator[Metric]:
+        metrics = self._metrics
+        answered = CounterMetricFamily(
+            "strongroom_http_requests",
+            "HTTP requests answered, by route template, method and status.",
+            labels=("route", "method", "status"),
+        )
+        for (route, method, status), count in sorted(metrics._answered.items()):
+            answered.add_metric((route, method, str(status)), count)
+        yield answered
+        latency = HistogramMetricFamily(
+            "strongroom_http_request_duration_seconds",
+            "Time from a request's arrival to the end of its answer, by route template.",
+            labels=("route", "method"),
+        )
+        for key, counts in sorted(metrics._buckets.items()):
+            bounds = [*map(str, BUCKETS), "+Inf"]
+            cumulative = list(accumulate(counts))
+            latency.add_metric(
+                key, list(zip(bounds, cumulative, strict=True)), metrics._seconds[key]
+            )
+        yield latency
 
 
 class MetricsMiddleware:
