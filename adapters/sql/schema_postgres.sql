@@ -267,16 +267,30 @@ CREATE INDEX artifacts_by_backup ON artifacts (workspace_id, backup_id, state);
 CREATE INDEX artifacts_by_expiry ON artifacts (expires_at) WHERE state = 'available';
 
 -- Usage counters (0004): triggers keep workspaces.backup_count exact.
-CREATE FUNCTION count_backups() RETURNS trigger LANGUAGE plpgsql AS $$
+-- Statement-level, over the transition tables: one update per workspace and statement, so
+-- a bulk insert of n backups costs one row version of its workspace, not n.
+CREATE FUNCTION count_added_backups() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    IF TG_OP = 'INSERT' THEN
-        UPDATE workspaces SET backup_count = backup_count + 1 WHERE id = NEW.workspace_id;
-    ELSE
-        UPDATE workspaces SET backup_count = backup_count - 1 WHERE id = OLD.workspace_id;
-    END IF;
+    UPDATE workspaces AS w SET backup_count = w.backup_count + added.n
+    FROM (SELECT workspace_id, count(*) AS n FROM added_backups GROUP BY workspace_id) AS added
+    WHERE w.id = added.workspace_id;
     RETURN NULL;
 END
 $$;
 
-CREATE TRIGGER backups_counted AFTER INSERT OR DELETE ON backups
-    FOR EACH ROW EXECUTE FUNCTION count_backups();
+CREATE FUNCTION count_removed_backups() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    UPDATE workspaces AS w SET backup_count = w.backup_count - removed.n
+    FROM (SELECT workspace_id, count(*) AS n FROM removed_backups GROUP BY workspace_id) AS removed
+    WHERE w.id = removed.workspace_id;
+    RETURN NULL;
+END
+$$;
+
+CREATE TRIGGER backups_counted_insert AFTER INSERT ON backups
+    REFERENCING NEW TABLE AS added_backups
+    FOR EACH STATEMENT EXECUTE FUNCTION count_added_backups();
+
+CREATE TRIGGER backups_counted_delete AFTER DELETE ON backups
+    REFERENCING OLD TABLE AS removed_backups
+    FOR EACH STATEMENT EXECUTE FUNCTION count_removed_backups();
