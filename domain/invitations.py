@@ -38,11 +38,6 @@ def clean_email(raw: str) -> str:
     return email
 
 
-def email_key(email: str) -> str:
-    """The case-insensitive form under which emails match."""
-    return email.casefold()
-
-
 @attrs.frozen
 class Invitation:
     """An invitation to join a workspace with a role; usable once, for seven days."""

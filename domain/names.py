@@ -27,3 +27,9 @@ def clean_name(raw: str, field: str = "name") -> str:
 def name_key(name: str) -> str:
     """The case-insensitive form under which names are unique."""
     return name.casefold()
+
+
+def email_key(email: str) -> str:
+    """The case-insensitive form under which emails match: accounts, invitations and
+    sign-in limits all compare emails in this form."""
+    return email.strip().casefold()

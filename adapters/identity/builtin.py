@@ -31,7 +31,7 @@ from strongroom.domain.errors import (
     RateLimitedError,
     UnauthenticatedError,
 )
-from strongroom.domain.names import clean_name
+from strongroom.domain.names import clean_name, email_key
 from strongroom.domain.tokens import TokenKind, format_token, hash_token, token_kind
 from strongroom.ports.driven.clock import Clock, IdGenerator
 from strongroom.ports.driven.identity import CliConfig, Identity
@@ -288,20 +288,20 @@ class BuiltinIdentityProvider:
         now = self._clock.now()
         code = normalize_user_code(user_code)
         # One key per address however it is typed, so padding or case cannot dodge the limit.
-        email_key = email.strip().casefold()
+        key = email_key(email)
         async with self._uow() as uow:
             grant = await uow.device_grants.get_by_user_code_for_update(code)
             if grant is None or grant.is_expired(now) or grant.state is not GrantState.PENDING:
                 raise InvalidRequestError("unknown or expired code")
-            await _check_failure_limits(uow, email_key, client_address, now)
-            account = await uow.accounts.get_by_email(email_key)
+            await _check_failure_limits(uow, key, client_address, now)
+            account = await uow.accounts.get_by_email(key)
             if not await self._password_matches(account, password):
                 failed = grant.failed_approvals + 1
                 state = GrantState.DENIED if failed >= MAX_FAILED_PER_CODE else grant.state
                 await uow.device_grants.update(
                     attrs.evolve(grant, failed_approvals=failed, state=state)
                 )
-                await uow.accounts.record_failed_login(email_key, client_address, now)
+                await uow.accounts.record_failed_login(key, client_address, now)
                 await uow.commit()
                 raise InvalidRequestError("wrong email or password")
             assert account is not None

@@ -15,9 +15,9 @@ from strongroom.domain.artifacts import Artifact, ArtifactState, ArtifactStorage
 from strongroom.domain.audit import AuditEvent
 from strongroom.domain.backups import Backup
 from strongroom.domain.errors import NameTakenError
-from strongroom.domain.invitations import Invitation, InvitationState, email_key
+from strongroom.domain.invitations import Invitation, InvitationState
 from strongroom.domain.machines import ApiKey, Worker
-from strongroom.domain.names import name_key
+from strongroom.domain.names import email_key, name_key
 from strongroom.domain.pagination import K, Page, PageRequest, page_of, sort_key
 from strongroom.domain.permissions import BUILTIN_ROLES, Role
 from strongroom.domain.principals import Actor, PrincipalType, Session
@@ -701,19 +701,19 @@ class MemoryAccountRepository(_Repository):
         return found
 
     async def get_by_email(self, email: str) -> Account | None:
-        wanted = email.casefold()
+        wanted = email_key(email)
         return next(
-            (a for a in self._tx.read(self.table).values() if a.email.casefold() == wanted), None
+            (a for a in self._tx.read(self.table).values() if email_key(a.email) == wanted), None
         )
 
     async def record_failed_login(self, email: str, address: str, at: datetime) -> None:
         failures = self._tx.write("failed_logins")
-        failures[(email.casefold(), address, at, len(failures))] = at
+        failures[(email_key(email), address, at, len(failures))] = at
 
     async def recent_failed_logins(
         self, address: str, since: datetime, limit: int, *, email: str | None = None
     ) -> list[datetime]:
-        wanted = None if email is None else email.casefold()
+        wanted = None if email is None else email_key(email)
         times = [
             at
             for (who, where, at, _n) in self._tx.read("failed_logins")

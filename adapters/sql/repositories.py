@@ -27,8 +27,8 @@ from strongroom.domain.artifacts import Artifact, ArtifactStorage
 from strongroom.domain.audit import AuditEvent
 from strongroom.domain.backups import Backup
 from strongroom.domain.invitations import Invitation
-from strongroom.domain.invitations import email_key as invitation_email_key
 from strongroom.domain.machines import ApiKey, Worker
+from strongroom.domain.names import email_key
 from strongroom.domain.pagination import Page, PageRequest, page_of
 from strongroom.domain.permissions import Role
 from strongroom.domain.principals import Session
@@ -723,7 +723,7 @@ class SqlInvitationRepository(_Repository):
         """An invitation addressed to ``email``, locked until the unit of work ends."""
         row = await self._db.fetch_one(
             Q.INVITATION_GET_FOR_EMAIL,
-            {"id": self._codec.uuid(invitation_id), "email_key": invitation_email_key(email)},
+            {"id": self._codec.uuid(invitation_id), "email_key": email_key(email)},
             writes=True,
         )
         return None if row is None else rows.invitation_from_row(row, self._codec)
@@ -832,7 +832,7 @@ class SqlAccountRepository(_Repository):
 
     async def get_by_email(self, email: str) -> Account | None:
         """An account by email, case-insensitively."""
-        row = await self._db.fetch_one(Q.ACCOUNT_GET_BY_EMAIL, {"email_key": rows.email_key(email)})
+        row = await self._db.fetch_one(Q.ACCOUNT_GET_BY_EMAIL, {"email_key": email_key(email)})
         return None if row is None else rows.account_from_row(row, self._codec)
 
     async def record_failed_login(self, email: str, address: str, at: datetime) -> None:
@@ -840,7 +840,7 @@ class SqlAccountRepository(_Repository):
         await self._db.execute(
             Q.FAILED_LOGIN_INSERT,
             {
-                "email_key": rows.email_key(email),
+                "email_key": email_key(email),
                 "client_address": address,
                 "failed_at": self._codec.timestamp(at),
             },
@@ -859,7 +859,7 @@ class SqlAccountRepository(_Repository):
         if email is None:
             found = await self._db.fetch_all(Q.FAILED_LOGIN_RECENT_BY_ADDRESS, parameters)
         else:
-            parameters["email_key"] = rows.email_key(email)
+            parameters["email_key"] = email_key(email)
             found = await self._db.fetch_all(Q.FAILED_LOGIN_RECENT, parameters)
         return [self._codec.read_timestamp(row["failed_at"]) for row in found]
 

@@ -30,9 +30,8 @@ from strongroom.domain.backups import (
 from strongroom.domain.billing import BillingState
 from strongroom.domain.durations import Duration
 from strongroom.domain.invitations import Invitation
-from strongroom.domain.invitations import email_key as invitation_email_key
 from strongroom.domain.machines import ApiKey, Worker, in_catalog_order
-from strongroom.domain.names import name_key
+from strongroom.domain.names import email_key, name_key
 from strongroom.domain.permissions import BUILTIN_ROLES, Permission, Role
 from strongroom.domain.principals import Actor, PrincipalType, Session
 from strongroom.domain.quotas import QuotaResource
@@ -86,11 +85,6 @@ class Codec(Protocol):
     def read_text_list(self, value: Any) -> list[str]:
         """A list-of-text column."""
         ...
-
-
-def email_key(email: str) -> str:
-    """The form under which account emails are unique (the in-memory adapter's casefold)."""
-    return email.casefold()
 
 
 def _opt_uuid(codec: Codec, value: UUID | None) -> object:
@@ -343,7 +337,7 @@ def invitation_params(invitation: Invitation, codec: Codec) -> Params:
         "id": codec.uuid(invitation.id),
         "workspace_id": codec.uuid(invitation.workspace_id),
         "email": invitation.email,
-        "email_key": invitation_email_key(invitation.email),
+        "email_key": email_key(invitation.email),
         "role": invitation.role,
         "created_at": codec.timestamp(invitation.created_at),
         "expires_at": codec.timestamp(invitation.expires_at),
