@@ -21,6 +21,7 @@ from strongroom.domain.billing import BillingState
 from strongroom.domain.errors import StrongroomError
 from strongroom.domain.quotas import QuotaResource
 from strongroom.entrypoints.http import create_app
+from strongroom.entrypoints.logs import configure_logging
 from strongroom.entrypoints.service import describe_storage, open_blocking_facade, open_database
 from strongroom.entrypoints.settings import Settings
 
@@ -101,6 +102,7 @@ def _serve(arguments: argparse.Namespace) -> int:
         port=arguments.port,
         access_log=arguments.access_log or None,
     )
+    configure_logging(settings.log_format)
     app = create_app(settings, migrate=not arguments.no_migrate)
     print(
         f"Strongroom listening on http://{settings.host}:{settings.port} "
@@ -113,8 +115,8 @@ def _serve(arguments: argparse.Namespace) -> int:
         port=settings.port,
         loop="uvloop",
         http="httptools",
-        access_log=settings.access_log,
-        log_level="info",
+        access_log=False,  # Strongroom's own access events replace uvicorn's
+        log_config=None,  # configure_logging above formats every logger
     )
     return 0
 

@@ -20,4 +20,5 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Sta
         partial(open_serving_facade, settings, migrate=migrate),
         environment=settings.environment,
         public_url=settings.public_url,
+        access_log=settings.access_log,
     )

@@ -41,6 +41,7 @@ class Settings:
     s3_region: str = "us-east-1"
     signup: bool | None = None
     access_log: bool = False
+    log_format: str = "auto"
     smtp_host: str | None = None
     smtp_port: int = 587
     smtp_username: str | None = None
@@ -106,6 +107,7 @@ class Settings:
             "oidc_token_endpoint": env.get("STRONGROOM_OIDC_TOKEN_ENDPOINT") or None,
             "endpoint_networks": env.get("STRONGROOM_ENDPOINT_NETWORKS")
             or DEFAULT_ENDPOINT_NETWORKS,
+            "log_format": env.get("STRONGROOM_LOG_FORMAT") or "auto",
         }
         values.update({key: value for key, value in overrides.items() if value is not None})
         return cls(**values)

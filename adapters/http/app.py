@@ -56,6 +56,7 @@ def build_app(
     *,
     environment: str = "development",
     public_url: str | None = None,
+    access_log: bool = False,
 ) -> Starlette:
     """The ASGI application over the facade that ``open_facade`` yields for its lifetime."""
 
@@ -68,7 +69,7 @@ def build_app(
     app = Starlette(
         routes=ROUTES,
         middleware=[
-            Middleware(MetricsMiddleware, metrics=metrics),
+            Middleware(MetricsMiddleware, metrics=metrics, access_log=access_log),
             Middleware(RequestIdMiddleware),
         ],
         exception_handlers={

@@ -25,11 +25,17 @@ from strongroom.adapters.http.shapes import EmptyBody
 from strongroom.adapters.http.wire import parse_json_object, present, structure
 from strongroom.domain.errors import InvalidRequestError, StrongroomError, UnauthenticatedError
 from strongroom.domain.pagination import DEFAULT_LIMIT, Cursor, PageRequest
-from strongroom.domain.principals import Caller
+from strongroom.domain.principals import Caller, PrincipalType
+from strongroom.domain.tokens import TokenKind, token_kind
 from strongroom.ports.driving import Bearer, IdempotencyKey, IdempotentReplayError, Strongroom
 from strongroom.ports.driving.access import Requirement
 
 T = TypeVar("T")
+_PRINCIPALS: dict[TokenKind | None, str] = {
+    TokenKind.SESSION: PrincipalType.USER.value,
+    TokenKind.API_KEY: PrincipalType.API_KEY.value,
+    TokenKind.WORKER: PrincipalType.WORKER.value,
+}
 MAX_BODY_BYTES = 1024 * 1024
 
 
@@ -69,6 +75,8 @@ class ApiContext:
         scheme, _, token = self.request.headers.get("authorization", "").partition(" ")
         if scheme.lower() != "bearer" or not token.strip():
             raise UnauthenticatedError("missing bearer credential")
+        # For the access log: the kind of credential presented (a 401 is logged anonymous).
+        self.request.state.principal = _PRINCIPALS.get(token_kind(token.strip()))
         return Bearer(token.strip(), self.request_id)
 
     @property
