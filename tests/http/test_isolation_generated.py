@@ -1,0 +1,411 @@
+"""The generated cross-tenant isolation test (issue 12's acceptance).
+
+Two workspaces, A and B, each with an object of every kind. For every bearer route of the
+app's route table whose path has an id parameter (read from the table, never hand-listed),
+every credential kind that can call it (a person's scoped session, an API key holding every
+permission, a worker), a seeded generator picks ids that belong to the OTHER workspace
+(foreign), ids of the other workspace's objects of another kind, and mixed ones (an own
+workspace with a foreign object, and the reverse), in both directions. Each such request is
+paired with the same request where every foreign id is replaced by a random one: the two
+answers must be indistinguishable (status, body with the ids masked, headers but the
+request id). Nothing of either workspace may change (a snapshot of both, read through the
+API, before and after).
+
+The number of attempts (pairs) is ``STRONGROOM_ISOLATION_ATTEMPTS`` when set, otherwise it
+follows ``HYPOTHESIS_PROFILE``: 2 000 with ``dev``, 10 000 with ``ci``, 50 000 with
+``thorough``. ``STRONGROOM_ISOLATION_SEED`` changes the seed. docs/testing.md tells how to
+run a larger run, and the whole run on PostgreSQL (``STRONGROOM_ISOLATION_DATABASE=postgres``;
+a smaller PostgreSQL run, ``STRONGROOM_ISOLATION_POSTGRES_ATTEMPTS`` per direction, is
+always part of the suite).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import random
+import re
+import string
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+from uuid import UUID, uuid4
+
+import attrs
+import pytest
+
+from strongroom.adapters.http.openapi import Auth, Operation, operations
+from strongroom.adapters.identity.builtin import BuiltinIdentityProvider
+from strongroom.adapters.sql.postgres import PostgresDatabase
+from strongroom.adapters.system import SecureIds, SystemClock
+from strongroom.domain.permissions import Permission
+from support.postgres import postgres_server, scratch_database
+from support.world import FAST_HASHER, Api, bearer, make_client, make_facade
+
+PROFILE_ATTEMPTS = {"dev": 2_000, "ci": 10_000, "thorough": 50_000}
+ATTEMPTS = int(
+    os.environ.get("STRONGROOM_ISOLATION_ATTEMPTS")
+    or PROFILE_ATTEMPTS.get(os.environ.get("HYPOTHESIS_PROFILE", "dev"), 2_000)
+)
+# The in-memory run's database: ``postgres`` runs the whole count on PostgreSQL.
+DATABASE = os.environ.get("STRONGROOM_ISOLATION_DATABASE", "memory")
+POSTGRES_ATTEMPTS = int(os.environ.get("STRONGROOM_ISOLATION_POSTGRES_ATTEMPTS", "300"))
+SEED = int(os.environ.get("STRONGROOM_ISOLATION_SEED", "12"))
+SHARDS = 4  # two per direction, so that pytest-xdist spreads them
+CREDENTIALS = ("session", "api_key", "worker")
+# Headers that differ between any two responses, foreign or not.
+VOLATILE_HEADERS = {"x-request-id", "date", "content-length"}
+# Fields that change when a credential is merely used.
+VOLATILE_FIELDS = {"last_used_at", "last_seen_at"}
+
+# A valid body for each id route that requires one: a request the server would carry out
+# on an object of the caller's own workspace. Routes with an optional or empty body are
+# called without one. A new id route with a required body fails the coverage test below.
+VALID_BODIES: dict[tuple[str, str], dict[str, Any]] = {
+    ("PATCH", "/v1/workspaces/{wid}"): {"name": "Renamed"},
+    ("POST", "/v1/workspaces/{wid}/backups"): {"name": "intruder", "kind": "manual"},
+    ("PATCH", "/v1/backups/{bid}"): {"name": "renamed"},
+    ("PATCH", "/v1/workspaces/{wid}/members/{id}"): {"role": "admin"},
+    ("POST", "/v1/workspaces/{wid}/roles"): {"slug": "intruder", "name": "X", "permissions": []},
+    ("PATCH", "/v1/workspaces/{wid}/roles/{slug}"): {"name": "Renamed"},
+    ("POST", "/v1/workspaces/{wid}/invitations"): {"email": "eve@example.com", "role": "admin"},
+    ("POST", "/v1/runs/{run_id}/upload-url"): {
+        "name": "intruder.bin",
+        "size": 3,
+        "sha256": hashlib.sha256(b"abc").hexdigest(),
+    },
+}
+
+
+def id_operations() -> list[Operation]:
+    """Every bearer operation of the route table with an id parameter in its path."""
+    return [op for op in operations() if op.auth == Auth.BEARER and "{" in op.path]
+
+
+def parameters(operation: Operation) -> list[str]:
+    """The path parameters of ``operation``, in order."""
+    return re.findall(r"\{(\w+)\}", operation.path)
+
+
+def pool_of(operation: Operation, parameter: str) -> str:
+    """Which kind of object the parameter names: the pool of ids to draw from."""
+    if parameter != "id":
+        return parameter
+    for prefix, pool in (
+        ("/v1/api-keys/", "api_key"),
+        ("/v1/workers/", "worker"),
+        ("/v1/invitations/", "invitation"),
+        ("/v1/workspaces/{wid}/members/", "user"),
+    ):
+        if operation.path.startswith(prefix):
+            return pool
+    raise AssertionError(f"no id pool for {{id}} in {operation.path}: add one")
+
+
+UUID_POOLS = ("wid", "bid", "run_id", "aid", "api_key", "worker", "invitation", "user")
+
+
+@attrs.define
+class Tenant:
+    """One workspace, its objects (ids by pool) and a token of each credential kind."""
+
+    name: str
+    admin: str
+    ids: dict[str, list[str]]
+    tokens: dict[str, str]
+
+
+def build_tenant(api: Api, name: str) -> Tenant:
+    """A workspace with a custom role, a member, an invitation, a worker, an API key, a
+    backup run by the worker, a run of it with an announced artifact."""
+    admin, workspace_id = api.workspace_admin(f"admin@{name}.example", name)
+    headers = bearer(admin)
+    base = f"/v1/workspaces/{workspace_id}"
+
+    def post(path: str, body: dict[str, Any] | None = None, status: int = 201) -> Any:
+        response = api.client.post(path, json=body, headers=headers)
+        assert response.status_code == status, response.text
+        return response.json()
+
+    for slug in ("ops", f"only-{name}"):
+        post(f"{base}/roles", {"slug": slug, "name": slug, "permissions": ["backups:read"]})
+    invitation = post(f"{base}/invitations", {"email": f"member@{name}.example", "role": "ops"})
+    member = api.person(f"member@{name}.example")
+    accepted = api.client.post(f"/v1/invitations/{invitation['id']}/accept", headers=bearer(member))
+    assert accepted.status_code == 200, accepted.text
+    pending = post(f"{base}/invitations", {"email": f"later@{name}.example", "role": "viewer"})
+    worker = post("/v1/workers", {"name": "rack"})
+    key = post("/v1/api-keys", {"name": "all", "permissions": [p.value for p in Permission]})
+    backup = post(f"{base}/backups", {"name": "files", "kind": "local"})
+    patched = api.client.patch(
+        f"/v1/backups/{backup['id']}",
+        json={"worker_id": worker["id"], "retention": {"expire_after": "P1D", "lock_for": "PT0S"}},
+        headers=headers,
+    )
+    assert patched.status_code == 200, patched.text
+    run = post(f"/v1/backups/{backup['id']}/trigger", status=202)
+    content = b"isolation"
+    artifact = post(
+        f"/v1/runs/{run['id']}/upload-url",
+        {"name": "a.bin", "size": len(content), "sha256": hashlib.sha256(content).hexdigest()},
+    )
+    users = [
+        api.client.get("/v1/me", headers=bearer(token)).json()["principal"]["id"]
+        for token in (admin, member)
+    ]
+    ids = {
+        "wid": [str(workspace_id)],
+        "bid": [backup["id"]],
+        "run_id": [run["id"]],
+        "aid": [artifact["artifact_id"]],
+        "api_key": [key["id"]],
+        "worker": [worker["id"]],
+        "invitation": [invitation["id"], pending["id"]],
+        "user": users,
+        "slug": ["ops", f"only-{name}", "admin", "viewer"],
+    }
+    return Tenant(
+        name, admin, ids, {"session": admin, "api_key": key["token"], "worker": worker["token"]}
+    )
+
+
+def snapshot(api: Api, tenant: Tenant) -> dict[str, Any]:
+    """Everything of ``tenant`` the API shows its admin, volatile usage fields removed."""
+    headers = bearer(tenant.admin)
+    wid = tenant.ids["wid"][0]
+    base = f"/v1/workspaces/{wid}"
+
+    def get(path: str) -> Any:
+        response = api.client.get(path, headers=headers)
+        assert response.status_code == 200, (path, response.text)
+        return strip(response.json())
+
+    def every(path: str) -> list[Any]:
+        items: list[Any] = []
+        cursor: str | None = None
+        while True:
+            query = f"?limit=200&cursor={cursor}" if cursor else "?limit=200"
+            page = get(path + query)
+            items.extend(page["data"])
+            cursor = page["next_cursor"]
+            if cursor is None:
+                return items
+
+    lists = ("backups", "members", "roles", "invitations", "artifacts", "audit")
+    state: dict[str, Any] = {name: every(f"{base}/{name}") for name in lists}
+    state["workspace"] = get(base)
+    state["quotas"] = get(f"{base}/quotas")
+    state["api_keys"] = every("/v1/api-keys")
+    state["workers"] = every("/v1/workers")
+    state["backup"] = [get(f"/v1/backups/{bid}") for bid in tenant.ids["bid"]]
+    state["runs"] = [get(f"/v1/runs/{run}") for run in tenant.ids["run_id"]]
+    return state
+
+
+def strip(value: Any) -> Any:
+    """``value`` without the fields that change when a credential is only used."""
+    if isinstance(value, dict):
+        return {k: strip(v) for k, v in value.items() if k not in VOLATILE_FIELDS}
+    if isinstance(value, list):
+        return [strip(v) for v in value]
+    return value
+
+
+@attrs.frozen
+class Attempt:
+    """One generated request: who calls what with which ids; ``foreign`` are the values
+    taken from the victim (each is replaced by ``randoms`` in the paired request)."""
+
+    operation: Operation
+    credential: str
+    mode: str
+    values: dict[str, str]
+    foreign: dict[str, str]
+    randoms: dict[str, str]
+
+    def path(self, values: dict[str, str]) -> str:
+        path = self.operation.path
+        for parameter, value in values.items():
+            path = path.replace("{" + parameter + "}", value)
+        return path
+
+
+def random_value(rng: random.Random, pool: str) -> str:
+    """An id of the pool's shape that nothing has."""
+    if pool == "slug":
+        return rng.choice(string.ascii_lowercase) + "".join(
+            rng.choices(string.ascii_lowercase + string.digits + "-", k=rng.randint(2, 12))
+        )
+    return str(UUID(int=rng.getrandbits(128), version=4))
+
+
+def generate(rng: random.Random, attacker: Tenant, victim: Tenant) -> Attempt:
+    """A request of ``attacker`` with at least one id of ``victim`` in its path."""
+    operation = rng.choice(id_operations())
+    params = parameters(operation)
+    pools = {p: pool_of(operation, p) for p in params}
+    if len(params) > 1:
+        mode = rng.choice(("foreign", "own-workspace", "foreign-workspace", "wrong-kind"))
+    else:
+        mode = rng.choice(("foreign", "foreign", "wrong-kind"))
+    victim_side = {
+        "foreign": set(params),
+        "wrong-kind": set(params),
+        "own-workspace": {p for p in params if p != "wid"},
+        "foreign-workspace": {"wid"},
+    }[mode]
+    values: dict[str, str] = {}
+    foreign: dict[str, str] = {}
+    randoms: dict[str, str] = {}
+    for parameter in params:
+        pool = pools[parameter]
+        if parameter not in victim_side:
+            values[parameter] = rng.choice(attacker.ids[pool])
+            continue
+        if mode == "wrong-kind" and pool != "slug":
+            pool = rng.choice([other for other in UUID_POOLS if other != pool])
+        candidates = victim.ids[pool]
+        if "wid" not in victim_side:  # in the caller's own workspace: only the victim's own
+            candidates = [v for v in candidates if v not in attacker.ids[pool]]
+        value = rng.choice(candidates)
+        values[parameter] = foreign[parameter] = value
+        randoms[parameter] = random_value(rng, pools[parameter])
+    return Attempt(operation, rng.choice(CREDENTIALS), mode, values, foreign, randoms)
+
+
+def masked(text: str, values: dict[str, str]) -> str:
+    """``text`` with every substituted id replaced by a placeholder."""
+    for parameter, value in values.items():
+        text = text.replace(value, "{" + parameter + "}")
+    return text
+
+
+def send(api: Api, attempt: Attempt, token: str, substitutes: dict[str, str]) -> dict[str, Any]:
+    """The answer to the attempt with ``substitutes`` in place of the foreign ids, in a form
+    to compare: status, masked body, headers but the volatile ones."""
+    values = {**attempt.values, **substitutes}
+    key = (attempt.operation.method, attempt.operation.path)
+    response = api.client.request(
+        attempt.operation.method,
+        attempt.path(values),
+        json=VALID_BODIES.get(key),
+        headers=bearer(token),
+    )
+    body = masked(response.text, substitutes)
+    request_id = response.headers.get("x-request-id", "")
+    body = body.replace(request_id, "{request_id}") if request_id else body
+    headers = {
+        name: masked(value, substitutes)
+        for name, value in response.headers.items()
+        if name not in VOLATILE_HEADERS
+    }
+    return {"status": response.status_code, "body": body, "headers": headers}
+
+
+@contextmanager
+def facade_on(database: str) -> Iterator[Any]:
+    """A fresh Strongroom in memory, or on a scratch PostgreSQL database."""
+    if database == "memory":
+        yield make_facade()
+        return
+    with (
+        postgres_server() as server,
+        scratch_database(server, "strongroom_iso") as conninfo,
+        PostgresDatabase.from_url(conninfo, min_size=1) as pg,
+    ):
+        pg.migrate()
+        identity = BuiltinIdentityProvider(
+            uow=pg.uow, clock=SystemClock(), ids=SecureIds(), hasher=FAST_HASHER
+        )
+        yield make_facade(uow=pg.uow, identity=identity)
+
+
+@contextmanager
+def two_tenants(database: str = "memory") -> Iterator[tuple[Api, Tenant, Tenant]]:
+    """A fresh Strongroom with workspaces A and B."""
+    with facade_on(database) as facade, make_client(facade) as client:
+        api = Api(facade, client)
+        yield api, build_tenant(api, "alpha"), build_tenant(api, "beta")
+
+
+def run_attempts(api: Api, attacker: Tenant, victim: Tenant, count: int, seed: int) -> None:
+    """``count`` attempts of ``attacker`` against ``victim``; every difference between a
+    foreign answer and its random twin is collected, then reported together."""
+    rng = random.Random(seed)
+    before = {t.name: snapshot(api, t) for t in (attacker, victim)}
+    differences: list[str] = []
+    statuses: dict[int, int] = {}
+    for _ in range(count):
+        attempt = generate(rng, attacker, victim)
+        token = attacker.tokens[attempt.credential]
+        foreign = send(api, attempt, token, attempt.foreign)
+        twin = send(api, attempt, token, attempt.randoms)
+        statuses[foreign["status"]] = statuses.get(foreign["status"], 0) + 1
+        if foreign != twin and len(differences) < 20:
+            differences.append(
+                f"{attempt.operation.method} {attempt.path(attempt.values)} as "
+                f"{attempt.credential} ({attempt.mode}):\n  foreign {foreign}\n  random  {twin}"
+            )
+        assert foreign["status"] < 500, foreign
+    assert not differences, "\n".join(differences)
+    after = {t.name: snapshot(api, t) for t in (attacker, victim)}
+    assert after == before
+    # Only refusals: never an answer that acted on an object.
+    assert set(statuses) <= {403, 404}, statuses
+
+
+@pytest.mark.parametrize("shard", range(SHARDS))
+def test_a_foreign_id_answers_like_a_random_one(shard: int) -> None:
+    """Tenant A against B (even shards) and B against A (odd shards): 0 differences and
+    nothing changed, over ``ATTEMPTS`` attempts in all."""
+    with two_tenants(DATABASE) as (api, alpha, beta):
+        attacker, victim = (alpha, beta) if shard % 2 == 0 else (beta, alpha)
+        run_attempts(api, attacker, victim, -(-ATTEMPTS // SHARDS), SEED * 1000 + shard)
+
+
+@pytest.mark.parametrize("direction", ["alpha-beta", "beta-alpha"])
+def test_isolation_holds_on_postgresql(direction: str) -> None:
+    """The same generator, fewer attempts, on PostgreSQL (where the queries, not a dict,
+    decide what a foreign id finds)."""
+    with two_tenants("postgres") as (api, alpha, beta):
+        attacker, victim = (alpha, beta) if direction == "alpha-beta" else (beta, alpha)
+        run_attempts(api, attacker, victim, POSTGRES_ATTEMPTS, SEED * 1000 + 7)
+
+
+def test_the_generator_covers_every_id_route_and_credential() -> None:
+    """Every id route of the table has an id pool for each parameter and, when it needs
+    one, a valid body; a sample of the generator reaches every route, credential and mode,
+    both ways."""
+    routes = id_operations()
+    assert len(routes) >= 30
+    for operation in routes:
+        for parameter in parameters(operation):
+            pool_of(operation, parameter)
+        needs_body = operation.body is not None and operation.body_required
+        assert not needs_body or (operation.method, operation.path) in VALID_BODIES, operation
+    alpha = Tenant("a", "", {p: [str(uuid4())] for p in (*UUID_POOLS, "slug")}, {})
+    beta = Tenant("b", "", {p: [str(uuid4())] for p in (*UUID_POOLS, "slug")}, {})
+    rng = random.Random(SEED)
+    sample = [generate(rng, alpha, beta) for _ in range(3000)]
+    assert {a.operation.operation_id for a in sample} == {op.operation_id for op in routes}
+    assert {a.credential for a in sample} == set(CREDENTIALS)
+    assert {a.mode for a in sample} == {
+        "foreign",
+        "own-workspace",
+        "foreign-workspace",
+        "wrong-kind",
+    }
+    assert all(a.foreign and set(a.foreign) == set(a.randoms) for a in sample)
+
+
+def test_snapshots_are_stable() -> None:
+    """Reading a snapshot changes nothing (so a difference after the attack is the
+    attack's), and the snapshot sees a real change."""
+    with two_tenants() as (api, alpha, _):
+        first = snapshot(api, alpha)
+        assert snapshot(api, alpha) == first
+        renamed = api.client.patch(
+            f"/v1/backups/{alpha.ids['bid'][0]}", json={"name": "x"}, headers=bearer(alpha.admin)
+        )
+        assert renamed.status_code == 200, renamed.text
+        assert snapshot(api, alpha) != first
