@@ -135,21 +135,25 @@ class BuiltinIdentityProvider:
     # The identity provider port.
 
     async def verify_access_token(self, token: str) -> Identity:
-        """The person behind one of this provider's access tokens."""
+        """The person behind one of this provider's access tokens. A token is single-use
+        (contract 13): verifying it spends it, so a second exchange is refused, and of two
+        racing exchanges exactly one passes (the grant is locked while it is spent)."""
         if token_kind(token) is not TokenKind.IDP_ACCESS:
             raise UnauthenticatedError("not an access token of this identity provider")
         now = self._clock.now()
         async with self._uow() as uow:
-            grant = await uow.device_grants.get_by_access_token(hash_token(token))
+            grant = await uow.device_grants.get_by_access_token_for_update(hash_token(token))
             account = (
                 None
                 if grant is None or grant.account_id is None
                 else await uow.accounts.get(grant.account_id)
             )
-        if grant is None or account is None or grant.access_expires_at is None:
-            raise UnauthenticatedError("unknown access token")
-        if now >= grant.access_expires_at:
-            raise UnauthenticatedError("access token expired")
+            if grant is None or account is None or grant.access_expires_at is None:
+                raise UnauthenticatedError("unknown or already used access token")
+            if now >= grant.access_expires_at:
+                raise UnauthenticatedError("access token expired")
+            await uow.device_grants.update(attrs.evolve(grant, access_token_hash=None))
+            await uow.commit()
         return Identity(subject=str(account.id), email=account.email, name=account.name)
 
     async def create_organization(self, name: str) -> str:
