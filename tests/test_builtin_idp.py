@@ -199,9 +199,10 @@ class TestUserCodes:
         assert authorization.device_code.startswith("bkd_")
 
     def test_an_unknown_client_cannot_start(self, idp: BuiltinIdentityProvider) -> None:
-        """Only the CLI's client id may start a device authorization."""
-        with pytest.raises(InvalidRequestError):
+        """Only the CLI's client id may start a device authorization: ``invalid_client``."""
+        with pytest.raises(OAuthError) as raised:
             run(idp.start_device_authorization("someone-else", BASE_URL))
+        assert raised.value.error == "invalid_client"
 
 
 class TestDeviceCodeLifetime:

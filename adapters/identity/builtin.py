@@ -220,9 +220,10 @@ class BuiltinIdentityProvider:
     async def start_device_authorization(
         self, client_id: str, base_url: str
     ) -> DeviceAuthorization:
-        """Issue a device code and a user code (RFC 8628 section 3.1)."""
+        """Issue a device code and a user code (RFC 8628 section 3.1); another client:
+        OAuth's ``invalid_client``."""
         if client_id != CLIENT_ID:
-            raise InvalidRequestError("unknown client_id")
+            raise OAuthError("invalid_client", "unknown client_id")
         now = self._clock.now()
         device_code = format_token(TokenKind.DEVICE_CODE, self._ids.random_bytes(32))
         async with self._uow() as uow:
