@@ -199,9 +199,10 @@ class TestUserCodes:
         assert authorization.device_code.startswith("bkd_")
 
     def test_an_unknown_client_cannot_start(self, idp: BuiltinIdentityProvider) -> None:
-        """Only the CLI's client id may start a device authorization."""
-        with pytest.raises(InvalidRequestError):
+        """Only the CLI's client id may start a device authorization: ``invalid_client``."""
+        with pytest.raises(OAuthError) as raised:
             run(idp.start_device_authorization("someone-else", BASE_URL))
+        assert raised.value.error == "invalid_client"
 
 
 class TestDeviceCodeLifetime:
@@ -521,11 +522,18 @@ class TestAccessTokens:
         self, idp: BuiltinIdentityProvider, clock: ManualClock
     ) -> None:
         """Valid for just under ten minutes, refused from then on."""
-        token = approved_token(idp)
+        token, late = approved_token(idp), approved_token(idp)
         clock.advance(timedelta(minutes=10) - timedelta(seconds=1))
         assert run(idp.verify_access_token(token)).email == EMAIL
         clock.advance(timedelta(seconds=1))
         with pytest.raises(UnauthenticatedError, match="expired"):
+            run(idp.verify_access_token(late))
+
+    def test_a_token_verifies_once(self, idp: BuiltinIdentityProvider) -> None:
+        """Verifying spends the token (contract 13): a second verification is refused."""
+        token = approved_token(idp)
+        assert run(idp.verify_access_token(token)).email == EMAIL
+        with pytest.raises(UnauthenticatedError, match="already used"):
             run(idp.verify_access_token(token))
 
     @pytest.mark.parametrize(

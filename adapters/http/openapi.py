@@ -322,6 +322,10 @@ def _param(name: str) -> Json:
 
 
 REQUEST_ID_HEADER = {"$ref": "#/components/headers/X-Request-ID"}
+NO_STORE_HEADER: Json = {
+    "description": "`no-store`: the response carries a token or a secret.",
+    "schema": {"type": "string", "const": "no-store"},
+}
 
 
 def _security_schemes() -> dict[str, Json]:
@@ -440,6 +444,8 @@ STATUS_MEANINGS = {
 
 OAUTH_ERRORS: dict[str, str] = {
     "invalid_request": "A parameter is missing or repeated, or the body is not a URL-encoded form.",
+    "invalid_client": "The client is not `strongroom-cli`, or HTTP Basic credentials carry a "
+    "secret or are malformed.",
     "unsupported_grant_type": f"`grant_type` is not `{shapes.DEVICE_CODE_GRANT}`.",
     "invalid_grant": "Unknown device code (or another client's), or one already used.",
     "authorization_pending": "The person has not decided yet; poll again after `interval`.",
@@ -458,22 +464,44 @@ READINESS_503: Json = {
         "content": {"application/json": {"schema": ref("Readiness")}},
     }
 }
-OAUTH_400: Json = {
-    "400": {
-        "description": "OAuth error:\n\n"
-        + "\n".join(f"- `{code}`: {text}" for code, text in OAUTH_ERRORS.items()),
-        "headers": {"X-Request-ID": REQUEST_ID_HEADER},
-        "content": {
+
+
+def oauth_responses(*codes: str) -> Json:
+    """The OAuth error responses (RFC 6749 section 5.2) of an endpoint that can answer
+    ``codes``: 400, and 401 with a challenge when ``invalid_client`` follows HTTP Basic."""
+
+    def content(shown: list[str]) -> Json:
+        return {
             "application/json": {
                 "schema": ref("OAuthError"),
                 "examples": {
-                    code: {"summary": text, "value": {"error": code, "error_description": text}}
-                    for code, text in OAUTH_ERRORS.items()
+                    code: {
+                        "summary": OAUTH_ERRORS[code],
+                        "value": {"error": code, "error_description": OAUTH_ERRORS[code]},
+                    }
+                    for code in shown
                 },
             }
-        },
+        }
+
+    headers = {"X-Request-ID": REQUEST_ID_HEADER, "Cache-Control": NO_STORE_HEADER}
+    responses: Json = {
+        "400": {
+            "description": "OAuth error:\n\n"
+            + "\n".join(f"- `{code}`: {OAUTH_ERRORS[code]}" for code in codes),
+            "headers": headers,
+            "content": content(list(codes)),
+        }
     }
-}
+    if "invalid_client" in codes:
+        responses["401"] = {
+            "description": "OAuth error `invalid_client` for a client that sent HTTP Basic "
+            "credentials (a secret, or a malformed header).",
+            "headers": {**headers, "WWW-Authenticate": {"schema": {"type": "string"}}},
+            "content": content(["invalid_client"]),
+        }
+    return responses
+
 
 UNAUTHENTICATED: Reasons = {
     "unauthenticated": ["no bearer credential, or an invalid, expired or revoked one"]

@@ -853,7 +853,14 @@ class SignupResult:
 class DeviceCodeForm:
     """`POST /idp/device/code`."""
 
-    client_id: str = attrs.field(metadata=meta(schema={"const": builtin.CLIENT_ID}))
+    client_id: str | None = attrs.field(
+        default=None,
+        metadata=meta(
+            "The public client's id; or sent as the user name of HTTP Basic with an empty "
+            "password (RFC 6749 section 2.3.1).",
+            schema={"const": builtin.CLIENT_ID},
+        ),
+    )
 
 
 @view_of(builtin.DeviceAuthorization)
@@ -897,7 +904,14 @@ class TokenForm:
 
     grant_type: str = attrs.field(metadata=meta(schema={"const": DEVICE_CODE_GRANT}))
     device_code: str
-    client_id: str = attrs.field(metadata=meta(schema={"const": builtin.CLIENT_ID}))
+    client_id: str | None = attrs.field(
+        default=None,
+        metadata=meta(
+            "The public client's id; or sent as the user name of HTTP Basic with an empty "
+            "password (RFC 6749 section 2.3.1).",
+            schema={"const": builtin.CLIENT_ID},
+        ),
+    )
 
 
 @view_of(builtin.AccessToken)
@@ -910,6 +924,26 @@ class AccessToken:
     )
     token_type: Literal["Bearer"]
     expires_in: int = attrs.field(metadata=meta("Seconds."))
+
+
+@attrs.frozen
+class AuthorizationServerMetadata:
+    """RFC 8414 authorization server metadata of the built-in identity provider."""
+
+    issuer: Uri
+    device_authorization_endpoint: Uri
+    token_endpoint: Uri
+    grant_types_supported: list[str]
+    response_types_supported: list[str] = attrs.field(
+        metadata=meta("Empty: only the device authorization grant is offered.")
+    )
+    token_endpoint_auth_methods_supported: list[str] = attrs.field(
+        metadata=meta(
+            "`none` (`client_id` in the form) or `client_secret_basic` with an empty secret."
+        )
+    )
+    scopes_supported: list[str]
+    service_documentation: Uri
 
 
 configure_views(globals())

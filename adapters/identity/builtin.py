@@ -135,21 +135,25 @@ class BuiltinIdentityProvider:
     # The identity provider port.
 
     async def verify_access_token(self, token: str) -> Identity:
-        """The person behind one of this provider's access tokens."""
+        """The person behind one of this provider's access tokens. A token is single-use
+        (contract 13): verifying it spends it, so a second exchange is refused, and of two
+        racing exchanges exactly one passes (the grant is locked while it is spent)."""
         if token_kind(token) is not TokenKind.IDP_ACCESS:
             raise UnauthenticatedError("not an access token of this identity provider")
         now = self._clock.now()
         async with self._uow() as uow:
-            grant = await uow.device_grants.get_by_access_token(hash_token(token))
+            grant = await uow.device_grants.get_by_access_token_for_update(hash_token(token))
             account = (
                 None
                 if grant is None or grant.account_id is None
                 else await uow.accounts.get(grant.account_id)
             )
-        if grant is None or account is None or grant.access_expires_at is None:
-            raise UnauthenticatedError("unknown access token")
-        if now >= grant.access_expires_at:
-            raise UnauthenticatedError("access token expired")
+            if grant is None or account is None or grant.access_expires_at is None:
+                raise UnauthenticatedError("unknown or already used access token")
+            if now >= grant.access_expires_at:
+                raise UnauthenticatedError("access token expired")
+            await uow.device_grants.update(attrs.evolve(grant, access_token_hash=None))
+            await uow.commit()
         return Identity(subject=str(account.id), email=account.email, name=account.name)
 
     async def create_organization(self, name: str) -> str:
@@ -216,9 +220,10 @@ class BuiltinIdentityProvider:
     async def start_device_authorization(
         self, client_id: str, base_url: str
     ) -> DeviceAuthorization:
-        """Issue a device code and a user code (RFC 8628 section 3.1)."""
+        """Issue a device code and a user code (RFC 8628 section 3.1); another client:
+        OAuth's ``invalid_client``."""
         if client_id != CLIENT_ID:
-            raise InvalidRequestError("unknown client_id")
+            raise OAuthError("invalid_client", "unknown client_id")
         now = self._clock.now()
         device_code = format_token(TokenKind.DEVICE_CODE, self._ids.random_bytes(32))
         async with self._uow() as uow:

@@ -751,5 +751,8 @@ class MemoryDeviceGrantRepository(_Repository):
     async def get_by_access_token(self, access_token_hash: str) -> DeviceGrant | None:
         return self._find(lambda g: g.access_token_hash == access_token_hash)
 
+    async def get_by_access_token_for_update(self, access_token_hash: str) -> DeviceGrant | None:
+        return await self.get_by_access_token(access_token_hash)
+
     async def update(self, grant: DeviceGrant) -> None:
         self._replace(grant.id, grant)

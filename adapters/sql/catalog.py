@@ -139,6 +139,7 @@ class Q(StrEnum):
     DEVICE_GRANT_BY_DEVICE_CODE_FOR_UPDATE = "device_grant_by_device_code_for_update"
     DEVICE_GRANT_BY_USER_CODE_FOR_UPDATE = "device_grant_by_user_code_for_update"
     DEVICE_GRANT_BY_ACCESS_TOKEN = "device_grant_by_access_token"  # noqa: S105 (a name)
+    DEVICE_GRANT_BY_ACCESS_TOKEN_FOR_UPDATE = "device_grant_by_access_token_for_update"  # noqa: S105
     DEVICE_GRANT_UPDATE = "device_grant_update"
 
 

@@ -906,6 +906,15 @@ class SqlDeviceGrantRepository(_Repository):
             Q.DEVICE_GRANT_BY_ACCESS_TOKEN, "access_token_hash", access_token_hash
         )
 
+    async def get_by_access_token_for_update(self, access_token_hash: str) -> DeviceGrant | None:
+        """The grant that issued this access token, locked until the unit of work ends."""
+        return await self._find(
+            Q.DEVICE_GRANT_BY_ACCESS_TOKEN_FOR_UPDATE,
+            "access_token_hash",
+            access_token_hash,
+            lock=True,
+        )
+
     async def update(self, grant: DeviceGrant) -> None:
         """Store a changed grant."""
         changed = await self._db.execute(

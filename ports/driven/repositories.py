@@ -529,6 +529,11 @@ class DeviceGrantRepository(Protocol):
         """The grant that issued this access token."""
         ...
 
+    async def get_by_access_token_for_update(self, access_token_hash: str) -> DeviceGrant | None:
+        """``get_by_access_token``, locked until the unit of work ends (the token is about to
+        be spent: two exchanges of one token must not both open a session)."""
+        ...
+
     async def update(self, grant: DeviceGrant) -> None:
         """Store a changed grant."""
         ...

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import threading
 
+import pytest
 from contract_records import Adapter  # type: ignore[import-not-found]
 
 from strongroom.adapters.identity.builtin import CLIENT_ID, BuiltinIdentityProvider, OAuthError
 from strongroom.adapters.system import SecureIds, SystemClock
+from strongroom.domain.errors import UnauthenticatedError
 from strongroom.entrypoints.bootstrap import bootstrap
 from strongroom.ports.driving.blocking import blocking
 from support.world import FAST_HASHER, PASSWORD
@@ -75,3 +77,37 @@ def test_racing_exchanges_of_one_approved_code_issue_exactly_one_token(adapter: 
     for thread in threads:
         thread.join()
     assert sorted(outcomes) == ["invalid_grant"] * 7 + ["token"]
+
+
+def test_racing_exchanges_of_one_access_token_open_exactly_one_session(adapter: Adapter) -> None:
+    """Eight simultaneous sign-ins with one provider access token: one session, seven 401s
+    (the token is single-use even under a race), and a later sign-in is refused too."""
+    clock, ids = SystemClock(), SecureIds()
+    provider = BuiltinIdentityProvider(
+        uow=adapter.async_uow, clock=clock, ids=ids, hasher=FAST_HASHER
+    )
+    facade = blocking(bootstrap(uow=adapter.async_uow, clock=clock, ids=ids, identity=provider))
+    idp = blocking(provider)
+    idp.add_account("ada@example.com", PASSWORD, "Ada")
+    code = idp.start_device_authorization(CLIENT_ID, "http://testserver")
+    idp.decide(code.user_code, "ada@example.com", PASSWORD, approve=True)
+    token = idp.exchange_device_code(code.device_code, CLIENT_ID).access_token
+    start = threading.Barrier(8)
+    outcomes: list[str] = []
+
+    def sign_in() -> None:
+        start.wait()
+        try:
+            facade.sessions.sign_in(token)
+            outcomes.append("session")
+        except UnauthenticatedError:
+            outcomes.append("refused")
+
+    threads = [threading.Thread(target=sign_in) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(outcomes) == ["refused"] * 7 + ["session"]
+    with pytest.raises(UnauthenticatedError):
+        facade.sessions.sign_in(token)

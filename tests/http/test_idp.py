@@ -3,10 +3,11 @@ approval page and its form, and the token endpoint with OAuth's own error format
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import quote_plus, urlsplit
 from uuid import UUID
 
 import httpx2
@@ -345,24 +346,129 @@ class TestDeviceCode:
         assert response.status_code == 200, response.text
 
     @pytest.mark.parametrize(
-        "body",
+        ("body", "error"),
         [
-            pytest.param("", id="no client_id"),
-            pytest.param("client_id=", id="blank client_id"),
-            pytest.param("client_id=someone-else", id="unknown client"),
-            pytest.param(f"client_id={CLIENT_ID}&client_id={CLIENT_ID}", id="repeated"),
+            pytest.param("", "invalid_request", id="no client_id"),
+            pytest.param("client_id=", "invalid_request", id="blank client_id"),
+            pytest.param("client_id=someone-else", "invalid_client", id="unknown client"),
+            pytest.param(
+                f"client_id={CLIENT_ID}&client_id={CLIENT_ID}", "invalid_request", id="repeated"
+            ),
         ],
     )
-    def test_a_bad_request_is_400(self, client: TestClient, body: str) -> None:
-        """Missing, blank, unknown or repeated ``client_id``: 400 ``invalid_request``."""
-        assert "client_id" in assert_envelope(
-            raw_post(client, "/idp/device/code", body), 400, "invalid_request"
-        )
+    def test_a_bad_request_is_an_oauth_error(
+        self, client: TestClient, body: str, error: str
+    ) -> None:
+        """Missing, blank or repeated ``client_id``: 400 ``invalid_request``; another client:
+        400 ``invalid_client``, in OAuth's error format (contract 13)."""
+        assert "client_id" in assert_oauth_error(raw_post(client, "/idp/device/code", body), error)
 
-    def test_a_json_body_is_400(self, client: TestClient) -> None:
-        """JSON is not a form: 400 ``invalid_request``."""
+    def test_a_json_body_is_invalid_request(self, client: TestClient) -> None:
+        """JSON is not a form: OAuth's 400 ``invalid_request``."""
         response = client.post("/idp/device/code", json={"client_id": CLIENT_ID})
-        assert_envelope(response, 400, "invalid_request")
+        assert_oauth_error(response, "invalid_request")
+
+    def test_an_oversized_body_is_invalid_request(self, client: TestClient) -> None:
+        """A body over the cap: OAuth's 400 ``invalid_request`` as well."""
+        body = f"client_id={CLIENT_ID}&scope=" + "a" * (1024 * 1024)
+        assert_oauth_error(raw_post(client, "/idp/device/code", body), "invalid_request")
+
+
+def basic(user: str, password: str = "") -> dict[str, str]:
+    """HTTP Basic credentials, form-encoded as RFC 6749 section 2.3.1 says."""
+    pair = f"{quote_plus(user)}:{quote_plus(password)}".encode()
+    return {"Authorization": "Basic " + base64.b64encode(pair).decode()}
+
+
+class TestClientIdentification:
+    """The public client's id in the form or as HTTP Basic user name (contract 13)."""
+
+    def test_basic_with_an_empty_password_starts_and_finishes_the_flow(
+        self, client: TestClient
+    ) -> None:
+        """``client_id`` only in HTTP Basic, on both endpoints: the flow completes."""
+        started = client.post(
+            "/idp/device/code", data={"scope": "openid"}, headers=basic(CLIENT_ID)
+        )
+        assert started.status_code == 200, started.text
+        authorization = started.json()
+        assert decide(client, authorization["user_code"]).status_code == 200
+        form = {"grant_type": GRANT_TYPE, "device_code": authorization["device_code"]}
+        token = client.post("/idp/token", data=form, headers=basic(CLIENT_ID))
+        assert token.status_code == 200, token.text
+        assert token.json()["token_type"] == "Bearer"
+
+    def test_basic_and_a_matching_form_field_are_accepted(self, client: TestClient) -> None:
+        """Both ways at once, agreeing: accepted."""
+        response = client.post(
+            "/idp/device/code", data={"client_id": CLIENT_ID}, headers=basic(CLIENT_ID)
+        )
+        assert response.status_code == 200, response.text
+
+    def test_basic_and_a_different_form_field_are_invalid_request(self, client: TestClient) -> None:
+        """Two different ids: 400 ``invalid_request``."""
+        response = client.post(
+            "/idp/device/code", data={"client_id": "other"}, headers=basic(CLIENT_ID)
+        )
+        assert_oauth_error(response, "invalid_request")
+
+    @pytest.mark.parametrize("path", ["/idp/device/code", "/idp/token"])
+    @pytest.mark.parametrize(
+        "headers",
+        [
+            pytest.param(basic(CLIENT_ID, "secret"), id="a secret"),
+            pytest.param(basic("someone-else"), id="another client"),
+            pytest.param({"Authorization": "Basic !!!"}, id="malformed"),
+            pytest.param(
+                {"Authorization": "Basic " + base64.b64encode(b"no-colon").decode()},
+                id="no colon",
+            ),
+        ],
+    )
+    def test_a_refused_basic_client_is_401_with_a_challenge(
+        self, client: TestClient, path: str, headers: dict[str, str]
+    ) -> None:
+        """A client refused after HTTP Basic: 401 ``invalid_client`` with
+        ``WWW-Authenticate: Basic`` (RFC 6749 section 5.2)."""
+        form = {"scope": "openid"}
+        if path == "/idp/token":
+            form = {"grant_type": GRANT_TYPE, "device_code": "bkd_x"}
+        response = client.post(path, data=form, headers=headers)
+        assert response.status_code == 401, response.text
+        assert response.headers["www-authenticate"].startswith("Basic")
+        assert response.headers["cache-control"] == "no-store"
+        assert response.json()["error"] == "invalid_client"
+
+
+class TestServerMetadata:
+    """``GET /.well-known/oauth-authorization-server`` (RFC 8414)."""
+
+    @pytest.mark.parametrize(
+        "path",
+        ["/.well-known/oauth-authorization-server", "/.well-known/oauth-authorization-server/idp"],
+    )
+    def test_the_metadata_names_the_device_flow(self, client: TestClient, path: str) -> None:
+        """The issuer, both endpoints, the device code grant and the client methods."""
+        response = client.get(path)
+        assert response.status_code == 200, response.text
+        body = response.json()
+        assert body["issuer"] == "http://testserver/idp"
+        assert body["device_authorization_endpoint"] == "http://testserver/idp/device/code"
+        assert body["token_endpoint"] == "http://testserver/idp/token"
+        assert body["grant_types_supported"] == [GRANT_TYPE]
+        assert body["response_types_supported"] == []
+        assert set(body["token_endpoint_auth_methods_supported"]) == {
+            "none",
+            "client_secret_basic",
+        }
+        assert "openid" in body["scopes_supported"]
+
+    def test_the_metadata_agrees_with_the_cli_config(self, client: TestClient) -> None:
+        """The same endpoints as ``GET /v1/auth/cli/config``."""
+        config = client.get("/v1/auth/cli/config").json()
+        body = client.get("/.well-known/oauth-authorization-server").json()
+        for name in ("issuer", "device_authorization_endpoint", "token_endpoint"):
+            assert body[name] == config[name]
 
 
 # The approval page.

@@ -578,10 +578,15 @@ class TestStoredReplays:
     def test_session_replays_keep_the_token_sealed(self, api: Api) -> None:
         """Sign-in: the replay answers the same token; neither it nor a switch's token is
         stored in clear."""
-        idp_token = idp_access_token(api.facade, "sam@example.com")
-        headers = {**bearer(idp_token), "Idempotency-Key": "s-1"}
-        first = api.client.post("/v1/auth/sessions", headers=headers)
-        second = api.client.post("/v1/auth/sessions", headers=headers)
+
+        def headers() -> dict[str, str]:  # a provider token is single-use (contract 13)
+            return {
+                **bearer(idp_access_token(api.facade, "sam@example.com")),
+                "Idempotency-Key": "s-1",
+            }
+
+        first = api.client.post("/v1/auth/sessions", headers=headers())
+        second = api.client.post("/v1/auth/sessions", headers=headers())
         assert first.status_code == second.status_code == 201
         assert first.text == second.text
         session = first.json()["token"]

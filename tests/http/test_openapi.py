@@ -345,6 +345,10 @@ class TestSecurity:
             if path.startswith("/v1/") and (method, path) not in UNAUTHENTICATED_V1:
                 continue
             assert operation["security"] == [], (method, path)
+            if path in OAUTH_ENDPOINTS:  # 401 only as OAuth's invalid_client after HTTP Basic
+                schema = operation["responses"]["401"]["content"]["application/json"]["schema"]
+                assert schema == {"$ref": "#/components/schemas/OAuthError"}
+                continue
             assert "401" not in operation["responses"], (method, path)
 
     def test_sign_in_takes_the_identity_providers_token(self, document: Json) -> None:
@@ -355,6 +359,8 @@ class TestSecurity:
 
 # --------------------------------------------------------------------------------------
 # Statuses and errors
+
+OAUTH_ENDPOINTS = ("/idp/token", "/idp/device/code")
 
 
 def error_codes(operation: Json) -> dict[str, set[str]]:
@@ -394,7 +400,8 @@ class TestResponses:
     def test_errors_use_the_envelope(self, document: Json) -> None:
         """Every error response is the ``Error`` envelope whose examples' codes map to it.
 
-        The only exception is the OAuth error format of ``POST /idp/token`` (400).
+        The only exception is the OAuth error format of ``POST /idp/token`` and
+        ``POST /idp/device/code`` (400, and 401 ``invalid_client``).
         """
         for method, path, operation in each_operation(document):
             for status, response in operation["responses"].items():
@@ -402,7 +409,7 @@ class TestResponses:
                     continue
                 content = response["content"]["application/json"]
                 assert "X-Request-ID" in response["headers"], (method, path, status)
-                if (method, path, status) == ("POST", "/idp/token", "400"):
+                if path in OAUTH_ENDPOINTS and status in ("400", "401"):
                     assert content["schema"] == {"$ref": "#/components/schemas/OAuthError"}
                     continue
                 assert content["schema"] == {"$ref": "#/components/schemas/Error"}, (path, status)

@@ -36,6 +36,15 @@ def is_unauthenticated(api: Api, token: str) -> bool:
 class TestSignIn:
     """``POST /v1/auth/sessions``."""
 
+    def test_a_provider_token_is_exchanged_once(self, api: Api) -> None:
+        """A second exchange of the same identity-provider token: 401 (contract 13)."""
+        token = idp_access_token(api.facade, "ada@example.com")
+        first = api.client.post("/v1/auth/sessions", headers=bearer(token))
+        assert first.status_code == 201, first.text
+        second = api.client.post("/v1/auth/sessions", headers=bearer(token))
+        assert second.status_code == 401
+        assert second.json()["error"]["code"] == "unauthenticated"
+
     def test_exchanges_an_idp_token_for_a_session(self, api: Api) -> None:
         """201 ``{token, expires_at, user, workspace_id: null}``; the token works."""
         access = idp_access_token(api.facade, "ada@example.com", "Ada Lovelace")

@@ -13,12 +13,14 @@ With another identity provider configured, every route here answers 404 ``not_fo
 
 from __future__ import annotations
 
+import base64
+import binascii
 import functools
 import html
 import string
 from collections.abc import Mapping
 from importlib import resources
-from urllib.parse import parse_qs
+from urllib.parse import parse_qs, unquote_plus
 
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
@@ -26,10 +28,19 @@ from starlette.routing import BaseRoute
 
 from strongroom.adapters.http.context import ApiContext, endpoint, render_json
 from strongroom.adapters.http.errors import STATUS_BY_CODE, error_response, retry_after
-from strongroom.adapters.http.openapi import FORM, HTML, OAUTH_400, Auth, api, ref
+from strongroom.adapters.http.openapi import (
+    FORM,
+    HTML,
+    OAUTH_ERRORS,
+    Auth,
+    api,
+    oauth_responses,
+    ref,
+)
 from strongroom.adapters.http.shapes import (
     DEVICE_CODE_GRANT,
     AccessToken,
+    AuthorizationServerMetadata,
     DeviceAuthorization,
     DeviceCodeForm,
     DeviceDecision,
@@ -39,7 +50,7 @@ from strongroom.adapters.http.shapes import (
     SignupResult,
     TokenForm,
 )
-from strongroom.adapters.http.wire import present
+from strongroom.adapters.http.wire import Uri, present
 from strongroom.adapters.identity.builtin import BuiltinIdentityProvider
 from strongroom.adapters.identity.builtin import OAuthError as OAuthRefusal
 from strongroom.domain.errors import InvalidRequestError, StrongroomError
@@ -168,9 +179,49 @@ def _no_such_route(request: Request, headers: dict[str, str] | None = None) -> R
     return error_response(request, 404, "not_found", "no such route", headers=headers)
 
 
-def _oauth_error(error: str, description: str) -> Response:
-    """RFC 6749 section 5.2: 400 ``{"error", "error_description"}``, never cached."""
+BASIC_CHALLENGE = {"WWW-Authenticate": 'Basic realm="strongroom"'}
+
+
+class ClientRefusal(OAuthRefusal):
+    """``invalid_client`` for a client that identified itself with HTTP Basic: 401 with a
+    ``WWW-Authenticate`` challenge (RFC 6749 section 5.2)."""
+
+
+def _oauth_error(error: str, description: str, *, basic: bool = False) -> Response:
+    """RFC 6749 section 5.2: 400 ``{"error", "error_description"}``, never cached; a client
+    that authenticated with HTTP Basic and is refused: 401 with a challenge."""
+    if basic:
+        headers = {**NO_STORE, **BASIC_CHALLENGE}
+        return _json(present(OAuthError(error, description)), 401, headers)  # type: ignore[arg-type]
     return _json(present(OAuthError(error, description)), 400, NO_STORE)  # type: ignore[arg-type]
+
+
+def _refused(error: OAuthRefusal) -> Response:
+    return _oauth_error(error.error, error.description, basic=isinstance(error, ClientRefusal))
+
+
+def client_id_of(request: Request, form: Mapping[str, str]) -> str:
+    """The public client's id: the form's ``client_id``, or the user name of HTTP Basic with
+    an empty password (RFC 6749 section 2.3.1, both form-encoded); both: they must agree."""
+    in_body = form.get("client_id")
+    scheme, _, credentials = request.headers.get("authorization", "").partition(" ")
+    if scheme.lower() != "basic":
+        if in_body is None:
+            raise OAuthRefusal("invalid_request", "missing parameter client_id")
+        return in_body
+    try:
+        decoded = base64.b64decode(credentials.strip(), validate=True).decode("utf-8")
+    except (binascii.Error, UnicodeDecodeError):
+        raise ClientRefusal("invalid_client", "malformed HTTP Basic credentials") from None
+    user, colon, password = decoded.partition(":")
+    if not colon or not user:
+        raise ClientRefusal("invalid_client", "malformed HTTP Basic credentials")
+    if unquote_plus(password):
+        raise ClientRefusal("invalid_client", "a public client has no secret: leave it empty")
+    client_id = unquote_plus(user)
+    if in_body is not None and in_body != client_id:
+        raise OAuthRefusal("invalid_request", "client_id differs from the HTTP Basic user name")
+    return client_id
 
 
 def client_address(request: Request) -> str:
@@ -239,21 +290,36 @@ async def signup(ctx: ApiContext) -> Response:
 
 
 @endpoint
-async def device_authorization(ctx: ApiContext) -> Response:
+async def _authorize_device(ctx: ApiContext) -> Response:
+    idp = _builtin(ctx)
+    if idp is None:
+        return _no_such_route(ctx.request, headers=NO_STORE)
+    try:
+        client_id = client_id_of(ctx.request, oauth_parameters(_form(ctx)))
+        authorization = await idp.start_device_authorization(client_id, ctx.base_url)
+    except InvalidRequestError as error:
+        return _oauth_error("invalid_request", error.message)
+    except OAuthRefusal as error:
+        if error.error == "invalid_client" and "authorization" in ctx.request.headers:
+            error = ClientRefusal(error.error, error.description)
+        return _refused(error)
+    return _json(present(authorization), 200, NO_STORE)
+
+
+async def device_authorization(request: Request) -> Response:
     """Start a device authorization
 
     RFC 8628 section 3.1: issue a device code and a user code. The codes live 10
-    minutes; poll `POST /idp/token` every `interval` seconds. Unrecognised OAuth
-    parameters (such as `scope`) are ignored, as RFC 6749 section 3.1 requires; the form
-    schema lists the parameters this endpoint reads. Errors use the envelope of `/v1`."""
-    idp = _builtin(ctx)
-    if idp is None:
-        return _no_such_route(ctx.request)
-    client_id = oauth_parameters(_form(ctx)).get("client_id")
-    if client_id is None:
-        raise InvalidRequestError("missing field client_id")
-    authorization = await idp.start_device_authorization(client_id, ctx.base_url)
-    return _json(present(authorization), 200, NO_STORE)
+    minutes; poll `POST /idp/token` every `interval` seconds. The client identifies itself
+    with `client_id` in the form or as the user name of HTTP Basic with an empty password.
+    Unrecognised OAuth parameters (such as `scope`) are ignored, as RFC 6749 section 3.1
+    requires; the form schema lists the parameters this endpoint reads. Refusals use
+    OAuth's own error format; a failure of the server itself uses the envelope of `/v1`.
+    Replies carry `Cache-Control: no-store`."""
+    try:
+        return await _authorize_device(request)
+    except InvalidRequestError as error:  # a body over the cap, refused before the handler
+        return _oauth_error("invalid_request", error.message)
 
 
 @endpoint
@@ -342,31 +408,83 @@ async def _exchange(ctx: ApiContext) -> Response:
             raise OAuthRefusal(
                 "unsupported_grant_type", f"grant_type must be {DEVICE_CODE_GRANT_TYPE}"
             )
-        for name in ("device_code", "client_id"):
-            if name not in form:
-                raise OAuthRefusal("invalid_request", f"missing parameter {name}")
-        issued = await idp.exchange_device_code(form["device_code"], form["client_id"])
+        if "device_code" not in form:
+            raise OAuthRefusal("invalid_request", "missing parameter device_code")
+        client_id = client_id_of(ctx.request, form)
+        issued = await idp.exchange_device_code(form["device_code"], client_id)
     except InvalidRequestError as error:
         return _oauth_error("invalid_request", error.message)
     except OAuthRefusal as error:
-        return _oauth_error(error.error, error.description)
+        if error.error == "invalid_client" and "authorization" in ctx.request.headers:
+            error = ClientRefusal(error.error, error.description)
+        return _refused(error)
     return _json(present(issued), 200, NO_STORE)
 
 
 async def token(request: Request) -> Response:
     """Poll for an access token
 
-    RFC 8628 section 3.4. Refusals use OAuth's own error format (status 400); a failure
-    of the server itself uses the envelope of `/v1`. Unrecognised OAuth parameters (such
-    as `scope`) are ignored, as RFC 6749 section 3.1 requires; the form schema lists the
-    parameters this endpoint reads. Replies carry `Cache-Control: no-store`."""
+    RFC 8628 section 3.4. The client identifies itself with `client_id` in the form or as
+    the user name of HTTP Basic with an empty password. Refusals use OAuth's own error
+    format (status 400; 401 with a `WWW-Authenticate` challenge for a client refused after
+    HTTP Basic); a failure of the server itself uses the envelope of `/v1`. Unrecognised
+    OAuth parameters (such as `scope`) are ignored, as RFC 6749 section 3.1 requires; the
+    form schema lists the parameters this endpoint reads. Replies carry
+    `Cache-Control: no-store`."""
     try:
         return await _exchange(request)
     except InvalidRequestError as error:  # a body over the cap, refused before the handler
         return _oauth_error("invalid_request", error.message)
 
 
+@endpoint
+async def server_metadata(ctx: ApiContext) -> Response:
+    """Authorization server metadata
+
+    RFC 8414: the built-in identity provider's endpoints, grant types and client
+    authentication methods, for OAuth clients that discover the server. Served at
+    `/.well-known/oauth-authorization-server` and, as RFC 8414 section 3 derives it from
+    the issuer `{base}/idp`, at `/.well-known/oauth-authorization-server/idp`."""
+    idp = _builtin(ctx)
+    if idp is None:
+        return _no_such_route(ctx.request)
+    config = idp.cli_config(ctx.base_url)
+    metadata = AuthorizationServerMetadata(
+        issuer=Uri(config.issuer),
+        device_authorization_endpoint=Uri(config.device_authorization_endpoint),
+        token_endpoint=Uri(config.token_endpoint),
+        grant_types_supported=[DEVICE_CODE_GRANT_TYPE],
+        response_types_supported=[],
+        token_endpoint_auth_methods_supported=["none", "client_secret_basic"],
+        scopes_supported=list(config.scopes),
+        service_documentation=Uri(f"{ctx.base_url}/docs"),
+    )
+    return _json(present(metadata), 200, {"Cache-Control": "public, max-age=3600"})
+
+
+METADATA_ERRORS = {"not_found": "another identity provider is configured"}
+
 routes: list[BaseRoute] = [
+    api(
+        "GET",
+        "/.well-known/oauth-authorization-server",
+        server_metadata,
+        "getAuthorizationServerMetadata",
+        "Identity provider",
+        (200, AuthorizationServerMetadata, "The metadata."),
+        auth=Auth.NONE,
+        errors=METADATA_ERRORS,
+    ),
+    api(
+        "GET",
+        "/.well-known/oauth-authorization-server/idp",
+        server_metadata,
+        "getAuthorizationServerMetadataOfIssuer",
+        "Identity provider",
+        (200, AuthorizationServerMetadata, "The metadata."),
+        auth=Auth.NONE,
+        errors=METADATA_ERRORS,
+    ),
     api(
         "POST",
         "/idp/signup",
@@ -402,13 +520,10 @@ routes: list[BaseRoute] = [
         body=DeviceCodeForm,
         media_type=FORM,
         errors={
-            "invalid_request": (
-                "the body is not a URL-encoded form, or `client_id` is missing, blank, repeated "
-                "or not `strongroom-cli`"
-            ),
             "not_found": "another identity provider is configured (every `/idp` route is 404)",
             "upstream_unavailable": "the database or another dependency failed",
         },
+        extra_responses=oauth_responses("invalid_request", "invalid_client"),
     ),
     api(
         "GET",
@@ -472,6 +587,6 @@ routes: list[BaseRoute] = [
             "not_found": "another identity provider is configured (every `/idp` route is 404)",
             "upstream_unavailable": "the database or another dependency failed",
         },
-        extra_responses=OAUTH_400,
+        extra_responses=oauth_responses(*OAUTH_ERRORS),
     ),
 ]

@@ -80,7 +80,8 @@ async def create_session(ctx: ApiContext) -> Response:
     """Sign in
 
     Exchange an identity provider access token (the bearer of this request, from `POST
-    /idp/token`) for a session scoped to no workspace."""
+    /idp/token`) for a session scoped to no workspace. A provider token is exchanged once: a
+    second exchange of it is 401."""
     scheme, _, token = ctx.request.headers.get("authorization", "").partition(" ")
     if scheme.lower() != "bearer" or not token.strip():
         raise UnauthenticatedError("missing bearer credential")

@@ -609,6 +609,16 @@ FROM backups
 WHERE workspace_id = :workspace_id AND id = :id
 /*lock*/
 
+-- name: device_grant_by_access_token_for_update
+SELECT id, device_code_hash, user_code, client_id, created_at, expires_at, poll_interval,
+       state, account_id, failed_approvals, last_polled_at, access_token_hash,
+       access_expires_at
+FROM device_grants
+WHERE access_token_hash = :access_token_hash
+ORDER BY created_at DESC, id DESC
+LIMIT 1
+/*lock*/
+
 -- name: device_grant_by_device_code_for_update
 SELECT id, device_code_hash, user_code, client_id, created_at, expires_at, poll_interval,
        state, account_id, failed_approvals, last_polled_at, access_token_hash,
