@@ -38,8 +38,8 @@ from strongroom.adapters.http.openapi import Auth, Operation, operations
 from strongroom.adapters.identity.builtin import BuiltinIdentityProvider
 from strongroom.adapters.sql.postgres import PostgresDatabase
 from strongroom.adapters.system import SecureIds, SystemClock
-from strongroom.domain.permissions import Permission
 from support.postgres import postgres_server, scratch_database
+from support.tenants import UUID_POOLS, Tenant, build_tenant, pool_of
 from support.world import FAST_HASHER, Api, bearer, make_client, make_facade
 
 PROFILE_ATTEMPTS = {"dev": 2_000, "ci": 10_000, "thorough": 50_000}
@@ -85,88 +85,6 @@ def id_operations() -> list[Operation]:
 def parameters(operation: Operation) -> list[str]:
     """The path parameters of ``operation``, in order."""
     return re.findall(r"\{(\w+)\}", operation.path)
-
-
-def pool_of(operation: Operation, parameter: str) -> str:
-    """Which kind of object the parameter names: the pool of ids to draw from."""
-    if parameter != "id":
-        return parameter
-    for prefix, pool in (
-        ("/v1/api-keys/", "api_key"),
-        ("/v1/workers/", "worker"),
-        ("/v1/invitations/", "invitation"),
-        ("/v1/workspaces/{wid}/members/", "user"),
-    ):
-        if operation.path.startswith(prefix):
-            return pool
-    raise AssertionError(f"no id pool for {{id}} in {operation.path}: add one")
-
-
-UUID_POOLS = ("wid", "bid", "run_id", "aid", "api_key", "worker", "invitation", "user")
-
-
-@attrs.define
-class Tenant:
-    """One workspace, its objects (ids by pool) and a token of each credential kind."""
-
-    name: str
-    admin: str
-    ids: dict[str, list[str]]
-    tokens: dict[str, str]
-
-
-def build_tenant(api: Api, name: str) -> Tenant:
-    """A workspace with a custom role, a member, an invitation, a worker, an API key, a
-    backup run by the worker, a run of it with an announced artifact."""
-    admin, workspace_id = api.workspace_admin(f"admin@{name}.example", name)
-    headers = bearer(admin)
-    base = f"/v1/workspaces/{workspace_id}"
-
-    def post(path: str, body: dict[str, Any] | None = None, status: int = 201) -> Any:
-        response = api.client.post(path, json=body, headers=headers)
-        assert response.status_code == status, response.text
-        return response.json()
-
-    for slug in ("ops", f"only-{name}"):
-        post(f"{base}/roles", {"slug": slug, "name": slug, "permissions": ["backups:read"]})
-    invitation = post(f"{base}/invitations", {"email": f"member@{name}.example", "role": "ops"})
-    member = api.person(f"member@{name}.example")
-    accepted = api.client.post(f"/v1/invitations/{invitation['id']}/accept", headers=bearer(member))
-    assert accepted.status_code == 200, accepted.text
-    pending = post(f"{base}/invitations", {"email": f"later@{name}.example", "role": "viewer"})
-    worker = post("/v1/workers", {"name": "rack"})
-    key = post("/v1/api-keys", {"name": "all", "permissions": [p.value for p in Permission]})
-    backup = post(f"{base}/backups", {"name": "files", "kind": "local"})
-    patched = api.client.patch(
-        f"/v1/backups/{backup['id']}",
-        json={"worker_id": worker["id"], "retention": {"expire_after": "P1D", "lock_for": "PT0S"}},
-        headers=headers,
-    )
-    assert patched.status_code == 200, patched.text
-    run = post(f"/v1/backups/{backup['id']}/trigger", status=202)
-    content = b"isolation"
-    artifact = post(
-        f"/v1/runs/{run['id']}/upload-url",
-        {"name": "a.bin", "size": len(content), "sha256": hashlib.sha256(content).hexdigest()},
-    )
-    users = [
-        api.client.get("/v1/me", headers=bearer(token)).json()["principal"]["id"]
-        for token in (admin, member)
-    ]
-    ids = {
-        "wid": [str(workspace_id)],
-        "bid": [backup["id"]],
-        "run_id": [run["id"]],
-        "aid": [artifact["artifact_id"]],
-        "api_key": [key["id"]],
-        "worker": [worker["id"]],
-        "invitation": [invitation["id"], pending["id"]],
-        "user": users,
-        "slug": ["ops", f"only-{name}", "admin", "viewer"],
-    }
-    return Tenant(
-        name, admin, ids, {"session": admin, "api_key": key["token"], "worker": worker["token"]}
-    )
 
 
 def snapshot(api: Api, tenant: Tenant) -> dict[str, Any]:
@@ -243,7 +161,7 @@ def generate(rng: random.Random, attacker: Tenant, victim: Tenant) -> Attempt:
     """A request of ``attacker`` with at least one id of ``victim`` in its path."""
     operation = rng.choice(id_operations())
     params = parameters(operation)
-    pools = {p: pool_of(operation, p) for p in params}
+    pools = {p: pool_of(operation.path, p) for p in params}
     if len(params) > 1:
         mode = rng.choice(("foreign", "own-workspace", "foreign-workspace", "wrong-kind"))
     else:
@@ -380,7 +298,7 @@ def test_the_generator_covers_every_id_route_and_credential() -> None:
     assert len(routes) >= 30
     for operation in routes:
         for parameter in parameters(operation):
-            pool_of(operation, parameter)
+            pool_of(operation.path, parameter)
         needs_body = operation.body is not None and operation.body_required
         assert not needs_body or (operation.method, operation.path) in VALID_BODIES, operation
     alpha = Tenant("a", "", {p: [str(uuid4())] for p in (*UUID_POOLS, "slug")}, {})
