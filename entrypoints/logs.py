@@ -14,8 +14,9 @@ import sys
 from datetime import UTC, datetime
 from typing import Any
 
-# The attributes every LogRecord has; anything else was passed as ``extra``.
-_STANDARD = set(vars(logging.makeLogRecord({}))) | {"message", "asctime"}
+# The attributes every LogRecord has; anything else was passed as ``extra`` (uvicorn's
+# ``color_message`` repeats the message with terminal escapes: dropped too).
+_STANDARD = set(vars(logging.makeLogRecord({}))) | {"message", "asctime", "color_message"}
 
 
 class JsonFormatter(logging.Formatter):

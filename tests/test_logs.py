@@ -31,6 +31,11 @@ class TestFormatters:
         assert (event["status"], event["route"]) == (200, "/healthz")
         assert event["time"].endswith("+00:00")
 
+    def test_uvicorns_terminal_copy_of_the_message_is_left_out(self) -> None:
+        """uvicorn's ``color_message`` (escape codes) never reaches a JSON line."""
+        line = JsonFormatter().format(_record("started", color_message="\x1b[1mstarted\x1b[0m"))
+        assert "color_message" not in json.loads(line)
+
     def test_text_lines_are_readable(self) -> None:
         """The message, then key=value for the extras."""
         line = TextFormatter().format(_record("GET /healthz 200", status=200))

@@ -75,6 +75,14 @@ async def get_object(request: Request) -> Response:
     return FileResponse(path, media_type="application/octet-stream")
 
 
+SIGNATURE = {
+    "name": "signature",
+    "in": "query",
+    "required": True,
+    "description": "With `expires`, `size`, `sha256`, `upload_id`, `part`: as presigned.",
+    "schema": {"type": "string"},
+}
+
 routes: list[BaseRoute] = [
     api(
         "PUT",
@@ -86,17 +94,7 @@ routes: list[BaseRoute] = [
         auth=Auth.NONE,
         body={"type": "string", "format": "binary"},
         media_type="application/octet-stream",
-        parameters=(
-            {
-                "name": "signature",
-                "in": "query",
-                "required": True,
-                "description": (
-                    "With `expires`, `size`, `sha256`, `upload_id`, `part`: as presigned."
-                ),
-                "schema": {"type": "string"},
-            },
-        ),
+        parameters=(SIGNATURE,),
         errors={
             "invalid_request": "a malformed key, or a body of another size or sha256 than signed",
             "forbidden": "a signature that does not match, or an expired URL; the object is locked",
@@ -111,17 +109,7 @@ routes: list[BaseRoute] = [
         "Storage",
         (200, BINARY, "The bytes."),
         auth=Auth.NONE,
-        parameters=(
-            {
-                "name": "signature",
-                "in": "query",
-                "required": True,
-                "description": (
-                    "With `expires`, `size`, `sha256`, `upload_id`, `part`: as presigned."
-                ),
-                "schema": {"type": "string"},
-            },
-        ),
+        parameters=(SIGNATURE,),
         errors={
             "invalid_request": "a malformed key, or a body of another size or sha256 than signed",
             "forbidden": "a signature that does not match, or an expired URL",
