@@ -55,6 +55,8 @@ class Settings:
     oidc_token_endpoint: str | None = None
     multipart_threshold: int = DEFAULT_MULTIPART_THRESHOLD
     retention_interval: float = 3600.0
+    verify_pending_interval: float = 10.0
+    verify_interval: float = 0.0
     endpoint_networks: str = DEFAULT_ENDPOINT_NETWORKS
 
     def __attrs_post_init__(self) -> None:
@@ -88,6 +90,8 @@ class Settings:
                 env.get("STRONGROOM_MULTIPART_THRESHOLD") or DEFAULT_MULTIPART_THRESHOLD
             ),
             "retention_interval": float(env.get("STRONGROOM_RETENTION_INTERVAL") or 3600),
+            "verify_pending_interval": float(env.get("STRONGROOM_VERIFY_PENDING_INTERVAL") or 10),
+            "verify_interval": float(env.get("STRONGROOM_VERIFY_INTERVAL") or 0),
             "signup": None
             if env.get("STRONGROOM_SIGNUP") is None
             else _flag(env.get("STRONGROOM_SIGNUP"), False),

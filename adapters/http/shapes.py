@@ -36,6 +36,7 @@ from strongroom.domain.artifacts import (
     MAX_ARTIFACT_SIZE,
     ArtifactState,
     ArtifactStorage,
+    Verification,
 )
 from strongroom.domain.artifacts import Artifact as DomainArtifact
 from strongroom.domain.audit import Outcome
@@ -818,6 +819,13 @@ class Artifact:
     locked_until: datetime | None = attrs.field(
         metadata=meta("Nobody can remove it before (enforced by the storage itself).")
     )
+    verification: Verification | None = attrs.field(
+        metadata=meta(
+            "What the last re-read of its bytes found: `pending` until a multipart upload "
+            "is verified in the background, `ok`, `mismatch` or `missing`; null if never."
+        )
+    )
+    verified_at: datetime | None = attrs.field(metadata=meta("When it was last verified."))
 
 
 # --------------------------------------------------------------------------------------

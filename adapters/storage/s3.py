@@ -41,6 +41,7 @@ from minio.datatypes import Part
 from minio.error import MinioException, S3Error
 from minio.retention import Retention
 
+from strongroom.adapters.storage.digest import hash_stream
 from strongroom.adapters.storage.outbound import Resolver, guarded_pool_manager
 from strongroom.domain.backups import CustomerS3Destination
 from strongroom.domain.endpoints import EndpointPolicy
@@ -413,6 +414,28 @@ class S3Storage:
                 return None
             raise
         return StoredObject(int(info.size or 0))
+
+    async def read_digest(self, key: str) -> StoredObject | None:
+        """GetObject of the version a download serves (the locked one when there is one),
+        hashed as it streams; every read is bounded by the client's read timeout."""
+        return await asyncio.to_thread(self._read_digest, key)
+
+    def _read_digest(self, key: str) -> StoredObject | None:
+        try:
+            with self._translated("read an object"):
+                version = self._locked_version(key)
+                response = self.client.get_object(self.bucket, key, version_id=version)
+                try:
+                    digest, size = hash_stream(response.read)
+                finally:
+                    response.close()
+                    response.release_conn()
+        except UpstreamUnavailableError as error:
+            cause = error.__cause__
+            if isinstance(cause, S3Error) and cause.code in _GONE | {"NoSuchObject"}:
+                return None
+            raise
+        return StoredObject(size, digest)
 
     async def lock(self, key: str, until: datetime) -> None:
         """PutObjectRetention in COMPLIANCE mode on the current version, until ``until``

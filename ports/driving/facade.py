@@ -16,6 +16,7 @@ from strongroom.ports.driving.members import Members, Roles
 from strongroom.ports.driving.retention import Retention
 from strongroom.ports.driving.runs import Runs
 from strongroom.ports.driving.sessions import Sessions
+from strongroom.ports.driving.verification import ArtifactVerification
 from strongroom.ports.driving.workspaces import Workspaces
 
 READY_TIMEOUT = 2.0
@@ -38,6 +39,7 @@ class Strongroom:
         self.runs = Runs(deps, self.access)
         self.artifacts = Artifacts(deps, self.access)
         self.retention = Retention(deps, self.artifacts)
+        self.verification = ArtifactVerification(deps, self.artifacts)
         self.audit = AuditTrail(deps, self.access)
         self.api_keys = ApiKeys(deps, self.access)
         self.workers = Workers(deps, self.access)
