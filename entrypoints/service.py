@@ -159,6 +159,7 @@ def open_storage(settings: Settings, secret_key: str) -> ObjectStorage:
             settings.s3_secret_key,
             settings.s3_bucket,
             settings.s3_region,
+            timeout=settings.s3_timeout,
         )
         storage.ensure_bucket()
         return storage

@@ -39,6 +39,7 @@ class Settings:
     s3_secret_key: str | None = None
     s3_bucket: str | None = None
     s3_region: str = "us-east-1"
+    s3_timeout: float = 10.0
     signup: bool | None = None
     access_log: bool = False
     log_format: str = "auto"
@@ -67,6 +68,8 @@ class Settings:
             raise ValueError(
                 "STRONGROOM_OIDC_ISSUER and STRONGROOM_OIDC_CLIENT_ID are set together"
             )
+        if self.s3_timeout <= 0:
+            raise ValueError("STRONGROOM_S3_TIMEOUT must be a positive number of seconds")
         if self.multipart_threshold < 1:
             raise ValueError("STRONGROOM_MULTIPART_THRESHOLD must be a positive number of bytes")
 
@@ -86,6 +89,7 @@ class Settings:
             "s3_secret_key": env.get("STRONGROOM_S3_SECRET_KEY") or None,
             "s3_bucket": env.get("STRONGROOM_S3_BUCKET") or None,
             "s3_region": env.get("STRONGROOM_S3_REGION") or "us-east-1",
+            "s3_timeout": float(env.get("STRONGROOM_S3_TIMEOUT") or 10),
             "multipart_threshold": int(
                 env.get("STRONGROOM_MULTIPART_THRESHOLD") or DEFAULT_MULTIPART_THRESHOLD
             ),
