@@ -28,6 +28,7 @@ from starlette.routing import BaseRoute, Route
 from strongroom.adapters.http import shapes, wire
 from strongroom.adapters.http.context import MAX_BODY_BYTES
 from strongroom.adapters.http.errors import STATUS_BY_CODE
+from strongroom.adapters.storage.local import KEY_PATTERN
 from strongroom.domain.backups import UnsupportedSource
 from strongroom.domain.durations import Duration
 from strongroom.domain.names import MAX_NAME_LENGTH
@@ -67,6 +68,12 @@ def nullable(schema: Json) -> Json:
 # --------------------------------------------------------------------------------------
 # Components from the models
 
+# Trimmed, 1 to MAX_NAME_LENGTH characters, none a control character (Cc); surrounding
+# whitespace (which may be a control character) is trimmed.
+_NAME_CHAR = r"[^\x00-\x1f\x7f-\x9f]"
+_NAME_EDGE = r"[^\s\x00-\x1f\x7f-\x9f]"
+NAME_PATTERN = rf"^\s*{_NAME_EDGE}(?:{_NAME_CHAR}{{0,{MAX_NAME_LENGTH - 2}}}{_NAME_EDGE})?\s*$"
+
 # Named scalars: a component of their own (``$ref``) or an inline schema.
 NAMED: dict[Any, tuple[str, Json]] = {
     wire.Name: (
@@ -76,6 +83,7 @@ NAMED: dict[Any, tuple[str, Json]] = {
             "description": f"1 to {MAX_NAME_LENGTH} characters after trimming surrounding "
             "whitespace, no control characters; stored trimmed.",
             "minLength": 1,
+            "pattern": NAME_PATTERN,
         },
     ),
     wire.RoleSlug: (
@@ -202,7 +210,9 @@ class Components:
         schema["properties"] = properties
         schema["required"] = required
         if inbound:
-            schema["additionalProperties"] = False
+            # OAuth's forms ignore unknown parameters, each sent once (RFC 6749 3.1, 3.2).
+            ignored = getattr(model, "__ignores_unknown__", False)
+            schema["additionalProperties"] = {"type": "string"} if ignored else False
         return schema
 
 
@@ -264,7 +274,7 @@ def _parameters() -> dict[str, Json]:
             "in": "query",
             "required": False,
             "description": "Opaque `next_cursor` of the previous page; a bad one gives 400.",
-            "schema": {"type": "string"},
+            "schema": {"type": "string", "format": "page-cursor", "pattern": "^[A-Za-z0-9_-]+$"},
         },
         "Idempotency-Key": {
             "name": "Idempotency-Key",
@@ -302,7 +312,7 @@ def _parameters() -> dict[str, Json]:
             "in": "path",
             "required": True,
             "description": "The object key (segments of letters, digits, `.`, `_`, `-`).",
-            "schema": {"type": "string"},
+            "schema": {"type": "string", "pattern": KEY_PATTERN.pattern},
         },
     }
 

@@ -114,10 +114,11 @@ class Error:
 
 @attrs.frozen
 class OAuthError:
-    """OAuth's own error format, used only by `POST /idp/token`."""
+    """OAuth's own error format, of `POST /idp/token` and `POST /idp/device/code`."""
 
     error: Literal[
         "invalid_request",
+        "invalid_client",
         "invalid_grant",
         "unsupported_grant_type",
         "authorization_pending",
@@ -563,10 +564,15 @@ class ScheduleShape:
         metadata=meta(
             "A 5-field cron expression: numbers, `*`, ranges, steps within the field's range, "
             "lists and English month and weekday names (`jan`, `mon`); `L`, `?`, `W`, `#` and "
-            "seconds are refused (400)."
+            "seconds are refused (400).",
+            schema={"format": "cron"},
         )
     )
-    timezone: str = attrs.field(metadata=meta("An IANA time zone name, e.g. `Europe/Paris`."))
+    timezone: str = attrs.field(
+        metadata=meta(
+            "An IANA time zone name, e.g. `Europe/Paris`.", schema={"format": "time-zone"}
+        )
+    )
 
 
 @view_of(RetentionPolicy)
@@ -739,7 +745,11 @@ class UploadRequest:
         metadata=meta(
             f"1 to {MAX_ARTIFACT_NAME} characters, no control characters; unique in the run "
             "(asking again for the same name, size and sha256 resumes).",
-            schema={"minLength": 1, "maxLength": MAX_ARTIFACT_NAME},
+            schema={
+                "minLength": 1,
+                "maxLength": MAX_ARTIFACT_NAME,
+                "pattern": "^[^\\x00-\\x1f\\x7f]*$",
+            },
         )
     )
     size: int = attrs.field(
@@ -861,6 +871,8 @@ class SignupResult:
 class DeviceCodeForm:
     """`POST /idp/device/code`."""
 
+    __ignores_unknown__: ClassVar[bool] = True  # OAuth ignores unrecognised parameters
+
     client_id: str | None = attrs.field(
         default=None,
         metadata=meta(
@@ -893,9 +905,11 @@ class DeviceAuthorization:
 class DeviceDecisionForm:
     """`POST /idp/device`."""
 
-    user_code: str = attrs.field(metadata=meta("Case and hyphens do not matter."))
+    user_code: str = attrs.field(
+        metadata=meta("Case and hyphens do not matter.", schema={"minLength": 1})
+    )
     email: Email
-    password: str = attrs.field(metadata=meta(schema={"writeOnly": True}))
+    password: str = attrs.field(metadata=meta(schema={"minLength": 1, "writeOnly": True}))
     decision: Literal["approve", "deny"]
 
 
@@ -910,8 +924,9 @@ class DeviceDecision:
 class TokenForm:
     """`POST /idp/token`."""
 
+    __ignores_unknown__: ClassVar[bool] = True  # OAuth ignores unrecognised parameters
     grant_type: str = attrs.field(metadata=meta(schema={"const": DEVICE_CODE_GRANT}))
-    device_code: str
+    device_code: str = attrs.field(metadata=meta(schema={"minLength": 1}))
     client_id: str | None = attrs.field(
         default=None,
         metadata=meta(
