@@ -99,7 +99,8 @@ NAMED: dict[Any, tuple[str, Json]] = {
         {
             "type": "string",
             "description": "ISO 8601 duration in weeks, days, hours, minutes and seconds only "
-            "(`P30D`, `P4W`, `PT36H`); months and years are refused. Returned in canonical "
+            "(`P30D`, `P4W`, `PT36H`), at most 36 500 days in all (400 beyond); months and "
+            "years are refused. Returned in canonical "
             "form: weeks become days and zero parts are omitted (`P7D`, `P1DT12H`, `PT0S`).",
             "pattern": DURATION_PATTERN,
         },

@@ -28,10 +28,10 @@ FAST_HASHER = PasswordHasher(time_cost=1, memory_cost=64, parallelism=1)
 
 
 def make_facade(clock: Clock | None = None, **overrides: Any) -> Any:
-    """A blocking view of a facade on a fresh in-memory store with the built-in identity
-    provider: tests call its use cases as plain functions, and ``app_for`` serves the async
-    facade behind it."""
-    uow = partial(MemoryUnitOfWork, MemoryStore())
+    """A blocking view of a facade on a fresh in-memory store (or the given ``uow``) with
+    the built-in identity provider: tests call its use cases as plain functions, and
+    ``app_for`` serves the async facade behind it."""
+    uow = overrides.pop("uow", None) or partial(MemoryUnitOfWork, MemoryStore())
     clock = unwrapped(clock) or SystemClock()
     ids = SecureIds()
     identity = BuiltinIdentityProvider(uow=uow, clock=clock, ids=ids, hasher=FAST_HASHER)
