@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import os
 import random
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import ExitStack
 from datetime import UTC, datetime
@@ -38,7 +39,8 @@ from support.world import Api, make_client, make_facade
 
 pg_server = pg_fixtures.pg_server  # the shared server fixture, found by its name here
 
-EXAMPLES = int(os.environ.get("STRONGROOM_SCHEMATHESIS_EXAMPLES", "10"))
+# Per operation and backend (the coverage phase adds its own cases): about 45 s in all.
+EXAMPLES = int(os.environ.get("STRONGROOM_SCHEMATHESIS_EXAMPLES", "5"))
 # The cron fields and their ranges (contract 13): minute, hour, day of month, month, weekday.
 CRON_RANGES = ((0, 59), (0, 23), (1, 31), (1, 12), (0, 7))
 
@@ -223,6 +225,16 @@ def only_credential_refusals(ctx: Any, response: Any, case: Any) -> bool | None:
     return None
 
 
+def with_real_ids(case: Any, live: Live) -> None:
+    """Most of the time, a positive case names the tenant's real objects in its path."""
+    mode = case.meta.generation.mode.value if case.meta else "positive"
+    if mode == "positive" and case.path_parameters and random.random() < 0.7:
+        for name in list(case.path_parameters):
+            case.path_parameters[name] = random.choice(
+                live.tenant.ids[pool_of(case.operation.path, name)]
+            )
+
+
 @schema.parametrize()
 @settings(
     max_examples=EXAMPLES,
@@ -232,12 +244,7 @@ def only_credential_refusals(ctx: Any, response: Any, case: Any) -> bool | None:
 )
 def test_the_api_conforms_to_its_document(case: Any, live: Live) -> None:
     token = live.token()
-    mode = case.meta.generation.mode.value if case.meta else "positive"
-    if mode == "positive" and case.path_parameters and random.random() < 0.7:
-        for name in list(case.path_parameters):
-            case.path_parameters[name] = random.choice(
-                live.tenant.ids[pool_of(case.operation.path, name)]
-            )
+    with_real_ids(case, live)
     if case.operation.definition.raw.get("operationId") in CREDENTIAL_REFUSALS:
         case.call_and_validate(
             app=live.app,
@@ -247,3 +254,54 @@ def test_the_api_conforms_to_its_document(case: Any, live: Live) -> None:
         )
         return
     case.call_and_validate(app=live.app, headers={"Authorization": f"Bearer {token}"})
+
+
+STATEFUL_EXAMPLES = int(os.environ.get("STRONGROOM_SCHEMATHESIS_STATEFUL_EXAMPLES", "8"))
+Workflow: Any = schema.as_state_machine()
+
+
+def test_linked_operations_conform_to_the_document(live: Live) -> None:
+    """The stateful phase: chains of operations linked by the ids their answers carry
+    (schemathesis infers the links from the responses and `Location` headers), all checks
+    on every step, on the backend under test."""
+
+    steps: Counter[tuple[str, int]] = Counter()
+
+    class LiveWorkflow(Workflow):  # type: ignore[misc, valid-type]
+        def step(self, input: Any) -> Any:
+            # A chain starts, most of the time, from the tenant's real objects; the steps
+            # after it take the ids that the links carry.
+            if input.transition is None:
+                with_real_ids(input.case, live)
+            return super().step(input)
+
+        def after_call(self, response: Any, case: Any) -> None:
+            super().after_call(response, case)
+            steps[(case.operation.label, response.status_code)] += 1
+
+        def get_call_kwargs(self, case: Any) -> dict[str, Any]:
+            return {"app": live.app, "headers": {"Authorization": f"Bearer {live.token()}"}}
+
+        def validate_response(self, response: Any, case: Any, **kwargs: Any) -> None:
+            if case.operation.definition.raw.get("operationId") in CREDENTIAL_REFUSALS:
+                case.validate_response(
+                    response,
+                    excluded_checks=[positive_data_acceptance],
+                    additional_checks=[only_credential_refusals],
+                    transport_kwargs=kwargs,
+                )
+                return
+            case.validate_response(response, transport_kwargs=kwargs)
+
+    LiveWorkflow.run(
+        settings=settings(
+            max_examples=STATEFUL_EXAMPLES,
+            stateful_step_count=6,
+            deadline=None,
+            derandomize=True,
+            suppress_health_check=list(HealthCheck),
+        )
+    )
+    # Chains ran, and some step got past creation to an operation on what it created.
+    assert sum(steps.values()) >= STATEFUL_EXAMPLES
+    assert any(200 <= status < 300 and "{" in label for label, status in steps), steps
