@@ -12,6 +12,7 @@ import time
 from collections.abc import Iterator, Mapping
 from contextlib import closing, contextmanager
 from pathlib import Path
+from typing import Any
 
 import httpx2
 from integration_world import expect
@@ -131,3 +132,20 @@ def sign_up_and_in(client: httpx2.Client, email: str) -> str:
     assert session["user"]["email"] == email
     token: str = session["token"]
     return token
+
+
+def workspace_admin(client: httpx2.Client, email: str) -> tuple[dict[str, Any], str]:
+    """Sign ``email`` up and in, create a workspace and switch to it: the workspace and
+    the scoped session token."""
+    token = sign_up_and_in(client, email)
+    workspace: dict[str, Any] = expect(
+        client.post("/v1/workspaces", json={"name": "Acme"}, headers=bearer(token)), 201
+    )
+    switched = expect(
+        client.post(
+            "/v1/auth/switch", json={"workspace_id": workspace["id"]}, headers=bearer(token)
+        ),
+        201,
+    )
+    scoped: str = switched["token"]
+    return workspace, scoped

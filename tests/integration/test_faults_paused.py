@@ -29,7 +29,7 @@ import psycopg
 import pytest
 from integration_world import error_code, expect, postgres_url
 from live_server import Timed, client_for, timed
-from serve_process import free_port, serving, sign_up_and_in
+from serve_process import free_port, serving, workspace_admin
 
 from support.postgres import PostgresServer
 from support.seaweed import SeaweedServer
@@ -135,17 +135,8 @@ def stack(
 def admin(client: httpx2.Client) -> Scoped:
     """A new person administering a new workspace, with a backup retained 30 days and
     locked for an hour."""
-    token = sign_up_and_in(client, f"ada-{secrets.token_hex(4)}@example.com")
-    workspace = expect(
-        client.post("/v1/workspaces", json={"name": "Acme"}, headers=bearer(token)), 201
-    )
-    switched = expect(
-        client.post(
-            "/v1/auth/switch", json={"workspace_id": workspace["id"]}, headers=bearer(token)
-        ),
-        201,
-    )
-    headers = bearer(switched["token"])
+    workspace, token = workspace_admin(client, f"ada-{secrets.token_hex(4)}@example.com")
+    headers = bearer(token)
     backup = expect(
         client.post(
             f"/v1/workspaces/{workspace['id']}/backups",
