@@ -865,8 +865,11 @@ def build_document(server_url: str | None = None, routes: list[BaseRoute] | None
             "license": {"name": "Apache 2.0", "identifier": "Apache-2.0"},
         },
     }
-    if server_url:
-        document["servers"] = [{"url": server_url.rstrip("/")}]
+    document["servers"] = [
+        {"url": server_url.rstrip("/")}
+        if server_url
+        else {"url": "/", "description": "This server (`STRONGROOM_PUBLIC_URL` unset)."}
+    ]
     schemas = components.schemas
     document.update(
         {

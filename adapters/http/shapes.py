@@ -117,6 +117,7 @@ class OAuthError:
 
     error: Literal[
         "invalid_request",
+        "invalid_client",
         "invalid_grant",
         "unsupported_grant_type",
         "authorization_pending",
