@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 from datetime import datetime
 from enum import StrEnum
 from importlib import metadata
-from typing import Any, Literal, NewType, Union, get_args, get_origin
+from typing import Any, Literal, NewType, TypeVar, Union, get_args, get_origin
 from uuid import UUID
 
 import attrs
@@ -644,8 +644,10 @@ def api(
 ) -> ApiRoute:
     """The route of ``endpoint``, documented: summary and description from its docstring,
     ``needs`` its permissions, ``ok`` its success (status, model, description), ``errors``
-    the reasons specific to it (``{code: reason}``), and ``Operation``'s other options."""
+    the reasons specific to it (``{code: reason}``), and ``Operation``'s other options.
+    An ``EmptyBody`` body is optional."""
     summary, _, description = _prose(endpoint.__doc__).partition("\n")
+    options.setdefault("body_required", options.get("body") is not shapes.EmptyBody)
     operation = Operation(
         method,
         re.sub(r"\{(\w+):[^}]*\}", r"{\1}", path),
@@ -660,6 +662,50 @@ def api(
     return ApiRoute(path, operation, endpoint)
 
 
+SUCCESS = {"POST": 200, "DELETE": 204}
+E = TypeVar("E", bound=Callable[..., Any])
+
+
+class Routes(list[BaseRoute]):
+    """The documented routes of a module, declared on their handlers::
+
+        @routes("GET", "/v1/backups/{bid}", Backup, "The backup.", needs=READ_BACKUPS)
+
+    The answer, its description and, unless the method implies it (200, 204 for DELETE),
+    ``status``; the operation id is the handler's name in camel case unless given, the tag
+    the module's unless given; ``shared`` options (``errors`` merged) apply to every route.
+    """
+
+    def __init__(self, tag: str, **shared: Any) -> None:
+        super().__init__()
+        self.tag = tag
+        self.shared = shared
+
+    def __call__(
+        self,
+        method: str,
+        path: str,
+        answer: Any,
+        said: str,
+        status: int | None = None,
+        *,
+        operation_id: str | None = None,
+        tag: str | None = None,
+        **options: Any,
+    ) -> Callable[[E], E]:
+        """Declare the route of the decorated handler."""
+        errors = {**self.shared.get("errors", {}), **options.pop("errors", {})}
+
+        def declare(endpoint: E) -> E:
+            name = operation_id or re.sub(r"_(\w)", lambda m: m[1].upper(), endpoint.__name__)
+            ok = (status or SUCCESS.get(method, 200), answer, said)
+            merged = {**self.shared, **options, "errors": errors}
+            self.append(api(method, path, endpoint, name, tag or self.tag, ok, **merged))
+            return endpoint
+
+        return declare
+
+
 def operations(routes: list[BaseRoute] | None = None) -> list[Operation]:
     """Every documented operation of the route table (the application's by default)."""
     if routes is None:
@@ -671,6 +717,22 @@ def operations(routes: list[BaseRoute] | None = None) -> list[Operation]:
 
 # --------------------------------------------------------------------------------------
 # Assembly
+
+
+# The object a path names (by its id, or the segment before ``{id}``), for the 404 that
+# every operation on it can answer.
+OBJECTS = {"bid": "backup", "aid": "artifact", "run_id": "run", "api-keys": "API key"}
+OBJECTS |= {"workers": "worker"}
+
+
+def object_of(path: str) -> str | None:
+    """The object an operation's path names, if it is one ``OBJECTS`` knows."""
+    parts = path.split("/")
+    ids = [index for index, part in enumerate(parts) if part.startswith("{")]
+    if not ids:
+        return None
+    name = parts[ids[-1]][1:-1]
+    return OBJECTS.get(parts[ids[-1] - 1] if name == "id" else name)
 
 
 def reasons_of(operation: Operation) -> Reasons:
@@ -697,6 +759,9 @@ def reasons_of(operation: Operation) -> Reasons:
             derived.append(HUMAN_ONLY)
         if operation.billing:
             derived.append(BILLING_BY_GATE[operation.billing])
+        noun = object_of(operation.path)
+        if noun and "not_found" not in operation.errors:
+            derived.append(reason("not_found", f"no such {noun} in the caller's workspace"))
     return merge(*derived, {code: [text] for code, text in operation.errors.items()})
 
 

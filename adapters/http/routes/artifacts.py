@@ -9,10 +9,9 @@ from __future__ import annotations
 from typing import Any
 
 from starlette.responses import Response
-from starlette.routing import BaseRoute
 
 from strongroom.adapters.http.context import ApiContext, answer, endpoint, no_content
-from strongroom.adapters.http.openapi import Named, Paged, api
+from strongroom.adapters.http.openapi import Named, Paged, Routes
 from strongroom.adapters.http.shapes import (
     Artifact,
     Download,
@@ -34,6 +33,8 @@ from strongroom.ports.driving.artifacts import (
     REQUEST_UPLOAD,
 )
 
+routes = Routes("Runs and artifacts")
+
 
 def absolute(url: str, base_url: str) -> str:
     """A presigned URL; the local-disk storage's paths are resolved against ``base_url``."""
@@ -50,6 +51,25 @@ def upload_plan(plan: Any, base_url: str) -> Response:
     return answer(plan, 201, MultipartUpload, parts=parts)
 
 
+@routes(
+    "POST",
+    "/v1/runs/{run_id}/upload-url",
+    Named("UploadPlan", UploadPlan),
+    "The upload plan.",
+    201,
+    operation_id="requestUpload",
+    needs=REQUEST_UPLOAD,
+    body=UploadRequest,
+    billing="uploads",
+    errors={
+        "invalid_request": "`size` out of range, `sha256` not 64 hex digits",
+        "quota_exceeded": "`storage_bytes` would be passed",
+        "invalid_state": (
+            "the run is finished, or the name is announced with another size or sha256"
+        ),
+        "upstream_unavailable": "the database or object storage failed; nothing was recorded",
+    },
+)
 @endpoint
 async def upload_url(ctx: ApiContext) -> Response:
     """Presign an artifact's upload
@@ -67,6 +87,20 @@ async def upload_url(ctx: ApiContext) -> Response:
     return upload_plan(plan, ctx.base_url)
 
 
+@routes(
+    "POST",
+    "/v1/runs/{run_id}/confirm",
+    Run,
+    "The succeeded run.",
+    needs=CONFIRM_RUN,
+    body=EmptyBody,
+    billing="uploads",
+    errors={
+        "invalid_state": "the run is finished",
+        "artifact_missing": "an announced artifact is absent or different",
+        "upstream_unavailable": "the database or object storage failed; nothing was recorded",
+    },
+)
 @endpoint
 async def confirm_run(ctx: ApiContext) -> Response:
     """Confirm a run's artifacts
@@ -81,6 +115,24 @@ async def confirm_run(ctx: ApiContext) -> Response:
     return answer(await ctx.facade.artifacts.confirm(grant, run_id))
 
 
+@routes(
+    "GET",
+    "/v1/workspaces/{wid}/artifacts",
+    Paged(Artifact),
+    "One page of artifacts.",
+    needs=LIST_ARTIFACTS,
+    paginated=True,
+    parameters=(
+        {
+            "name": "state",
+            "in": "query",
+            "required": False,
+            "description": "`deleted` lists only deleted artifacts.",
+            "schema": {"type": "string", "enum": ["deleted"]},
+        },
+    ),
+    errors={"invalid_request": "`state` is not `deleted`"},
+)
 @endpoint
 async def list_artifacts(ctx: ApiContext) -> Response:
     """List artifacts
@@ -97,6 +149,20 @@ async def list_artifacts(ctx: ApiContext) -> Response:
     return answer(page)
 
 
+@routes(
+    "POST",
+    "/v1/artifacts/{aid}/download-url",
+    Download,
+    "The presigned download.",
+    operation_id="requestDownload",
+    needs=DOWNLOAD_ARTIFACT,
+    body=EmptyBody,
+    errors={
+        "conflict": "the artifact is deleted",
+        "not_in_our_storage": "the artifact went only to a customer bucket",
+        "invalid_state": "the artifact is not confirmed yet",
+    },
+)
 @endpoint
 async def download_url(ctx: ApiContext) -> Response:
     """Presign an artifact's download
@@ -112,6 +178,20 @@ async def download_url(ctx: ApiContext) -> Response:
     return answer(request, 200, Download, url=url, expires_at=expires)
 
 
+@routes(
+    "DELETE",
+    "/v1/artifacts/{aid}",
+    None,
+    "Deleted.",
+    needs=DELETE_ARTIFACT,
+    billing="config",
+    errors={
+        "conflict": "already deleted",
+        "artifact_locked": "inside its lock window (storage refuses too)",
+        "last_artifact": "the only available artifact of its backup",
+        "upstream_unavailable": "the database or object storage failed; nothing was recorded",
+    },
+)
 @endpoint
 async def delete_artifact(ctx: ApiContext) -> Response:
     """Delete an artifact
@@ -123,99 +203,3 @@ async def delete_artifact(ctx: ApiContext) -> Response:
     grant = await ctx.facade.access.authorize(caller, DELETE_ARTIFACT, target_id=artifact_id)
     await ctx.facade.artifacts.delete(grant, artifact_id)
     return no_content()
-
-
-routes: list[BaseRoute] = [
-    api(
-        "POST",
-        "/v1/runs/{run_id}/upload-url",
-        upload_url,
-        "requestUpload",
-        "Runs and artifacts",
-        (201, Named("UploadPlan", UploadPlan), "The upload plan."),
-        needs=REQUEST_UPLOAD,
-        body=UploadRequest,
-        billing="uploads",
-        errors={
-            "invalid_request": "`size` out of range, `sha256` not 64 hex digits",
-            "not_found": "no such run in the caller's workspace",
-            "quota_exceeded": "`storage_bytes` would be passed",
-            "invalid_state": (
-                "the run is finished, or the name is announced with another size or sha256"
-            ),
-            "upstream_unavailable": "the database or object storage failed; nothing was recorded",
-        },
-    ),
-    api(
-        "POST",
-        "/v1/runs/{run_id}/confirm",
-        confirm_run,
-        "confirmRun",
-        "Runs and artifacts",
-        (200, Run, "The succeeded run."),
-        needs=CONFIRM_RUN,
-        body=EmptyBody,
-        body_required=False,
-        billing="uploads",
-        errors={
-            "not_found": "no such run in the caller's workspace",
-            "invalid_state": "the run is finished",
-            "artifact_missing": "an announced artifact is absent or different",
-            "upstream_unavailable": "the database or object storage failed; nothing was recorded",
-        },
-    ),
-    api(
-        "GET",
-        "/v1/workspaces/{wid}/artifacts",
-        list_artifacts,
-        "listArtifacts",
-        "Runs and artifacts",
-        (200, Paged(Artifact), "One page of artifacts."),
-        needs=LIST_ARTIFACTS,
-        paginated=True,
-        parameters=(
-            {
-                "name": "state",
-                "in": "query",
-                "required": False,
-                "description": "`deleted` lists only deleted artifacts.",
-                "schema": {"type": "string", "enum": ["deleted"]},
-            },
-        ),
-        errors={"invalid_request": "`state` is not `deleted`"},
-    ),
-    api(
-        "POST",
-        "/v1/artifacts/{aid}/download-url",
-        download_url,
-        "requestDownload",
-        "Runs and artifacts",
-        (200, Download, "The presigned download."),
-        needs=DOWNLOAD_ARTIFACT,
-        body=EmptyBody,
-        body_required=False,
-        errors={
-            "not_found": "no such artifact in the caller's workspace",
-            "conflict": "the artifact is deleted",
-            "not_in_our_storage": "the artifact went only to a customer bucket",
-            "invalid_state": "the artifact is not confirmed yet",
-        },
-    ),
-    api(
-        "DELETE",
-        "/v1/artifacts/{aid}",
-        delete_artifact,
-        "deleteArtifact",
-        "Runs and artifacts",
-        (204, None, "Deleted."),
-        needs=DELETE_ARTIFACT,
-        billing="config",
-        errors={
-            "not_found": "no such artifact in the caller's workspace",
-            "conflict": "already deleted",
-            "artifact_locked": "inside its lock window (storage refuses too)",
-            "last_artifact": "the only available artifact of its backup",
-            "upstream_unavailable": "the database or object storage failed; nothing was recorded",
-        },
-    ),
-]

@@ -8,10 +8,9 @@ other conflicts).
 from __future__ import annotations
 
 from starlette.responses import Response
-from starlette.routing import BaseRoute
 
 from strongroom.adapters.http.context import ApiContext, answer, endpoint, no_content
-from strongroom.adapters.http.openapi import Paged, api
+from strongroom.adapters.http.openapi import Paged, Routes
 from strongroom.adapters.http.shapes import Backup, BackupCreate, BackupUpdate, EmptyBody
 from strongroom.domain.backups import Backup as DomainBackup
 from strongroom.ports.driving import IdempotencyKey
@@ -24,7 +23,25 @@ from strongroom.ports.driving.backups import (
     UPDATE_BACKUP,
 )
 
+routes = Routes("Backups")
 
+
+@routes(
+    "POST",
+    "/v1/workspaces/{wid}/backups",
+    Backup,
+    "The new backup.",
+    201,
+    needs=CREATE_BACKUP,
+    body=BackupCreate,
+    idempotent=True,
+    billing="config",
+    errors={
+        "invalid_request": "`kind` is not one of the kinds",
+        "quota_exceeded": "`backups_per_workspace` is reached",
+        "name_taken": "a backup of this name (case-insensitive) exists",
+    },
+)
 @endpoint
 async def create_backup(ctx: ApiContext) -> Response:
     """Create a backup
@@ -46,6 +63,14 @@ async def create_backup(ctx: ApiContext) -> Response:
     return answer(backup, 201)
 
 
+@routes(
+    "GET",
+    "/v1/workspaces/{wid}/backups",
+    Paged(Backup),
+    "One page of backups.",
+    needs=READ_BACKUPS,
+    paginated=True,
+)
 @endpoint
 async def list_backups(ctx: ApiContext) -> Response:
     """List backups
@@ -58,6 +83,7 @@ async def list_backups(ctx: ApiContext) -> Response:
     return answer(page)
 
 
+@routes("GET", "/v1/backups/{bid}", Backup, "The backup.", needs=READ_BACKUPS)
 @endpoint
 async def get_backup(ctx: ApiContext) -> Response:
     """Read a backup
@@ -68,6 +94,32 @@ async def get_backup(ctx: ApiContext) -> Response:
     return answer(await ctx.facade.backups.get(bearer, backup_id))
 
 
+@routes(
+    "PATCH",
+    "/v1/backups/{bid}",
+    Backup,
+    "The whole updated backup.",
+    operation_id="updateBackup",
+    needs=UPDATE_BACKUP,
+    body=BackupUpdate,
+    billing="config",
+    errors={
+        "invalid_request": (
+            "`kind` or another unknown field, a bad cron expression or time zone, a duration "
+            "with months or years, an `endpoint` that is not an http(s) URL, `credentials` or"
+            " `destination_credentials` of no known shape (a missing or unknown key)"
+        ),
+        "validation_failed": (
+            "a kind rule: `worker_id` on a non-local backup or naming no worker of this "
+            "workspace, `source` or `credentials` on a local or manual backup, `schedule` on "
+            "a manual backup, a source type not offered for the kind, credentials of the "
+            "other source type's shape"
+        ),
+        "name_taken": "another backup has this name (case-insensitive)",
+        "retention_immutable": "a different retention policy is already set",
+        "lock_exceeds_expiry": "`lock_for` is longer than `expire_after`",
+    },
+)
 @endpoint
 async def patch_backup(ctx: ApiContext) -> Response:
     """Change a backup
@@ -82,6 +134,15 @@ async def patch_backup(ctx: ApiContext) -> Response:
     return answer(backup)
 
 
+@routes(
+    "POST",
+    "/v1/backups/{bid}/pause",
+    Backup,
+    "The backup.",
+    needs=PAUSE_BACKUP,
+    body=EmptyBody,
+    billing="config",
+)
 @endpoint
 async def pause_backup(ctx: ApiContext) -> Response:
     """Pause a backup
@@ -94,6 +155,15 @@ async def pause_backup(ctx: ApiContext) -> Response:
     return answer(await ctx.facade.backups.pause(grant, backup_id))
 
 
+@routes(
+    "POST",
+    "/v1/backups/{bid}/resume",
+    Backup,
+    "The backup.",
+    needs=RESUME_BACKUP,
+    body=EmptyBody,
+    billing="config",
+)
 @endpoint
 async def resume_backup(ctx: ApiContext) -> Response:
     """Resume a backup
@@ -106,6 +176,15 @@ async def resume_backup(ctx: ApiContext) -> Response:
     return answer(await ctx.facade.backups.resume(grant, backup_id))
 
 
+@routes(
+    "DELETE",
+    "/v1/backups/{bid}",
+    None,
+    "Deleted.",
+    needs=DELETE_BACKUP,
+    billing="config",
+    errors={"artifact_locked": "one of its artifacts is inside its lock window"},
+)
 @endpoint
 async def delete_backup(ctx: ApiContext) -> Response:
     """Delete a backup
@@ -116,116 +195,3 @@ async def delete_backup(ctx: ApiContext) -> Response:
     grant = await ctx.facade.access.authorize(caller, DELETE_BACKUP, target_id=backup_id)
     await ctx.facade.backups.delete(grant, backup_id)
     return no_content()
-
-
-routes: list[BaseRoute] = [
-    api(
-        "POST",
-        "/v1/workspaces/{wid}/backups",
-        create_backup,
-        "createBackup",
-        "Backups",
-        (201, Backup, "The new backup."),
-        needs=CREATE_BACKUP,
-        body=BackupCreate,
-        idempotent=True,
-        billing="config",
-        errors={
-            "invalid_request": "`kind` is not one of the kinds",
-            "quota_exceeded": "`backups_per_workspace` is reached",
-            "name_taken": "a backup of this name (case-insensitive) exists",
-        },
-    ),
-    api(
-        "GET",
-        "/v1/workspaces/{wid}/backups",
-        list_backups,
-        "listBackups",
-        "Backups",
-        (200, Paged(Backup), "One page of backups."),
-        needs=READ_BACKUPS,
-        paginated=True,
-    ),
-    api(
-        "GET",
-        "/v1/backups/{bid}",
-        get_backup,
-        "getBackup",
-        "Backups",
-        (200, Backup, "The backup."),
-        needs=READ_BACKUPS,
-        errors={"not_found": "no such backup in the caller's workspace"},
-    ),
-    api(
-        "PATCH",
-        "/v1/backups/{bid}",
-        patch_backup,
-        "updateBackup",
-        "Backups",
-        (200, Backup, "The whole updated backup."),
-        needs=UPDATE_BACKUP,
-        body=BackupUpdate,
-        billing="config",
-        errors={
-            "invalid_request": (
-                "`kind` or another unknown field, a bad cron expression or time zone, a duration "
-                "with months or years, an `endpoint` that is not an http(s) URL, `credentials` or"
-                " `destination_credentials` of no known shape (a missing or unknown key)"
-            ),
-            "not_found": "no such backup in the caller's workspace",
-            "validation_failed": (
-                "a kind rule: `worker_id` on a non-local backup or naming no worker of this "
-                "workspace, `source` or `credentials` on a local or manual backup, `schedule` on "
-                "a manual backup, a source type not offered for the kind, credentials of the "
-                "other source type's shape"
-            ),
-            "name_taken": "another backup has this name (case-insensitive)",
-            "retention_immutable": "a different retention policy is already set",
-            "lock_exceeds_expiry": "`lock_for` is longer than `expire_after`",
-        },
-    ),
-    api(
-        "DELETE",
-        "/v1/backups/{bid}",
-        delete_backup,
-        "deleteBackup",
-        "Backups",
-        (204, None, "Deleted."),
-        needs=DELETE_BACKUP,
-        billing="config",
-        errors={
-            "not_found": "no such backup in the caller's workspace",
-            "artifact_locked": "one of its artifacts is inside its lock window",
-        },
-    ),
-    api(
-        "POST",
-        "/v1/backups/{bid}/pause",
-        pause_backup,
-        "pauseBackup",
-        "Backups",
-        (200, Backup, "The backup."),
-        needs=PAUSE_BACKUP,
-        body=EmptyBody,
-        body_required=False,
-        billing="config",
-        errors={
-            "not_found": "no such backup in the caller's workspace",
-        },
-    ),
-    api(
-        "POST",
-        "/v1/backups/{bid}/resume",
-        resume_backup,
-        "resumeBackup",
-        "Backups",
-        (200, Backup, "The backup."),
-        needs=RESUME_BACKUP,
-        body=EmptyBody,
-        body_required=False,
-        billing="config",
-        errors={
-            "not_found": "no such backup in the caller's workspace",
-        },
-    ),
-]

@@ -20,9 +20,8 @@ import attrs
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import BaseRoute
 
-from strongroom.adapters.http.openapi import HTML, Auth, Json, api, document_for
+from strongroom.adapters.http.openapi import HTML, Auth, Json, Routes, document_for
 
 _STATE_KEY = "openapi_published"
 _METHODS = ("get", "post", "put", "patch", "delete")
@@ -61,6 +60,9 @@ PAGE_HEADERS = {
 }
 
 
+routes = Routes("Documentation")
+
+
 @attrs.frozen
 class Published:
     """The document as served: its JSON text and its HTML page."""
@@ -82,6 +84,14 @@ def published(app: Starlette) -> Published:
     return cached
 
 
+@routes(
+    "GET",
+    "/openapi.json",
+    {"application/json": {"schema": {"type": "object"}}},
+    "The document.",
+    operation_id="getOpenApiDocument",
+    auth=Auth.NONE,
+)
 async def openapi_document(request: Request) -> Response:
     """This OpenAPI document
 
@@ -89,6 +99,7 @@ async def openapi_document(request: Request) -> Response:
     return Response(published(request.app).json, media_type="application/json")
 
 
+@routes("GET", "/docs", HTML, "The page.", operation_id="getDocsPage", auth=Auth.NONE)
 async def docs_page(request: Request) -> Response:
     """API reference page
 
@@ -98,28 +109,6 @@ async def docs_page(request: Request) -> Response:
         media_type="text/html; charset=utf-8",
         headers=PAGE_HEADERS,
     )
-
-
-routes: list[BaseRoute] = [
-    api(
-        "GET",
-        "/openapi.json",
-        openapi_document,
-        "getOpenApiDocument",
-        "Documentation",
-        (200, {"application/json": {"schema": {"type": "object"}}}, "The document."),
-        auth=Auth.NONE,
-    ),
-    api(
-        "GET",
-        "/docs",
-        docs_page,
-        "getDocsPage",
-        "Documentation",
-        (200, HTML, "The page."),
-        auth=Auth.NONE,
-    ),
-]
 
 
 # --------------------------------------------------------------------------------------

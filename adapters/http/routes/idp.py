@@ -24,7 +24,6 @@ from urllib.parse import parse_qs, unquote_plus
 
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
-from starlette.routing import BaseRoute
 
 from strongroom.adapters.http.context import ApiContext, endpoint, render_json
 from strongroom.adapters.http.errors import STATUS_BY_CODE, error_response, retry_after
@@ -33,7 +32,7 @@ from strongroom.adapters.http.openapi import (
     HTML,
     OAUTH_ERRORS,
     Auth,
-    api,
+    Routes,
     oauth_responses,
     ref,
 )
@@ -74,6 +73,10 @@ HTML_HEADERS = {
 
 
 # Forms.
+
+
+IDP_OFF = "another identity provider is configured (every `/idp` route is 404)"
+routes = Routes("Identity provider", auth=Auth.NONE, errors={"not_found": IDP_OFF})
 
 
 def is_form_content_type(content_type: str | None) -> bool:
@@ -275,6 +278,28 @@ def device_page(
 # Endpoints.
 
 
+@routes(
+    "POST",
+    "/idp/signup",
+    SignupResult,
+    "The new account.",
+    201,
+    operation_id="idpSignup",
+    body=SignupForm,
+    media_type=FORM,
+    errors={
+        "invalid_request": (
+            "the body is not a URL-encoded form, a field is missing, unknown or repeated, the"
+            " email is not an email address, the password is not 8 to 1024 characters, or the"
+            " name is invalid"
+        ),
+        "not_found": (
+            "sign-up is off; another identity provider is configured (every `/idp` route is 404)"
+        ),
+        "name_taken": "an account with this email exists",
+        "upstream_unavailable": "the database or another dependency failed",
+    },
+)
 @endpoint
 async def signup(ctx: ApiContext) -> Response:
     """Sign up
@@ -306,6 +331,19 @@ async def _authorize_device(ctx: ApiContext) -> Response:
     return _json(present(authorization), 200, NO_STORE)
 
 
+@routes(
+    "POST",
+    "/idp/device/code",
+    DeviceAuthorization,
+    "The device authorization.",
+    operation_id="idpDeviceCode",
+    body=DeviceCodeForm,
+    media_type=FORM,
+    errors={
+        "upstream_unavailable": "the database or another dependency failed",
+    },
+    extra_responses=oauth_responses("invalid_request", "invalid_client"),
+)
 async def device_authorization(request: Request) -> Response:
     """Start a device authorization
 
@@ -322,6 +360,22 @@ async def device_authorization(request: Request) -> Response:
         return _oauth_error("invalid_request", error.message)
 
 
+@routes(
+    "GET",
+    "/idp/device",
+    HTML,
+    "The page.",
+    operation_id="idpDevicePage",
+    parameters=(
+        {
+            "name": "user_code",
+            "in": "query",
+            "required": False,
+            "description": "Pre-fills the code (from `verification_uri_complete`).",
+            "schema": {"type": "string"},
+        },
+    ),
+)
 @endpoint
 async def show_device_page(ctx: ApiContext) -> Response:
     """Device approval page
@@ -333,6 +387,28 @@ async def show_device_page(ctx: ApiContext) -> Response:
     return device_page(ctx, user_code=ctx.request.query_params.get("user_code", ""))
 
 
+@routes(
+    "POST",
+    "/idp/device",
+    {**HTML, "application/json": {"schema": ref("DeviceDecision")}},
+    "The decision is recorded.",
+    operation_id="idpDeviceDecision",
+    body=DeviceDecisionForm,
+    media_type=FORM,
+    errors={
+        "invalid_request": (
+            "wrong email or password, unknown or expired user code, a `decision` other "
+            "than `approve` or `deny`, or a body that is not a URL-encoded form of exactly "
+            "these fields"
+        ),
+        "rate_limited": (
+            "too many failed attempts for this email from this address, or from this "
+            "address (`Retry-After` says when to try again)"
+        ),
+        "upstream_unavailable": "the database or another dependency failed",
+    },
+    html_errors=(400, 429, 502),
+)
 @endpoint
 async def decide(ctx: ApiContext) -> Response:
     """Approve or deny a user code
@@ -421,6 +497,19 @@ async def _exchange(ctx: ApiContext) -> Response:
     return _json(present(issued), 200, NO_STORE)
 
 
+@routes(
+    "POST",
+    "/idp/token",
+    AccessToken,
+    "The person approved: an access token.",
+    operation_id="idpToken",
+    body=TokenForm,
+    media_type=FORM,
+    errors={
+        "upstream_unavailable": "the database or another dependency failed",
+    },
+    extra_responses=oauth_responses(*OAUTH_ERRORS),
+)
 async def token(request: Request) -> Response:
     """Poll for an access token
 
@@ -437,6 +526,22 @@ async def token(request: Request) -> Response:
         return _oauth_error("invalid_request", error.message)
 
 
+@routes(
+    "GET",
+    "/.well-known/oauth-authorization-server/idp",
+    AuthorizationServerMetadata,
+    "The metadata.",
+    operation_id="getAuthorizationServerMetadataOfIssuer",
+    errors={"not_found": "another identity provider is configured"},
+)
+@routes(
+    "GET",
+    "/.well-known/oauth-authorization-server",
+    AuthorizationServerMetadata,
+    "The metadata.",
+    operation_id="getAuthorizationServerMetadata",
+    errors={"not_found": "another identity provider is configured"},
+)
 @endpoint
 async def server_metadata(ctx: ApiContext) -> Response:
     """Authorization server metadata
@@ -460,133 +565,3 @@ async def server_metadata(ctx: ApiContext) -> Response:
         service_documentation=Uri(f"{ctx.base_url}/docs"),
     )
     return _json(present(metadata), 200, {"Cache-Control": "public, max-age=3600"})
-
-
-METADATA_ERRORS = {"not_found": "another identity provider is configured"}
-
-routes: list[BaseRoute] = [
-    api(
-        "GET",
-        "/.well-known/oauth-authorization-server",
-        server_metadata,
-        "getAuthorizationServerMetadata",
-        "Identity provider",
-        (200, AuthorizationServerMetadata, "The metadata."),
-        auth=Auth.NONE,
-        errors=METADATA_ERRORS,
-    ),
-    api(
-        "GET",
-        "/.well-known/oauth-authorization-server/idp",
-        server_metadata,
-        "getAuthorizationServerMetadataOfIssuer",
-        "Identity provider",
-        (200, AuthorizationServerMetadata, "The metadata."),
-        auth=Auth.NONE,
-        errors=METADATA_ERRORS,
-    ),
-    api(
-        "POST",
-        "/idp/signup",
-        signup,
-        "idpSignup",
-        "Identity provider",
-        (201, SignupResult, "The new account."),
-        auth=Auth.NONE,
-        body=SignupForm,
-        media_type=FORM,
-        errors={
-            "invalid_request": (
-                "the body is not a URL-encoded form, a field is missing, unknown or repeated, the"
-                " email is not an email address, the password is not 8 to 1024 characters, or the"
-                " name is invalid"
-            ),
-            "not_found": (
-                "sign-up is off; another identity provider is configured (every `/idp` route is "
-                "404)"
-            ),
-            "name_taken": "an account with this email exists",
-            "upstream_unavailable": "the database or another dependency failed",
-        },
-    ),
-    api(
-        "POST",
-        "/idp/device/code",
-        device_authorization,
-        "idpDeviceCode",
-        "Identity provider",
-        (200, DeviceAuthorization, "The device authorization."),
-        auth=Auth.NONE,
-        body=DeviceCodeForm,
-        media_type=FORM,
-        errors={
-            "not_found": "another identity provider is configured (every `/idp` route is 404)",
-            "upstream_unavailable": "the database or another dependency failed",
-        },
-        extra_responses=oauth_responses("invalid_request", "invalid_client"),
-    ),
-    api(
-        "GET",
-        "/idp/device",
-        show_device_page,
-        "idpDevicePage",
-        "Identity provider",
-        (200, HTML, "The page."),
-        auth=Auth.NONE,
-        parameters=(
-            {
-                "name": "user_code",
-                "in": "query",
-                "required": False,
-                "description": "Pre-fills the code (from `verification_uri_complete`).",
-                "schema": {"type": "string"},
-            },
-        ),
-        errors={"not_found": "another identity provider is configured (every `/idp` route is 404)"},
-    ),
-    api(
-        "POST",
-        "/idp/device",
-        decide,
-        "idpDeviceDecision",
-        "Identity provider",
-        (
-            200,
-            {**HTML, "application/json": {"schema": ref("DeviceDecision")}},
-            "The decision is recorded.",
-        ),
-        auth=Auth.NONE,
-        body=DeviceDecisionForm,
-        media_type=FORM,
-        errors={
-            "invalid_request": (
-                "wrong email or password, unknown or expired user code, a `decision` other "
-                "than `approve` or `deny`, or a body that is not a URL-encoded form of exactly "
-                "these fields"
-            ),
-            "rate_limited": (
-                "too many failed attempts for this email from this address, or from this "
-                "address (`Retry-After` says when to try again)"
-            ),
-            "not_found": "another identity provider is configured (every `/idp` route is 404)",
-            "upstream_unavailable": "the database or another dependency failed",
-        },
-        html_errors=(400, 429, 502),
-    ),
-    api(
-        "POST",
-        "/idp/token",
-        token,
-        "idpToken",
-        "Identity provider",
-        (200, AccessToken, "The person approved: an access token."),
-        auth=Auth.NONE,
-        body=TokenForm,
-        media_type=FORM,
-        errors={
-            "not_found": "another identity provider is configured (every `/idp` route is 404)",
-            "upstream_unavailable": "the database or another dependency failed",
-        },
-        extra_responses=oauth_responses(*OAUTH_ERRORS),
-    ),
-]

@@ -10,10 +10,9 @@ from datetime import datetime
 from typing import Any
 
 from starlette.responses import Response
-from starlette.routing import BaseRoute
 
 from strongroom.adapters.http.context import ApiContext, answer, endpoint
-from strongroom.adapters.http.openapi import Paged, api
+from strongroom.adapters.http.openapi import Paged, Routes
 from strongroom.adapters.http.shapes import EmptyBody, Invitation, InvitationCreate, Membership
 from strongroom.adapters.http.wire import listing, present
 from strongroom.domain.invitations import Invitation as DomainInvitation
@@ -23,6 +22,8 @@ from strongroom.ports.driving.invitations import (
     CREATE_INVITATION,
     READ_INVITATIONS,
 )
+
+routes = Routes("Members")
 
 
 def presented(invitation: DomainInvitation, now: datetime) -> Any:
@@ -35,6 +36,23 @@ def listed(page: Page[DomainInvitation], now: datetime) -> Any:
     return listing(page, lambda item: presented(item, now))
 
 
+@routes(
+    "POST",
+    "/v1/workspaces/{wid}/invitations",
+    Invitation,
+    "The invitation.",
+    201,
+    needs=CREATE_INVITATION,
+    body=InvitationCreate,
+    idempotent=True,
+    billing="config",
+    errors={
+        "invalid_request": "`email` is not an email address; bad `role` slug",
+        "forbidden": "the role holds a permission the caller lacks",
+        "validation_failed": "the role does not exist in the workspace",
+        "quota_exceeded": "`members_per_workspace` is reached",
+    },
+)
 @endpoint
 async def create_invitation(ctx: ApiContext) -> Response:
     """Invite a person
@@ -59,6 +77,14 @@ async def create_invitation(ctx: ApiContext) -> Response:
     return answer(presented(invitation, now), 201)
 
 
+@routes(
+    "GET",
+    "/v1/workspaces/{wid}/invitations",
+    Paged(Invitation),
+    "One page of invitations.",
+    needs=READ_INVITATIONS,
+    paginated=True,
+)
 @endpoint
 async def list_invitations(ctx: ApiContext) -> Response:
     """List invitations
@@ -72,6 +98,23 @@ async def list_invitations(ctx: ApiContext) -> Response:
     return answer(listed(page, now))
 
 
+@routes(
+    "POST",
+    "/v1/invitations/{id}/accept",
+    Membership,
+    "The new membership.",
+    body=EmptyBody,
+    billing="config",
+    person=True,
+    errors={
+        "not_found": "no such invitation, or one addressed to another email",
+        "quota_exceeded": "`members_per_workspace` is reached",
+        "invalid_state": (
+            "the invitation is expired or already used, the person is already a member, or "
+            "its role no longer exists"
+        ),
+    },
+)
 @endpoint
 async def accept_invitation(ctx: ApiContext) -> Response:
     """Accept an invitation
@@ -84,55 +127,3 @@ async def accept_invitation(ctx: ApiContext) -> Response:
     ctx.empty_body()
     membership = await ctx.facade.invitations.accept(caller, invitation_id)
     return answer(membership)
-
-
-routes: list[BaseRoute] = [
-    api(
-        "POST",
-        "/v1/workspaces/{wid}/invitations",
-        create_invitation,
-        "createInvitation",
-        "Members",
-        (201, Invitation, "The invitation."),
-        needs=CREATE_INVITATION,
-        body=InvitationCreate,
-        idempotent=True,
-        billing="config",
-        errors={
-            "invalid_request": "`email` is not an email address; bad `role` slug",
-            "forbidden": "the role holds a permission the caller lacks",
-            "validation_failed": "the role does not exist in the workspace",
-            "quota_exceeded": "`members_per_workspace` is reached",
-        },
-    ),
-    api(
-        "GET",
-        "/v1/workspaces/{wid}/invitations",
-        list_invitations,
-        "listInvitations",
-        "Members",
-        (200, Paged(Invitation), "One page of invitations."),
-        needs=READ_INVITATIONS,
-        paginated=True,
-    ),
-    api(
-        "POST",
-        "/v1/invitations/{id}/accept",
-        accept_invitation,
-        "acceptInvitation",
-        "Members",
-        (200, Membership, "The new membership."),
-        body=EmptyBody,
-        body_required=False,
-        billing="config",
-        person=True,
-        errors={
-            "not_found": "no such invitation, or one addressed to another email",
-            "quota_exceeded": "`members_per_workspace` is reached",
-            "invalid_state": (
-                "the invitation is expired or already used, the person is already a member, or "
-                "its role no longer exists"
-            ),
-        },
-    ),
-]

@@ -9,10 +9,9 @@ from __future__ import annotations
 from typing import Any
 
 from starlette.responses import Response
-from starlette.routing import BaseRoute
 
 from strongroom.adapters.http.context import ApiContext, answer, endpoint, json_response, no_content
-from strongroom.adapters.http.openapi import Paged, api
+from strongroom.adapters.http.openapi import Paged, Routes
 from strongroom.adapters.http.shapes import (
     ApiKey,
     ApiKeyCreate,
@@ -35,6 +34,8 @@ from strongroom.ports.driving.machines import (
     IssuedWorker,
 )
 
+routes = Routes("Workers")
+
 
 def issued_api_key(issued: IssuedApiKey) -> Any:
     """A new API key with its token (shown only in this response)."""
@@ -46,6 +47,27 @@ def issued_worker(issued: IssuedWorker) -> Any:
     return present(issued.worker, WorkerWithToken, token=issued.token)
 
 
+@routes(
+    "POST",
+    "/v1/api-keys",
+    ApiKeyWithToken,
+    "The new key with its token.",
+    201,
+    tag="API keys",
+    needs=CREATE_API_KEY,
+    body=ApiKeyCreate,
+    idempotent=True,
+    billing="config",
+    errors={
+        "forbidden": "a requested permission is not the caller's own",
+        "invalid_request": (
+            "`name` is empty or longer than 100; `expires_at` is not an RFC 3339 timestamp "
+            "with a time zone, or its UTC instant falls outside the years 0001-9999"
+        ),
+        "validation_failed": "a permission outside the catalog, or `expires_at` not in the future",
+        "quota_exceeded": "`api_keys_per_workspace` is reached",
+    },
+)
 @endpoint
 async def create_api_key(ctx: ApiContext) -> Response:
     """Create an API key
@@ -67,6 +89,15 @@ async def create_api_key(ctx: ApiContext) -> Response:
     return json_response(issued_api_key(issued), 201)
 
 
+@routes(
+    "GET",
+    "/v1/api-keys",
+    Paged(ApiKey),
+    "One page of keys.",
+    tag="API keys",
+    needs=READ_API_KEYS,
+    paginated=True,
+)
 @endpoint
 async def list_api_keys(ctx: ApiContext) -> Response:
     """List API keys
@@ -78,6 +109,7 @@ async def list_api_keys(ctx: ApiContext) -> Response:
     return answer(page)
 
 
+@routes("GET", "/v1/api-keys/{id}", ApiKey, "The key.", tag="API keys", needs=READ_API_KEYS)
 @endpoint
 async def get_api_key(ctx: ApiContext) -> Response:
     """Read an API key
@@ -89,6 +121,16 @@ async def get_api_key(ctx: ApiContext) -> Response:
     return answer(await ctx.facade.api_keys.get(grant, key_id))
 
 
+@routes(
+    "DELETE",
+    "/v1/api-keys/{id}",
+    None,
+    "Revoked.",
+    tag="API keys",
+    needs=DELETE_API_KEY,
+    empty_body=True,
+    billing="config",
+)
 @endpoint
 async def delete_api_key(ctx: ApiContext) -> Response:
     """Revoke an API key
@@ -102,6 +144,21 @@ async def delete_api_key(ctx: ApiContext) -> Response:
     return no_content()
 
 
+@routes(
+    "POST",
+    "/v1/workers",
+    WorkerWithToken,
+    "The new worker with its token.",
+    201,
+    needs=CREATE_WORKER,
+    body=WorkerCreate,
+    idempotent=True,
+    billing="config",
+    errors={
+        "invalid_request": "`name` is empty or longer than 100",
+        "quota_exceeded": "`workers_per_workspace` is reached",
+    },
+)
 @endpoint
 async def create_worker(ctx: ApiContext) -> Response:
     """Register a worker
@@ -120,6 +177,9 @@ async def create_worker(ctx: ApiContext) -> Response:
     return json_response(issued_worker(issued), 201)
 
 
+@routes(
+    "GET", "/v1/workers", Paged(Worker), "One page of workers.", needs=READ_WORKERS, paginated=True
+)
 @endpoint
 async def list_workers(ctx: ApiContext) -> Response:
     """List workers
@@ -131,6 +191,7 @@ async def list_workers(ctx: ApiContext) -> Response:
     return answer(page)
 
 
+@routes("GET", "/v1/workers/{id}", Worker, "The worker.", needs=READ_WORKERS)
 @endpoint
 async def get_worker(ctx: ApiContext) -> Response:
     """Read a worker
@@ -142,6 +203,15 @@ async def get_worker(ctx: ApiContext) -> Response:
     return answer(await ctx.facade.workers.get(grant, worker_id))
 
 
+@routes(
+    "POST",
+    "/v1/workers/{id}/rotate",
+    WorkerWithToken,
+    "The worker with its new token.",
+    needs=ROTATE_WORKER,
+    body=EmptyBody,
+    billing="config",
+)
 @endpoint
 async def rotate_worker(ctx: ApiContext) -> Response:
     """Rotate a worker's credential
@@ -155,6 +225,16 @@ async def rotate_worker(ctx: ApiContext) -> Response:
     return json_response(issued_worker(await ctx.facade.workers.rotate(grant, worker_id)))
 
 
+@routes(
+    "DELETE",
+    "/v1/workers/{id}",
+    None,
+    "Deleted.",
+    needs=DELETE_WORKER,
+    empty_body=True,
+    billing="config",
+    errors={"invalid_state": "backups are assigned to the worker"},
+)
 @endpoint
 async def delete_worker(ctx: ApiContext) -> Response:
     """Delete a worker
@@ -167,130 +247,3 @@ async def delete_worker(ctx: ApiContext) -> Response:
     ctx.empty_body()
     await ctx.facade.workers.delete(grant, worker_id)
     return no_content()
-
-
-routes: list[BaseRoute] = [
-    api(
-        "POST",
-        "/v1/api-keys",
-        create_api_key,
-        "createApiKey",
-        "API keys",
-        (201, ApiKeyWithToken, "The new key with its token."),
-        needs=CREATE_API_KEY,
-        body=ApiKeyCreate,
-        idempotent=True,
-        billing="config",
-        errors={
-            "forbidden": "a requested permission is not the caller's own",
-            "invalid_request": (
-                "`name` is empty or longer than 100; `expires_at` is not an RFC 3339 timestamp "
-                "with a time zone, or its UTC instant falls outside the years 0001-9999"
-            ),
-            "validation_failed": (
-                "a permission outside the catalog, or `expires_at` not in the future"
-            ),
-            "quota_exceeded": "`api_keys_per_workspace` is reached",
-        },
-    ),
-    api(
-        "GET",
-        "/v1/api-keys",
-        list_api_keys,
-        "listApiKeys",
-        "API keys",
-        (200, Paged(ApiKey), "One page of keys."),
-        needs=READ_API_KEYS,
-        paginated=True,
-    ),
-    api(
-        "GET",
-        "/v1/api-keys/{id}",
-        get_api_key,
-        "getApiKey",
-        "API keys",
-        (200, ApiKey, "The key."),
-        needs=READ_API_KEYS,
-        errors={"not_found": "no such API key in the caller's workspace"},
-    ),
-    api(
-        "DELETE",
-        "/v1/api-keys/{id}",
-        delete_api_key,
-        "deleteApiKey",
-        "API keys",
-        (204, None, "Revoked."),
-        needs=DELETE_API_KEY,
-        empty_body=True,
-        billing="config",
-        errors={
-            "not_found": "no such API key in the caller's workspace",
-        },
-    ),
-    api(
-        "POST",
-        "/v1/workers",
-        create_worker,
-        "createWorker",
-        "Workers",
-        (201, WorkerWithToken, "The new worker with its token."),
-        needs=CREATE_WORKER,
-        body=WorkerCreate,
-        idempotent=True,
-        billing="config",
-        errors={
-            "invalid_request": "`name` is empty or longer than 100",
-            "quota_exceeded": "`workers_per_workspace` is reached",
-        },
-    ),
-    api(
-        "GET",
-        "/v1/workers",
-        list_workers,
-        "listWorkers",
-        "Workers",
-        (200, Paged(Worker), "One page of workers."),
-        needs=READ_WORKERS,
-        paginated=True,
-    ),
-    api(
-        "GET",
-        "/v1/workers/{id}",
-        get_worker,
-        "getWorker",
-        "Workers",
-        (200, Worker, "The worker."),
-        needs=READ_WORKERS,
-        errors={"not_found": "no such worker in the caller's workspace"},
-    ),
-    api(
-        "DELETE",
-        "/v1/workers/{id}",
-        delete_worker,
-        "deleteWorker",
-        "Workers",
-        (204, None, "Deleted."),
-        needs=DELETE_WORKER,
-        empty_body=True,
-        billing="config",
-        errors={
-            "not_found": "no such worker in the caller's workspace",
-            "invalid_state": "backups are assigned to the worker",
-        },
-    ),
-    api(
-        "POST",
-        "/v1/workers/{id}/rotate",
-        rotate_worker,
-        "rotateWorker",
-        "Workers",
-        (200, WorkerWithToken, "The worker with its new token."),
-        needs=ROTATE_WORKER,
-        body=EmptyBody,
-        body_required=False,
-        billing="config",
-        errors={
-            "not_found": "no such worker in the caller's workspace",
-        },
-    ),
-]

@@ -7,10 +7,9 @@ permission (``authorize``), body, then the use case.
 from __future__ import annotations
 
 from starlette.responses import Response
-from starlette.routing import BaseRoute
 
 from strongroom.adapters.http.context import ApiContext, answer, endpoint, no_content
-from strongroom.adapters.http.openapi import Paged, api
+from strongroom.adapters.http.openapi import Paged, Routes
 from strongroom.adapters.http.shapes import Member, MemberUpdate, Role, RoleCreate, RoleUpdate
 from strongroom.domain.role_pages import decode_role_cursor, page_of_roles
 from strongroom.ports.driving.members import (
@@ -24,12 +23,22 @@ from strongroom.ports.driving.members import (
     check_role_slug,
 )
 
+routes = Routes("Members")
+
 
 def _path_slug(ctx: ApiContext) -> str:
     slug: str = ctx.request.path_params["slug"]
     return check_role_slug(slug)
 
 
+@routes(
+    "GET",
+    "/v1/workspaces/{wid}/members",
+    Paged(Member),
+    "One page of members.",
+    needs=READ_MEMBERS,
+    paginated=True,
+)
 @endpoint
 async def list_members(ctx: ApiContext) -> Response:
     """List members
@@ -42,6 +51,25 @@ async def list_members(ctx: ApiContext) -> Response:
     return answer(page)
 
 
+@routes(
+    "PATCH",
+    "/v1/workspaces/{wid}/members/{id}",
+    Member,
+    "The member.",
+    operation_id="updateMember",
+    needs=UPDATE_MEMBER,
+    body=MemberUpdate,
+    billing="config",
+    errors={
+        "invalid_request": "`role` is not a well-formed role slug",
+        "forbidden": (
+            "the new role, or the member's current role, holds a permission the caller lacks"
+        ),
+        "not_found": "no such member of the workspace",
+        "validation_failed": "the role does not exist in the workspace",
+        "last_admin": "the member is the last admin",
+    },
+)
 @endpoint
 async def patch_member(ctx: ApiContext) -> Response:
     """Change a member's role
@@ -60,6 +88,22 @@ async def patch_member(ctx: ApiContext) -> Response:
     return answer(member)
 
 
+@routes(
+    "DELETE",
+    "/v1/workspaces/{wid}/members/{id}",
+    None,
+    "Removed.",
+    needs=DELETE_MEMBER,
+    empty_body=True,
+    billing="config",
+    errors={
+        "forbidden": (
+            "the new role, or the member's current role, holds a permission the caller lacks"
+        ),
+        "not_found": "no such member of the workspace",
+        "last_admin": "the member is the last admin",
+    },
+)
 @endpoint
 async def delete_member(ctx: ApiContext) -> Response:
     """Remove a member
@@ -78,6 +122,7 @@ async def delete_member(ctx: ApiContext) -> Response:
     return no_content()
 
 
+@routes("GET", "/v1/workspaces/{wid}/roles", Paged(Role), "The roles.", needs=READ_ROLES)
 @endpoint
 async def list_roles(ctx: ApiContext) -> Response:
     """List roles
@@ -96,6 +141,23 @@ async def list_roles(ctx: ApiContext) -> Response:
     return answer({"data": roles, "next_cursor": next_cursor})
 
 
+@routes(
+    "POST",
+    "/v1/workspaces/{wid}/roles",
+    Role,
+    "The new role.",
+    201,
+    needs=CREATE_ROLE,
+    body=RoleCreate,
+    idempotent=True,
+    billing="config",
+    errors={
+        "invalid_request": "`slug` is not a well-formed role slug; bad `name`",
+        "forbidden": "a permission of the role is not the caller's own",
+        "validation_failed": "a permission outside the catalog",
+        "name_taken": "the workspace has a role with this slug (built-in too)",
+    },
+)
 @endpoint
 async def create_role(ctx: ApiContext) -> Response:
     """Create a custom role
@@ -111,6 +173,17 @@ async def create_role(ctx: ApiContext) -> Response:
     return answer(role, 201)
 
 
+@routes(
+    "GET",
+    "/v1/workspaces/{wid}/roles/{slug}",
+    Role,
+    "The role.",
+    needs=READ_ROLES,
+    errors={
+        "invalid_request": "`slug` in the path is not a well-formed role slug",
+        "not_found": "no such role in the workspace",
+    },
+)
 @endpoint
 async def get_role(ctx: ApiContext) -> Response:
     """Read a role
@@ -123,6 +196,23 @@ async def get_role(ctx: ApiContext) -> Response:
     return answer(await ctx.facade.roles.get(grant, workspace_id, slug))
 
 
+@routes(
+    "PATCH",
+    "/v1/workspaces/{wid}/roles/{slug}",
+    Role,
+    "The role.",
+    operation_id="updateRole",
+    needs=UPDATE_ROLE,
+    body=RoleUpdate,
+    billing="config",
+    errors={
+        "invalid_request": "`slug` in the path is not a well-formed role slug",
+        "forbidden": "a permission of the role, old or new, is not the caller's own",
+        "not_found": "no such role in the workspace",
+        "validation_failed": "a permission outside the catalog",
+        "invalid_state": "the role is built-in (`admin`, `member`, `viewer`)",
+    },
+)
 @endpoint
 async def patch_role(ctx: ApiContext) -> Response:
     """Change a custom role
@@ -142,6 +232,24 @@ async def patch_role(ctx: ApiContext) -> Response:
     return answer(role)
 
 
+@routes(
+    "DELETE",
+    "/v1/workspaces/{wid}/roles/{slug}",
+    None,
+    "Deleted.",
+    needs=DELETE_ROLE,
+    empty_body=True,
+    billing="config",
+    errors={
+        "invalid_request": "`slug` in the path is not a well-formed role slug",
+        "forbidden": "the role holds a permission the caller lacks",
+        "not_found": "no such role in the workspace",
+        "invalid_state": (
+            "the role is built-in (`admin`, `member`, `viewer`); members or pending "
+            "invitations hold the role"
+        ),
+    },
+)
 @endpoint
 async def delete_role(ctx: ApiContext) -> Response:
     """Delete a custom role
@@ -157,137 +265,3 @@ async def delete_role(ctx: ApiContext) -> Response:
     ctx.empty_body()
     await ctx.facade.roles.delete(grant, workspace_id, slug)
     return no_content()
-
-
-routes: list[BaseRoute] = [
-    api(
-        "GET",
-        "/v1/workspaces/{wid}/members",
-        list_members,
-        "listMembers",
-        "Members",
-        (200, Paged(Member), "One page of members."),
-        needs=READ_MEMBERS,
-        paginated=True,
-    ),
-    api(
-        "PATCH",
-        "/v1/workspaces/{wid}/members/{id}",
-        patch_member,
-        "updateMember",
-        "Members",
-        (200, Member, "The member."),
-        needs=UPDATE_MEMBER,
-        body=MemberUpdate,
-        billing="config",
-        errors={
-            "invalid_request": "`role` is not a well-formed role slug",
-            "forbidden": (
-                "the new role, or the member's current role, holds a permission the caller lacks"
-            ),
-            "not_found": "no such member of the workspace",
-            "validation_failed": "the role does not exist in the workspace",
-            "last_admin": "the member is the last admin",
-        },
-    ),
-    api(
-        "DELETE",
-        "/v1/workspaces/{wid}/members/{id}",
-        delete_member,
-        "deleteMember",
-        "Members",
-        (204, None, "Removed."),
-        needs=DELETE_MEMBER,
-        empty_body=True,
-        billing="config",
-        errors={
-            "forbidden": (
-                "the new role, or the member's current role, holds a permission the caller lacks"
-            ),
-            "not_found": "no such member of the workspace",
-            "last_admin": "the member is the last admin",
-        },
-    ),
-    api(
-        "GET",
-        "/v1/workspaces/{wid}/roles",
-        list_roles,
-        "listRoles",
-        "Members",
-        (
-            200,
-            Paged(Role),
-            "The roles.",
-        ),
-        needs=READ_ROLES,
-    ),
-    api(
-        "POST",
-        "/v1/workspaces/{wid}/roles",
-        create_role,
-        "createRole",
-        "Members",
-        (201, Role, "The new role."),
-        needs=CREATE_ROLE,
-        body=RoleCreate,
-        idempotent=True,
-        billing="config",
-        errors={
-            "invalid_request": "`slug` is not a well-formed role slug; bad `name`",
-            "forbidden": "a permission of the role is not the caller's own",
-            "validation_failed": "a permission outside the catalog",
-            "name_taken": "the workspace has a role with this slug (built-in too)",
-        },
-    ),
-    api(
-        "GET",
-        "/v1/workspaces/{wid}/roles/{slug}",
-        get_role,
-        "getRole",
-        "Members",
-        (200, Role, "The role."),
-        needs=READ_ROLES,
-        errors={
-            "invalid_request": "`slug` in the path is not a well-formed role slug",
-            "not_found": "no such role in the workspace",
-        },
-    ),
-    api(
-        "PATCH",
-        "/v1/workspaces/{wid}/roles/{slug}",
-        patch_role,
-        "updateRole",
-        "Members",
-        (200, Role, "The role."),
-        needs=UPDATE_ROLE,
-        body=RoleUpdate,
-        billing="config",
-        errors={
-            "invalid_request": "`slug` in the path is not a well-formed role slug",
-            "forbidden": "a permission of the role, old or new, is not the caller's own",
-            "not_found": "no such role in the workspace",
-            "validation_failed": "a permission outside the catalog",
-            "invalid_state": "the role is built-in (`admin`, `member`, `viewer`)",
-        },
-    ),
-    api(
-        "DELETE",
-        "/v1/workspaces/{wid}/roles/{slug}",
-        delete_role,
-        "deleteRole",
-        "Members",
-        (204, None, "Deleted."),
-        needs=DELETE_ROLE,
-        empty_body=True,
-        billing="config",
-        errors={
-            "invalid_request": "`slug` in the path is not a well-formed role slug",
-            "forbidden": "the role holds a permission the caller lacks",
-            "not_found": "no such role in the workspace",
-            "invalid_state": (
-                "the role is built-in (`admin`, `member`, `viewer`); members or pending "
-                "invitations hold the role"
-            ),
-        },
-    ),
-]

@@ -7,14 +7,31 @@ permission (``authorize``), body, then the use case (404, kind rules, billing, s
 from __future__ import annotations
 
 from starlette.responses import Response
-from starlette.routing import BaseRoute
 
 from strongroom.adapters.http.context import ApiContext, answer, endpoint
-from strongroom.adapters.http.openapi import api
+from strongroom.adapters.http.openapi import Routes
 from strongroom.adapters.http.shapes import EmptyBody, Run, RunCreate
 from strongroom.ports.driving.runs import READ_RUN, START_RUN, TRIGGER_BACKUP
 
+routes = Routes("Runs and artifacts")
 
+
+@routes(
+    "POST",
+    "/v1/runs",
+    Run,
+    "The new run.",
+    201,
+    needs=START_RUN,
+    body=RunCreate,
+    idempotent=True,
+    billing="runs",
+    errors={
+        "not_found": "no such backup in the caller's workspace",
+        "validation_failed": "the backup is not manual",
+        "invalid_state": "the backup is a draft or paused",
+    },
+)
 @endpoint
 async def start_run(ctx: ApiContext) -> Response:
     """Start a manual run
@@ -29,6 +46,7 @@ async def start_run(ctx: ApiContext) -> Response:
     return answer(run, 201)
 
 
+@routes("GET", "/v1/runs/{run_id}", Run, "The run.", needs=READ_RUN)
 @endpoint
 async def get_run(ctx: ApiContext) -> Response:
     """Read a run
@@ -40,6 +58,22 @@ async def get_run(ctx: ApiContext) -> Response:
     return answer(await ctx.facade.runs.get(grant, run_id))
 
 
+@routes(
+    "POST",
+    "/v1/backups/{bid}/trigger",
+    Run,
+    "The queued run.",
+    202,
+    tag="Backups",
+    needs=TRIGGER_BACKUP,
+    body=EmptyBody,
+    idempotent=True,
+    billing="runs",
+    errors={
+        "validation_failed": "the backup is manual (its client starts runs)",
+        "invalid_state": "the backup is a draft or paused",
+    },
+)
 @endpoint
 async def trigger_backup(ctx: ApiContext) -> Response:
     """Trigger a backup
@@ -52,52 +86,3 @@ async def trigger_backup(ctx: ApiContext) -> Response:
     ctx.empty_body()
     run = await ctx.facade.runs.trigger(grant, backup_id, idempotency=ctx.idempotency(status=202))
     return answer(run, 202)
-
-
-routes: list[BaseRoute] = [
-    api(
-        "POST",
-        "/v1/runs",
-        start_run,
-        "startRun",
-        "Runs and artifacts",
-        (201, Run, "The new run."),
-        needs=START_RUN,
-        body=RunCreate,
-        idempotent=True,
-        billing="runs",
-        errors={
-            "not_found": "no such backup in the caller's workspace",
-            "validation_failed": "the backup is not manual",
-            "invalid_state": "the backup is a draft or paused",
-        },
-    ),
-    api(
-        "GET",
-        "/v1/runs/{run_id}",
-        get_run,
-        "getRun",
-        "Runs and artifacts",
-        (200, Run, "The run."),
-        needs=READ_RUN,
-        errors={"not_found": "no such run in the caller's workspace"},
-    ),
-    api(
-        "POST",
-        "/v1/backups/{bid}/trigger",
-        trigger_backup,
-        "triggerBackup",
-        "Backups",
-        (202, Run, "The queued run."),
-        needs=TRIGGER_BACKUP,
-        body=EmptyBody,
-        body_required=False,
-        idempotent=True,
-        billing="runs",
-        errors={
-            "not_found": "no such backup in the caller's workspace",
-            "validation_failed": "the backup is manual (its client starts runs)",
-            "invalid_state": "the backup is a draft or paused",
-        },
-    ),
-]

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
-from starlette.routing import BaseRoute
 
 from strongroom.adapters.http.context import ApiContext, answer, endpoint, no_content
 from strongroom.adapters.http.metrics import metrics_endpoint
-from strongroom.adapters.http.openapi import READINESS_503, Auth, OnePage, api
+from strongroom.adapters.http.openapi import READINESS_503, Auth, OnePage, Routes
 from strongroom.adapters.http.shapes import (
     CliConfig,
     EmptyBody,
@@ -26,6 +25,18 @@ from strongroom.ports.driving.sessions import SIGN_OUT_REFUSAL, SWITCH_REFUSAL
 _ALIVE = b'{"status":"ok"}'
 
 
+routes = Routes("Access")
+
+
+@routes(
+    "GET",
+    "/healthz",
+    Health,
+    "The process is running.",
+    operation_id="getHealth",
+    tag="System",
+    auth=Auth.NONE,
+)
 async def healthz(_request: Request) -> Response:
     """Liveness
 
@@ -33,6 +44,16 @@ async def healthz(_request: Request) -> Response:
     return Response(_ALIVE, media_type="application/json")
 
 
+@routes(
+    "GET",
+    "/readyz",
+    Readiness,
+    "Ready.",
+    operation_id="getReadiness",
+    tag="System",
+    auth=Auth.NONE,
+    extra_responses=READINESS_503,
+)
 async def readyz(request: Request) -> Response:
     """Readiness
 
@@ -46,6 +67,13 @@ async def readyz(request: Request) -> Response:
     )
 
 
+@routes(
+    "GET",
+    "/v1/permissions",
+    OnePage(PermissionEntry, "PermissionList", "The whole permission catalog."),
+    "The catalog.",
+    operation_id="listPermissions",
+)
 @endpoint
 async def permissions(ctx: ApiContext) -> Response:
     """The permission catalog
@@ -57,6 +85,7 @@ async def permissions(ctx: ApiContext) -> Response:
     return answer({"data": catalog, "next_cursor": None})
 
 
+@routes("GET", "/v1/me", Me, "The caller.", operation_id="getMe")
 @endpoint
 async def me(ctx: ApiContext) -> Response:
     """Who am I
@@ -65,6 +94,14 @@ async def me(ctx: ApiContext) -> Response:
     return answer(await ctx.caller(), 200, Me)
 
 
+@routes(
+    "GET",
+    "/v1/auth/cli/config",
+    CliConfig,
+    "The configuration.",
+    operation_id="getCliConfig",
+    auth=Auth.NONE,
+)
 @endpoint
 async def cli_config(ctx: ApiContext) -> Response:
     """Device-code sign-in configuration
@@ -75,6 +112,16 @@ async def cli_config(ctx: ApiContext) -> Response:
     return answer(config)
 
 
+@routes(
+    "POST",
+    "/v1/auth/sessions",
+    Session,
+    "The new session; its token is shown only here.",
+    201,
+    auth=Auth.IDP,
+    body=EmptyBody,
+    idempotent=True,
+)
 @endpoint
 async def create_session(ctx: ApiContext) -> Response:
     """Sign in
@@ -94,6 +141,20 @@ async def create_session(ctx: ApiContext) -> Response:
     return answer(issued, 201)
 
 
+@routes(
+    "POST",
+    "/v1/auth/switch",
+    Session,
+    "The new session; its token is shown only here.",
+    201,
+    operation_id="switchWorkspace",
+    body=SwitchWorkspace,
+    idempotent=True,
+    errors={
+        "forbidden": "a machine credential called it",
+        "not_found": "the caller is not a member of that workspace",
+    },
+)
 @endpoint
 async def switch(ctx: ApiContext) -> Response:
     """Switch workspace
@@ -109,6 +170,14 @@ async def switch(ctx: ApiContext) -> Response:
     return answer(issued, 201)
 
 
+@routes(
+    "DELETE",
+    "/v1/auth/sessions/current",
+    None,
+    "Signed out.",
+    operation_id="deleteCurrentSession",
+    errors={"forbidden": "a machine credential called it; revoke keys instead"},
+)
 @endpoint
 async def sign_out(ctx: ApiContext) -> Response:
     """Sign out
@@ -120,94 +189,12 @@ async def sign_out(ctx: ApiContext) -> Response:
     return no_content()
 
 
-routes: list[BaseRoute] = [
-    api(
-        "GET",
-        "/metrics",
-        metrics_endpoint,
-        "getMetrics",
-        "System",
-        (
-            200,
-            {"text/plain": {"schema": {"type": "string"}}},
-            "The Prometheus text exposition format.",
-        ),
-        auth=Auth.NONE,
-    ),
-    api(
-        "GET",
-        "/healthz",
-        healthz,
-        "getHealth",
-        "System",
-        (200, Health, "The process is running."),
-        auth=Auth.NONE,
-    ),
-    api(
-        "GET",
-        "/readyz",
-        readyz,
-        "getReadiness",
-        "System",
-        (200, Readiness, "Ready."),
-        auth=Auth.NONE,
-        extra_responses=READINESS_503,
-    ),
-    api(
-        "GET",
-        "/v1/permissions",
-        permissions,
-        "listPermissions",
-        "Access",
-        (
-            200,
-            OnePage(PermissionEntry, "PermissionList", "The whole permission catalog."),
-            "The catalog.",
-        ),
-    ),
-    api("GET", "/v1/me", me, "getMe", "Access", (200, Me, "The caller.")),
-    api(
-        "GET",
-        "/v1/auth/cli/config",
-        cli_config,
-        "getCliConfig",
-        "Access",
-        (200, CliConfig, "The configuration."),
-        auth=Auth.NONE,
-    ),
-    api(
-        "POST",
-        "/v1/auth/sessions",
-        create_session,
-        "createSession",
-        "Access",
-        (201, Session, "The new session; its token is shown only here."),
-        auth=Auth.IDP,
-        body=EmptyBody,
-        body_required=False,
-        idempotent=True,
-    ),
-    api(
-        "POST",
-        "/v1/auth/switch",
-        switch,
-        "switchWorkspace",
-        "Access",
-        (201, Session, "The new session; its token is shown only here."),
-        body=SwitchWorkspace,
-        idempotent=True,
-        errors={
-            "forbidden": "a machine credential called it",
-            "not_found": "the caller is not a member of that workspace",
-        },
-    ),
-    api(
-        "DELETE",
-        "/v1/auth/sessions/current",
-        sign_out,
-        "deleteCurrentSession",
-        "Access",
-        (204, None, "Signed out."),
-        errors={"forbidden": "a machine credential called it; revoke keys instead"},
-    ),
-]
+routes(
+    "GET",
+    "/metrics",
+    {"text/plain": {"schema": {"type": "string"}}},
+    "The Prometheus text exposition format.",
+    operation_id="getMetrics",
+    tag="System",
+    auth=Auth.NONE,
+)(metrics_endpoint)

@@ -5,10 +5,9 @@ from __future__ import annotations
 from uuid import UUID
 
 from starlette.responses import Response
-from starlette.routing import BaseRoute
 
 from strongroom.adapters.http.context import ApiContext, answer, endpoint, no_content
-from strongroom.adapters.http.openapi import OnePage, Paged, api
+from strongroom.adapters.http.openapi import OnePage, Paged, Routes
 from strongroom.adapters.http.shapes import (
     AuditEvent,
     MemberWorkspace,
@@ -29,7 +28,17 @@ from strongroom.ports.driving.workspaces import (
     UPDATE_WORKSPACE,
 )
 
+routes = Routes("Workspaces")
 
+
+@routes(
+    "GET",
+    "/v1/workspaces",
+    Paged(MemberWorkspace),
+    "One page of memberships.",
+    paginated=True,
+    errors={"forbidden": "a machine credential (API key or worker) called it"},
+)
 @endpoint
 async def list_workspaces(ctx: ApiContext) -> Response:
     """List my workspaces
@@ -42,6 +51,22 @@ async def list_workspaces(ctx: ApiContext) -> Response:
     return answer(result)
 
 
+@routes(
+    "POST",
+    "/v1/workspaces",
+    Workspace,
+    "The new workspace.",
+    201,
+    body=WorkspaceCreate,
+    idempotent=True,
+    person=True,
+    errors={
+        "quota_exceeded": "the person already created 5 workspaces (`workspaces_per_user`)",
+        "upstream_unavailable": (
+            "the identity provider, billing or object storage failed; nothing is left behind"
+        ),
+    },
+)
 @endpoint
 async def create_workspace(ctx: ApiContext) -> Response:
     """Create a workspace
@@ -55,6 +80,7 @@ async def create_workspace(ctx: ApiContext) -> Response:
     return answer(workspace, 201)
 
 
+@routes("GET", "/v1/workspaces/{wid}", Workspace, "The workspace.", needs=READ_WORKSPACE)
 @endpoint
 async def get_workspace(ctx: ApiContext) -> Response:
     """Read a workspace
@@ -65,6 +91,20 @@ async def get_workspace(ctx: ApiContext) -> Response:
     return answer(workspace)
 
 
+@routes(
+    "PATCH",
+    "/v1/workspaces/{wid}",
+    Workspace,
+    "The updated workspace.",
+    operation_id="updateWorkspace",
+    needs=UPDATE_WORKSPACE,
+    body=WorkspaceUpdate,
+    errors={
+        "billing_restricted": (
+            "the workspace's billing state (`blocked`) refuses configuration changes"
+        )
+    },
+)
 @endpoint
 async def patch_workspace(ctx: ApiContext) -> Response:
     """Rename a workspace
@@ -80,6 +120,14 @@ async def patch_workspace(ctx: ApiContext) -> Response:
     return answer(workspace)
 
 
+@routes(
+    "DELETE",
+    "/v1/workspaces/{wid}",
+    None,
+    "Deleted.",
+    needs=DELETE_WORKSPACE,
+    errors={"artifact_locked": "an artifact in service storage is inside its lock window"},
+)
 @endpoint
 async def delete_workspace(ctx: ApiContext) -> Response:
     """Delete a workspace
@@ -97,6 +145,14 @@ async def delete_workspace(ctx: ApiContext) -> Response:
     return no_content()
 
 
+@routes(
+    "GET",
+    "/v1/workspaces/{wid}/quotas",
+    OnePage(Quota, "QuotaList"),
+    "The quotas.",
+    operation_id="listQuotas",
+    needs=READ_WORKSPACE,
+)
 @endpoint
 async def get_quotas(ctx: ApiContext) -> Response:
     """Quotas
@@ -120,6 +176,45 @@ def _audit_filter(ctx: ApiContext) -> AuditFilter:
     return AuditFilter(action=query.get("action") or None, actor_id=actor, since=when)
 
 
+@routes(
+    "GET",
+    "/v1/workspaces/{wid}/audit",
+    Paged(AuditEvent),
+    "One page of events.",
+    operation_id="listAuditEvents",
+    needs=READ_AUDIT,
+    paginated=True,
+    parameters=(
+        {
+            "name": "action",
+            "in": "query",
+            "required": False,
+            "description": "Only events of this action, e.g. `backup.update`.",
+            "schema": {"type": "string"},
+        },
+        {
+            "name": "actor_id",
+            "in": "query",
+            "required": False,
+            "description": "Only events of this actor.",
+            "schema": {"type": "string", "format": "uuid"},
+        },
+        {
+            "name": "since",
+            "in": "query",
+            "required": False,
+            "description": (
+                "Only events at or after this RFC 3339 timestamp (with a time zone; `Z` for UTC)."
+            ),
+            "schema": {"type": "string", "format": "date-time"},
+        },
+    ),
+    errors={
+        "invalid_request": (
+            "`actor_id` is not a UUID, or `since` is not an RFC 3339 timestamp with a time zone"
+        )
+    },
+)
 @endpoint
 async def list_audit(ctx: ApiContext) -> Response:
     """Audit trail
@@ -133,118 +228,3 @@ async def list_audit(ctx: ApiContext) -> Response:
     page = ctx.page()
     events = await ctx.facade.audit.events(grant, workspace_id, filters, page)
     return answer(events)
-
-
-routes: list[BaseRoute] = [
-    api(
-        "GET",
-        "/v1/workspaces",
-        list_workspaces,
-        "listWorkspaces",
-        "Workspaces",
-        (200, Paged(MemberWorkspace), "One page of memberships."),
-        paginated=True,
-        errors={"forbidden": "a machine credential (API key or worker) called it"},
-    ),
-    api(
-        "POST",
-        "/v1/workspaces",
-        create_workspace,
-        "createWorkspace",
-        "Workspaces",
-        (201, Workspace, "The new workspace."),
-        body=WorkspaceCreate,
-        idempotent=True,
-        person=True,
-        errors={
-            "quota_exceeded": "the person already created 5 workspaces (`workspaces_per_user`)",
-            "upstream_unavailable": (
-                "the identity provider, billing or object storage failed; nothing is left behind"
-            ),
-        },
-    ),
-    api(
-        "GET",
-        "/v1/workspaces/{wid}",
-        get_workspace,
-        "getWorkspace",
-        "Workspaces",
-        (200, Workspace, "The workspace."),
-        needs=READ_WORKSPACE,
-    ),
-    api(
-        "PATCH",
-        "/v1/workspaces/{wid}",
-        patch_workspace,
-        "updateWorkspace",
-        "Workspaces",
-        (200, Workspace, "The updated workspace."),
-        needs=UPDATE_WORKSPACE,
-        body=WorkspaceUpdate,
-        errors={
-            "billing_restricted": (
-                "the workspace's billing state (`blocked`) refuses configuration changes"
-            )
-        },
-    ),
-    api(
-        "DELETE",
-        "/v1/workspaces/{wid}",
-        delete_workspace,
-        "deleteWorkspace",
-        "Workspaces",
-        (204, None, "Deleted."),
-        needs=DELETE_WORKSPACE,
-        errors={"artifact_locked": "an artifact in service storage is inside its lock window"},
-    ),
-    api(
-        "GET",
-        "/v1/workspaces/{wid}/quotas",
-        get_quotas,
-        "listQuotas",
-        "Workspaces",
-        (200, OnePage(Quota, "QuotaList"), "The quotas."),
-        needs=READ_WORKSPACE,
-    ),
-    api(
-        "GET",
-        "/v1/workspaces/{wid}/audit",
-        list_audit,
-        "listAuditEvents",
-        "Workspaces",
-        (200, Paged(AuditEvent), "One page of events."),
-        needs=READ_AUDIT,
-        paginated=True,
-        parameters=(
-            {
-                "name": "action",
-                "in": "query",
-                "required": False,
-                "description": "Only events of this action, e.g. `backup.update`.",
-                "schema": {"type": "string"},
-            },
-            {
-                "name": "actor_id",
-                "in": "query",
-                "required": False,
-                "description": "Only events of this actor.",
-                "schema": {"type": "string", "format": "uuid"},
-            },
-            {
-                "name": "since",
-                "in": "query",
-                "required": False,
-                "description": (
-                    "Only events at or after this RFC 3339 timestamp (with a time zone; `Z` for "
-                    "UTC)."
-                ),
-                "schema": {"type": "string", "format": "date-time"},
-            },
-        ),
-        errors={
-            "invalid_request": (
-                "`actor_id` is not a UUID, or `since` is not an RFC 3339 timestamp with a time zone"
-            )
-        },
-    ),
-]
