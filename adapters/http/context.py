@@ -28,7 +28,7 @@ from strongroom.domain.pagination import DEFAULT_LIMIT, Cursor, PageRequest
 from strongroom.domain.principals import Caller, PrincipalType
 from strongroom.domain.tokens import TokenKind, token_kind
 from strongroom.ports.driving import Bearer, IdempotencyKey, IdempotentReplayError, Strongroom
-from strongroom.ports.driving.access import Requirement
+from strongroom.ports.driving.access import Grant, Requirement
 
 T = TypeVar("T")
 _PRINCIPALS: dict[TokenKind | None, str] = {
@@ -100,6 +100,17 @@ class ApiContext:
         caller = await self.caller()
         caller.person(refusal)
         return caller
+
+    async def grant(self, requirement: Requirement, target: str | None = None) -> Grant:
+        """The first checks of a handler that authorizes itself: the caller (401), every id
+        of the path (400), then ``requirement`` (403), in the path's workspace ``{wid}``
+        when it names one, on the object of the path id ``target`` when given."""
+        caller = await self.caller()
+        ids = {name: self.path_id(name) for name in self.request.path_params}
+        target_id = None if target is None else ids[target]
+        return await self.facade.access.authorize(
+            caller, requirement, workspace_id=ids.get("wid"), target_id=target_id
+        )
 
     async def path_id_after_credential(self, name: str) -> UUID:
         """``path_id`` for handlers that leave the credential to a joined read: a malformed

@@ -79,11 +79,11 @@ async def upload_url(ctx: ApiContext) -> Response:
     otherwise one PUT per 16 MiB part. URLs live 15 minutes. Asking again for the same
     name, size and sha256 gives the same artifact, fresh URLs and the parts already
     stored."""
-    caller = await ctx.caller()
-    run_id = ctx.path_id("run_id")
-    grant = await ctx.facade.access.authorize(caller, REQUEST_UPLOAD, target_id=run_id)
+    grant = await ctx.grant(REQUEST_UPLOAD, "run_id")
     body = ctx.json(UploadRequest)
-    plan = await ctx.facade.artifacts.upload_url(grant, run_id, body.name, body.size, body.sha256)
+    plan = await ctx.facade.artifacts.upload_url(
+        grant, ctx.path_id("run_id"), body.name, body.size, body.sha256
+    )
     return upload_plan(plan, ctx.base_url)
 
 
@@ -108,11 +108,9 @@ async def confirm_run(ctx: ApiContext) -> Response:
     Checks every announced artifact in storage (present, same size, same sha256) and
     joins multipart uploads; all become `available` (locked and expiring per the
     backup's retention) and the run `succeeded`, or nothing changes."""
-    caller = await ctx.caller()
-    run_id = ctx.path_id("run_id")
-    grant = await ctx.facade.access.authorize(caller, CONFIRM_RUN, target_id=run_id)
+    grant = await ctx.grant(CONFIRM_RUN, "run_id")
     ctx.empty_body()
-    return answer(await ctx.facade.artifacts.confirm(grant, run_id))
+    return answer(await ctx.facade.artifacts.confirm(grant, ctx.path_id("run_id")))
 
 
 @routes(
@@ -139,13 +137,13 @@ async def list_artifacts(ctx: ApiContext) -> Response:
 
     The workspace's artifacts, newest first; deleted ones only with `?state=deleted`.
     Never refused for billing."""
-    caller = await ctx.caller()
-    workspace_id = ctx.path_id("wid")
-    grant = await ctx.facade.access.authorize(caller, LIST_ARTIFACTS, workspace_id=workspace_id)
+    grant = await ctx.grant(LIST_ARTIFACTS)
     state = ctx.request.query_params.get("state")
     if state not in (None, "deleted"):
         raise InvalidRequestError("state must be deleted (or left out)")
-    page = await ctx.facade.artifacts.list_in(grant, workspace_id, state == "deleted", ctx.page())
+    page = await ctx.facade.artifacts.list_in(
+        grant, ctx.path_id("wid"), state == "deleted", ctx.page()
+    )
     return answer(page)
 
 
@@ -169,11 +167,9 @@ async def download_url(ctx: ApiContext) -> Response:
 
     A presigned GET (15 minutes) of an available artifact in service storage; the bytes
     come from storage. Never refused for billing."""
-    caller = await ctx.caller()
-    artifact_id = ctx.path_id("aid")
-    grant = await ctx.facade.access.authorize(caller, DOWNLOAD_ARTIFACT, target_id=artifact_id)
+    grant = await ctx.grant(DOWNLOAD_ARTIFACT, "aid")
     ctx.empty_body()
-    request, expires_at = await ctx.facade.artifacts.download_url(grant, artifact_id)
+    request, expires_at = await ctx.facade.artifacts.download_url(grant, ctx.path_id("aid"))
     url, expires = absolute(request.url, ctx.base_url), timestamp(expires_at)
     return answer(request, 200, Download, url=url, expires_at=expires)
 
@@ -198,8 +194,6 @@ async def delete_artifact(ctx: ApiContext) -> Response:
 
     Removes the object; the record stays as `deleted`. Precedence: already deleted,
     inside its lock, last of its backup."""
-    caller = await ctx.caller()
-    artifact_id = ctx.path_id("aid")
-    grant = await ctx.facade.access.authorize(caller, DELETE_ARTIFACT, target_id=artifact_id)
-    await ctx.facade.artifacts.delete(grant, artifact_id)
+    grant = await ctx.grant(DELETE_ARTIFACT, "aid")
+    await ctx.facade.artifacts.delete(grant, ctx.path_id("aid"))
     return no_content()

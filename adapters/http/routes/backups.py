@@ -126,11 +126,9 @@ async def patch_backup(ctx: ApiContext) -> Response:
 
     Supplies configuration; the backup becomes `active` in the PATCH that completes its
     kind's configuration. There is no `kind` field."""
-    caller = await ctx.caller()
-    backup_id = ctx.path_id("bid")
-    grant = await ctx.facade.access.authorize(caller, UPDATE_BACKUP, target_id=backup_id)
+    grant = await ctx.grant(UPDATE_BACKUP, "bid")
     changes = ctx.json(BackupUpdate).changes()
-    backup = await ctx.facade.backups.update(grant, backup_id, changes)
+    backup = await ctx.facade.backups.update(grant, ctx.path_id("bid"), changes)
     return answer(backup)
 
 
@@ -148,11 +146,9 @@ async def pause_backup(ctx: ApiContext) -> Response:
     """Pause a backup
 
     Stop scheduling the backup; it keeps its `state`. Idempotent; allowed on a draft."""
-    caller = await ctx.caller()
-    backup_id = ctx.path_id("bid")
-    grant = await ctx.facade.access.authorize(caller, PAUSE_BACKUP, target_id=backup_id)
+    grant = await ctx.grant(PAUSE_BACKUP, "bid")
     ctx.json(EmptyBody, optional=True)
-    return answer(await ctx.facade.backups.pause(grant, backup_id))
+    return answer(await ctx.facade.backups.pause(grant, ctx.path_id("bid")))
 
 
 @routes(
@@ -169,11 +165,9 @@ async def resume_backup(ctx: ApiContext) -> Response:
     """Resume a backup
 
     Resume scheduling the backup. Idempotent."""
-    caller = await ctx.caller()
-    backup_id = ctx.path_id("bid")
-    grant = await ctx.facade.access.authorize(caller, RESUME_BACKUP, target_id=backup_id)
+    grant = await ctx.grant(RESUME_BACKUP, "bid")
     ctx.json(EmptyBody, optional=True)
-    return answer(await ctx.facade.backups.resume(grant, backup_id))
+    return answer(await ctx.facade.backups.resume(grant, ctx.path_id("bid")))
 
 
 @routes(
@@ -190,8 +184,6 @@ async def delete_backup(ctx: ApiContext) -> Response:
     """Delete a backup
 
     Deletes the backup; refused while any of its artifacts is locked."""
-    caller = await ctx.caller()
-    backup_id = ctx.path_id("bid")
-    grant = await ctx.facade.access.authorize(caller, DELETE_BACKUP, target_id=backup_id)
-    await ctx.facade.backups.delete(grant, backup_id)
+    grant = await ctx.grant(DELETE_BACKUP, "bid")
+    await ctx.facade.backups.delete(grant, ctx.path_id("bid"))
     return no_content()

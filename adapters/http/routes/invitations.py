@@ -61,14 +61,12 @@ async def create_invitation(ctx: ApiContext) -> Response:
     invitation is delivered by mail and is usable once, for seven days. Members plus
     pending invitations count against `members_per_workspace`. Needs
     `invitations:write`."""
-    caller = await ctx.caller()
-    workspace_id = ctx.path_id("wid")
-    grant = await ctx.facade.access.authorize(caller, CREATE_INVITATION, workspace_id=workspace_id)
+    grant = await ctx.grant(CREATE_INVITATION)
     body = ctx.json(InvitationCreate)
     now = ctx.facade.deps.clock.now()
     invitation = await ctx.facade.invitations.create(
         grant,
-        workspace_id,
+        ctx.path_id("wid"),
         body.email,
         body.role,
         accept_url_base=ctx.base_url,
@@ -90,10 +88,8 @@ async def list_invitations(ctx: ApiContext) -> Response:
     """List invitations
 
     The workspace's invitations, newest first. Needs `invitations:read`."""
-    caller = await ctx.caller()
-    workspace_id = ctx.path_id("wid")
-    grant = await ctx.facade.access.authorize(caller, READ_INVITATIONS, workspace_id=workspace_id)
-    page = await ctx.facade.invitations.list(grant, workspace_id, ctx.page())
+    grant = await ctx.grant(READ_INVITATIONS)
+    page = await ctx.facade.invitations.list(grant, ctx.path_id("wid"), ctx.page())
     now = ctx.facade.deps.clock.now()
     return answer(listed(page, now))
 

@@ -75,8 +75,7 @@ async def create_api_key(ctx: ApiContext) -> Response:
     A machine credential of the caller's workspace with a fixed set of permissions, each
     of which the caller must hold itself. Needs `api_keys:write`. The token appears only
     in this response."""
-    caller = await ctx.caller()
-    grant = await ctx.facade.access.authorize(caller, CREATE_API_KEY)
+    grant = await ctx.grant(CREATE_API_KEY)
     body = ctx.json(ApiKeyCreate)
     with ctx.unsealing_replays():
         issued = await ctx.facade.api_keys.create(
@@ -103,8 +102,7 @@ async def list_api_keys(ctx: ApiContext) -> Response:
     """List API keys
 
     The workspace's API keys, newest first, without tokens. Needs `api_keys:read`."""
-    caller = await ctx.caller()
-    grant = await ctx.facade.access.authorize(caller, READ_API_KEYS)
+    grant = await ctx.grant(READ_API_KEYS)
     page = await ctx.facade.api_keys.list(grant, ctx.page())
     return answer(page)
 
@@ -115,10 +113,8 @@ async def get_api_key(ctx: ApiContext) -> Response:
     """Read an API key
 
     One API key of the caller's workspace. Needs `api_keys:read`."""
-    caller = await ctx.caller()
-    key_id = ctx.path_id("id")
-    grant = await ctx.facade.access.authorize(caller, READ_API_KEYS)
-    return answer(await ctx.facade.api_keys.get(grant, key_id))
+    grant = await ctx.grant(READ_API_KEYS)
+    return answer(await ctx.facade.api_keys.get(grant, ctx.path_id("id")))
 
 
 @routes(
@@ -136,11 +132,9 @@ async def delete_api_key(ctx: ApiContext) -> Response:
     """Revoke an API key
 
     Deletes the key; it answers 401 from the next request on. Needs `api_keys:write`."""
-    caller = await ctx.caller()
-    key_id = ctx.path_id("id")
-    grant = await ctx.facade.access.authorize(caller, DELETE_API_KEY, target_id=key_id)
+    grant = await ctx.grant(DELETE_API_KEY, "id")
     ctx.empty_body()
-    await ctx.facade.api_keys.revoke(grant, key_id)
+    await ctx.facade.api_keys.revoke(grant, ctx.path_id("id"))
     return no_content()
 
 
@@ -167,8 +161,7 @@ async def create_worker(ctx: ApiContext) -> Response:
     exactly `backups:read`, `runs:read`, `artifacts:upload` and `artifacts:confirm`,
     limited to the backups assigned to it. Needs `workers:write`. The token appears only
     in this response."""
-    caller = await ctx.caller()
-    grant = await ctx.facade.access.authorize(caller, CREATE_WORKER)
+    grant = await ctx.grant(CREATE_WORKER)
     body = ctx.json(WorkerCreate)
     with ctx.unsealing_replays():
         issued = await ctx.facade.workers.create(
@@ -185,8 +178,7 @@ async def list_workers(ctx: ApiContext) -> Response:
     """List workers
 
     The workspace's workers, newest first. Needs `workers:read`."""
-    caller = await ctx.caller()
-    grant = await ctx.facade.access.authorize(caller, READ_WORKERS)
+    grant = await ctx.grant(READ_WORKERS)
     page = await ctx.facade.workers.list(grant, ctx.page())
     return answer(page)
 
@@ -197,10 +189,8 @@ async def get_worker(ctx: ApiContext) -> Response:
     """Read a worker
 
     One worker of the caller's workspace. Needs `workers:read`."""
-    caller = await ctx.caller()
-    worker_id = ctx.path_id("id")
-    grant = await ctx.facade.access.authorize(caller, READ_WORKERS)
-    return answer(await ctx.facade.workers.get(grant, worker_id))
+    grant = await ctx.grant(READ_WORKERS)
+    return answer(await ctx.facade.workers.get(grant, ctx.path_id("id")))
 
 
 @routes(
@@ -218,11 +208,9 @@ async def rotate_worker(ctx: ApiContext) -> Response:
 
     A new token for the worker; the previous one answers 401 from the next request on.
     Needs `workers:write`."""
-    caller = await ctx.caller()
-    worker_id = ctx.path_id("id")
-    grant = await ctx.facade.access.authorize(caller, ROTATE_WORKER, target_id=worker_id)
+    grant = await ctx.grant(ROTATE_WORKER, "id")
     ctx.empty_body()
-    return json_response(issued_worker(await ctx.facade.workers.rotate(grant, worker_id)))
+    return json_response(issued_worker(await ctx.facade.workers.rotate(grant, ctx.path_id("id"))))
 
 
 @routes(
@@ -241,9 +229,7 @@ async def delete_worker(ctx: ApiContext) -> Response:
 
     Deletes the worker; its credential answers 401 from the next request on. Refused
     while backups are assigned to it. Needs `workers:write`."""
-    caller = await ctx.caller()
-    worker_id = ctx.path_id("id")
-    grant = await ctx.facade.access.authorize(caller, DELETE_WORKER, target_id=worker_id)
+    grant = await ctx.grant(DELETE_WORKER, "id")
     ctx.empty_body()
-    await ctx.facade.workers.delete(grant, worker_id)
+    await ctx.facade.workers.delete(grant, ctx.path_id("id"))
     return no_content()

@@ -44,10 +44,8 @@ async def list_members(ctx: ApiContext) -> Response:
     """List members
 
     The workspace's members, newest first by joining time. Needs `members:read`."""
-    caller = await ctx.caller()
-    workspace_id = ctx.path_id("wid")
-    grant = await ctx.facade.access.authorize(caller, READ_MEMBERS, workspace_id=workspace_id)
-    page = await ctx.facade.members.list(grant, workspace_id, ctx.page())
+    grant = await ctx.grant(READ_MEMBERS)
+    page = await ctx.facade.members.list(grant, ctx.path_id("wid"), ctx.page())
     return answer(page)
 
 
@@ -77,14 +75,11 @@ async def patch_member(ctx: ApiContext) -> Response:
     Gives the member another role (built-in or custom). Needs `members:write`; the
     caller must hold every permission of the new role and of the member's current one.
     The last admin cannot be demoted."""
-    caller = await ctx.caller()
-    workspace_id = ctx.path_id("wid")
-    user_id = ctx.path_id("id")
-    grant = await ctx.facade.access.authorize(
-        caller, UPDATE_MEMBER, workspace_id=workspace_id, target_id=user_id
-    )
+    grant = await ctx.grant(UPDATE_MEMBER, "id")
     body = ctx.json(MemberUpdate)
-    member = await ctx.facade.members.change_role(grant, workspace_id, user_id, body.role)
+    member = await ctx.facade.members.change_role(
+        grant, ctx.path_id("wid"), ctx.path_id("id"), body.role
+    )
     return answer(member)
 
 
@@ -111,14 +106,9 @@ async def delete_member(ctx: ApiContext) -> Response:
     Ends the membership; the person's sessions scoped to the workspace stop working.
     Needs `members:write`; the caller must hold every permission of the member's role.
     The last admin cannot be removed."""
-    caller = await ctx.caller()
-    workspace_id = ctx.path_id("wid")
-    user_id = ctx.path_id("id")
-    grant = await ctx.facade.access.authorize(
-        caller, DELETE_MEMBER, workspace_id=workspace_id, target_id=user_id
-    )
+    grant = await ctx.grant(DELETE_MEMBER, "id")
     ctx.empty_body()
-    await ctx.facade.members.remove(grant, workspace_id, user_id)
+    await ctx.facade.members.remove(grant, ctx.path_id("wid"), ctx.path_id("id"))
     return no_content()
 
 
@@ -129,14 +119,12 @@ async def list_roles(ctx: ApiContext) -> Response:
 
     Built-in roles, then the workspace's custom roles by slug, a page at a time (the
     cursor is the last slug shown). Needs `roles:read`."""
-    caller = await ctx.caller()
-    workspace_id = ctx.path_id("wid")
-    grant = await ctx.facade.access.authorize(caller, READ_ROLES, workspace_id=workspace_id)
+    grant = await ctx.grant(READ_ROLES)
     limit = ctx.limit()
     cursor = ctx.request.query_params.get("cursor")
     after = None if cursor is None else decode_role_cursor(cursor)
     roles, next_cursor = page_of_roles(
-        await ctx.facade.roles.list(grant, workspace_id), limit, after
+        await ctx.facade.roles.list(grant, ctx.path_id("wid")), limit, after
     )
     return answer({"data": roles, "next_cursor": next_cursor})
 
@@ -163,12 +151,15 @@ async def create_role(ctx: ApiContext) -> Response:
     """Create a custom role
 
     A named set of permissions, each of which the caller must hold. Needs `roles:write`."""
-    caller = await ctx.caller()
-    workspace_id = ctx.path_id("wid")
-    grant = await ctx.facade.access.authorize(caller, CREATE_ROLE, workspace_id=workspace_id)
+    grant = await ctx.grant(CREATE_ROLE)
     body = ctx.json(RoleCreate)
     role = await ctx.facade.roles.create(
-        grant, workspace_id, body.slug, body.name, body.permissions, idempotency=ctx.idempotency()
+        grant,
+        ctx.path_id("wid"),
+        body.slug,
+        body.name,
+        body.permissions,
+        idempotency=ctx.idempotency(),
     )
     return answer(role, 201)
 

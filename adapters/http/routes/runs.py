@@ -39,8 +39,7 @@ async def start_run(ctx: ApiContext) -> Response:
     A manual backup's client starts a run (state `running`, trigger `manual`); it then
     asks for upload URLs and confirms. Local and cloud backups get their runs from
     `trigger` or the scheduler."""
-    caller = await ctx.caller()
-    grant = await ctx.facade.access.authorize(caller, START_RUN)
+    grant = await ctx.grant(START_RUN)
     body = ctx.json(RunCreate)
     run = await ctx.facade.runs.start(grant, body.backup_id, idempotency=ctx.idempotency())
     return answer(run, 201)
@@ -52,10 +51,8 @@ async def get_run(ctx: ApiContext) -> Response:
     """Read a run
 
     One run of the caller's workspace."""
-    caller = await ctx.caller()
-    run_id = ctx.path_id("run_id")
-    grant = await ctx.facade.access.authorize(caller, READ_RUN, target_id=run_id)
-    return answer(await ctx.facade.runs.get(grant, run_id))
+    grant = await ctx.grant(READ_RUN, "run_id")
+    return answer(await ctx.facade.runs.get(grant, ctx.path_id("run_id")))
 
 
 @routes(
@@ -80,9 +77,9 @@ async def trigger_backup(ctx: ApiContext) -> Response:
 
     Enqueues a run of an active, unpaused local or cloud backup (state `queued`, trigger
     `api`); its worker or the service takes it."""
-    caller = await ctx.caller()
-    backup_id = ctx.path_id("bid")
-    grant = await ctx.facade.access.authorize(caller, TRIGGER_BACKUP, target_id=backup_id)
+    grant = await ctx.grant(TRIGGER_BACKUP, "bid")
     ctx.empty_body()
-    run = await ctx.facade.runs.trigger(grant, backup_id, idempotency=ctx.idempotency(status=202))
+    run = await ctx.facade.runs.trigger(
+        grant, ctx.path_id("bid"), idempotency=ctx.idempotency(status=202)
+    )
     return answer(run, 202)

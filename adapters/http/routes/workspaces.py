@@ -110,13 +110,9 @@ async def patch_workspace(ctx: ApiContext) -> Response:
     """Rename a workspace
 
     Change the workspace's name."""
-    caller = await ctx.caller()
-    workspace_id = ctx.path_id("wid")
-    grant = await ctx.facade.access.authorize(
-        caller, UPDATE_WORKSPACE, workspace_id=workspace_id, target_id=workspace_id
-    )
+    grant = await ctx.grant(UPDATE_WORKSPACE, "wid")
     body = ctx.json(WorkspaceUpdate)
-    workspace = await ctx.facade.workspaces.rename(grant, workspace_id, body.name)
+    workspace = await ctx.facade.workspaces.rename(grant, ctx.path_id("wid"), body.name)
     return answer(workspace)
 
 
@@ -135,13 +131,9 @@ async def delete_workspace(ctx: ApiContext) -> Response:
     Removes the workspace and its records, its audit trail included; irreversible. Its
     sessions, API keys and workers stop working. Allowed in every billing state.
     Artifacts already in the customer's own buckets stay there."""
-    caller = await ctx.caller()
-    workspace_id = ctx.path_id("wid")
-    grant = await ctx.facade.access.authorize(
-        caller, DELETE_WORKSPACE, workspace_id=workspace_id, target_id=workspace_id
-    )
+    grant = await ctx.grant(DELETE_WORKSPACE, "wid")
     ctx.empty_body()
-    await ctx.facade.workspaces.delete(grant, workspace_id)
+    await ctx.facade.workspaces.delete(grant, ctx.path_id("wid"))
     return no_content()
 
 
@@ -221,10 +213,8 @@ async def list_audit(ctx: ApiContext) -> Response:
 
     The workspace's audit events, newest first: every mutation and every mutation
     refused for a missing permission (`outcome: denied`)."""
-    caller = await ctx.caller()
-    workspace_id = ctx.path_id("wid")
-    grant = await ctx.facade.access.authorize(caller, READ_AUDIT, workspace_id=workspace_id)
+    grant = await ctx.grant(READ_AUDIT)
     filters = _audit_filter(ctx)
     page = ctx.page()
-    events = await ctx.facade.audit.events(grant, workspace_id, filters, page)
+    events = await ctx.facade.audit.events(grant, ctx.path_id("wid"), filters, page)
     return answer(events)
