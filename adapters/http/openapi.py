@@ -28,6 +28,7 @@ from starlette.routing import BaseRoute, Route
 from strongroom.adapters.http import shapes, wire
 from strongroom.adapters.http.context import MAX_BODY_BYTES
 from strongroom.adapters.http.errors import STATUS_BY_CODE
+from strongroom.adapters.http.examples import add_examples
 from strongroom.domain.backups import UnsupportedSource
 from strongroom.domain.durations import Duration
 from strongroom.domain.names import MAX_NAME_LENGTH
@@ -84,6 +85,7 @@ NAMED: dict[Any, tuple[str, Json]] = {
             "type": "string",
             "description": "Lowercase letter, then 1 to 39 lowercase letters, digits or hyphens.",
             "pattern": "^[a-z][a-z0-9-]{1,39}$",
+            "examples": ["ops"],
         },
     ),
     Duration: (
@@ -94,6 +96,7 @@ NAMED: dict[Any, tuple[str, Json]] = {
             "(`P30D`, `P4W`, `PT36H`); months and years are refused. Returned in canonical "
             "form: weeks become days and zero parts are omitted (`P7D`, `P1DT12H`, `PT0S`).",
             "pattern": DURATION_PATTERN,
+            "examples": ["P30D"],
         },
     ),
     Permission: ("PermissionSlug", {"type": "string", "enum": [p.value for p in Permission]}),
@@ -106,7 +109,7 @@ INLINE: dict[Any, Json] = {
     UUID: {"type": "string", "format": "uuid"},
     datetime: {"type": "string", "format": "date-time", "description": shapes.TIMESTAMP},
     wire.NonEmpty: {"type": "string", "minLength": 1},
-    wire.Endpoint: {"type": "string", "format": "uri"},
+    wire.Endpoint: {"type": "string", "format": "uri", "examples": ["https://s3.example.com"]},
     wire.Uri: {"type": "string", "format": "uri"},
     wire.Email: {"type": "string", "format": "email"},
     wire.Port: {"type": "integer", "minimum": 1, "maximum": wire.MAX_PORT},
@@ -201,6 +204,8 @@ class Components:
                 required.append(key)
         schema["properties"] = properties
         schema["required"] = required
+        if hasattr(model, "__example_fields__"):
+            schema["x-example-fields"] = list(model.__example_fields__)
         if inbound:
             schema["additionalProperties"] = False
         return schema
@@ -985,7 +990,7 @@ def build_document(server_url: str | None = None, routes: list[BaseRoute] | None
             ],
         }
     )
-    return document
+    return add_examples(document)
 
 
 def _version() -> str:

@@ -73,6 +73,7 @@ ENDPOINT = (
     "no user part)."
 )
 SEEN = "Recorded at most once a minute."
+SHA256_EXAMPLE = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
 Check = Literal["ok", "unavailable"]
 DEVICE_CODE_GRANT = "urn:ietf:params:oauth:grant-type:device_code"
 
@@ -563,10 +564,15 @@ class ScheduleShape:
         metadata=meta(
             "A 5-field cron expression: numbers, `*`, ranges, steps within the field's range, "
             "lists and English month and weekday names (`jan`, `mon`); `L`, `?`, `W`, `#` and "
-            "seconds are refused (400)."
+            "seconds are refused (400).",
+            schema={"examples": ["0 3 * * *"]},
         )
     )
-    timezone: str = attrs.field(metadata=meta("An IANA time zone name, e.g. `Europe/Paris`."))
+    timezone: str = attrs.field(
+        metadata=meta(
+            "An IANA time zone name, e.g. `Europe/Paris`.", schema={"examples": ["Europe/Paris"]}
+        )
+    )
 
 
 @view_of(RetentionPolicy)
@@ -577,7 +583,8 @@ class Retention:
     expire_after: Duration = attrs.field(metadata=meta("Longer than zero."))
     lock_for: Duration = attrs.field(
         metadata=meta(
-            "`PT0S` means no lock; longer than `expire_after` gives 422 `lock_exceeds_expiry`."
+            "`PT0S` means no lock; longer than `expire_after` gives 422 `lock_exceeds_expiry`.",
+            schema={"examples": ["P7D"]},
         )
     )
 
@@ -617,6 +624,12 @@ class BackupUpdate:
     __unknown_notes__: ClassVar[Mapping[str, str]] = {
         "kind": " (the kind of a backup cannot be changed)"
     }
+    __example_fields__: ClassVar[tuple[str, ...]] = (
+        "source",
+        "credentials",
+        "schedule",
+        "retention",
+    )
     name: Name | Unset = UNSET
     source: Source | Unset = attrs.field(default=UNSET, metadata=meta("Cloud backups only."))
     credentials: Mapping[str, str] | Unset = attrs.field(
@@ -746,7 +759,10 @@ class UploadRequest:
         metadata=meta("Exact size in bytes.", schema={"minimum": 0, "maximum": MAX_ARTIFACT_SIZE})
     )
     sha256: str = attrs.field(
-        metadata=meta("Hex digest of the bytes.", schema={"pattern": "^[0-9a-fA-F]{64}$"})
+        metadata=meta(
+            "Hex digest of the bytes.",
+            schema={"pattern": "^[0-9a-fA-F]{64}$", "examples": [SHA256_EXAMPLE]},
+        )
     )
 
 
@@ -809,7 +825,9 @@ class Artifact:
     backup_id: UUID
     name: str
     size: int = attrs.field(metadata=meta(schema={"minimum": 0}))
-    sha256: str = attrs.field(metadata=meta(schema={"pattern": "^[0-9a-f]{64}$"}))
+    sha256: str = attrs.field(
+        metadata=meta(schema={"pattern": "^[0-9a-f]{64}$", "examples": [SHA256_EXAMPLE]})
+    )
     state: ArtifactState
     storage: ArtifactStorage
     created_at: datetime
@@ -873,7 +891,10 @@ class DeviceAuthorization:
     user_code: str = attrs.field(
         metadata=meta(
             "8 letters shown as `XXXX-XXXX`.",
-            schema={"pattern": "^[B-DF-HJ-NP-TV-XZ]{4}-[B-DF-HJ-NP-TV-XZ]{4}$"},
+            schema={
+                "pattern": "^[B-DF-HJ-NP-TV-XZ]{4}-[B-DF-HJ-NP-TV-XZ]{4}$",
+                "examples": ["WDJB-MJHT"],
+            },
         )
     )
     verification_uri: Uri

@@ -47,6 +47,7 @@ dl{display:grid;grid-template-columns:max-content auto;gap:.2rem 1rem}
 dt{font-weight:600}dd{margin:0}
 nav ul{columns:2;padding-left:1.2rem}
 .muted{color:#57606a}
+pre{background:#f3f5f7;padding:.5rem .75rem;border-radius:4px;overflow-x:auto}
 """
 _STYLE_HASH = base64.b64encode(hashlib.sha256(STYLE.encode()).digest()).decode()
 CONTENT_SECURITY_POLICY = (
@@ -389,7 +390,31 @@ class _Renderer:
                     f"{self.fields_table(content.get('schema', {}))}"
                 )
         parts.append(self.responses(op.get("responses", {})))
+        parts.append(self.examples(op))
         parts.append("</article>")
+        return "".join(parts)
+
+    @staticmethod
+    def examples(op: Json) -> str:
+        """The operation's curl command and the examples of its request and success bodies."""
+        shown = [
+            ("Request", body) for body in op.get("requestBody", {}).get("content", {}).values()
+        ]
+        shown += [
+            (f"Response {status}", body)
+            for status, response in op.get("responses", {}).items()
+            if status.startswith("2")
+            for body in response.get("content", {}).values()
+        ]
+        parts = [
+            f"<h4>Example: {_e(sample['label'])}</h4><pre><code>{_e(sample['source'])}</code></pre>"
+            for sample in op.get("x-codeSamples", [])
+        ]
+        for label, body in shown:
+            if "example" in body:
+                example = body["example"]
+                text = example if isinstance(example, str) else json.dumps(example, indent=2)
+                parts.append(f"<h4>{label} example</h4><pre><code>{_e(text)}</code></pre>")
         return "".join(parts)
 
     @staticmethod
