@@ -650,9 +650,10 @@ def api(
     """The route of ``endpoint``, documented: summary and description from its docstring,
     ``needs`` its permissions, ``ok`` its success (status, model, description), ``errors``
     the reasons specific to it (``{code: reason}``), and ``Operation``'s other options.
-    An ``EmptyBody`` body is optional."""
+    An ``EmptyBody`` body is optional; a ``Paged`` answer takes ``limit`` and ``cursor``."""
     summary, _, description = _prose(endpoint.__doc__).partition("\n")
     options.setdefault("body_required", options.get("body") is not shapes.EmptyBody)
+    options.setdefault("paginated", isinstance(ok[1], Paged))
     operation = Operation(
         method,
         re.sub(r"\{(\w+):[^}]*\}", r"{\1}", path),
@@ -685,6 +686,13 @@ class Routes(list[BaseRoute]):
         super().__init__()
         self.tag = tag
         self.shared = shared
+        self.into: list[BaseRoute] = self
+
+    def tagged(self, tag: str) -> Routes:
+        """Routes of another tag, declared into this module's list."""
+        other = Routes(tag, **self.shared)
+        other.into = self.into
+        return other
 
     def __call__(
         self,
@@ -705,7 +713,7 @@ class Routes(list[BaseRoute]):
             name = operation_id or re.sub(r"_(\w)", lambda m: m[1].upper(), endpoint.__name__)
             ok = (status or SUCCESS.get(method, 200), answer, said)
             merged = {**self.shared, **options, "errors": errors}
-            self.append(api(method, path, endpoint, name, tag or self.tag, ok, **merged))
+            self.into.append(api(method, path, endpoint, name, tag or self.tag, ok, **merged))
             return endpoint
 
         return declare

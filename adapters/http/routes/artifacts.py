@@ -119,7 +119,6 @@ async def confirm_run(ctx: ApiContext) -> Response:
     Paged(Artifact),
     "One page of artifacts.",
     needs=LIST_ARTIFACTS,
-    paginated=True,
     parameters=(
         {
             "name": "state",

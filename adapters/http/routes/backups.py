@@ -69,7 +69,6 @@ async def create_backup(ctx: ApiContext) -> Response:
     Paged(Backup),
     "One page of backups.",
     needs=READ_BACKUPS,
-    paginated=True,
 )
 @endpoint
 async def list_backups(ctx: ApiContext) -> Response:

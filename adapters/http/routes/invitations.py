@@ -81,7 +81,6 @@ async def create_invitation(ctx: ApiContext) -> Response:
     Paged(Invitation),
     "One page of invitations.",
     needs=READ_INVITATIONS,
-    paginated=True,
 )
 @endpoint
 async def list_invitations(ctx: ApiContext) -> Response:

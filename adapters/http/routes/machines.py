@@ -35,6 +35,7 @@ from strongroom.ports.driving.machines import (
 )
 
 routes = Routes("Workers")
+keys = routes.tagged("API keys")
 
 
 def issued_api_key(issued: IssuedApiKey) -> Any:
@@ -47,13 +48,12 @@ def issued_worker(issued: IssuedWorker) -> Any:
     return present(issued.worker, WorkerWithToken, token=issued.token)
 
 
-@routes(
+@keys(
     "POST",
     "/v1/api-keys",
     ApiKeyWithToken,
     "The new key with its token.",
     201,
-    tag="API keys",
     needs=CREATE_API_KEY,
     body=ApiKeyCreate,
     idempotent=True,
@@ -88,14 +88,12 @@ async def create_api_key(ctx: ApiContext) -> Response:
     return json_response(issued_api_key(issued), 201)
 
 
-@routes(
+@keys(
     "GET",
     "/v1/api-keys",
     Paged(ApiKey),
     "One page of keys.",
-    tag="API keys",
     needs=READ_API_KEYS,
-    paginated=True,
 )
 @endpoint
 async def list_api_keys(ctx: ApiContext) -> Response:
@@ -107,7 +105,7 @@ async def list_api_keys(ctx: ApiContext) -> Response:
     return answer(page)
 
 
-@routes("GET", "/v1/api-keys/{id}", ApiKey, "The key.", tag="API keys", needs=READ_API_KEYS)
+@keys("GET", "/v1/api-keys/{id}", ApiKey, "The key.", needs=READ_API_KEYS)
 @endpoint
 async def get_api_key(ctx: ApiContext) -> Response:
     """Read an API key
@@ -117,12 +115,11 @@ async def get_api_key(ctx: ApiContext) -> Response:
     return answer(await ctx.facade.api_keys.get(grant, ctx.path_id("id")))
 
 
-@routes(
+@keys(
     "DELETE",
     "/v1/api-keys/{id}",
     None,
     "Revoked.",
-    tag="API keys",
     needs=DELETE_API_KEY,
     empty_body=True,
     billing="config",
@@ -170,9 +167,7 @@ async def create_worker(ctx: ApiContext) -> Response:
     return json_response(issued_worker(issued), 201)
 
 
-@routes(
-    "GET", "/v1/workers", Paged(Worker), "One page of workers.", needs=READ_WORKERS, paginated=True
-)
+@routes("GET", "/v1/workers", Paged(Worker), "One page of workers.", needs=READ_WORKERS)
 @endpoint
 async def list_workers(ctx: ApiContext) -> Response:
     """List workers

@@ -37,7 +37,6 @@ def _path_slug(ctx: ApiContext) -> str:
     Paged(Member),
     "One page of members.",
     needs=READ_MEMBERS,
-    paginated=True,
 )
 @endpoint
 async def list_members(ctx: ApiContext) -> Response:

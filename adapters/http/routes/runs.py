@@ -14,6 +14,7 @@ from strongroom.adapters.http.shapes import EmptyBody, Run, RunCreate
 from strongroom.ports.driving.runs import READ_RUN, START_RUN, TRIGGER_BACKUP
 
 routes = Routes("Runs and artifacts")
+backups = routes.tagged("Backups")
 
 
 @routes(
@@ -55,13 +56,12 @@ async def get_run(ctx: ApiContext) -> Response:
     return answer(await ctx.facade.runs.get(grant, ctx.path_id("run_id")))
 
 
-@routes(
+@backups(
     "POST",
     "/v1/backups/{bid}/trigger",
     Run,
     "The queued run.",
     202,
-    tag="Backups",
     needs=TRIGGER_BACKUP,
     body=EmptyBody,
     idempotent=True,

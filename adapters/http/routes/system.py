@@ -26,15 +26,15 @@ _ALIVE = b'{"status":"ok"}'
 
 
 routes = Routes("Access")
+system = routes.tagged("System")
 
 
-@routes(
+@system(
     "GET",
     "/healthz",
     Health,
     "The process is running.",
     operation_id="getHealth",
-    tag="System",
     auth=Auth.NONE,
 )
 async def healthz(_request: Request) -> Response:
@@ -44,13 +44,12 @@ async def healthz(_request: Request) -> Response:
     return Response(_ALIVE, media_type="application/json")
 
 
-@routes(
+@system(
     "GET",
     "/readyz",
     Readiness,
     "Ready.",
     operation_id="getReadiness",
-    tag="System",
     auth=Auth.NONE,
     extra_responses=READINESS_503,
 )
@@ -189,12 +188,11 @@ async def sign_out(ctx: ApiContext) -> Response:
     return no_content()
 
 
-routes(
+system(
     "GET",
     "/metrics",
     {"text/plain": {"schema": {"type": "string"}}},
     "The Prometheus text exposition format.",
     operation_id="getMetrics",
-    tag="System",
     auth=Auth.NONE,
 )(metrics_endpoint)

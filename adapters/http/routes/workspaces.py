@@ -36,7 +36,6 @@ routes = Routes("Workspaces")
     "/v1/workspaces",
     Paged(MemberWorkspace),
     "One page of memberships.",
-    paginated=True,
     errors={"forbidden": "a machine credential (API key or worker) called it"},
 )
 @endpoint
@@ -175,7 +174,6 @@ def _audit_filter(ctx: ApiContext) -> AuditFilter:
     "One page of events.",
     operation_id="listAuditEvents",
     needs=READ_AUDIT,
-    paginated=True,
     parameters=(
         {
             "name": "action",
