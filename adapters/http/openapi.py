@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 from datetime import datetime
 from enum import StrEnum
 from importlib import metadata
-from typing import Any, Literal, NewType, TypeVar, Union, get_args, get_origin
+from typing import Any, Literal, NewType, Protocol, TypeVar, Union, get_args, get_origin
 from uuid import UUID
 
 import attrs
@@ -26,7 +26,7 @@ from starlette.applications import Starlette
 from starlette.routing import BaseRoute, Route
 
 from strongroom.adapters.http import shapes, wire
-from strongroom.adapters.http.context import MAX_BODY_BYTES
+from strongroom.adapters.http.context import MAX_BODY_BYTES, ApiContext, endpoint
 from strongroom.adapters.http.errors import STATUS_BY_CODE
 from strongroom.adapters.http.examples import add_examples
 from strongroom.domain.backups import UnsupportedSource
@@ -670,16 +670,24 @@ def api(
 
 SUCCESS = {"POST": 200, "DELETE": 204}
 E = TypeVar("E", bound=Callable[..., Any])
+Need = Requirement | None
+
+
+class Declare(Protocol):
+    """A decorator that declares the route of a handler and returns the handler."""
+
+    def __call__(self, handler: E, /) -> E: ...
 
 
 class Routes(list[BaseRoute]):
     """The documented routes of a module, declared on their handlers::
 
-        @routes("GET", "/v1/backups/{bid}", Backup, "The backup.", needs=READ_BACKUPS)
+        @routes.get("/v1/backups/{bid}", Backup, "The backup.", READ_BACKUPS)
 
-    The answer, its description and, unless the method implies it (200, 204 for DELETE),
-    ``status``; the operation id is the handler's name in camel case unless given, the tag
-    the module's unless given; ``shared`` options (``errors`` merged) apply to every route.
+    The path, the answer and its description, the permission it needs; ``status`` unless
+    the method implies it (200, 204 for DELETE); the operation id is the handler's name in
+    camel case unless given; ``shared`` options (``errors`` merged) apply to every route.
+    A handler of an ``ApiContext`` is adapted by ``endpoint``.
     """
 
     def __init__(self, tag: str, **shared: Any) -> None:
@@ -694,29 +702,43 @@ class Routes(list[BaseRoute]):
         other.into = self.into
         return other
 
-    def __call__(
-        self,
-        method: str,
-        path: str,
-        answer: Any,
-        said: str,
-        status: int | None = None,
-        *,
-        operation_id: str | None = None,
-        tag: str | None = None,
-        **options: Any,
-    ) -> Callable[[E], E]:
+    def route(self, method: str, path: str, answer: Any, said: str, **options: Any) -> Declare:
         """Declare the route of the decorated handler."""
         errors = {**self.shared.get("errors", {}), **options.pop("errors", {})}
+        status = options.pop("status", SUCCESS.get(method, 200))
+        name = options.pop("operation_id", None)
 
-        def declare(endpoint: E) -> E:
-            name = operation_id or re.sub(r"_(\w)", lambda m: m[1].upper(), endpoint.__name__)
-            ok = (status or SUCCESS.get(method, 200), answer, said)
+        def declare(handler: E) -> E:
+            operation_id = name or re.sub(r"_(\w)", lambda m: m[1].upper(), handler.__name__)
+            params = list(inspect.signature(handler).parameters.values())
+            takes_context = params and params[0].annotation in ("ApiContext", ApiContext)
+            target = endpoint(handler) if takes_context else handler
             merged = {**self.shared, **options, "errors": errors}
-            self.into.append(api(method, path, endpoint, name, tag or self.tag, ok, **merged))
-            return endpoint
+            ok = (status, answer, said)
+            self.into.append(api(method, path, target, operation_id, self.tag, ok, **merged))
+            return handler
 
         return declare
+
+    def get(self, path: str, answer: Any, said: str, needs: Need = None, **more: Any) -> Declare:
+        """Declare a GET route."""
+        return self.route("GET", path, answer, said, needs=needs, **more)
+
+    def post(self, path: str, answer: Any, said: str, needs: Need = None, **more: Any) -> Declare:
+        """Declare a POST route."""
+        return self.route("POST", path, answer, said, needs=needs, **more)
+
+    def put(self, path: str, answer: Any, said: str, needs: Need = None, **more: Any) -> Declare:
+        """Declare a PUT route."""
+        return self.route("PUT", path, answer, said, needs=needs, **more)
+
+    def patch(self, path: str, answer: Any, said: str, needs: Need = None, **more: Any) -> Declare:
+        """Declare a PATCH route."""
+        return self.route("PATCH", path, answer, said, needs=needs, **more)
+
+    def delete(self, path: str, said: str, needs: Need = None, **more: Any) -> Declare:
+        """Declare a DELETE route (204, no body)."""
+        return self.route("DELETE", path, None, said, needs=needs, **more)
 
 
 def operations(routes: list[BaseRoute] | None = None) -> list[Operation]:

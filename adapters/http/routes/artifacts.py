@@ -10,7 +10,7 @@ from typing import Any
 
 from starlette.responses import Response
 
-from strongroom.adapters.http.context import ApiContext, answer, endpoint, no_content
+from strongroom.adapters.http.context import ApiContext, answer, no_content
 from strongroom.adapters.http.openapi import Named, Paged, Routes
 from strongroom.adapters.http.shapes import (
     Artifact,
@@ -51,12 +51,11 @@ def upload_plan(plan: Any, base_url: str) -> Response:
     return answer(plan, 201, MultipartUpload, parts=parts)
 
 
-@routes(
-    "POST",
+@routes.post(
     "/v1/runs/{run_id}/upload-url",
     Named("UploadPlan", UploadPlan),
     "The upload plan.",
-    201,
+    status=201,
     operation_id="requestUpload",
     needs=REQUEST_UPLOAD,
     body=UploadRequest,
@@ -70,7 +69,6 @@ def upload_plan(plan: Any, base_url: str) -> Response:
         "upstream_unavailable": "the database or object storage failed; nothing was recorded",
     },
 )
-@endpoint
 async def upload_url(ctx: ApiContext) -> Response:
     """Presign an artifact's upload
 
@@ -87,8 +85,7 @@ async def upload_url(ctx: ApiContext) -> Response:
     return upload_plan(plan, ctx.base_url)
 
 
-@routes(
-    "POST",
+@routes.post(
     "/v1/runs/{run_id}/confirm",
     Run,
     "The succeeded run.",
@@ -101,7 +98,6 @@ async def upload_url(ctx: ApiContext) -> Response:
         "upstream_unavailable": "the database or object storage failed; nothing was recorded",
     },
 )
-@endpoint
 async def confirm_run(ctx: ApiContext) -> Response:
     """Confirm a run's artifacts
 
@@ -113,8 +109,7 @@ async def confirm_run(ctx: ApiContext) -> Response:
     return answer(await ctx.facade.artifacts.confirm(grant, ctx.path_id("run_id")))
 
 
-@routes(
-    "GET",
+@routes.get(
     "/v1/workspaces/{wid}/artifacts",
     Paged(Artifact),
     "One page of artifacts.",
@@ -130,7 +125,6 @@ async def confirm_run(ctx: ApiContext) -> Response:
     ),
     errors={"invalid_request": "`state` is not `deleted`"},
 )
-@endpoint
 async def list_artifacts(ctx: ApiContext) -> Response:
     """List artifacts
 
@@ -146,8 +140,7 @@ async def list_artifacts(ctx: ApiContext) -> Response:
     return answer(page)
 
 
-@routes(
-    "POST",
+@routes.post(
     "/v1/artifacts/{aid}/download-url",
     Download,
     "The presigned download.",
@@ -160,7 +153,6 @@ async def list_artifacts(ctx: ApiContext) -> Response:
         "invalid_state": "the artifact is not confirmed yet",
     },
 )
-@endpoint
 async def download_url(ctx: ApiContext) -> Response:
     """Presign an artifact's download
 
@@ -173,10 +165,8 @@ async def download_url(ctx: ApiContext) -> Response:
     return answer(request, 200, Download, url=url, expires_at=expires)
 
 
-@routes(
-    "DELETE",
+@routes.delete(
     "/v1/artifacts/{aid}",
-    None,
     "Deleted.",
     needs=DELETE_ARTIFACT,
     billing="config",
@@ -187,7 +177,6 @@ async def download_url(ctx: ApiContext) -> Response:
         "upstream_unavailable": "the database or object storage failed; nothing was recorded",
     },
 )
-@endpoint
 async def delete_artifact(ctx: ApiContext) -> Response:
     """Delete an artifact
 

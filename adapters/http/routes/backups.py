@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from starlette.responses import Response
 
-from strongroom.adapters.http.context import ApiContext, answer, endpoint, no_content
+from strongroom.adapters.http.context import ApiContext, answer, no_content
 from strongroom.adapters.http.openapi import Paged, Routes
 from strongroom.adapters.http.shapes import Backup, BackupCreate, BackupUpdate, EmptyBody
 from strongroom.domain.backups import Backup as DomainBackup
@@ -26,12 +26,11 @@ from strongroom.ports.driving.backups import (
 routes = Routes("Backups")
 
 
-@routes(
-    "POST",
+@routes.post(
     "/v1/workspaces/{wid}/backups",
     Backup,
     "The new backup.",
-    201,
+    status=201,
     needs=CREATE_BACKUP,
     body=BackupCreate,
     idempotent=True,
@@ -42,7 +41,6 @@ routes = Routes("Backups")
         "name_taken": "a backup of this name (case-insensitive) exists",
     },
 )
-@endpoint
 async def create_backup(ctx: ApiContext) -> Response:
     """Create a backup
 
@@ -63,14 +61,12 @@ async def create_backup(ctx: ApiContext) -> Response:
     return answer(backup, 201)
 
 
-@routes(
-    "GET",
+@routes.get(
     "/v1/workspaces/{wid}/backups",
     Paged(Backup),
     "One page of backups.",
     needs=READ_BACKUPS,
 )
-@endpoint
 async def list_backups(ctx: ApiContext) -> Response:
     """List backups
 
@@ -82,8 +78,7 @@ async def list_backups(ctx: ApiContext) -> Response:
     return answer(page)
 
 
-@routes("GET", "/v1/backups/{bid}", Backup, "The backup.", needs=READ_BACKUPS)
-@endpoint
+@routes.get("/v1/backups/{bid}", Backup, "The backup.", needs=READ_BACKUPS)
 async def get_backup(ctx: ApiContext) -> Response:
     """Read a backup
 
@@ -93,8 +88,7 @@ async def get_backup(ctx: ApiContext) -> Response:
     return answer(await ctx.facade.backups.get(bearer, backup_id))
 
 
-@routes(
-    "PATCH",
+@routes.patch(
     "/v1/backups/{bid}",
     Backup,
     "The whole updated backup.",
@@ -119,7 +113,6 @@ async def get_backup(ctx: ApiContext) -> Response:
         "lock_exceeds_expiry": "`lock_for` is longer than `expire_after`",
     },
 )
-@endpoint
 async def patch_backup(ctx: ApiContext) -> Response:
     """Change a backup
 
@@ -131,8 +124,7 @@ async def patch_backup(ctx: ApiContext) -> Response:
     return answer(backup)
 
 
-@routes(
-    "POST",
+@routes.post(
     "/v1/backups/{bid}/pause",
     Backup,
     "The backup.",
@@ -140,7 +132,6 @@ async def patch_backup(ctx: ApiContext) -> Response:
     body=EmptyBody,
     billing="config",
 )
-@endpoint
 async def pause_backup(ctx: ApiContext) -> Response:
     """Pause a backup
 
@@ -150,8 +141,7 @@ async def pause_backup(ctx: ApiContext) -> Response:
     return answer(await ctx.facade.backups.pause(grant, ctx.path_id("bid")))
 
 
-@routes(
-    "POST",
+@routes.post(
     "/v1/backups/{bid}/resume",
     Backup,
     "The backup.",
@@ -159,7 +149,6 @@ async def pause_backup(ctx: ApiContext) -> Response:
     body=EmptyBody,
     billing="config",
 )
-@endpoint
 async def resume_backup(ctx: ApiContext) -> Response:
     """Resume a backup
 
@@ -169,16 +158,13 @@ async def resume_backup(ctx: ApiContext) -> Response:
     return answer(await ctx.facade.backups.resume(grant, ctx.path_id("bid")))
 
 
-@routes(
-    "DELETE",
+@routes.delete(
     "/v1/backups/{bid}",
-    None,
     "Deleted.",
     needs=DELETE_BACKUP,
     billing="config",
     errors={"artifact_locked": "one of its artifacts is inside its lock window"},
 )
-@endpoint
 async def delete_backup(ctx: ApiContext) -> Response:
     """Delete a backup
 

@@ -85,8 +85,7 @@ def published(app: Starlette) -> Published:
     return cached
 
 
-@routes(
-    "GET",
+@routes.get(
     "/openapi.json",
     {"application/json": {"schema": {"type": "object"}}},
     "The document.",
@@ -100,7 +99,7 @@ async def openapi_document(request: Request) -> Response:
     return Response(published(request.app).json, media_type="application/json")
 
 
-@routes("GET", "/docs", HTML, "The page.", operation_id="getDocsPage", auth=Auth.NONE)
+@routes.get("/docs", HTML, "The page.", operation_id="getDocsPage", auth=Auth.NONE)
 async def docs_page(request: Request) -> Response:
     """API reference page
 

@@ -278,12 +278,11 @@ def device_page(
 # Endpoints.
 
 
-@routes(
-    "POST",
+@routes.post(
     "/idp/signup",
     SignupResult,
     "The new account.",
-    201,
+    status=201,
     operation_id="idpSignup",
     body=SignupForm,
     media_type=FORM,
@@ -300,7 +299,6 @@ def device_page(
         "upstream_unavailable": "the database or another dependency failed",
     },
 )
-@endpoint
 async def signup(ctx: ApiContext) -> Response:
     """Sign up
 
@@ -331,8 +329,7 @@ async def _authorize_device(ctx: ApiContext) -> Response:
     return _json(present(authorization), 200, NO_STORE)
 
 
-@routes(
-    "POST",
+@routes.post(
     "/idp/device/code",
     DeviceAuthorization,
     "The device authorization.",
@@ -360,8 +357,7 @@ async def device_authorization(request: Request) -> Response:
         return _oauth_error("invalid_request", error.message)
 
 
-@routes(
-    "GET",
+@routes.get(
     "/idp/device",
     HTML,
     "The page.",
@@ -376,7 +372,6 @@ async def device_authorization(request: Request) -> Response:
         },
     ),
 )
-@endpoint
 async def show_device_page(ctx: ApiContext) -> Response:
     """Device approval page
 
@@ -387,8 +382,7 @@ async def show_device_page(ctx: ApiContext) -> Response:
     return device_page(ctx, user_code=ctx.request.query_params.get("user_code", ""))
 
 
-@routes(
-    "POST",
+@routes.post(
     "/idp/device",
     {**HTML, "application/json": {"schema": ref("DeviceDecision")}},
     "The decision is recorded.",
@@ -409,7 +403,6 @@ async def show_device_page(ctx: ApiContext) -> Response:
     },
     html_errors=(400, 429, 502),
 )
-@endpoint
 async def decide(ctx: ApiContext) -> Response:
     """Approve or deny a user code
 
@@ -497,8 +490,7 @@ async def _exchange(ctx: ApiContext) -> Response:
     return _json(present(issued), 200, NO_STORE)
 
 
-@routes(
-    "POST",
+@routes.post(
     "/idp/token",
     AccessToken,
     "The person approved: an access token.",
@@ -526,23 +518,20 @@ async def token(request: Request) -> Response:
         return _oauth_error("invalid_request", error.message)
 
 
-@routes(
-    "GET",
+@routes.get(
     "/.well-known/oauth-authorization-server/idp",
     AuthorizationServerMetadata,
     "The metadata.",
     operation_id="getAuthorizationServerMetadataOfIssuer",
     errors={"not_found": "another identity provider is configured"},
 )
-@routes(
-    "GET",
+@routes.get(
     "/.well-known/oauth-authorization-server",
     AuthorizationServerMetadata,
     "The metadata.",
     operation_id="getAuthorizationServerMetadata",
     errors={"not_found": "another identity provider is configured"},
 )
-@endpoint
 async def server_metadata(ctx: ApiContext) -> Response:
     """Authorization server metadata
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from starlette.responses import Response
 
-from strongroom.adapters.http.context import ApiContext, answer, endpoint
+from strongroom.adapters.http.context import ApiContext, answer
 from strongroom.adapters.http.openapi import Paged, Routes
 from strongroom.adapters.http.shapes import EmptyBody, Invitation, InvitationCreate, Membership
 from strongroom.adapters.http.wire import listing, present
@@ -36,12 +36,11 @@ def listed(page: Page[DomainInvitation], now: datetime) -> Any:
     return listing(page, lambda item: presented(item, now))
 
 
-@routes(
-    "POST",
+@routes.post(
     "/v1/workspaces/{wid}/invitations",
     Invitation,
     "The invitation.",
-    201,
+    status=201,
     needs=CREATE_INVITATION,
     body=InvitationCreate,
     idempotent=True,
@@ -53,7 +52,6 @@ def listed(page: Page[DomainInvitation], now: datetime) -> Any:
         "quota_exceeded": "`members_per_workspace` is reached",
     },
 )
-@endpoint
 async def create_invitation(ctx: ApiContext) -> Response:
     """Invite a person
 
@@ -75,14 +73,12 @@ async def create_invitation(ctx: ApiContext) -> Response:
     return answer(presented(invitation, now), 201)
 
 
-@routes(
-    "GET",
+@routes.get(
     "/v1/workspaces/{wid}/invitations",
     Paged(Invitation),
     "One page of invitations.",
     needs=READ_INVITATIONS,
 )
-@endpoint
 async def list_invitations(ctx: ApiContext) -> Response:
     """List invitations
 
@@ -93,8 +89,7 @@ async def list_invitations(ctx: ApiContext) -> Response:
     return answer(listed(page, now))
 
 
-@routes(
-    "POST",
+@routes.post(
     "/v1/invitations/{id}/accept",
     Membership,
     "The new membership.",
@@ -110,7 +105,6 @@ async def list_invitations(ctx: ApiContext) -> Response:
         ),
     },
 )
-@endpoint
 async def accept_invitation(ctx: ApiContext) -> Response:
     """Accept an invitation
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from starlette.responses import Response
 
-from strongroom.adapters.http.context import ApiContext, answer, endpoint, json_response, no_content
+from strongroom.adapters.http.context import ApiContext, answer, json_response, no_content
 from strongroom.adapters.http.openapi import Paged, Routes
 from strongroom.adapters.http.shapes import (
     ApiKey,
@@ -48,12 +48,11 @@ def issued_worker(issued: IssuedWorker) -> Any:
     return present(issued.worker, WorkerWithToken, token=issued.token)
 
 
-@keys(
-    "POST",
+@keys.post(
     "/v1/api-keys",
     ApiKeyWithToken,
     "The new key with its token.",
-    201,
+    status=201,
     needs=CREATE_API_KEY,
     body=ApiKeyCreate,
     idempotent=True,
@@ -68,7 +67,6 @@ def issued_worker(issued: IssuedWorker) -> Any:
         "quota_exceeded": "`api_keys_per_workspace` is reached",
     },
 )
-@endpoint
 async def create_api_key(ctx: ApiContext) -> Response:
     """Create an API key
 
@@ -88,14 +86,12 @@ async def create_api_key(ctx: ApiContext) -> Response:
     return json_response(issued_api_key(issued), 201)
 
 
-@keys(
-    "GET",
+@keys.get(
     "/v1/api-keys",
     Paged(ApiKey),
     "One page of keys.",
     needs=READ_API_KEYS,
 )
-@endpoint
 async def list_api_keys(ctx: ApiContext) -> Response:
     """List API keys
 
@@ -105,8 +101,7 @@ async def list_api_keys(ctx: ApiContext) -> Response:
     return answer(page)
 
 
-@keys("GET", "/v1/api-keys/{id}", ApiKey, "The key.", needs=READ_API_KEYS)
-@endpoint
+@keys.get("/v1/api-keys/{id}", ApiKey, "The key.", needs=READ_API_KEYS)
 async def get_api_key(ctx: ApiContext) -> Response:
     """Read an API key
 
@@ -115,16 +110,13 @@ async def get_api_key(ctx: ApiContext) -> Response:
     return answer(await ctx.facade.api_keys.get(grant, ctx.path_id("id")))
 
 
-@keys(
-    "DELETE",
+@keys.delete(
     "/v1/api-keys/{id}",
-    None,
     "Revoked.",
     needs=DELETE_API_KEY,
     empty_body=True,
     billing="config",
 )
-@endpoint
 async def delete_api_key(ctx: ApiContext) -> Response:
     """Revoke an API key
 
@@ -135,12 +127,11 @@ async def delete_api_key(ctx: ApiContext) -> Response:
     return no_content()
 
 
-@routes(
-    "POST",
+@routes.post(
     "/v1/workers",
     WorkerWithToken,
     "The new worker with its token.",
-    201,
+    status=201,
     needs=CREATE_WORKER,
     body=WorkerCreate,
     idempotent=True,
@@ -150,7 +141,6 @@ async def delete_api_key(ctx: ApiContext) -> Response:
         "quota_exceeded": "`workers_per_workspace` is reached",
     },
 )
-@endpoint
 async def create_worker(ctx: ApiContext) -> Response:
     """Register a worker
 
@@ -167,8 +157,7 @@ async def create_worker(ctx: ApiContext) -> Response:
     return json_response(issued_worker(issued), 201)
 
 
-@routes("GET", "/v1/workers", Paged(Worker), "One page of workers.", needs=READ_WORKERS)
-@endpoint
+@routes.get("/v1/workers", Paged(Worker), "One page of workers.", needs=READ_WORKERS)
 async def list_workers(ctx: ApiContext) -> Response:
     """List workers
 
@@ -178,8 +167,7 @@ async def list_workers(ctx: ApiContext) -> Response:
     return answer(page)
 
 
-@routes("GET", "/v1/workers/{id}", Worker, "The worker.", needs=READ_WORKERS)
-@endpoint
+@routes.get("/v1/workers/{id}", Worker, "The worker.", needs=READ_WORKERS)
 async def get_worker(ctx: ApiContext) -> Response:
     """Read a worker
 
@@ -188,8 +176,7 @@ async def get_worker(ctx: ApiContext) -> Response:
     return answer(await ctx.facade.workers.get(grant, ctx.path_id("id")))
 
 
-@routes(
-    "POST",
+@routes.post(
     "/v1/workers/{id}/rotate",
     WorkerWithToken,
     "The worker with its new token.",
@@ -197,7 +184,6 @@ async def get_worker(ctx: ApiContext) -> Response:
     body=EmptyBody,
     billing="config",
 )
-@endpoint
 async def rotate_worker(ctx: ApiContext) -> Response:
     """Rotate a worker's credential
 
@@ -208,17 +194,14 @@ async def rotate_worker(ctx: ApiContext) -> Response:
     return json_response(issued_worker(await ctx.facade.workers.rotate(grant, ctx.path_id("id"))))
 
 
-@routes(
-    "DELETE",
+@routes.delete(
     "/v1/workers/{id}",
-    None,
     "Deleted.",
     needs=DELETE_WORKER,
     empty_body=True,
     billing="config",
     errors={"invalid_state": "backups are assigned to the worker"},
 )
-@endpoint
 async def delete_worker(ctx: ApiContext) -> Response:
     """Delete a worker
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from starlette.responses import Response
 
-from strongroom.adapters.http.context import ApiContext, answer, endpoint, no_content
+from strongroom.adapters.http.context import ApiContext, answer, no_content
 from strongroom.adapters.http.openapi import Paged, Routes
 from strongroom.adapters.http.shapes import Member, MemberUpdate, Role, RoleCreate, RoleUpdate
 from strongroom.domain.role_pages import decode_role_cursor, page_of_roles
@@ -31,14 +31,12 @@ def _path_slug(ctx: ApiContext) -> str:
     return check_role_slug(slug)
 
 
-@routes(
-    "GET",
+@routes.get(
     "/v1/workspaces/{wid}/members",
     Paged(Member),
     "One page of members.",
     needs=READ_MEMBERS,
 )
-@endpoint
 async def list_members(ctx: ApiContext) -> Response:
     """List members
 
@@ -48,8 +46,7 @@ async def list_members(ctx: ApiContext) -> Response:
     return answer(page)
 
 
-@routes(
-    "PATCH",
+@routes.patch(
     "/v1/workspaces/{wid}/members/{id}",
     Member,
     "The member.",
@@ -67,7 +64,6 @@ async def list_members(ctx: ApiContext) -> Response:
         "last_admin": "the member is the last admin",
     },
 )
-@endpoint
 async def patch_member(ctx: ApiContext) -> Response:
     """Change a member's role
 
@@ -82,10 +78,8 @@ async def patch_member(ctx: ApiContext) -> Response:
     return answer(member)
 
 
-@routes(
-    "DELETE",
+@routes.delete(
     "/v1/workspaces/{wid}/members/{id}",
-    None,
     "Removed.",
     needs=DELETE_MEMBER,
     empty_body=True,
@@ -98,7 +92,6 @@ async def patch_member(ctx: ApiContext) -> Response:
         "last_admin": "the member is the last admin",
     },
 )
-@endpoint
 async def delete_member(ctx: ApiContext) -> Response:
     """Remove a member
 
@@ -111,8 +104,7 @@ async def delete_member(ctx: ApiContext) -> Response:
     return no_content()
 
 
-@routes("GET", "/v1/workspaces/{wid}/roles", Paged(Role), "The roles.", needs=READ_ROLES)
-@endpoint
+@routes.get("/v1/workspaces/{wid}/roles", Paged(Role), "The roles.", needs=READ_ROLES)
 async def list_roles(ctx: ApiContext) -> Response:
     """List roles
 
@@ -128,12 +120,11 @@ async def list_roles(ctx: ApiContext) -> Response:
     return answer({"data": roles, "next_cursor": next_cursor})
 
 
-@routes(
-    "POST",
+@routes.post(
     "/v1/workspaces/{wid}/roles",
     Role,
     "The new role.",
-    201,
+    status=201,
     needs=CREATE_ROLE,
     body=RoleCreate,
     idempotent=True,
@@ -145,7 +136,6 @@ async def list_roles(ctx: ApiContext) -> Response:
         "name_taken": "the workspace has a role with this slug (built-in too)",
     },
 )
-@endpoint
 async def create_role(ctx: ApiContext) -> Response:
     """Create a custom role
 
@@ -163,8 +153,7 @@ async def create_role(ctx: ApiContext) -> Response:
     return answer(role, 201)
 
 
-@routes(
-    "GET",
+@routes.get(
     "/v1/workspaces/{wid}/roles/{slug}",
     Role,
     "The role.",
@@ -174,7 +163,6 @@ async def create_role(ctx: ApiContext) -> Response:
         "not_found": "no such role in the workspace",
     },
 )
-@endpoint
 async def get_role(ctx: ApiContext) -> Response:
     """Read a role
 
@@ -186,8 +174,7 @@ async def get_role(ctx: ApiContext) -> Response:
     return answer(await ctx.facade.roles.get(grant, workspace_id, slug))
 
 
-@routes(
-    "PATCH",
+@routes.patch(
     "/v1/workspaces/{wid}/roles/{slug}",
     Role,
     "The role.",
@@ -203,7 +190,6 @@ async def get_role(ctx: ApiContext) -> Response:
         "invalid_state": "the role is built-in (`admin`, `member`, `viewer`)",
     },
 )
-@endpoint
 async def patch_role(ctx: ApiContext) -> Response:
     """Change a custom role
 
@@ -222,10 +208,8 @@ async def patch_role(ctx: ApiContext) -> Response:
     return answer(role)
 
 
-@routes(
-    "DELETE",
+@routes.delete(
     "/v1/workspaces/{wid}/roles/{slug}",
-    None,
     "Deleted.",
     needs=DELETE_ROLE,
     empty_body=True,
@@ -240,7 +224,6 @@ async def patch_role(ctx: ApiContext) -> Response:
         ),
     },
 )
-@endpoint
 async def delete_role(ctx: ApiContext) -> Response:
     """Delete a custom role
 

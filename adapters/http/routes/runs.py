@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from starlette.responses import Response
 
-from strongroom.adapters.http.context import ApiContext, answer, endpoint
+from strongroom.adapters.http.context import ApiContext, answer
 from strongroom.adapters.http.openapi import Routes
 from strongroom.adapters.http.shapes import EmptyBody, Run, RunCreate
 from strongroom.ports.driving.runs import READ_RUN, START_RUN, TRIGGER_BACKUP
@@ -17,12 +17,11 @@ routes = Routes("Runs and artifacts")
 backups = routes.tagged("Backups")
 
 
-@routes(
-    "POST",
+@routes.post(
     "/v1/runs",
     Run,
     "The new run.",
-    201,
+    status=201,
     needs=START_RUN,
     body=RunCreate,
     idempotent=True,
@@ -33,7 +32,6 @@ backups = routes.tagged("Backups")
         "invalid_state": "the backup is a draft or paused",
     },
 )
-@endpoint
 async def start_run(ctx: ApiContext) -> Response:
     """Start a manual run
 
@@ -46,8 +44,7 @@ async def start_run(ctx: ApiContext) -> Response:
     return answer(run, 201)
 
 
-@routes("GET", "/v1/runs/{run_id}", Run, "The run.", needs=READ_RUN)
-@endpoint
+@routes.get("/v1/runs/{run_id}", Run, "The run.", needs=READ_RUN)
 async def get_run(ctx: ApiContext) -> Response:
     """Read a run
 
@@ -56,12 +53,11 @@ async def get_run(ctx: ApiContext) -> Response:
     return answer(await ctx.facade.runs.get(grant, ctx.path_id("run_id")))
 
 
-@backups(
-    "POST",
+@backups.post(
     "/v1/backups/{bid}/trigger",
     Run,
     "The queued run.",
-    202,
+    status=202,
     needs=TRIGGER_BACKUP,
     body=EmptyBody,
     idempotent=True,
@@ -71,7 +67,6 @@ async def get_run(ctx: ApiContext) -> Response:
         "invalid_state": "the backup is a draft or paused",
     },
 )
-@endpoint
 async def trigger_backup(ctx: ApiContext) -> Response:
     """Trigger a backup
 

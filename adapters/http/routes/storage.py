@@ -49,8 +49,7 @@ def _storage(request: Request) -> LocalDiskStorage | None:
     return storage if isinstance(storage, LocalDiskStorage) else None
 
 
-@routes(
-    "PUT",
+@routes.put(
     "/storage/{key:path}",
     StoredResult,
     "Stored.",
@@ -88,8 +87,7 @@ async def put_object(request: Request) -> Response:
     return json_response({"status": "stored"})
 
 
-@routes(
-    "GET",
+@routes.get(
     "/storage/{key:path}",
     BINARY,
     "The bytes.",

@@ -5,7 +5,7 @@ from __future__ import annotations
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from strongroom.adapters.http.context import ApiContext, answer, endpoint, no_content
+from strongroom.adapters.http.context import ApiContext, answer, no_content
 from strongroom.adapters.http.metrics import metrics_endpoint
 from strongroom.adapters.http.openapi import READINESS_503, Auth, OnePage, Routes
 from strongroom.adapters.http.shapes import (
@@ -29,8 +29,7 @@ routes = Routes("Access")
 system = routes.tagged("System")
 
 
-@system(
-    "GET",
+@system.get(
     "/healthz",
     Health,
     "The process is running.",
@@ -44,8 +43,7 @@ async def healthz(_request: Request) -> Response:
     return Response(_ALIVE, media_type="application/json")
 
 
-@system(
-    "GET",
+@system.get(
     "/readyz",
     Readiness,
     "Ready.",
@@ -66,14 +64,12 @@ async def readyz(request: Request) -> Response:
     )
 
 
-@routes(
-    "GET",
+@routes.get(
     "/v1/permissions",
     OnePage(PermissionEntry, "PermissionList", "The whole permission catalog."),
     "The catalog.",
     operation_id="listPermissions",
 )
-@endpoint
 async def permissions(ctx: ApiContext) -> Response:
     """The permission catalog
 
@@ -84,8 +80,7 @@ async def permissions(ctx: ApiContext) -> Response:
     return answer({"data": catalog, "next_cursor": None})
 
 
-@routes("GET", "/v1/me", Me, "The caller.", operation_id="getMe")
-@endpoint
+@routes.get("/v1/me", Me, "The caller.", operation_id="getMe")
 async def me(ctx: ApiContext) -> Response:
     """Who am I
 
@@ -93,15 +88,13 @@ async def me(ctx: ApiContext) -> Response:
     return answer(await ctx.caller(), 200, Me)
 
 
-@routes(
-    "GET",
+@routes.get(
     "/v1/auth/cli/config",
     CliConfig,
     "The configuration.",
     operation_id="getCliConfig",
     auth=Auth.NONE,
 )
-@endpoint
 async def cli_config(ctx: ApiContext) -> Response:
     """Device-code sign-in configuration
 
@@ -111,17 +104,15 @@ async def cli_config(ctx: ApiContext) -> Response:
     return answer(config)
 
 
-@routes(
-    "POST",
+@routes.post(
     "/v1/auth/sessions",
     Session,
     "The new session; its token is shown only here.",
-    201,
+    status=201,
     auth=Auth.IDP,
     body=EmptyBody,
     idempotent=True,
 )
-@endpoint
 async def create_session(ctx: ApiContext) -> Response:
     """Sign in
 
@@ -140,12 +131,11 @@ async def create_session(ctx: ApiContext) -> Response:
     return answer(issued, 201)
 
 
-@routes(
-    "POST",
+@routes.post(
     "/v1/auth/switch",
     Session,
     "The new session; its token is shown only here.",
-    201,
+    status=201,
     operation_id="switchWorkspace",
     body=SwitchWorkspace,
     idempotent=True,
@@ -154,7 +144,6 @@ async def create_session(ctx: ApiContext) -> Response:
         "not_found": "the caller is not a member of that workspace",
     },
 )
-@endpoint
 async def switch(ctx: ApiContext) -> Response:
     """Switch workspace
 
@@ -169,15 +158,12 @@ async def switch(ctx: ApiContext) -> Response:
     return answer(issued, 201)
 
 
-@routes(
-    "DELETE",
+@routes.delete(
     "/v1/auth/sessions/current",
-    None,
     "Signed out.",
     operation_id="deleteCurrentSession",
     errors={"forbidden": "a machine credential called it; revoke keys instead"},
 )
-@endpoint
 async def sign_out(ctx: ApiContext) -> Response:
     """Sign out
 
@@ -188,8 +174,7 @@ async def sign_out(ctx: ApiContext) -> Response:
     return no_content()
 
 
-system(
-    "GET",
+system.get(
     "/metrics",
     {"text/plain": {"schema": {"type": "string"}}},
     "The Prometheus text exposition format.",

@@ -6,7 +6,7 @@ from uuid import UUID
 
 from starlette.responses import Response
 
-from strongroom.adapters.http.context import ApiContext, answer, endpoint, no_content
+from strongroom.adapters.http.context import ApiContext, answer, no_content
 from strongroom.adapters.http.openapi import OnePage, Paged, Routes
 from strongroom.adapters.http.shapes import (
     AuditEvent,
@@ -31,14 +31,12 @@ from strongroom.ports.driving.workspaces import (
 routes = Routes("Workspaces")
 
 
-@routes(
-    "GET",
+@routes.get(
     "/v1/workspaces",
     Paged(MemberWorkspace),
     "One page of memberships.",
     errors={"forbidden": "a machine credential (API key or worker) called it"},
 )
-@endpoint
 async def list_workspaces(ctx: ApiContext) -> Response:
     """List my workspaces
 
@@ -50,12 +48,11 @@ async def list_workspaces(ctx: ApiContext) -> Response:
     return answer(result)
 
 
-@routes(
-    "POST",
+@routes.post(
     "/v1/workspaces",
     Workspace,
     "The new workspace.",
-    201,
+    status=201,
     body=WorkspaceCreate,
     idempotent=True,
     person=True,
@@ -66,7 +63,6 @@ async def list_workspaces(ctx: ApiContext) -> Response:
         ),
     },
 )
-@endpoint
 async def create_workspace(ctx: ApiContext) -> Response:
     """Create a workspace
 
@@ -79,8 +75,7 @@ async def create_workspace(ctx: ApiContext) -> Response:
     return answer(workspace, 201)
 
 
-@routes("GET", "/v1/workspaces/{wid}", Workspace, "The workspace.", needs=READ_WORKSPACE)
-@endpoint
+@routes.get("/v1/workspaces/{wid}", Workspace, "The workspace.", needs=READ_WORKSPACE)
 async def get_workspace(ctx: ApiContext) -> Response:
     """Read a workspace
 
@@ -90,8 +85,7 @@ async def get_workspace(ctx: ApiContext) -> Response:
     return answer(workspace)
 
 
-@routes(
-    "PATCH",
+@routes.patch(
     "/v1/workspaces/{wid}",
     Workspace,
     "The updated workspace.",
@@ -104,7 +98,6 @@ async def get_workspace(ctx: ApiContext) -> Response:
         )
     },
 )
-@endpoint
 async def patch_workspace(ctx: ApiContext) -> Response:
     """Rename a workspace
 
@@ -115,15 +108,12 @@ async def patch_workspace(ctx: ApiContext) -> Response:
     return answer(workspace)
 
 
-@routes(
-    "DELETE",
+@routes.delete(
     "/v1/workspaces/{wid}",
-    None,
     "Deleted.",
     needs=DELETE_WORKSPACE,
     errors={"artifact_locked": "an artifact in service storage is inside its lock window"},
 )
-@endpoint
 async def delete_workspace(ctx: ApiContext) -> Response:
     """Delete a workspace
 
@@ -136,15 +126,13 @@ async def delete_workspace(ctx: ApiContext) -> Response:
     return no_content()
 
 
-@routes(
-    "GET",
+@routes.get(
     "/v1/workspaces/{wid}/quotas",
     OnePage(Quota, "QuotaList"),
     "The quotas.",
     operation_id="listQuotas",
     needs=READ_WORKSPACE,
 )
-@endpoint
 async def get_quotas(ctx: ApiContext) -> Response:
     """Quotas
 
@@ -167,8 +155,7 @@ def _audit_filter(ctx: ApiContext) -> AuditFilter:
     return AuditFilter(action=query.get("action") or None, actor_id=actor, since=when)
 
 
-@routes(
-    "GET",
+@routes.get(
     "/v1/workspaces/{wid}/audit",
     Paged(AuditEvent),
     "One page of events.",
@@ -205,7 +192,6 @@ def _audit_filter(ctx: ApiContext) -> AuditFilter:
         )
     },
 )
-@endpoint
 async def list_audit(ctx: ApiContext) -> Response:
     """Audit trail
 
