@@ -18,8 +18,9 @@ import binascii
 import functools
 import html
 import string
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from importlib import resources
+from typing import Any
 from urllib.parse import parse_qs, unquote_plus
 
 from starlette.requests import Request
@@ -203,6 +204,39 @@ def _refused(error: OAuthRefusal) -> Response:
     return _oauth_error(error.error, error.description, basic=isinstance(error, ClientRefusal))
 
 
+OAuthAct = Callable[[BuiltinIdentityProvider, ApiContext, Mapping[str, str]], Awaitable[Any]]
+
+
+def _oauth_endpoint(act: OAuthAct) -> Callable[[Request], Awaitable[Response]]:
+    """An OAuth endpoint answering what ``act`` returns for the form's OAuth parameters:
+    refusals in OAuth's format (RFC 6749 section 5.2; a client refused after HTTP Basic:
+    401 with a challenge), every reply never cached."""
+
+    @endpoint
+    async def run(ctx: ApiContext) -> Response:
+        idp = _builtin(ctx)
+        if idp is None:
+            return _no_such_route(ctx.request, headers=NO_STORE)
+        try:
+            result = await act(idp, ctx, oauth_parameters(_form(ctx)))
+        except InvalidRequestError as error:
+            return _oauth_error("invalid_request", error.message)
+        except OAuthRefusal as error:
+            if error.error == "invalid_client" and "authorization" in ctx.request.headers:
+                error = ClientRefusal(error.error, error.description)
+            return _refused(error)
+        return _json(present(result), 200, NO_STORE)
+
+    async def guarded(request: Request) -> Response:
+        try:
+            return await run(request)
+        except InvalidRequestError as error:  # a body over the cap, refused before the handler
+            return _oauth_error("invalid_request", error.message)
+
+    guarded.__name__, guarded.__doc__ = act.__name__, act.__doc__
+    return guarded
+
+
 def client_id_of(request: Request, form: Mapping[str, str]) -> str:
     """The public client's id: the form's ``client_id``, or the user name of HTTP Basic with
     an empty password (RFC 6749 section 2.3.1, both form-encoded); both: they must agree."""
@@ -312,23 +346,6 @@ async def signup(ctx: ApiContext) -> Response:
     return _json(present(account, SignupResult), 201, NO_STORE)
 
 
-@endpoint
-async def _authorize_device(ctx: ApiContext) -> Response:
-    idp = _builtin(ctx)
-    if idp is None:
-        return _no_such_route(ctx.request, headers=NO_STORE)
-    try:
-        client_id = client_id_of(ctx.request, oauth_parameters(_form(ctx)))
-        authorization = await idp.start_device_authorization(client_id, ctx.base_url)
-    except InvalidRequestError as error:
-        return _oauth_error("invalid_request", error.message)
-    except OAuthRefusal as error:
-        if error.error == "invalid_client" and "authorization" in ctx.request.headers:
-            error = ClientRefusal(error.error, error.description)
-        return _refused(error)
-    return _json(present(authorization), 200, NO_STORE)
-
-
 @routes.post(
     "/idp/device/code",
     DeviceAuthorization,
@@ -341,7 +358,10 @@ async def _authorize_device(ctx: ApiContext) -> Response:
     },
     extra_responses=oauth_responses("invalid_request", "invalid_client"),
 )
-async def device_authorization(request: Request) -> Response:
+@_oauth_endpoint
+async def device_authorization(
+    idp: BuiltinIdentityProvider, ctx: ApiContext, form: Mapping[str, str]
+) -> Any:
     """Start a device authorization
 
     RFC 8628 section 3.1: issue a device code and a user code. The codes live 10
@@ -351,10 +371,7 @@ async def device_authorization(request: Request) -> Response:
     requires; the form schema lists the parameters this endpoint reads. Refusals use
     OAuth's own error format; a failure of the server itself uses the envelope of `/v1`.
     Replies carry `Cache-Control: no-store`."""
-    try:
-        return await _authorize_device(request)
-    except InvalidRequestError as error:  # a body over the cap, refused before the handler
-        return _oauth_error("invalid_request", error.message)
+    return await idp.start_device_authorization(client_id_of(ctx.request, form), ctx.base_url)
 
 
 @routes.get(
@@ -463,33 +480,6 @@ async def decide(ctx: ApiContext) -> Response:
     )
 
 
-@endpoint
-async def _exchange(ctx: ApiContext) -> Response:
-    idp = _builtin(ctx)
-    if idp is None:
-        return _no_such_route(ctx.request, headers=NO_STORE)
-    try:
-        form = oauth_parameters(_form(ctx))
-        grant_type = form.get("grant_type")
-        if grant_type is None:
-            raise OAuthRefusal("invalid_request", "missing parameter grant_type")
-        if grant_type != DEVICE_CODE_GRANT_TYPE:
-            raise OAuthRefusal(
-                "unsupported_grant_type", f"grant_type must be {DEVICE_CODE_GRANT_TYPE}"
-            )
-        if "device_code" not in form:
-            raise OAuthRefusal("invalid_request", "missing parameter device_code")
-        client_id = client_id_of(ctx.request, form)
-        issued = await idp.exchange_device_code(form["device_code"], client_id)
-    except InvalidRequestError as error:
-        return _oauth_error("invalid_request", error.message)
-    except OAuthRefusal as error:
-        if error.error == "invalid_client" and "authorization" in ctx.request.headers:
-            error = ClientRefusal(error.error, error.description)
-        return _refused(error)
-    return _json(present(issued), 200, NO_STORE)
-
-
 @routes.post(
     "/idp/token",
     AccessToken,
@@ -502,7 +492,8 @@ async def _exchange(ctx: ApiContext) -> Response:
     },
     extra_responses=oauth_responses(*OAUTH_ERRORS),
 )
-async def token(request: Request) -> Response:
+@_oauth_endpoint
+async def token(idp: BuiltinIdentityProvider, ctx: ApiContext, form: Mapping[str, str]) -> Any:
     """Poll for an access token
 
     RFC 8628 section 3.4. The client identifies itself with `client_id` in the form or as
@@ -512,10 +503,14 @@ async def token(request: Request) -> Response:
     OAuth parameters (such as `scope`) are ignored, as RFC 6749 section 3.1 requires; the
     form schema lists the parameters this endpoint reads. Replies carry
     `Cache-Control: no-store`."""
-    try:
-        return await _exchange(request)
-    except InvalidRequestError as error:  # a body over the cap, refused before the handler
-        return _oauth_error("invalid_request", error.message)
+    grant_type = form.get("grant_type")
+    if grant_type is None:
+        raise OAuthRefusal("invalid_request", "missing parameter grant_type")
+    if grant_type != DEVICE_CODE_GRANT_TYPE:
+        raise OAuthRefusal("unsupported_grant_type", f"grant_type must be {DEVICE_CODE_GRANT_TYPE}")
+    if "device_code" not in form:
+        raise OAuthRefusal("invalid_request", "missing parameter device_code")
+    return await idp.exchange_device_code(form["device_code"], client_id_of(ctx.request, form))
 
 
 @routes.get(
