@@ -868,18 +868,21 @@ class SignupResult:
     email: Email
 
 
+CLIENT_ID_FIELD: Any = attrs.field(
+    default=None,
+    metadata=meta(
+        "The public client's id; or sent as the user name of HTTP Basic with an empty "
+        "password (RFC 6749 section 2.3.1).",
+        schema={"const": builtin.CLIENT_ID},
+    ),
+)
+
+
 @attrs.frozen
 class DeviceCodeForm:
     """`POST /idp/device/code`."""
 
-    client_id: str | None = attrs.field(
-        default=None,
-        metadata=meta(
-            "The public client's id; or sent as the user name of HTTP Basic with an empty "
-            "password (RFC 6749 section 2.3.1).",
-            schema={"const": builtin.CLIENT_ID},
-        ),
-    )
+    client_id: str | None = CLIENT_ID_FIELD
 
 
 @view_of(builtin.DeviceAuthorization)
@@ -926,14 +929,7 @@ class TokenForm:
 
     grant_type: str = attrs.field(metadata=meta(schema={"const": DEVICE_CODE_GRANT}))
     device_code: str
-    client_id: str | None = attrs.field(
-        default=None,
-        metadata=meta(
-            "The public client's id; or sent as the user name of HTTP Basic with an empty "
-            "password (RFC 6749 section 2.3.1).",
-            schema={"const": builtin.CLIENT_ID},
-        ),
-    )
+    client_id: str | None = CLIENT_ID_FIELD
 
 
 @view_of(builtin.AccessToken)
