@@ -250,76 +250,58 @@ class OnePage:
 # Components: parameters, headers, security schemes
 
 
-def _parameters() -> dict[str, Json]:
+STRING: Json = {"type": "string"}
+
+
+def parameter(name: str, where: str, description: str, schema: Json = STRING) -> Json:
+    """A parameter ``where`` (``query``, ``header``, ``path``); only path ones are required."""
     return {
-        "limit": {
-            "name": "limit",
-            "in": "query",
-            "required": False,
-            "description": f"Page size, 1 to {MAX_LIMIT}; anything else gives 400.",
-            "schema": {
-                "type": "integer",
-                "minimum": 1,
-                "maximum": MAX_LIMIT,
-                "default": DEFAULT_LIMIT,
-            },
-        },
-        "cursor": {
-            "name": "cursor",
-            "in": "query",
-            "required": False,
-            "description": "Opaque `next_cursor` of the previous page; a bad one gives 400.",
-            "schema": {"type": "string"},
-        },
-        "Idempotency-Key": {
-            "name": "Idempotency-Key",
-            "in": "header",
-            "required": False,
-            "description": "A repeat with the same key and body within 24 h returns the first "
-            "response unchanged; the same key with another body gives 409 "
-            "`idempotency_conflict`. Scoped to the principal and the route.",
-            "schema": {"type": "string", "minLength": 1, "maxLength": MAX_KEY_LENGTH},
-        },
-        "X-Request-ID": {
-            "name": "X-Request-ID",
-            "in": "header",
-            "required": False,
-            "description": "Any value is accepted. It is echoed (in the `X-Request-ID` "
-            "response header and `error.request_id`) when it is 1 to 200 characters from `!` "
-            "to `~`; any other value is replaced by a generated `req_<uuid>`.",
-            "schema": {"type": "string"},
-        },
-        "wid": _path_id("wid", "The workspace id; it must be the credential's workspace."),
-        "bid": _path_id("bid", "The backup id."),
-        "id": _path_id("id", "The object's id."),
-        "user_id": _path_id("id", "The member's user id."),
-        "slug": {
-            "name": "slug",
-            "in": "path",
-            "required": True,
-            "description": "The role's slug. Not a well-formed slug: 400.",
-            "schema": ref("RoleSlug"),
-        },
-        "run_id": _path_id("run_id", "The run id."),
-        "aid": _path_id("aid", "The artifact id."),
-        "key": {
-            "name": "key",
-            "in": "path",
-            "required": True,
-            "description": "The object key (segments of letters, digits, `.`, `_`, `-`).",
-            "schema": {"type": "string"},
-        },
+        "name": name,
+        "in": where,
+        "required": where == "path",
+        "description": description,
+        "schema": schema,
     }
 
 
 def _path_id(name: str, description: str) -> Json:
-    return {
-        "name": name,
-        "in": "path",
-        "required": True,
-        "description": f"{description} Not a UUID: 400.",
-        "schema": UUID_SCHEMA,
-    }
+    return parameter(name, "path", f"{description} Not a UUID: 400.", UUID_SCHEMA)
+
+
+PAGE_SIZE = {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": DEFAULT_LIMIT}
+PARAMETERS: dict[str, Json] = {
+    "limit": parameter(
+        "limit", "query", f"Page size, 1 to {MAX_LIMIT}; anything else gives 400.", PAGE_SIZE
+    ),
+    "cursor": parameter(
+        "cursor", "query", "Opaque `next_cursor` of the previous page; a bad one gives 400."
+    ),
+    "Idempotency-Key": parameter(
+        "Idempotency-Key",
+        "header",
+        "A repeat with the same key and body within 24 h returns the first response unchanged;"
+        " the same key with another body gives 409 `idempotency_conflict`. Scoped to the "
+        "principal and the route.",
+        {"type": "string", "minLength": 1, "maxLength": MAX_KEY_LENGTH},
+    ),
+    "X-Request-ID": parameter(
+        "X-Request-ID",
+        "header",
+        "Any value is accepted. It is echoed (in the `X-Request-ID` response header and "
+        "`error.request_id`) when it is 1 to 200 characters from `!` to `~`; any other value "
+        "is replaced by a generated `req_<uuid>`.",
+    ),
+    "wid": _path_id("wid", "The workspace id; it must be the credential's workspace."),
+    "bid": _path_id("bid", "The backup id."),
+    "id": _path_id("id", "The object's id."),
+    "user_id": _path_id("id", "The member's user id."),
+    "slug": parameter(
+        "slug", "path", "The role's slug. Not a well-formed slug: 400.", ref("RoleSlug")
+    ),
+    "run_id": _path_id("run_id", "The run id."),
+    "aid": _path_id("aid", "The artifact id."),
+    "key": parameter("key", "path", "The object key (segments of letters, digits, `.`, `_`, `-`)."),
+}
 
 
 def _param(name: str) -> Json:
@@ -696,9 +678,9 @@ class Routes(list[BaseRoute]):
         self.shared = shared
         self.into: list[BaseRoute] = self
 
-    def tagged(self, tag: str) -> Routes:
-        """Routes of another tag, declared into this module's list."""
-        other = Routes(tag, **self.shared)
+    def tagged(self, tag: str, **shared: Any) -> Routes:
+        """Routes of another tag (with other ``shared`` options) into this module's list."""
+        other = Routes(tag, **{**self.shared, **shared})
         other.into = self.into
         return other
 
@@ -1004,7 +986,7 @@ def build_document(server_url: str | None = None, routes: list[BaseRoute] | None
             "paths": paths,
             "components": {
                 "schemas": dict(sorted(schemas.items())),
-                "parameters": _parameters(),
+                "parameters": PARAMETERS,
                 "headers": {
                     "X-Request-ID": {
                         "description": "The request id: the client's own, echoed, or a "

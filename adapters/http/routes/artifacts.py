@@ -11,7 +11,7 @@ from typing import Any
 from starlette.responses import Response
 
 from strongroom.adapters.http.context import ApiContext, answer, no_content
-from strongroom.adapters.http.openapi import Named, Paged, Routes
+from strongroom.adapters.http.openapi import Named, Paged, Routes, parameter
 from strongroom.adapters.http.shapes import (
     Artifact,
     Download,
@@ -55,9 +55,8 @@ def upload_plan(plan: Any, base_url: str) -> Response:
     "/v1/runs/{run_id}/upload-url",
     Named("UploadPlan", UploadPlan),
     "The upload plan.",
+    REQUEST_UPLOAD,
     status=201,
-    operation_id="requestUpload",
-    needs=REQUEST_UPLOAD,
     body=UploadRequest,
     billing="uploads",
     errors={
@@ -69,7 +68,7 @@ def upload_plan(plan: Any, base_url: str) -> Response:
         "upstream_unavailable": "the database or object storage failed; nothing was recorded",
     },
 )
-async def upload_url(ctx: ApiContext) -> Response:
+async def request_upload(ctx: ApiContext) -> Response:
     """Presign an artifact's upload
 
     Announces an artifact of the run (state `pending`) and presigns its upload: one PUT
@@ -89,7 +88,7 @@ async def upload_url(ctx: ApiContext) -> Response:
     "/v1/runs/{run_id}/confirm",
     Run,
     "The succeeded run.",
-    needs=CONFIRM_RUN,
+    CONFIRM_RUN,
     body=EmptyBody,
     billing="uploads",
     errors={
@@ -113,15 +112,14 @@ async def confirm_run(ctx: ApiContext) -> Response:
     "/v1/workspaces/{wid}/artifacts",
     Paged(Artifact),
     "One page of artifacts.",
-    needs=LIST_ARTIFACTS,
+    LIST_ARTIFACTS,
     parameters=(
-        {
-            "name": "state",
-            "in": "query",
-            "required": False,
-            "description": "`deleted` lists only deleted artifacts.",
-            "schema": {"type": "string", "enum": ["deleted"]},
-        },
+        parameter(
+            "state",
+            "query",
+            "`deleted` lists only deleted artifacts.",
+            {"type": "string", "enum": ["deleted"]},
+        ),
     ),
     errors={"invalid_request": "`state` is not `deleted`"},
 )
@@ -144,8 +142,7 @@ async def list_artifacts(ctx: ApiContext) -> Response:
     "/v1/artifacts/{aid}/download-url",
     Download,
     "The presigned download.",
-    operation_id="requestDownload",
-    needs=DOWNLOAD_ARTIFACT,
+    DOWNLOAD_ARTIFACT,
     body=EmptyBody,
     errors={
         "conflict": "the artifact is deleted",
@@ -153,7 +150,7 @@ async def list_artifacts(ctx: ApiContext) -> Response:
         "invalid_state": "the artifact is not confirmed yet",
     },
 )
-async def download_url(ctx: ApiContext) -> Response:
+async def request_download(ctx: ApiContext) -> Response:
     """Presign an artifact's download
 
     A presigned GET (15 minutes) of an available artifact in service storage; the bytes
@@ -168,7 +165,7 @@ async def download_url(ctx: ApiContext) -> Response:
 @routes.delete(
     "/v1/artifacts/{aid}",
     "Deleted.",
-    needs=DELETE_ARTIFACT,
+    DELETE_ARTIFACT,
     billing="config",
     errors={
         "conflict": "already deleted",

@@ -30,8 +30,8 @@ routes = Routes("Backups")
     "/v1/workspaces/{wid}/backups",
     Backup,
     "The new backup.",
+    CREATE_BACKUP,
     status=201,
-    needs=CREATE_BACKUP,
     body=BackupCreate,
     idempotent=True,
     billing="config",
@@ -61,12 +61,7 @@ async def create_backup(ctx: ApiContext) -> Response:
     return answer(backup, 201)
 
 
-@routes.get(
-    "/v1/workspaces/{wid}/backups",
-    Paged(Backup),
-    "One page of backups.",
-    needs=READ_BACKUPS,
-)
+@routes.get("/v1/workspaces/{wid}/backups", Paged(Backup), "One page of backups.", READ_BACKUPS)
 async def list_backups(ctx: ApiContext) -> Response:
     """List backups
 
@@ -78,7 +73,7 @@ async def list_backups(ctx: ApiContext) -> Response:
     return answer(page)
 
 
-@routes.get("/v1/backups/{bid}", Backup, "The backup.", needs=READ_BACKUPS)
+@routes.get("/v1/backups/{bid}", Backup, "The backup.", READ_BACKUPS)
 async def get_backup(ctx: ApiContext) -> Response:
     """Read a backup
 
@@ -92,8 +87,7 @@ async def get_backup(ctx: ApiContext) -> Response:
     "/v1/backups/{bid}",
     Backup,
     "The whole updated backup.",
-    operation_id="updateBackup",
-    needs=UPDATE_BACKUP,
+    UPDATE_BACKUP,
     body=BackupUpdate,
     billing="config",
     errors={
@@ -113,7 +107,7 @@ async def get_backup(ctx: ApiContext) -> Response:
         "lock_exceeds_expiry": "`lock_for` is longer than `expire_after`",
     },
 )
-async def patch_backup(ctx: ApiContext) -> Response:
+async def update_backup(ctx: ApiContext) -> Response:
     """Change a backup
 
     Supplies configuration; the backup becomes `active` in the PATCH that completes its
@@ -125,12 +119,7 @@ async def patch_backup(ctx: ApiContext) -> Response:
 
 
 @routes.post(
-    "/v1/backups/{bid}/pause",
-    Backup,
-    "The backup.",
-    needs=PAUSE_BACKUP,
-    body=EmptyBody,
-    billing="config",
+    "/v1/backups/{bid}/pause", Backup, "The backup.", PAUSE_BACKUP, body=EmptyBody, billing="config"
 )
 async def pause_backup(ctx: ApiContext) -> Response:
     """Pause a backup
@@ -145,7 +134,7 @@ async def pause_backup(ctx: ApiContext) -> Response:
     "/v1/backups/{bid}/resume",
     Backup,
     "The backup.",
-    needs=RESUME_BACKUP,
+    RESUME_BACKUP,
     body=EmptyBody,
     billing="config",
 )
@@ -161,7 +150,7 @@ async def resume_backup(ctx: ApiContext) -> Response:
 @routes.delete(
     "/v1/backups/{bid}",
     "Deleted.",
-    needs=DELETE_BACKUP,
+    DELETE_BACKUP,
     billing="config",
     errors={"artifact_locked": "one of its artifacts is inside its lock window"},
 )

@@ -61,7 +61,7 @@ PAGE_HEADERS = {
 }
 
 
-routes = Routes("Documentation")
+routes = Routes("Documentation", auth=Auth.NONE)
 
 
 @attrs.frozen
@@ -89,18 +89,16 @@ def published(app: Starlette) -> Published:
     "/openapi.json",
     {"application/json": {"schema": {"type": "object"}}},
     "The document.",
-    operation_id="getOpenApiDocument",
-    auth=Auth.NONE,
 )
-async def openapi_document(request: Request) -> Response:
+async def get_open_api_document(request: Request) -> Response:
     """This OpenAPI document
 
     The OpenAPI 3.1 description of every operation. No authentication."""
     return Response(published(request.app).json, media_type="application/json")
 
 
-@routes.get("/docs", HTML, "The page.", operation_id="getDocsPage", auth=Auth.NONE)
-async def docs_page(request: Request) -> Response:
+@routes.get("/docs", HTML, "The page.")
+async def get_docs_page(request: Request) -> Response:
     """API reference page
 
     This document as a self-contained HTML page. No authentication."""

@@ -35,6 +35,7 @@ from strongroom.adapters.http.openapi import (
     Auth,
     Routes,
     oauth_responses,
+    parameter,
     ref,
 )
 from strongroom.adapters.http.shapes import (
@@ -317,7 +318,6 @@ def device_page(
     SignupResult,
     "The new account.",
     status=201,
-    operation_id="idpSignup",
     body=SignupForm,
     media_type=FORM,
     errors={
@@ -333,7 +333,7 @@ def device_page(
         "upstream_unavailable": "the database or another dependency failed",
     },
 )
-async def signup(ctx: ApiContext) -> Response:
+async def idp_signup(ctx: ApiContext) -> Response:
     """Sign up
 
     Register a local account with the built-in identity provider. Enabled by default in
@@ -350,7 +350,6 @@ async def signup(ctx: ApiContext) -> Response:
     "/idp/device/code",
     DeviceAuthorization,
     "The device authorization.",
-    operation_id="idpDeviceCode",
     body=DeviceCodeForm,
     media_type=FORM,
     errors={
@@ -359,7 +358,7 @@ async def signup(ctx: ApiContext) -> Response:
     extra_responses=oauth_responses("invalid_request", "invalid_client"),
 )
 @_oauth_endpoint
-async def device_authorization(
+async def idp_device_code(
     idp: BuiltinIdentityProvider, ctx: ApiContext, form: Mapping[str, str]
 ) -> Any:
     """Start a device authorization
@@ -378,18 +377,11 @@ async def device_authorization(
     "/idp/device",
     HTML,
     "The page.",
-    operation_id="idpDevicePage",
     parameters=(
-        {
-            "name": "user_code",
-            "in": "query",
-            "required": False,
-            "description": "Pre-fills the code (from `verification_uri_complete`).",
-            "schema": {"type": "string"},
-        },
+        parameter("user_code", "query", "Pre-fills the code (from `verification_uri_complete`)."),
     ),
 )
-async def show_device_page(ctx: ApiContext) -> Response:
+async def idp_device_page(ctx: ApiContext) -> Response:
     """Device approval page
 
     An HTML page where a person signs in and approves or denies a user code; its form
@@ -403,7 +395,6 @@ async def show_device_page(ctx: ApiContext) -> Response:
     "/idp/device",
     {**HTML, "application/json": {"schema": ref("DeviceDecision")}},
     "The decision is recorded.",
-    operation_id="idpDeviceDecision",
     body=DeviceDecisionForm,
     media_type=FORM,
     errors={
@@ -420,7 +411,7 @@ async def show_device_page(ctx: ApiContext) -> Response:
     },
     html_errors=(400, 429, 502),
 )
-async def decide(ctx: ApiContext) -> Response:
+async def idp_device_decision(ctx: ApiContext) -> Response:
     """Approve or deny a user code
 
     Signs the person in and records the decision. Answers an HTML page, or JSON when
@@ -484,7 +475,6 @@ async def decide(ctx: ApiContext) -> Response:
     "/idp/token",
     AccessToken,
     "The person approved: an access token.",
-    operation_id="idpToken",
     body=TokenForm,
     media_type=FORM,
     errors={
@@ -493,7 +483,7 @@ async def decide(ctx: ApiContext) -> Response:
     extra_responses=oauth_responses(*OAUTH_ERRORS),
 )
 @_oauth_endpoint
-async def token(idp: BuiltinIdentityProvider, ctx: ApiContext, form: Mapping[str, str]) -> Any:
+async def idp_token(idp: BuiltinIdentityProvider, ctx: ApiContext, form: Mapping[str, str]) -> Any:
     """Poll for an access token
 
     RFC 8628 section 3.4. The client identifies itself with `client_id` in the form or as
@@ -524,10 +514,9 @@ async def token(idp: BuiltinIdentityProvider, ctx: ApiContext, form: Mapping[str
     "/.well-known/oauth-authorization-server",
     AuthorizationServerMetadata,
     "The metadata.",
-    operation_id="getAuthorizationServerMetadata",
     errors={"not_found": "another identity provider is configured"},
 )
-async def server_metadata(ctx: ApiContext) -> Response:
+async def get_authorization_server_metadata(ctx: ApiContext) -> Response:
     """Authorization server metadata
 
     RFC 8414: the built-in identity provider's endpoints, grant types and client

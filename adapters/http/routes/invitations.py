@@ -40,8 +40,8 @@ def listed(page: Page[DomainInvitation], now: datetime) -> Any:
     "/v1/workspaces/{wid}/invitations",
     Invitation,
     "The invitation.",
+    CREATE_INVITATION,
     status=201,
-    needs=CREATE_INVITATION,
     body=InvitationCreate,
     idempotent=True,
     billing="config",
@@ -77,7 +77,7 @@ async def create_invitation(ctx: ApiContext) -> Response:
     "/v1/workspaces/{wid}/invitations",
     Paged(Invitation),
     "One page of invitations.",
-    needs=READ_INVITATIONS,
+    READ_INVITATIONS,
 )
 async def list_invitations(ctx: ApiContext) -> Response:
     """List invitations

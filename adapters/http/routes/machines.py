@@ -52,8 +52,8 @@ def issued_worker(issued: IssuedWorker) -> Any:
     "/v1/api-keys",
     ApiKeyWithToken,
     "The new key with its token.",
+    CREATE_API_KEY,
     status=201,
-    needs=CREATE_API_KEY,
     body=ApiKeyCreate,
     idempotent=True,
     billing="config",
@@ -86,12 +86,7 @@ async def create_api_key(ctx: ApiContext) -> Response:
     return json_response(issued_api_key(issued), 201)
 
 
-@keys.get(
-    "/v1/api-keys",
-    Paged(ApiKey),
-    "One page of keys.",
-    needs=READ_API_KEYS,
-)
+@keys.get("/v1/api-keys", Paged(ApiKey), "One page of keys.", READ_API_KEYS)
 async def list_api_keys(ctx: ApiContext) -> Response:
     """List API keys
 
@@ -101,7 +96,7 @@ async def list_api_keys(ctx: ApiContext) -> Response:
     return answer(page)
 
 
-@keys.get("/v1/api-keys/{id}", ApiKey, "The key.", needs=READ_API_KEYS)
+@keys.get("/v1/api-keys/{id}", ApiKey, "The key.", READ_API_KEYS)
 async def get_api_key(ctx: ApiContext) -> Response:
     """Read an API key
 
@@ -110,13 +105,7 @@ async def get_api_key(ctx: ApiContext) -> Response:
     return answer(await ctx.facade.api_keys.get(grant, ctx.path_id("id")))
 
 
-@keys.delete(
-    "/v1/api-keys/{id}",
-    "Revoked.",
-    needs=DELETE_API_KEY,
-    empty_body=True,
-    billing="config",
-)
+@keys.delete("/v1/api-keys/{id}", "Revoked.", DELETE_API_KEY, empty_body=True, billing="config")
 async def delete_api_key(ctx: ApiContext) -> Response:
     """Revoke an API key
 
@@ -131,8 +120,8 @@ async def delete_api_key(ctx: ApiContext) -> Response:
     "/v1/workers",
     WorkerWithToken,
     "The new worker with its token.",
+    CREATE_WORKER,
     status=201,
-    needs=CREATE_WORKER,
     body=WorkerCreate,
     idempotent=True,
     billing="config",
@@ -157,7 +146,7 @@ async def create_worker(ctx: ApiContext) -> Response:
     return json_response(issued_worker(issued), 201)
 
 
-@routes.get("/v1/workers", Paged(Worker), "One page of workers.", needs=READ_WORKERS)
+@routes.get("/v1/workers", Paged(Worker), "One page of workers.", READ_WORKERS)
 async def list_workers(ctx: ApiContext) -> Response:
     """List workers
 
@@ -167,7 +156,7 @@ async def list_workers(ctx: ApiContext) -> Response:
     return answer(page)
 
 
-@routes.get("/v1/workers/{id}", Worker, "The worker.", needs=READ_WORKERS)
+@routes.get("/v1/workers/{id}", Worker, "The worker.", READ_WORKERS)
 async def get_worker(ctx: ApiContext) -> Response:
     """Read a worker
 
@@ -180,7 +169,7 @@ async def get_worker(ctx: ApiContext) -> Response:
     "/v1/workers/{id}/rotate",
     WorkerWithToken,
     "The worker with its new token.",
-    needs=ROTATE_WORKER,
+    ROTATE_WORKER,
     body=EmptyBody,
     billing="config",
 )
@@ -197,7 +186,7 @@ async def rotate_worker(ctx: ApiContext) -> Response:
 @routes.delete(
     "/v1/workers/{id}",
     "Deleted.",
-    needs=DELETE_WORKER,
+    DELETE_WORKER,
     empty_body=True,
     billing="config",
     errors={"invalid_state": "backups are assigned to the worker"},

@@ -31,12 +31,7 @@ def _path_slug(ctx: ApiContext) -> str:
     return check_role_slug(slug)
 
 
-@routes.get(
-    "/v1/workspaces/{wid}/members",
-    Paged(Member),
-    "One page of members.",
-    needs=READ_MEMBERS,
-)
+@routes.get("/v1/workspaces/{wid}/members", Paged(Member), "One page of members.", READ_MEMBERS)
 async def list_members(ctx: ApiContext) -> Response:
     """List members
 
@@ -50,8 +45,7 @@ async def list_members(ctx: ApiContext) -> Response:
     "/v1/workspaces/{wid}/members/{id}",
     Member,
     "The member.",
-    operation_id="updateMember",
-    needs=UPDATE_MEMBER,
+    UPDATE_MEMBER,
     body=MemberUpdate,
     billing="config",
     errors={
@@ -64,7 +58,7 @@ async def list_members(ctx: ApiContext) -> Response:
         "last_admin": "the member is the last admin",
     },
 )
-async def patch_member(ctx: ApiContext) -> Response:
+async def update_member(ctx: ApiContext) -> Response:
     """Change a member's role
 
     Gives the member another role (built-in or custom). Needs `members:write`; the
@@ -81,7 +75,7 @@ async def patch_member(ctx: ApiContext) -> Response:
 @routes.delete(
     "/v1/workspaces/{wid}/members/{id}",
     "Removed.",
-    needs=DELETE_MEMBER,
+    DELETE_MEMBER,
     empty_body=True,
     billing="config",
     errors={
@@ -104,7 +98,7 @@ async def delete_member(ctx: ApiContext) -> Response:
     return no_content()
 
 
-@routes.get("/v1/workspaces/{wid}/roles", Paged(Role), "The roles.", needs=READ_ROLES)
+@routes.get("/v1/workspaces/{wid}/roles", Paged(Role), "The roles.", READ_ROLES)
 async def list_roles(ctx: ApiContext) -> Response:
     """List roles
 
@@ -124,8 +118,8 @@ async def list_roles(ctx: ApiContext) -> Response:
     "/v1/workspaces/{wid}/roles",
     Role,
     "The new role.",
+    CREATE_ROLE,
     status=201,
-    needs=CREATE_ROLE,
     body=RoleCreate,
     idempotent=True,
     billing="config",
@@ -157,7 +151,7 @@ async def create_role(ctx: ApiContext) -> Response:
     "/v1/workspaces/{wid}/roles/{slug}",
     Role,
     "The role.",
-    needs=READ_ROLES,
+    READ_ROLES,
     errors={
         "invalid_request": "`slug` in the path is not a well-formed role slug",
         "not_found": "no such role in the workspace",
@@ -178,8 +172,7 @@ async def get_role(ctx: ApiContext) -> Response:
     "/v1/workspaces/{wid}/roles/{slug}",
     Role,
     "The role.",
-    operation_id="updateRole",
-    needs=UPDATE_ROLE,
+    UPDATE_ROLE,
     body=RoleUpdate,
     billing="config",
     errors={
@@ -190,7 +183,7 @@ async def get_role(ctx: ApiContext) -> Response:
         "invalid_state": "the role is built-in (`admin`, `member`, `viewer`)",
     },
 )
-async def patch_role(ctx: ApiContext) -> Response:
+async def update_role(ctx: ApiContext) -> Response:
     """Change a custom role
 
     Rename it or replace its permissions (each of which the caller must hold). Members
@@ -211,7 +204,7 @@ async def patch_role(ctx: ApiContext) -> Response:
 @routes.delete(
     "/v1/workspaces/{wid}/roles/{slug}",
     "Deleted.",
-    needs=DELETE_ROLE,
+    DELETE_ROLE,
     empty_body=True,
     billing="config",
     errors={

@@ -21,8 +21,8 @@ backups = routes.tagged("Backups")
     "/v1/runs",
     Run,
     "The new run.",
+    START_RUN,
     status=201,
-    needs=START_RUN,
     body=RunCreate,
     idempotent=True,
     billing="runs",
@@ -44,7 +44,7 @@ async def start_run(ctx: ApiContext) -> Response:
     return answer(run, 201)
 
 
-@routes.get("/v1/runs/{run_id}", Run, "The run.", needs=READ_RUN)
+@routes.get("/v1/runs/{run_id}", Run, "The run.", READ_RUN)
 async def get_run(ctx: ApiContext) -> Response:
     """Read a run
 
@@ -57,8 +57,8 @@ async def get_run(ctx: ApiContext) -> Response:
     "/v1/backups/{bid}/trigger",
     Run,
     "The queued run.",
+    TRIGGER_BACKUP,
     status=202,
-    needs=TRIGGER_BACKUP,
     body=EmptyBody,
     idempotent=True,
     billing="runs",

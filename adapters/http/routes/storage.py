@@ -13,7 +13,7 @@ from starlette.responses import FileResponse, Response
 
 from strongroom.adapters.http.context import json_response
 from strongroom.adapters.http.errors import error_response
-from strongroom.adapters.http.openapi import BINARY, Auth, Routes
+from strongroom.adapters.http.openapi import BINARY, Auth, Routes, parameter
 from strongroom.adapters.http.shapes import StoredResult
 from strongroom.adapters.storage.local import LocalDiskStorage, StorageRefusalError
 from strongroom.ports.driving import Strongroom
@@ -22,11 +22,10 @@ _CODES = {400: "invalid_request", 403: "forbidden", 404: "not_found"}
 
 
 SIGNATURE = {
-    "name": "signature",
-    "in": "query",
+    **parameter(
+        "signature", "query", "With `expires`, `size`, `sha256`, `upload_id`, `part`: as presigned."
+    ),
     "required": True,
-    "description": "With `expires`, `size`, `sha256`, `upload_id`, `part`: as presigned.",
-    "schema": {"type": "string"},
 }
 routes = Routes(
     "Storage",
@@ -53,10 +52,8 @@ def _storage(request: Request) -> LocalDiskStorage | None:
     "/storage/{key:path}",
     StoredResult,
     "Stored.",
-    auth=Auth.NONE,
     body={"type": "string", "format": "binary"},
     media_type="application/octet-stream",
-    parameters=(SIGNATURE,),
     errors={
         "forbidden": ("a signature that does not match, or an expired URL; the object is locked"),
     },

@@ -26,32 +26,19 @@ _ALIVE = b'{"status":"ok"}'
 
 
 routes = Routes("Access")
-system = routes.tagged("System")
+system = routes.tagged("System", auth=Auth.NONE)
 
 
-@system.get(
-    "/healthz",
-    Health,
-    "The process is running.",
-    operation_id="getHealth",
-    auth=Auth.NONE,
-)
-async def healthz(_request: Request) -> Response:
+@system.get("/healthz", Health, "The process is running.")
+async def get_health(_request: Request) -> Response:
     """Liveness
 
     200 while the process runs. No authentication."""
     return Response(_ALIVE, media_type="application/json")
 
 
-@system.get(
-    "/readyz",
-    Readiness,
-    "Ready.",
-    operation_id="getReadiness",
-    auth=Auth.NONE,
-    extra_responses=READINESS_503,
-)
-async def readyz(request: Request) -> Response:
+@system.get("/readyz", Readiness, "Ready.", extra_responses=READINESS_503)
+async def get_readiness(request: Request) -> Response:
     """Readiness
 
     200 when the database and object storage answer, otherwise 503 with the same shape.
@@ -68,9 +55,8 @@ async def readyz(request: Request) -> Response:
     "/v1/permissions",
     OnePage(PermissionEntry, "PermissionList", "The whole permission catalog."),
     "The catalog.",
-    operation_id="listPermissions",
 )
-async def permissions(ctx: ApiContext) -> Response:
+async def list_permissions(ctx: ApiContext) -> Response:
     """The permission catalog
 
     Every permission slug with its description. Any credential; no workspace and no
@@ -80,22 +66,16 @@ async def permissions(ctx: ApiContext) -> Response:
     return answer({"data": catalog, "next_cursor": None})
 
 
-@routes.get("/v1/me", Me, "The caller.", operation_id="getMe")
-async def me(ctx: ApiContext) -> Response:
+@routes.get("/v1/me", Me, "The caller.")
+async def get_me(ctx: ApiContext) -> Response:
     """Who am I
 
     The caller's principal, its workspace and its permissions. No permission needed."""
     return answer(await ctx.caller(), 200, Me)
 
 
-@routes.get(
-    "/v1/auth/cli/config",
-    CliConfig,
-    "The configuration.",
-    operation_id="getCliConfig",
-    auth=Auth.NONE,
-)
-async def cli_config(ctx: ApiContext) -> Response:
+@routes.get("/v1/auth/cli/config", CliConfig, "The configuration.", auth=Auth.NONE)
+async def get_cli_config(ctx: ApiContext) -> Response:
     """Device-code sign-in configuration
 
     What the command-line client needs to sign a person in with the OAuth 2.0 device
@@ -136,7 +116,6 @@ async def create_session(ctx: ApiContext) -> Response:
     Session,
     "The new session; its token is shown only here.",
     status=201,
-    operation_id="switchWorkspace",
     body=SwitchWorkspace,
     idempotent=True,
     errors={
@@ -144,7 +123,7 @@ async def create_session(ctx: ApiContext) -> Response:
         "not_found": "the caller is not a member of that workspace",
     },
 )
-async def switch(ctx: ApiContext) -> Response:
+async def switch_workspace(ctx: ApiContext) -> Response:
     """Switch workspace
 
     A new session scoped to `workspace_id`; the session used for this request is revoked
@@ -161,10 +140,9 @@ async def switch(ctx: ApiContext) -> Response:
 @routes.delete(
     "/v1/auth/sessions/current",
     "Signed out.",
-    operation_id="deleteCurrentSession",
     errors={"forbidden": "a machine credential called it; revoke keys instead"},
 )
-async def sign_out(ctx: ApiContext) -> Response:
+async def delete_current_session(ctx: ApiContext) -> Response:
     """Sign out
 
     Revoke the session used for this request (and only that one)."""
@@ -179,5 +157,4 @@ system.get(
     {"text/plain": {"schema": {"type": "string"}}},
     "The Prometheus text exposition format.",
     operation_id="getMetrics",
-    auth=Auth.NONE,
 )(metrics_endpoint)

@@ -7,7 +7,7 @@ from uuid import UUID
 from starlette.responses import Response
 
 from strongroom.adapters.http.context import ApiContext, answer, no_content
-from strongroom.adapters.http.openapi import OnePage, Paged, Routes
+from strongroom.adapters.http.openapi import UUID_SCHEMA, OnePage, Paged, Routes, parameter
 from strongroom.adapters.http.shapes import (
     AuditEvent,
     MemberWorkspace,
@@ -75,7 +75,7 @@ async def create_workspace(ctx: ApiContext) -> Response:
     return answer(workspace, 201)
 
 
-@routes.get("/v1/workspaces/{wid}", Workspace, "The workspace.", needs=READ_WORKSPACE)
+@routes.get("/v1/workspaces/{wid}", Workspace, "The workspace.", READ_WORKSPACE)
 async def get_workspace(ctx: ApiContext) -> Response:
     """Read a workspace
 
@@ -89,8 +89,7 @@ async def get_workspace(ctx: ApiContext) -> Response:
     "/v1/workspaces/{wid}",
     Workspace,
     "The updated workspace.",
-    operation_id="updateWorkspace",
-    needs=UPDATE_WORKSPACE,
+    UPDATE_WORKSPACE,
     body=WorkspaceUpdate,
     errors={
         "billing_restricted": (
@@ -98,7 +97,7 @@ async def get_workspace(ctx: ApiContext) -> Response:
         )
     },
 )
-async def patch_workspace(ctx: ApiContext) -> Response:
+async def update_workspace(ctx: ApiContext) -> Response:
     """Rename a workspace
 
     Change the workspace's name."""
@@ -111,7 +110,7 @@ async def patch_workspace(ctx: ApiContext) -> Response:
 @routes.delete(
     "/v1/workspaces/{wid}",
     "Deleted.",
-    needs=DELETE_WORKSPACE,
+    DELETE_WORKSPACE,
     errors={"artifact_locked": "an artifact in service storage is inside its lock window"},
 )
 async def delete_workspace(ctx: ApiContext) -> Response:
@@ -127,13 +126,9 @@ async def delete_workspace(ctx: ApiContext) -> Response:
 
 
 @routes.get(
-    "/v1/workspaces/{wid}/quotas",
-    OnePage(Quota, "QuotaList"),
-    "The quotas.",
-    operation_id="listQuotas",
-    needs=READ_WORKSPACE,
+    "/v1/workspaces/{wid}/quotas", OnePage(Quota, "QuotaList"), "The quotas.", READ_WORKSPACE
 )
-async def get_quotas(ctx: ApiContext) -> Response:
+async def list_quotas(ctx: ApiContext) -> Response:
     """Quotas
 
     Every quota resource's effective limit (0 means unlimited) and current usage. Always
@@ -159,32 +154,16 @@ def _audit_filter(ctx: ApiContext) -> AuditFilter:
     "/v1/workspaces/{wid}/audit",
     Paged(AuditEvent),
     "One page of events.",
-    operation_id="listAuditEvents",
-    needs=READ_AUDIT,
+    READ_AUDIT,
     parameters=(
-        {
-            "name": "action",
-            "in": "query",
-            "required": False,
-            "description": "Only events of this action, e.g. `backup.update`.",
-            "schema": {"type": "string"},
-        },
-        {
-            "name": "actor_id",
-            "in": "query",
-            "required": False,
-            "description": "Only events of this actor.",
-            "schema": {"type": "string", "format": "uuid"},
-        },
-        {
-            "name": "since",
-            "in": "query",
-            "required": False,
-            "description": (
-                "Only events at or after this RFC 3339 timestamp (with a time zone; `Z` for UTC)."
-            ),
-            "schema": {"type": "string", "format": "date-time"},
-        },
+        parameter("action", "query", "Only events of this action, e.g. `backup.update`."),
+        parameter("actor_id", "query", "Only events of this actor.", UUID_SCHEMA),
+        parameter(
+            "since",
+            "query",
+            "Only events at or after this RFC 3339 timestamp (with a time zone; `Z` for UTC).",
+            {"type": "string", "format": "date-time"},
+        ),
     ),
     errors={
         "invalid_request": (
@@ -192,7 +171,7 @@ def _audit_filter(ctx: ApiContext) -> AuditFilter:
         )
     },
 )
-async def list_audit(ctx: ApiContext) -> Response:
+async def list_audit_events(ctx: ApiContext) -> Response:
     """Audit trail
 
     The workspace's audit events, newest first: every mutation and every mutation
