@@ -1,4 +1,6 @@
-"""What every endpoint needs, in the order the contract checks it.
+"""What every endpoint needs, in the order the contract checks it: credential, path ids,
+workspace and permission (``grant``), body, then the use case (404, kind rules, billing,
+quota, other conflicts).
 
 Endpoints are coroutine functions of an ``ApiContext``; ``endpoint`` reads the body
 (capped) and awaits the function on the event loop: the use cases are async, so no request

@@ -1,8 +1,4 @@
-"""Artifacts: upload URLs, confirmation, list, download URLs, delete.
-
-Every handler runs the contract's order of checks: credential, path id, workspace and
-permission (``authorize``), body, then the use case (404, billing, quota, other 409s).
-"""
+"""Artifacts: upload URLs, confirmation, list, download URLs, delete."""
 
 from __future__ import annotations
 

@@ -1,9 +1,4 @@
-"""Backups: create, list, read, change, pause, resume, delete.
-
-Every handler runs the contract's order of checks: credential, path id, workspace and
-permission (``authorize``), body, then the use case (404, kind rules, billing, quota,
-other conflicts).
-"""
+"""Backups: create, list, read, change, pause, resume, delete."""
 
 from __future__ import annotations
 

@@ -1,8 +1,4 @@
-"""Invitations: invite people to the workspace, and accept an invitation.
-
-Every handler runs the contract's order of checks: credential, path ids, workspace and
-permission (``authorize``), body, then the use case.
-"""
+"""Invitations: invite people to the workspace, and accept an invitation."""
 
 from __future__ import annotations
 

@@ -1,8 +1,4 @@
-"""API keys and workers: the machine credentials of the caller's workspace.
-
-Every handler runs the contract's order of checks: credential, path id, workspace and
-permission (``authorize``), body, then the use case.
-"""
+"""API keys and workers: the machine credentials of the caller's workspace."""
 
 from __future__ import annotations
 

@@ -1,8 +1,4 @@
-"""Members and roles of a workspace.
-
-Every handler runs the contract's order of checks: credential, path ids, workspace and
-permission (``authorize``), body, then the use case.
-"""
+"""Members and roles of a workspace."""
 
 from __future__ import annotations
 

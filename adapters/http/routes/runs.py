@@ -1,8 +1,4 @@
-"""Runs: start a manual run, read a run, trigger a local or cloud backup.
-
-Every handler runs the contract's order of checks: credential, path id, workspace and
-permission (``authorize``), body, then the use case (404, kind rules, billing, state).
-"""
+"""Runs: start a manual run, read a run, trigger a local or cloud backup."""
 
 from __future__ import annotations
 
