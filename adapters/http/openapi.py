@@ -27,7 +27,7 @@ from starlette.routing import BaseRoute, Route
 
 from strongroom.adapters.http import shapes, wire
 from strongroom.adapters.http.context import MAX_BODY_BYTES, ApiContext, endpoint
-from strongroom.adapters.http.errors import STATUS_BY_CODE
+from strongroom.adapters.http.errors import ERROR_CODES, STATUS_BY_CODE
 from strongroom.adapters.http.examples import add_examples
 from strongroom.domain.backups import UnsupportedSource
 from strongroom.domain.durations import Duration
@@ -335,87 +335,6 @@ def _security_schemes() -> dict[str, Json]:
 # --------------------------------------------------------------------------------------
 # Error codes
 
-
-ERROR_MEANINGS: dict[str, tuple[str, str]] = {
-    "invalid_request": ("Malformed request.", "unknown field: colour"),
-    "unauthenticated": (
-        "No bearer credential, or an invalid, expired or revoked one.",
-        "missing, invalid, expired or revoked credential",
-    ),
-    "forbidden": (
-        "Authenticated but not permitted: a missing permission (the message names it), no "
-        "workspace selected, or a machine credential doing what only a person may.",
-        "missing permission backups:write",
-    ),
-    "wrong_workspace": (
-        "A person's credential is scoped to another workspace they belong to.",
-        "this credential is scoped to another workspace; switch workspace first",
-    ),
-    "not_found": (
-        "No such object in the caller's workspace (another workspace's objects look the same).",
-        "backup not found",
-    ),
-    "conflict": ("The artifact is already deleted.", "artifact already deleted"),
-    "quota_exceeded": (
-        "A limit is reached; the message names the resource and the limit.",
-        "quota exceeded: backups_per_workspace is limited to 100",
-    ),
-    "retention_immutable": (
-        "A different retention policy after one was set.",
-        "retention policy is write-once and is already set to another value",
-    ),
-    "name_taken": (
-        "Duplicate backup name (case-insensitive), role slug or registered email.",
-        "a backup named 'nightly' already exists",
-    ),
-    "invalid_state": (
-        "The object's state forbids the action.",
-        "backup is paused: resume it first",
-    ),
-    "billing_restricted": (
-        "The workspace's billing state refuses the write; the message names the state.",
-        "workspace billing state is blocked: configuration changes are refused",
-    ),
-    "last_admin": ("The last admin cannot be removed or demoted.", "the last admin cannot leave"),
-    "idempotency_conflict": (
-        "An `Idempotency-Key` reused with a different request.",
-        "this Idempotency-Key was already used with a different request",
-    ),
-    "artifact_locked": (
-        "An artifact is inside its `lock_for` window.",
-        "artifact is locked until 2031-01-01T00:00:00.000Z",
-    ),
-    "last_artifact": ("The only artifact left for its backup.", "last artifact of the backup"),
-    "not_in_our_storage": (
-        "The artifact was delivered only to the customer's own bucket.",
-        "artifact is only in the customer's storage",
-    ),
-    "artifact_missing": (
-        "`confirm` found an announced artifact absent or different in storage.",
-        "artifact db.dump is missing from storage",
-    ),
-    "validation_failed": (
-        "A well-formed value the rules refuse (kind rules of a backup and the like).",
-        "schedule is refused on a manual backup",
-    ),
-    "lock_exceeds_expiry": (
-        "`lock_for` longer than `expire_after`.",
-        "lock_for must not be longer than expire_after",
-    ),
-    "rate_limited": (
-        "Too many failed attempts; retry after the `Retry-After` seconds.",
-        "too many failed attempts for this email; wait and retry",
-    ),
-    "internal": (
-        "Unhandled server failure; retry with backoff.",
-        "internal error; try again later",
-    ),
-    "upstream_unavailable": (
-        "A dependency (database, identity provider, billing, storage) failed; usually "
-        "transient, retry with backoff.",
-        "object storage is unavailable; try again later",
-    ),
-}
 
 STATUS_MEANINGS = {
     400: "Malformed request",
@@ -793,11 +712,11 @@ def _error_responses(operation: Operation) -> dict[str, Json]:
         lines = [f"- `{code}`: {'; '.join(reasons[code])}" for code in codes]
         examples = {
             code: {
-                "summary": ERROR_MEANINGS[code][0],
+                "summary": ERROR_CODES[code].meaning,
                 "value": {
                     "error": {
                         "code": code,
-                        "message": ERROR_MEANINGS[code][1],
+                        "message": ERROR_CODES[code].example,
                         "request_id": "req_0b8f3f9e-4a51-4a8e-9c43-7c1f5b0f3f51",
                     }
                 },
@@ -997,7 +916,7 @@ def build_document(server_url: str | None = None, routes: list[BaseRoute] | None
                 "securitySchemes": _security_schemes(),
             },
             "x-error-codes": [
-                {"code": code, "status": status, "description": ERROR_MEANINGS[code][0]}
+                {"code": code, "status": status, "description": ERROR_CODES[code].meaning}
                 for code, status in STATUS_BY_CODE.items()
             ],
         }
