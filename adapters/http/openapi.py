@@ -409,55 +409,49 @@ def oauth_responses(*codes: str) -> Json:
     return responses
 
 
-UNAUTHENTICATED: Reasons = {
-    "unauthenticated": ["no bearer credential, or an invalid, expired or revoked one"]
-}
-NO_WORKSPACE: Reasons = {
-    "forbidden": ["the credential is scoped to no workspace (`select a workspace first`)"]
-}
+def reason(code: str, text: str) -> Reasons:
+    """One code with one reason."""
+    return {code: [text]}
+
+
+UNAUTHENTICATED = reason(
+    "unauthenticated", "no bearer credential, or an invalid, expired or revoked one"
+)
+NO_WORKSPACE = reason(
+    "forbidden", "the credential is scoped to no workspace (`select a workspace first`)"
+)
 IN_WORKSPACE: Reasons = {
     "wrong_workspace": ["a person's credential is scoped to another workspace of theirs"],
     "not_found": ["no such workspace, or one the caller does not belong to (indistinguishable)"],
 }
-JSON_BODY: Reasons = {
-    "invalid_request": [
-        "`Content-Type` is not `application/json`, the body is not a JSON object, a field "
-        "is unknown or missing, a value has the wrong JSON type or is out of range, or the "
-        f"body is larger than {MAX_BODY_BYTES // (1024 * 1024)} MiB"
-    ]
-}
-OPTIONAL_BODY: Reasons = {
-    "invalid_request": [
-        "a body is sent that is not `{}`, or not with `Content-Type: application/json`"
-    ]
-}
-PAGE: Reasons = {
-    "invalid_request": [f"`limit` is not an integer from 1 to {MAX_LIMIT}, or `cursor` is bad"]
-}
+JSON_BODY = reason(
+    "invalid_request",
+    "`Content-Type` is not `application/json`, the body is not a JSON object, a field is "
+    "unknown or missing, a value has the wrong JSON type or is out of range, or the body is "
+    f"larger than {MAX_BODY_BYTES // (1024 * 1024)} MiB",
+)
+OPTIONAL_BODY = reason(
+    "invalid_request",
+    "a body is sent that is not `{}`, or not with `Content-Type: application/json`",
+)
+PAGE = reason(
+    "invalid_request", f"`limit` is not an integer from 1 to {MAX_LIMIT}, or `cursor` is bad"
+)
 IDEMPOTENT: Reasons = {
     "invalid_request": [f"`Idempotency-Key` is longer than {MAX_KEY_LENGTH} characters"],
     "idempotency_conflict": ["the `Idempotency-Key` was used with a different body"],
 }
-HUMAN_ONLY: Reasons = {"forbidden": ["a machine credential (API key or worker) called it"]}
-INTERNAL: Reasons = {"internal": ["an unhandled failure"]}
-UPSTREAM: Reasons = {"upstream_unavailable": ["the database or another dependency failed"]}
-BILLING: Reasons = {
-    "billing_restricted": [
-        "the workspace's billing state (`blocked`) refuses configuration changes"
-    ]
-}
-
-
+HUMAN_ONLY = reason("forbidden", "a machine credential (API key or worker) called it")
+INTERNAL = reason("internal", "an unhandled failure")
+UPSTREAM = reason("upstream_unavailable", "the database or another dependency failed")
+REFUSES = "the workspace's billing state ({}) refuses {}"
 BILLING_BY_GATE: dict[str, Reasons] = {
-    "config": BILLING,
-    "runs": {
-        "billing_restricted": [
-            "the workspace's billing state (`stopped` or `blocked`) refuses new runs"
-        ]
-    },
-    "uploads": {
-        "billing_restricted": ["the workspace's billing state (`blocked`) refuses uploads"]
-    },
+    gate: reason("billing_restricted", REFUSES.format(states, what))
+    for gate, states, what in (
+        ("config", "`blocked`", "configuration changes"),
+        ("runs", "`stopped` or `blocked`", "new runs"),
+        ("uploads", "`blocked`", "uploads"),
+    )
 }
 
 
@@ -470,11 +464,6 @@ def permission(*slugs: Permission) -> Reasons:
 def path_id(name: str) -> Reasons:
     """Refusal for a malformed path id."""
     return {"invalid_request": [f"`{name}` in the path is not a UUID"]}
-
-
-def reason(code: str, text: str) -> Reasons:
-    """One code with one reason."""
-    return {code: [text]}
 
 
 def merge(*groups: Reasons) -> Reasons:
@@ -739,41 +728,39 @@ def _content(components: Components, answer: Any) -> Json:
         return answer or {}
     if isinstance(answer, Paged):
         name = answer.model.__name__
-        schema = components.named(f"{name}List", lambda: _list_of(components, answer.model))
+        schema = components.named(
+            f"{name}List",
+            lambda: _page_of(components, answer.model, "One page, newest first.", NEXT_CURSOR),
+        )
     elif isinstance(answer, Named):
         schema = components.named(answer.name, lambda: components.of(answer.kind))
     elif isinstance(answer, OnePage):
-        schema = components.named(answer.name, lambda: _one_page(components, answer))
+        schema = components.named(
+            answer.name,
+            lambda: _page_of(components, answer.model, answer.description, ONE_PAGE_CURSOR),
+        )
     else:
         schema = components.of(answer)
     return {"application/json": {"schema": schema}}
 
 
-def _list_of(components: Components, model: type) -> Json:
+def _page_of(components: Components, model: type, description: str, cursor: Json) -> Json:
     return {
         "type": "object",
-        "description": "One page, newest first.",
+        "description": description,
         "properties": {
             "data": {"type": "array", "items": components.of(model)},
-            "next_cursor": {
-                "type": ["string", "null"],
-                "description": "Pass as `?cursor=` for the next page; null on the last page.",
-            },
+            "next_cursor": cursor,
         },
         "required": ["data", "next_cursor"],
     }
 
 
-def _one_page(components: Components, page: OnePage) -> Json:
-    return {
-        "type": "object",
-        "description": page.description,
-        "properties": {
-            "data": {"type": "array", "items": components.of(page.model)},
-            "next_cursor": {"type": "null", "description": "Always null: one page."},
-        },
-        "required": ["data", "next_cursor"],
-    }
+NEXT_CURSOR = {
+    "type": ["string", "null"],
+    "description": "Pass as `?cursor=` for the next page; null on the last page.",
+}
+ONE_PAGE_CURSOR = {"type": "null", "description": "Always null: one page."}
 
 
 def _operation_object(components: Components, operation: Operation) -> Json:
@@ -825,6 +812,21 @@ def _operation_object(components: Components, operation: Operation) -> Json:
     return result
 
 
+TAGS = {
+    "System": "Health and readiness (outside `/v1`).",
+    "Access": "Signing in, workspaces scopes, who am I.",
+    "Workspaces": "Tenants, their quotas and audit trail.",
+    "Members": "Members and roles of a workspace.",
+    "Backups": "Backup configurations.",
+    "API keys": "Machine credentials of a workspace with fixed permissions.",
+    "Workers": "Machine executors of local backups.",
+    "Runs and artifacts": "Runs of backups; artifact bytes move through presigned URLs, never "
+    "through the API.",
+    "Identity provider": "The built-in identity provider (outside `/v1`): local accounts and "
+    "the OAuth 2.0 device authorization grant (RFC 8628).",
+    "Storage": "The local-disk storage's presigned URLs (outside `/v1`).",
+    "Documentation": "This reference.",
+}
 INTRODUCTION = """\
 The REST interface of Strongroom, a multi-tenant backup service. Everything under `/v1` \
 needs `Authorization: Bearer <token>` except `GET /v1/auth/cli/config`.
@@ -874,33 +876,7 @@ def build_document(server_url: str | None = None, routes: list[BaseRoute] | None
     schemas = components.schemas
     document.update(
         {
-            "tags": [
-                {"name": "System", "description": "Health and readiness (outside `/v1`)."},
-                {"name": "Access", "description": "Signing in, workspaces scopes, who am I."},
-                {"name": "Workspaces", "description": "Tenants, their quotas and audit trail."},
-                {"name": "Members", "description": "Members and roles of a workspace."},
-                {"name": "Backups", "description": "Backup configurations."},
-                {
-                    "name": "API keys",
-                    "description": "Machine credentials of a workspace with fixed permissions.",
-                },
-                {"name": "Workers", "description": "Machine executors of local backups."},
-                {
-                    "name": "Runs and artifacts",
-                    "description": "Runs of backups; artifact bytes move through presigned "
-                    "URLs, never through the API.",
-                },
-                {
-                    "name": "Identity provider",
-                    "description": "The built-in identity provider (outside `/v1`): local "
-                    "accounts and the OAuth 2.0 device authorization grant (RFC 8628).",
-                },
-                {
-                    "name": "Storage",
-                    "description": "The local-disk storage's presigned URLs (outside `/v1`).",
-                },
-                {"name": "Documentation", "description": "This reference."},
-            ],
+            "tags": [{"name": name, "description": text} for name, text in TAGS.items()],
             "security": [{BEARER: []}],
             "paths": paths,
             "components": {
