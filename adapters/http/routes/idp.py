@@ -51,7 +51,7 @@ from strongroom.adapters.http.shapes import (
     SignupResult,
     TokenForm,
 )
-from strongroom.adapters.http.wire import Uri, present
+from strongroom.adapters.http.wire import Uri, is_media_type, present
 from strongroom.adapters.identity.builtin import BuiltinIdentityProvider
 from strongroom.adapters.identity.builtin import OAuthError as OAuthRefusal
 from strongroom.domain.errors import InvalidRequestError, StrongroomError
@@ -81,20 +81,9 @@ IDP_OFF = "another identity provider is configured (every `/idp` route is 404)"
 routes = Routes("Identity provider", auth=Auth.NONE, errors={"not_found": IDP_OFF})
 
 
-def is_form_content_type(content_type: str | None) -> bool:
-    """``application/x-www-form-urlencoded``, optionally with a UTF-8 charset parameter."""
-    if content_type is None:
-        return False
-    media_type, _, params = content_type.partition(";")
-    if media_type.strip().lower() != FORM_MEDIA_TYPE:
-        return False
-    params = params.strip().lower().replace(" ", "")
-    return params in ("", "charset=utf-8", 'charset="utf-8"')
-
-
 def parse_form(body: bytes, content_type: str | None) -> dict[str, str]:
     """A URL-encoded form, each parameter once; ``invalid_request`` otherwise."""
-    if not is_form_content_type(content_type):
+    if not is_media_type(content_type, FORM_MEDIA_TYPE):
         raise InvalidRequestError(f"Content-Type must be {FORM_MEDIA_TYPE}")
     try:
         parsed = parse_qs(
