@@ -31,6 +31,7 @@ from strongroom.domain.principals import Caller, PrincipalType
 from strongroom.domain.tokens import TokenKind, token_kind
 from strongroom.ports.driving import Bearer, IdempotencyKey, IdempotentReplayError, Strongroom
 from strongroom.ports.driving.access import Grant, Requirement
+from strongroom.ports.driving.members import check_role_slug
 
 T = TypeVar("T")
 _PRINCIPALS: dict[TokenKind | None, str] = {
@@ -105,14 +106,23 @@ class ApiContext:
 
     async def grant(self, requirement: Requirement, target: str | None = None) -> Grant:
         """The first checks of a handler that authorizes itself: the caller (401), every id
-        of the path (400), then ``requirement`` (403), in the path's workspace ``{wid}``
-        when it names one, on the object of the path id ``target`` when given."""
+        of the path (400; a role ``{slug}`` too), then ``requirement`` (403), in the path's
+        workspace ``{wid}`` when it names one, on the object of the path id ``target``."""
         caller = await self.caller()
-        ids = {name: self.path_id(name) for name in self.request.path_params}
+        ids: dict[str, UUID | str] = {
+            name: self.role_slug() if name == "slug" else self.path_id(name)
+            for name in self.request.path_params
+        }
+        workspace_id = ids.get("wid")
+        assert workspace_id is None or isinstance(workspace_id, UUID)
         target_id = None if target is None else ids[target]
         return await self.facade.access.authorize(
-            caller, requirement, workspace_id=ids.get("wid"), target_id=target_id
+            caller, requirement, workspace_id=workspace_id, target_id=target_id
         )
+
+    def role_slug(self) -> str:
+        """The ``{slug}`` path parameter, a well-formed role slug (400 otherwise)."""
+        return check_role_slug(self.request.path_params["slug"])
 
     async def path_id_after_credential(self, name: str) -> UUID:
         """``path_id`` for handlers that leave the credential to a joined read: a malformed

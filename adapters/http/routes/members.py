@@ -16,15 +16,9 @@ from strongroom.ports.driving.members import (
     READ_ROLES,
     UPDATE_MEMBER,
     UPDATE_ROLE,
-    check_role_slug,
 )
 
 routes = Routes("Members")
-
-
-def _path_slug(ctx: ApiContext) -> str:
-    slug: str = ctx.request.path_params["slug"]
-    return check_role_slug(slug)
 
 
 @routes.get("/v1/workspaces/{wid}/members", Paged(Member), "One page of members.", READ_MEMBERS)
@@ -157,10 +151,8 @@ async def get_role(ctx: ApiContext) -> Response:
     """Read a role
 
     One built-in or custom role. Needs `roles:read`."""
-    caller = await ctx.caller()
-    workspace_id = ctx.path_id("wid")
-    slug = _path_slug(ctx)
-    grant = await ctx.facade.access.authorize(caller, READ_ROLES, workspace_id=workspace_id)
+    grant = await ctx.grant(READ_ROLES)
+    workspace_id, slug = ctx.path_id("wid"), ctx.role_slug()
     return answer(await ctx.facade.roles.get(grant, workspace_id, slug))
 
 
@@ -184,12 +176,8 @@ async def update_role(ctx: ApiContext) -> Response:
 
     Rename it or replace its permissions (each of which the caller must hold). Members
     holding it get the new permissions on their next request. Needs `roles:write`."""
-    caller = await ctx.caller()
-    workspace_id = ctx.path_id("wid")
-    slug = _path_slug(ctx)
-    grant = await ctx.facade.access.authorize(
-        caller, UPDATE_ROLE, workspace_id=workspace_id, target_id=slug
-    )
+    grant = await ctx.grant(UPDATE_ROLE, "slug")
+    workspace_id, slug = ctx.path_id("wid"), ctx.role_slug()
     body = ctx.json(RoleUpdate)
     role = await ctx.facade.roles.update(
         grant, workspace_id, slug, name=body.name, permissions=body.permissions
@@ -218,12 +206,8 @@ async def delete_role(ctx: ApiContext) -> Response:
 
     Refused while members or pending invitations hold it. Needs `roles:write` and every
     permission of the role."""
-    caller = await ctx.caller()
-    workspace_id = ctx.path_id("wid")
-    slug = _path_slug(ctx)
-    grant = await ctx.facade.access.authorize(
-        caller, DELETE_ROLE, workspace_id=workspace_id, target_id=slug
-    )
+    grant = await ctx.grant(DELETE_ROLE, "slug")
+    workspace_id, slug = ctx.path_id("wid"), ctx.role_slug()
     ctx.empty_body()
     await ctx.facade.roles.delete(grant, workspace_id, slug)
     return no_content()
