@@ -576,7 +576,8 @@ class Routes(list[BaseRoute]):
 
     The path, the answer and its description, the permission it needs; ``status`` unless
     the method implies it (200, 204 for DELETE); the operation id is the handler's name in
-    camel case unless given; ``shared`` options (``errors`` merged) apply to every route.
+    camel case unless given; ``shared`` options (``errors`` merged; ``billing`` only for
+    writes) apply to every route.
     A handler of an ``ApiContext`` is adapted by ``endpoint``.
     """
 
@@ -604,6 +605,8 @@ class Routes(list[BaseRoute]):
             takes_context = params and params[0].annotation in ("ApiContext", ApiContext)
             target = endpoint(handler) if takes_context else handler
             merged = {**self.shared, **options, "errors": errors}
+            if method == "GET":  # a shared billing gate refuses writes only
+                merged["billing"] = options.get("billing")
             ok = (status, answer, said)
             self.into.append(api(method, path, target, operation_id, self.tag, ok, **merged))
             return handler
@@ -625,6 +628,10 @@ class Routes(list[BaseRoute]):
     def patch(self, path: str, answer: Any, said: str, needs: Need = None, **more: Any) -> Declare:
         """Declare a PATCH route."""
         return self.route("PATCH", path, answer, said, needs=needs, **more)
+
+    def action(self, path: str, answer: Any, said: str, needs: Need = None, **more: Any) -> Declare:
+        """Declare a POST action: its body is optional, none or ``{}``."""
+        return self.route("POST", path, answer, said, needs=needs, body=shapes.EmptyBody, **more)
 
     def delete(self, path: str, said: str, needs: Need = None, **more: Any) -> Declare:
         """Declare a DELETE route (204, no body)."""

@@ -11,7 +11,6 @@ from strongroom.adapters.http.openapi import Named, Paged, Routes, parameter
 from strongroom.adapters.http.shapes import (
     Artifact,
     Download,
-    EmptyBody,
     MultipartUpload,
     Run,
     SingleUpload,
@@ -80,12 +79,11 @@ async def request_upload(ctx: ApiContext) -> Response:
     return upload_plan(plan, ctx.base_url)
 
 
-@routes.post(
+@routes.action(
     "/v1/runs/{run_id}/confirm",
     Run,
     "The succeeded run.",
     CONFIRM_RUN,
-    body=EmptyBody,
     billing="uploads",
     errors={
         "invalid_state": "the run is finished",
@@ -134,12 +132,11 @@ async def list_artifacts(ctx: ApiContext) -> Response:
     return answer(page)
 
 
-@routes.post(
+@routes.action(
     "/v1/artifacts/{aid}/download-url",
     Download,
     "The presigned download.",
     DOWNLOAD_ARTIFACT,
-    body=EmptyBody,
     errors={
         "conflict": "the artifact is deleted",
         "not_in_our_storage": "the artifact went only to a customer bucket",

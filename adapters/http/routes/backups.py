@@ -18,7 +18,7 @@ from strongroom.ports.driving.backups import (
     UPDATE_BACKUP,
 )
 
-routes = Routes("Backups")
+routes = Routes("Backups", billing="config")
 
 
 @routes.post(
@@ -29,7 +29,6 @@ routes = Routes("Backups")
     status=201,
     body=BackupCreate,
     idempotent=True,
-    billing="config",
     errors={
         "invalid_request": "`kind` is not one of the kinds",
         "quota_exceeded": "`backups_per_workspace` is reached",
@@ -84,7 +83,6 @@ async def get_backup(ctx: ApiContext) -> Response:
     "The whole updated backup.",
     UPDATE_BACKUP,
     body=BackupUpdate,
-    billing="config",
     errors={
         "invalid_request": (
             "`kind` or another unknown field, a bad cron expression or time zone, a duration "
@@ -113,9 +111,7 @@ async def update_backup(ctx: ApiContext) -> Response:
     return answer(backup)
 
 
-@routes.post(
-    "/v1/backups/{bid}/pause", Backup, "The backup.", PAUSE_BACKUP, body=EmptyBody, billing="config"
-)
+@routes.action("/v1/backups/{bid}/pause", Backup, "The backup.", PAUSE_BACKUP)
 async def pause_backup(ctx: ApiContext) -> Response:
     """Pause a backup
 
@@ -125,13 +121,11 @@ async def pause_backup(ctx: ApiContext) -> Response:
     return answer(await ctx.facade.backups.pause(grant, ctx.path_id("bid")))
 
 
-@routes.post(
+@routes.action(
     "/v1/backups/{bid}/resume",
     Backup,
     "The backup.",
     RESUME_BACKUP,
-    body=EmptyBody,
-    billing="config",
 )
 async def resume_backup(ctx: ApiContext) -> Response:
     """Resume a backup
@@ -146,7 +140,6 @@ async def resume_backup(ctx: ApiContext) -> Response:
     "/v1/backups/{bid}",
     "Deleted.",
     DELETE_BACKUP,
-    billing="config",
     errors={"artifact_locked": "one of its artifacts is inside its lock window"},
 )
 async def delete_backup(ctx: ApiContext) -> Response:

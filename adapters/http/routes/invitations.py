@@ -9,7 +9,7 @@ from starlette.responses import Response
 
 from strongroom.adapters.http.context import ApiContext, answer
 from strongroom.adapters.http.openapi import Paged, Routes
-from strongroom.adapters.http.shapes import EmptyBody, Invitation, InvitationCreate, Membership
+from strongroom.adapters.http.shapes import Invitation, InvitationCreate, Membership
 from strongroom.adapters.http.wire import listing, present
 from strongroom.domain.invitations import Invitation as DomainInvitation
 from strongroom.domain.pagination import Page
@@ -85,11 +85,10 @@ async def list_invitations(ctx: ApiContext) -> Response:
     return answer(listed(page, now))
 
 
-@routes.post(
+@routes.action(
     "/v1/invitations/{id}/accept",
     Membership,
     "The new membership.",
-    body=EmptyBody,
     billing="config",
     person=True,
     errors={

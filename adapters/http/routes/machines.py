@@ -12,7 +12,6 @@ from strongroom.adapters.http.shapes import (
     ApiKey,
     ApiKeyCreate,
     ApiKeyWithToken,
-    EmptyBody,
     Worker,
     WorkerCreate,
     WorkerWithToken,
@@ -30,7 +29,7 @@ from strongroom.ports.driving.machines import (
     IssuedWorker,
 )
 
-routes = Routes("Workers")
+routes = Routes("Workers", billing="config")
 keys = routes.tagged("API keys")
 
 
@@ -52,7 +51,6 @@ def issued_worker(issued: IssuedWorker) -> Any:
     status=201,
     body=ApiKeyCreate,
     idempotent=True,
-    billing="config",
     errors={
         "forbidden": "a requested permission is not the caller's own",
         "invalid_request": (
@@ -101,7 +99,7 @@ async def get_api_key(ctx: ApiContext) -> Response:
     return answer(await ctx.facade.api_keys.get(grant, ctx.path_id("id")))
 
 
-@keys.delete("/v1/api-keys/{id}", "Revoked.", DELETE_API_KEY, empty_body=True, billing="config")
+@keys.delete("/v1/api-keys/{id}", "Revoked.", DELETE_API_KEY, empty_body=True)
 async def delete_api_key(ctx: ApiContext) -> Response:
     """Revoke an API key
 
@@ -120,7 +118,6 @@ async def delete_api_key(ctx: ApiContext) -> Response:
     status=201,
     body=WorkerCreate,
     idempotent=True,
-    billing="config",
     errors={
         "invalid_request": "`name` is empty or longer than 100",
         "quota_exceeded": "`workers_per_workspace` is reached",
@@ -161,13 +158,11 @@ async def get_worker(ctx: ApiContext) -> Response:
     return answer(await ctx.facade.workers.get(grant, ctx.path_id("id")))
 
 
-@routes.post(
+@routes.action(
     "/v1/workers/{id}/rotate",
     WorkerWithToken,
     "The worker with its new token.",
     ROTATE_WORKER,
-    body=EmptyBody,
-    billing="config",
 )
 async def rotate_worker(ctx: ApiContext) -> Response:
     """Rotate a worker's credential
@@ -184,7 +179,6 @@ async def rotate_worker(ctx: ApiContext) -> Response:
     "Deleted.",
     DELETE_WORKER,
     empty_body=True,
-    billing="config",
     errors={"invalid_state": "backups are assigned to the worker"},
 )
 async def delete_worker(ctx: ApiContext) -> Response:

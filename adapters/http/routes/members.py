@@ -18,7 +18,7 @@ from strongroom.ports.driving.members import (
     UPDATE_ROLE,
 )
 
-routes = Routes("Members")
+routes = Routes("Members", billing="config")
 
 
 @routes.get("/v1/workspaces/{wid}/members", Paged(Member), "One page of members.", READ_MEMBERS)
@@ -37,7 +37,6 @@ async def list_members(ctx: ApiContext) -> Response:
     "The member.",
     UPDATE_MEMBER,
     body=MemberUpdate,
-    billing="config",
     errors={
         "invalid_request": "`role` is not a well-formed role slug",
         "forbidden": (
@@ -67,7 +66,6 @@ async def update_member(ctx: ApiContext) -> Response:
     "Removed.",
     DELETE_MEMBER,
     empty_body=True,
-    billing="config",
     errors={
         "forbidden": (
             "the new role, or the member's current role, holds a permission the caller lacks"
@@ -112,7 +110,6 @@ async def list_roles(ctx: ApiContext) -> Response:
     status=201,
     body=RoleCreate,
     idempotent=True,
-    billing="config",
     errors={
         "invalid_request": "`slug` is not a well-formed role slug; bad `name`",
         "forbidden": "a permission of the role is not the caller's own",
@@ -162,7 +159,6 @@ async def get_role(ctx: ApiContext) -> Response:
     "The role.",
     UPDATE_ROLE,
     body=RoleUpdate,
-    billing="config",
     errors={
         "invalid_request": "`slug` in the path is not a well-formed role slug",
         "forbidden": "a permission of the role, old or new, is not the caller's own",
@@ -190,7 +186,6 @@ async def update_role(ctx: ApiContext) -> Response:
     "Deleted.",
     DELETE_ROLE,
     empty_body=True,
-    billing="config",
     errors={
         "invalid_request": "`slug` in the path is not a well-formed role slug",
         "forbidden": "the role holds a permission the caller lacks",

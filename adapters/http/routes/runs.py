@@ -6,7 +6,7 @@ from starlette.responses import Response
 
 from strongroom.adapters.http.context import ApiContext, answer
 from strongroom.adapters.http.openapi import Routes
-from strongroom.adapters.http.shapes import EmptyBody, Run, RunCreate
+from strongroom.adapters.http.shapes import Run, RunCreate
 from strongroom.ports.driving.runs import READ_RUN, START_RUN, TRIGGER_BACKUP
 
 routes = Routes("Runs and artifacts")
@@ -49,13 +49,12 @@ async def get_run(ctx: ApiContext) -> Response:
     return answer(await ctx.facade.runs.get(grant, ctx.path_id("run_id")))
 
 
-@backups.post(
+@backups.action(
     "/v1/backups/{bid}/trigger",
     Run,
     "The queued run.",
     TRIGGER_BACKUP,
     status=202,
-    body=EmptyBody,
     idempotent=True,
     billing="runs",
     errors={

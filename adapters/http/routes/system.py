@@ -10,7 +10,6 @@ from strongroom.adapters.http.metrics import metrics_endpoint
 from strongroom.adapters.http.openapi import READINESS_503, Auth, OnePage, Routes
 from strongroom.adapters.http.shapes import (
     CliConfig,
-    EmptyBody,
     Health,
     Me,
     PermissionEntry,
@@ -84,13 +83,12 @@ async def get_cli_config(ctx: ApiContext) -> Response:
     return answer(config)
 
 
-@routes.post(
+@routes.action(
     "/v1/auth/sessions",
     Session,
     "The new session; its token is shown only here.",
     status=201,
     auth=Auth.IDP,
-    body=EmptyBody,
     idempotent=True,
 )
 async def create_session(ctx: ApiContext) -> Response:
