@@ -629,6 +629,12 @@ class Routes(list[BaseRoute]):
         """Declare a PATCH route."""
         return self.route("PATCH", path, answer, said, needs=needs, **more)
 
+    def create(self, path: str, answer: Any, said: str, needs: Need = None, **more: Any) -> Declare:
+        """Declare a POST that creates: 201, and it takes an ``Idempotency-Key``."""
+        return self.route(
+            "POST", path, answer, said, needs=needs, status=201, idempotent=True, **more
+        )
+
     def action(self, path: str, answer: Any, said: str, needs: Need = None, **more: Any) -> Declare:
         """Declare a POST action: its body is optional, none or ``{}``."""
         return self.route("POST", path, answer, said, needs=needs, body=shapes.EmptyBody, **more)

@@ -21,14 +21,12 @@ from strongroom.ports.driving.backups import (
 routes = Routes("Backups", billing="config")
 
 
-@routes.post(
+@routes.create(
     "/v1/workspaces/{wid}/backups",
     Backup,
     "The new backup.",
     CREATE_BACKUP,
-    status=201,
     body=BackupCreate,
-    idempotent=True,
     errors={
         "invalid_request": "`kind` is not one of the kinds",
         "quota_exceeded": "`backups_per_workspace` is reached",

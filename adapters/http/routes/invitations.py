@@ -32,14 +32,12 @@ def listed(page: Page[DomainInvitation], now: datetime) -> Any:
     return listing(page, lambda item: presented(item, now))
 
 
-@routes.post(
+@routes.create(
     "/v1/workspaces/{wid}/invitations",
     Invitation,
     "The invitation.",
     CREATE_INVITATION,
-    status=201,
     body=InvitationCreate,
-    idempotent=True,
     billing="config",
     errors={
         "invalid_request": "`email` is not an email address; bad `role` slug",

@@ -43,14 +43,12 @@ def issued_worker(issued: IssuedWorker) -> Any:
     return present(issued.worker, WorkerWithToken, token=issued.token)
 
 
-@keys.post(
+@keys.create(
     "/v1/api-keys",
     ApiKeyWithToken,
     "The new key with its token.",
     CREATE_API_KEY,
-    status=201,
     body=ApiKeyCreate,
-    idempotent=True,
     errors={
         "forbidden": "a requested permission is not the caller's own",
         "invalid_request": (
@@ -110,14 +108,12 @@ async def delete_api_key(ctx: ApiContext) -> Response:
     return no_content()
 
 
-@routes.post(
+@routes.create(
     "/v1/workers",
     WorkerWithToken,
     "The new worker with its token.",
     CREATE_WORKER,
-    status=201,
     body=WorkerCreate,
-    idempotent=True,
     errors={
         "invalid_request": "`name` is empty or longer than 100",
         "quota_exceeded": "`workers_per_workspace` is reached",

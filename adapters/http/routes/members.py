@@ -102,14 +102,12 @@ async def list_roles(ctx: ApiContext) -> Response:
     return answer({"data": roles, "next_cursor": next_cursor})
 
 
-@routes.post(
+@routes.create(
     "/v1/workspaces/{wid}/roles",
     Role,
     "The new role.",
     CREATE_ROLE,
-    status=201,
     body=RoleCreate,
-    idempotent=True,
     errors={
         "invalid_request": "`slug` is not a well-formed role slug; bad `name`",
         "forbidden": "a permission of the role is not the caller's own",

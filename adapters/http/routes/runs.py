@@ -13,14 +13,12 @@ routes = Routes("Runs and artifacts")
 backups = routes.tagged("Backups")
 
 
-@routes.post(
+@routes.create(
     "/v1/runs",
     Run,
     "The new run.",
     START_RUN,
-    status=201,
     body=RunCreate,
-    idempotent=True,
     billing="runs",
     errors={
         "not_found": "no such backup in the caller's workspace",

@@ -109,13 +109,11 @@ async def create_session(ctx: ApiContext) -> Response:
     return answer(issued, 201)
 
 
-@routes.post(
+@routes.create(
     "/v1/auth/switch",
     Session,
     "The new session; its token is shown only here.",
-    status=201,
     body=SwitchWorkspace,
-    idempotent=True,
     errors={
         "forbidden": "a machine credential called it",
         "not_found": "the caller is not a member of that workspace",

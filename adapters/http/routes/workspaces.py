@@ -48,13 +48,11 @@ async def list_workspaces(ctx: ApiContext) -> Response:
     return answer(result)
 
 
-@routes.post(
+@routes.create(
     "/v1/workspaces",
     Workspace,
     "The new workspace.",
-    status=201,
     body=WorkspaceCreate,
-    idempotent=True,
     person=True,
     errors={
         "quota_exceeded": "the person already created 5 workspaces (`workspaces_per_user`)",
