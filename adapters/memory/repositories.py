@@ -679,11 +679,11 @@ class MemoryIdempotencyRepository(_Repository):
         found: IdempotencyRecord | None = self._tx.read(self.table).get((scope, key))
         return found
 
-    async def complete(self, scope: str, key: str, status: int, body: str) -> None:
+    async def complete(self, scope: str, key: str, body: str) -> None:
         held = await self.get(scope, key)
         if held is None:
             raise IntegrityViolationError("complete of an unreserved key")
-        self._tx.write(self.table)[(scope, key)] = evolve(held, status=status, body=body)
+        self._tx.write(self.table)[(scope, key)] = evolve(held, body=body)
 
 
 class MemoryAccountRepository(_Repository):

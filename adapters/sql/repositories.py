@@ -808,11 +808,11 @@ class SqlIdempotencyRepository(_Repository):
         row = await self._db.fetch_one(Q.IDEMPOTENCY_GET, {"scope": scope, "idempotency_key": key})
         return None if row is None else rows.idempotency_from_row(row, self._codec)
 
-    async def complete(self, scope: str, key: str, status: int, body: str) -> None:
-        """Attach the response to a reserved key."""
+    async def complete(self, scope: str, key: str, body: str) -> None:
+        """Attach the request's result to a reserved key."""
         changed = await self._db.execute(
             Q.IDEMPOTENCY_COMPLETE,
-            {"scope": scope, "idempotency_key": key, "status": status, "body": body},
+            {"scope": scope, "idempotency_key": key, "body": body},
         )
         if changed != 1:
             raise IntegrityViolationError("complete of an unreserved key")

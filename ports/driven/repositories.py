@@ -446,13 +446,13 @@ class AuditRepository(Protocol):
 
 @attrs.frozen
 class IdempotencyRecord:
-    """A reserved Idempotency-Key and, once the request succeeded, its response."""
+    """A reserved Idempotency-Key and, once the request succeeded, its result (in the
+    core's own text form)."""
 
     scope: str
     key: str
     fingerprint: str
     created_at: datetime
-    status: int | None = None
     body: str | None = None
 
 
@@ -468,8 +468,8 @@ class IdempotencyRepository(Protocol):
         """A reserved key."""
         ...
 
-    async def complete(self, scope: str, key: str, status: int, body: str) -> None:
-        """Attach the response to a reserved key."""
+    async def complete(self, scope: str, key: str, body: str) -> None:
+        """Attach the request's result to a reserved key."""
         ...
 
 

@@ -22,7 +22,7 @@ from strongroom.ports.driven.unit_of_work import UnitOfWork
 from strongroom.ports.driving import lookups
 from strongroom.ports.driving.access import Access, Bearer, Grant, Requirement, is_session
 from strongroom.ports.driving.dependencies import Dependencies
-from strongroom.ports.driving.idempotency import IdempotencyKey, run_idempotent
+from strongroom.ports.driving.idempotency import IdempotencyKey, ResultForm, run_idempotent
 from strongroom.ports.driving.recording import caller_event, record_by_caller, session_event
 
 logger = logging.getLogger(__name__)
@@ -70,7 +70,7 @@ class Backups:
         workspace_id: UUID,
         name: str,
         kind: BackupKind,
-        idempotency: IdempotencyKey[Backup] | None = None,
+        idempotency: IdempotencyKey | None = None,
     ) -> Backup:
         """Reserve a new backup in state ``draft``.
 
@@ -111,7 +111,7 @@ class Backups:
             )
             return backup
 
-        return await run_idempotent(self._deps.uow, caller, idempotency, now, store)
+        return await run_idempotent(self._deps, caller, idempotency, now, store, ResultForm(Backup))
 
     async def _create_in_session(
         self, bearer: Bearer, workspace_id: UUID, name: str, kind: BackupKind

@@ -32,7 +32,7 @@ from strongroom.ports.driven.unit_of_work import UnitOfWork
 from strongroom.ports.driving import lookups
 from strongroom.ports.driving.access import Access, Grant, Requirement
 from strongroom.ports.driving.dependencies import Dependencies
-from strongroom.ports.driving.idempotency import IdempotencyKey, run_idempotent
+from strongroom.ports.driving.idempotency import IdempotencyKey, ResultForm, run_idempotent
 from strongroom.ports.driving.members import check_role_slug, resolve_role
 from strongroom.ports.driving.recording import record_by_caller
 
@@ -60,7 +60,7 @@ class Invitations:
         email: str,
         role: str,
         accept_url_base: str | None = None,
-        idempotency: IdempotencyKey[Invitation] | None = None,
+        idempotency: IdempotencyKey | None = None,
     ) -> Invitation:
         """Invite ``email`` with ``role`` (whose permissions the caller must hold); the
         mailer delivers the invitation once it is stored."""
@@ -98,7 +98,9 @@ class Invitations:
             return invitation
 
         stored: list[str] = []  # the workspace's name, once this request stored it
-        invitation = await run_idempotent(self._deps.uow, caller, idempotency, now, store)
+        invitation = await run_idempotent(
+            self._deps, caller, idempotency, now, store, ResultForm(Invitation)
+        )
         if stored:  # a replay sends nothing again
             await self._deliver(stored[0], invitation, accept_url_base)
         return invitation

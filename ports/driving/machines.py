@@ -27,7 +27,7 @@ from strongroom.ports.driven.unit_of_work import UnitOfWork
 from strongroom.ports.driving import lookups
 from strongroom.ports.driving.access import Access, Grant, Requirement
 from strongroom.ports.driving.dependencies import Dependencies
-from strongroom.ports.driving.idempotency import IdempotencyKey, run_idempotent
+from strongroom.ports.driving.idempotency import IdempotencyKey, ResultForm, run_idempotent
 from strongroom.ports.driving.recording import record_by_caller
 
 READ_API_KEYS = Requirement((Permission.API_KEYS_READ,))
@@ -43,18 +43,24 @@ ADMIT_WORKER = Admission(GatedOperation.CONFIG_WRITE, QuotaResource.WORKERS_PER_
 
 @attrs.frozen
 class IssuedApiKey:
-    """A new API key and its token (shown only once)."""
+    """A new API key and its token (shown only once; ``None`` only in an Idempotency-Key
+    replay whose sealed token can no longer be opened)."""
 
     key: ApiKey
-    token: str = attrs.field(repr=False)
+    token: str | None = attrs.field(repr=False)
 
 
 @attrs.frozen
 class IssuedWorker:
-    """A worker and its new token (shown only once: at creation and at rotation)."""
+    """A worker and its new token (shown only once: at creation and at rotation; ``None``
+    only in an Idempotency-Key replay whose sealed token can no longer be opened)."""
 
     worker: Worker
-    token: str = attrs.field(repr=False)
+    token: str | None = attrs.field(repr=False)
+
+
+ISSUED_API_KEY = ResultForm(IssuedApiKey, sealed="token")
+ISSUED_WORKER = ResultForm(IssuedWorker, sealed="token")
 
 
 class ApiKeys:
@@ -70,7 +76,7 @@ class ApiKeys:
         name: str,
         slugs: list[str],
         expires_at: datetime | None = None,
-        idempotency: IdempotencyKey[IssuedApiKey] | None = None,
+        idempotency: IdempotencyKey | None = None,
     ) -> IssuedApiKey:
         """Create a key in the caller's workspace; its permissions must be the caller's."""
         caller, workspace_id = await self._access.resolve(caller, CREATE_API_KEY)
@@ -110,7 +116,7 @@ class ApiKeys:
             )
             return IssuedApiKey(key, token)
 
-        return await run_idempotent(self._deps.uow, caller, idempotency, now, store)
+        return await run_idempotent(self._deps, caller, idempotency, now, store, ISSUED_API_KEY)
 
     async def list(self, caller: Caller | Grant, page: PageRequest) -> Page[ApiKey]:
         """The workspace's keys, newest first (never their tokens)."""
@@ -181,7 +187,7 @@ class Workers:
         self,
         caller: Caller | Grant,
         name: str,
-        idempotency: IdempotencyKey[IssuedWorker] | None = None,
+        idempotency: IdempotencyKey | None = None,
     ) -> IssuedWorker:
         """Register a worker in the caller's workspace; its token is returned once."""
         caller, workspace_id = await self._access.resolve(caller, CREATE_WORKER)
@@ -205,7 +211,7 @@ class Workers:
             )
             return IssuedWorker(worker, token)
 
-        return await run_idempotent(self._deps.uow, caller, idempotency, now, store)
+        return await run_idempotent(self._deps, caller, idempotency, now, store, ISSUED_WORKER)
 
     async def list(self, caller: Caller | Grant, page: PageRequest) -> Page[Worker]:
         """The workspace's workers, newest first."""

@@ -32,7 +32,7 @@ from strongroom.ports.driven.unit_of_work import UnitOfWork
 from strongroom.ports.driving import lookups
 from strongroom.ports.driving.access import Access, Grant, Requirement, lacking_permissions
 from strongroom.ports.driving.dependencies import Dependencies
-from strongroom.ports.driving.idempotency import IdempotencyKey, run_idempotent
+from strongroom.ports.driving.idempotency import IdempotencyKey, ResultForm, run_idempotent
 from strongroom.ports.driving.machines import parse_permission_slugs
 from strongroom.ports.driving.recording import record_by_caller
 
@@ -197,7 +197,7 @@ class Roles:
         slug: str,
         name: str,
         permissions: Sequence[str],
-        idempotency: IdempotencyKey[Role] | None = None,
+        idempotency: IdempotencyKey | None = None,
     ) -> Role:
         """Create a custom role with permissions the caller holds."""
         caller, _ = await self._access.resolve(
@@ -227,7 +227,7 @@ class Roles:
             )
             return role
 
-        return await run_idempotent(self._deps.uow, caller, idempotency, now, store)
+        return await run_idempotent(self._deps, caller, idempotency, now, store, ResultForm(Role))
 
     async def update(
         self,

@@ -13,7 +13,7 @@ from strongroom.ports.driven.unit_of_work import UnitOfWork
 from strongroom.ports.driving import lookups
 from strongroom.ports.driving.access import Access, Grant, Requirement
 from strongroom.ports.driving.dependencies import Dependencies
-from strongroom.ports.driving.idempotency import IdempotencyKey, run_idempotent
+from strongroom.ports.driving.idempotency import IdempotencyKey, ResultForm, run_idempotent
 from strongroom.ports.driving.recording import record_by_caller
 
 START_RUN = Requirement((Permission.ARTIFACTS_UPLOAD,), "run.create")
@@ -45,7 +45,7 @@ class Runs:
         self,
         caller: Caller | Grant,
         backup_id: UUID,
-        idempotency: IdempotencyKey[Run] | None = None,
+        idempotency: IdempotencyKey | None = None,
     ) -> Run:
         """``POST /v1/runs``: a manual client starts a run of its active backup (``running``).
 
@@ -76,13 +76,13 @@ class Runs:
             )
             return run
 
-        return await run_idempotent(self._deps.uow, caller, idempotency, now, store)
+        return await run_idempotent(self._deps, caller, idempotency, now, store, ResultForm(Run))
 
     async def trigger(
         self,
         caller: Caller | Grant,
         backup_id: UUID,
-        idempotency: IdempotencyKey[Run] | None = None,
+        idempotency: IdempotencyKey | None = None,
     ) -> Run:
         """``POST /v1/backups/{bid}/trigger``: enqueue a run of a local or cloud backup
         (``queued``, trigger ``api``); its worker or the service takes it later."""
@@ -111,7 +111,7 @@ class Runs:
             )
             return run
 
-        return await run_idempotent(self._deps.uow, caller, idempotency, now, store)
+        return await run_idempotent(self._deps, caller, idempotency, now, store, ResultForm(Run))
 
     async def get(self, caller: Caller | Grant, run_id: UUID) -> Run:
         """One run of the caller's workspace."""

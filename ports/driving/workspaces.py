@@ -32,7 +32,12 @@ from strongroom.ports.driven.unit_of_work import UnitOfWork
 from strongroom.ports.driving import lookups
 from strongroom.ports.driving.access import Access, Grant, Requirement
 from strongroom.ports.driving.dependencies import Dependencies
-from strongroom.ports.driving.idempotency import IdempotencyKey, replay_if_known, run_idempotent
+from strongroom.ports.driving.idempotency import (
+    IdempotencyKey,
+    ResultForm,
+    replay_if_known,
+    run_idempotent,
+)
 from strongroom.ports.driving.recording import record_by_caller, record_by_system
 
 logger = logging.getLogger(__name__)
@@ -43,6 +48,7 @@ LIST_REFUSAL = "only a person can list memberships; machine credentials cannot"
 READ_WORKSPACE = Requirement((Permission.WORKSPACES_READ,))
 UPDATE_WORKSPACE = Requirement((Permission.WORKSPACES_WRITE,), "workspace.update")
 DELETE_WORKSPACE = Requirement((Permission.WORKSPACES_WRITE,), "workspace.delete")
+WORKSPACE = ResultForm(Workspace)
 
 
 async def call_upstream(what: str, operation: Callable[[], Awaitable[T]]) -> T:
@@ -63,13 +69,16 @@ class Workspaces:
         self._access = access
 
     async def create(
-        self, caller: Caller, name: str, idempotency: IdempotencyKey[Workspace] | None = None
+        self, caller: Caller, name: str, idempotency: IdempotencyKey | None = None
     ) -> Workspace:
         """Create a workspace: an organization, a customer record and a storage namespace are
         provisioned all-or-nothing, and the creator becomes its admin."""
         user = caller.person(CREATE_REFUSAL)
         name = clean_name(name)
-        await replay_if_known(self._deps.uow, caller, idempotency, self._deps.clock.now())
+        now = self._deps.clock.now()
+        first = await replay_if_known(self._deps, caller, idempotency, now, WORKSPACE)
+        if first is not None:
+            return first
         async with self._deps.uow() as uow:
             ensure_room(
                 WORKSPACES_PER_USER_RESOURCE,
@@ -124,7 +133,7 @@ class Workspaces:
                 )
                 return workspace
 
-            return await run_idempotent(self._deps.uow, caller, idempotency, now, store)
+            return await run_idempotent(self._deps, caller, idempotency, now, store, WORKSPACE)
         except BaseException:
             await _undo_all(undo)
             raise

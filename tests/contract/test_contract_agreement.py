@@ -333,16 +333,14 @@ class AgreementMachine(RuleBasedStateMachine):
         def reserve(uow: UnitOfWork) -> Any:
             uow.idempotency.reserve(record, expired_before)
             if complete:
-                uow.idempotency.complete("scope", key, 201, "{}")
+                uow.idempotency.complete("scope", key, "{}")
             return uow.idempotency.get("scope", key)
 
         self.agree("reserve key", reserve, commit)
 
     @rule(key=st.sampled_from(["k1", "k2", "never"]))
     def complete_key(self, key: str) -> None:
-        self.agree(
-            "complete key", lambda uow: uow.idempotency.complete("scope", key, 200, "x"), True
-        )
+        self.agree("complete key", lambda uow: uow.idempotency.complete("scope", key, "x"), True)
 
     # The identity provider's records.
 

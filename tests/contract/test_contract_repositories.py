@@ -1196,7 +1196,7 @@ class TestIdempotency:
         return IdempotencyRecord(scope, key, f"fingerprint-{created_at}", at(created_at))
 
     def test_a_reservation_is_found_and_completed(self, adapter: Adapter) -> None:
-        """``get`` finds it; ``complete`` attaches the response."""
+        """``get`` finds it; ``complete`` attaches the result."""
         with adapter.uow() as uow:
             uow.idempotency.reserve(self.record(), expired_before=at(-86400))
             uow.commit()
@@ -1204,11 +1204,11 @@ class TestIdempotency:
             assert uow.idempotency.get("s", "key-1") == self.record()
             assert uow.idempotency.get("s", "other") is None
             assert uow.idempotency.get("other", "key-1") is None
-            uow.idempotency.complete("s", "key-1", 201, '{"id": "x"}')
+            uow.idempotency.complete("s", "key-1", '{"id": "x"}')
             uow.commit()
         with adapter.uow() as uow:
             assert uow.idempotency.get("s", "key-1") == attrs.evolve(
-                self.record(), status=201, body='{"id": "x"}'
+                self.record(), body='{"id": "x"}'
             )
 
     def test_a_live_key_is_taken_and_an_expired_one_replaced(self, adapter: Adapter) -> None:
@@ -1216,7 +1216,7 @@ class TestIdempotency:
         adapter_uow = adapter.uow
         with adapter_uow() as uow:
             uow.idempotency.reserve(self.record(created_at=0), expired_before=at(-100))
-            uow.idempotency.complete("s", "key-1", 201, "first")
+            uow.idempotency.complete("s", "key-1", "first")
             uow.commit()
         for expired_before in (at(-1), at(0)):
             with adapter_uow() as uow, pytest.raises(IdempotencyKeyTakenError):
@@ -1240,7 +1240,7 @@ class TestIdempotency:
     def test_completing_an_unreserved_key_is_an_integrity_violation(self, adapter: Adapter) -> None:
         """There is nothing to complete."""
         with adapter.uow() as uow, pytest.raises(IntegrityViolationError):
-            uow.idempotency.complete("s", "never", 201, "{}")
+            uow.idempotency.complete("s", "never", "{}")
 
 
 class TestAccounts:

@@ -54,7 +54,7 @@ async def create_invitation(ctx: ApiContext) -> Response:
         body.email,
         body.role,
         accept_url_base=ctx.base_url,
-        idempotency=ctx.idempotency(lambda item: presented(item, now)),
+        idempotency=ctx.idempotency(),
     )
     return answer(presented(invitation, now), 201)
 

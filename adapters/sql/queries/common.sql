@@ -466,22 +466,22 @@ AND (occurred_at, id) < (:after_created_at, :after_id)
 -- name: idempotency_reserve
 -- Takes a free key, or replaces one reserved before :expired_before; returns no row when a
 -- live reservation holds the key (a concurrent one is waited for, then seen as live).
-INSERT INTO idempotency_keys (scope, idempotency_key, fingerprint, created_at, status, body)
-VALUES (:scope, :idempotency_key, :fingerprint, :created_at, :status, :body)
+INSERT INTO idempotency_keys (scope, idempotency_key, fingerprint, created_at, body)
+VALUES (:scope, :idempotency_key, :fingerprint, :created_at, :body)
 ON CONFLICT (scope, idempotency_key) DO UPDATE
 SET fingerprint = excluded.fingerprint, created_at = excluded.created_at,
-    status = excluded.status, body = excluded.body
+    body = excluded.body
 WHERE idempotency_keys.created_at < :expired_before
 RETURNING scope
 
 -- name: idempotency_get
-SELECT scope, idempotency_key, fingerprint, created_at, status, body
+SELECT scope, idempotency_key, fingerprint, created_at, body
 FROM idempotency_keys
 WHERE scope = :scope AND idempotency_key = :idempotency_key
 
 -- name: idempotency_complete
 UPDATE idempotency_keys
-SET status = :status, body = :body
+SET body = :body
 WHERE scope = :scope AND idempotency_key = :idempotency_key
 
 -- name: account_insert
