@@ -252,7 +252,7 @@ class Artifacts:
         now = self._deps.clock.now()
         async with self._deps.uow() as uow:
             run = await lookups.visible_run(
-                caller, uow, workspace_id, await uow.runs.get_for_update(workspace_id, run_id)
+                caller, uow, workspace_id, await uow.runs.get(workspace_id, run_id, for_update=True)
             )
             workspace = await lookups.workspace(uow, workspace_id)
             ensure_allowed(workspace.billing_state, GatedOperation.UPLOAD)
@@ -340,7 +340,7 @@ class Artifacts:
         now = self._deps.clock.now()
         async with self._deps.uow() as uow:
             artifact = lookups.existing(
-                await uow.artifacts.get_for_update(workspace_id, artifact_id), "artifact"
+                await uow.artifacts.get(workspace_id, artifact_id, for_update=True), "artifact"
             )
             ensure_allowed(
                 (await lookups.workspace(uow, workspace_id)).billing_state,
@@ -417,6 +417,6 @@ async def uncount(uow: UnitOfWork, artifact: Artifact) -> None:
     count ``available`` artifacts only (contract 10); a pending one was never counted."""
     if artifact.state is not ArtifactState.AVAILABLE:
         return
-    run = await uow.runs.get_for_update(artifact.workspace_id, artifact.run_id)
+    run = await uow.runs.get(artifact.workspace_id, artifact.run_id, for_update=True)
     if run is not None:
         await uow.runs.update(run.without_artifact(artifact.size))

@@ -31,7 +31,9 @@ async def workspace(uow: UnitOfWork, workspace_id: UUID, *, for_update: bool = F
     """The workspace, locked until the unit of work ends when ``for_update``."""
     workspaces = uow.workspaces
     found = await (
-        workspaces.get_for_update(workspace_id) if for_update else workspaces.get(workspace_id)
+        workspaces.get(workspace_id, for_update=True)
+        if for_update
+        else workspaces.get(workspace_id)
     )
     return existing(found, "workspace")
 
@@ -42,7 +44,7 @@ async def backup(
     """A backup of the workspace, locked until the unit of work ends when ``for_update``."""
     backups = uow.backups
     found = await (
-        backups.get_for_update(workspace_id, backup_id)
+        backups.get(workspace_id, backup_id, for_update=True)
         if for_update
         else backups.get(workspace_id, backup_id)
     )

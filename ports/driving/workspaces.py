@@ -114,7 +114,7 @@ class Workspaces:
             )
 
             async def store(uow: UnitOfWork) -> Workspace:
-                await uow.users.get_for_update(user.id)
+                await uow.users.get(user.id, for_update=True)
                 ensure_room(
                     WORKSPACES_PER_USER_RESOURCE,
                     WORKSPACES_PER_USER,

@@ -163,7 +163,9 @@ class AgreementMachine(RuleBasedStateMachine):
             QuotaResource.BACKUPS_PER_WORKSPACE, limit, at(9)
         )
         self.agree("update workspace", lambda uow: uow.workspaces.update(changed), commit=True)
-        self.agree("get workspace", lambda uow: uow.workspaces.get_for_update(workspace.id), True)
+        self.agree(
+            "get workspace", lambda uow: uow.workspaces.get(workspace.id, for_update=True), True
+        )
 
     @rule(workspace=consumes(workspaces), commit=st.booleans())
     def remove_workspace(self, workspace: Workspace, commit: bool) -> None:
@@ -246,7 +248,7 @@ class AgreementMachine(RuleBasedStateMachine):
         self.agree("update backup", lambda uow: uow.backups.update(changed), commit)
         self.agree(
             "get backup",
-            lambda uow: uow.backups.get_for_update(backup.workspace_id, backup.id),
+            lambda uow: uow.backups.get(backup.workspace_id, backup.id, for_update=True),
             commit=False,
         )
 

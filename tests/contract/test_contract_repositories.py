@@ -67,9 +67,9 @@ class TestWorkspaces:
         adapter.store(creator, stored)
         with adapter.uow() as uow:
             assert uow.workspaces.get(stored.id) == stored
-            assert uow.workspaces.get_for_update(stored.id) == stored
+            assert uow.workspaces.get(stored.id, for_update=True) == stored
             assert uow.workspaces.get(uuid4()) is None
-            assert uow.workspaces.get_for_update(uuid4()) is None
+            assert uow.workspaces.get(uuid4(), for_update=True) is None
 
     def test_a_workspace_needs_an_existing_creator(self, adapter: Adapter) -> None:
         """A dangling ``created_by`` is an integrity violation."""
@@ -251,10 +251,10 @@ class TestUsers:
         adapter.store(ada)
         with adapter.uow() as uow:
             assert uow.users.get(ada.id) == ada
-            assert uow.users.get_for_update(ada.id) == ada
+            assert uow.users.get(ada.id, for_update=True) == ada
             assert uow.users.get_by_subject(ada.idp_subject) == ada
             assert uow.users.get(uuid4()) is None
-            assert uow.users.get_for_update(uuid4()) is None
+            assert uow.users.get(uuid4(), for_update=True) is None
             assert uow.users.get_by_subject("nobody") is None
 
     def test_one_person_per_identity_subject(self, adapter: Adapter) -> None:
@@ -496,7 +496,7 @@ class TestBackups:
         with adapter.uow() as uow:
             for stored in (configured, postgres, unsupported):
                 assert uow.backups.get(target.id, stored.id) == stored
-                assert uow.backups.get_for_update(target.id, stored.id) == stored
+                assert uow.backups.get(target.id, stored.id, for_update=True) == stored
 
     def test_a_backup_is_found_only_in_its_own_workspace(self, adapter: Adapter) -> None:
         """Tenant scoping happens in the query."""
@@ -506,7 +506,7 @@ class TestBackups:
         adapter.store(ada, mine, theirs, stored)
         with adapter.uow() as uow:
             assert uow.backups.get(theirs.id, stored.id) is None
-            assert uow.backups.get_for_update(theirs.id, stored.id) is None
+            assert uow.backups.get(theirs.id, stored.id, for_update=True) is None
             uow.backups.remove(theirs.id, stored.id)
             uow.commit()
         with adapter.uow() as uow:
