@@ -236,14 +236,14 @@ class Backups:
             worker_exists = changes.worker_id is not UNSET and await uow.workers.exists(
                 workspace_id, changes.worker_id
             )
-            backup.check_kind_rules(
+            checked = backup.check_kind_rules(
                 changes, worker_exists=worker_exists, endpoints=self._deps.endpoint_policy
             )
             workspace = await lookups.workspace(uow, workspace_id, for_update=True)
             ensure_allowed(workspace.billing_state, GatedOperation.CONFIG_WRITE)
             secrets = self._deps.secrets
             updated = backup.apply(
-                changes,
+                checked,
                 self._deps.clock.now(),
                 sealed_credentials=None
                 if changes.credentials is UNSET
