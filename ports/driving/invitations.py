@@ -18,13 +18,11 @@ from strongroom.domain.errors import (
     ValidationFailedError,
 )
 from strongroom.domain.invitations import (
-    INVITATION_LIFETIME,
     Invitation,
-    InvitationState,
     clean_email,
 )
 from strongroom.domain.pagination import Page, PageRequest
-from strongroom.domain.permissions import Permission, Role
+from strongroom.domain.permissions import Permission, Role, check_role_slug
 from strongroom.domain.principals import Caller
 from strongroom.domain.quotas import QuotaResource, ensure_room
 from strongroom.domain.workspaces import Admission, Membership
@@ -33,7 +31,7 @@ from strongroom.ports.driving import lookups
 from strongroom.ports.driving.access import Access, Grant, Requirement
 from strongroom.ports.driving.dependencies import Dependencies
 from strongroom.ports.driving.idempotency import IdempotencyKey, ResultForm, run_idempotent
-from strongroom.ports.driving.members import check_role_slug, resolve_role
+from strongroom.ports.driving.members import resolve_role
 from strongroom.ports.driving.recording import record_by_caller
 
 logger = logging.getLogger(__name__)
@@ -81,9 +79,7 @@ class Invitations:
             workspace.admit(
                 ADMIT_MEMBER, seats + await uow.invitations.count_pending(workspace_id, now)
             )
-            invitation = Invitation(
-                self._deps.ids.new_id(), workspace_id, email, role, now, now + INVITATION_LIFETIME
-            )
+            invitation = Invitation.issue(self._deps.ids.new_id(), workspace_id, email, role, now)
             await uow.invitations.add(invitation)
             await record_by_caller(
                 self._deps,
@@ -141,9 +137,7 @@ class Invitations:
             workspace_id = invitation.workspace_id
             workspace = await lookups.workspace(uow, workspace_id, for_update=True)
             ensure_allowed(workspace.billing_state, GatedOperation.CONFIG_WRITE)
-            state = invitation.state(now)
-            if state is not InvitationState.PENDING:
-                raise InvalidStateError(f"this invitation is {state.value}")
+            used = invitation.accepted(now)
             resource = QuotaResource.MEMBERS_PER_WORKSPACE
             others = await uow.invitations.count_pending(workspace_id, now) - 1
             ensure_room(
@@ -157,7 +151,7 @@ class Invitations:
                 raise InvalidStateError("the invitation's role no longer exists")
             membership = Membership(workspace_id, user.id, invitation.role, now)
             await uow.memberships.add(membership)
-            await uow.invitations.update(invitation.accepted(now))
+            await uow.invitations.update(used)
             await record_by_caller(
                 self._deps,
                 uow,

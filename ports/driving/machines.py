@@ -5,8 +5,6 @@ A token is shown once, when it is made (creation, rotation); only its hash is st
 
 from __future__ import annotations
 
-import re
-from collections.abc import Sequence
 from datetime import datetime
 from uuid import UUID
 
@@ -14,11 +12,11 @@ import attrs
 
 from strongroom.domain.audit import Change
 from strongroom.domain.billing import GatedOperation, ensure_allowed
-from strongroom.domain.errors import InvalidStateError, NotFoundError, ValidationFailedError
-from strongroom.domain.machines import ApiKey, Worker, in_catalog_order
+from strongroom.domain.errors import InvalidStateError, NotFoundError
+from strongroom.domain.machines import ApiKey, Worker, check_expiry, in_catalog_order
 from strongroom.domain.names import clean_name
 from strongroom.domain.pagination import Page, PageRequest
-from strongroom.domain.permissions import Permission
+from strongroom.domain.permissions import Permission, requested_permissions
 from strongroom.domain.principals import Caller
 from strongroom.domain.quotas import QuotaResource
 from strongroom.domain.tokens import TokenKind, format_token, hash_token
@@ -81,11 +79,10 @@ class ApiKeys:
         """Create a key in the caller's workspace; its permissions must be the caller's."""
         caller, workspace_id = await self._access.resolve(caller, CREATE_API_KEY)
         name = clean_name(name)
-        permissions = parse_permission_slugs(slugs)
+        permissions = requested_permissions(slugs)
         await self._access.refuse_escalation(caller, workspace_id, "api_key.create", permissions)
         now = self._deps.clock.now()
-        if expires_at is not None and expires_at <= now:
-            raise ValidationFailedError("expires_at must be in the future")
+        check_expiry(expires_at, now)
 
         async def store(uow: UnitOfWork) -> IssuedApiKey:
             workspace = await lookups.workspace(uow, workspace_id, for_update=True)
@@ -155,22 +152,8 @@ class ApiKeys:
             await uow.commit()
 
 
-_SLUG_LIKE = re.compile(r"[a-z_]{1,20}:[a-z_]{1,20}")
-
-
 def _iso(moment: datetime | None) -> str | None:
     return None if moment is None else moment.isoformat()
-
-
-def parse_permission_slugs(slugs: Sequence[str]) -> frozenset[Permission]:
-    """Permissions from slugs; slugs outside the catalog are ``validation_failed``."""
-    unknown = sorted({slug for slug in slugs if slug not in Permission._value2member_map_})
-    if unknown:
-        # Slugs are echoed only when they look like slugs (never arbitrary client text).
-        shown = [slug for slug in unknown if _SLUG_LIKE.fullmatch(slug)]
-        detail = f": {', '.join(shown)}" if shown and len(shown) == len(unknown) else ""
-        raise ValidationFailedError(f"unknown permissions{detail}")
-    return frozenset(Permission(slug) for slug in slugs)
 
 
 class Workers:

@@ -15,7 +15,6 @@ import attrs
 from strongroom.domain.audit import Change, JsonValue, diff
 from strongroom.domain.billing import GatedOperation, ensure_allowed
 from strongroom.domain.errors import (
-    InvalidRequestError,
     InvalidStateError,
     LastAdminError,
     NameTakenError,
@@ -25,7 +24,14 @@ from strongroom.domain.errors import (
 from strongroom.domain.machines import in_catalog_order
 from strongroom.domain.names import clean_name
 from strongroom.domain.pagination import Page, PageRequest
-from strongroom.domain.permissions import ADMIN, BUILTIN_ROLES, Permission, Role, is_role_slug
+from strongroom.domain.permissions import (
+    ADMIN,
+    BUILTIN_ROLES,
+    Permission,
+    Role,
+    check_role_slug,
+    requested_permissions,
+)
 from strongroom.domain.principals import Caller
 from strongroom.domain.workspaces import Member
 from strongroom.ports.driven.unit_of_work import UnitOfWork
@@ -33,7 +39,6 @@ from strongroom.ports.driving import lookups
 from strongroom.ports.driving.access import Access, Grant, Requirement, lacking_permissions
 from strongroom.ports.driving.dependencies import Dependencies
 from strongroom.ports.driving.idempotency import IdempotencyKey, ResultForm, run_idempotent
-from strongroom.ports.driving.machines import parse_permission_slugs
 from strongroom.ports.driving.recording import record_by_caller
 
 READ_MEMBERS = Requirement((Permission.MEMBERS_READ,))
@@ -50,13 +55,6 @@ class _Unset:
 
 
 UNSET = _Unset()
-
-
-def check_role_slug(slug: str, field: str = "slug") -> str:
-    """A well-formed role slug, or 400 ``invalid_request``."""
-    if not is_role_slug(slug):
-        raise InvalidRequestError(f"{field} must match ^[a-z][a-z0-9-]{{1,39}}$")
-    return slug
 
 
 async def resolve_role(uow: UnitOfWork, workspace_id: UUID, slug: str) -> Role | None:
@@ -205,7 +203,7 @@ class Roles:
         )
         check_role_slug(slug)
         name = clean_name(name)
-        granted = parse_permission_slugs(permissions)
+        granted = requested_permissions(permissions)
         await self._access.refuse_escalation(caller, workspace_id, "role.create", granted, slug)
         role = Role(slug, name, granted)
         now = self._deps.clock.now()
@@ -248,7 +246,7 @@ class Roles:
         granted = (
             role.permissions
             if isinstance(permissions, _Unset)
-            else parse_permission_slugs(permissions)
+            else requested_permissions(permissions)
         )
         # Neither grant more than one holds, nor change a role that holds more.
         await self._access.refuse_escalation(
