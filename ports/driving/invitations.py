@@ -11,7 +11,7 @@ import logging
 from uuid import UUID
 
 from strongroom.domain.audit import Change
-from strongroom.domain.billing import GatedOperation, ensure_allowed
+from strongroom.domain.billing import GatedOperation
 from strongroom.domain.errors import (
     InvalidStateError,
     NotFoundError,
@@ -27,12 +27,11 @@ from strongroom.domain.principals import Caller
 from strongroom.domain.quotas import QuotaResource, ensure_room
 from strongroom.domain.workspaces import Admission, Membership
 from strongroom.ports.driven.unit_of_work import UnitOfWork
-from strongroom.ports.driving import lookups
 from strongroom.ports.driving.access import Access, Grant, Requirement
+from strongroom.ports.driving.changes import WorkspaceChange
 from strongroom.ports.driving.dependencies import Dependencies
 from strongroom.ports.driving.idempotency import IdempotencyKey, ResultForm, run_idempotent
 from strongroom.ports.driving.members import resolve_role
-from strongroom.ports.driving.recording import record_by_caller
 
 logger = logging.getLogger(__name__)
 
@@ -73,7 +72,8 @@ class Invitations:
         now = self._deps.clock.now()
 
         async def store(uow: UnitOfWork) -> Invitation:
-            workspace = await lookups.workspace(uow, workspace_id, for_update=True)
+            change = WorkspaceChange(self._deps, uow, caller, workspace_id)
+            workspace = await change.locked()
             # Pending invitations hold a seat until they are used or expire.
             seats = await uow.memberships.count(workspace_id)
             workspace.admit(
@@ -81,11 +81,7 @@ class Invitations:
             )
             invitation = Invitation.issue(self._deps.ids.new_id(), workspace_id, email, role, now)
             await uow.invitations.add(invitation)
-            await record_by_caller(
-                self._deps,
-                uow,
-                caller,
-                workspace_id,
+            await change.record(
                 "invitation.create",
                 invitation.id,
                 {"email": Change(None, email), "role": Change(None, role)},
@@ -135,8 +131,8 @@ class Invitations:
             if invitation is None:
                 raise NotFoundError("invitation")
             workspace_id = invitation.workspace_id
-            workspace = await lookups.workspace(uow, workspace_id, for_update=True)
-            ensure_allowed(workspace.billing_state, GatedOperation.CONFIG_WRITE)
+            change = WorkspaceChange(self._deps, uow, caller, workspace_id)
+            workspace = await change.gate()
             used = invitation.accepted(now)
             resource = QuotaResource.MEMBERS_PER_WORKSPACE
             others = await uow.invitations.count_pending(workspace_id, now) - 1
@@ -152,16 +148,9 @@ class Invitations:
             membership = Membership(workspace_id, user.id, invitation.role, now)
             await uow.memberships.add(membership)
             await uow.invitations.update(used)
-            await record_by_caller(
-                self._deps,
-                uow,
-                caller,
-                workspace_id,
-                "invitation.accept",
-                invitation_id,
-                {"role": Change(None, invitation.role)},
+            await change.done(
+                "invitation.accept", invitation_id, {"role": Change(None, invitation.role)}
             )
-            await uow.commit()
         return membership
 
     @staticmethod

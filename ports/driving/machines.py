@@ -11,7 +11,7 @@ from uuid import UUID
 import attrs
 
 from strongroom.domain.audit import Change
-from strongroom.domain.billing import GatedOperation, ensure_allowed
+from strongroom.domain.billing import GatedOperation
 from strongroom.domain.errors import InvalidStateError, NotFoundError
 from strongroom.domain.machines import ApiKey, Worker, check_expiry, in_catalog_order
 from strongroom.domain.names import clean_name
@@ -24,9 +24,9 @@ from strongroom.domain.workspaces import Admission
 from strongroom.ports.driven.unit_of_work import UnitOfWork
 from strongroom.ports.driving import lookups
 from strongroom.ports.driving.access import Access, Grant, Requirement
+from strongroom.ports.driving.changes import WorkspaceChange, changing
 from strongroom.ports.driving.dependencies import Dependencies
 from strongroom.ports.driving.idempotency import IdempotencyKey, ResultForm, run_idempotent
-from strongroom.ports.driving.recording import record_by_caller
 
 READ_API_KEYS = Requirement((Permission.API_KEYS_READ,))
 CREATE_API_KEY = Requirement((Permission.API_KEYS_WRITE,), "api_key.create")
@@ -85,7 +85,8 @@ class ApiKeys:
         check_expiry(expires_at, now)
 
         async def store(uow: UnitOfWork) -> IssuedApiKey:
-            workspace = await lookups.workspace(uow, workspace_id, for_update=True)
+            change = WorkspaceChange(self._deps, uow, caller, workspace_id)
+            workspace = await change.locked()
             workspace.admit(ADMIT_API_KEY, await uow.api_keys.count(workspace_id))
             token = format_token(TokenKind.API_KEY, self._deps.ids.random_bytes(32))
             key = ApiKey(
@@ -98,11 +99,7 @@ class ApiKeys:
                 expires_at,
             )
             await uow.api_keys.add(key)
-            await record_by_caller(
-                self._deps,
-                uow,
-                caller,
-                workspace_id,
+            await change.record(
                 "api_key.create",
                 key.id,
                 {
@@ -133,23 +130,14 @@ class ApiKeys:
     async def revoke(self, caller: Caller | Grant, key_id: UUID) -> None:
         """Delete a key; it stops working on the very next request."""
         caller, workspace_id = await self._access.resolve(caller, DELETE_API_KEY, target_id=key_id)
-        async with self._deps.uow() as uow:
+        async with changing(self._deps, caller, workspace_id) as change:
+            uow = change.uow
             key = await uow.api_keys.get(workspace_id, key_id)
             if key is None:
                 raise NotFoundError("API key")
-            workspace = await lookups.workspace(uow, workspace_id, for_update=True)
-            ensure_allowed(workspace.billing_state, GatedOperation.CONFIG_WRITE)
+            await change.gate()
             await uow.api_keys.remove(workspace_id, key_id)
-            await record_by_caller(
-                self._deps,
-                uow,
-                caller,
-                workspace_id,
-                "api_key.delete",
-                key_id,
-                {"name": Change(key.name, None)},
-            )
-            await uow.commit()
+            await change.done("api_key.delete", key_id, {"name": Change(key.name, None)})
 
 
 def _iso(moment: datetime | None) -> str | None:
@@ -178,20 +166,13 @@ class Workers:
         now = self._deps.clock.now()
 
         async def store(uow: UnitOfWork) -> IssuedWorker:
-            workspace = await lookups.workspace(uow, workspace_id, for_update=True)
+            change = WorkspaceChange(self._deps, uow, caller, workspace_id)
+            workspace = await change.locked()
             workspace.admit(ADMIT_WORKER, await uow.workers.count(workspace_id))
             token = self._new_token()
             worker = Worker(self._deps.ids.new_id(), workspace_id, name, hash_token(token), now)
             await uow.workers.add(worker)
-            await record_by_caller(
-                self._deps,
-                uow,
-                caller,
-                workspace_id,
-                "worker.create",
-                worker.id,
-                {"name": Change(None, name)},
-            )
+            await change.record("worker.create", worker.id, {"name": Change(None, name)})
             return IssuedWorker(worker, token)
 
         return await run_idempotent(self._deps, caller, idempotency, now, store, ISSUED_WORKER)
@@ -213,18 +194,15 @@ class Workers:
         caller, workspace_id = await self._access.resolve(
             caller, ROTATE_WORKER, target_id=worker_id
         )
-        async with self._deps.uow() as uow:
+        async with changing(self._deps, caller, workspace_id) as change:
+            uow = change.uow
             worker = lookups.existing(await uow.workers.get(workspace_id, worker_id), "worker")
-            workspace = await lookups.workspace(uow, workspace_id, for_update=True)
-            ensure_allowed(workspace.billing_state, GatedOperation.CONFIG_WRITE)
+            await change.gate()
             token = self._new_token()
             rotated = worker.rotated(hash_token(token))
             await uow.workers.update(rotated)
             # The token is a secret: the audit records only that it changed.
-            await record_by_caller(
-                self._deps, uow, caller, workspace_id, "worker.rotate", worker_id
-            )
-            await uow.commit()
+            await change.done("worker.rotate", worker_id)
         return IssuedWorker(rotated, token)
 
     async def delete(self, caller: Caller | Grant, worker_id: UUID) -> None:
@@ -232,22 +210,13 @@ class Workers:
         caller, workspace_id = await self._access.resolve(
             caller, DELETE_WORKER, target_id=worker_id
         )
-        async with self._deps.uow() as uow:
+        async with changing(self._deps, caller, workspace_id) as change:
+            uow = change.uow
             worker = lookups.existing(await uow.workers.get(workspace_id, worker_id), "worker")
-            workspace = await lookups.workspace(uow, workspace_id, for_update=True)
-            ensure_allowed(workspace.billing_state, GatedOperation.CONFIG_WRITE)
+            await change.gate()
             if (await uow.backups.list(workspace_id, PageRequest(1), worker_id=worker_id)).items:
                 raise InvalidStateError(
                     "backups are assigned to this worker: assign them another worker first"
                 )
             await uow.workers.remove(workspace_id, worker_id)
-            await record_by_caller(
-                self._deps,
-                uow,
-                caller,
-                workspace_id,
-                "worker.delete",
-                worker_id,
-                {"name": Change(worker.name, None)},
-            )
-            await uow.commit()
+            await change.done("worker.delete", worker_id, {"name": Change(worker.name, None)})

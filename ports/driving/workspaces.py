@@ -10,7 +10,7 @@ from uuid import UUID
 
 from strongroom.domain.artifacts import ArtifactStorage
 from strongroom.domain.audit import Change
-from strongroom.domain.billing import BillingState, GatedOperation, ensure_allowed
+from strongroom.domain.billing import BillingState
 from strongroom.domain.errors import (
     ArtifactLockedError,
     StrongroomError,
@@ -31,6 +31,7 @@ from strongroom.domain.workspaces import Membership, MemberWorkspace, Workspace
 from strongroom.ports.driven.unit_of_work import UnitOfWork
 from strongroom.ports.driving import lookups
 from strongroom.ports.driving.access import Access, Grant, Requirement
+from strongroom.ports.driving.changes import changing
 from strongroom.ports.driving.dependencies import Dependencies
 from strongroom.ports.driving.idempotency import (
     IdempotencyKey,
@@ -156,21 +157,13 @@ class Workspaces:
             caller, UPDATE_WORKSPACE, workspace_id=workspace_id, target_id=workspace_id
         )
         name = clean_name(name)
-        async with self._deps.uow() as uow:
-            workspace = await lookups.workspace(uow, workspace_id, for_update=True)
-            ensure_allowed(workspace.billing_state, GatedOperation.CONFIG_WRITE)
+        async with changing(self._deps, caller, workspace_id) as change:
+            workspace = await change.gate()
             renamed = workspace.renamed(name, self._deps.clock.now())
-            await uow.workspaces.update(renamed)
-            await record_by_caller(
-                self._deps,
-                uow,
-                caller,
-                workspace_id,
-                "workspace.update",
-                workspace_id,
-                {"name": Change(workspace.name, name)},
+            await change.uow.workspaces.update(renamed)
+            await change.done(
+                "workspace.update", workspace_id, {"name": Change(workspace.name, name)}
             )
-            await uow.commit()
         return renamed
 
     async def delete(self, caller: Caller | Grant, workspace_id: UUID) -> None:
