@@ -246,7 +246,7 @@ class TestUsers:
     """People."""
 
     def test_a_person_is_found_by_id_and_by_subject(self, adapter: Adapter) -> None:
-        """``get``, ``get_for_update`` and ``get_by_subject`` give the stored person."""
+        """``get`` (locking or not) and ``get_by_subject`` give the stored person."""
         ada = user()
         adapter.store(ada)
         with adapter.uow() as uow:
