@@ -70,7 +70,7 @@ async def cli_config(ctx: ApiContext) -> Response:
 
     What the command-line client needs to sign a person in with the OAuth 2.0 device
     authorization grant. No authentication."""
-    config = ctx.facade.deps.identity.cli_config(ctx.base_url)
+    config = ctx.facade.identity.cli_config(ctx.base_url)
     return answer(config)
 
 
