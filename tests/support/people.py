@@ -5,10 +5,12 @@ like any other."""
 
 from __future__ import annotations
 
+import hashlib
 from urllib.parse import parse_qsl, unquote, urlsplit
 from uuid import UUID
 
 from strongroom.adapters.storage.local import URL_PREFIX, LocalDiskStorage
+from strongroom.domain.artifacts import Artifact
 from strongroom.domain.audit import AuditEvent
 from strongroom.domain.backups import BackupChanges, BackupKind, RetentionPolicy
 from strongroom.domain.durations import Duration
@@ -62,12 +64,17 @@ def retention(expire_after: str, lock_for: str) -> RetentionPolicy:
     return RetentionPolicy(Duration.parse(expire_after), Duration.parse(lock_for))
 
 
-async def active_manual(facade: Strongroom, admin: Caller, name: str = "Nightly") -> UUID:
-    """A manual backup made active (retention of 30 days, no lock): its id."""
+async def active_manual(
+    facade: Strongroom,
+    admin: Caller,
+    name: str = "Nightly",
+    expire_after: str = "P30D",
+    lock_for: str = "PT0S",
+) -> UUID:
+    """A manual backup of the admin's workspace made active with that retention: its id."""
     backup = await facade.backups.create(admin, admin.scoped_workspace(), name, BackupKind.MANUAL)
-    await facade.backups.update(
-        admin, backup.id, BackupChanges(retention=retention("P30D", "PT0S"))
-    )
+    policy = retention(expire_after, lock_for)
+    await facade.backups.update(admin, backup.id, BackupChanges(retention=policy))
     return backup.id
 
 
@@ -90,3 +97,21 @@ def put_presigned(storage: LocalDiskStorage, request: PresignedRequest, content:
     writer = storage.open_writer(grant)
     writer.write(content)
     writer.finish()
+
+
+async def upload(
+    facade: Strongroom,
+    storage: LocalDiskStorage,
+    caller: Caller,
+    run_id: UUID,
+    name: str,
+    content: bytes,
+) -> Artifact:
+    """Announce an artifact of a run and send its bytes to the presigned URL (not yet
+    confirmed): the pending artifact."""
+    plan = await facade.artifacts.upload_url(
+        caller, run_id, name, len(content), hashlib.sha256(content).hexdigest()
+    )
+    assert plan.request is not None
+    put_presigned(storage, plan.request, content)
+    return plan.artifact
