@@ -34,7 +34,7 @@ def memory_facade(clock: Clock | None = None, **overrides: Any) -> Strongroom:
     clock = unwrapped(clock) or SystemClock()
     ids = SecureIds()
     identity = BuiltinIdentityProvider(uow=uow, clock=clock, ids=ids, hasher=FAST_HASHER)
-    settings = {"uow": uow, "clock": clock, "ids": ids, "identity": identity}
+    settings: dict[str, Any] = {"uow": uow, "clock": clock, "ids": ids, "identity": identity}
     settings.update({name: unwrapped(value) for name, value in overrides.items()})
     return bootstrap(**settings)
 

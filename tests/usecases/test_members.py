@@ -4,7 +4,7 @@ hold, the last admin stays, invitations are for the invited email only and hold 
 from __future__ import annotations
 
 from datetime import timedelta
-from uuid import uuid4
+from uuid import UUID, uuid4
 
 import pytest
 
@@ -23,16 +23,16 @@ from strongroom.domain.errors import (
 )
 from strongroom.domain.pagination import PageRequest
 from strongroom.domain.permissions import Permission
+from strongroom.domain.principals import Caller
 from strongroom.domain.quotas import QuotaResource
 from strongroom.ports.driving import Strongroom
 from support.people import audit_events, enter, join, sign_in, workspace_admin
 
 
-def user_id_of(caller: object) -> object:
+def user_id_of(caller: Caller) -> UUID:
     """The user id behind a person's caller."""
-    user = getattr(caller, "user", None)
-    assert user is not None
-    return user.id
+    assert caller.user is not None
+    return caller.user.id
 
 
 class TestMembers:
