@@ -444,32 +444,26 @@ class TestRetention:
         self, facade: Strongroom, other: tuple[str, str]
     ) -> None:
         """Once set, another policy is ``retention_immutable`` and the first one stays."""
-        ada, wid = await workspace_admin(facade, "ada@example.com")
-        backup = await facade.backups.create(ada, wid, "Nightly", BackupKind.MANUAL)
-        await facade.backups.update(
-            ada, backup.id, BackupChanges(retention=retention("P7D", "P1D"))
-        )
+        ada, _ = await workspace_admin(facade, "ada@example.com")
+        backup = await active_manual(facade, ada, expire_after="P7D", lock_for="P1D")
         with pytest.raises(RetentionImmutableError):
-            await facade.backups.update(ada, backup.id, BackupChanges(retention=retention(*other)))
-        stored = await facade.backups.get(ada, backup.id)
+            await facade.backups.update(ada, backup, BackupChanges(retention=retention(*other)))
+        stored = await facade.backups.get(ada, backup)
         assert stored.retention == retention("P7D", "P1D")
 
     async def test_a_refused_policy_discards_the_rest_of_the_patch(
         self, facade: Strongroom
     ) -> None:
         """A change refused for retention applies none of its other fields."""
-        ada, wid = await workspace_admin(facade, "ada@example.com")
-        backup = await facade.backups.create(ada, wid, "Nightly", BackupKind.MANUAL)
-        await facade.backups.update(
-            ada, backup.id, BackupChanges(retention=retention("P30D", "P7D"))
-        )
+        ada, _ = await workspace_admin(facade, "ada@example.com")
+        backup = await active_manual(facade, ada, expire_after="P30D", lock_for="P7D")
         with pytest.raises(RetentionImmutableError):
             await facade.backups.update(
                 ada,
-                backup.id,
+                backup,
                 BackupChanges(name="Renamed", retention=retention("P30D", "P1D")),
             )
-        assert (await facade.backups.get(ada, backup.id)).name == "Nightly"
+        assert (await facade.backups.get(ada, backup)).name == "Nightly"
 
     @pytest.mark.parametrize("policy", [("P7D", "P8D"), ("PT1H", "PT3601S"), ("P1D", "P1W")])
     async def test_a_lock_longer_than_the_expiry_is_refused(
