@@ -4,11 +4,14 @@ switching workspace and signing out."""
 
 from __future__ import annotations
 
+import asyncio
 from uuid import uuid4
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from strongroom.adapters.memory.services import MemoryBilling
+from strongroom.adapters.memory.services import ManualClock, MemoryBilling
 from strongroom.adapters.storage.local import LocalDiskStorage
 from strongroom.domain.audit import Change, Outcome
 from strongroom.domain.backups import BackupKind
@@ -27,7 +30,7 @@ from strongroom.domain.principals import SYSTEM_ACTOR
 from strongroom.domain.quotas import WORKSPACES_PER_USER, QuotaResource
 from strongroom.ports.driving import Strongroom
 from support.people import api_key, audit_events, enter, join, sign_in, workspace_admin
-from support.world import idp_token
+from support.world import idp_token, memory_facade
 
 
 class TestCreate:
@@ -247,3 +250,30 @@ class TestSessions:
         await facade.members.remove(ada, wid, max_.user.id)
         with pytest.raises(UnauthenticatedError, match="membership has ended"):
             await facade.access.authenticate(token)
+
+
+class TestQuotaAdmission:
+    """Admission holds for any limit and any number of attempts."""
+
+    @settings(max_examples=15)
+    @given(limit=st.integers(1, 4), attempts=st.integers(0, 6))
+    def test_exactly_the_limit_is_admitted(self, limit: int, attempts: int) -> None:
+        """Of ``attempts`` creations under a limit, the first ``limit`` succeed, every
+        later one is ``quota_exceeded``, and the reported usage is what was admitted."""
+
+        async def scenario() -> None:
+            facade = memory_facade(ManualClock())
+            ada, wid = await workspace_admin(facade, "ada@example.com")
+            await facade.workspaces.set_quota(wid, QuotaResource.BACKUPS_PER_WORKSPACE, limit)
+            admitted = 0
+            for number in range(attempts):
+                try:
+                    await facade.backups.create(ada, wid, f"b{number}", BackupKind.MANUAL)
+                    admitted += 1
+                except QuotaExceededError:
+                    assert admitted == limit
+            assert admitted == min(limit, attempts)
+            quotas = {q.resource: q for q in await facade.workspaces.quotas(ada, wid)}
+            assert quotas[QuotaResource.BACKUPS_PER_WORKSPACE].usage == admitted
+
+        asyncio.run(scenario())
