@@ -403,6 +403,35 @@ class TestRetention:
             patch(draft(BackupKind.MANUAL), retention=retention)
         assert refused.value.code == "lock_exceeds_expiry"
 
+    @pytest.mark.parametrize(
+        ("sent", "shown"),
+        [
+            (
+                {"expire_after": "P30D", "lock_for": "PT0S"},
+                {"expire_after": "P30D", "lock_for": "PT0S"},
+            ),
+            (
+                {"expire_after": "P4W", "lock_for": "P0D"},
+                {"expire_after": "P28D", "lock_for": "PT0S"},
+            ),
+            (
+                {"expire_after": "PT90M", "lock_for": "PT90M"},
+                {"expire_after": "PT1H30M", "lock_for": "PT1H30M"},
+            ),
+            (
+                {"expire_after": "P1DT0H", "lock_for": "PT1S"},
+                {"expire_after": "P1D", "lock_for": "PT1S"},
+            ),
+        ],
+    )
+    def test_canonical_forms(self, sent: dict[str, str], shown: dict[str, str]) -> None:
+        """Each accepted policy comes back canonical; a lock equal to the expiry is allowed
+        (moved from the HTTP tests; the wire renders these same texts)."""
+        stored = patch(draft(BackupKind.MANUAL), retention=policy(**sent)).retention
+        assert stored is not None
+        rendered = {"expire_after": str(stored.expire_after), "lock_for": str(stored.lock_for)}
+        assert rendered == shown
+
     def test_lock_equal_to_expiry_and_no_lock_are_accepted(self) -> None:
         """``lock_for`` may equal ``expire_after``; ``PT0S`` means no lock."""
         assert patch(draft(BackupKind.MANUAL), retention=policy("P1W", "P7D")).retention
