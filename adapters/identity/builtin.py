@@ -142,7 +142,7 @@ class BuiltinIdentityProvider:
             raise UnauthenticatedError("not an access token of this identity provider")
         now = self._clock.now()
         async with self._uow() as uow:
-            grant = await uow.device_grants.get_by_access_token_for_update(hash_token(token))
+            grant = await uow.device_grants.get_by_access_token(hash_token(token), for_update=True)
             account = (
                 None
                 if grant is None or grant.account_id is None
@@ -295,7 +295,7 @@ class BuiltinIdentityProvider:
         # One key per address however it is typed, so padding or case cannot dodge the limit.
         key = email_key(email)
         async with self._uow() as uow:
-            grant = await uow.device_grants.get_by_user_code_for_update(code)
+            grant = await uow.device_grants.get_by_user_code(code, for_update=True)
             if grant is None or grant.is_expired(now) or grant.state is not GrantState.PENDING:
                 raise InvalidRequestError("unknown or expired code")
             await _check_failure_limits(uow, key, client_address, now)
@@ -322,7 +322,9 @@ class BuiltinIdentityProvider:
             raise OAuthError("invalid_client", "unknown client_id")
         now = self._clock.now()
         async with self._uow() as uow:
-            grant = await uow.device_grants.get_by_device_code_for_update(hash_token(device_code))
+            grant = await uow.device_grants.get_by_device_code(
+                hash_token(device_code), for_update=True
+            )
             if grant is None or grant.client_id != client_id:
                 raise OAuthError("invalid_grant", "unknown device code")
             if grant.is_expired(now):

@@ -18,8 +18,8 @@ plain synchronous connection of their own (start-up, tests).
 
 Connections run in autocommit: a unit of work's reads before its first write or lock cost
 one round trip each, and the first statement that writes or locks sends ``BEGIN`` with it
-in one pipeline (see ``repositories``). ``get_for_update`` is ``SELECT ... FOR NO KEY
-UPDATE``.
+in one pipeline (see ``repositories``). ``get(..., for_update=True)`` is ``SELECT ... FOR
+NO KEY UPDATE``.
 
 Faults: nothing waits without bound. Taking a connection waits at most the pool's timeout,
 connecting at most ``connect_timeout``, and every statement at most ``statement_timeout``,
@@ -505,7 +505,7 @@ class PostgresTransaction:
     async def _run(
         self, query: Q, params: Params, filters: Sequence[Q], writes: bool, fetch: Fetch
     ) -> Any:
-        text = self._queries.text(query, filters).encode()
+        text = self._queries.text(query, filters, lock=writes).encode()
         while True:
             began_writing = self._writing
             deadline: _Deadline | None = None

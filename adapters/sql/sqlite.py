@@ -18,9 +18,10 @@ server's, a blocking facade's, a test's) may use the same database.
 SQLite has no row locks. A unit of work becomes the database's one writer at its first
 statement that writes or locks: it queues for ``writer`` (an ``AnyLoopLock``, so waiting
 blocks no loop and no thread), then takes SQLite's write lock (``BEGIN IMMEDIATE``), and
-holds both to its end. Writers are serialised, which is exactly what ``get_for_update``
-needs. A writer that waits longer than ``busy_timeout`` seconds, in the queue or for
-another process's write lock, gives up with ``UpstreamUnavailableError``.
+holds both to its end. Writers are serialised, which is exactly what a locking read
+(``get(..., for_update=True)``) needs. A writer that waits longer than ``busy_timeout``
+seconds, in the queue or for another process's write lock, gives up with
+``UpstreamUnavailableError``.
 """
 
 from __future__ import annotations
@@ -338,7 +339,7 @@ class SqliteTransaction:
     async def _statement(
         self, query: Q, params: Params, filters: Sequence[Q], writes: bool, fetch: Fetch
     ) -> Any:
-        text = self._queries.text(query, filters)
+        text = self._queries.text(query, filters, lock=writes)
         begin = writes and not self._writing
         if begin and not self._holds_writer:
             await self._take_writer()

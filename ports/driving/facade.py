@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+from datetime import datetime
 
 from strongroom.domain.permissions import DESCRIPTIONS, Permission
+from strongroom.ports.driven.identity import IdentityProvider
+from strongroom.ports.driven.storage import ObjectStorage
 from strongroom.ports.driving.access import Access
 from strongroom.ports.driving.artifacts import Artifacts
 from strongroom.ports.driving.audit_trail import AuditTrail
@@ -44,6 +47,21 @@ class Strongroom:
         self.members = Members(deps, self.access)
         self.roles = Roles(deps, self.access)
         self.invitations = Invitations(deps, self.access)
+
+    @property
+    def identity(self) -> IdentityProvider:
+        """The identity provider people sign in with (a driving adapter may serve the
+        built-in provider's own pages)."""
+        return self.deps.identity
+
+    @property
+    def storage(self) -> ObjectStorage:
+        """The service's object storage (local disk serves its own presigned URLs)."""
+        return self.deps.storage
+
+    def now(self) -> datetime:
+        """The service clock's current instant (what states derived from time use)."""
+        return self.deps.clock.now()
 
     @staticmethod
     def permission_catalog() -> list[tuple[Permission, str]]:

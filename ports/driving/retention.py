@@ -74,7 +74,7 @@ class Retention:
         """Remove one expired artifact; the name of the count its outcome adds to."""
         now = self._deps.clock.now()
         async with self._deps.uow() as uow:
-            artifact = await uow.artifacts.get_for_update(workspace_id, artifact_id)
+            artifact = await uow.artifacts.get(workspace_id, artifact_id, for_update=True)
             if artifact is None or artifact.state is not ArtifactState.AVAILABLE:
                 return "removed"  # another removal came first
             if artifact.is_locked(now):

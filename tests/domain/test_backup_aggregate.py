@@ -39,6 +39,7 @@ from strongroom.domain.backups import (
     BackupChanges,
     BackupKind,
     BackupState,
+    CheckedChanges,
     PostgresSource,
     RetentionPolicy,
     S3Source,
@@ -78,9 +79,8 @@ def patch(
 ) -> Backup:
     """Check the kind rules and apply a PATCH, sealing secrets as the use case does."""
     changes = BackupChanges(**fields)
-    backup.check_kind_rules(changes, worker_exists=worker_exists)
     return backup.apply(
-        changes,
+        backup.check_kind_rules(changes, worker_exists=worker_exists),
         at,
         sealed_credentials=None if changes.credentials is UNSET else b"sealed",
         sealed_destination_credentials=None
@@ -239,6 +239,25 @@ class TestKindRules:
         assert patch(with_source, credentials=PG_KEYS).has_credentials
         with pytest.raises(ValidationFailedError):
             with_source.check_kind_rules(BackupChanges(credentials=S3_KEYS), worker_exists=False)
+
+
+class TestApplyTakesCheckedChanges:
+    """``apply`` takes only changes the kind rules passed, for the backup it changes."""
+
+    def test_checked_changes_come_only_from_the_kind_rules(self) -> None:
+        """A ``CheckedChanges`` made by hand is refused: apply cannot skip the rules."""
+        backup = draft(BackupKind.LOCAL)
+        with pytest.raises(TypeError):
+            CheckedChanges(backup, BackupChanges(source=S3), object())
+
+    def test_changes_checked_against_another_state_are_refused(self) -> None:
+        """Changes checked before the backup changed are not applied to the new state:
+        the rules depend on what is stored (credentials follow the stored source)."""
+        backup = draft(BackupKind.CLOUD)
+        checked = backup.check_kind_rules(BackupChanges(source=PG), worker_exists=False)
+        moved_on = patch(backup, source=S3)
+        with pytest.raises(ValueError, match="another backup"):
+            moved_on.apply(checked, NOW)
 
 
 class TestCredentialShapes:

@@ -47,14 +47,14 @@ async def create_invitation(ctx: ApiContext) -> Response:
     workspace_id = ctx.path_id("wid")
     grant = await ctx.facade.access.authorize(caller, CREATE_INVITATION, workspace_id=workspace_id)
     body = ctx.json(InvitationCreate)
-    now = ctx.facade.deps.clock.now()
+    now = ctx.facade.now()
     invitation = await ctx.facade.invitations.create(
         grant,
         workspace_id,
         body.email,
         body.role,
         accept_url_base=ctx.base_url,
-        idempotency=ctx.idempotency(lambda item: presented(item, now)),
+        idempotency=ctx.idempotency(),
     )
     return answer(presented(invitation, now), 201)
 
@@ -68,7 +68,7 @@ async def list_invitations(ctx: ApiContext) -> Response:
     workspace_id = ctx.path_id("wid")
     grant = await ctx.facade.access.authorize(caller, READ_INVITATIONS, workspace_id=workspace_id)
     page = await ctx.facade.invitations.list(grant, workspace_id, ctx.page())
-    now = ctx.facade.deps.clock.now()
+    now = ctx.facade.now()
     return answer(listed(page, now))
 
 

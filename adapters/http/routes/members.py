@@ -12,6 +12,7 @@ from starlette.routing import BaseRoute
 from strongroom.adapters.http.context import ApiContext, answer, endpoint, no_content
 from strongroom.adapters.http.openapi import Paged, api
 from strongroom.adapters.http.shapes import Member, MemberUpdate, Role, RoleCreate, RoleUpdate
+from strongroom.domain.permissions import check_role_slug
 from strongroom.domain.role_pages import decode_role_cursor, page_of_roles
 from strongroom.ports.driving.members import (
     CREATE_ROLE,
@@ -21,7 +22,6 @@ from strongroom.ports.driving.members import (
     READ_ROLES,
     UPDATE_MEMBER,
     UPDATE_ROLE,
-    check_role_slug,
 )
 
 

@@ -50,7 +50,7 @@ async def trigger_backup(ctx: ApiContext) -> Response:
     backup_id = ctx.path_id("bid")
     grant = await ctx.facade.access.authorize(caller, TRIGGER_BACKUP, target_id=backup_id)
     ctx.empty_body()
-    run = await ctx.facade.runs.trigger(grant, backup_id, idempotency=ctx.idempotency(status=202))
+    run = await ctx.facade.runs.trigger(grant, backup_id, idempotency=ctx.idempotency())
     return answer(run, 202)
 
 
