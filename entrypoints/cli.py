@@ -53,7 +53,7 @@ def _parser() -> argparse.ArgumentParser:
         dest="retention_command", required=True
     )
     retention_run = retention.add_parser(
-        "run", help="remove expired artifacts and abort stale multipart uploads, once"
+        "run", help="remove expired artifacts and records, abort stale multipart uploads; once"
     )
     _common(retention_run)
     retention_run.set_defaults(run=_retention_run)
@@ -140,7 +140,9 @@ def _retention_run(arguments: argparse.Namespace) -> int:
     print(
         f"retention: removed {report.removed} expired artifacts (kept {report.kept_last} "
         f"last of their backup, {report.kept_locked} locked, {report.failed} failed); "
-        f"aborted {report.aborted_uploads} stale uploads"
+        f"aborted {report.aborted_uploads} stale uploads; purged "
+        f"{report.purged_idempotency_keys} expired idempotency keys and "
+        f"{report.purged_failed_logins} old failed sign-ins"
     )
     return 1 if report.failed else 0
 

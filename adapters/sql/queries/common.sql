@@ -484,6 +484,10 @@ UPDATE idempotency_keys
 SET status = :status, body = :body
 WHERE scope = :scope AND idempotency_key = :idempotency_key
 
+-- name: idempotency_purge
+-- The retention job's: keys past their lifetime (a reservation would replace them anyway).
+DELETE FROM idempotency_keys WHERE created_at < :expired_before
+
 -- name: account_insert
 INSERT INTO accounts (id, email, email_key, name, password_hash, created_at)
 VALUES (:id, :email, :email_key, :name, :password_hash, :created_at)
@@ -507,6 +511,10 @@ ORDER BY failed_at DESC LIMIT :limit
 SELECT failed_at FROM failed_logins
 WHERE client_address = :client_address AND failed_at >= :since
 ORDER BY failed_at DESC LIMIT :limit
+
+-- name: failed_login_purge
+-- The retention job's: failures older than every rate-limit window count for nothing.
+DELETE FROM failed_logins WHERE failed_at < :before
 
 -- name: device_grant_insert
 INSERT INTO device_grants (
