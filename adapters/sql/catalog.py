@@ -143,6 +143,9 @@ class Q(StrEnum):
     DEVICE_GRANT_BY_ACCESS_TOKEN = "device_grant_by_access_token"  # noqa: S105 (a name)
     DEVICE_GRANT_BY_ACCESS_TOKEN_FOR_UPDATE = "device_grant_by_access_token_for_update"  # noqa: S105
     DEVICE_GRANT_UPDATE = "device_grant_update"
+    STATISTICS_RUNS_BY_STATE = "statistics_runs_by_state"
+    STATISTICS_ARTIFACTS_BY_STATE = "statistics_artifacts_by_state"
+    STATISTICS_WORKSPACE_STORAGE_BYTES = "statistics_workspace_storage_bytes"
 
 
 class QueryFileError(Exception):

@@ -666,3 +666,18 @@ SELECT id, workspace_id, backup_id, run_id, name, size, sha256, state, storage, 
 FROM artifacts
 WHERE workspace_id = :workspace_id AND id = :id
 /*lock*/
+
+-- name: statistics_runs_by_state
+-- Monitoring (GET /metrics): counts across every workspace, with no workspace in them.
+SELECT state, count(*) AS n FROM runs GROUP BY state
+
+-- name: statistics_artifacts_by_state
+SELECT state, count(*) AS n FROM artifacts GROUP BY state
+
+-- name: statistics_workspace_storage_bytes
+-- One row per workspace, its stored bytes only (the id is grouped on, never returned).
+SELECT CAST(coalesce(sum(a.size), 0) AS BIGINT) AS n
+FROM workspaces AS w
+LEFT JOIN artifacts AS a
+    ON a.workspace_id = w.id AND a.state = 'available' AND a.storage = 'service'
+GROUP BY w.id
