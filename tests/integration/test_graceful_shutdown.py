@@ -11,7 +11,6 @@ from __future__ import annotations
 import hashlib
 import signal
 import socket
-import subprocess
 import time
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -19,15 +18,9 @@ from urllib.parse import urlsplit
 import pytest
 from integration_world import expect
 from live_server import client_for
-from test_serve_restart import (
-    STOP_TIMEOUT,
-    STRONGROOM,
-    free_port,
-    sign_up_and_in,
-    unconfigured_environment,
-    wait_until_up,
-)
+from test_serve_restart import sign_up_and_in
 
+from support.serve_process import STOP_TIMEOUT, free_port, start_serve, wait_until_up
 from support.world import bearer
 
 BODY = b"0123456789abcdef" * 65536  # 1 MiB
@@ -90,16 +83,7 @@ def test_sigterm_lets_the_request_in_flight_finish(tmp_path: Path) -> None:
     shutdown logged after the request."""
     port, log = free_port(), tmp_path / "serve.log"
     url = f"http://127.0.0.1:{port}"
-    command = [str(STRONGROOM), "serve", "--port", str(port), "--data-dir", str(tmp_path / "d")]
-    with log.open("ab") as output:
-        process = subprocess.Popen(
-            command,
-            stdout=output,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            env=unconfigured_environment(),
-            cwd=tmp_path,
-        )
+    process = start_serve(tmp_path / "data", port, log)
     try:
         wait_until_up(process, url, log)
         target = urlsplit(upload_url(url))
