@@ -8,8 +8,14 @@ import re
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
+from strongroom.adapters.http.metrics import HttpMetrics
+from strongroom.adapters.http.service_metrics import STORAGE_BUCKETS
 from strongroom.domain.errors import UpstreamUnavailableError
+from strongroom.domain.runs import RunState
+from strongroom.ports.driven.statistics import ServiceStatistics
 from strongroom.ports.driving.blocking import unwrapped
 from support.world import Api, bearer
 
@@ -122,3 +128,29 @@ class TestServiceFigures:
         healthz = 'strongroom_http_requests_total{method="GET",route="/healthz",status="200"}'
         assert figures[healthz] == 1
         assert "strongroom_runs" not in response.text
+
+
+SIZES = st.lists(st.integers(0, 2**45), max_size=40)
+COUNTS = st.dictionaries(st.sampled_from([state.value for state in RunState]), st.integers(0, 99))
+
+
+class TestFamilies:
+    """The exposition of any snapshot."""
+
+    @given(sizes=SIZES, runs=COUNTS)
+    def test_buckets_count_the_workspaces_at_or_below_each_bound(
+        self, sizes: list[int], runs: dict[str, int]
+    ) -> None:
+        """Each ``le`` bucket holds the workspaces storing at most that many bytes; every
+        run state is present, 0 when the snapshot has none of it."""
+        snapshot = ServiceStatistics(runs, {}, sizes, None)
+        figures = samples(HttpMetrics().render(snapshot).decode())
+        storage = "strongroom_workspace_storage_bytes"
+        for bound in STORAGE_BUCKETS:
+            expected = sum(size <= bound for size in sizes)
+            assert figures[f'{storage}_bucket{{le="{bound}"}}'] == expected
+        assert figures[f'{storage}_bucket{{le="+Inf"}}'] == len(sizes)
+        assert figures[f"{storage}_gcount"] == len(sizes)
+        assert figures[f"{storage}_gsum"] == float(sum(sizes))
+        for state in RunState:
+            assert figures[f'strongroom_runs{{state="{state.value}"}}'] == runs.get(state.value, 0)
