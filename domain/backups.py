@@ -462,13 +462,17 @@ class Backup:
 
     def is_complete(self) -> bool:
         """Whether the kind's configuration is complete (the condition for ``active``)."""
-        if self.retention is None:
-            return False
+        return not self.missing_configuration()
+
+    def missing_configuration(self) -> list[str]:
+        """The fields (by their API names) the kind's configuration still lacks."""
+        missing = ["retention"] if self.retention is None else []
         if self.kind is BackupKind.CLOUD:
-            return self.source is not None and self.sealed_credentials is not None
-        if self.kind is BackupKind.LOCAL:
-            return self.worker_id is not None
-        return True
+            missing += ["source"] if self.source is None else []
+            missing += ["credentials"] if self.sealed_credentials is None else []
+        if self.kind is BackupKind.LOCAL and self.worker_id is None:
+            missing.append("worker_id")
+        return missing
 
     def paused_as(self, paused: bool, now: datetime) -> Backup:
         """Pause or resume (both idempotent); a paused backup keeps its state."""
@@ -485,6 +489,9 @@ class Backup:
     def ensure_runnable(self) -> None:
         """Refuse a new run of a draft or paused backup."""
         if self.state is BackupState.DRAFT:
-            raise InvalidStateError("backup is a draft: complete its configuration first")
+            missing = ", ".join(self.missing_configuration())
+            raise InvalidStateError(
+                f"backup is a draft until its configuration is complete; missing: {missing}"
+            )
         if self.paused:
             raise InvalidStateError("backup is paused: resume it first")

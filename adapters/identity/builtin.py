@@ -24,7 +24,7 @@ import attrs
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
 
-from strongroom.domain.accounts import Account, DeviceGrant, GrantState
+from strongroom.domain.accounts import FAILED_LOGIN_WINDOW, Account, DeviceGrant, GrantState
 from strongroom.domain.errors import (
     InvalidRequestError,
     NotFoundError,
@@ -48,7 +48,6 @@ MAX_USER_CODE_DRAWS = 16
 MAX_FAILED_PER_CODE = 5
 MAX_FAILED_PER_EMAIL = 10  # per email and client address
 MAX_FAILED_PER_ADDRESS = 100
-FAILED_EMAIL_WINDOW = timedelta(minutes=15)
 MIN_PASSWORD_LENGTH = 8
 MAX_PASSWORD_LENGTH = 1024
 _EMAIL = re.compile(r"[^@\s]{1,64}@[^@\s]{1,253}")
@@ -371,7 +370,7 @@ async def _check_failure_limits(
 ) -> None:
     """Refuse an attempt from an address that failed too often, for this email or at all
     (contract 13); ``Retry-After`` is when the oldest counted failure leaves the window."""
-    since = now - FAILED_EMAIL_WINDOW
+    since = now - FAILED_LOGIN_WINDOW
     limits = (
         (MAX_FAILED_PER_EMAIL, email_key, "too many failed attempts for this email"),
         (MAX_FAILED_PER_ADDRESS, None, "too many failed attempts from this address"),
@@ -380,7 +379,7 @@ async def _check_failure_limits(
         recent = await uow.accounts.recent_failed_logins(client_address, since, limit, email=email)
         if len(recent) >= limit:
             # The window includes its start: the failure still counts at that instant.
-            wait = recent[-1] + FAILED_EMAIL_WINDOW - now
+            wait = recent[-1] + FAILED_LOGIN_WINDOW - now
             raise RateLimitedError(
                 f"{message}; wait and retry", retry_after=math.floor(wait.total_seconds()) + 1
             )

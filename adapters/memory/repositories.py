@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from datetime import datetime
+from typing import Any
 from uuid import UUID
 
 from attrs import evolve
@@ -51,6 +52,14 @@ def keyset_page(items: Iterable[K], page: PageRequest) -> Page[K]:
         after = (page.after.created_at, page.after.id)
         ordered = [item for item in ordered if sort_key(item) < after]
     return page_of(ordered[: page.limit + 1], page)
+
+
+def _purge(table: dict[Any, Any], gone: Callable[[Any], bool]) -> int:
+    """Delete the rows of ``table`` that ``gone`` picks; how many."""
+    doomed = [key for key, row in table.items() if gone(row)]
+    for key in doomed:
+        del table[key]
+    return len(doomed)
 
 
 def _require(present: bool, what: str) -> None:
@@ -680,6 +689,9 @@ class MemoryIdempotencyRepository(_Repository):
             raise IntegrityViolationError("complete of an unreserved key")
         self._tx.write(self.table)[(scope, key)] = evolve(held, body=body)
 
+    async def purge(self, expired_before: datetime) -> int:
+        return _purge(self._tx.write(self.table), lambda r: r.created_at < expired_before)
+
 
 class MemoryAccountRepository(_Repository):
     """Local accounts; emails are unique case-insensitively."""
@@ -715,6 +727,9 @@ class MemoryAccountRepository(_Repository):
             if where == address and at >= since and (wanted is None or who == wanted)
         ]
         return sorted(times, reverse=True)[:limit]
+
+    async def purge_failed_logins(self, before: datetime) -> int:
+        return _purge(self._tx.write("failed_logins"), lambda at: at < before)
 
 
 class MemoryDeviceGrantRepository(_Repository):

@@ -122,17 +122,22 @@ class Q(StrEnum):
     IDEMPOTENCY_RESERVE = "idempotency_reserve"
     IDEMPOTENCY_GET = "idempotency_get"
     IDEMPOTENCY_COMPLETE = "idempotency_complete"
+    IDEMPOTENCY_PURGE = "idempotency_purge"
     ACCOUNT_INSERT = "account_insert"
     ACCOUNT_GET = "account_get"
     ACCOUNT_GET_BY_EMAIL = "account_get_by_email"
     FAILED_LOGIN_INSERT = "failed_login_insert"
     FAILED_LOGIN_RECENT = "failed_login_recent"
     FAILED_LOGIN_RECENT_BY_ADDRESS = "failed_login_recent_by_address"
+    FAILED_LOGIN_PURGE = "failed_login_purge"
     DEVICE_GRANT_INSERT = "device_grant_insert"
     DEVICE_GRANT_BY_DEVICE_CODE = "device_grant_by_device_code"
     DEVICE_GRANT_BY_USER_CODE = "device_grant_by_user_code"
     DEVICE_GRANT_BY_ACCESS_TOKEN = "device_grant_by_access_token"  # noqa: S105 (a name)
     DEVICE_GRANT_UPDATE = "device_grant_update"
+    STATISTICS_RUNS_BY_STATE = "statistics_runs_by_state"
+    STATISTICS_ARTIFACTS_BY_STATE = "statistics_artifacts_by_state"
+    STATISTICS_WORKSPACE_STORAGE_BYTES = "statistics_workspace_storage_bytes"
 
 
 class QueryFileError(Exception):

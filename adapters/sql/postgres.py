@@ -64,6 +64,7 @@ from strongroom.adapters.sql.repositories import Fetch, Step
 from strongroom.adapters.sql.rows import Codec, Params, Row
 from strongroom.adapters.sql.unit_of_work import OneUnitPerTask, SqlUnitOfWork
 from strongroom.domain.errors import UpstreamUnavailableError
+from strongroom.ports.driven.statistics import PoolUse
 
 # pg_advisory_xact_lock key of the migrator ("strongroom" in ASCII, truncated to 63 bits).
 MIGRATION_LOCK_KEY = 0x7374726F6E67726F
@@ -657,6 +658,17 @@ class PostgresTransaction:
     async def ping(self) -> None:
         """``SELECT 1``."""
         await self.fetch_one(Q.PING, {})
+
+    async def pool_use(self) -> PoolUse | None:
+        """The connections of this loop's pool: lent out, idle, and requests waiting."""
+        stats = (await self._database.pool_of_this_loop()).get_stats()
+        size, idle = stats.get("pool_size", 0), stats.get("pool_available", 0)
+        return PoolUse(
+            in_use=size - idle,
+            idle=idle,
+            waiting=stats.get("requests_waiting", 0),
+            max_size=stats.get("pool_max", 0),
+        )
 
     async def close(self) -> None:
         """Roll back what was not committed; give the connection back."""

@@ -799,6 +799,12 @@ class SqlIdempotencyRepository(_Repository):
         if changed != 1:
             raise IntegrityViolationError("complete of an unreserved key")
 
+    async def purge(self, expired_before: datetime) -> int:
+        """Delete the keys reserved before ``expired_before``; how many went."""
+        return await self._db.execute(
+            Q.IDEMPOTENCY_PURGE, {"expired_before": self._codec.timestamp(expired_before)}
+        )
+
 
 class SqlAccountRepository(_Repository):
     """Local accounts; emails are unique case-insensitively (``accounts_email_unique``)."""
@@ -844,6 +850,12 @@ class SqlAccountRepository(_Repository):
             parameters["email_key"] = email_key(email)
             found = await self._db.fetch_all(Q.FAILED_LOGIN_RECENT, parameters)
         return [self._codec.read_timestamp(row["failed_at"]) for row in found]
+
+    async def purge_failed_logins(self, before: datetime) -> int:
+        """Forget the failed approvals that happened before ``before``; how many went."""
+        return await self._db.execute(
+            Q.FAILED_LOGIN_PURGE, {"before": self._codec.timestamp(before)}
+        )
 
 
 class SqlDeviceGrantRepository(_Repository):

@@ -53,6 +53,7 @@ from strongroom.adapters.sql.repositories import Fetch, Step
 from strongroom.adapters.sql.rows import Codec, Params, Row
 from strongroom.adapters.sql.unit_of_work import OneUnitPerTask, SqlUnitOfWork
 from strongroom.domain.errors import UpstreamUnavailableError
+from strongroom.ports.driven.statistics import PoolUse
 
 T = TypeVar("T")
 
@@ -405,6 +406,10 @@ class SqliteTransaction:
     async def ping(self) -> None:
         """Read the schema table: the file is there and readable."""
         await self.fetch_one(Q.PING, {})
+
+    async def pool_use(self) -> PoolUse | None:
+        """``None``: connections are opened on demand, with no pool to report on."""
+        return None
 
     async def close(self) -> None:
         """Roll back what was not committed; give the connection back."""

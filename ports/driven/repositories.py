@@ -461,6 +461,10 @@ class IdempotencyRepository(Protocol):
         """Attach the request's result to a reserved key."""
         ...
 
+    async def purge(self, expired_before: datetime) -> int:
+        """Delete the keys reserved before ``expired_before``; how many went."""
+        ...
+
 
 class AccountRepository(Protocol):
     """Local accounts of the built-in identity provider."""
@@ -486,6 +490,10 @@ class AccountRepository(Protocol):
     ) -> list[datetime]:
         """When the latest ``limit`` failed approvals from ``address`` (for ``email`` only,
         case-insensitively, when given) since ``since`` happened, newest first."""
+        ...
+
+    async def purge_failed_logins(self, before: datetime) -> int:
+        """Forget the failed approvals that happened before ``before``; how many went."""
         ...
 
 

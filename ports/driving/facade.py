@@ -7,6 +7,7 @@ from datetime import datetime
 
 from strongroom.domain.permissions import DESCRIPTIONS, Permission
 from strongroom.ports.driven.identity import IdentityProvider
+from strongroom.ports.driven.statistics import ServiceStatistics
 from strongroom.ports.driven.storage import ObjectStorage
 from strongroom.ports.driving.access import Access
 from strongroom.ports.driving.artifacts import Artifacts
@@ -16,6 +17,7 @@ from strongroom.ports.driving.dependencies import Dependencies
 from strongroom.ports.driving.invitations import Invitations
 from strongroom.ports.driving.machines import ApiKeys, Workers
 from strongroom.ports.driving.members import Members, Roles
+from strongroom.ports.driving.monitoring import metrics_snapshot
 from strongroom.ports.driving.retention import Retention
 from strongroom.ports.driving.runs import Runs
 from strongroom.ports.driving.sessions import Sessions
@@ -83,6 +85,11 @@ class Strongroom:
             name: "unavailable" if isinstance(outcome, BaseException) else "ok"
             for name, outcome in zip(probes, outcomes, strict=True)
         }
+
+    async def metrics_snapshot(self) -> ServiceStatistics:
+        """Service-wide figures for monitoring (``GET /metrics``): runs and artifacts by
+        state, workspaces' stored bytes (no workspace named), the connection pool's use."""
+        return await metrics_snapshot(self.deps)
 
     async def _ping_database(self) -> None:
         async with self.deps.uow() as uow:

@@ -25,6 +25,7 @@ from strongroom.domain.pagination import Page, PageRequest
 from strongroom.domain.permissions import Permission, Role, check_role_slug
 from strongroom.domain.principals import Caller
 from strongroom.domain.quotas import QuotaResource, ensure_room
+from strongroom.domain.timestamps import format_timestamp
 from strongroom.domain.workspaces import Admission, Membership
 from strongroom.ports.driven.unit_of_work import UnitOfWork
 from strongroom.ports.driving.access import Access, Grant, Requirement
@@ -104,7 +105,7 @@ class Invitations:
         body = (
             f"You are invited to join the workspace {workspace_name!r} as {invitation.role}.\n"
             f"Sign in as {invitation.email}, then accept with POST {link}\n"
-            f"The invitation expires at {invitation.expires_at.isoformat()}."
+            f"The invitation expires at {format_timestamp(invitation.expires_at)}."
         )
         try:
             await self._deps.mailer.send(

@@ -344,6 +344,23 @@ class AgreementMachine(RuleBasedStateMachine):
     def complete_key(self, key: str) -> None:
         self.agree("complete key", lambda uow: uow.idempotency.complete("scope", key, "x"), True)
 
+    @rule(expired_before=INSTANTS, commit=st.booleans())
+    def purge_keys(self, expired_before: Any, commit: bool) -> None:
+        self.agree("purge keys", lambda uow: uow.idempotency.purge(expired_before), commit)
+
+    # Monitoring figures (each workspace's stored bytes come in no particular order).
+
+    @rule()
+    def statistics(self) -> None:
+        def figures(uow: UnitOfWork) -> Any:
+            return (
+                uow.statistics.runs_by_state(),
+                uow.statistics.artifacts_by_state(),
+                sorted(uow.statistics.workspace_storage_bytes()),
+            )
+
+        self.agree("statistics", figures, commit=False)
+
     # The identity provider's records.
 
     @rule(email=EMAILS, high=st.integers(0, 2**32), commit=st.booleans())
@@ -373,6 +390,12 @@ class AgreementMachine(RuleBasedStateMachine):
                 address, since, 3, email=email.upper() if by_email else None
             ),
             False,
+        )
+
+    @rule(before=INSTANTS, commit=st.booleans())
+    def purge_failed_logins(self, before: Any, commit: bool) -> None:
+        self.agree(
+            "purge failed logins", lambda uow: uow.accounts.purge_failed_logins(before), commit
         )
 
     @rule(target=grants, high=st.integers(0, 2**32), created_at=INSTANTS)

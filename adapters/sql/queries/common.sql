@@ -490,6 +490,10 @@ UPDATE idempotency_keys
 SET body = :body
 WHERE scope = :scope AND idempotency_key = :idempotency_key
 
+-- name: idempotency_purge
+-- The retention job's: keys past their lifetime (a reservation would replace them anyway).
+DELETE FROM idempotency_keys WHERE created_at < :expired_before
+
 -- name: account_insert
 INSERT INTO accounts (id, email, email_key, name, password_hash, created_at)
 VALUES (:id, :email, :email_key, :name, :password_hash, :created_at)
@@ -513,6 +517,10 @@ ORDER BY failed_at DESC LIMIT :limit
 SELECT failed_at FROM failed_logins
 WHERE client_address = :client_address AND failed_at >= :since
 ORDER BY failed_at DESC LIMIT :limit
+
+-- name: failed_login_purge
+-- The retention job's: failures older than every rate-limit window count for nothing.
+DELETE FROM failed_logins WHERE failed_at < :before
 
 -- name: device_grant_insert
 INSERT INTO device_grants (
@@ -601,3 +609,18 @@ SELECT id, workspace_id, email, role, created_at, expires_at, accepted_at
 FROM invitations
 WHERE id = :id AND email_key = :email_key
 /*lock*/
+
+-- name: statistics_runs_by_state
+-- Monitoring (GET /metrics): counts across every workspace, with no workspace in them.
+SELECT state, count(*) AS n FROM runs GROUP BY state
+
+-- name: statistics_artifacts_by_state
+SELECT state, count(*) AS n FROM artifacts GROUP BY state
+
+-- name: statistics_workspace_storage_bytes
+-- One row per workspace, its stored bytes only (the id is grouped on, never returned).
+SELECT CAST(coalesce(sum(a.size), 0) AS BIGINT) AS n
+FROM workspaces AS w
+LEFT JOIN artifacts AS a
+    ON a.workspace_id = w.id AND a.state = 'available' AND a.storage = 'service'
+GROUP BY w.id
