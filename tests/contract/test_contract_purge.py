@@ -18,7 +18,7 @@ class TestIdempotencyPurge:
             for key, seconds in (("old", -10), ("edge", 0), ("new", 10)):
                 record = IdempotencyRecord("s", key, f"fp-{key}", at(seconds))
                 uow.idempotency.reserve(record, expired_before=at(-100))
-            uow.idempotency.complete("s", "old", 201, "{}")
+            uow.idempotency.complete("s", "old", "{}")
             uow.commit()
         with adapter.uow() as uow:
             assert uow.idempotency.purge(at(0)) == 1
