@@ -55,6 +55,8 @@ class Settings:
     oidc_token_endpoint: str | None = None
     multipart_threshold: int = DEFAULT_MULTIPART_THRESHOLD
     retention_interval: float = 3600.0
+    # Seconds a stopping server waits for requests in flight before cancelling them.
+    shutdown_timeout: int = 30
     endpoint_networks: str = DEFAULT_ENDPOINT_NETWORKS
 
     def __attrs_post_init__(self) -> None:
@@ -67,6 +69,8 @@ class Settings:
             )
         if self.multipart_threshold < 1:
             raise ValueError("STRONGROOM_MULTIPART_THRESHOLD must be a positive number of bytes")
+        if self.shutdown_timeout < 0:
+            raise ValueError("STRONGROOM_SHUTDOWN_TIMEOUT must be 0 or more seconds")
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
@@ -88,6 +92,7 @@ class Settings:
                 env.get("STRONGROOM_MULTIPART_THRESHOLD") or DEFAULT_MULTIPART_THRESHOLD
             ),
             "retention_interval": float(env.get("STRONGROOM_RETENTION_INTERVAL") or 3600),
+            "shutdown_timeout": int(env.get("STRONGROOM_SHUTDOWN_TIMEOUT") or 30),
             "signup": None
             if env.get("STRONGROOM_SIGNUP") is None
             else _flag(env.get("STRONGROOM_SIGNUP"), False),

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Iterator, Mapping
-from datetime import UTC, datetime
+from datetime import datetime
 from enum import StrEnum
 from functools import cache
 from typing import Any, NewType, TypeVar, Union, get_args, get_origin
@@ -345,7 +345,7 @@ def _structure_view(domain: type) -> Callable[[Any, Any], Any]:
 
 def timestamp(moment: datetime) -> str:
     """RFC 3339 in UTC with a ``Z`` suffix (millisecond precision)."""
-    return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return timestamps.format_timestamp(moment)
 
 
 def _tagged(

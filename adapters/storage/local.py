@@ -47,6 +47,7 @@ from uuid import UUID
 import attrs
 
 from strongroom.domain.errors import UpstreamUnavailableError
+from strongroom.domain.timestamps import format_timestamp
 from strongroom.ports.driven.storage import (
     ObjectLockedError,
     PendingUpload,
@@ -186,7 +187,7 @@ class LocalDiskStorage:
     def _ensure_unlocked(self, key: str) -> None:
         until = self._locked_until(key)
         if until is not None and self._clock() < until:
-            raise ObjectLockedError(f"object {key} is locked until {until.isoformat()}")
+            raise ObjectLockedError(f"object {key} is locked until {format_timestamp(until)}")
 
     # ----------------------------------------------------------------------------------
     # Namespaces
@@ -463,7 +464,7 @@ class LocalDiskStorage:
             raise UpstreamUnavailableError(f"object {key} is not in storage")
         current = self._locked_until(key)
         if current is not None and until < current:
-            raise ObjectLockedError(f"object {key} is locked until {current.isoformat()}")
+            raise ObjectLockedError(f"object {key} is locked until {format_timestamp(current)}")
         self._write_json(self._meta_path(key), {**meta, "locked_until": until.isoformat()})
 
     async def delete(self, key: str) -> None:

@@ -75,7 +75,7 @@ class ExplodingWorkspaceReads:
     def __init__(self, inner: Any) -> None:
         self._inner = inner
 
-    async def get(self, workspace_id: UUID) -> Workspace | None:
+    async def get(self, workspace_id: UUID, *, for_update: bool = False) -> Workspace | None:
         """Fail."""
         raise RuntimeError("simulated bug: secret=hunter2")
 

@@ -8,14 +8,6 @@ and a backup; the process is stopped with SIGTERM and started again on the same 
 
 from __future__ import annotations
 
-import os
-import signal
-import socket
-import subprocess
-import sys
-import time
-from collections.abc import Iterator
-from contextlib import closing, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -23,74 +15,10 @@ import httpx2
 from integration_world import expect
 from live_server import client_for
 
+from support.serve_process import free_port, serving
 from support.world import PASSWORD, bearer
 
-STRONGROOM = Path(sys.executable).with_name("strongroom")
-START_TIMEOUT = 30.0
-STOP_TIMEOUT = 15.0
 FORM = {"Content-Type": "application/x-www-form-urlencoded"}
-
-
-def free_port() -> int:
-    """A loopback port that was free a moment ago."""
-    with closing(socket.socket()) as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
-
-
-def unconfigured_environment() -> dict[str, str]:
-    """This process's environment without any Strongroom configuration."""
-    return {name: value for name, value in os.environ.items() if not name.startswith("STRONGROOM_")}
-
-
-@contextmanager
-def serving(data_dir: Path, port: int, log: Path) -> Iterator[str]:
-    """``strongroom serve --port PORT --data-dir DATA_DIR`` until SIGTERM; its URL."""
-    url = f"http://127.0.0.1:{port}"
-    logged_before = log.stat().st_size if log.exists() else 0
-    with log.open("ab") as output:
-        process = subprocess.Popen(
-            [str(STRONGROOM), "serve", "--port", str(port), "--data-dir", str(data_dir)],
-            stdout=output,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            env=unconfigured_environment(),
-            cwd=data_dir.parent,
-        )
-    try:
-        wait_until_up(process, url, log)
-        yield url
-    finally:
-        process.send_signal(signal.SIGTERM)
-        try:
-            returncode = process.wait(STOP_TIMEOUT)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-            raise
-    # uvicorn shuts down gracefully, then re-raises the signal it caught (a clean stop for
-    # a service manager); the lifespan's shutdown ran either way.
-    output_of_this_run = log.read_bytes()[logged_before:].decode()
-    assert returncode in (0, -signal.SIGTERM), output_of_this_run
-    assert "Application shutdown complete." in output_of_this_run
-
-
-def wait_until_up(process: subprocess.Popen[bytes], url: str, log: Path) -> None:
-    """Until ``/healthz`` answers; fails with the server's output if it exits first."""
-    deadline = time.monotonic() + START_TIMEOUT
-    with client_for(url) as client:
-        while True:
-            assert process.poll() is None, f"strongroom serve exited:\n{log.read_text()}"
-            assert time.monotonic() < deadline, (
-                f"strongroom serve did not start:\n{log.read_text()}"
-            )
-            try:
-                if client.get("/healthz", timeout=1.0).status_code == 200:
-                    return
-            except httpx2.TransportError:
-                pass
-            time.sleep(0.05)
 
 
 def sign_up_and_in(client: httpx2.Client, email: str) -> str:

@@ -7,7 +7,6 @@ from starlette.responses import Response
 from strongroom.adapters.http.context import ApiContext, answer, no_content
 from strongroom.adapters.http.openapi import Paged, Routes
 from strongroom.adapters.http.shapes import Backup, BackupCreate, BackupUpdate, EmptyBody
-from strongroom.domain.backups import Backup as DomainBackup
 from strongroom.ports.driving import IdempotencyKey
 from strongroom.ports.driving.backups import (
     CREATE_BACKUP,
@@ -41,7 +40,7 @@ async def create_backup(ctx: ApiContext) -> Response:
     bearer = ctx.bearer()
     workspace_id = await ctx.path_id_after_credential("wid")
 
-    def parse() -> tuple[BackupCreate, IdempotencyKey[DomainBackup] | None]:
+    def parse() -> tuple[BackupCreate, IdempotencyKey | None]:
         return ctx.json(BackupCreate), ctx.idempotency()
 
     body, idempotency = await ctx.parsed_after_permission(

@@ -259,7 +259,7 @@ def client_address(request: Request) -> str:
 
 
 def _builtin(ctx: ApiContext) -> BuiltinIdentityProvider | None:
-    identity = ctx.facade.deps.identity
+    identity = ctx.facade.identity
     return identity if isinstance(identity, BuiltinIdentityProvider) else None
 
 

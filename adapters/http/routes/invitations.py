@@ -55,14 +55,14 @@ async def create_invitation(ctx: ApiContext) -> Response:
     `invitations:write`."""
     grant = await ctx.grant(CREATE_INVITATION)
     body = ctx.json(InvitationCreate)
-    now = ctx.facade.deps.clock.now()
+    now = ctx.facade.now()
     invitation = await ctx.facade.invitations.create(
         grant,
         ctx.path_id("wid"),
         body.email,
         body.role,
         accept_url_base=ctx.base_url,
-        idempotency=ctx.idempotency(lambda item: presented(item, now)),
+        idempotency=ctx.idempotency(),
     )
     return answer(presented(invitation, now), 201)
 
@@ -79,7 +79,7 @@ async def list_invitations(ctx: ApiContext) -> Response:
     The workspace's invitations, newest first. Needs `invitations:read`."""
     grant = await ctx.grant(READ_INVITATIONS)
     page = await ctx.facade.invitations.list(grant, ctx.path_id("wid"), ctx.page())
-    now = ctx.facade.deps.clock.now()
+    now = ctx.facade.now()
     return answer(listed(page, now))
 
 

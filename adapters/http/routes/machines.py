@@ -67,14 +67,9 @@ async def create_api_key(ctx: ApiContext) -> Response:
     in this response."""
     grant = await ctx.grant(CREATE_API_KEY)
     body = ctx.json(ApiKeyCreate)
-    with ctx.unsealing_replays():
-        issued = await ctx.facade.api_keys.create(
-            grant,
-            body.name,
-            body.permissions,
-            body.expires_at,
-            idempotency=ctx.sealed_idempotency(issued_api_key),
-        )
+    issued = await ctx.facade.api_keys.create(
+        grant, body.name, body.permissions, body.expires_at, idempotency=ctx.idempotency()
+    )
     return json_response(issued_api_key(issued), 201)
 
 
@@ -128,10 +123,7 @@ async def create_worker(ctx: ApiContext) -> Response:
     in this response."""
     grant = await ctx.grant(CREATE_WORKER)
     body = ctx.json(WorkerCreate)
-    with ctx.unsealing_replays():
-        issued = await ctx.facade.workers.create(
-            grant, body.name, idempotency=ctx.sealed_idempotency(issued_worker)
-        )
+    issued = await ctx.facade.workers.create(grant, body.name, idempotency=ctx.idempotency())
     return json_response(issued_worker(issued), 201)
 
 

@@ -67,7 +67,5 @@ async def trigger_backup(ctx: ApiContext) -> Response:
     `api`); its worker or the service takes it."""
     grant = await ctx.grant(TRIGGER_BACKUP, "bid")
     ctx.empty_body()
-    run = await ctx.facade.runs.trigger(
-        grant, ctx.path_id("bid"), idempotency=ctx.idempotency(status=202)
-    )
+    run = await ctx.facade.runs.trigger(grant, ctx.path_id("bid"), idempotency=ctx.idempotency())
     return answer(run, 202)

@@ -44,7 +44,7 @@ def _refused(request: Request, refusal: StorageRefusalError) -> Response:
 
 def _storage(request: Request) -> LocalDiskStorage | None:
     facade: Strongroom = request.state.facade
-    storage = facade.deps.storage
+    storage = facade.storage
     return storage if isinstance(storage, LocalDiskStorage) else None
 
 

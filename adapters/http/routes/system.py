@@ -17,7 +17,6 @@ from strongroom.adapters.http.shapes import (
     Session,
     SwitchWorkspace,
 )
-from strongroom.adapters.http.wire import present
 from strongroom.domain.errors import UnauthenticatedError
 from strongroom.ports.driving.sessions import SIGN_OUT_REFUSAL, SWITCH_REFUSAL
 
@@ -79,7 +78,7 @@ async def get_cli_config(ctx: ApiContext) -> Response:
 
     What the command-line client needs to sign a person in with the OAuth 2.0 device
     authorization grant. No authentication."""
-    config = ctx.facade.deps.identity.cli_config(ctx.base_url)
+    config = ctx.facade.identity.cli_config(ctx.base_url)
     return answer(config)
 
 
@@ -102,10 +101,7 @@ async def create_session(ctx: ApiContext) -> Response:
         raise UnauthenticatedError("missing bearer credential")
     identity = await ctx.facade.sessions.verify(token.strip())
     ctx.empty_body()
-    with ctx.unsealing_replays():
-        issued = await ctx.facade.sessions.start_session(
-            identity, idempotency=ctx.sealed_idempotency(present)
-        )
+    issued = await ctx.facade.sessions.start_session(identity, idempotency=ctx.idempotency())
     return answer(issued, 201)
 
 
@@ -126,10 +122,9 @@ async def switch_workspace(ctx: ApiContext) -> Response:
     (a failed switch revokes nothing). A person's session only."""
     caller = await ctx.person(SWITCH_REFUSAL)
     body = ctx.json(SwitchWorkspace)
-    with ctx.unsealing_replays():
-        issued = await ctx.facade.sessions.switch(
-            caller, body.workspace_id, idempotency=ctx.sealed_idempotency(present)
-        )
+    issued = await ctx.facade.sessions.switch(
+        caller, body.workspace_id, idempotency=ctx.idempotency()
+    )
     return answer(issued, 201)
 
 
