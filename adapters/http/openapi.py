@@ -516,7 +516,6 @@ class Operation:
     html_errors: tuple[int, ...] = ()
     billing: str | None = None
     person: bool = False
-    derived: bool = True
 
 
 class ApiRoute(Route):
@@ -676,30 +675,29 @@ def object_of(path: str) -> str | None:
 def reasons_of(operation: Operation) -> Reasons:
     """Every error an operation can answer: those its shape implies, then its own."""
     derived: list[Reasons] = [INTERNAL]
-    if operation.derived:
-        if operation.auth != Auth.NONE:
-            derived += [UNAUTHENTICATED, UPSTREAM]
-        names = [part[1:-1] for part in operation.path.split("/") if part.startswith("{")]
-        derived += [path_id(name) for name in names if name not in ("slug", "key")]
-        if operation.permissions:
-            derived += [NO_WORKSPACE, permission(*operation.permissions)]
-        if "{wid}" in operation.path:
-            derived.append(IN_WORKSPACE)
-        if operation.body is not None and operation.media_type == "application/json":
-            derived.append(JSON_BODY if operation.body_required else OPTIONAL_BODY)
-        if operation.empty_body:
-            derived.append(OPTIONAL_BODY)
-        if operation.paginated:
-            derived.append(PAGE)
-        if operation.idempotent:
-            derived.append(IDEMPOTENT)
-        if operation.person:
-            derived.append(HUMAN_ONLY)
-        if operation.billing:
-            derived.append(BILLING_BY_GATE[operation.billing])
-        noun = object_of(operation.path)
-        if noun and "not_found" not in operation.errors:
-            derived.append(reason("not_found", f"no such {noun} in the caller's workspace"))
+    if operation.auth != Auth.NONE:
+        derived += [UNAUTHENTICATED, UPSTREAM]
+    names = [part[1:-1] for part in operation.path.split("/") if part.startswith("{")]
+    derived += [path_id(name) for name in names if name not in ("slug", "key")]
+    if operation.permissions:
+        derived += [NO_WORKSPACE, permission(*operation.permissions)]
+    if "{wid}" in operation.path:
+        derived.append(IN_WORKSPACE)
+    if operation.body is not None and operation.media_type == "application/json":
+        derived.append(JSON_BODY if operation.body_required else OPTIONAL_BODY)
+    if operation.empty_body:
+        derived.append(OPTIONAL_BODY)
+    if operation.paginated:
+        derived.append(PAGE)
+    if operation.idempotent:
+        derived.append(IDEMPOTENT)
+    if operation.person:
+        derived.append(HUMAN_ONLY)
+    if operation.billing:
+        derived.append(BILLING_BY_GATE[operation.billing])
+    noun = object_of(operation.path)
+    if noun and "not_found" not in operation.errors:
+        derived.append(reason("not_found", f"no such {noun} in the caller's workspace"))
     return merge(*derived, {code: [text] for code, text in operation.errors.items()})
 
 
