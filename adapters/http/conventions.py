@@ -31,7 +31,7 @@ from strongroom.ports.driving.preconditions import Precondition
 
 Endpoint = Callable[[Request], Awaitable[Response]]
 
-NO_STORE = {"Cache-Control": "no-store"}
+_NO_STORE = (b"cache-control", b"no-store")
 _LOCATED = (201, 202)
 
 
@@ -59,7 +59,8 @@ def located(template: str) -> Callable[[Endpoint], Endpoint]:
                 fields: dict[str, Any] = dict(request.path_params)
                 if not names <= fields.keys():
                     fields.update(orjson.loads(response.body))
-                response.headers["Location"] = template.format_map(fields)
+                location = template.format_map(fields).encode("latin-1")
+                response.raw_headers.append((b"location", location))
             return response
 
         run.location = template  # type: ignore[attr-defined]  # read by the OpenAPI document
@@ -75,7 +76,8 @@ def tagged(endpoint: Endpoint) -> Endpoint:
     async def run(request: Request) -> Response:
         response = await endpoint(request)
         if response.status_code == 200:
-            response.headers["ETag"] = etag_of(response.body)
+            # Appended as is: the answer has no ETag yet, and MutableHeaders would scan.
+            response.raw_headers.append((b"etag", etag_of(response.body).encode()))
         return response
 
     run.tagged = True  # type: ignore[attr-defined]  # read by the OpenAPI document
@@ -83,13 +85,13 @@ def tagged(endpoint: Endpoint) -> Endpoint:
 
 
 def no_store(endpoint: Endpoint) -> Endpoint:
-    """``Cache-Control: no-store`` on every answer (the success carries a token or a
-    secret; refusals are not worth keeping either)."""
+    """``Cache-Control: no-store`` on the answers of an endpoint whose success carries a
+    token or a secret (its refusals, rendered by the exception handlers, carry neither)."""
 
     @functools.wraps(endpoint)
     async def run(request: Request) -> Response:
         response = await endpoint(request)
-        response.headers.update(NO_STORE)
+        response.raw_headers.append(_NO_STORE)
         return response
 
     run.no_store = True  # type: ignore[attr-defined]  # read by the OpenAPI document
