@@ -32,7 +32,7 @@ from strongroom.domain.permissions import (
     requested_permissions,
 )
 from strongroom.domain.principals import Caller
-from strongroom.domain.workspaces import Member
+from strongroom.domain.workspaces import Member, Membership
 from strongroom.ports.driven.unit_of_work import UnitOfWork
 from strongroom.ports.driving.access import Access, Grant, Requirement, lacking_permissions
 from strongroom.ports.driving.changes import WorkspaceChange, changing
@@ -80,6 +80,15 @@ class Members:
         async with self._deps.uow() as uow:
             return await uow.memberships.list_members(workspace_id, page)
 
+    async def get(self, caller: Caller | Grant, workspace_id: UUID, user_id: UUID) -> Member:
+        """One member of the workspace."""
+        caller, _ = await self._access.resolve(caller, READ_MEMBERS, workspace_id=workspace_id)
+        async with self._deps.uow() as uow:
+            membership = await uow.memberships.get(workspace_id, user_id)
+            if membership is None:
+                raise NotFoundError("member")
+            return await _member(uow, membership)
+
     async def change_role(
         self,
         caller: Caller | Grant,
@@ -101,11 +110,7 @@ class Members:
             membership = await uow.memberships.get(workspace_id, user_id)
             if membership is None:
                 raise NotFoundError("member")
-            person = await uow.users.get(user_id)
-            assert person is not None
-            current_member = Member(
-                user_id, person.email, person.name, membership.role, membership.joined_at
-            )
+            current_member = await _member(uow, membership)
             check_precondition(precondition, current_member, "member")
             new_role = await resolve_role(uow, workspace_id, role)
             if new_role is None:
@@ -307,3 +312,12 @@ class Roles:
         if role is None:
             raise NotFoundError("role")
         return role
+
+
+async def _member(uow: UnitOfWork, membership: Membership) -> Member:
+    """A membership as the API shows a member (with the person's email and name)."""
+    person = await uow.users.get(membership.user_id)
+    assert person is not None
+    return Member(
+        membership.user_id, person.email, person.name, membership.role, membership.joined_at
+    )
