@@ -45,6 +45,20 @@ async def list_members(ctx: ApiContext) -> Response:
 
 @tagged
 @endpoint
+async def get_member(ctx: ApiContext) -> Response:
+    """Read a member
+
+    One member of the workspace, with the `ETag` a conditional change of their role sends
+    as `If-Match`. Needs `members:read`."""
+    caller = await ctx.caller()
+    workspace_id = ctx.path_id("wid")
+    user_id = ctx.path_id("id")
+    grant = await ctx.facade.access.authorize(caller, READ_MEMBERS, workspace_id=workspace_id)
+    return answer(await ctx.facade.members.get(grant, workspace_id, user_id))
+
+
+@tagged
+@endpoint
 async def patch_member(ctx: ApiContext) -> Response:
     """Change a member's role
 
@@ -182,6 +196,16 @@ routes: list[BaseRoute] = [
         (200, Paged(Member), "One page of members."),
         needs=READ_MEMBERS,
         paginated=True,
+    ),
+    api(
+        "GET",
+        "/v1/workspaces/{wid}/members/{id}",
+        get_member,
+        "getMember",
+        "Members",
+        (200, Member, "The member."),
+        needs=READ_MEMBERS,
+        errors={"not_found": "no such member in the workspace"},
     ),
     api(
         "PATCH",
