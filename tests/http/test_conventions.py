@@ -27,6 +27,8 @@ from strongroom.domain.backups import BackupChanges, BackupKind
 from strongroom.domain.errors import InvalidRequestError, UpstreamUnavailableError
 from strongroom.ports.driving import Strongroom
 from strongroom.ports.driving.blocking import unwrapped
+from support.backups_http import CLOUD_COMPLETE, RETENTION
+from support.backups_http import Tenant as BackupsTenant
 from support.checks import assert_error
 from support.postgres import postgres_server, scratch_database
 from support.world import (
@@ -40,49 +42,25 @@ from support.world import (
     make_facade,
 )
 
-RETENTION = {"expire_after": "P30D", "lock_for": "P7D"}
-CLOUD_COMPLETE = {
-    "source": {"type": "s3", "endpoint": "https://s3.example.com:9000", "bucket": "data"},
-    "credentials": {"access_key_id": "AKIA-1", "secret_access_key": "s3-secret-1"},
-    "retention": RETENTION,
-}
-
 
 @attrs.frozen
-class Tenant:
-    """A workspace admin's session."""
-
-    api: Api
-    token: str
-    workspace_id: UUID
-
-    @property
-    def headers(self) -> dict[str, str]:
-        return bearer(self.token)
+class Tenant(BackupsTenant):
+    """Ada's session with shortcuts for the other creations."""
 
     def post(self, path: str, body: Any = None, status: int = 201, **headers: str) -> Any:
         response = self.api.client.post(path, json=body, headers={**self.headers, **headers})
         assert response.status_code == status, response.text
         return response
 
-    def backup(self, kind: str = "manual", name: str = "Nightly", **patch: Any) -> str:
-        created = self.post(
-            f"/v1/workspaces/{self.workspace_id}/backups", {"name": name, "kind": kind}
-        )
-        backup_id: str = created.json()["id"]
+    def backup_id(self, kind: str = "manual", name: str = "Nightly", **patch: Any) -> str:
+        """A new backup, PATCHed with ``patch`` when given; its id."""
+        backup_id: str = self.backup(name, kind)["id"]
         if patch:
-            patched = self.api.client.patch(
-                f"/v1/backups/{backup_id}", json=patch, headers=self.headers
-            )
-            assert patched.status_code == 200, patched.text
+            self.patched(backup_id, patch)
         return backup_id
 
-    def audit(self) -> list[dict[str, Any]]:
-        response = self.api.client.get(
-            f"/v1/workspaces/{self.workspace_id}/audit", headers=self.headers
-        )
-        assert response.status_code == 200, response.text
-        data: list[dict[str, Any]] = response.json()["data"]
+    def events(self) -> list[dict[str, Any]]:
+        data: list[dict[str, Any]] = self.audit().json()["data"]
         return data
 
 
@@ -152,12 +130,12 @@ def create_worker(ada: Tenant) -> Created:
 
 
 def start_run(ada: Tenant) -> Created:
-    backup_id = ada.backup(retention=RETENTION)
+    backup_id = ada.backup_id(retention=RETENTION)
     return Created(ada.post("/v1/runs", {"backup_id": backup_id}), ada.headers, same_id)
 
 
 def upload_url(ada: Tenant) -> Created:
-    run_id = ada.post("/v1/runs", {"backup_id": ada.backup(retention=RETENTION)}).json()["id"]
+    run_id = ada.post("/v1/runs", {"backup_id": ada.backup_id(retention=RETENTION)}).json()["id"]
     data = b"artifact bytes"
     body = {"name": "db.dump", "size": len(data), "sha256": hashlib.sha256(data).hexdigest()}
     return Created(
@@ -168,7 +146,7 @@ def upload_url(ada: Tenant) -> Created:
 
 
 def trigger(ada: Tenant) -> Created:
-    backup_id = ada.backup("cloud", "Cloud", **CLOUD_COMPLETE)
+    backup_id = ada.backup_id("cloud", "Cloud", **CLOUD_COMPLETE)
     return Created(ada.post(f"/v1/backups/{backup_id}/trigger", status=202), ada.headers, same_id)
 
 
@@ -293,7 +271,7 @@ def no_store_calls(ada: Tenant) -> dict[tuple[str, str], Any]:
     """Each operation whose answer carries a token or a secret, called once."""
     facade = ada.api.facade
     client = ada.api.client
-    backup_id = ada.backup(retention=RETENTION)
+    backup_id = ada.backup_id(retention=RETENTION)
     run_id = ada.post("/v1/runs", {"backup_id": backup_id}).json()["id"]
     data = b"x" * 10
     plan = ada.post(
@@ -360,7 +338,7 @@ class TestNoStore:
         assert again.headers["cache-control"] == "no-store"
 
     def test_ordinary_reads_are_not_marked(self, ada: Tenant) -> None:
-        backup_id = ada.backup()
+        backup_id = ada.backup_id()
         response = ada.api.client.get(f"/v1/backups/{backup_id}", headers=ada.headers)
         assert "cache-control" not in response.headers
 
@@ -448,7 +426,9 @@ def patchables(ada: Tenant) -> dict[str, Patchable]:
     )
     assert accepted.status_code == 200, accepted.text
     return {
-        "backup": Patchable(f"/v1/backups/{ada.backup()}", ({"name": "first"}, {"name": "second"})),
+        "backup": Patchable(
+            f"/v1/backups/{ada.backup_id()}", ({"name": "first"}, {"name": "second"})
+        ),
         "workspace": Patchable(f"/v1/workspaces/{wid}", ({"name": "One"}, {"name": "Two"})),
         "role": Patchable(
             f"/v1/workspaces/{wid}/roles/ops", ({"name": "Ops 1"}, {"name": "Ops 2"})
@@ -497,14 +477,14 @@ class TestConditionalPatch:
         stale = self.etag(ada, target)
         assert self.patch(ada, target, target.changes[0], None).status_code == 200
         before = self.etag(ada, target)
-        events = ada.audit()
+        events = ada.events()
         refused = self.patch(ada, target, target.changes[1], stale)
         assert_error(refused, 412, "precondition_failed", "has changed since it was read")
         (field,) = target.changes[0]
         read = ada.api.client.get(target.path, headers=ada.headers)
         assert {field: read.json()[field]} == target.changes[0]
         assert read.headers["etag"] == before
-        assert ada.audit() == events
+        assert ada.events() == events
 
     @pytest.mark.parametrize("kind", KINDS)
     def test_a_star_or_a_list_holding_the_tag_passes(self, ada: Tenant, kind: str) -> None:
@@ -552,7 +532,7 @@ class TestConditionalPatch:
     def test_reads_of_single_objects_carry_an_etag(self, ada: Tenant) -> None:
         worker = ada.post("/v1/workers", {"name": "w"}).json()["id"]
         key = ada.post("/v1/api-keys", {"name": "k", "permissions": []}).json()["id"]
-        run = ada.post("/v1/runs", {"backup_id": ada.backup(retention=RETENTION)}).json()["id"]
+        run = ada.post("/v1/runs", {"backup_id": ada.backup_id(retention=RETENTION)}).json()["id"]
         for path in (f"/v1/workers/{worker}", f"/v1/api-keys/{key}", f"/v1/runs/{run}"):
             response = ada.api.client.get(path, headers=ada.headers)
             assert response.status_code == 200
