@@ -19,10 +19,8 @@ from starlette.requests import Request
 
 from strongroom.adapters.http.conventions import etag_of_object, if_match
 from strongroom.adapters.http.openapi import build_document, operations
-from strongroom.adapters.identity.builtin import CLIENT_ID, BuiltinIdentityProvider
+from strongroom.adapters.identity.builtin import CLIENT_ID
 from strongroom.adapters.memory.services import MemoryNamespaces
-from strongroom.adapters.sql.postgres import PostgresDatabase
-from strongroom.adapters.system import SecureIds, SystemClock
 from strongroom.domain.backups import BackupChanges, BackupKind
 from strongroom.domain.errors import InvalidRequestError, UpstreamUnavailableError
 from strongroom.ports.driving import Strongroom
@@ -30,9 +28,8 @@ from strongroom.ports.driving.blocking import unwrapped
 from support.backups_http import CLOUD_COMPLETE, RETENTION
 from support.backups_http import Tenant as BackupsTenant
 from support.checks import assert_error
-from support.postgres import postgres_server, scratch_database
+from support.pg_facade import postgres_facade
 from support.world import (
-    FAST_HASHER,
     PASSWORD,
     Api,
     bearer,
@@ -622,24 +619,14 @@ def request_with(headers: dict[str, str]) -> Request:
 def test_tags_of_reads_match_in_the_change_on_postgresql() -> None:
     """On PostgreSQL too (whose backup read is a joined statement of its own), the tag a
     read gives is the one the change finds on the locked row; a stale one is 412."""
-    with (
-        postgres_server() as server,
-        scratch_database(server, "strongroom_etag") as conninfo,
-        PostgresDatabase.from_url(conninfo, min_size=1) as pg,
-    ):
-        pg.migrate()
-        identity = BuiltinIdentityProvider(
-            uow=pg.uow, clock=SystemClock(), ids=SecureIds(), hasher=FAST_HASHER
-        )
-        facade = make_facade(uow=pg.uow, identity=identity)
-        with make_client(facade) as client:
-            api = Api(facade, client)
-            token, workspace_id = api.workspace_admin("ada@example.com")
-            ada = Tenant(api, token, workspace_id)
-            for kind, target in patchables(ada).items():
-                tag = client.get(target.path, headers=ada.headers).headers["etag"]
-                headers = {**ada.headers, "If-Match": tag}
-                changed = client.patch(target.path, json=target.changes[0], headers=headers)
-                assert changed.status_code == 200, (kind, changed.text)
-                stale = client.patch(target.path, json=target.changes[1], headers=headers)
-                assert_error(stale, 412, "precondition_failed")
+    with postgres_facade("strongroom_etag") as facade, make_client(facade) as client:
+        api = Api(facade, client)
+        token, workspace_id = api.workspace_admin("ada@example.com")
+        ada = Tenant(api, token, workspace_id)
+        for kind, target in patchables(ada).items():
+            tag = client.get(target.path, headers=ada.headers).headers["etag"]
+            headers = {**ada.headers, "If-Match": tag}
+            changed = client.patch(target.path, json=target.changes[0], headers=headers)
+            assert changed.status_code == 200, (kind, changed.text)
+            stale = client.patch(target.path, json=target.changes[1], headers=headers)
+            assert_error(stale, 412, "precondition_failed")
