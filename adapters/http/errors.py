@@ -36,10 +36,18 @@ STATUS_BY_CODE: dict[str, int] = {
     "artifact_missing": 409,
     "validation_failed": 422,
     "lock_exceeds_expiry": 422,
+    "precondition_failed": 412,
     "rate_limited": 429,
     "internal": 500,
     "upstream_unavailable": 502,
 }
+
+# Seconds a client should wait before retrying, by code, where a retry makes sense
+# (contract 13): a dependency that failed usually answers again after a short wait. A
+# rate limit says its own wait (``RateLimitedError.retry_after``).
+RETRY_AFTER_BY_CODE: dict[str, int] = {"upstream_unavailable": 5}
+UNAVAILABLE_RETRY_AFTER = 5
+"""``Retry-After`` of a 503 (``/readyz`` while a dependency does not answer)."""
 
 
 def request_id_of(request: Request) -> str:
@@ -79,10 +87,12 @@ async def strongroom_error(request: Request, exc: Exception) -> Response:
 
 
 def retry_after(exc: StrongroomError) -> dict[str, str]:
-    """``Retry-After`` for a refusal that says when to retry (contract 13)."""
+    """``Retry-After`` for a refusal after which a retry makes sense (contract 13): a rate
+    limit's own wait, or the wait of its code in ``RETRY_AFTER_BY_CODE``."""
     if isinstance(exc, RateLimitedError):
         return {"Retry-After": str(exc.retry_after)}
-    return {}
+    seconds = RETRY_AFTER_BY_CODE.get(exc.code)
+    return {} if seconds is None else {"Retry-After": str(seconds)}
 
 
 def allowed_methods(request: Request) -> str:

@@ -275,6 +275,15 @@ def _parameters() -> dict[str, Json]:
             "`idempotency_conflict`. Scoped to the principal and the route.",
             "schema": {"type": "string", "minLength": 1, "maxLength": MAX_KEY_LENGTH},
         },
+        "If-Match": {
+            "name": "If-Match",
+            "in": "header",
+            "required": False,
+            "description": "`*`, or the `ETag` a read of the object returned (a list of tags "
+            "is allowed): the change is made only if the object is still as it was read, "
+            "otherwise 412 `precondition_failed` and nothing changes. Weak tags never match.",
+            "schema": {"type": "string"},
+        },
         "X-Request-ID": {
             "name": "X-Request-ID",
             "in": "header",
@@ -322,6 +331,19 @@ def _param(name: str) -> Json:
 
 
 REQUEST_ID_HEADER = {"$ref": "#/components/headers/X-Request-ID"}
+LOCATION_HEADER: Json = {
+    "description": "The path of the created resource (or of the nearest readable one).",
+    "schema": {"type": "string"},
+}
+RETRY_AFTER_HEADER: Json = {
+    "description": "Seconds to wait before retrying.",
+    "schema": {"type": "integer", "minimum": 1},
+}
+ETAG_HEADER: Json = {
+    "description": "A strong entity tag of this representation; send it as `If-Match` to "
+    "change the object only if nobody changed it since.",
+    "schema": {"type": "string"},
+}
 NO_STORE_HEADER: Json = {
     "description": "`no-store`: the response carries a token or a secret.",
     "schema": {"type": "string", "const": "no-store"},
@@ -415,6 +437,11 @@ ERROR_MEANINGS: dict[str, tuple[str, str]] = {
         "`lock_for` longer than `expire_after`.",
         "lock_for must not be longer than expire_after",
     ),
+    "precondition_failed": (
+        "`If-Match` names no tag of the object as it stands: it changed since it was read. "
+        "Nothing was changed.",
+        "the backup has changed since it was read (If-Match does not match)",
+    ),
     "rate_limited": (
         "Too many failed attempts; retry after the `Retry-After` seconds.",
         "too many failed attempts for this email; wait and retry",
@@ -436,6 +463,7 @@ STATUS_MEANINGS = {
     403: "Authenticated but not permitted",
     404: "Not found",
     409: "Conflict",
+    412: "Precondition failed",
     422: "Unacceptable values",
     429: "Too many failed attempts",
     500: "Internal error",
@@ -460,7 +488,7 @@ Reasons = dict[str, list[str]]
 READINESS_503: Json = {
     "503": {
         "description": "Not ready: a check is `unavailable`.",
-        "headers": {"X-Request-ID": REQUEST_ID_HEADER},
+        "headers": {"X-Request-ID": REQUEST_ID_HEADER, "Retry-After": RETRY_AFTER_HEADER},
         "content": {"application/json": {"schema": ref("Readiness")}},
     }
 }
@@ -534,6 +562,10 @@ IDEMPOTENT: Reasons = {
 }
 HUMAN_ONLY: Reasons = {"forbidden": ["a machine credential (API key or worker) called it"]}
 INTERNAL: Reasons = {"internal": ["an unhandled failure"]}
+CONDITIONAL: Reasons = {
+    "invalid_request": ["`If-Match` is not `*` or a list of entity tags"],
+    "precondition_failed": ["`If-Match` names no tag of the object as it stands"],
+}
 UPSTREAM: Reasons = {"upstream_unavailable": ["the database or another dependency failed"]}
 BILLING: Reasons = {
     "billing_restricted": [
@@ -622,6 +654,9 @@ class Operation:
     billing: str | None = None
     person: bool = False
     derived: bool = True
+    location: str | None = None
+    tagged: bool = False
+    no_store: bool = False
 
 
 class ApiRoute(Route):
@@ -655,6 +690,9 @@ def api(
         " ".join(description.split()),
         ok,
         permissions=needs.permissions if needs else (),
+        location=getattr(endpoint, "location", None),
+        tagged=getattr(endpoint, "tagged", False),
+        no_store=getattr(endpoint, "no_store", False),
         **options,
     )
     return ApiRoute(path, operation, endpoint)
@@ -693,6 +731,8 @@ def reasons_of(operation: Operation) -> Reasons:
             derived.append(PAGE)
         if operation.idempotent:
             derived.append(IDEMPOTENT)
+        if operation.method == "PATCH":
+            derived.append(CONDITIONAL)
         if operation.person:
             derived.append(HUMAN_ONLY)
         if operation.billing:
@@ -725,9 +765,12 @@ def _error_responses(operation: Operation) -> dict[str, Json]:
         content: Json = {"application/json": {"schema": ref("Error"), "examples": examples}}
         if status in operation.html_errors:
             content = {**HTML, **content}
+        headers: Json = {"X-Request-ID": REQUEST_ID_HEADER}
+        if status in (429, 502):
+            headers["Retry-After"] = RETRY_AFTER_HEADER
         responses[str(status)] = {
             "description": f"{STATUS_MEANINGS[status]}. Codes:\n\n" + "\n".join(lines),
-            "headers": {"X-Request-ID": REQUEST_ID_HEADER},
+            "headers": headers,
             "content": content,
         }
     return responses
@@ -785,6 +828,12 @@ def _operation_object(components: Components, operation: Operation) -> Json:
         needs = "No permission needed."
     status, answer, said = operation.ok
     success: Json = {"description": said, "headers": {"X-Request-ID": REQUEST_ID_HEADER}}
+    if operation.location is not None:
+        success["headers"]["Location"] = LOCATION_HEADER
+    if operation.tagged:
+        success["headers"]["ETag"] = ETAG_HEADER
+    if operation.no_store:
+        success["headers"]["Cache-Control"] = NO_STORE_HEADER
     content = _content(components, answer)
     if content:
         success["content"] = content
@@ -800,6 +849,8 @@ def _operation_object(components: Components, operation: Operation) -> Json:
     parameters += [*operation.parameters]
     if operation.idempotent:
         parameters.append(_param("Idempotency-Key"))
+    if operation.method == "PATCH":
+        parameters.append(_param("If-Match"))
     result: Json = {
         "operationId": operation.operation_id,
         "tags": [operation.tag],
@@ -840,8 +891,10 @@ request_id}}` (codes under `x-error-codes`). A method a path does not allow: 405
 `invalid_request`.
 - Checks run in this order, the first failing wins: credential (401), malformed path id \
 (400), no workspace selected (403), `{wid}` match (403 `wrong_workspace` / 404), missing \
-permission (403), malformed body (400), object (404), kind rules (422), billing (409), \
-quota (409), other 409/422.
+permission (403), malformed body or `If-Match` (400), object (404), `If-Match` (412), kind \
+rules (422), billing (409), quota (409), other 409/422.
+- Answers that create carry `Location`; reads of single objects carry a strong `ETag`, which \
+a PATCH sends as `If-Match` to change the object only if nobody changed it since.
 """
 
 

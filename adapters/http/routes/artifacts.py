@@ -12,6 +12,7 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute
 
 from strongroom.adapters.http.context import ApiContext, answer, endpoint, no_content
+from strongroom.adapters.http.conventions import located, no_store
 from strongroom.adapters.http.openapi import Named, Paged, api
 from strongroom.adapters.http.shapes import (
     Artifact,
@@ -50,6 +51,8 @@ def upload_plan(plan: Any, base_url: str) -> Response:
     return answer(plan, 201, MultipartUpload, parts=parts)
 
 
+@no_store
+@located("/v1/runs/{run_id}")
 @endpoint
 async def upload_url(ctx: ApiContext) -> Response:
     """Presign an artifact's upload
@@ -97,6 +100,7 @@ async def list_artifacts(ctx: ApiContext) -> Response:
     return answer(page)
 
 
+@no_store
 @endpoint
 async def download_url(ctx: ApiContext) -> Response:
     """Presign an artifact's download

@@ -11,6 +11,7 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute
 
 from strongroom.adapters.http.context import ApiContext, answer, endpoint, no_content
+from strongroom.adapters.http.conventions import if_match, located, tagged
 from strongroom.adapters.http.openapi import Paged, api
 from strongroom.adapters.http.shapes import Backup, BackupCreate, BackupUpdate, EmptyBody
 from strongroom.ports.driving import IdempotencyKey
@@ -24,6 +25,7 @@ from strongroom.ports.driving.backups import (
 )
 
 
+@located("/v1/backups/{id}")
 @endpoint
 async def create_backup(ctx: ApiContext) -> Response:
     """Create a backup
@@ -57,6 +59,7 @@ async def list_backups(ctx: ApiContext) -> Response:
     return answer(page)
 
 
+@tagged
 @endpoint
 async def get_backup(ctx: ApiContext) -> Response:
     """Read a backup
@@ -67,6 +70,7 @@ async def get_backup(ctx: ApiContext) -> Response:
     return answer(await ctx.facade.backups.get(bearer, backup_id))
 
 
+@tagged
 @endpoint
 async def patch_backup(ctx: ApiContext) -> Response:
     """Change a backup
@@ -77,10 +81,12 @@ async def patch_backup(ctx: ApiContext) -> Response:
     backup_id = ctx.path_id("bid")
     grant = await ctx.facade.access.authorize(caller, UPDATE_BACKUP, target_id=backup_id)
     changes = ctx.json(BackupUpdate).changes()
-    backup = await ctx.facade.backups.update(grant, backup_id, changes)
+    precondition = if_match(ctx.request)
+    backup = await ctx.facade.backups.update(grant, backup_id, changes, precondition=precondition)
     return answer(backup)
 
 
+@tagged
 @endpoint
 async def pause_backup(ctx: ApiContext) -> Response:
     """Pause a backup
@@ -93,6 +99,7 @@ async def pause_backup(ctx: ApiContext) -> Response:
     return answer(await ctx.facade.backups.pause(grant, backup_id))
 
 
+@tagged
 @endpoint
 async def resume_backup(ctx: ApiContext) -> Response:
     """Resume a backup

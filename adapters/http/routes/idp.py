@@ -27,6 +27,7 @@ from starlette.responses import HTMLResponse, Response
 from starlette.routing import BaseRoute
 
 from strongroom.adapters.http.context import ApiContext, endpoint, render_json
+from strongroom.adapters.http.conventions import located
 from strongroom.adapters.http.errors import STATUS_BY_CODE, error_response, retry_after
 from strongroom.adapters.http.openapi import (
     FORM,
@@ -275,6 +276,7 @@ def device_page(
 # Endpoints.
 
 
+@located("/v1/me")
 @endpoint
 async def signup(ctx: ApiContext) -> Response:
     """Sign up

@@ -13,6 +13,7 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute
 
 from strongroom.adapters.http.context import ApiContext, answer, endpoint
+from strongroom.adapters.http.conventions import located
 from strongroom.adapters.http.openapi import Paged, api
 from strongroom.adapters.http.shapes import EmptyBody, Invitation, InvitationCreate, Membership
 from strongroom.adapters.http.wire import listing, present
@@ -35,6 +36,7 @@ def listed(page: Page[DomainInvitation], now: datetime) -> Any:
     return listing(page, lambda item: presented(item, now))
 
 
+@located("/v1/workspaces/{wid}/invitations")
 @endpoint
 async def create_invitation(ctx: ApiContext) -> Response:
     """Invite a person

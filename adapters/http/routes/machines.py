@@ -12,6 +12,7 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute
 
 from strongroom.adapters.http.context import ApiContext, answer, endpoint, json_response, no_content
+from strongroom.adapters.http.conventions import located, no_store, tagged
 from strongroom.adapters.http.openapi import Paged, api
 from strongroom.adapters.http.shapes import (
     ApiKey,
@@ -46,6 +47,8 @@ def issued_worker(issued: IssuedWorker) -> Any:
     return present(issued.worker, WorkerWithToken, token=issued.token)
 
 
+@no_store
+@located("/v1/api-keys/{id}")
 @endpoint
 async def create_api_key(ctx: ApiContext) -> Response:
     """Create an API key
@@ -73,6 +76,7 @@ async def list_api_keys(ctx: ApiContext) -> Response:
     return answer(page)
 
 
+@tagged
 @endpoint
 async def get_api_key(ctx: ApiContext) -> Response:
     """Read an API key
@@ -97,6 +101,8 @@ async def delete_api_key(ctx: ApiContext) -> Response:
     return no_content()
 
 
+@no_store
+@located("/v1/workers/{id}")
 @endpoint
 async def create_worker(ctx: ApiContext) -> Response:
     """Register a worker
@@ -123,6 +129,7 @@ async def list_workers(ctx: ApiContext) -> Response:
     return answer(page)
 
 
+@tagged
 @endpoint
 async def get_worker(ctx: ApiContext) -> Response:
     """Read a worker
@@ -134,6 +141,7 @@ async def get_worker(ctx: ApiContext) -> Response:
     return answer(await ctx.facade.workers.get(grant, worker_id))
 
 
+@no_store
 @endpoint
 async def rotate_worker(ctx: ApiContext) -> Response:
     """Rotate a worker's credential

@@ -10,6 +10,7 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute
 
 from strongroom.adapters.http.context import ApiContext, answer, endpoint, no_content
+from strongroom.adapters.http.conventions import if_match, located, tagged
 from strongroom.adapters.http.openapi import Paged, api
 from strongroom.adapters.http.shapes import Member, MemberUpdate, Role, RoleCreate, RoleUpdate
 from strongroom.domain.permissions import check_role_slug
@@ -42,6 +43,21 @@ async def list_members(ctx: ApiContext) -> Response:
     return answer(page)
 
 
+@tagged
+@endpoint
+async def get_member(ctx: ApiContext) -> Response:
+    """Read a member
+
+    One member of the workspace, with the `ETag` a conditional change of their role sends
+    as `If-Match`. Needs `members:read`."""
+    caller = await ctx.caller()
+    workspace_id = ctx.path_id("wid")
+    user_id = ctx.path_id("id")
+    grant = await ctx.facade.access.authorize(caller, READ_MEMBERS, workspace_id=workspace_id)
+    return answer(await ctx.facade.members.get(grant, workspace_id, user_id))
+
+
+@tagged
 @endpoint
 async def patch_member(ctx: ApiContext) -> Response:
     """Change a member's role
@@ -56,7 +72,10 @@ async def patch_member(ctx: ApiContext) -> Response:
         caller, UPDATE_MEMBER, workspace_id=workspace_id, target_id=user_id
     )
     body = ctx.json(MemberUpdate)
-    member = await ctx.facade.members.change_role(grant, workspace_id, user_id, body.role)
+    precondition = if_match(ctx.request)
+    member = await ctx.facade.members.change_role(
+        grant, workspace_id, user_id, body.role, precondition=precondition
+    )
     return answer(member)
 
 
@@ -96,6 +115,7 @@ async def list_roles(ctx: ApiContext) -> Response:
     return answer({"data": roles, "next_cursor": next_cursor})
 
 
+@located("/v1/workspaces/{wid}/roles/{slug}")
 @endpoint
 async def create_role(ctx: ApiContext) -> Response:
     """Create a custom role
@@ -111,6 +131,7 @@ async def create_role(ctx: ApiContext) -> Response:
     return answer(role, 201)
 
 
+@tagged
 @endpoint
 async def get_role(ctx: ApiContext) -> Response:
     """Read a role
@@ -123,6 +144,7 @@ async def get_role(ctx: ApiContext) -> Response:
     return answer(await ctx.facade.roles.get(grant, workspace_id, slug))
 
 
+@tagged
 @endpoint
 async def patch_role(ctx: ApiContext) -> Response:
     """Change a custom role
@@ -137,7 +159,12 @@ async def patch_role(ctx: ApiContext) -> Response:
     )
     body = ctx.json(RoleUpdate)
     role = await ctx.facade.roles.update(
-        grant, workspace_id, slug, name=body.name, permissions=body.permissions
+        grant,
+        workspace_id,
+        slug,
+        name=body.name,
+        permissions=body.permissions,
+        precondition=if_match(ctx.request),
     )
     return answer(role)
 
@@ -169,6 +196,16 @@ routes: list[BaseRoute] = [
         (200, Paged(Member), "One page of members."),
         needs=READ_MEMBERS,
         paginated=True,
+    ),
+    api(
+        "GET",
+        "/v1/workspaces/{wid}/members/{id}",
+        get_member,
+        "getMember",
+        "Members",
+        (200, Member, "The member."),
+        needs=READ_MEMBERS,
+        errors={"not_found": "no such member in the workspace"},
     ),
     api(
         "PATCH",

@@ -10,11 +10,13 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute
 
 from strongroom.adapters.http.context import ApiContext, answer, endpoint
+from strongroom.adapters.http.conventions import located, tagged
 from strongroom.adapters.http.openapi import api
 from strongroom.adapters.http.shapes import EmptyBody, Run, RunCreate
 from strongroom.ports.driving.runs import READ_RUN, START_RUN, TRIGGER_BACKUP
 
 
+@located("/v1/runs/{id}")
 @endpoint
 async def start_run(ctx: ApiContext) -> Response:
     """Start a manual run
@@ -29,6 +31,7 @@ async def start_run(ctx: ApiContext) -> Response:
     return answer(run, 201)
 
 
+@tagged
 @endpoint
 async def get_run(ctx: ApiContext) -> Response:
     """Read a run
@@ -40,6 +43,7 @@ async def get_run(ctx: ApiContext) -> Response:
     return answer(await ctx.facade.runs.get(grant, run_id))
 
 
+@located("/v1/runs/{id}")
 @endpoint
 async def trigger_backup(ctx: ApiContext) -> Response:
     """Trigger a backup

@@ -7,6 +7,8 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute
 
 from strongroom.adapters.http.context import ApiContext, answer, endpoint, no_content
+from strongroom.adapters.http.conventions import located, no_store
+from strongroom.adapters.http.errors import UNAVAILABLE_RETRY_AFTER
 from strongroom.adapters.http.metrics import metrics_endpoint
 from strongroom.adapters.http.openapi import READINESS_503, Auth, OnePage, api
 from strongroom.adapters.http.shapes import (
@@ -42,6 +44,7 @@ async def readyz(request: Request) -> Response:
     return JSONResponse(
         {"status": "ok" if ready else "unavailable", "checks": checks},
         status_code=200 if ready else 503,
+        headers=None if ready else {"Retry-After": str(UNAVAILABLE_RETRY_AFTER)},
     )
 
 
@@ -74,6 +77,8 @@ async def cli_config(ctx: ApiContext) -> Response:
     return answer(config)
 
 
+@no_store
+@located("/v1/me")
 @endpoint
 async def create_session(ctx: ApiContext) -> Response:
     """Sign in
@@ -90,6 +95,8 @@ async def create_session(ctx: ApiContext) -> Response:
     return answer(issued, 201)
 
 
+@no_store
+@located("/v1/me")
 @endpoint
 async def switch(ctx: ApiContext) -> Response:
     """Switch workspace

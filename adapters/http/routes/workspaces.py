@@ -8,6 +8,7 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute
 
 from strongroom.adapters.http.context import ApiContext, answer, endpoint, no_content
+from strongroom.adapters.http.conventions import if_match, located, tagged
 from strongroom.adapters.http.openapi import OnePage, Paged, api
 from strongroom.adapters.http.shapes import (
     AuditEvent,
@@ -42,6 +43,7 @@ async def list_workspaces(ctx: ApiContext) -> Response:
     return answer(result)
 
 
+@located("/v1/workspaces/{id}")
 @endpoint
 async def create_workspace(ctx: ApiContext) -> Response:
     """Create a workspace
@@ -55,6 +57,7 @@ async def create_workspace(ctx: ApiContext) -> Response:
     return answer(workspace, 201)
 
 
+@tagged
 @endpoint
 async def get_workspace(ctx: ApiContext) -> Response:
     """Read a workspace
@@ -65,6 +68,7 @@ async def get_workspace(ctx: ApiContext) -> Response:
     return answer(workspace)
 
 
+@tagged
 @endpoint
 async def patch_workspace(ctx: ApiContext) -> Response:
     """Rename a workspace
@@ -76,7 +80,10 @@ async def patch_workspace(ctx: ApiContext) -> Response:
         caller, UPDATE_WORKSPACE, workspace_id=workspace_id, target_id=workspace_id
     )
     body = ctx.json(WorkspaceUpdate)
-    workspace = await ctx.facade.workspaces.rename(grant, workspace_id, body.name)
+    precondition = if_match(ctx.request)
+    workspace = await ctx.facade.workspaces.rename(
+        grant, workspace_id, body.name, precondition=precondition
+    )
     return answer(workspace)
 
 
