@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import os
 import secrets
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 import attrs
 
+from strongroom.adapters.http.cors import parse_origins
 from strongroom.domain.artifacts import DEFAULT_MULTIPART_THRESHOLD
 from strongroom.domain.endpoints import DEFAULT_ENDPOINT_NETWORKS, EndpointPolicy
 
@@ -21,6 +22,11 @@ def _flag(value: str | None, default: bool) -> bool:
     if value is None or value == "":
         return default
     return value.strip().lower() in ("1", "true", "yes", "on")
+
+
+def _origins(value: str | Iterable[str]) -> tuple[str, ...]:
+    """``STRONGROOM_CORS_ORIGINS``: a comma-separated list, or the origins themselves."""
+    return parse_origins(value if isinstance(value, str) else ",".join(value))
 
 
 @attrs.frozen
@@ -58,6 +64,7 @@ class Settings:
     # Seconds a stopping server waits for requests in flight before cancelling them.
     shutdown_timeout: int = 30
     endpoint_networks: str = DEFAULT_ENDPOINT_NETWORKS
+    cors_origins: tuple[str, ...] = attrs.field(default=(), converter=_origins)
 
     def __attrs_post_init__(self) -> None:
         EndpointPolicy.parse(self.endpoint_networks)  # ValueError names the setting
@@ -113,6 +120,7 @@ class Settings:
             "endpoint_networks": env.get("STRONGROOM_ENDPOINT_NETWORKS")
             or DEFAULT_ENDPOINT_NETWORKS,
             "log_format": env.get("STRONGROOM_LOG_FORMAT") or "auto",
+            "cors_origins": env.get("STRONGROOM_CORS_ORIGINS") or "",
         }
         values.update({key: value for key, value in overrides.items() if value is not None})
         return cls(**values)

@@ -110,6 +110,12 @@ ERROR_CODES: dict[str, ErrorCode] = {
         "`lock_for` longer than `expire_after`.",
         "lock_for must not be longer than expire_after",
     ),
+    "precondition_failed": ErrorCode(
+        412,
+        "`If-Match` names no tag of the object as it stands: it changed since it was read. "
+        "Nothing was changed.",
+        "the backup has changed since it was read (If-Match does not match)",
+    ),
     "rate_limited": ErrorCode(
         429,
         "Too many failed attempts; retry after the `Retry-After` seconds.",
@@ -126,6 +132,13 @@ ERROR_CODES: dict[str, ErrorCode] = {
     ),
 }
 STATUS_BY_CODE: dict[str, int] = {code: entry.status for code, entry in ERROR_CODES.items()}
+
+# Seconds a client should wait before retrying, by code, where a retry makes sense
+# (contract 13): a dependency that failed usually answers again after a short wait. A
+# rate limit says its own wait (``RateLimitedError.retry_after``).
+RETRY_AFTER_BY_CODE: dict[str, int] = {"upstream_unavailable": 5}
+UNAVAILABLE_RETRY_AFTER = 5
+"""``Retry-After`` of a 503 (``/readyz`` while a dependency does not answer)."""
 
 
 def request_id_of(request: Request) -> str:
@@ -165,10 +178,12 @@ async def strongroom_error(request: Request, exc: Exception) -> Response:
 
 
 def retry_after(exc: StrongroomError) -> dict[str, str]:
-    """``Retry-After`` for a refusal that says when to retry (contract 13)."""
+    """``Retry-After`` for a refusal after which a retry makes sense (contract 13): a rate
+    limit's own wait, or the wait of its code in ``RETRY_AFTER_BY_CODE``."""
     if isinstance(exc, RateLimitedError):
         return {"Retry-After": str(exc.retry_after)}
-    return {}
+    seconds = RETRY_AFTER_BY_CODE.get(exc.code)
+    return {} if seconds is None else {"Retry-After": str(seconds)}
 
 
 def allowed_methods(request: Request) -> str:

@@ -25,7 +25,7 @@ import attrs
 from starlette.applications import Starlette
 from starlette.routing import BaseRoute, Route
 
-from strongroom.adapters.http import shapes, wire
+from strongroom.adapters.http import conventions, shapes, wire
 from strongroom.adapters.http.context import MAX_BODY_BYTES, ApiContext, endpoint
 from strongroom.adapters.http.errors import ERROR_CODES, STATUS_BY_CODE
 from strongroom.adapters.http.examples import add_examples
@@ -284,6 +284,13 @@ PARAMETERS: dict[str, Json] = {
         "principal and the route.",
         {"type": "string", "minLength": 1, "maxLength": MAX_KEY_LENGTH},
     ),
+    "If-Match": parameter(
+        "If-Match",
+        "header",
+        "`*`, or the `ETag` a read of the object returned (a list of tags is allowed): the "
+        "change is made only if the object is still as it was read, otherwise 412 "
+        "`precondition_failed` and nothing changes. Weak tags never match.",
+    ),
     "X-Request-ID": parameter(
         "X-Request-ID",
         "header",
@@ -309,6 +316,19 @@ def _param(name: str) -> Json:
 
 
 REQUEST_ID_HEADER = {"$ref": "#/components/headers/X-Request-ID"}
+LOCATION_HEADER: Json = {
+    "description": "The path of the created resource (or of the nearest readable one).",
+    "schema": {"type": "string"},
+}
+RETRY_AFTER_HEADER: Json = {
+    "description": "Seconds to wait before retrying.",
+    "schema": {"type": "integer", "minimum": 1},
+}
+ETAG_HEADER: Json = {
+    "description": "A strong entity tag of this representation; send it as `If-Match` to "
+    "change the object only if nobody changed it since.",
+    "schema": {"type": "string"},
+}
 NO_STORE_HEADER: Json = {
     "description": "`no-store`: the response carries a token or a secret.",
     "schema": {"type": "string", "const": "no-store"},
@@ -342,6 +362,7 @@ STATUS_MEANINGS = {
     403: "Authenticated but not permitted",
     404: "Not found",
     409: "Conflict",
+    412: "Precondition failed",
     422: "Unacceptable values",
     429: "Too many failed attempts",
     500: "Internal error",
@@ -366,7 +387,7 @@ Reasons = dict[str, list[str]]
 READINESS_503: Json = {
     "503": {
         "description": "Not ready: a check is `unavailable`.",
-        "headers": {"X-Request-ID": REQUEST_ID_HEADER},
+        "headers": {"X-Request-ID": REQUEST_ID_HEADER, "Retry-After": RETRY_AFTER_HEADER},
         "content": {"application/json": {"schema": ref("Readiness")}},
     }
 }
@@ -443,6 +464,10 @@ IDEMPOTENT: Reasons = {
 }
 HUMAN_ONLY = reason("forbidden", "a machine credential (API key or worker) called it")
 INTERNAL = reason("internal", "an unhandled failure")
+CONDITIONAL: Reasons = {
+    "invalid_request": ["`If-Match` is not `*` or a list of entity tags"],
+    "precondition_failed": ["`If-Match` names no tag of the object as it stands"],
+}
 UPSTREAM = reason("upstream_unavailable", "the database or another dependency failed")
 REFUSES = "the workspace's billing state ({}) refuses {}"
 BILLING_BY_GATE: dict[str, Reasons] = {
@@ -516,6 +541,9 @@ class Operation:
     html_errors: tuple[int, ...] = ()
     billing: str | None = None
     person: bool = False
+    location: str | None = None
+    tagged: bool = False
+    no_store: bool = False
 
 
 class ApiRoute(Route):
@@ -552,6 +580,9 @@ def api(
         " ".join(description.split()),
         ok,
         permissions=needs.permissions if needs else (),
+        location=getattr(endpoint, "location", None),
+        tagged=getattr(endpoint, "tagged", False),
+        no_store=getattr(endpoint, "no_store", False),
         **options,
     )
     return ApiRoute(path, operation, endpoint)
@@ -577,7 +608,8 @@ class Routes(list[BaseRoute]):
     the method implies it (200, 204 for DELETE); the operation id is the handler's name in
     camel case unless given; ``shared`` options (``errors`` merged; ``billing`` only for
     writes) apply to every route.
-    A handler of an ``ApiContext`` is adapted by ``endpoint``.
+    A handler of an ``ApiContext`` is adapted by ``endpoint``; ``located``, ``tagged`` and
+    ``no_store`` apply those ``conventions`` to the route.
     """
 
     def __init__(self, tag: str, **shared: Any) -> None:
@@ -597,12 +629,20 @@ class Routes(list[BaseRoute]):
         errors = {**self.shared.get("errors", {}), **options.pop("errors", {})}
         status = options.pop("status", SUCCESS.get(method, 200))
         name = options.pop("operation_id", None)
+        location, tagged = options.pop("located", None), options.pop("tagged", False)
+        no_store = options.pop("no_store", False)
 
         def declare(handler: E) -> E:
             operation_id = name or re.sub(r"_(\w)", lambda m: m[1].upper(), handler.__name__)
             params = list(inspect.signature(handler).parameters.values())
             takes_context = params and params[0].annotation in ("ApiContext", ApiContext)
             target = endpoint(handler) if takes_context else handler
+            if location:
+                target = conventions.located(location)(target)
+            if tagged:
+                target = conventions.tagged(target)
+            if no_store:
+                target = conventions.no_store(target)
             merged = {**self.shared, **options, "errors": errors}
             if method == "GET":  # a shared billing gate refuses writes only
                 merged["billing"] = options.get("billing")
@@ -691,6 +731,8 @@ def reasons_of(operation: Operation) -> Reasons:
         derived.append(PAGE)
     if operation.idempotent:
         derived.append(IDEMPOTENT)
+    if operation.method == "PATCH":
+        derived.append(CONDITIONAL)
     if operation.person:
         derived.append(HUMAN_ONLY)
     if operation.billing:
@@ -726,9 +768,12 @@ def _error_responses(operation: Operation) -> dict[str, Json]:
         content: Json = {"application/json": {"schema": ref("Error"), "examples": examples}}
         if status in operation.html_errors:
             content = {**HTML, **content}
+        headers: Json = {"X-Request-ID": REQUEST_ID_HEADER}
+        if status in (429, 502):
+            headers["Retry-After"] = RETRY_AFTER_HEADER
         responses[str(status)] = {
             "description": f"{STATUS_MEANINGS[status]}. Codes:\n\n" + "\n".join(lines),
-            "headers": {"X-Request-ID": REQUEST_ID_HEADER},
+            "headers": headers,
             "content": content,
         }
     return responses
@@ -784,6 +829,12 @@ def _operation_object(components: Components, operation: Operation) -> Json:
         needs = "No permission needed."
     status, answer, said = operation.ok
     success: Json = {"description": said, "headers": {"X-Request-ID": REQUEST_ID_HEADER}}
+    if operation.location is not None:
+        success["headers"]["Location"] = LOCATION_HEADER
+    if operation.tagged:
+        success["headers"]["ETag"] = ETAG_HEADER
+    if operation.no_store:
+        success["headers"]["Cache-Control"] = NO_STORE_HEADER
     content = _content(components, answer)
     if content:
         success["content"] = content
@@ -799,6 +850,8 @@ def _operation_object(components: Components, operation: Operation) -> Json:
     parameters += [*operation.parameters]
     if operation.idempotent:
         parameters.append(_param("Idempotency-Key"))
+    if operation.method == "PATCH":
+        parameters.append(_param("If-Match"))
     result: Json = {
         "operationId": operation.operation_id,
         "tags": [operation.tag],
@@ -854,8 +907,10 @@ request_id}}` (codes under `x-error-codes`). A method a path does not allow: 405
 `invalid_request`.
 - Checks run in this order, the first failing wins: credential (401), malformed path id \
 (400), no workspace selected (403), `{wid}` match (403 `wrong_workspace` / 404), missing \
-permission (403), malformed body (400), object (404), kind rules (422), billing (409), \
-quota (409), other 409/422.
+permission (403), malformed body or `If-Match` (400), object (404), `If-Match` (412), kind \
+rules (422), billing (409), quota (409), other 409/422.
+- Answers that create carry `Location`; reads of single objects carry a strong `ETag`, which \
+a PATCH sends as `If-Match` to change the object only if nobody changed it since.
 """
 
 

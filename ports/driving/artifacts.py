@@ -323,7 +323,10 @@ class Artifacts:
         if artifact.state is not ArtifactState.AVAILABLE:
             raise InvalidStateError("artifact is not confirmed yet")
         expires_at = self._deps.clock.now() + PRESIGNED_URL_LIFETIME
-        return await self._deps.storage.presign_get(artifact.object_key, expires_at), expires_at
+        request = await self._deps.storage.presign_get(
+            artifact.object_key, expires_at, filename=artifact.name
+        )
+        return request, expires_at
 
     # ----------------------------------------------------------------------------------
     # Delete

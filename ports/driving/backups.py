@@ -24,6 +24,7 @@ from strongroom.ports.driving.access import Access, Bearer, Grant, Requirement, 
 from strongroom.ports.driving.changes import WorkspaceChange, changing
 from strongroom.ports.driving.dependencies import Dependencies
 from strongroom.ports.driving.idempotency import IdempotencyKey, ResultForm, run_idempotent
+from strongroom.ports.driving.preconditions import Precondition, check_precondition
 from strongroom.ports.driving.recording import caller_event, session_event
 
 logger = logging.getLogger(__name__)
@@ -217,9 +218,15 @@ class Backups:
             )
 
     async def update(
-        self, caller: Caller | Grant, backup_id: UUID, changes: BackupChanges
+        self,
+        caller: Caller | Grant,
+        backup_id: UUID,
+        changes: BackupChanges,
+        *,
+        precondition: Precondition[Backup] | None = None,
     ) -> Backup:
-        """Change a backup; it becomes ``active`` once its kind's configuration is complete."""
+        """Change a backup; it becomes ``active`` once its kind's configuration is complete.
+        A ``precondition`` on the backup as it stands is checked on the locked row."""
         caller, workspace_id = await self._access.resolve(
             caller, UPDATE_BACKUP, target_id=backup_id
         )
@@ -228,6 +235,7 @@ class Backups:
         async with changing(self._deps, caller, workspace_id) as change:
             uow = change.uow
             backup = await lookups.backup(uow, workspace_id, backup_id, for_update=True)
+            check_precondition(precondition, backup, "backup")
             worker_exists = changes.worker_id is not UNSET and await uow.workers.exists(
                 workspace_id, changes.worker_id
             )

@@ -32,12 +32,13 @@ from strongroom.domain.permissions import (
     requested_permissions,
 )
 from strongroom.domain.principals import Caller
-from strongroom.domain.workspaces import Member
+from strongroom.domain.workspaces import Member, Membership
 from strongroom.ports.driven.unit_of_work import UnitOfWork
 from strongroom.ports.driving.access import Access, Grant, Requirement, lacking_permissions
 from strongroom.ports.driving.changes import WorkspaceChange, changing
 from strongroom.ports.driving.dependencies import Dependencies
 from strongroom.ports.driving.idempotency import IdempotencyKey, ResultForm, run_idempotent
+from strongroom.ports.driving.preconditions import Precondition, check_precondition
 
 READ_MEMBERS = Requirement((Permission.MEMBERS_READ,))
 UPDATE_MEMBER = Requirement((Permission.MEMBERS_WRITE,), "member.update")
@@ -79,10 +80,26 @@ class Members:
         async with self._deps.uow() as uow:
             return await uow.memberships.list_members(workspace_id, page)
 
+    async def get(self, caller: Caller | Grant, workspace_id: UUID, user_id: UUID) -> Member:
+        """One member of the workspace."""
+        caller, _ = await self._access.resolve(caller, READ_MEMBERS, workspace_id=workspace_id)
+        async with self._deps.uow() as uow:
+            membership = await uow.memberships.get(workspace_id, user_id)
+            if membership is None:
+                raise NotFoundError("member")
+            return await _member(uow, membership)
+
     async def change_role(
-        self, caller: Caller | Grant, workspace_id: UUID, user_id: UUID, role: str
+        self,
+        caller: Caller | Grant,
+        workspace_id: UUID,
+        user_id: UUID,
+        role: str,
+        *,
+        precondition: Precondition[Member] | None = None,
     ) -> Member:
-        """Give a member another role; the last admin cannot be demoted."""
+        """Give a member another role; the last admin cannot be demoted. A
+        ``precondition`` on the member as it stands is checked under the workspace's lock."""
         caller, _ = await self._access.resolve(
             caller, UPDATE_MEMBER, workspace_id=workspace_id, target_id=user_id
         )
@@ -93,6 +110,8 @@ class Members:
             membership = await uow.memberships.get(workspace_id, user_id)
             if membership is None:
                 raise NotFoundError("member")
+            current_member = await _member(uow, membership)
+            check_precondition(precondition, current_member, "member")
             new_role = await resolve_role(uow, workspace_id, role)
             if new_role is None:
                 raise ValidationFailedError(f"role {role} does not exist in this workspace")
@@ -109,12 +128,10 @@ class Members:
                 changed = attrs.evolve(membership, role=role)
                 if role != membership.role:
                     await uow.memberships.update(changed)
-                person = await uow.users.get(user_id)
                 await change.done(
                     "member.update", user_id, diff({"role": membership.role}, {"role": role})
                 )
-                assert person is not None
-                return Member(user_id, person.email, person.name, role, membership.joined_at)
+                return attrs.evolve(current_member, role=role)
         await self._access.refuse_escalation(
             caller, workspace_id, "member.update", granting, user_id
         )
@@ -214,8 +231,11 @@ class Roles:
         slug: str,
         name: str | _Unset = UNSET,
         permissions: Sequence[str] | _Unset = UNSET,
+        *,
+        precondition: Precondition[Role] | None = None,
     ) -> Role:
-        """Rename a custom role or change its permissions (built-in roles: 409)."""
+        """Rename a custom role or change its permissions (built-in roles: 409). A
+        ``precondition`` on the role as it stands is checked under the workspace's lock."""
         caller, _ = await self._access.resolve(
             caller, UPDATE_ROLE, workspace_id=workspace_id, target_id=slug
         )
@@ -223,6 +243,7 @@ class Roles:
         new_name = None if isinstance(name, _Unset) else clean_name(name)
         async with self._deps.uow() as uow:
             role = await self._custom(uow, workspace_id, slug)
+        check_precondition(precondition, role, "role")  # before 422 and 403, as for members
         granted = (
             role.permissions
             if isinstance(permissions, _Unset)
@@ -236,6 +257,7 @@ class Roles:
             uow = change.uow
             await change.locked()
             role = await self._custom(uow, workspace_id, slug)
+            check_precondition(precondition, role, "role")
             await change.gate()
             changed = attrs.evolve(
                 role, name=role.name if new_name is None else new_name, permissions=granted
@@ -290,3 +312,12 @@ class Roles:
         if role is None:
             raise NotFoundError("role")
         return role
+
+
+async def _member(uow: UnitOfWork, membership: Membership) -> Member:
+    """A membership as the API shows a member (with the person's email and name)."""
+    person = await uow.users.get(membership.user_id)
+    assert person is not None
+    return Member(
+        membership.user_id, person.email, person.name, membership.role, membership.joined_at
+    )

@@ -39,6 +39,7 @@ from strongroom.ports.driving.idempotency import (
     replay_if_known,
     run_idempotent,
 )
+from strongroom.ports.driving.preconditions import Precondition, check_precondition
 from strongroom.ports.driving.recording import record_by_caller, record_by_system
 
 logger = logging.getLogger(__name__)
@@ -151,13 +152,21 @@ class Workspaces:
         async with self._deps.uow() as uow:
             return await lookups.workspace(uow, workspace_id)
 
-    async def rename(self, caller: Caller | Grant, workspace_id: UUID, name: str) -> Workspace:
-        """Change a workspace's name."""
+    async def rename(
+        self,
+        caller: Caller | Grant,
+        workspace_id: UUID,
+        name: str,
+        *,
+        precondition: Precondition[Workspace] | None = None,
+    ) -> Workspace:
+        """Change a workspace's name (``precondition``: as ``BackupsService.update``)."""
         caller, _ = await self._access.resolve(
             caller, UPDATE_WORKSPACE, workspace_id=workspace_id, target_id=workspace_id
         )
         name = clean_name(name)
         async with changing(self._deps, caller, workspace_id) as change:
+            check_precondition(precondition, await change.locked(), "workspace")
             workspace = await change.gate()
             renamed = workspace.renamed(name, self._deps.clock.now())
             await change.uow.workspaces.update(renamed)

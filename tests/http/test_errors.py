@@ -48,6 +48,7 @@ STATUS = {
     "artifact_missing": 409,
     "lock_exceeds_expiry": 422,
     "validation_failed": 422,
+    "precondition_failed": 412,
     "rate_limited": 429,
     "internal": 500,
     "upstream_unavailable": 502,

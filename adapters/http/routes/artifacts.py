@@ -62,6 +62,8 @@ def upload_plan(plan: Any, base_url: str) -> Response:
         ),
         "upstream_unavailable": "the database or object storage failed; nothing was recorded",
     },
+    no_store=True,
+    located="/v1/runs/{run_id}",
 )
 async def request_upload(ctx: ApiContext) -> Response:
     """Presign an artifact's upload
@@ -142,6 +144,7 @@ async def list_artifacts(ctx: ApiContext) -> Response:
         "not_in_our_storage": "the artifact went only to a customer bucket",
         "invalid_state": "the artifact is not confirmed yet",
     },
+    no_store=True,
 )
 async def request_download(ctx: ApiContext) -> Response:
     """Presign an artifact's download

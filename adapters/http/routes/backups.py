@@ -5,6 +5,7 @@ from __future__ import annotations
 from starlette.responses import Response
 
 from strongroom.adapters.http.context import ApiContext, answer, no_content
+from strongroom.adapters.http.conventions import if_match
 from strongroom.adapters.http.openapi import Paged, Routes
 from strongroom.adapters.http.shapes import Backup, BackupCreate, BackupUpdate, EmptyBody
 from strongroom.ports.driving import IdempotencyKey
@@ -31,6 +32,7 @@ routes = Routes("Backups", billing="config")
         "quota_exceeded": "`backups_per_workspace` is reached",
         "name_taken": "a backup of this name (case-insensitive) exists",
     },
+    located="/v1/backups/{id}",
 )
 async def create_backup(ctx: ApiContext) -> Response:
     """Create a backup
@@ -64,7 +66,7 @@ async def list_backups(ctx: ApiContext) -> Response:
     return answer(page)
 
 
-@routes.get("/v1/backups/{bid}", Backup, "The backup.", READ_BACKUPS)
+@routes.get("/v1/backups/{bid}", Backup, "The backup.", READ_BACKUPS, tagged=True)
 async def get_backup(ctx: ApiContext) -> Response:
     """Read a backup
 
@@ -96,6 +98,7 @@ async def get_backup(ctx: ApiContext) -> Response:
         "retention_immutable": "a different retention policy is already set",
         "lock_exceeds_expiry": "`lock_for` is longer than `expire_after`",
     },
+    tagged=True,
 )
 async def update_backup(ctx: ApiContext) -> Response:
     """Change a backup
@@ -104,11 +107,14 @@ async def update_backup(ctx: ApiContext) -> Response:
     kind's configuration. There is no `kind` field."""
     grant = await ctx.grant(UPDATE_BACKUP, "bid")
     changes = ctx.json(BackupUpdate).changes()
-    backup = await ctx.facade.backups.update(grant, ctx.path_id("bid"), changes)
+    precondition = if_match(ctx.request)
+    backup = await ctx.facade.backups.update(
+        grant, ctx.path_id("bid"), changes, precondition=precondition
+    )
     return answer(backup)
 
 
-@routes.action("/v1/backups/{bid}/pause", Backup, "The backup.", PAUSE_BACKUP)
+@routes.action("/v1/backups/{bid}/pause", Backup, "The backup.", PAUSE_BACKUP, tagged=True)
 async def pause_backup(ctx: ApiContext) -> Response:
     """Pause a backup
 
@@ -123,6 +129,7 @@ async def pause_backup(ctx: ApiContext) -> Response:
     Backup,
     "The backup.",
     RESUME_BACKUP,
+    tagged=True,
 )
 async def resume_backup(ctx: ApiContext) -> Response:
     """Resume a backup

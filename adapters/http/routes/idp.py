@@ -321,6 +321,7 @@ def device_page(
         "name_taken": "an account with this email exists",
         "upstream_unavailable": "the database or another dependency failed",
     },
+    located="/v1/me",
 )
 async def idp_signup(ctx: ApiContext) -> Response:
     """Sign up

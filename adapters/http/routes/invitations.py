@@ -45,6 +45,7 @@ def listed(page: Page[DomainInvitation], now: datetime) -> Any:
         "validation_failed": "the role does not exist in the workspace",
         "quota_exceeded": "`members_per_workspace` is reached",
     },
+    located="/v1/workspaces/{wid}/invitations",
 )
 async def create_invitation(ctx: ApiContext) -> Response:
     """Invite a person

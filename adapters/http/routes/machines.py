@@ -58,6 +58,8 @@ def issued_worker(issued: IssuedWorker) -> Any:
         "validation_failed": "a permission outside the catalog, or `expires_at` not in the future",
         "quota_exceeded": "`api_keys_per_workspace` is reached",
     },
+    no_store=True,
+    located="/v1/api-keys/{id}",
 )
 async def create_api_key(ctx: ApiContext) -> Response:
     """Create an API key
@@ -83,7 +85,7 @@ async def list_api_keys(ctx: ApiContext) -> Response:
     return answer(page)
 
 
-@keys.get("/v1/api-keys/{id}", ApiKey, "The key.", READ_API_KEYS)
+@keys.get("/v1/api-keys/{id}", ApiKey, "The key.", READ_API_KEYS, tagged=True)
 async def get_api_key(ctx: ApiContext) -> Response:
     """Read an API key
 
@@ -113,6 +115,8 @@ async def delete_api_key(ctx: ApiContext) -> Response:
         "invalid_request": "`name` is empty or longer than 100",
         "quota_exceeded": "`workers_per_workspace` is reached",
     },
+    no_store=True,
+    located="/v1/workers/{id}",
 )
 async def create_worker(ctx: ApiContext) -> Response:
     """Register a worker
@@ -137,7 +141,7 @@ async def list_workers(ctx: ApiContext) -> Response:
     return answer(page)
 
 
-@routes.get("/v1/workers/{id}", Worker, "The worker.", READ_WORKERS)
+@routes.get("/v1/workers/{id}", Worker, "The worker.", READ_WORKERS, tagged=True)
 async def get_worker(ctx: ApiContext) -> Response:
     """Read a worker
 
@@ -151,6 +155,7 @@ async def get_worker(ctx: ApiContext) -> Response:
     WorkerWithToken,
     "The worker with its new token.",
     ROTATE_WORKER,
+    no_store=True,
 )
 async def rotate_worker(ctx: ApiContext) -> Response:
     """Rotate a worker's credential

@@ -5,6 +5,7 @@ from __future__ import annotations
 from starlette.responses import Response
 
 from strongroom.adapters.http.context import ApiContext, answer, no_content
+from strongroom.adapters.http.conventions import if_match
 from strongroom.adapters.http.openapi import Paged, Routes
 from strongroom.adapters.http.shapes import Member, MemberUpdate, Role, RoleCreate, RoleUpdate
 from strongroom.domain.role_pages import decode_role_cursor, page_of_roles
@@ -31,6 +32,23 @@ async def list_members(ctx: ApiContext) -> Response:
     return answer(page)
 
 
+@routes.get(
+    "/v1/workspaces/{wid}/members/{id}",
+    Member,
+    "The member.",
+    READ_MEMBERS,
+    tagged=True,
+    errors={"not_found": "no such member in the workspace"},
+)
+async def get_member(ctx: ApiContext) -> Response:
+    """Read a member
+
+    One member of the workspace, with the `ETag` a conditional change of their role sends
+    as `If-Match`. Needs `members:read`."""
+    grant = await ctx.grant(READ_MEMBERS)
+    return answer(await ctx.facade.members.get(grant, ctx.path_id("wid"), ctx.path_id("id")))
+
+
 @routes.patch(
     "/v1/workspaces/{wid}/members/{id}",
     Member,
@@ -46,6 +64,7 @@ async def list_members(ctx: ApiContext) -> Response:
         "validation_failed": "the role does not exist in the workspace",
         "last_admin": "the member is the last admin",
     },
+    tagged=True,
 )
 async def update_member(ctx: ApiContext) -> Response:
     """Change a member's role
@@ -55,8 +74,9 @@ async def update_member(ctx: ApiContext) -> Response:
     The last admin cannot be demoted."""
     grant = await ctx.grant(UPDATE_MEMBER, "id")
     body = ctx.json(MemberUpdate)
+    precondition = if_match(ctx.request)
     member = await ctx.facade.members.change_role(
-        grant, ctx.path_id("wid"), ctx.path_id("id"), body.role
+        grant, ctx.path_id("wid"), ctx.path_id("id"), body.role, precondition=precondition
     )
     return answer(member)
 
@@ -114,6 +134,7 @@ async def list_roles(ctx: ApiContext) -> Response:
         "validation_failed": "a permission outside the catalog",
         "name_taken": "the workspace has a role with this slug (built-in too)",
     },
+    located="/v1/workspaces/{wid}/roles/{slug}",
 )
 async def create_role(ctx: ApiContext) -> Response:
     """Create a custom role
@@ -141,6 +162,7 @@ async def create_role(ctx: ApiContext) -> Response:
         "invalid_request": "`slug` in the path is not a well-formed role slug",
         "not_found": "no such role in the workspace",
     },
+    tagged=True,
 )
 async def get_role(ctx: ApiContext) -> Response:
     """Read a role
@@ -164,6 +186,7 @@ async def get_role(ctx: ApiContext) -> Response:
         "validation_failed": "a permission outside the catalog",
         "invalid_state": "the role is built-in (`admin`, `member`, `viewer`)",
     },
+    tagged=True,
 )
 async def update_role(ctx: ApiContext) -> Response:
     """Change a custom role
@@ -174,7 +197,12 @@ async def update_role(ctx: ApiContext) -> Response:
     workspace_id, slug = ctx.path_id("wid"), ctx.role_slug()
     body = ctx.json(RoleUpdate)
     role = await ctx.facade.roles.update(
-        grant, workspace_id, slug, name=body.name, permissions=body.permissions
+        grant,
+        workspace_id,
+        slug,
+        name=body.name,
+        permissions=body.permissions,
+        precondition=if_match(ctx.request),
     )
     return answer(role)
 

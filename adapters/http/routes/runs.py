@@ -25,6 +25,7 @@ backups = routes.tagged("Backups")
         "validation_failed": "the backup is not manual",
         "invalid_state": "the backup is a draft or paused",
     },
+    located="/v1/runs/{id}",
 )
 async def start_run(ctx: ApiContext) -> Response:
     """Start a manual run
@@ -38,7 +39,7 @@ async def start_run(ctx: ApiContext) -> Response:
     return answer(run, 201)
 
 
-@routes.get("/v1/runs/{run_id}", Run, "The run.", READ_RUN)
+@routes.get("/v1/runs/{run_id}", Run, "The run.", READ_RUN, tagged=True)
 async def get_run(ctx: ApiContext) -> Response:
     """Read a run
 
@@ -59,6 +60,7 @@ async def get_run(ctx: ApiContext) -> Response:
         "validation_failed": "the backup is manual (its client starts runs)",
         "invalid_state": "the backup is a draft or paused",
     },
+    located="/v1/runs/{id}",
 )
 async def trigger_backup(ctx: ApiContext) -> Response:
     """Trigger a backup

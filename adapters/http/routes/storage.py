@@ -15,6 +15,7 @@ from strongroom.adapters.http.context import json_response
 from strongroom.adapters.http.errors import error_response
 from strongroom.adapters.http.openapi import BINARY, Auth, Routes, parameter
 from strongroom.adapters.http.shapes import StoredResult
+from strongroom.adapters.storage.disposition import content_disposition
 from strongroom.adapters.storage.local import LocalDiskStorage, StorageRefusalError
 from strongroom.ports.driving import Strongroom
 
@@ -106,4 +107,6 @@ async def get_object(request: Request) -> Response:
     path = storage.object_path(grant.key)
     if await storage.stat(grant.key) is None or not path.is_file():
         return error_response(request, 404, "not_found", "no such object")
-    return FileResponse(path, media_type="application/octet-stream")
+    named = grant.filename
+    headers = None if named is None else {"Content-Disposition": content_disposition(named)}
+    return FileResponse(path, media_type="application/octet-stream", headers=headers)

@@ -6,6 +6,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from strongroom.adapters.http.context import ApiContext, answer, no_content
+from strongroom.adapters.http.errors import UNAVAILABLE_RETRY_AFTER
 from strongroom.adapters.http.metrics import metrics_endpoint
 from strongroom.adapters.http.openapi import READINESS_503, Auth, OnePage, Routes
 from strongroom.adapters.http.shapes import (
@@ -46,6 +47,7 @@ async def get_readiness(request: Request) -> Response:
     return JSONResponse(
         {"status": "ok" if ready else "unavailable", "checks": checks},
         status_code=200 if ready else 503,
+        headers=None if ready else {"Retry-After": str(UNAVAILABLE_RETRY_AFTER)},
     )
 
 
@@ -89,6 +91,8 @@ async def get_cli_config(ctx: ApiContext) -> Response:
     status=201,
     auth=Auth.IDP,
     idempotent=True,
+    no_store=True,
+    located="/v1/me",
 )
 async def create_session(ctx: ApiContext) -> Response:
     """Sign in
@@ -114,6 +118,8 @@ async def create_session(ctx: ApiContext) -> Response:
         "forbidden": "a machine credential called it",
         "not_found": "the caller is not a member of that workspace",
     },
+    no_store=True,
+    located="/v1/me",
 )
 async def switch_workspace(ctx: ApiContext) -> Response:
     """Switch workspace

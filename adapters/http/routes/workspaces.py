@@ -7,6 +7,7 @@ from uuid import UUID
 from starlette.responses import Response
 
 from strongroom.adapters.http.context import ApiContext, answer, no_content
+from strongroom.adapters.http.conventions import if_match
 from strongroom.adapters.http.openapi import UUID_SCHEMA, OnePage, Paged, Routes, parameter
 from strongroom.adapters.http.shapes import (
     AuditEvent,
@@ -60,6 +61,7 @@ async def list_workspaces(ctx: ApiContext) -> Response:
             "the identity provider, billing or object storage failed; nothing is left behind"
         ),
     },
+    located="/v1/workspaces/{id}",
 )
 async def create_workspace(ctx: ApiContext) -> Response:
     """Create a workspace
@@ -73,7 +75,7 @@ async def create_workspace(ctx: ApiContext) -> Response:
     return answer(workspace, 201)
 
 
-@routes.get("/v1/workspaces/{wid}", Workspace, "The workspace.", READ_WORKSPACE)
+@routes.get("/v1/workspaces/{wid}", Workspace, "The workspace.", READ_WORKSPACE, tagged=True)
 async def get_workspace(ctx: ApiContext) -> Response:
     """Read a workspace
 
@@ -94,6 +96,7 @@ async def get_workspace(ctx: ApiContext) -> Response:
             "the workspace's billing state (`blocked`) refuses configuration changes"
         )
     },
+    tagged=True,
 )
 async def update_workspace(ctx: ApiContext) -> Response:
     """Rename a workspace
@@ -101,7 +104,10 @@ async def update_workspace(ctx: ApiContext) -> Response:
     Change the workspace's name."""
     grant = await ctx.grant(UPDATE_WORKSPACE, "wid")
     body = ctx.json(WorkspaceUpdate)
-    workspace = await ctx.facade.workspaces.rename(grant, ctx.path_id("wid"), body.name)
+    precondition = if_match(ctx.request)
+    workspace = await ctx.facade.workspaces.rename(
+        grant, ctx.path_id("wid"), body.name, precondition=precondition
+    )
     return answer(workspace)
 
 
