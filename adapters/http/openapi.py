@@ -609,7 +609,8 @@ class Routes(list[BaseRoute]):
     camel case unless given; ``shared`` options (``errors`` merged; ``billing`` only for
     writes) apply to every route.
     A handler of an ``ApiContext`` is adapted by ``endpoint``; ``located``, ``tagged`` and
-    ``no_store`` apply those ``conventions`` to the route.
+    ``no_store`` apply those ``conventions`` to the route (``tagged`` by default for a read
+    of one object and for a PATCH).
     """
 
     def __init__(self, tag: str, **shared: Any) -> None:
@@ -629,7 +630,9 @@ class Routes(list[BaseRoute]):
         errors = {**self.shared.get("errors", {}), **options.pop("errors", {})}
         status = options.pop("status", SUCCESS.get(method, 200))
         name = options.pop("operation_id", None)
-        location, tagged = options.pop("located", None), options.pop("tagged", False)
+        one_object = method == "GET" and path.endswith("}") and attrs.has(answer)
+        location = options.pop("located", None)
+        tagged = options.pop("tagged", method == "PATCH" or one_object)
         no_store = options.pop("no_store", False)
 
         def declare(handler: E) -> E:

@@ -66,7 +66,7 @@ async def list_backups(ctx: ApiContext) -> Response:
     return answer(page)
 
 
-@routes.get("/v1/backups/{bid}", Backup, "The backup.", READ_BACKUPS, tagged=True)
+@routes.get("/v1/backups/{bid}", Backup, "The backup.", READ_BACKUPS)
 async def get_backup(ctx: ApiContext) -> Response:
     """Read a backup
 
@@ -98,7 +98,6 @@ async def get_backup(ctx: ApiContext) -> Response:
         "retention_immutable": "a different retention policy is already set",
         "lock_exceeds_expiry": "`lock_for` is longer than `expire_after`",
     },
-    tagged=True,
 )
 async def update_backup(ctx: ApiContext) -> Response:
     """Change a backup
@@ -124,13 +123,7 @@ async def pause_backup(ctx: ApiContext) -> Response:
     return answer(await ctx.facade.backups.pause(grant, ctx.path_id("bid")))
 
 
-@routes.action(
-    "/v1/backups/{bid}/resume",
-    Backup,
-    "The backup.",
-    RESUME_BACKUP,
-    tagged=True,
-)
+@routes.action("/v1/backups/{bid}/resume", Backup, "The backup.", RESUME_BACKUP, tagged=True)
 async def resume_backup(ctx: ApiContext) -> Response:
     """Resume a backup
 

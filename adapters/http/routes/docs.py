@@ -59,11 +59,7 @@ def published(app: Starlette) -> Published:
     return cached
 
 
-@routes.get(
-    "/openapi.json",
-    {"application/json": {"schema": {"type": "object"}}},
-    "The document.",
-)
+@routes.get("/openapi.json", {"application/json": {"schema": {"type": "object"}}}, "The document.")
 async def get_open_api_document(request: Request) -> Response:
     """This OpenAPI document
 

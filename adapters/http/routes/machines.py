@@ -85,7 +85,7 @@ async def list_api_keys(ctx: ApiContext) -> Response:
     return answer(page)
 
 
-@keys.get("/v1/api-keys/{id}", ApiKey, "The key.", READ_API_KEYS, tagged=True)
+@keys.get("/v1/api-keys/{id}", ApiKey, "The key.", READ_API_KEYS)
 async def get_api_key(ctx: ApiContext) -> Response:
     """Read an API key
 
@@ -141,7 +141,7 @@ async def list_workers(ctx: ApiContext) -> Response:
     return answer(page)
 
 
-@routes.get("/v1/workers/{id}", Worker, "The worker.", READ_WORKERS, tagged=True)
+@routes.get("/v1/workers/{id}", Worker, "The worker.", READ_WORKERS)
 async def get_worker(ctx: ApiContext) -> Response:
     """Read a worker
 

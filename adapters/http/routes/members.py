@@ -37,7 +37,6 @@ async def list_members(ctx: ApiContext) -> Response:
     Member,
     "The member.",
     READ_MEMBERS,
-    tagged=True,
     errors={"not_found": "no such member in the workspace"},
 )
 async def get_member(ctx: ApiContext) -> Response:
@@ -64,7 +63,6 @@ async def get_member(ctx: ApiContext) -> Response:
         "validation_failed": "the role does not exist in the workspace",
         "last_admin": "the member is the last admin",
     },
-    tagged=True,
 )
 async def update_member(ctx: ApiContext) -> Response:
     """Change a member's role
@@ -162,7 +160,6 @@ async def create_role(ctx: ApiContext) -> Response:
         "invalid_request": "`slug` in the path is not a well-formed role slug",
         "not_found": "no such role in the workspace",
     },
-    tagged=True,
 )
 async def get_role(ctx: ApiContext) -> Response:
     """Read a role
@@ -186,7 +183,6 @@ async def get_role(ctx: ApiContext) -> Response:
         "validation_failed": "a permission outside the catalog",
         "invalid_state": "the role is built-in (`admin`, `member`, `viewer`)",
     },
-    tagged=True,
 )
 async def update_role(ctx: ApiContext) -> Response:
     """Change a custom role

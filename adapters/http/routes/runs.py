@@ -39,7 +39,7 @@ async def start_run(ctx: ApiContext) -> Response:
     return answer(run, 201)
 
 
-@routes.get("/v1/runs/{run_id}", Run, "The run.", READ_RUN, tagged=True)
+@routes.get("/v1/runs/{run_id}", Run, "The run.", READ_RUN)
 async def get_run(ctx: ApiContext) -> Response:
     """Read a run
 

@@ -75,7 +75,7 @@ async def create_workspace(ctx: ApiContext) -> Response:
     return answer(workspace, 201)
 
 
-@routes.get("/v1/workspaces/{wid}", Workspace, "The workspace.", READ_WORKSPACE, tagged=True)
+@routes.get("/v1/workspaces/{wid}", Workspace, "The workspace.", READ_WORKSPACE)
 async def get_workspace(ctx: ApiContext) -> Response:
     """Read a workspace
 
@@ -96,7 +96,6 @@ async def get_workspace(ctx: ApiContext) -> Response:
             "the workspace's billing state (`blocked`) refuses configuration changes"
         )
     },
-    tagged=True,
 )
 async def update_workspace(ctx: ApiContext) -> Response:
     """Rename a workspace
