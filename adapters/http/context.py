@@ -1,4 +1,6 @@
-"""What every endpoint needs, in the order the contract checks it.
+"""What every endpoint needs, in the order the contract checks it: credential, path ids,
+workspace and permission (``grant``), body, then the use case (404, kind rules, billing,
+quota, other conflicts).
 
 Endpoints are coroutine functions of an ``ApiContext``; ``endpoint`` reads the body
 (capped) and awaits the function on the event loop: the use cases are async, so no request
@@ -23,10 +25,11 @@ from strongroom.adapters.http.shapes import EmptyBody
 from strongroom.adapters.http.wire import parse_json_object, present, structure
 from strongroom.domain.errors import InvalidRequestError, StrongroomError, UnauthenticatedError
 from strongroom.domain.pagination import DEFAULT_LIMIT, Cursor, PageRequest
+from strongroom.domain.permissions import check_role_slug
 from strongroom.domain.principals import Caller, PrincipalType
 from strongroom.domain.tokens import TokenKind, token_kind
 from strongroom.ports.driving import Bearer, IdempotencyKey, Strongroom
-from strongroom.ports.driving.access import Requirement
+from strongroom.ports.driving.access import Grant, Requirement
 
 T = TypeVar("T")
 _PRINCIPALS: dict[TokenKind | None, str] = {
@@ -98,6 +101,26 @@ class ApiContext:
         caller = await self.caller()
         caller.person(refusal)
         return caller
+
+    async def grant(self, requirement: Requirement, target: str | None = None) -> Grant:
+        """The first checks of a handler that authorizes itself: the caller (401), every id
+        of the path (400; a role ``{slug}`` too), then ``requirement`` (403), in the path's
+        workspace ``{wid}`` when it names one, on the object of the path id ``target``."""
+        caller = await self.caller()
+        ids: dict[str, UUID | str] = {
+            name: self.role_slug() if name == "slug" else self.path_id(name)
+            for name in self.request.path_params
+        }
+        workspace_id = ids.get("wid")
+        assert workspace_id is None or isinstance(workspace_id, UUID)
+        target_id = None if target is None else ids[target]
+        return await self.facade.access.authorize(
+            caller, requirement, workspace_id=workspace_id, target_id=target_id
+        )
+
+    def role_slug(self) -> str:
+        """The ``{slug}`` path parameter, a well-formed role slug (400 otherwise)."""
+        return check_role_slug(self.request.path_params["slug"])
 
     async def path_id_after_credential(self, name: str) -> UUID:
         """``path_id`` for handlers that leave the credential to a joined read: a malformed

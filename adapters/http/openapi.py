@@ -18,16 +18,17 @@ from collections.abc import Callable, Mapping
 from datetime import datetime
 from enum import StrEnum
 from importlib import metadata
-from typing import Any, Literal, NewType, Union, get_args, get_origin
+from typing import Any, Literal, NewType, Protocol, TypeVar, Union, get_args, get_origin
 from uuid import UUID
 
 import attrs
 from starlette.applications import Starlette
 from starlette.routing import BaseRoute, Route
 
-from strongroom.adapters.http import shapes, wire
-from strongroom.adapters.http.context import MAX_BODY_BYTES
-from strongroom.adapters.http.errors import STATUS_BY_CODE
+from strongroom.adapters.http import conventions, shapes, wire
+from strongroom.adapters.http.context import MAX_BODY_BYTES, ApiContext, endpoint
+from strongroom.adapters.http.errors import ERROR_CODES, STATUS_BY_CODE
+from strongroom.adapters.http.examples import add_examples
 from strongroom.domain.backups import UnsupportedSource
 from strongroom.domain.durations import Duration
 from strongroom.domain.names import MAX_NAME_LENGTH
@@ -84,6 +85,7 @@ NAMED: dict[Any, tuple[str, Json]] = {
             "type": "string",
             "description": "Lowercase letter, then 1 to 39 lowercase letters, digits or hyphens.",
             "pattern": "^[a-z][a-z0-9-]{1,39}$",
+            "examples": ["ops"],
         },
     ),
     Duration: (
@@ -94,6 +96,7 @@ NAMED: dict[Any, tuple[str, Json]] = {
             "(`P30D`, `P4W`, `PT36H`); months and years are refused. Returned in canonical "
             "form: weeks become days and zero parts are omitted (`P7D`, `P1DT12H`, `PT0S`).",
             "pattern": DURATION_PATTERN,
+            "examples": ["P30D"],
         },
     ),
     Permission: ("PermissionSlug", {"type": "string", "enum": [p.value for p in Permission]}),
@@ -106,7 +109,7 @@ INLINE: dict[Any, Json] = {
     UUID: {"type": "string", "format": "uuid"},
     datetime: {"type": "string", "format": "date-time", "description": shapes.TIMESTAMP},
     wire.NonEmpty: {"type": "string", "minLength": 1},
-    wire.Endpoint: {"type": "string", "format": "uri"},
+    wire.Endpoint: {"type": "string", "format": "uri", "examples": ["https://s3.example.com"]},
     wire.Uri: {"type": "string", "format": "uri"},
     wire.Email: {"type": "string", "format": "email"},
     wire.Port: {"type": "integer", "minimum": 1, "maximum": wire.MAX_PORT},
@@ -201,6 +204,8 @@ class Components:
                 required.append(key)
         schema["properties"] = properties
         schema["required"] = required
+        if hasattr(model, "__example_fields__"):
+            schema["x-example-fields"] = list(model.__example_fields__)
         if inbound:
             schema["additionalProperties"] = False
         return schema
@@ -245,85 +250,65 @@ class OnePage:
 # Components: parameters, headers, security schemes
 
 
-def _parameters() -> dict[str, Json]:
+STRING: Json = {"type": "string"}
+
+
+def parameter(name: str, where: str, description: str, schema: Json = STRING) -> Json:
+    """A parameter ``where`` (``query``, ``header``, ``path``); only path ones are required."""
     return {
-        "limit": {
-            "name": "limit",
-            "in": "query",
-            "required": False,
-            "description": f"Page size, 1 to {MAX_LIMIT}; anything else gives 400.",
-            "schema": {
-                "type": "integer",
-                "minimum": 1,
-                "maximum": MAX_LIMIT,
-                "default": DEFAULT_LIMIT,
-            },
-        },
-        "cursor": {
-            "name": "cursor",
-            "in": "query",
-            "required": False,
-            "description": "Opaque `next_cursor` of the previous page; a bad one gives 400.",
-            "schema": {"type": "string"},
-        },
-        "Idempotency-Key": {
-            "name": "Idempotency-Key",
-            "in": "header",
-            "required": False,
-            "description": "A repeat with the same key and body within 24 h returns the first "
-            "response unchanged; the same key with another body gives 409 "
-            "`idempotency_conflict`. Scoped to the principal and the route.",
-            "schema": {"type": "string", "minLength": 1, "maxLength": MAX_KEY_LENGTH},
-        },
-        "If-Match": {
-            "name": "If-Match",
-            "in": "header",
-            "required": False,
-            "description": "`*`, or the `ETag` a read of the object returned (a list of tags "
-            "is allowed): the change is made only if the object is still as it was read, "
-            "otherwise 412 `precondition_failed` and nothing changes. Weak tags never match.",
-            "schema": {"type": "string"},
-        },
-        "X-Request-ID": {
-            "name": "X-Request-ID",
-            "in": "header",
-            "required": False,
-            "description": "Any value is accepted. It is echoed (in the `X-Request-ID` "
-            "response header and `error.request_id`) when it is 1 to 200 characters from `!` "
-            "to `~`; any other value is replaced by a generated `req_<uuid>`.",
-            "schema": {"type": "string"},
-        },
-        "wid": _path_id("wid", "The workspace id; it must be the credential's workspace."),
-        "bid": _path_id("bid", "The backup id."),
-        "id": _path_id("id", "The object's id."),
-        "user_id": _path_id("id", "The member's user id."),
-        "slug": {
-            "name": "slug",
-            "in": "path",
-            "required": True,
-            "description": "The role's slug. Not a well-formed slug: 400.",
-            "schema": ref("RoleSlug"),
-        },
-        "run_id": _path_id("run_id", "The run id."),
-        "aid": _path_id("aid", "The artifact id."),
-        "key": {
-            "name": "key",
-            "in": "path",
-            "required": True,
-            "description": "The object key (segments of letters, digits, `.`, `_`, `-`).",
-            "schema": {"type": "string"},
-        },
+        "name": name,
+        "in": where,
+        "required": where == "path",
+        "description": description,
+        "schema": schema,
     }
 
 
 def _path_id(name: str, description: str) -> Json:
-    return {
-        "name": name,
-        "in": "path",
-        "required": True,
-        "description": f"{description} Not a UUID: 400.",
-        "schema": UUID_SCHEMA,
-    }
+    return parameter(name, "path", f"{description} Not a UUID: 400.", UUID_SCHEMA)
+
+
+PAGE_SIZE = {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": DEFAULT_LIMIT}
+PARAMETERS: dict[str, Json] = {
+    "limit": parameter(
+        "limit", "query", f"Page size, 1 to {MAX_LIMIT}; anything else gives 400.", PAGE_SIZE
+    ),
+    "cursor": parameter(
+        "cursor", "query", "Opaque `next_cursor` of the previous page; a bad one gives 400."
+    ),
+    "Idempotency-Key": parameter(
+        "Idempotency-Key",
+        "header",
+        "A repeat with the same key and body within 24 h returns the first response unchanged;"
+        " the same key with another body gives 409 `idempotency_conflict`. Scoped to the "
+        "principal and the route.",
+        {"type": "string", "minLength": 1, "maxLength": MAX_KEY_LENGTH},
+    ),
+    "If-Match": parameter(
+        "If-Match",
+        "header",
+        "`*`, or the `ETag` a read of the object returned (a list of tags is allowed): the "
+        "change is made only if the object is still as it was read, otherwise 412 "
+        "`precondition_failed` and nothing changes. Weak tags never match.",
+    ),
+    "X-Request-ID": parameter(
+        "X-Request-ID",
+        "header",
+        "Any value is accepted. It is echoed (in the `X-Request-ID` response header and "
+        "`error.request_id`) when it is 1 to 200 characters from `!` to `~`; any other value "
+        "is replaced by a generated `req_<uuid>`.",
+    ),
+    "wid": _path_id("wid", "The workspace id; it must be the credential's workspace."),
+    "bid": _path_id("bid", "The backup id."),
+    "id": _path_id("id", "The object's id."),
+    "user_id": _path_id("id", "The member's user id."),
+    "slug": parameter(
+        "slug", "path", "The role's slug. Not a well-formed slug: 400.", ref("RoleSlug")
+    ),
+    "run_id": _path_id("run_id", "The run id."),
+    "aid": _path_id("aid", "The artifact id."),
+    "key": parameter("key", "path", "The object key (segments of letters, digits, `.`, `_`, `-`)."),
+}
 
 
 def _param(name: str) -> Json:
@@ -370,92 +355,6 @@ def _security_schemes() -> dict[str, Json]:
 # --------------------------------------------------------------------------------------
 # Error codes
 
-
-ERROR_MEANINGS: dict[str, tuple[str, str]] = {
-    "invalid_request": ("Malformed request.", "unknown field: colour"),
-    "unauthenticated": (
-        "No bearer credential, or an invalid, expired or revoked one.",
-        "missing, invalid, expired or revoked credential",
-    ),
-    "forbidden": (
-        "Authenticated but not permitted: a missing permission (the message names it), no "
-        "workspace selected, or a machine credential doing what only a person may.",
-        "missing permission backups:write",
-    ),
-    "wrong_workspace": (
-        "A person's credential is scoped to another workspace they belong to.",
-        "this credential is scoped to another workspace; switch workspace first",
-    ),
-    "not_found": (
-        "No such object in the caller's workspace (another workspace's objects look the same).",
-        "backup not found",
-    ),
-    "conflict": ("The artifact is already deleted.", "artifact already deleted"),
-    "quota_exceeded": (
-        "A limit is reached; the message names the resource and the limit.",
-        "quota exceeded: backups_per_workspace is limited to 100",
-    ),
-    "retention_immutable": (
-        "A different retention policy after one was set.",
-        "retention policy is write-once and is already set to another value",
-    ),
-    "name_taken": (
-        "Duplicate backup name (case-insensitive), role slug or registered email.",
-        "a backup named 'nightly' already exists",
-    ),
-    "invalid_state": (
-        "The object's state forbids the action.",
-        "backup is paused: resume it first",
-    ),
-    "billing_restricted": (
-        "The workspace's billing state refuses the write; the message names the state.",
-        "workspace billing state is blocked: configuration changes are refused",
-    ),
-    "last_admin": ("The last admin cannot be removed or demoted.", "the last admin cannot leave"),
-    "idempotency_conflict": (
-        "An `Idempotency-Key` reused with a different request.",
-        "this Idempotency-Key was already used with a different request",
-    ),
-    "artifact_locked": (
-        "An artifact is inside its `lock_for` window.",
-        "artifact is locked until 2031-01-01T00:00:00.000Z",
-    ),
-    "last_artifact": ("The only artifact left for its backup.", "last artifact of the backup"),
-    "not_in_our_storage": (
-        "The artifact was delivered only to the customer's own bucket.",
-        "artifact is only in the customer's storage",
-    ),
-    "artifact_missing": (
-        "`confirm` found an announced artifact absent or different in storage.",
-        "artifact db.dump is missing from storage",
-    ),
-    "validation_failed": (
-        "A well-formed value the rules refuse (kind rules of a backup and the like).",
-        "schedule is refused on a manual backup",
-    ),
-    "lock_exceeds_expiry": (
-        "`lock_for` longer than `expire_after`.",
-        "lock_for must not be longer than expire_after",
-    ),
-    "precondition_failed": (
-        "`If-Match` names no tag of the object as it stands: it changed since it was read. "
-        "Nothing was changed.",
-        "the backup has changed since it was read (If-Match does not match)",
-    ),
-    "rate_limited": (
-        "Too many failed attempts; retry after the `Retry-After` seconds.",
-        "too many failed attempts for this email; wait and retry",
-    ),
-    "internal": (
-        "Unhandled server failure; retry with backoff.",
-        "internal error; try again later",
-    ),
-    "upstream_unavailable": (
-        "A dependency (database, identity provider, billing, storage) failed; usually "
-        "transient, retry with backoff.",
-        "object storage is unavailable; try again later",
-    ),
-}
 
 STATUS_MEANINGS = {
     400: "Malformed request",
@@ -531,59 +430,53 @@ def oauth_responses(*codes: str) -> Json:
     return responses
 
 
-UNAUTHENTICATED: Reasons = {
-    "unauthenticated": ["no bearer credential, or an invalid, expired or revoked one"]
-}
-NO_WORKSPACE: Reasons = {
-    "forbidden": ["the credential is scoped to no workspace (`select a workspace first`)"]
-}
+def reason(code: str, text: str) -> Reasons:
+    """One code with one reason."""
+    return {code: [text]}
+
+
+UNAUTHENTICATED = reason(
+    "unauthenticated", "no bearer credential, or an invalid, expired or revoked one"
+)
+NO_WORKSPACE = reason(
+    "forbidden", "the credential is scoped to no workspace (`select a workspace first`)"
+)
 IN_WORKSPACE: Reasons = {
     "wrong_workspace": ["a person's credential is scoped to another workspace of theirs"],
     "not_found": ["no such workspace, or one the caller does not belong to (indistinguishable)"],
 }
-JSON_BODY: Reasons = {
-    "invalid_request": [
-        "`Content-Type` is not `application/json`, the body is not a JSON object, a field "
-        "is unknown or missing, a value has the wrong JSON type or is out of range, or the "
-        f"body is larger than {MAX_BODY_BYTES // (1024 * 1024)} MiB"
-    ]
-}
-OPTIONAL_BODY: Reasons = {
-    "invalid_request": [
-        "a body is sent that is not `{}`, or not with `Content-Type: application/json`"
-    ]
-}
-PAGE: Reasons = {
-    "invalid_request": [f"`limit` is not an integer from 1 to {MAX_LIMIT}, or `cursor` is bad"]
-}
+JSON_BODY = reason(
+    "invalid_request",
+    "`Content-Type` is not `application/json`, the body is not a JSON object, a field is "
+    "unknown or missing, a value has the wrong JSON type or is out of range, or the body is "
+    f"larger than {MAX_BODY_BYTES // (1024 * 1024)} MiB",
+)
+OPTIONAL_BODY = reason(
+    "invalid_request",
+    "a body is sent that is not `{}`, or not with `Content-Type: application/json`",
+)
+PAGE = reason(
+    "invalid_request", f"`limit` is not an integer from 1 to {MAX_LIMIT}, or `cursor` is bad"
+)
 IDEMPOTENT: Reasons = {
     "invalid_request": [f"`Idempotency-Key` is longer than {MAX_KEY_LENGTH} characters"],
     "idempotency_conflict": ["the `Idempotency-Key` was used with a different body"],
 }
-HUMAN_ONLY: Reasons = {"forbidden": ["a machine credential (API key or worker) called it"]}
-INTERNAL: Reasons = {"internal": ["an unhandled failure"]}
+HUMAN_ONLY = reason("forbidden", "a machine credential (API key or worker) called it")
+INTERNAL = reason("internal", "an unhandled failure")
 CONDITIONAL: Reasons = {
     "invalid_request": ["`If-Match` is not `*` or a list of entity tags"],
     "precondition_failed": ["`If-Match` names no tag of the object as it stands"],
 }
-UPSTREAM: Reasons = {"upstream_unavailable": ["the database or another dependency failed"]}
-BILLING: Reasons = {
-    "billing_restricted": [
-        "the workspace's billing state (`blocked`) refuses configuration changes"
-    ]
-}
-
-
+UPSTREAM = reason("upstream_unavailable", "the database or another dependency failed")
+REFUSES = "the workspace's billing state ({}) refuses {}"
 BILLING_BY_GATE: dict[str, Reasons] = {
-    "config": BILLING,
-    "runs": {
-        "billing_restricted": [
-            "the workspace's billing state (`stopped` or `blocked`) refuses new runs"
-        ]
-    },
-    "uploads": {
-        "billing_restricted": ["the workspace's billing state (`blocked`) refuses uploads"]
-    },
+    gate: reason("billing_restricted", REFUSES.format(states, what))
+    for gate, states, what in (
+        ("config", "`blocked`", "configuration changes"),
+        ("runs", "`stopped` or `blocked`", "new runs"),
+        ("uploads", "`blocked`", "uploads"),
+    )
 }
 
 
@@ -596,11 +489,6 @@ def permission(*slugs: Permission) -> Reasons:
 def path_id(name: str) -> Reasons:
     """Refusal for a malformed path id."""
     return {"invalid_request": [f"`{name}` in the path is not a UUID"]}
-
-
-def reason(code: str, text: str) -> Reasons:
-    """One code with one reason."""
-    return {code: [text]}
 
 
 def merge(*groups: Reasons) -> Reasons:
@@ -653,7 +541,6 @@ class Operation:
     html_errors: tuple[int, ...] = ()
     billing: str | None = None
     person: bool = False
-    derived: bool = True
     location: str | None = None
     tagged: bool = False
     no_store: bool = False
@@ -679,8 +566,11 @@ def api(
 ) -> ApiRoute:
     """The route of ``endpoint``, documented: summary and description from its docstring,
     ``needs`` its permissions, ``ok`` its success (status, model, description), ``errors``
-    the reasons specific to it (``{code: reason}``), and ``Operation``'s other options."""
+    the reasons specific to it (``{code: reason}``), and ``Operation``'s other options.
+    An ``EmptyBody`` body is optional; a ``Paged`` answer takes ``limit`` and ``cursor``."""
     summary, _, description = _prose(endpoint.__doc__).partition("\n")
+    options.setdefault("body_required", options.get("body") is not shapes.EmptyBody)
+    options.setdefault("paginated", isinstance(ok[1], Paged))
     operation = Operation(
         method,
         re.sub(r"\{(\w+):[^}]*\}", r"{\1}", path),
@@ -698,6 +588,104 @@ def api(
     return ApiRoute(path, operation, endpoint)
 
 
+SUCCESS = {"POST": 200, "DELETE": 204}
+E = TypeVar("E", bound=Callable[..., Any])
+Need = Requirement | None
+
+
+class Declare(Protocol):
+    """A decorator that declares the route of a handler and returns the handler."""
+
+    def __call__(self, handler: E, /) -> E: ...
+
+
+class Routes(list[BaseRoute]):
+    """The documented routes of a module, declared on their handlers::
+
+        @routes.get("/v1/backups/{bid}", Backup, "The backup.", READ_BACKUPS)
+
+    The path, the answer and its description, the permission it needs; ``status`` unless
+    the method implies it (200, 204 for DELETE); the operation id is the handler's name in
+    camel case unless given; ``shared`` options (``errors`` merged; ``billing`` only for
+    writes) apply to every route.
+    A handler of an ``ApiContext`` is adapted by ``endpoint``; ``located``, ``tagged`` and
+    ``no_store`` apply those ``conventions`` to the route (``tagged`` by default for a read
+    of one object and for a PATCH).
+    """
+
+    def __init__(self, tag: str, **shared: Any) -> None:
+        super().__init__()
+        self.tag = tag
+        self.shared = shared
+        self.into: list[BaseRoute] = self
+
+    def tagged(self, tag: str, **shared: Any) -> Routes:
+        """Routes of another tag (with other ``shared`` options) into this module's list."""
+        other = Routes(tag, **{**self.shared, **shared})
+        other.into = self.into
+        return other
+
+    def route(self, method: str, path: str, answer: Any, said: str, **options: Any) -> Declare:
+        """Declare the route of the decorated handler."""
+        errors = {**self.shared.get("errors", {}), **options.pop("errors", {})}
+        status = options.pop("status", SUCCESS.get(method, 200))
+        name = options.pop("operation_id", None)
+        one_object = method == "GET" and path.endswith("}") and attrs.has(answer)
+        location = options.pop("located", None)
+        tagged = options.pop("tagged", method == "PATCH" or one_object)
+        no_store = options.pop("no_store", False)
+
+        def declare(handler: E) -> E:
+            operation_id = name or re.sub(r"_(\w)", lambda m: m[1].upper(), handler.__name__)
+            params = list(inspect.signature(handler).parameters.values())
+            takes_context = params and params[0].annotation in ("ApiContext", ApiContext)
+            target = endpoint(handler) if takes_context else handler
+            if location:
+                target = conventions.located(location)(target)
+            if tagged:
+                target = conventions.tagged(target)
+            if no_store:
+                target = conventions.no_store(target)
+            merged = {**self.shared, **options, "errors": errors}
+            if method == "GET":  # a shared billing gate refuses writes only
+                merged["billing"] = options.get("billing")
+            ok = (status, answer, said)
+            self.into.append(api(method, path, target, operation_id, self.tag, ok, **merged))
+            return handler
+
+        return declare
+
+    def get(self, path: str, answer: Any, said: str, needs: Need = None, **more: Any) -> Declare:
+        """Declare a GET route."""
+        return self.route("GET", path, answer, said, needs=needs, **more)
+
+    def post(self, path: str, answer: Any, said: str, needs: Need = None, **more: Any) -> Declare:
+        """Declare a POST route."""
+        return self.route("POST", path, answer, said, needs=needs, **more)
+
+    def put(self, path: str, answer: Any, said: str, needs: Need = None, **more: Any) -> Declare:
+        """Declare a PUT route."""
+        return self.route("PUT", path, answer, said, needs=needs, **more)
+
+    def patch(self, path: str, answer: Any, said: str, needs: Need = None, **more: Any) -> Declare:
+        """Declare a PATCH route."""
+        return self.route("PATCH", path, answer, said, needs=needs, **more)
+
+    def create(self, path: str, answer: Any, said: str, needs: Need = None, **more: Any) -> Declare:
+        """Declare a POST that creates: 201, and it takes an ``Idempotency-Key``."""
+        return self.route(
+            "POST", path, answer, said, needs=needs, status=201, idempotent=True, **more
+        )
+
+    def action(self, path: str, answer: Any, said: str, needs: Need = None, **more: Any) -> Declare:
+        """Declare a POST action: its body is optional, none or ``{}``."""
+        return self.route("POST", path, answer, said, needs=needs, body=shapes.EmptyBody, **more)
+
+    def delete(self, path: str, said: str, needs: Need = None, **more: Any) -> Declare:
+        """Declare a DELETE route (204, no body)."""
+        return self.route("DELETE", path, None, said, needs=needs, **more)
+
+
 def operations(routes: list[BaseRoute] | None = None) -> list[Operation]:
     """Every documented operation of the route table (the application's by default)."""
     if routes is None:
@@ -711,32 +699,50 @@ def operations(routes: list[BaseRoute] | None = None) -> list[Operation]:
 # Assembly
 
 
+# The object a path names (by its id, or the segment before ``{id}``), for the 404 that
+# every operation on it can answer.
+OBJECTS = {"bid": "backup", "aid": "artifact", "run_id": "run", "api-keys": "API key"}
+OBJECTS |= {"workers": "worker"}
+
+
+def object_of(path: str) -> str | None:
+    """The object an operation's path names, if it is one ``OBJECTS`` knows."""
+    parts = path.split("/")
+    ids = [index for index, part in enumerate(parts) if part.startswith("{")]
+    if not ids:
+        return None
+    name = parts[ids[-1]][1:-1]
+    return OBJECTS.get(parts[ids[-1] - 1] if name == "id" else name)
+
+
 def reasons_of(operation: Operation) -> Reasons:
     """Every error an operation can answer: those its shape implies, then its own."""
     derived: list[Reasons] = [INTERNAL]
-    if operation.derived:
-        if operation.auth != Auth.NONE:
-            derived += [UNAUTHENTICATED, UPSTREAM]
-        names = [part[1:-1] for part in operation.path.split("/") if part.startswith("{")]
-        derived += [path_id(name) for name in names if name not in ("slug", "key")]
-        if operation.permissions:
-            derived += [NO_WORKSPACE, permission(*operation.permissions)]
-        if "{wid}" in operation.path:
-            derived.append(IN_WORKSPACE)
-        if operation.body is not None and operation.media_type == "application/json":
-            derived.append(JSON_BODY if operation.body_required else OPTIONAL_BODY)
-        if operation.empty_body:
-            derived.append(OPTIONAL_BODY)
-        if operation.paginated:
-            derived.append(PAGE)
-        if operation.idempotent:
-            derived.append(IDEMPOTENT)
-        if operation.method == "PATCH":
-            derived.append(CONDITIONAL)
-        if operation.person:
-            derived.append(HUMAN_ONLY)
-        if operation.billing:
-            derived.append(BILLING_BY_GATE[operation.billing])
+    if operation.auth != Auth.NONE:
+        derived += [UNAUTHENTICATED, UPSTREAM]
+    names = [part[1:-1] for part in operation.path.split("/") if part.startswith("{")]
+    derived += [path_id(name) for name in names if name not in ("slug", "key")]
+    if operation.permissions:
+        derived += [NO_WORKSPACE, permission(*operation.permissions)]
+    if "{wid}" in operation.path:
+        derived.append(IN_WORKSPACE)
+    if operation.body is not None and operation.media_type == "application/json":
+        derived.append(JSON_BODY if operation.body_required else OPTIONAL_BODY)
+    if operation.empty_body:
+        derived.append(OPTIONAL_BODY)
+    if operation.paginated:
+        derived.append(PAGE)
+    if operation.idempotent:
+        derived.append(IDEMPOTENT)
+    if operation.method == "PATCH":
+        derived.append(CONDITIONAL)
+    if operation.person:
+        derived.append(HUMAN_ONLY)
+    if operation.billing:
+        derived.append(BILLING_BY_GATE[operation.billing])
+    noun = object_of(operation.path)
+    if noun and "not_found" not in operation.errors:
+        derived.append(reason("not_found", f"no such {noun} in the caller's workspace"))
     return merge(*derived, {code: [text] for code, text in operation.errors.items()})
 
 
@@ -751,11 +757,11 @@ def _error_responses(operation: Operation) -> dict[str, Json]:
         lines = [f"- `{code}`: {'; '.join(reasons[code])}" for code in codes]
         examples = {
             code: {
-                "summary": ERROR_MEANINGS[code][0],
+                "summary": ERROR_CODES[code].meaning,
                 "value": {
                     "error": {
                         "code": code,
-                        "message": ERROR_MEANINGS[code][1],
+                        "message": ERROR_CODES[code].example,
                         "request_id": "req_0b8f3f9e-4a51-4a8e-9c43-7c1f5b0f3f51",
                     }
                 },
@@ -781,41 +787,39 @@ def _content(components: Components, answer: Any) -> Json:
         return answer or {}
     if isinstance(answer, Paged):
         name = answer.model.__name__
-        schema = components.named(f"{name}List", lambda: _list_of(components, answer.model))
+        schema = components.named(
+            f"{name}List",
+            lambda: _page_of(components, answer.model, "One page, newest first.", NEXT_CURSOR),
+        )
     elif isinstance(answer, Named):
         schema = components.named(answer.name, lambda: components.of(answer.kind))
     elif isinstance(answer, OnePage):
-        schema = components.named(answer.name, lambda: _one_page(components, answer))
+        schema = components.named(
+            answer.name,
+            lambda: _page_of(components, answer.model, answer.description, ONE_PAGE_CURSOR),
+        )
     else:
         schema = components.of(answer)
     return {"application/json": {"schema": schema}}
 
 
-def _list_of(components: Components, model: type) -> Json:
+def _page_of(components: Components, model: type, description: str, cursor: Json) -> Json:
     return {
         "type": "object",
-        "description": "One page, newest first.",
+        "description": description,
         "properties": {
             "data": {"type": "array", "items": components.of(model)},
-            "next_cursor": {
-                "type": ["string", "null"],
-                "description": "Pass as `?cursor=` for the next page; null on the last page.",
-            },
+            "next_cursor": cursor,
         },
         "required": ["data", "next_cursor"],
     }
 
 
-def _one_page(components: Components, page: OnePage) -> Json:
-    return {
-        "type": "object",
-        "description": page.description,
-        "properties": {
-            "data": {"type": "array", "items": components.of(page.model)},
-            "next_cursor": {"type": "null", "description": "Always null: one page."},
-        },
-        "required": ["data", "next_cursor"],
-    }
+NEXT_CURSOR = {
+    "type": ["string", "null"],
+    "description": "Pass as `?cursor=` for the next page; null on the last page.",
+}
+ONE_PAGE_CURSOR = {"type": "null", "description": "Always null: one page."}
 
 
 def _operation_object(components: Components, operation: Operation) -> Json:
@@ -875,6 +879,21 @@ def _operation_object(components: Components, operation: Operation) -> Json:
     return result
 
 
+TAGS = {
+    "System": "Health and readiness (outside `/v1`).",
+    "Access": "Signing in, workspaces scopes, who am I.",
+    "Workspaces": "Tenants, their quotas and audit trail.",
+    "Members": "Members and roles of a workspace.",
+    "Backups": "Backup configurations.",
+    "API keys": "Machine credentials of a workspace with fixed permissions.",
+    "Workers": "Machine executors of local backups.",
+    "Runs and artifacts": "Runs of backups; artifact bytes move through presigned URLs, never "
+    "through the API.",
+    "Identity provider": "The built-in identity provider (outside `/v1`): local accounts and "
+    "the OAuth 2.0 device authorization grant (RFC 8628).",
+    "Storage": "The local-disk storage's presigned URLs (outside `/v1`).",
+    "Documentation": "This reference.",
+}
 INTRODUCTION = """\
 The REST interface of Strongroom, a multi-tenant backup service. Everything under `/v1` \
 needs `Authorization: Bearer <token>` except `GET /v1/auth/cli/config`.
@@ -918,43 +937,20 @@ def build_document(server_url: str | None = None, routes: list[BaseRoute] | None
             "license": {"name": "Apache 2.0", "identifier": "Apache-2.0"},
         },
     }
-    if server_url:
-        document["servers"] = [{"url": server_url.rstrip("/")}]
+    document["servers"] = [
+        {"url": server_url.rstrip("/")}
+        if server_url
+        else {"url": "/", "description": "This server (`STRONGROOM_PUBLIC_URL` unset)."}
+    ]
     schemas = components.schemas
     document.update(
         {
-            "tags": [
-                {"name": "System", "description": "Health and readiness (outside `/v1`)."},
-                {"name": "Access", "description": "Signing in, workspaces scopes, who am I."},
-                {"name": "Workspaces", "description": "Tenants, their quotas and audit trail."},
-                {"name": "Members", "description": "Members and roles of a workspace."},
-                {"name": "Backups", "description": "Backup configurations."},
-                {
-                    "name": "API keys",
-                    "description": "Machine credentials of a workspace with fixed permissions.",
-                },
-                {"name": "Workers", "description": "Machine executors of local backups."},
-                {
-                    "name": "Runs and artifacts",
-                    "description": "Runs of backups; artifact bytes move through presigned "
-                    "URLs, never through the API.",
-                },
-                {
-                    "name": "Identity provider",
-                    "description": "The built-in identity provider (outside `/v1`): local "
-                    "accounts and the OAuth 2.0 device authorization grant (RFC 8628).",
-                },
-                {
-                    "name": "Storage",
-                    "description": "The local-disk storage's presigned URLs (outside `/v1`).",
-                },
-                {"name": "Documentation", "description": "This reference."},
-            ],
+            "tags": [{"name": name, "description": text} for name, text in TAGS.items()],
             "security": [{BEARER: []}],
             "paths": paths,
             "components": {
                 "schemas": dict(sorted(schemas.items())),
-                "parameters": _parameters(),
+                "parameters": PARAMETERS,
                 "headers": {
                     "X-Request-ID": {
                         "description": "The request id: the client's own, echoed, or a "
@@ -965,12 +961,12 @@ def build_document(server_url: str | None = None, routes: list[BaseRoute] | None
                 "securitySchemes": _security_schemes(),
             },
             "x-error-codes": [
-                {"code": code, "status": status, "description": ERROR_MEANINGS[code][0]}
+                {"code": code, "status": status, "description": ERROR_CODES[code].meaning}
                 for code, status in STATUS_BY_CODE.items()
             ],
         }
     )
-    return document
+    return add_examples(document)
 
 
 def _version() -> str:

@@ -73,6 +73,7 @@ ENDPOINT = (
     "no user part)."
 )
 SEEN = "Recorded at most once a minute."
+SHA256_EXAMPLE = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
 Check = Literal["ok", "unavailable"]
 DEVICE_CODE_GRANT = "urn:ietf:params:oauth:grant-type:device_code"
 
@@ -117,6 +118,7 @@ class OAuthError:
 
     error: Literal[
         "invalid_request",
+        "invalid_client",
         "invalid_grant",
         "unsupported_grant_type",
         "authorization_pending",
@@ -562,10 +564,15 @@ class ScheduleShape:
         metadata=meta(
             "A 5-field cron expression: numbers, `*`, ranges, steps within the field's range, "
             "lists and English month and weekday names (`jan`, `mon`); `L`, `?`, `W`, `#` and "
-            "seconds are refused (400)."
+            "seconds are refused (400).",
+            schema={"examples": ["0 3 * * *"]},
         )
     )
-    timezone: str = attrs.field(metadata=meta("An IANA time zone name, e.g. `Europe/Paris`."))
+    timezone: str = attrs.field(
+        metadata=meta(
+            "An IANA time zone name, e.g. `Europe/Paris`.", schema={"examples": ["Europe/Paris"]}
+        )
+    )
 
 
 @view_of(RetentionPolicy)
@@ -576,7 +583,8 @@ class Retention:
     expire_after: Duration = attrs.field(metadata=meta("Longer than zero."))
     lock_for: Duration = attrs.field(
         metadata=meta(
-            "`PT0S` means no lock; longer than `expire_after` gives 422 `lock_exceeds_expiry`."
+            "`PT0S` means no lock; longer than `expire_after` gives 422 `lock_exceeds_expiry`.",
+            schema={"examples": ["P7D"]},
         )
     )
 
@@ -616,6 +624,12 @@ class BackupUpdate:
     __unknown_notes__: ClassVar[Mapping[str, str]] = {
         "kind": " (the kind of a backup cannot be changed)"
     }
+    __example_fields__: ClassVar[tuple[str, ...]] = (
+        "source",
+        "credentials",
+        "schedule",
+        "retention",
+    )
     name: Name | Unset = UNSET
     source: Source | Unset = attrs.field(default=UNSET, metadata=meta("Cloud backups only."))
     credentials: Mapping[str, str] | Unset = attrs.field(
@@ -745,7 +759,10 @@ class UploadRequest:
         metadata=meta("Exact size in bytes.", schema={"minimum": 0, "maximum": MAX_ARTIFACT_SIZE})
     )
     sha256: str = attrs.field(
-        metadata=meta("Hex digest of the bytes.", schema={"pattern": "^[0-9a-fA-F]{64}$"})
+        metadata=meta(
+            "Hex digest of the bytes.",
+            schema={"pattern": "^[0-9a-fA-F]{64}$", "examples": [SHA256_EXAMPLE]},
+        )
     )
 
 
@@ -808,7 +825,9 @@ class Artifact:
     backup_id: UUID
     name: str
     size: int = attrs.field(metadata=meta(schema={"minimum": 0}))
-    sha256: str = attrs.field(metadata=meta(schema={"pattern": "^[0-9a-f]{64}$"}))
+    sha256: str = attrs.field(
+        metadata=meta(schema={"pattern": "^[0-9a-f]{64}$", "examples": [SHA256_EXAMPLE]})
+    )
     state: ArtifactState
     storage: ArtifactStorage
     created_at: datetime
@@ -849,18 +868,21 @@ class SignupResult:
     email: Email
 
 
+CLIENT_ID_FIELD: Any = attrs.field(
+    default=None,
+    metadata=meta(
+        "The public client's id; or sent as the user name of HTTP Basic with an empty "
+        "password (RFC 6749 section 2.3.1).",
+        schema={"const": builtin.CLIENT_ID},
+    ),
+)
+
+
 @attrs.frozen
 class DeviceCodeForm:
     """`POST /idp/device/code`."""
 
-    client_id: str | None = attrs.field(
-        default=None,
-        metadata=meta(
-            "The public client's id; or sent as the user name of HTTP Basic with an empty "
-            "password (RFC 6749 section 2.3.1).",
-            schema={"const": builtin.CLIENT_ID},
-        ),
-    )
+    client_id: str | None = CLIENT_ID_FIELD
 
 
 @view_of(builtin.DeviceAuthorization)
@@ -872,7 +894,10 @@ class DeviceAuthorization:
     user_code: str = attrs.field(
         metadata=meta(
             "8 letters shown as `XXXX-XXXX`.",
-            schema={"pattern": "^[B-DF-HJ-NP-TV-XZ]{4}-[B-DF-HJ-NP-TV-XZ]{4}$"},
+            schema={
+                "pattern": "^[B-DF-HJ-NP-TV-XZ]{4}-[B-DF-HJ-NP-TV-XZ]{4}$",
+                "examples": ["WDJB-MJHT"],
+            },
         )
     )
     verification_uri: Uri
@@ -904,14 +929,7 @@ class TokenForm:
 
     grant_type: str = attrs.field(metadata=meta(schema={"const": DEVICE_CODE_GRANT}))
     device_code: str
-    client_id: str | None = attrs.field(
-        default=None,
-        metadata=meta(
-            "The public client's id; or sent as the user name of HTTP Basic with an empty "
-            "password (RFC 6749 section 2.3.1).",
-            schema={"const": builtin.CLIENT_ID},
-        ),
-    )
+    client_id: str | None = CLIENT_ID_FIELD
 
 
 @view_of(builtin.AccessToken)
