@@ -1159,6 +1159,60 @@ def machine() -> dict[str, Any]:
 # The run.
 
 
+# /metrics against wrk (issue 13): the server's own count of a window's requests.
+
+
+def answered(port: int, route: str, method: str) -> int:
+    """``strongroom_http_requests_total`` of one route template and method, every status."""
+    status, body = request(port, "GET", "/metrics")
+    expect(status, 200, "GET /metrics", body)
+    prefix = "strongroom_http_requests_total{"
+    total = 0.0
+    for line in body.decode().splitlines():
+        if line.startswith(prefix) and f'route="{route}"' in line and f'method="{method}"' in line:
+            total += float(line.rsplit(" ", 1)[1])
+    return int(total)
+
+
+def metrics_agree_with_wrk(deployment: Deployment, options: argparse.Namespace) -> dict[str, Any]:
+    """One wrk window of ``GET /v1/backups/{id}`` between two scrapes of ``/metrics``: the
+    scrapes' difference is the server's count of the window's requests, wrk's summary its
+    own. The server may count more, never fewer: requests still in flight when wrk stops
+    (at most one per connection) are answered after wrk stopped counting."""
+    target = row_targets(deployment)["get"]
+    route, port = "/v1/backups/{bid}", deployment.server.port
+    before = answered(port, route, "GET")
+    output, _ = run_wrk(target, options.duration, options)
+    time.sleep(0.5)  # the requests in flight at the window's end are answered by now
+    counted = answered(port, route, "GET") - before
+    reported = parse_wrk(target.key, output).requests
+    agree = 0 <= counted - reported <= options.connections
+    print(
+        f"  /metrics counted {counted} requests of GET {route}, wrk reported {reported} "
+        f"(difference {counted - reported}, in flight at most {options.connections}): "
+        + verdict(agree),
+        flush=True,
+    )
+    if not agree:
+        options.failures.append(f"/metrics counted {counted} requests, wrk reported {reported}")
+    return {"metrics_counted": counted, "wrk_reported": reported, "agree": agree}
+
+
+def run_metrics_check(options: argparse.Namespace) -> int:
+    """``--metrics-only``: Strongroom on the SQLite default, set up, one warm-up and the
+    /metrics window; no peers, no PostgreSQL."""
+    with ExitStack() as stack:
+        options.workdir = Path(tempfile.mkdtemp(prefix="strongroom-metrics-check-"))
+        stack.callback(shutil.rmtree, options.workdir, ignore_errors=True)
+        data_dir = ["--data-dir", str(options.workdir / "sqlite")]
+        deployment = start_strongroom(stack, "sqlite", options.workdir, {}, data_dir)
+        set_up(deployment)
+        run_wrk(row_targets(deployment)["get"], options.warmup, options)
+        result = metrics_agree_with_wrk(deployment, options)
+        deployment.server.stop()
+    return 0 if result["agree"] else 1
+
+
 def ensure_wrk() -> str:
     """wrk from PATH; installed from Debian when missing and root; otherwise exit."""
     found = shutil.which("wrk")
@@ -1186,10 +1240,13 @@ def run_backend(
         rows, ceilings = run_rounds(deployment, peers, options)
     with phases.phase(f"{deployment.label}: latency at half the maximum rate"):
         half = half_rate_latencies(deployment, rows, options)
+    with phases.phase(f"{deployment.label}: /metrics against wrk"):
+        metrics = metrics_agree_with_wrk(deployment, options)
     return {
         "rows": {row.key: row_summary(rows[row.key], row) for row in ROWS},
         "ceiling_rps": statistics.median(w.rps for w in ceilings),
         "half_rate": half,
+        "metrics_check": metrics,
     }
 
 
@@ -1328,6 +1385,11 @@ def _parser() -> argparse.ArgumentParser:
     )
     add("--json", type=Path, default=None, help="also write every figure to this file")
     add(
+        "--metrics-only",
+        action="store_true",
+        help="only check /metrics against wrk's count, on SQLite (seconds; no peers needed)",
+    )
+    add(
         "--quick",
         action="store_true",
         help="1 round, 2 s windows, depth 100000, fewer counted requests (about 2 minutes)",
@@ -1344,7 +1406,7 @@ def options_from(argv: list[str] | None) -> argparse.Namespace:
     options.backends = {name.strip() for name in options.backends.split(",") if name.strip()}
     if not options.backends <= {"postgres", "sqlite"}:
         raise SystemExit("--backends takes postgres, sqlite or both")
-    if not (options.peers / "peers.py").is_file():
+    if not options.metrics_only and not (options.peers / "peers.py").is_file():
         raise SystemExit(f"no peers.py in {options.peers} (--peers DIR)")
     options.peers = options.peers.resolve()
     host = psycopg.conninfo.conninfo_to_dict(options.postgres).get("host")
@@ -1359,6 +1421,8 @@ def main(argv: list[str] | None = None) -> int:
     options.wrk = ensure_wrk()
     for signum in STOP_SIGNALS:  # also SIGINT: a shell may start us with it ignored
         signal.signal(signum, _stop_on_signal)
+    if options.metrics_only:
+        return run_metrics_check(options)
     began = time.monotonic()
     results = run(options)
     results["options"] = {

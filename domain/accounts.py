@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 from enum import StrEnum
 from uuid import UUID
 
 import attrs
+
+# Failed approvals count against the rate limits for this long (contract 13), and no longer:
+# the retention job forgets older ones.
+FAILED_LOGIN_WINDOW = timedelta(minutes=15)
 
 
 @attrs.frozen

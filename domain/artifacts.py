@@ -16,6 +16,7 @@ from strongroom.domain.errors import (
     InvalidRequestError,
     LastArtifactError,
 )
+from strongroom.domain.timestamps import format_timestamp
 
 MAX_ARTIFACT_NAME = 255
 MIB = 1024 * 1024
@@ -168,10 +169,8 @@ class Artifact:
         if self.state is ArtifactState.DELETED:
             raise ConflictError("artifact is already deleted")
         if self.is_locked(now):
-            raise ArtifactLockedError(
-                "artifact is inside its lock window until "
-                f"{self.locked_until.isoformat() if self.locked_until else ''}"
-            )
+            until = format_timestamp(self.locked_until) if self.locked_until else ""
+            raise ArtifactLockedError(f"artifact is inside its lock window until {until}")
         if self.state is ArtifactState.AVAILABLE and available_in_backup <= 1:
             raise LastArtifactError("artifact is the only one left for its backup")
 

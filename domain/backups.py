@@ -299,6 +299,23 @@ class BackupChanges:
         ]
 
 
+_CHECKED = object()
+
+
+@attrs.frozen
+class CheckedChanges:
+    """A PATCH that passed the kind rules of the backup it was checked against: what
+    ``Backup.apply`` takes. Only ``Backup.check_kind_rules`` makes one."""
+
+    backup: Backup
+    changes: BackupChanges
+    seal: object = attrs.field(repr=False, eq=False)
+
+    def __attrs_post_init__(self) -> None:
+        if self.seal is not _CHECKED:
+            raise TypeError("CheckedChanges come from Backup.check_kind_rules only")
+
+
 def _check_credential_fields(given: Mapping[str, str], source_type: str, field: str) -> None:
     """Credentials of one source type's shape refused for a source of another (422)."""
     required = CREDENTIAL_FIELDS[source_type]
@@ -347,9 +364,10 @@ class Backup:
         *,
         worker_exists: bool,
         endpoints: EndpointPolicy = DEFAULT_POLICY,
-    ) -> None:
+    ) -> CheckedChanges:
         """Refuse with ``validation_failed`` what this backup's kind does not accept, and
-        an endpoint naming an address ``endpoints`` does not allow (contract 13)."""
+        an endpoint naming an address ``endpoints`` does not allow (contract 13); what
+        passes is the value ``apply`` takes."""
         kind = self.kind
         if changes.worker_id is not UNSET:
             if kind is not BackupKind.LOCAL:
@@ -383,6 +401,7 @@ class Backup:
             endpoints.check_endpoint(changes.source.endpoint, "source.endpoint")
         if isinstance(changes.destination, CustomerS3Destination):
             endpoints.check_endpoint(changes.destination.endpoint, "destination.endpoint")
+        return CheckedChanges(self, changes, _CHECKED)
 
     def _check_destination_rules(self, changes: BackupChanges) -> None:
         destination = self.destination if changes.destination is UNSET else changes.destination
@@ -399,16 +418,20 @@ class Backup:
 
     def apply(
         self,
-        changes: BackupChanges,
+        checked: CheckedChanges,
         now: datetime,
         sealed_credentials: bytes | None = None,
         sealed_destination_credentials: bytes | None = None,
     ) -> Backup:
-        """The backup after a PATCH whose kind rules have been checked.
+        """The backup after a PATCH that ``check_kind_rules`` passed for this very backup
+        (changes checked against another state of it are refused: ``ValueError``).
 
         Retention is write-once: an identical policy is accepted, another is refused. The
         backup becomes ``active`` in the PATCH that completes its kind's configuration.
         """
+        if checked.backup != self:
+            raise ValueError("these changes were checked against another backup")
+        changes = checked.changes
         updated = self
         if changes.retention is not UNSET:
             changes.retention.ensure_lock_within_expiry()
@@ -439,13 +462,17 @@ class Backup:
 
     def is_complete(self) -> bool:
         """Whether the kind's configuration is complete (the condition for ``active``)."""
-        if self.retention is None:
-            return False
+        return not self.missing_configuration()
+
+    def missing_configuration(self) -> list[str]:
+        """The fields (by their API names) the kind's configuration still lacks."""
+        missing = ["retention"] if self.retention is None else []
         if self.kind is BackupKind.CLOUD:
-            return self.source is not None and self.sealed_credentials is not None
-        if self.kind is BackupKind.LOCAL:
-            return self.worker_id is not None
-        return True
+            missing += ["source"] if self.source is None else []
+            missing += ["credentials"] if self.sealed_credentials is None else []
+        if self.kind is BackupKind.LOCAL and self.worker_id is None:
+            missing.append("worker_id")
+        return missing
 
     def paused_as(self, paused: bool, now: datetime) -> Backup:
         """Pause or resume (both idempotent); a paused backup keeps its state."""
@@ -462,6 +489,9 @@ class Backup:
     def ensure_runnable(self) -> None:
         """Refuse a new run of a draft or paused backup."""
         if self.state is BackupState.DRAFT:
-            raise InvalidStateError("backup is a draft: complete its configuration first")
+            missing = ", ".join(self.missing_configuration())
+            raise InvalidStateError(
+                f"backup is a draft until its configuration is complete; missing: {missing}"
+            )
         if self.paused:
             raise InvalidStateError("backup is paused: resume it first")

@@ -198,6 +198,16 @@ class LockExceedsExpiryError(StrongroomError):
         super().__init__("lock_for must not be longer than expire_after")
 
 
+class PreconditionFailedError(StrongroomError):
+    """An ``If-Match`` precondition that the object's current version does not meet: the
+    client read it before a change it has not seen, so nothing is changed."""
+
+    code = "precondition_failed"
+
+    def __init__(self, kind: str) -> None:
+        super().__init__(f"the {kind} has changed since it was read (If-Match does not match)")
+
+
 class RateLimitedError(StrongroomError):
     """Too many failed attempts; retry after ``retry_after`` seconds."""
 

@@ -9,7 +9,7 @@ from uuid import UUID
 
 import attrs
 
-from strongroom.domain.errors import InvalidRequestError
+from strongroom.domain.errors import InvalidRequestError, InvalidStateError
 
 INVITATION_LIFETIME = timedelta(days=7)
 MAX_EMAIL_LENGTH = 254
@@ -50,6 +50,13 @@ class Invitation:
     expires_at: datetime
     accepted_at: datetime | None = None
 
+    @classmethod
+    def issue(
+        cls, invitation_id: UUID, workspace_id: UUID, email: str, role: str, now: datetime
+    ) -> Invitation:
+        """A new invitation, usable for ``INVITATION_LIFETIME`` from ``now``."""
+        return cls(invitation_id, workspace_id, email, role, now, now + INVITATION_LIFETIME)
+
     def state(self, now: datetime) -> InvitationState:
         """The state at ``now``."""
         if self.accepted_at is not None:
@@ -59,5 +66,9 @@ class Invitation:
         return InvitationState.PENDING
 
     def accepted(self, at: datetime) -> Invitation:
-        """A copy that has been used."""
+        """A copy used at ``at``; only a pending invitation can be used (409
+        ``invalid_state`` for an accepted or expired one)."""
+        state = self.state(at)
+        if state is not InvitationState.PENDING:
+            raise InvalidStateError(f"this invitation is {state.value}")
         return attrs.evolve(self, accepted_at=at)

@@ -12,6 +12,7 @@ from uuid import UUID
 
 import attrs
 
+from strongroom.domain.errors import ValidationFailedError
 from strongroom.domain.permissions import Permission
 
 USAGE_GRANULARITY = timedelta(minutes=1)
@@ -25,6 +26,14 @@ def usage_is_stale(last: datetime | None, now: datetime) -> bool:
 def in_catalog_order(permissions: frozenset[Permission]) -> list[Permission]:
     """``permissions`` in the catalog's order (how they are stored and shown)."""
     return [permission for permission in Permission if permission in permissions]
+
+
+def check_expiry(expires_at: datetime | None, now: datetime) -> datetime | None:
+    """A credential's requested expiry: none, or an instant after ``now``
+    (``validation_failed`` otherwise)."""
+    if expires_at is not None and expires_at <= now:
+        raise ValidationFailedError("expires_at must be in the future")
+    return expires_at
 
 
 @attrs.frozen

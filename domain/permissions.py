@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from enum import StrEnum
 from types import MappingProxyType
 
 import attrs
+
+from strongroom.domain.errors import InvalidRequestError, ValidationFailedError
 
 
 class Permission(StrEnum):
@@ -66,12 +69,28 @@ DESCRIPTIONS: MappingProxyType[Permission, str] = MappingProxyType(
 ALL_PERMISSIONS: frozenset[Permission] = frozenset(Permission)
 
 
-def parse_permissions(slugs: list[str]) -> frozenset[Permission]:
+def parse_permissions(slugs: Sequence[str]) -> frozenset[Permission]:
     """Turn slugs into permissions; unknown slugs raise ``ValueError`` naming them."""
     unknown = sorted(slug for slug in slugs if slug not in Permission._value2member_map_)
     if unknown:
         raise ValueError(", ".join(unknown))
     return frozenset(Permission(slug) for slug in slugs)
+
+
+_SLUG_LIKE = re.compile(r"[a-z_]{1,20}:[a-z_]{1,20}")
+
+
+def requested_permissions(slugs: Sequence[str]) -> frozenset[Permission]:
+    """The permissions a request names (an API key's, a custom role's); slugs outside the
+    catalog are ``validation_failed``, named only when every one of them looks like a slug
+    (arbitrary client text is never echoed)."""
+    try:
+        return parse_permissions(slugs)
+    except ValueError:
+        unknown = sorted({slug for slug in slugs if slug not in Permission._value2member_map_})
+        shown = [slug for slug in unknown if _SLUG_LIKE.fullmatch(slug)]
+        detail = f": {', '.join(shown)}" if len(shown) == len(unknown) else ""
+        raise ValidationFailedError(f"unknown permissions{detail}") from None
 
 
 @attrs.frozen
@@ -121,3 +140,10 @@ ROLE_SLUG = re.compile(r"[a-z][a-z0-9-]{1,39}")
 def is_role_slug(slug: str) -> bool:
     """Whether ``slug`` is a well-formed role slug (``^[a-z][a-z0-9-]{1,39}$``)."""
     return ROLE_SLUG.fullmatch(slug) is not None
+
+
+def check_role_slug(slug: str, field: str = "slug") -> str:
+    """A well-formed role slug, or ``invalid_request`` naming ``field``."""
+    if not is_role_slug(slug):
+        raise InvalidRequestError(f"{field} must match ^[a-z][a-z0-9-]{{1,39}}$")
+    return slug

@@ -1,4 +1,5 @@
-"""Timestamps a client sends (a body field, a query parameter, a cursor): one parser.
+"""Timestamps: the one parser of what a client sends (a body field, a query parameter, a
+cursor) and the one format the API writes (bodies, and times inside messages).
 
 RFC 3339 with a time zone (``Z`` for UTC), returned in UTC. An instant whose UTC form a
 ``datetime`` cannot hold (``0001-01-01T00:00:00+14:00`` is still year 0 in UTC) is
@@ -27,3 +28,8 @@ def parse_timestamp(text: str, field: str) -> datetime:
         raise InvalidRequestError(
             f"{field} is out of range: in UTC it must fall within the years 0001 to 9999"
         ) from error
+
+
+def format_timestamp(moment: datetime) -> str:
+    """The API's form of an instant: RFC 3339 in UTC with a ``Z`` suffix, milliseconds."""
+    return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")

@@ -21,4 +21,5 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Sta
         environment=settings.environment,
         public_url=settings.public_url,
         access_log=settings.access_log,
+        cors_origins=settings.cors_origins,
     )

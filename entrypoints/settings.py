@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import os
 import secrets
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 import attrs
 
+from strongroom.adapters.http.cors import parse_origins
 from strongroom.domain.artifacts import DEFAULT_MULTIPART_THRESHOLD
 from strongroom.domain.endpoints import DEFAULT_ENDPOINT_NETWORKS, EndpointPolicy
 
@@ -21,6 +22,11 @@ def _flag(value: str | None, default: bool) -> bool:
     if value is None or value == "":
         return default
     return value.strip().lower() in ("1", "true", "yes", "on")
+
+
+def _origins(value: str | Iterable[str]) -> tuple[str, ...]:
+    """``STRONGROOM_CORS_ORIGINS``: a comma-separated list, or the origins themselves."""
+    return parse_origins(value if isinstance(value, str) else ",".join(value))
 
 
 @attrs.frozen
@@ -58,7 +64,10 @@ class Settings:
     retention_interval: float = 3600.0
     verify_pending_interval: float = 10.0
     verify_interval: float = 0.0
+    # Seconds a stopping server waits for requests in flight before cancelling them.
+    shutdown_timeout: int = 30
     endpoint_networks: str = DEFAULT_ENDPOINT_NETWORKS
+    cors_origins: tuple[str, ...] = attrs.field(default=(), converter=_origins)
 
     def __attrs_post_init__(self) -> None:
         EndpointPolicy.parse(self.endpoint_networks)  # ValueError names the setting
@@ -72,6 +81,8 @@ class Settings:
             raise ValueError("STRONGROOM_S3_TIMEOUT must be a positive number of seconds")
         if self.multipart_threshold < 1:
             raise ValueError("STRONGROOM_MULTIPART_THRESHOLD must be a positive number of bytes")
+        if self.shutdown_timeout < 0:
+            raise ValueError("STRONGROOM_SHUTDOWN_TIMEOUT must be 0 or more seconds")
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
@@ -96,6 +107,7 @@ class Settings:
             "retention_interval": float(env.get("STRONGROOM_RETENTION_INTERVAL") or 3600),
             "verify_pending_interval": float(env.get("STRONGROOM_VERIFY_PENDING_INTERVAL") or 10),
             "verify_interval": float(env.get("STRONGROOM_VERIFY_INTERVAL") or 0),
+            "shutdown_timeout": int(env.get("STRONGROOM_SHUTDOWN_TIMEOUT") or 30),
             "signup": None
             if env.get("STRONGROOM_SIGNUP") is None
             else _flag(env.get("STRONGROOM_SIGNUP"), False),
@@ -116,6 +128,7 @@ class Settings:
             "endpoint_networks": env.get("STRONGROOM_ENDPOINT_NETWORKS")
             or DEFAULT_ENDPOINT_NETWORKS,
             "log_format": env.get("STRONGROOM_LOG_FORMAT") or "auto",
+            "cors_origins": env.get("STRONGROOM_CORS_ORIGINS") or "",
         }
         values.update({key: value for key, value in overrides.items() if value is not None})
         return cls(**values)

@@ -6,7 +6,7 @@ and reaches requests through ``request.state.facade``.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext
 from typing import Any
 
@@ -15,6 +15,8 @@ from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 
 from strongroom.adapters.http import errors
+from strongroom.adapters.http.compression import GzipMiddleware
+from strongroom.adapters.http.cors import CorsMiddleware
 from strongroom.adapters.http.integrity_metrics import VerificationFamilies
 from strongroom.adapters.http.metrics import HttpMetrics, MetricsMiddleware
 from strongroom.adapters.http.request_ids import RequestIdMiddleware
@@ -58,8 +60,10 @@ def build_app(
     environment: str = "development",
     public_url: str | None = None,
     access_log: bool = False,
+    cors_origins: Iterable[str] = (),
 ) -> Starlette:
-    """The ASGI application over the facade that ``open_facade`` yields for its lifetime."""
+    """The ASGI application over the facade that ``open_facade`` yields for its lifetime;
+    browsers may call it from ``cors_origins`` (none by default)."""
 
     @asynccontextmanager
     async def lifespan(_app: Starlette) -> AsyncIterator[dict[str, Any]]:
@@ -72,11 +76,14 @@ def build_app(
                 metrics.registry.unregister(integrity)
 
     metrics = HttpMetrics()
+    origins = tuple(cors_origins)
     app = Starlette(
         routes=ROUTES,
         middleware=[
             Middleware(MetricsMiddleware, metrics=metrics, access_log=access_log),
+            *([Middleware(CorsMiddleware, origins=origins)] if origins else []),
             Middleware(RequestIdMiddleware),
+            Middleware(GzipMiddleware),
         ],
         exception_handlers={
             StrongroomError: errors.strongroom_error,

@@ -1,4 +1,6 @@
-"""What every endpoint needs, in the order the contract checks it.
+"""What every endpoint needs, in the order the contract checks it: credential, path ids,
+workspace and permission (``grant``), body, then the use case (404, kind rules, billing,
+quota, other conflicts).
 
 Endpoints are coroutine functions of an ``ApiContext``; ``endpoint`` reads the body
 (capped) and awaits the function on the event loop: the use cases are async, so no request
@@ -8,11 +10,9 @@ which is after the credential: an unauthenticated oversized body is 401 (contrac
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import json
-from collections.abc import Awaitable, Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 from uuid import UUID
 
@@ -25,10 +25,11 @@ from strongroom.adapters.http.shapes import EmptyBody
 from strongroom.adapters.http.wire import parse_json_object, present, structure
 from strongroom.domain.errors import InvalidRequestError, StrongroomError, UnauthenticatedError
 from strongroom.domain.pagination import DEFAULT_LIMIT, Cursor, PageRequest
+from strongroom.domain.permissions import check_role_slug
 from strongroom.domain.principals import Caller, PrincipalType
 from strongroom.domain.tokens import TokenKind, token_kind
-from strongroom.ports.driving import Bearer, IdempotencyKey, IdempotentReplayError, Strongroom
-from strongroom.ports.driving.access import Requirement
+from strongroom.ports.driving import Bearer, IdempotencyKey, Strongroom
+from strongroom.ports.driving.access import Grant, Requirement
 
 T = TypeVar("T")
 _PRINCIPALS: dict[TokenKind | None, str] = {
@@ -101,6 +102,26 @@ class ApiContext:
         caller.person(refusal)
         return caller
 
+    async def grant(self, requirement: Requirement, target: str | None = None) -> Grant:
+        """The first checks of a handler that authorizes itself: the caller (401), every id
+        of the path (400; a role ``{slug}`` too), then ``requirement`` (403), in the path's
+        workspace ``{wid}`` when it names one, on the object of the path id ``target``."""
+        caller = await self.caller()
+        ids: dict[str, UUID | str] = {
+            name: self.role_slug() if name == "slug" else self.path_id(name)
+            for name in self.request.path_params
+        }
+        workspace_id = ids.get("wid")
+        assert workspace_id is None or isinstance(workspace_id, UUID)
+        target_id = None if target is None else ids[target]
+        return await self.facade.access.authorize(
+            caller, requirement, workspace_id=workspace_id, target_id=target_id
+        )
+
+    def role_slug(self) -> str:
+        """The ``{slug}`` path parameter, a well-formed role slug (400 otherwise)."""
+        return check_role_slug(self.request.path_params["slug"])
+
     async def path_id_after_credential(self, name: str) -> UUID:
         """``path_id`` for handlers that leave the credential to a joined read: a malformed
         id is 400 only once the credential has passed (401 outranks 400)."""
@@ -163,53 +184,16 @@ class ApiContext:
             limit = int(raw_limit)
         return PageRequest(limit).limit
 
-    def idempotency(
-        self, render: Callable[[T], Any] = present, status: int = 201
-    ) -> IdempotencyKey[T] | None:
-        """The request's ``Idempotency-Key``, bound to this route and body."""
+    def idempotency(self) -> IdempotencyKey | None:
+        """The request's ``Idempotency-Key``, bound to this route and body. A replay
+        returns the first result, which the handler presents as it did the first time."""
         key = self.request.headers.get("idempotency-key")
         if key is None:
             return None
         body = self.json_object(optional=True)
         fingerprint = hashlib.sha256(render_json_canonical(body).encode()).hexdigest()
         route = f"{self.request.method} {self.request.url.path}"
-        return IdempotencyKey(
-            key, route, fingerprint, lambda result: render_json(render(result)), status
-        )
-
-    def sealed_idempotency(
-        self, render: Callable[[T], dict[str, Any]], status: int = 201
-    ) -> IdempotencyKey[T] | None:
-        """``idempotency`` for a response holding a credential's ``token``: the stored
-        response holds it sealed with the secret key, never in clear (only hashes of
-        credentials are stored); ``unsealing_replays`` opens it again for a replay."""
-        box = self.facade.deps.secrets
-
-        def sealed(result: T) -> dict[str, Any]:
-            body = render(result)
-            token = body["token"]
-            body["token"] = None
-            body["sealed_token"] = base64.b64encode(box.seal({"token": token})).decode()
-            return body
-
-        return self.idempotency(sealed, status)
-
-    @contextmanager
-    def unsealing_replays(self) -> Iterator[None]:
-        """A replay of a ``sealed_idempotency`` request answers the first response, its
-        token opened again."""
-        try:
-            yield
-        except IdempotentReplayError as replay:
-            body = json.loads(replay.body)
-            sealed = body.pop("sealed_token", None)
-            if isinstance(sealed, str):
-                try:
-                    opened = self.facade.deps.secrets.open(base64.b64decode(sealed))
-                    body["token"] = opened["token"]
-                except Exception:
-                    body["token"] = None  # sealed under another secret key: shown no more
-            raise IdempotentReplayError(replay.status, render_json(body)) from None
+        return IdempotencyKey(key, route, fingerprint)
 
     @property
     def base_url(self) -> str:
@@ -244,10 +228,7 @@ def endpoint(
 
     async def run(request: Request) -> Response:
         body, oversized = await _read_capped(request)
-        try:
-            return await handler(ApiContext(request, body, oversized=oversized))
-        except IdempotentReplayError as replay:
-            return Response(replay.body, status_code=replay.status, media_type="application/json")
+        return await handler(ApiContext(request, body, oversized=oversized))
 
     run.__name__ = handler.__name__
     run.__doc__ = handler.__doc__

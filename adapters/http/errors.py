@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+from typing import NamedTuple
 
 from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect, Request
@@ -16,30 +17,128 @@ from strongroom.domain.errors import RateLimitedError, StrongroomError
 
 logger = logging.getLogger("strongroom.http")
 
-STATUS_BY_CODE: dict[str, int] = {
-    "invalid_request": 400,
-    "unauthenticated": 401,
-    "forbidden": 403,
-    "wrong_workspace": 403,
-    "not_found": 404,
-    "conflict": 409,
-    "quota_exceeded": 409,
-    "retention_immutable": 409,
-    "name_taken": 409,
-    "invalid_state": 409,
-    "billing_restricted": 409,
-    "last_admin": 409,
-    "idempotency_conflict": 409,
-    "artifact_locked": 409,
-    "last_artifact": 409,
-    "not_in_our_storage": 409,
-    "artifact_missing": 409,
-    "validation_failed": 422,
-    "lock_exceeds_expiry": 422,
-    "rate_limited": 429,
-    "internal": 500,
-    "upstream_unavailable": 502,
+
+class ErrorCode(NamedTuple):
+    """An error code of the API: its HTTP status, what it means, an example message."""
+
+    status: int
+    meaning: str
+    example: str
+
+
+# Every error code, in the order the reference lists them.
+ERROR_CODES: dict[str, ErrorCode] = {
+    "invalid_request": ErrorCode(400, "Malformed request.", "unknown field: colour"),
+    "unauthenticated": ErrorCode(
+        401,
+        "No bearer credential, or an invalid, expired or revoked one.",
+        "missing, invalid, expired or revoked credential",
+    ),
+    "forbidden": ErrorCode(
+        403,
+        "Authenticated but not permitted: a missing permission (the message names it), no "
+        "workspace selected, or a machine credential doing what only a person may.",
+        "missing permission backups:write",
+    ),
+    "wrong_workspace": ErrorCode(
+        403,
+        "A person's credential is scoped to another workspace they belong to.",
+        "this credential is scoped to another workspace; switch workspace first",
+    ),
+    "not_found": ErrorCode(
+        404,
+        "No such object in the caller's workspace (another workspace's objects look the same).",
+        "backup not found",
+    ),
+    "conflict": ErrorCode(409, "The artifact is already deleted.", "artifact already deleted"),
+    "quota_exceeded": ErrorCode(
+        409,
+        "A limit is reached; the message names the resource and the limit.",
+        "quota exceeded: backups_per_workspace is limited to 100",
+    ),
+    "retention_immutable": ErrorCode(
+        409,
+        "A different retention policy after one was set.",
+        "retention policy is write-once and is already set to another value",
+    ),
+    "name_taken": ErrorCode(
+        409,
+        "Duplicate backup name (case-insensitive), role slug or registered email.",
+        "a backup named 'nightly' already exists",
+    ),
+    "invalid_state": ErrorCode(
+        409, "The object's state forbids the action.", "backup is paused: resume it first"
+    ),
+    "billing_restricted": ErrorCode(
+        409,
+        "The workspace's billing state refuses the write; the message names the state.",
+        "workspace billing state is blocked: configuration changes are refused",
+    ),
+    "last_admin": ErrorCode(
+        409, "The last admin cannot be removed or demoted.", "the last admin cannot leave"
+    ),
+    "idempotency_conflict": ErrorCode(
+        409,
+        "An `Idempotency-Key` reused with a different request.",
+        "this Idempotency-Key was already used with a different request",
+    ),
+    "artifact_locked": ErrorCode(
+        409,
+        "An artifact is inside its `lock_for` window.",
+        "artifact is locked until 2031-01-01T00:00:00.000Z",
+    ),
+    "last_artifact": ErrorCode(
+        409, "The only artifact left for its backup.", "last artifact of the backup"
+    ),
+    "not_in_our_storage": ErrorCode(
+        409,
+        "The artifact was delivered only to the customer's own bucket.",
+        "artifact is only in the customer's storage",
+    ),
+    "artifact_missing": ErrorCode(
+        409,
+        "`confirm` found an announced artifact absent or different in storage.",
+        "artifact db.dump is missing from storage",
+    ),
+    "validation_failed": ErrorCode(
+        422,
+        "A well-formed value the rules refuse (kind rules of a backup and the like).",
+        "schedule is refused on a manual backup",
+    ),
+    "lock_exceeds_expiry": ErrorCode(
+        422,
+        "`lock_for` longer than `expire_after`.",
+        "lock_for must not be longer than expire_after",
+    ),
+    "precondition_failed": ErrorCode(
+        412,
+        "`If-Match` names no tag of the object as it stands: it changed since it was read. "
+        "Nothing was changed.",
+        "the backup has changed since it was read (If-Match does not match)",
+    ),
+    "rate_limited": ErrorCode(
+        429,
+        "Too many failed attempts; retry after the `Retry-After` seconds.",
+        "too many failed attempts for this email; wait and retry",
+    ),
+    "internal": ErrorCode(
+        500, "Unhandled server failure; retry with backoff.", "internal error; try again later"
+    ),
+    "upstream_unavailable": ErrorCode(
+        502,
+        "A dependency (database, identity provider, billing, storage) failed; usually transient, "
+        "retry with backoff.",
+        "object storage is unavailable; try again later",
+    ),
 }
+STATUS_BY_CODE: dict[str, int] = {code: entry.status for code, entry in ERROR_CODES.items()}
+
+# Seconds a client should wait before retrying, by code, where a retry makes sense
+# (contract 13): a dependency that failed usually answers again after a short wait. A
+# rate limit says its own wait (``RateLimitedError.retry_after``).
+RETRY_AFTER_BY_CODE: dict[str, int] = {"upstream_unavailable": 5}
+UNAVAILABLE_RETRY_AFTER = 5
+"""``Retry-After`` of a 503 (``/readyz`` while a dependency does not answer)."""
 
 
 def request_id_of(request: Request) -> str:
@@ -79,10 +178,12 @@ async def strongroom_error(request: Request, exc: Exception) -> Response:
 
 
 def retry_after(exc: StrongroomError) -> dict[str, str]:
-    """``Retry-After`` for a refusal that says when to retry (contract 13)."""
+    """``Retry-After`` for a refusal after which a retry makes sense (contract 13): a rate
+    limit's own wait, or the wait of its code in ``RETRY_AFTER_BY_CODE``."""
     if isinstance(exc, RateLimitedError):
         return {"Retry-After": str(exc.retry_after)}
-    return {}
+    seconds = RETRY_AFTER_BY_CODE.get(exc.code)
+    return {} if seconds is None else {"Retry-After": str(seconds)}
 
 
 def allowed_methods(request: Request) -> str:

@@ -7,6 +7,7 @@ own registry, so several apps in one process (tests, embedders) never share or c
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from bisect import bisect_left
@@ -21,12 +22,20 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from strongroom.adapters.http.service_metrics import ServiceFamilies
+from strongroom.domain.errors import StrongroomError
+from strongroom.ports.driven.statistics import ServiceStatistics
+from strongroom.ports.driving import Strongroom
+
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 UNMATCHED = "unmatched"
 # One event per request (when access logs are on): never a path with ids, a query or a
 # header, so never a token.
 ACCESS = logging.getLogger("strongroom.access")
 # Latencies of an API whose fast paths answer in about a millisecond.
+# A scrape waits this long for the service-wide figures, then answers without them.
+SNAPSHOT_TIMEOUT = 5.0
+logger = logging.getLogger(__name__)
 BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 
 
@@ -57,9 +66,12 @@ class HttpMetrics:
         buckets[bisect_left(BUCKETS, seconds)] += 1
         self._seconds[key] += seconds
 
-    def render(self) -> bytes:
-        """The exposition text of every metric."""
-        return generate_latest(self.registry)
+    def render(self, snapshot: ServiceStatistics | None = None) -> bytes:
+        """The exposition text of every request metric, and of the service-wide figures of
+        ``snapshot`` (``strongroom_statistics_up 0`` alone when it is ``None``)."""
+        service = CollectorRegistry(auto_describe=False)
+        service.register(ServiceFamilies(snapshot))
+        return generate_latest(self.registry) + generate_latest(service)
 
 
 class _Families(Collector):
@@ -147,7 +159,14 @@ def _log_access(scope: Scope, template: str, status: int, seconds: float) -> Non
 async def metrics_endpoint(request: Request) -> Response:
     """Prometheus metrics
 
-    Request counts and latencies by route template, method and status. No label names a
-    workspace or a person."""
+    Request counts and latencies by route template, method and status; runs and artifacts
+    by state, workspaces by stored bytes and the database pool's use, read when scraped.
+    No label names a workspace or a person."""
     metrics: HttpMetrics = request.app.state.metrics
-    return Response(metrics.render(), media_type=CONTENT_TYPE)
+    facade: Strongroom = request.state.facade
+    try:
+        snapshot = await asyncio.wait_for(facade.metrics_snapshot(), SNAPSHOT_TIMEOUT)
+    except (StrongroomError, TimeoutError) as error:
+        logger.warning("/metrics: the service-wide figures could not be read: %r", error)
+        snapshot = None
+    return Response(metrics.render(snapshot), media_type=CONTENT_TYPE)

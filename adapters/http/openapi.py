@@ -18,16 +18,17 @@ from collections.abc import Callable, Mapping
 from datetime import datetime
 from enum import StrEnum
 from importlib import metadata
-from typing import Any, Literal, NewType, Union, get_args, get_origin
+from typing import Any, Literal, NewType, Protocol, TypeVar, Union, get_args, get_origin
 from uuid import UUID
 
 import attrs
 from starlette.applications import Starlette
 from starlette.routing import BaseRoute, Route
 
-from strongroom.adapters.http import shapes, wire
-from strongroom.adapters.http.context import MAX_BODY_BYTES
-from strongroom.adapters.http.errors import STATUS_BY_CODE
+from strongroom.adapters.http import conventions, shapes, wire
+from strongroom.adapters.http.context import MAX_BODY_BYTES, ApiContext, endpoint
+from strongroom.adapters.http.errors import ERROR_CODES, STATUS_BY_CODE
+from strongroom.adapters.http.examples import add_examples
 from strongroom.adapters.storage.local import KEY_PATTERN
 from strongroom.domain.backups import UnsupportedSource
 from strongroom.domain.durations import Duration
@@ -92,6 +93,7 @@ NAMED: dict[Any, tuple[str, Json]] = {
             "type": "string",
             "description": "Lowercase letter, then 1 to 39 lowercase letters, digits or hyphens.",
             "pattern": "^[a-z][a-z0-9-]{1,39}$",
+            "examples": ["ops"],
         },
     ),
     Duration: (
@@ -103,6 +105,7 @@ NAMED: dict[Any, tuple[str, Json]] = {
             "years are refused. Returned in canonical "
             "form: weeks become days and zero parts are omitted (`P7D`, `P1DT12H`, `PT0S`).",
             "pattern": DURATION_PATTERN,
+            "examples": ["P30D"],
         },
     ),
     Permission: ("PermissionSlug", {"type": "string", "enum": [p.value for p in Permission]}),
@@ -115,7 +118,7 @@ INLINE: dict[Any, Json] = {
     UUID: {"type": "string", "format": "uuid"},
     datetime: {"type": "string", "format": "date-time", "description": shapes.TIMESTAMP},
     wire.NonEmpty: {"type": "string", "minLength": 1},
-    wire.Endpoint: {"type": "string", "format": "uri"},
+    wire.Endpoint: {"type": "string", "format": "uri", "examples": ["https://s3.example.com"]},
     wire.Uri: {"type": "string", "format": "uri"},
     wire.Email: {"type": "string", "format": "email"},
     wire.Port: {"type": "integer", "minimum": 1, "maximum": wire.MAX_PORT},
@@ -210,6 +213,8 @@ class Components:
                 required.append(key)
         schema["properties"] = properties
         schema["required"] = required
+        if hasattr(model, "__example_fields__"):
+            schema["x-example-fields"] = list(model.__example_fields__)
         if inbound:
             # OAuth's forms ignore unknown parameters, each sent once (RFC 6749 3.1, 3.2).
             ignored = getattr(model, "__ignores_unknown__", False)
@@ -256,76 +261,77 @@ class OnePage:
 # Components: parameters, headers, security schemes
 
 
-def _parameters() -> dict[str, Json]:
+STRING: Json = {"type": "string"}
+
+
+def parameter(name: str, where: str, description: str, schema: Json = STRING) -> Json:
+    """A parameter ``where`` (``query``, ``header``, ``path``); only path ones are required."""
     return {
-        "limit": {
-            "name": "limit",
-            "in": "query",
-            "required": False,
-            "description": f"Page size, 1 to {MAX_LIMIT}; anything else gives 400.",
-            "schema": {
-                "type": "integer",
-                "minimum": 1,
-                "maximum": MAX_LIMIT,
-                "default": DEFAULT_LIMIT,
-            },
-        },
-        "cursor": {
-            "name": "cursor",
-            "in": "query",
-            "required": False,
-            "description": "Opaque `next_cursor` of the previous page; a bad one gives 400.",
-            "schema": {"type": "string", "format": "page-cursor", "pattern": "^[A-Za-z0-9_-]+$"},
-        },
-        "Idempotency-Key": {
-            "name": "Idempotency-Key",
-            "in": "header",
-            "required": False,
-            "description": "A repeat with the same key and body within 24 h returns the first "
-            "response unchanged; the same key with another body gives 409 "
-            "`idempotency_conflict`. Scoped to the principal and the route.",
-            "schema": {"type": "string", "minLength": 1, "maxLength": MAX_KEY_LENGTH},
-        },
-        "X-Request-ID": {
-            "name": "X-Request-ID",
-            "in": "header",
-            "required": False,
-            "description": "Any value is accepted. It is echoed (in the `X-Request-ID` "
-            "response header and `error.request_id`) when it is 1 to 200 characters from `!` "
-            "to `~`; any other value is replaced by a generated `req_<uuid>`.",
-            "schema": {"type": "string"},
-        },
-        "wid": _path_id("wid", "The workspace id; it must be the credential's workspace."),
-        "bid": _path_id("bid", "The backup id."),
-        "id": _path_id("id", "The object's id."),
-        "user_id": _path_id("id", "The member's user id."),
-        "slug": {
-            "name": "slug",
-            "in": "path",
-            "required": True,
-            "description": "The role's slug. Not a well-formed slug: 400.",
-            "schema": ref("RoleSlug"),
-        },
-        "run_id": _path_id("run_id", "The run id."),
-        "aid": _path_id("aid", "The artifact id."),
-        "key": {
-            "name": "key",
-            "in": "path",
-            "required": True,
-            "description": "The object key (segments of letters, digits, `.`, `_`, `-`).",
-            "schema": {"type": "string", "pattern": KEY_PATTERN.pattern},
-        },
+        "name": name,
+        "in": where,
+        "required": where == "path",
+        "description": description,
+        "schema": schema,
     }
 
 
 def _path_id(name: str, description: str) -> Json:
-    return {
-        "name": name,
-        "in": "path",
-        "required": True,
-        "description": f"{description} Not a UUID: 400.",
-        "schema": UUID_SCHEMA,
-    }
+    return parameter(name, "path", f"{description} Not a UUID: 400.", UUID_SCHEMA)
+
+
+# `*` or entity tags (`"tag"`, `W/"tag"`, no quote or comma inside), separated by commas.
+_TAG = r'(?:\*|(?:W/)?"[^",]*")'
+IF_MATCH_PATTERN = rf"^[ \t,]*{_TAG}(?:[ \t]*,[ \t,]*{_TAG})*[ \t,]*$"
+PAGE_SIZE = {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": DEFAULT_LIMIT}
+PARAMETERS: dict[str, Json] = {
+    "limit": parameter(
+        "limit", "query", f"Page size, 1 to {MAX_LIMIT}; anything else gives 400.", PAGE_SIZE
+    ),
+    "cursor": parameter(
+        "cursor",
+        "query",
+        "Opaque `next_cursor` of the previous page; a bad one gives 400.",
+        {"type": "string", "format": "page-cursor", "pattern": "^[A-Za-z0-9_-]+$"},
+    ),
+    "Idempotency-Key": parameter(
+        "Idempotency-Key",
+        "header",
+        "A repeat with the same key and body within 24 h returns the first response unchanged;"
+        " the same key with another body gives 409 `idempotency_conflict`. Scoped to the "
+        "principal and the route.",
+        {"type": "string", "minLength": 1, "maxLength": MAX_KEY_LENGTH},
+    ),
+    "If-Match": parameter(
+        "If-Match",
+        "header",
+        "`*`, or the `ETag` a read of the object returned (a list of tags is allowed): the "
+        "change is made only if the object is still as it was read, otherwise 412 "
+        "`precondition_failed` and nothing changes. Weak tags never match.",
+        {"type": "string", "pattern": IF_MATCH_PATTERN},
+    ),
+    "X-Request-ID": parameter(
+        "X-Request-ID",
+        "header",
+        "Any value is accepted. It is echoed (in the `X-Request-ID` response header and "
+        "`error.request_id`) when it is 1 to 200 characters from `!` to `~`; any other value "
+        "is replaced by a generated `req_<uuid>`.",
+    ),
+    "wid": _path_id("wid", "The workspace id; it must be the credential's workspace."),
+    "bid": _path_id("bid", "The backup id."),
+    "id": _path_id("id", "The object's id."),
+    "user_id": _path_id("id", "The member's user id."),
+    "slug": parameter(
+        "slug", "path", "The role's slug. Not a well-formed slug: 400.", ref("RoleSlug")
+    ),
+    "run_id": _path_id("run_id", "The run id."),
+    "aid": _path_id("aid", "The artifact id."),
+    "key": parameter(
+        "key",
+        "path",
+        "The object key (segments of letters, digits, `.`, `_`, `-`).",
+        {"type": "string", "pattern": KEY_PATTERN.pattern},
+    ),
+}
 
 
 def _param(name: str) -> Json:
@@ -333,6 +339,19 @@ def _param(name: str) -> Json:
 
 
 REQUEST_ID_HEADER = {"$ref": "#/components/headers/X-Request-ID"}
+LOCATION_HEADER: Json = {
+    "description": "The path of the created resource (or of the nearest readable one).",
+    "schema": {"type": "string"},
+}
+RETRY_AFTER_HEADER: Json = {
+    "description": "Seconds to wait before retrying.",
+    "schema": {"type": "integer", "minimum": 1},
+}
+ETAG_HEADER: Json = {
+    "description": "A strong entity tag of this representation; send it as `If-Match` to "
+    "change the object only if nobody changed it since.",
+    "schema": {"type": "string"},
+}
 NO_STORE_HEADER: Json = {
     "description": "`no-store`: the response carries a token or a secret.",
     "schema": {"type": "string", "const": "no-store"},
@@ -360,93 +379,13 @@ def _security_schemes() -> dict[str, Json]:
 # Error codes
 
 
-ERROR_MEANINGS: dict[str, tuple[str, str]] = {
-    "invalid_request": ("Malformed request.", "unknown field: colour"),
-    "unauthenticated": (
-        "No bearer credential, or an invalid, expired or revoked one.",
-        "missing, invalid, expired or revoked credential",
-    ),
-    "forbidden": (
-        "Authenticated but not permitted: a missing permission (the message names it), no "
-        "workspace selected, or a machine credential doing what only a person may.",
-        "missing permission backups:write",
-    ),
-    "wrong_workspace": (
-        "A person's credential is scoped to another workspace they belong to.",
-        "this credential is scoped to another workspace; switch workspace first",
-    ),
-    "not_found": (
-        "No such object in the caller's workspace (another workspace's objects look the same).",
-        "backup not found",
-    ),
-    "conflict": ("The artifact is already deleted.", "artifact already deleted"),
-    "quota_exceeded": (
-        "A limit is reached; the message names the resource and the limit.",
-        "quota exceeded: backups_per_workspace is limited to 100",
-    ),
-    "retention_immutable": (
-        "A different retention policy after one was set.",
-        "retention policy is write-once and is already set to another value",
-    ),
-    "name_taken": (
-        "Duplicate backup name (case-insensitive), role slug or registered email.",
-        "a backup named 'nightly' already exists",
-    ),
-    "invalid_state": (
-        "The object's state forbids the action.",
-        "backup is paused: resume it first",
-    ),
-    "billing_restricted": (
-        "The workspace's billing state refuses the write; the message names the state.",
-        "workspace billing state is blocked: configuration changes are refused",
-    ),
-    "last_admin": ("The last admin cannot be removed or demoted.", "the last admin cannot leave"),
-    "idempotency_conflict": (
-        "An `Idempotency-Key` reused with a different request.",
-        "this Idempotency-Key was already used with a different request",
-    ),
-    "artifact_locked": (
-        "An artifact is inside its `lock_for` window.",
-        "artifact is locked until 2031-01-01T00:00:00.000Z",
-    ),
-    "last_artifact": ("The only artifact left for its backup.", "last artifact of the backup"),
-    "not_in_our_storage": (
-        "The artifact was delivered only to the customer's own bucket.",
-        "artifact is only in the customer's storage",
-    ),
-    "artifact_missing": (
-        "`confirm` found an announced artifact absent or different in storage.",
-        "artifact db.dump is missing from storage",
-    ),
-    "validation_failed": (
-        "A well-formed value the rules refuse (kind rules of a backup and the like).",
-        "schedule is refused on a manual backup",
-    ),
-    "lock_exceeds_expiry": (
-        "`lock_for` longer than `expire_after`.",
-        "lock_for must not be longer than expire_after",
-    ),
-    "rate_limited": (
-        "Too many failed attempts; retry after the `Retry-After` seconds.",
-        "too many failed attempts for this email; wait and retry",
-    ),
-    "internal": (
-        "Unhandled server failure; retry with backoff.",
-        "internal error; try again later",
-    ),
-    "upstream_unavailable": (
-        "A dependency (database, identity provider, billing, storage) failed; usually "
-        "transient, retry with backoff.",
-        "object storage is unavailable; try again later",
-    ),
-}
-
 STATUS_MEANINGS = {
     400: "Malformed request",
     401: "Missing, invalid or revoked credential",
     403: "Authenticated but not permitted",
     404: "Not found",
     409: "Conflict",
+    412: "Precondition failed",
     422: "Unacceptable values",
     429: "Too many failed attempts",
     500: "Internal error",
@@ -471,7 +410,7 @@ Reasons = dict[str, list[str]]
 READINESS_503: Json = {
     "503": {
         "description": "Not ready: a check is `unavailable`.",
-        "headers": {"X-Request-ID": REQUEST_ID_HEADER},
+        "headers": {"X-Request-ID": REQUEST_ID_HEADER, "Retry-After": RETRY_AFTER_HEADER},
         "content": {"application/json": {"schema": ref("Readiness")}},
     }
 }
@@ -514,55 +453,53 @@ def oauth_responses(*codes: str) -> Json:
     return responses
 
 
-UNAUTHENTICATED: Reasons = {
-    "unauthenticated": ["no bearer credential, or an invalid, expired or revoked one"]
-}
-NO_WORKSPACE: Reasons = {
-    "forbidden": ["the credential is scoped to no workspace (`select a workspace first`)"]
-}
+def reason(code: str, text: str) -> Reasons:
+    """One code with one reason."""
+    return {code: [text]}
+
+
+UNAUTHENTICATED = reason(
+    "unauthenticated", "no bearer credential, or an invalid, expired or revoked one"
+)
+NO_WORKSPACE = reason(
+    "forbidden", "the credential is scoped to no workspace (`select a workspace first`)"
+)
 IN_WORKSPACE: Reasons = {
     "wrong_workspace": ["a person's credential is scoped to another workspace of theirs"],
     "not_found": ["no such workspace, or one the caller does not belong to (indistinguishable)"],
 }
-JSON_BODY: Reasons = {
-    "invalid_request": [
-        "`Content-Type` is not `application/json`, the body is not a JSON object, a field "
-        "is unknown or missing, a value has the wrong JSON type or is out of range, or the "
-        f"body is larger than {MAX_BODY_BYTES // (1024 * 1024)} MiB"
-    ]
-}
-OPTIONAL_BODY: Reasons = {
-    "invalid_request": [
-        "a body is sent that is not `{}`, or not with `Content-Type: application/json`"
-    ]
-}
-PAGE: Reasons = {
-    "invalid_request": [f"`limit` is not an integer from 1 to {MAX_LIMIT}, or `cursor` is bad"]
-}
+JSON_BODY = reason(
+    "invalid_request",
+    "`Content-Type` is not `application/json`, the body is not a JSON object, a field is "
+    "unknown or missing, a value has the wrong JSON type or is out of range, or the body is "
+    f"larger than {MAX_BODY_BYTES // (1024 * 1024)} MiB",
+)
+OPTIONAL_BODY = reason(
+    "invalid_request",
+    "a body is sent that is not `{}`, or not with `Content-Type: application/json`",
+)
+PAGE = reason(
+    "invalid_request", f"`limit` is not an integer from 1 to {MAX_LIMIT}, or `cursor` is bad"
+)
 IDEMPOTENT: Reasons = {
     "invalid_request": [f"`Idempotency-Key` is longer than {MAX_KEY_LENGTH} characters"],
     "idempotency_conflict": ["the `Idempotency-Key` was used with a different body"],
 }
-HUMAN_ONLY: Reasons = {"forbidden": ["a machine credential (API key or worker) called it"]}
-INTERNAL: Reasons = {"internal": ["an unhandled failure"]}
-UPSTREAM: Reasons = {"upstream_unavailable": ["the database or another dependency failed"]}
-BILLING: Reasons = {
-    "billing_restricted": [
-        "the workspace's billing state (`blocked`) refuses configuration changes"
-    ]
+HUMAN_ONLY = reason("forbidden", "a machine credential (API key or worker) called it")
+INTERNAL = reason("internal", "an unhandled failure")
+CONDITIONAL: Reasons = {
+    "invalid_request": ["`If-Match` is not `*` or a list of entity tags"],
+    "precondition_failed": ["`If-Match` names no tag of the object as it stands"],
 }
-
-
+UPSTREAM = reason("upstream_unavailable", "the database or another dependency failed")
+REFUSES = "the workspace's billing state ({}) refuses {}"
 BILLING_BY_GATE: dict[str, Reasons] = {
-    "config": BILLING,
-    "runs": {
-        "billing_restricted": [
-            "the workspace's billing state (`stopped` or `blocked`) refuses new runs"
-        ]
-    },
-    "uploads": {
-        "billing_restricted": ["the workspace's billing state (`blocked`) refuses uploads"]
-    },
+    gate: reason("billing_restricted", REFUSES.format(states, what))
+    for gate, states, what in (
+        ("config", "`blocked`", "configuration changes"),
+        ("runs", "`stopped` or `blocked`", "new runs"),
+        ("uploads", "`blocked`", "uploads"),
+    )
 }
 
 
@@ -575,11 +512,6 @@ def permission(*slugs: Permission) -> Reasons:
 def path_id(name: str) -> Reasons:
     """Refusal for a malformed path id."""
     return {"invalid_request": [f"`{name}` in the path is not a UUID"]}
-
-
-def reason(code: str, text: str) -> Reasons:
-    """One code with one reason."""
-    return {code: [text]}
 
 
 def merge(*groups: Reasons) -> Reasons:
@@ -632,7 +564,9 @@ class Operation:
     html_errors: tuple[int, ...] = ()
     billing: str | None = None
     person: bool = False
-    derived: bool = True
+    location: str | None = None
+    tagged: bool = False
+    no_store: bool = False
 
 
 class ApiRoute(Route):
@@ -655,8 +589,11 @@ def api(
 ) -> ApiRoute:
     """The route of ``endpoint``, documented: summary and description from its docstring,
     ``needs`` its permissions, ``ok`` its success (status, model, description), ``errors``
-    the reasons specific to it (``{code: reason}``), and ``Operation``'s other options."""
+    the reasons specific to it (``{code: reason}``), and ``Operation``'s other options.
+    An ``EmptyBody`` body is optional; a ``Paged`` answer takes ``limit`` and ``cursor``."""
     summary, _, description = _prose(endpoint.__doc__).partition("\n")
+    options.setdefault("body_required", options.get("body") is not shapes.EmptyBody)
+    options.setdefault("paginated", isinstance(ok[1], Paged))
     operation = Operation(
         method,
         re.sub(r"\{(\w+):[^}]*\}", r"{\1}", path),
@@ -666,9 +603,110 @@ def api(
         " ".join(description.split()),
         ok,
         permissions=needs.permissions if needs else (),
+        location=getattr(endpoint, "location", None),
+        tagged=getattr(endpoint, "tagged", False),
+        no_store=getattr(endpoint, "no_store", False),
         **options,
     )
     return ApiRoute(path, operation, endpoint)
+
+
+SUCCESS = {"POST": 200, "DELETE": 204}
+E = TypeVar("E", bound=Callable[..., Any])
+Need = Requirement | None
+
+
+class Declare(Protocol):
+    """A decorator that declares the route of a handler and returns the handler."""
+
+    def __call__(self, handler: E, /) -> E: ...
+
+
+class Routes(list[BaseRoute]):
+    """The documented routes of a module, declared on their handlers::
+
+        @routes.get("/v1/backups/{bid}", Backup, "The backup.", READ_BACKUPS)
+
+    The path, the answer and its description, the permission it needs; ``status`` unless
+    the method implies it (200, 204 for DELETE); the operation id is the handler's name in
+    camel case unless given; ``shared`` options (``errors`` merged; ``billing`` only for
+    writes) apply to every route.
+    A handler of an ``ApiContext`` is adapted by ``endpoint``; ``located``, ``tagged`` and
+    ``no_store`` apply those ``conventions`` to the route (``tagged`` by default for a read
+    of one object and for a PATCH).
+    """
+
+    def __init__(self, tag: str, **shared: Any) -> None:
+        super().__init__()
+        self.tag = tag
+        self.shared = shared
+        self.into: list[BaseRoute] = self
+
+    def tagged(self, tag: str, **shared: Any) -> Routes:
+        """Routes of another tag (with other ``shared`` options) into this module's list."""
+        other = Routes(tag, **{**self.shared, **shared})
+        other.into = self.into
+        return other
+
+    def route(self, method: str, path: str, answer: Any, said: str, **options: Any) -> Declare:
+        """Declare the route of the decorated handler."""
+        errors = {**self.shared.get("errors", {}), **options.pop("errors", {})}
+        status = options.pop("status", SUCCESS.get(method, 200))
+        name = options.pop("operation_id", None)
+        one_object = method == "GET" and path.endswith("}") and attrs.has(answer)
+        location = options.pop("located", None)
+        tagged = options.pop("tagged", method == "PATCH" or one_object)
+        no_store = options.pop("no_store", False)
+
+        def declare(handler: E) -> E:
+            operation_id = name or re.sub(r"_(\w)", lambda m: m[1].upper(), handler.__name__)
+            params = list(inspect.signature(handler).parameters.values())
+            takes_context = params and params[0].annotation in ("ApiContext", ApiContext)
+            target = endpoint(handler) if takes_context else handler
+            if location:
+                target = conventions.located(location)(target)
+            if tagged:
+                target = conventions.tagged(target)
+            if no_store:
+                target = conventions.no_store(target)
+            merged = {**self.shared, **options, "errors": errors}
+            if method == "GET":  # a shared billing gate refuses writes only
+                merged["billing"] = options.get("billing")
+            ok = (status, answer, said)
+            self.into.append(api(method, path, target, operation_id, self.tag, ok, **merged))
+            return handler
+
+        return declare
+
+    def get(self, path: str, answer: Any, said: str, needs: Need = None, **more: Any) -> Declare:
+        """Declare a GET route."""
+        return self.route("GET", path, answer, said, needs=needs, **more)
+
+    def post(self, path: str, answer: Any, said: str, needs: Need = None, **more: Any) -> Declare:
+        """Declare a POST route."""
+        return self.route("POST", path, answer, said, needs=needs, **more)
+
+    def put(self, path: str, answer: Any, said: str, needs: Need = None, **more: Any) -> Declare:
+        """Declare a PUT route."""
+        return self.route("PUT", path, answer, said, needs=needs, **more)
+
+    def patch(self, path: str, answer: Any, said: str, needs: Need = None, **more: Any) -> Declare:
+        """Declare a PATCH route."""
+        return self.route("PATCH", path, answer, said, needs=needs, **more)
+
+    def create(self, path: str, answer: Any, said: str, needs: Need = None, **more: Any) -> Declare:
+        """Declare a POST that creates: 201, and it takes an ``Idempotency-Key``."""
+        return self.route(
+            "POST", path, answer, said, needs=needs, status=201, idempotent=True, **more
+        )
+
+    def action(self, path: str, answer: Any, said: str, needs: Need = None, **more: Any) -> Declare:
+        """Declare a POST action: its body is optional, none or ``{}``."""
+        return self.route("POST", path, answer, said, needs=needs, body=shapes.EmptyBody, **more)
+
+    def delete(self, path: str, said: str, needs: Need = None, **more: Any) -> Declare:
+        """Declare a DELETE route (204, no body)."""
+        return self.route("DELETE", path, None, said, needs=needs, **more)
 
 
 def operations(routes: list[BaseRoute] | None = None) -> list[Operation]:
@@ -684,30 +722,50 @@ def operations(routes: list[BaseRoute] | None = None) -> list[Operation]:
 # Assembly
 
 
+# The object a path names (by its id, or the segment before ``{id}``), for the 404 that
+# every operation on it can answer.
+OBJECTS = {"bid": "backup", "aid": "artifact", "run_id": "run", "api-keys": "API key"}
+OBJECTS |= {"workers": "worker"}
+
+
+def object_of(path: str) -> str | None:
+    """The object an operation's path names, if it is one ``OBJECTS`` knows."""
+    parts = path.split("/")
+    ids = [index for index, part in enumerate(parts) if part.startswith("{")]
+    if not ids:
+        return None
+    name = parts[ids[-1]][1:-1]
+    return OBJECTS.get(parts[ids[-1] - 1] if name == "id" else name)
+
+
 def reasons_of(operation: Operation) -> Reasons:
     """Every error an operation can answer: those its shape implies, then its own."""
     derived: list[Reasons] = [INTERNAL]
-    if operation.derived:
-        if operation.auth != Auth.NONE:
-            derived += [UNAUTHENTICATED, UPSTREAM]
-        names = [part[1:-1] for part in operation.path.split("/") if part.startswith("{")]
-        derived += [path_id(name) for name in names if name not in ("slug", "key")]
-        if operation.permissions:
-            derived += [NO_WORKSPACE, permission(*operation.permissions)]
-        if "{wid}" in operation.path:
-            derived.append(IN_WORKSPACE)
-        if operation.body is not None and operation.media_type == "application/json":
-            derived.append(JSON_BODY if operation.body_required else OPTIONAL_BODY)
-        if operation.empty_body:
-            derived.append(OPTIONAL_BODY)
-        if operation.paginated:
-            derived.append(PAGE)
-        if operation.idempotent:
-            derived.append(IDEMPOTENT)
-        if operation.person:
-            derived.append(HUMAN_ONLY)
-        if operation.billing:
-            derived.append(BILLING_BY_GATE[operation.billing])
+    if operation.auth != Auth.NONE:
+        derived += [UNAUTHENTICATED, UPSTREAM]
+    names = [part[1:-1] for part in operation.path.split("/") if part.startswith("{")]
+    derived += [path_id(name) for name in names if name not in ("slug", "key")]
+    if operation.permissions:
+        derived += [NO_WORKSPACE, permission(*operation.permissions)]
+    if "{wid}" in operation.path:
+        derived.append(IN_WORKSPACE)
+    if operation.body is not None and operation.media_type == "application/json":
+        derived.append(JSON_BODY if operation.body_required else OPTIONAL_BODY)
+    if operation.empty_body:
+        derived.append(OPTIONAL_BODY)
+    if operation.paginated:
+        derived.append(PAGE)
+    if operation.idempotent:
+        derived.append(IDEMPOTENT)
+    if operation.method == "PATCH":
+        derived.append(CONDITIONAL)
+    if operation.person:
+        derived.append(HUMAN_ONLY)
+    if operation.billing:
+        derived.append(BILLING_BY_GATE[operation.billing])
+    noun = object_of(operation.path)
+    if noun and "not_found" not in operation.errors:
+        derived.append(reason("not_found", f"no such {noun} in the caller's workspace"))
     return merge(*derived, {code: [text] for code, text in operation.errors.items()})
 
 
@@ -722,11 +780,11 @@ def _error_responses(operation: Operation) -> dict[str, Json]:
         lines = [f"- `{code}`: {'; '.join(reasons[code])}" for code in codes]
         examples = {
             code: {
-                "summary": ERROR_MEANINGS[code][0],
+                "summary": ERROR_CODES[code].meaning,
                 "value": {
                     "error": {
                         "code": code,
-                        "message": ERROR_MEANINGS[code][1],
+                        "message": ERROR_CODES[code].example,
                         "request_id": "req_0b8f3f9e-4a51-4a8e-9c43-7c1f5b0f3f51",
                     }
                 },
@@ -736,9 +794,12 @@ def _error_responses(operation: Operation) -> dict[str, Json]:
         content: Json = {"application/json": {"schema": ref("Error"), "examples": examples}}
         if status in operation.html_errors:
             content = {**HTML, **content}
+        headers: Json = {"X-Request-ID": REQUEST_ID_HEADER}
+        if status in (429, 502):
+            headers["Retry-After"] = RETRY_AFTER_HEADER
         responses[str(status)] = {
             "description": f"{STATUS_MEANINGS[status]}. Codes:\n\n" + "\n".join(lines),
-            "headers": {"X-Request-ID": REQUEST_ID_HEADER},
+            "headers": headers,
             "content": content,
         }
     return responses
@@ -749,41 +810,39 @@ def _content(components: Components, answer: Any) -> Json:
         return answer or {}
     if isinstance(answer, Paged):
         name = answer.model.__name__
-        schema = components.named(f"{name}List", lambda: _list_of(components, answer.model))
+        schema = components.named(
+            f"{name}List",
+            lambda: _page_of(components, answer.model, "One page, newest first.", NEXT_CURSOR),
+        )
     elif isinstance(answer, Named):
         schema = components.named(answer.name, lambda: components.of(answer.kind))
     elif isinstance(answer, OnePage):
-        schema = components.named(answer.name, lambda: _one_page(components, answer))
+        schema = components.named(
+            answer.name,
+            lambda: _page_of(components, answer.model, answer.description, ONE_PAGE_CURSOR),
+        )
     else:
         schema = components.of(answer)
     return {"application/json": {"schema": schema}}
 
 
-def _list_of(components: Components, model: type) -> Json:
+def _page_of(components: Components, model: type, description: str, cursor: Json) -> Json:
     return {
         "type": "object",
-        "description": "One page, newest first.",
+        "description": description,
         "properties": {
             "data": {"type": "array", "items": components.of(model)},
-            "next_cursor": {
-                "type": ["string", "null"],
-                "description": "Pass as `?cursor=` for the next page; null on the last page.",
-            },
+            "next_cursor": cursor,
         },
         "required": ["data", "next_cursor"],
     }
 
 
-def _one_page(components: Components, page: OnePage) -> Json:
-    return {
-        "type": "object",
-        "description": page.description,
-        "properties": {
-            "data": {"type": "array", "items": components.of(page.model)},
-            "next_cursor": {"type": "null", "description": "Always null: one page."},
-        },
-        "required": ["data", "next_cursor"],
-    }
+NEXT_CURSOR = {
+    "type": ["string", "null"],
+    "description": "Pass as `?cursor=` for the next page; null on the last page.",
+}
+ONE_PAGE_CURSOR = {"type": "null", "description": "Always null: one page."}
 
 
 def _operation_object(components: Components, operation: Operation) -> Json:
@@ -796,6 +855,12 @@ def _operation_object(components: Components, operation: Operation) -> Json:
         needs = "No permission needed."
     status, answer, said = operation.ok
     success: Json = {"description": said, "headers": {"X-Request-ID": REQUEST_ID_HEADER}}
+    if operation.location is not None:
+        success["headers"]["Location"] = LOCATION_HEADER
+    if operation.tagged:
+        success["headers"]["ETag"] = ETAG_HEADER
+    if operation.no_store:
+        success["headers"]["Cache-Control"] = NO_STORE_HEADER
     content = _content(components, answer)
     if content:
         success["content"] = content
@@ -811,6 +876,8 @@ def _operation_object(components: Components, operation: Operation) -> Json:
     parameters += [*operation.parameters]
     if operation.idempotent:
         parameters.append(_param("Idempotency-Key"))
+    if operation.method == "PATCH":
+        parameters.append(_param("If-Match"))
     result: Json = {
         "operationId": operation.operation_id,
         "tags": [operation.tag],
@@ -835,6 +902,21 @@ def _operation_object(components: Components, operation: Operation) -> Json:
     return result
 
 
+TAGS = {
+    "System": "Health and readiness (outside `/v1`).",
+    "Access": "Signing in, workspaces scopes, who am I.",
+    "Workspaces": "Tenants, their quotas and audit trail.",
+    "Members": "Members and roles of a workspace.",
+    "Backups": "Backup configurations.",
+    "API keys": "Machine credentials of a workspace with fixed permissions.",
+    "Workers": "Machine executors of local backups.",
+    "Runs and artifacts": "Runs of backups; artifact bytes move through presigned URLs, never "
+    "through the API.",
+    "Identity provider": "The built-in identity provider (outside `/v1`): local accounts and "
+    "the OAuth 2.0 device authorization grant (RFC 8628).",
+    "Storage": "The local-disk storage's presigned URLs (outside `/v1`).",
+    "Documentation": "This reference.",
+}
 INTRODUCTION = """\
 The REST interface of Strongroom, a multi-tenant backup service. Everything under `/v1` \
 needs `Authorization: Bearer <token>` except `GET /v1/auth/cli/config`.
@@ -851,8 +933,10 @@ request_id}}` (codes under `x-error-codes`). A method a path does not allow: 405
 `invalid_request`.
 - Checks run in this order, the first failing wins: credential (401), malformed path id \
 (400), no workspace selected (403), `{wid}` match (403 `wrong_workspace` / 404), missing \
-permission (403), malformed body (400), object (404), kind rules (422), billing (409), \
-quota (409), other 409/422.
+permission (403), malformed body or `If-Match` (400), object (404), `If-Match` (412), kind \
+rules (422), billing (409), quota (409), other 409/422.
+- Answers that create carry `Location`; reads of single objects carry a strong `ETag`, which \
+a PATCH sends as `If-Match` to change the object only if nobody changed it since.
 """
 
 
@@ -876,43 +960,20 @@ def build_document(server_url: str | None = None, routes: list[BaseRoute] | None
             "license": {"name": "Apache 2.0", "identifier": "Apache-2.0"},
         },
     }
-    if server_url:
-        document["servers"] = [{"url": server_url.rstrip("/")}]
+    document["servers"] = [
+        {"url": server_url.rstrip("/")}
+        if server_url
+        else {"url": "/", "description": "This server (`STRONGROOM_PUBLIC_URL` unset)."}
+    ]
     schemas = components.schemas
     document.update(
         {
-            "tags": [
-                {"name": "System", "description": "Health and readiness (outside `/v1`)."},
-                {"name": "Access", "description": "Signing in, workspaces scopes, who am I."},
-                {"name": "Workspaces", "description": "Tenants, their quotas and audit trail."},
-                {"name": "Members", "description": "Members and roles of a workspace."},
-                {"name": "Backups", "description": "Backup configurations."},
-                {
-                    "name": "API keys",
-                    "description": "Machine credentials of a workspace with fixed permissions.",
-                },
-                {"name": "Workers", "description": "Machine executors of local backups."},
-                {
-                    "name": "Runs and artifacts",
-                    "description": "Runs of backups; artifact bytes move through presigned "
-                    "URLs, never through the API.",
-                },
-                {
-                    "name": "Identity provider",
-                    "description": "The built-in identity provider (outside `/v1`): local "
-                    "accounts and the OAuth 2.0 device authorization grant (RFC 8628).",
-                },
-                {
-                    "name": "Storage",
-                    "description": "The local-disk storage's presigned URLs (outside `/v1`).",
-                },
-                {"name": "Documentation", "description": "This reference."},
-            ],
+            "tags": [{"name": name, "description": text} for name, text in TAGS.items()],
             "security": [{BEARER: []}],
             "paths": paths,
             "components": {
                 "schemas": dict(sorted(schemas.items())),
-                "parameters": _parameters(),
+                "parameters": PARAMETERS,
                 "headers": {
                     "X-Request-ID": {
                         "description": "The request id: the client's own, echoed, or a "
@@ -923,12 +984,12 @@ def build_document(server_url: str | None = None, routes: list[BaseRoute] | None
                 "securitySchemes": _security_schemes(),
             },
             "x-error-codes": [
-                {"code": code, "status": status, "description": ERROR_MEANINGS[code][0]}
+                {"code": code, "status": status, "description": ERROR_CODES[code].meaning}
                 for code, status in STATUS_BY_CODE.items()
             ],
         }
     )
-    return document
+    return add_examples(document)
 
 
 def _version() -> str:

@@ -74,6 +74,7 @@ ENDPOINT = (
     "no user part)."
 )
 SEEN = "Recorded at most once a minute."
+SHA256_EXAMPLE = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
 Check = Literal["ok", "unavailable"]
 DEVICE_CODE_GRANT = "urn:ietf:params:oauth:grant-type:device_code"
 
@@ -565,12 +566,13 @@ class ScheduleShape:
             "A 5-field cron expression: numbers, `*`, ranges, steps within the field's range, "
             "lists and English month and weekday names (`jan`, `mon`); `L`, `?`, `W`, `#` and "
             "seconds are refused (400).",
-            schema={"format": "cron"},
+            schema={"format": "cron", "examples": ["0 3 * * *"]},
         )
     )
     timezone: str = attrs.field(
         metadata=meta(
-            "An IANA time zone name, e.g. `Europe/Paris`.", schema={"format": "time-zone"}
+            "An IANA time zone name, e.g. `Europe/Paris`.",
+            schema={"format": "time-zone", "examples": ["Europe/Paris"]},
         )
     )
 
@@ -583,7 +585,8 @@ class Retention:
     expire_after: Duration = attrs.field(metadata=meta("Longer than zero."))
     lock_for: Duration = attrs.field(
         metadata=meta(
-            "`PT0S` means no lock; longer than `expire_after` gives 422 `lock_exceeds_expiry`."
+            "`PT0S` means no lock; longer than `expire_after` gives 422 `lock_exceeds_expiry`.",
+            schema={"examples": ["P7D"]},
         )
     )
 
@@ -623,6 +626,12 @@ class BackupUpdate:
     __unknown_notes__: ClassVar[Mapping[str, str]] = {
         "kind": " (the kind of a backup cannot be changed)"
     }
+    __example_fields__: ClassVar[tuple[str, ...]] = (
+        "source",
+        "credentials",
+        "schedule",
+        "retention",
+    )
     name: Name | Unset = UNSET
     source: Source | Unset = attrs.field(default=UNSET, metadata=meta("Cloud backups only."))
     credentials: Mapping[str, str] | Unset = attrs.field(
@@ -756,7 +765,10 @@ class UploadRequest:
         metadata=meta("Exact size in bytes.", schema={"minimum": 0, "maximum": MAX_ARTIFACT_SIZE})
     )
     sha256: str = attrs.field(
-        metadata=meta("Hex digest of the bytes.", schema={"pattern": "^[0-9a-fA-F]{64}$"})
+        metadata=meta(
+            "Hex digest of the bytes.",
+            schema={"pattern": "^[0-9a-fA-F]{64}$", "examples": [SHA256_EXAMPLE]},
+        )
     )
 
 
@@ -819,7 +831,9 @@ class Artifact:
     backup_id: UUID
     name: str
     size: int = attrs.field(metadata=meta(schema={"minimum": 0}))
-    sha256: str = attrs.field(metadata=meta(schema={"pattern": "^[0-9a-f]{64}$"}))
+    sha256: str = attrs.field(
+        metadata=meta(schema={"pattern": "^[0-9a-f]{64}$", "examples": [SHA256_EXAMPLE]})
+    )
     state: ArtifactState
     storage: ArtifactStorage
     created_at: datetime
@@ -867,20 +881,23 @@ class SignupResult:
     email: Email
 
 
+CLIENT_ID_FIELD: Any = attrs.field(
+    default=None,
+    metadata=meta(
+        "The public client's id; or sent as the user name of HTTP Basic with an empty "
+        "password (RFC 6749 section 2.3.1).",
+        schema={"const": builtin.CLIENT_ID},
+    ),
+)
+
+
 @attrs.frozen
 class DeviceCodeForm:
     """`POST /idp/device/code`."""
 
     __ignores_unknown__: ClassVar[bool] = True  # OAuth ignores unrecognised parameters
 
-    client_id: str | None = attrs.field(
-        default=None,
-        metadata=meta(
-            "The public client's id; or sent as the user name of HTTP Basic with an empty "
-            "password (RFC 6749 section 2.3.1).",
-            schema={"const": builtin.CLIENT_ID},
-        ),
-    )
+    client_id: str | None = CLIENT_ID_FIELD
 
 
 @view_of(builtin.DeviceAuthorization)
@@ -892,7 +909,10 @@ class DeviceAuthorization:
     user_code: str = attrs.field(
         metadata=meta(
             "8 letters shown as `XXXX-XXXX`.",
-            schema={"pattern": "^[B-DF-HJ-NP-TV-XZ]{4}-[B-DF-HJ-NP-TV-XZ]{4}$"},
+            schema={
+                "pattern": "^[B-DF-HJ-NP-TV-XZ]{4}-[B-DF-HJ-NP-TV-XZ]{4}$",
+                "examples": ["WDJB-MJHT"],
+            },
         )
     )
     verification_uri: Uri
@@ -927,14 +947,7 @@ class TokenForm:
     __ignores_unknown__: ClassVar[bool] = True  # OAuth ignores unrecognised parameters
     grant_type: str = attrs.field(metadata=meta(schema={"const": DEVICE_CODE_GRANT}))
     device_code: str = attrs.field(metadata=meta(schema={"minLength": 1}))
-    client_id: str | None = attrs.field(
-        default=None,
-        metadata=meta(
-            "The public client's id; or sent as the user name of HTTP Basic with an empty "
-            "password (RFC 6749 section 2.3.1).",
-            schema={"const": builtin.CLIENT_ID},
-        ),
-    )
+    client_id: str | None = CLIENT_ID_FIELD
 
 
 @view_of(builtin.AccessToken)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Iterator, Mapping
-from datetime import UTC, datetime
+from datetime import datetime
 from enum import StrEnum
 from functools import cache
 from typing import Any, NewType, TypeVar, Union, get_args, get_origin
@@ -91,11 +91,11 @@ def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return result
 
 
-def is_json_content_type(content_type: str | None) -> bool:
-    """``application/json``, optionally with a UTF-8 charset parameter."""
+def is_media_type(content_type: str | None, expected: str) -> bool:
+    """``content_type`` is ``expected``, optionally with a UTF-8 charset parameter."""
     media_type, _, params = (content_type or "").partition(";")
     params = params.strip().lower().replace(" ", "")
-    return media_type.strip().lower() == "application/json" and params in (
+    return media_type.strip().lower() == expected and params in (
         "",
         "charset=utf-8",
         'charset="utf-8"',
@@ -108,7 +108,7 @@ def parse_json_object(body: bytes, content_type: str | None, *, optional: bool) 
         if optional:
             return {}
         raise InvalidRequestError("a JSON body is required")
-    if not is_json_content_type(content_type):
+    if not is_media_type(content_type, "application/json"):
         raise InvalidRequestError("Content-Type must be application/json")
     try:
         value = json.loads(
@@ -345,7 +345,7 @@ def _structure_view(domain: type) -> Callable[[Any, Any], Any]:
 
 def timestamp(moment: datetime) -> str:
     """RFC 3339 in UTC with a ``Z`` suffix (millisecond precision)."""
-    return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return timestamps.format_timestamp(moment)
 
 
 def _tagged(

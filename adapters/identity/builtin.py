@@ -24,7 +24,7 @@ import attrs
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
 
-from strongroom.domain.accounts import Account, DeviceGrant, GrantState
+from strongroom.domain.accounts import FAILED_LOGIN_WINDOW, Account, DeviceGrant, GrantState
 from strongroom.domain.errors import (
     InvalidRequestError,
     NotFoundError,
@@ -48,7 +48,6 @@ MAX_USER_CODE_DRAWS = 16
 MAX_FAILED_PER_CODE = 5
 MAX_FAILED_PER_EMAIL = 10  # per email and client address
 MAX_FAILED_PER_ADDRESS = 100
-FAILED_EMAIL_WINDOW = timedelta(minutes=15)
 MIN_PASSWORD_LENGTH = 8
 MAX_PASSWORD_LENGTH = 1024
 _EMAIL = re.compile(r"[^@\s]{1,64}@[^@\s]{1,253}")
@@ -142,7 +141,7 @@ class BuiltinIdentityProvider:
             raise UnauthenticatedError("not an access token of this identity provider")
         now = self._clock.now()
         async with self._uow() as uow:
-            grant = await uow.device_grants.get_by_access_token_for_update(hash_token(token))
+            grant = await uow.device_grants.get_by_access_token(hash_token(token), for_update=True)
             account = (
                 None
                 if grant is None or grant.account_id is None
@@ -299,7 +298,7 @@ class BuiltinIdentityProvider:
         async with self._uow() as uow:
             grant = None
             if len(code) == USER_CODE_LENGTH and not set(code) - set(USER_CODE_ALPHABET):
-                grant = await uow.device_grants.get_by_user_code_for_update(code)
+                grant = await uow.device_grants.get_by_user_code(code, for_update=True)
             if grant is None or grant.is_expired(now) or grant.state is not GrantState.PENDING:
                 raise InvalidRequestError("unknown or expired code")
             await _check_failure_limits(uow, key, client_address, now)
@@ -326,7 +325,9 @@ class BuiltinIdentityProvider:
             raise OAuthError("invalid_client", "unknown client_id")
         now = self._clock.now()
         async with self._uow() as uow:
-            grant = await uow.device_grants.get_by_device_code_for_update(hash_token(device_code))
+            grant = await uow.device_grants.get_by_device_code(
+                hash_token(device_code), for_update=True
+            )
             if grant is None or grant.client_id != client_id:
                 raise OAuthError("invalid_grant", "unknown device code")
             if grant.is_expired(now):
@@ -373,7 +374,7 @@ async def _check_failure_limits(
 ) -> None:
     """Refuse an attempt from an address that failed too often, for this email or at all
     (contract 13); ``Retry-After`` is when the oldest counted failure leaves the window."""
-    since = now - FAILED_EMAIL_WINDOW
+    since = now - FAILED_LOGIN_WINDOW
     limits = (
         (MAX_FAILED_PER_EMAIL, email_key, "too many failed attempts for this email"),
         (MAX_FAILED_PER_ADDRESS, None, "too many failed attempts from this address"),
@@ -382,7 +383,7 @@ async def _check_failure_limits(
         recent = await uow.accounts.recent_failed_logins(client_address, since, limit, email=email)
         if len(recent) >= limit:
             # The window includes its start: the failure still counts at that instant.
-            wait = recent[-1] + FAILED_EMAIL_WINDOW - now
+            wait = recent[-1] + FAILED_LOGIN_WINDOW - now
             raise RateLimitedError(
                 f"{message}; wait and retry", retry_after=math.floor(wait.total_seconds()) + 1
             )

@@ -1,10 +1,15 @@
 """In-memory repositories. They refuse what the SQL schema refuses: duplicate names,
-dangling references, updates of rows that do not exist."""
+dangling references, updates of rows that do not exist.
+
+``for_update`` changes nothing here: the store's transactions are serialised as a whole,
+which already gives a locking read its guarantee.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from datetime import datetime
+from typing import Any
 from uuid import UUID
 
 from attrs import evolve
@@ -49,6 +54,14 @@ def keyset_page(items: Iterable[K], page: PageRequest) -> Page[K]:
     return page_of(ordered[: page.limit + 1], page)
 
 
+def _purge(table: dict[Any, Any], gone: Callable[[Any], bool]) -> int:
+    """Delete the rows of ``table`` that ``gone`` picks; how many."""
+    doomed = [key for key, row in table.items() if gone(row)]
+    for key in doomed:
+        del table[key]
+    return len(doomed)
+
+
 def _require(present: bool, what: str) -> None:
     if not present:
         raise IntegrityViolationError(what)
@@ -79,12 +92,9 @@ class MemoryWorkspaceRepository(_Repository):
         _require(workspace.created_by in self._tx.read("users"), "workspace creator exists")
         self._insert(workspace.id, workspace)
 
-    async def get(self, workspace_id: UUID) -> Workspace | None:
+    async def get(self, workspace_id: UUID, *, for_update: bool = False) -> Workspace | None:
         found: Workspace | None = self._tx.read(self.table).get(workspace_id)
         return found
-
-    async def get_for_update(self, workspace_id: UUID) -> Workspace | None:
-        return await self.get(workspace_id)
 
     async def update(self, workspace: Workspace) -> None:
         stored = await self.get(workspace.id)
@@ -193,12 +203,9 @@ class MemoryUserRepository(_Repository):
         _require(not taken, "one user per identity subject")
         self._insert(user.id, user)
 
-    async def get(self, user_id: UUID) -> User | None:
+    async def get(self, user_id: UUID, *, for_update: bool = False) -> User | None:
         found: User | None = self._tx.read(self.table).get(user_id)
         return found
-
-    async def get_for_update(self, user_id: UUID) -> User | None:
-        return await self.get(user_id)
 
     async def get_by_subject(self, subject: str) -> User | None:
         return next(
@@ -306,12 +313,11 @@ class MemoryBackupRepository(_Repository):
             await MemoryAuditRepository(self._tx).add(event)
         return admitted
 
-    async def get(self, workspace_id: UUID, backup_id: UUID) -> Backup | None:
+    async def get(
+        self, workspace_id: UUID, backup_id: UUID, *, for_update: bool = False
+    ) -> Backup | None:
         backup: Backup | None = self._tx.read(self.table).get(backup_id)
         return backup if backup is not None and backup.workspace_id == workspace_id else None
-
-    async def get_for_update(self, workspace_id: UUID, backup_id: UUID) -> Backup | None:
-        return await self.get(workspace_id, backup_id)
 
     async def update(self, backup: Backup) -> None:
         stored = await self.get(backup.workspace_id, backup.id)
@@ -352,12 +358,11 @@ class MemoryRunRepository(_Repository):
         )
         self._insert(run.id, run)
 
-    async def get(self, workspace_id: UUID, run_id: UUID) -> Run | None:
+    async def get(
+        self, workspace_id: UUID, run_id: UUID, *, for_update: bool = False
+    ) -> Run | None:
         run: Run | None = self._tx.read(self.table).get(run_id)
         return run if run is not None and run.workspace_id == workspace_id else None
-
-    async def get_for_update(self, workspace_id: UUID, run_id: UUID) -> Run | None:
-        return await self.get(workspace_id, run_id)
 
     async def update(self, run: Run) -> None:
         stored = await self.get(run.workspace_id, run.id)
@@ -402,12 +407,11 @@ class MemoryArtifactRepository(_Repository):
         )
         self._insert(artifact.id, artifact)
 
-    async def get(self, workspace_id: UUID, artifact_id: UUID) -> Artifact | None:
+    async def get(
+        self, workspace_id: UUID, artifact_id: UUID, *, for_update: bool = False
+    ) -> Artifact | None:
         found: Artifact | None = self._tx.read(self.table).get(artifact_id)
         return found if found is not None and found.workspace_id == workspace_id else None
-
-    async def get_for_update(self, workspace_id: UUID, artifact_id: UUID) -> Artifact | None:
-        return await self.get(workspace_id, artifact_id)
 
     async def update(self, artifact: Artifact) -> None:
         stored = await self.get(artifact.workspace_id, artifact.id)
@@ -705,11 +709,14 @@ class MemoryIdempotencyRepository(_Repository):
         found: IdempotencyRecord | None = self._tx.read(self.table).get((scope, key))
         return found
 
-    async def complete(self, scope: str, key: str, status: int, body: str) -> None:
+    async def complete(self, scope: str, key: str, body: str) -> None:
         held = await self.get(scope, key)
         if held is None:
             raise IntegrityViolationError("complete of an unreserved key")
-        self._tx.write(self.table)[(scope, key)] = evolve(held, status=status, body=body)
+        self._tx.write(self.table)[(scope, key)] = evolve(held, body=body)
+
+    async def purge(self, expired_before: datetime) -> int:
+        return _purge(self._tx.write(self.table), lambda r: r.created_at < expired_before)
 
 
 class MemoryAccountRepository(_Repository):
@@ -747,6 +754,9 @@ class MemoryAccountRepository(_Repository):
         ]
         return sorted(times, reverse=True)[:limit]
 
+    async def purge_failed_logins(self, before: datetime) -> int:
+        return _purge(self._tx.write("failed_logins"), lambda at: at < before)
+
 
 class MemoryDeviceGrantRepository(_Repository):
     """Device-code grants."""
@@ -761,24 +771,20 @@ class MemoryDeviceGrantRepository(_Repository):
     async def add(self, grant: DeviceGrant) -> None:
         self._insert(grant.id, grant)
 
-    async def get_by_device_code(self, device_code_hash: str) -> DeviceGrant | None:
+    async def get_by_device_code(
+        self, device_code_hash: str, *, for_update: bool = False
+    ) -> DeviceGrant | None:
         return self._find(lambda g: g.device_code_hash == device_code_hash)
 
-    async def get_by_user_code(self, user_code: str) -> DeviceGrant | None:
+    async def get_by_user_code(
+        self, user_code: str, *, for_update: bool = False
+    ) -> DeviceGrant | None:
         return self._find(lambda g: g.user_code == user_code)
 
-    async def get_by_device_code_for_update(self, device_code_hash: str) -> DeviceGrant | None:
-        # The store's transaction lock already serialises the read-modify-write.
-        return await self.get_by_device_code(device_code_hash)
-
-    async def get_by_user_code_for_update(self, user_code: str) -> DeviceGrant | None:
-        return await self.get_by_user_code(user_code)
-
-    async def get_by_access_token(self, access_token_hash: str) -> DeviceGrant | None:
+    async def get_by_access_token(
+        self, access_token_hash: str, *, for_update: bool = False
+    ) -> DeviceGrant | None:
         return self._find(lambda g: g.access_token_hash == access_token_hash)
-
-    async def get_by_access_token_for_update(self, access_token_hash: str) -> DeviceGrant | None:
-        return await self.get_by_access_token(access_token_hash)
 
     async def update(self, grant: DeviceGrant) -> None:
         self._replace(grant.id, grant)

@@ -7,8 +7,10 @@ from types import TracebackType
 from typing import Self
 
 from strongroom.adapters.memory import repositories as repos
+from strongroom.adapters.memory.statistics import MemoryStatisticsRepository
 from strongroom.adapters.memory.store import MemoryStore, Transaction
 from strongroom.ports.driven import repositories as ports
+from strongroom.ports.driven.statistics import StatisticsRepository
 
 
 class MemoryUnitOfWork:
@@ -29,6 +31,7 @@ class MemoryUnitOfWork:
     idempotency: ports.IdempotencyRepository
     accounts: ports.AccountRepository
     device_grants: ports.DeviceGrantRepository
+    statistics: StatisticsRepository
 
     def __init__(self, store: MemoryStore) -> None:
         self._store = store
@@ -53,6 +56,7 @@ class MemoryUnitOfWork:
         self.idempotency = repos.MemoryIdempotencyRepository(tx)
         self.accounts = repos.MemoryAccountRepository(tx)
         self.device_grants = repos.MemoryDeviceGrantRepository(tx)
+        self.statistics = MemoryStatisticsRepository(tx)
         return self
 
     async def __aexit__(

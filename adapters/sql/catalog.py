@@ -32,7 +32,6 @@ class Q(StrEnum):
     PING = "ping"
     WORKSPACE_INSERT = "workspace_insert"
     WORKSPACE_GET = "workspace_get"
-    WORKSPACE_GET_FOR_UPDATE = "workspace_get_for_update"
     WORKSPACE_UPDATE = "workspace_update"
     WORKSPACE_DELETE = "workspace_delete"
     WORKSPACE_COUNT_CREATED_BY = "workspace_count_created_by"
@@ -48,7 +47,6 @@ class Q(StrEnum):
     MEMBERSHIP_COUNT_ROLE = "membership_count_role"
     USER_INSERT = "user_insert"
     USER_GET = "user_get"
-    USER_GET_FOR_UPDATE = "user_get_for_update"
     USER_GET_BY_SUBJECT = "user_get_by_subject"
     SESSION_INSERT = "session_insert"
     SESSION_FIND = "session_find"
@@ -58,7 +56,6 @@ class Q(StrEnum):
     BACKUP_INSERT = "backup_insert"
     BACKUP_INSERT_ADMITTED = "backup_insert_admitted"
     BACKUP_GET = "backup_get"
-    BACKUP_GET_FOR_UPDATE = "backup_get_for_update"
     BACKUP_UPDATE = "backup_update"
     BACKUP_DELETE = "backup_delete"
     BACKUP_LIST = "backup_list"
@@ -67,11 +64,9 @@ class Q(StrEnum):
     BACKUP_COUNT = "backup_count"
     RUN_INSERT = "run_insert"
     RUN_GET = "run_get"
-    RUN_GET_FOR_UPDATE = "run_get_for_update"
     RUN_UPDATE = "run_update"
     ARTIFACT_INSERT = "artifact_insert"
     ARTIFACT_GET = "artifact_get"
-    ARTIFACT_GET_FOR_UPDATE = "artifact_get_for_update"
     ARTIFACT_UPDATE = "artifact_update"
     ARTIFACT_FIND_IN_RUN = "artifact_find_in_run"
     ARTIFACT_LIST_FOR_RUN = "artifact_list_for_run"
@@ -129,20 +124,22 @@ class Q(StrEnum):
     IDEMPOTENCY_RESERVE = "idempotency_reserve"
     IDEMPOTENCY_GET = "idempotency_get"
     IDEMPOTENCY_COMPLETE = "idempotency_complete"
+    IDEMPOTENCY_PURGE = "idempotency_purge"
     ACCOUNT_INSERT = "account_insert"
     ACCOUNT_GET = "account_get"
     ACCOUNT_GET_BY_EMAIL = "account_get_by_email"
     FAILED_LOGIN_INSERT = "failed_login_insert"
     FAILED_LOGIN_RECENT = "failed_login_recent"
     FAILED_LOGIN_RECENT_BY_ADDRESS = "failed_login_recent_by_address"
+    FAILED_LOGIN_PURGE = "failed_login_purge"
     DEVICE_GRANT_INSERT = "device_grant_insert"
     DEVICE_GRANT_BY_DEVICE_CODE = "device_grant_by_device_code"
     DEVICE_GRANT_BY_USER_CODE = "device_grant_by_user_code"
-    DEVICE_GRANT_BY_DEVICE_CODE_FOR_UPDATE = "device_grant_by_device_code_for_update"
-    DEVICE_GRANT_BY_USER_CODE_FOR_UPDATE = "device_grant_by_user_code_for_update"
     DEVICE_GRANT_BY_ACCESS_TOKEN = "device_grant_by_access_token"  # noqa: S105 (a name)
-    DEVICE_GRANT_BY_ACCESS_TOKEN_FOR_UPDATE = "device_grant_by_access_token_for_update"  # noqa: S105
     DEVICE_GRANT_UPDATE = "device_grant_update"
+    STATISTICS_RUNS_BY_STATE = "statistics_runs_by_state"
+    STATISTICS_ARTIFACTS_BY_STATE = "statistics_artifacts_by_state"
+    STATISTICS_WORKSPACE_STORAGE_BYTES = "statistics_workspace_storage_bytes"
 
 
 class QueryFileError(Exception):
@@ -185,23 +182,24 @@ class Queries:
     def __init__(self, dialect: Dialect, texts: Mapping[str, str]) -> None:
         self.dialect = dialect
         self._texts = dict(texts)
-        self._compiled: dict[tuple[Q, tuple[Q, ...]], str] = {}
+        self._compiled: dict[tuple[Q, tuple[Q, ...], bool], str] = {}
 
     def raw(self, name: Q) -> str:
         """The text as written in the file (``:name`` parameters)."""
         return self._texts[name]
 
-    def text(self, name: Q, filters: Sequence[Q] = ()) -> str:
-        """The text to run, with ``filters`` fragments put at its ``/*filters*/`` marker."""
-        key = (name, tuple(filters))
+    def text(self, name: Q, filters: Sequence[Q] = (), *, lock: bool = False) -> str:
+        """The text to run, with ``filters`` fragments put at its ``/*filters*/`` marker and,
+        when ``lock``, the dialect's row lock at its ``/*lock*/`` marker."""
+        key = (name, tuple(filters), lock)
         compiled = self._compiled.get(key)
         if compiled is None:
-            compiled = self._compile(name, key[1])
+            compiled = self._compile(name, key[1], lock)
             self._compiled[key] = compiled
         return compiled
 
-    def _compile(self, name: Q, filters: tuple[Q, ...]) -> str:
-        text = self._texts[name]
+    def _compile(self, name: Q, filters: tuple[Q, ...], lock: bool) -> str:
+        text = self._texts[name].replace(LOCK_MARKER, _ROW_LOCK[self.dialect] if lock else "")
         if FILTERS_MARKER in text:
             text = text.replace(FILTERS_MARKER, " ".join(self._texts[f] for f in filters))
         elif filters:
@@ -209,7 +207,7 @@ class Queries:
         return to_pyformat(text) if self.dialect is Dialect.POSTGRES else text
 
 
-# What the lock marker of a read that locks becomes: a row lock on PostgreSQL; nothing on
+# What the lock marker of a read asked to lock becomes: a row lock on PostgreSQL; nothing on
 # SQLite, whose unit of work holds the database's one writer from its first lock or write.
 _ROW_LOCK = {Dialect.POSTGRES: "FOR NO KEY UPDATE", Dialect.SQLITE: ""}
 
@@ -222,8 +220,7 @@ def queries_for(dialect: Dialect) -> Queries:
     twice = sorted(set(common) & set(own))
     if twice:
         raise QueryFileError(f"{dialect}: defined both in common.sql and its own file: {twice}")
-    lock = _ROW_LOCK[dialect]
-    texts = {name: text.replace(LOCK_MARKER, lock) for name, text in {**common, **own}.items()}
+    texts = {**common, **own}
     missing = sorted(set(Q) - set(texts))
     unknown = sorted(set(texts) - set(Q))
     if missing or unknown:

@@ -18,8 +18,8 @@ plain synchronous connection of their own (start-up, tests).
 
 Connections run in autocommit: a unit of work's reads before its first write or lock cost
 one round trip each, and the first statement that writes or locks sends ``BEGIN`` with it
-in one pipeline (see ``repositories``). ``get_for_update`` is ``SELECT ... FOR NO KEY
-UPDATE``.
+in one pipeline (see ``repositories``). ``get(..., for_update=True)`` is ``SELECT ... FOR
+NO KEY UPDATE``.
 
 Faults: nothing waits without bound. Taking a connection waits at most the pool's timeout,
 connecting at most ``connect_timeout``, and every statement at most ``statement_timeout``,
@@ -64,6 +64,7 @@ from strongroom.adapters.sql.repositories import Fetch, Step
 from strongroom.adapters.sql.rows import Codec, Params, Row
 from strongroom.adapters.sql.unit_of_work import OneUnitPerTask, SqlUnitOfWork
 from strongroom.domain.errors import UpstreamUnavailableError
+from strongroom.ports.driven.statistics import PoolUse
 
 # pg_advisory_xact_lock key of the migrator ("strongroom" in ASCII, truncated to 63 bits).
 MIGRATION_LOCK_KEY = 0x7374726F6E67726F
@@ -505,7 +506,7 @@ class PostgresTransaction:
     async def _run(
         self, query: Q, params: Params, filters: Sequence[Q], writes: bool, fetch: Fetch
     ) -> Any:
-        text = self._queries.text(query, filters).encode()
+        text = self._queries.text(query, filters, lock=writes).encode()
         while True:
             began_writing = self._writing
             deadline: _Deadline | None = None
@@ -657,6 +658,17 @@ class PostgresTransaction:
     async def ping(self) -> None:
         """``SELECT 1``."""
         await self.fetch_one(Q.PING, {})
+
+    async def pool_use(self) -> PoolUse | None:
+        """The connections of this loop's pool: lent out, idle, and requests waiting."""
+        stats = (await self._database.pool_of_this_loop()).get_stats()
+        size, idle = stats.get("pool_size", 0), stats.get("pool_available", 0)
+        return PoolUse(
+            in_use=size - idle,
+            idle=idle,
+            waiting=stats.get("requests_waiting", 0),
+            max_size=stats.get("pool_max", 0),
+        )
 
     async def close(self) -> None:
         """Roll back what was not committed; give the connection back."""

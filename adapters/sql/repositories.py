@@ -68,7 +68,8 @@ class Statements(Protocol):
     async def fetch_one(
         self, query: Q, params: Params, *, filters: Sequence[Q] = (), writes: bool = False
     ) -> Row | None:
-        """The first row of ``query``; ``writes`` when it writes or locks rows."""
+        """The first row of ``query``; ``writes`` when it writes or locks rows (a locking
+        read's ``/*lock*/`` marker then becomes the dialect's row lock)."""
         ...
 
     async def fetch_all(self, query: Q, params: Params, *, filters: Sequence[Q] = ()) -> list[Row]:
@@ -147,15 +148,10 @@ class SqlWorkspaceRepository(_Repository):
         """Store a new workspace."""
         await self._db.execute(Q.WORKSPACE_INSERT, rows.workspace_params(workspace, self._codec))
 
-    async def get(self, workspace_id: UUID) -> Workspace | None:
-        """A workspace by id."""
-        row = await self._db.fetch_one(Q.WORKSPACE_GET, {"id": self._codec.uuid(workspace_id)})
-        return None if row is None else rows.workspace_from_row(row, self._codec)
-
-    async def get_for_update(self, workspace_id: UUID) -> Workspace | None:
-        """A workspace by id, locked until the unit of work ends."""
+    async def get(self, workspace_id: UUID, *, for_update: bool = False) -> Workspace | None:
+        """A workspace by id (``for_update``: locked until the unit of work ends)."""
         row = await self._db.fetch_one(
-            Q.WORKSPACE_GET_FOR_UPDATE, {"id": self._codec.uuid(workspace_id)}, writes=True
+            Q.WORKSPACE_GET, {"id": self._codec.uuid(workspace_id)}, writes=for_update
         )
         return None if row is None else rows.workspace_from_row(row, self._codec)
 
@@ -261,15 +257,10 @@ class SqlUserRepository(_Repository):
         """Store a new person."""
         await self._db.execute(Q.USER_INSERT, rows.user_params(user, self._codec))
 
-    async def get(self, user_id: UUID) -> User | None:
-        """A person by id."""
-        row = await self._db.fetch_one(Q.USER_GET, {"id": self._codec.uuid(user_id)})
-        return None if row is None else rows.user_from_row(row, self._codec)
-
-    async def get_for_update(self, user_id: UUID) -> User | None:
-        """A person by id, locked until the unit of work ends."""
+    async def get(self, user_id: UUID, *, for_update: bool = False) -> User | None:
+        """A person by id (``for_update``: locked until the unit of work ends)."""
         row = await self._db.fetch_one(
-            Q.USER_GET_FOR_UPDATE, {"id": self._codec.uuid(user_id)}, writes=True
+            Q.USER_GET, {"id": self._codec.uuid(user_id)}, writes=for_update
         )
         return None if row is None else rows.user_from_row(row, self._codec)
 
@@ -367,15 +358,12 @@ class SqlBackupRepository(_Repository):
         )
         return bool(inserted == 1)
 
-    async def get(self, workspace_id: UUID, backup_id: UUID) -> Backup | None:
-        """A backup of this workspace."""
-        row = await self._db.fetch_one(Q.BACKUP_GET, self._key(workspace_id, backup_id))
-        return None if row is None else rows.backup_from_row(row, self._codec)
-
-    async def get_for_update(self, workspace_id: UUID, backup_id: UUID) -> Backup | None:
-        """A backup of this workspace, locked until the unit of work ends."""
+    async def get(
+        self, workspace_id: UUID, backup_id: UUID, *, for_update: bool = False
+    ) -> Backup | None:
+        """A backup of this workspace (``for_update``: locked until the unit of work ends)."""
         row = await self._db.fetch_one(
-            Q.BACKUP_GET_FOR_UPDATE, self._key(workspace_id, backup_id), writes=True
+            Q.BACKUP_GET, self._key(workspace_id, backup_id), writes=for_update
         )
         return None if row is None else rows.backup_from_row(row, self._codec)
 
@@ -422,15 +410,12 @@ class SqlRunRepository(_Repository):
         """Store a new run."""
         await self._db.execute(Q.RUN_INSERT, rows.run_params(run, self._codec))
 
-    async def get(self, workspace_id: UUID, run_id: UUID) -> Run | None:
-        """A run of this workspace."""
-        row = await self._db.fetch_one(Q.RUN_GET, self._key(workspace_id, run_id))
-        return None if row is None else rows.run_from_row(row, self._codec)
-
-    async def get_for_update(self, workspace_id: UUID, run_id: UUID) -> Run | None:
-        """A run of this workspace, locked until the unit of work ends."""
+    async def get(
+        self, workspace_id: UUID, run_id: UUID, *, for_update: bool = False
+    ) -> Run | None:
+        """A run of this workspace (``for_update``: locked until the unit of work ends)."""
         row = await self._db.fetch_one(
-            Q.RUN_GET_FOR_UPDATE, self._key(workspace_id, run_id), writes=True
+            Q.RUN_GET, self._key(workspace_id, run_id), writes=for_update
         )
         return None if row is None else rows.run_from_row(row, self._codec)
 
@@ -456,17 +441,14 @@ class SqlArtifactRepository(_Repository):
         """Store a new artifact."""
         await self._db.execute(Q.ARTIFACT_INSERT, rows.artifact_params(artifact, self._codec))
 
-    async def get(self, workspace_id: UUID, artifact_id: UUID) -> Artifact | None:
-        """An artifact of this workspace."""
-        return self._one(
-            await self._db.fetch_one(Q.ARTIFACT_GET, self._key(workspace_id, artifact_id))
-        )
-
-    async def get_for_update(self, workspace_id: UUID, artifact_id: UUID) -> Artifact | None:
-        """An artifact of this workspace, locked until the unit of work ends."""
+    async def get(
+        self, workspace_id: UUID, artifact_id: UUID, *, for_update: bool = False
+    ) -> Artifact | None:
+        """An artifact of this workspace (``for_update``: locked until the unit of work
+        ends)."""
         return self._one(
             await self._db.fetch_one(
-                Q.ARTIFACT_GET_FOR_UPDATE, self._key(workspace_id, artifact_id), writes=True
+                Q.ARTIFACT_GET, self._key(workspace_id, artifact_id), writes=for_update
             )
         )
 
@@ -821,14 +803,20 @@ class SqlIdempotencyRepository(_Repository):
         row = await self._db.fetch_one(Q.IDEMPOTENCY_GET, {"scope": scope, "idempotency_key": key})
         return None if row is None else rows.idempotency_from_row(row, self._codec)
 
-    async def complete(self, scope: str, key: str, status: int, body: str) -> None:
-        """Attach the response to a reserved key."""
+    async def complete(self, scope: str, key: str, body: str) -> None:
+        """Attach the request's result to a reserved key."""
         changed = await self._db.execute(
             Q.IDEMPOTENCY_COMPLETE,
-            {"scope": scope, "idempotency_key": key, "status": status, "body": body},
+            {"scope": scope, "idempotency_key": key, "body": body},
         )
         if changed != 1:
             raise IntegrityViolationError("complete of an unreserved key")
+
+    async def purge(self, expired_before: datetime) -> int:
+        """Delete the keys reserved before ``expired_before``; how many went."""
+        return await self._db.execute(
+            Q.IDEMPOTENCY_PURGE, {"expired_before": self._codec.timestamp(expired_before)}
+        )
 
 
 class SqlAccountRepository(_Repository):
@@ -876,13 +864,17 @@ class SqlAccountRepository(_Repository):
             found = await self._db.fetch_all(Q.FAILED_LOGIN_RECENT, parameters)
         return [self._codec.read_timestamp(row["failed_at"]) for row in found]
 
+    async def purge_failed_logins(self, before: datetime) -> int:
+        """Forget the failed approvals that happened before ``before``; how many went."""
+        return await self._db.execute(
+            Q.FAILED_LOGIN_PURGE, {"before": self._codec.timestamp(before)}
+        )
+
 
 class SqlDeviceGrantRepository(_Repository):
     """Device-code grants; each look-up gives the newest matching grant."""
 
-    async def _find(
-        self, query: Q, column: str, value: str, *, lock: bool = False
-    ) -> DeviceGrant | None:
+    async def _find(self, query: Q, column: str, value: str, lock: bool) -> DeviceGrant | None:
         row = await self._db.fetch_one(query, {column: value}, writes=lock)
         return None if row is None else rows.device_grant_from_row(row, self._codec)
 
@@ -890,42 +882,29 @@ class SqlDeviceGrantRepository(_Repository):
         """Store a new grant."""
         await self._db.execute(Q.DEVICE_GRANT_INSERT, rows.device_grant_params(grant, self._codec))
 
-    async def get_by_device_code(self, device_code_hash: str) -> DeviceGrant | None:
-        """A grant by the hash of its device code."""
-        return await self._find(Q.DEVICE_GRANT_BY_DEVICE_CODE, "device_code_hash", device_code_hash)
-
-    async def get_by_user_code(self, user_code: str) -> DeviceGrant | None:
-        """The newest grant with this user code."""
-        return await self._find(Q.DEVICE_GRANT_BY_USER_CODE, "user_code", user_code)
-
-    async def get_by_device_code_for_update(self, device_code_hash: str) -> DeviceGrant | None:
-        """A grant by the hash of its device code, locked until the unit of work ends."""
+    async def get_by_device_code(
+        self, device_code_hash: str, *, for_update: bool = False
+    ) -> DeviceGrant | None:
+        """A grant by the hash of its device code (``for_update``: locked until the unit of
+        work ends)."""
         return await self._find(
-            Q.DEVICE_GRANT_BY_DEVICE_CODE_FOR_UPDATE,
-            "device_code_hash",
-            device_code_hash,
-            lock=True,
+            Q.DEVICE_GRANT_BY_DEVICE_CODE, "device_code_hash", device_code_hash, for_update
         )
 
-    async def get_by_user_code_for_update(self, user_code: str) -> DeviceGrant | None:
-        """The newest grant with this user code, locked until the unit of work ends."""
-        return await self._find(
-            Q.DEVICE_GRANT_BY_USER_CODE_FOR_UPDATE, "user_code", user_code, lock=True
-        )
+    async def get_by_user_code(
+        self, user_code: str, *, for_update: bool = False
+    ) -> DeviceGrant | None:
+        """The newest grant with this user code (``for_update``: locked until the unit of
+        work ends)."""
+        return await self._find(Q.DEVICE_GRANT_BY_USER_CODE, "user_code", user_code, for_update)
 
-    async def get_by_access_token(self, access_token_hash: str) -> DeviceGrant | None:
-        """The grant that issued this access token."""
+    async def get_by_access_token(
+        self, access_token_hash: str, *, for_update: bool = False
+    ) -> DeviceGrant | None:
+        """The grant that issued this access token (``for_update``: locked until the unit
+        of work ends)."""
         return await self._find(
-            Q.DEVICE_GRANT_BY_ACCESS_TOKEN, "access_token_hash", access_token_hash
-        )
-
-    async def get_by_access_token_for_update(self, access_token_hash: str) -> DeviceGrant | None:
-        """The grant that issued this access token, locked until the unit of work ends."""
-        return await self._find(
-            Q.DEVICE_GRANT_BY_ACCESS_TOKEN_FOR_UPDATE,
-            "access_token_hash",
-            access_token_hash,
-            lock=True,
+            Q.DEVICE_GRANT_BY_ACCESS_TOKEN, "access_token_hash", access_token_hash, for_update
         )
 
     async def update(self, grant: DeviceGrant) -> None:

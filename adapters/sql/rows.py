@@ -538,7 +538,6 @@ def idempotency_params(record: IdempotencyRecord, codec: Codec) -> Params:
         "idempotency_key": record.key,
         "fingerprint": record.fingerprint,
         "created_at": codec.timestamp(record.created_at),
-        "status": record.status,
         "body": record.body,
     }
 
@@ -550,7 +549,6 @@ def idempotency_from_row(row: Row, codec: Codec) -> IdempotencyRecord:
         key=row["idempotency_key"],
         fingerprint=row["fingerprint"],
         created_at=codec.read_timestamp(row["created_at"]),
-        status=row["status"],
         body=row["body"],
     )
 

@@ -165,7 +165,6 @@ CREATE TABLE idempotency_keys (
     idempotency_key text NOT NULL,
     fingerprint text NOT NULL,
     created_at timestamptz NOT NULL,
-    status integer,
     body text,
     PRIMARY KEY (scope, idempotency_key)
 );

@@ -166,7 +166,6 @@ CREATE TABLE idempotency_keys (
     idempotency_key TEXT NOT NULL,
     fingerprint TEXT NOT NULL,
     created_at TEXT NOT NULL,
-    status INTEGER,
     body TEXT,
     PRIMARY KEY (scope, idempotency_key)
 ) STRICT;

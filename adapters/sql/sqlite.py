@@ -18,9 +18,10 @@ server's, a blocking facade's, a test's) may use the same database.
 SQLite has no row locks. A unit of work becomes the database's one writer at its first
 statement that writes or locks: it queues for ``writer`` (an ``AnyLoopLock``, so waiting
 blocks no loop and no thread), then takes SQLite's write lock (``BEGIN IMMEDIATE``), and
-holds both to its end. Writers are serialised, which is exactly what ``get_for_update``
-needs. A writer that waits longer than ``busy_timeout`` seconds, in the queue or for
-another process's write lock, gives up with ``UpstreamUnavailableError``.
+holds both to its end. Writers are serialised, which is exactly what a locking read
+(``get(..., for_update=True)``) needs. A writer that waits longer than ``busy_timeout``
+seconds, in the queue or for another process's write lock, gives up with
+``UpstreamUnavailableError``.
 """
 
 from __future__ import annotations
@@ -52,6 +53,7 @@ from strongroom.adapters.sql.repositories import Fetch, Step
 from strongroom.adapters.sql.rows import Codec, Params, Row
 from strongroom.adapters.sql.unit_of_work import OneUnitPerTask, SqlUnitOfWork
 from strongroom.domain.errors import UpstreamUnavailableError
+from strongroom.ports.driven.statistics import PoolUse
 
 T = TypeVar("T")
 
@@ -338,7 +340,7 @@ class SqliteTransaction:
     async def _statement(
         self, query: Q, params: Params, filters: Sequence[Q], writes: bool, fetch: Fetch
     ) -> Any:
-        text = self._queries.text(query, filters)
+        text = self._queries.text(query, filters, lock=writes)
         begin = writes and not self._writing
         if begin and not self._holds_writer:
             await self._take_writer()
@@ -404,6 +406,10 @@ class SqliteTransaction:
     async def ping(self) -> None:
         """Read the schema table: the file is there and readable."""
         await self.fetch_one(Q.PING, {})
+
+    async def pool_use(self) -> PoolUse | None:
+        """``None``: connections are opened on demand, with no pool to report on."""
+        return None
 
     async def close(self) -> None:
         """Roll back what was not committed; give the connection back."""

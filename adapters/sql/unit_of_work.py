@@ -25,7 +25,9 @@ from strongroom.adapters.sql.repositories import (
     SqlWorkspaceRepository,
     Statements,
 )
+from strongroom.adapters.sql.statistics import SqlStatisticsRepository
 from strongroom.ports.driven import repositories as ports
+from strongroom.ports.driven.statistics import PoolUse, StatisticsRepository
 
 if TYPE_CHECKING:
     from strongroom.ports.driven.unit_of_work import UnitOfWork
@@ -40,6 +42,10 @@ class Transaction(Statements, Protocol):
 
     async def ping(self) -> None:
         """Raise ``UpstreamUnavailableError`` unless the database answers."""
+        ...
+
+    async def pool_use(self) -> PoolUse | None:
+        """How this process's connection pool is used (``None`` without a pool)."""
         ...
 
     async def close(self) -> None:
@@ -94,6 +100,7 @@ class SqlUnitOfWork:
     idempotency: ports.IdempotencyRepository
     accounts: ports.AccountRepository
     device_grants: ports.DeviceGrantRepository
+    statistics: StatisticsRepository
 
     def __init__(self, begin: Callable[[], Transaction], guard: OneUnitPerTask) -> None:
         self._begin = begin
@@ -122,6 +129,7 @@ class SqlUnitOfWork:
         self.idempotency = SqlIdempotencyRepository(tx)
         self.accounts = SqlAccountRepository(tx)
         self.device_grants = SqlDeviceGrantRepository(tx)
+        self.statistics = SqlStatisticsRepository(tx)
         return self
 
     async def __aexit__(

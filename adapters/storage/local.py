@@ -48,6 +48,7 @@ import attrs
 
 from strongroom.adapters.storage.digest import hash_stream
 from strongroom.domain.errors import UpstreamUnavailableError
+from strongroom.domain.timestamps import format_timestamp
 from strongroom.ports.driven.storage import (
     ObjectLockedError,
     PendingUpload,
@@ -83,6 +84,7 @@ class Grant:
     sha256: str | None
     upload_id: str | None
     part: int | None
+    filename: str | None = None
 
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -187,7 +189,7 @@ class LocalDiskStorage:
     def _ensure_unlocked(self, key: str) -> None:
         until = self._locked_until(key)
         if until is not None and self._clock() < until:
-            raise ObjectLockedError(f"object {key} is locked until {until.isoformat()}")
+            raise ObjectLockedError(f"object {key} is locked until {format_timestamp(until)}")
 
     # ----------------------------------------------------------------------------------
     # Namespaces
@@ -255,6 +257,7 @@ class LocalDiskStorage:
                 fields.get("sha256", ""),
                 fields.get("upload_id", ""),
                 fields.get("part", ""),
+                fields.get("filename", ""),
             ]
         )
         return hmac.new(self._key, message.encode(), hashlib.sha256).hexdigest()
@@ -280,9 +283,12 @@ class LocalDiskStorage:
         )
         return PresignedRequest("PUT", url, {"Content-Length": str(size)})
 
-    async def presign_get(self, key: str, expires_at: datetime) -> PresignedRequest:
-        """A signed GET of the object."""
-        return PresignedRequest("GET", self._presign("GET", key, expires_at))
+    async def presign_get(
+        self, key: str, expires_at: datetime, *, filename: str | None = None
+    ) -> PresignedRequest:
+        """A signed GET of the object; ``filename`` (signed too) names the download."""
+        extra = {} if filename is None else {"filename": filename}
+        return PresignedRequest("GET", self._presign("GET", key, expires_at, **extra))
 
     def verify(self, method: str, key: str, query: dict[str, str]) -> Grant:
         """The grant of a presigned request; ``StorageRefusalError`` unless its signature
@@ -300,7 +306,15 @@ class LocalDiskStorage:
             raise StorageRefusalError(403, "malformed presigned URL") from error
         if self._clock().timestamp() >= expires:
             raise StorageRefusalError(403, "presigned URL expired")
-        return Grant(method, key, size, query.get("sha256"), query.get("upload_id"), part)
+        return Grant(
+            method,
+            key,
+            size,
+            query.get("sha256"),
+            query.get("upload_id"),
+            part,
+            query.get("filename"),
+        )
 
     # ----------------------------------------------------------------------------------
     # Receiving bytes (the storage endpoint)
@@ -479,7 +493,7 @@ class LocalDiskStorage:
             raise UpstreamUnavailableError(f"object {key} is not in storage")
         current = self._locked_until(key)
         if current is not None and until < current:
-            raise ObjectLockedError(f"object {key} is locked until {current.isoformat()}")
+            raise ObjectLockedError(f"object {key} is locked until {format_timestamp(current)}")
         self._write_json(self._meta_path(key), {**meta, "locked_until": until.isoformat()})
 
     async def delete(self, key: str) -> None:

@@ -44,6 +44,7 @@ from minio.error import MinioException, S3Error
 from minio.retention import Retention
 
 from strongroom.adapters.storage.digest import hash_stream
+from strongroom.adapters.storage.disposition import content_disposition
 from strongroom.adapters.storage.outbound import Resolver, guarded_pool_manager
 from strongroom.domain.backups import CustomerS3Destination
 from strongroom.domain.endpoints import EndpointPolicy
@@ -287,7 +288,9 @@ class S3Storage:
         url = self._presign("PUT", key, expires_at, query, content_length=size)
         return PresignedRequest("PUT", url, {"Content-Length": str(size)})
 
-    async def presign_get(self, key: str, expires_at: datetime) -> PresignedRequest:
+    async def presign_get(
+        self, key: str, expires_at: datetime, *, filename: str | None = None
+    ) -> PresignedRequest:
         """A presigned GET of the locked version when there is one.
 
         A still-valid upload URL can add a newer version over a confirmed object (the
@@ -295,14 +298,19 @@ class S3Storage:
         it asks the store (bounded by the client's timeouts), so unlike the other
         presigning methods this one is not a local computation.
         """
-        return await asyncio.to_thread(self._presign_get, key, expires_at)
+        return await asyncio.to_thread(self._presign_get, key, expires_at, filename)
 
-    def _presign_get(self, key: str, expires_at: datetime) -> PresignedRequest:
-        query: dict[str, str] | None = None
+    def _presign_get(
+        self, key: str, expires_at: datetime, filename: str | None
+    ) -> PresignedRequest:
+        query: dict[str, str] = {}
         locked = self._locked_version(key)
         if locked is not None:
-            query = {"versionId": locked}
-        return PresignedRequest("GET", self._presign("GET", key, expires_at, query))
+            query["versionId"] = locked
+        if filename is not None:
+            # The store answers with this header (a signed query parameter, S3 GetObject).
+            query["response-content-disposition"] = content_disposition(filename)
+        return PresignedRequest("GET", self._presign("GET", key, expires_at, query or None))
 
     def _locked_version(self, key: str) -> str | None:
         """The newest version of ``key`` under a retention, if any."""

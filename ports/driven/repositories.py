@@ -45,12 +45,9 @@ class WorkspaceRepository(Protocol):
         """Store a new workspace."""
         ...
 
-    async def get(self, workspace_id: UUID) -> Workspace | None:
-        """A workspace by id."""
-        ...
-
-    async def get_for_update(self, workspace_id: UUID) -> Workspace | None:
-        """A workspace by id, locked until the unit of work ends (serialises quota checks)."""
+    async def get(self, workspace_id: UUID, *, for_update: bool = False) -> Workspace | None:
+        """A workspace by id; ``for_update`` locks it until the unit of work ends
+        (serialises quota checks)."""
         ...
 
     async def update(self, workspace: Workspace) -> None:
@@ -109,12 +106,9 @@ class UserRepository(Protocol):
         """Store a new person."""
         ...
 
-    async def get(self, user_id: UUID) -> User | None:
-        """A person by id."""
-        ...
-
-    async def get_for_update(self, user_id: UUID) -> User | None:
-        """A person by id, locked until the unit of work ends (serialises per-user quotas)."""
+    async def get(self, user_id: UUID, *, for_update: bool = False) -> User | None:
+        """A person by id; ``for_update`` locks them until the unit of work ends
+        (serialises per-user quotas)."""
         ...
 
     async def get_by_subject(self, subject: str) -> User | None:
@@ -188,12 +182,10 @@ class BackupRepository(Protocol):
         """
         ...
 
-    async def get(self, workspace_id: UUID, backup_id: UUID) -> Backup | None:
-        """A backup of this workspace."""
-        ...
-
-    async def get_for_update(self, workspace_id: UUID, backup_id: UUID) -> Backup | None:
-        """A backup of this workspace, locked until the unit of work ends."""
+    async def get(
+        self, workspace_id: UUID, backup_id: UUID, *, for_update: bool = False
+    ) -> Backup | None:
+        """A backup of this workspace; ``for_update`` locks it until the unit of work ends."""
         ...
 
     async def update(self, backup: Backup) -> None:
@@ -224,12 +216,10 @@ class RunRepository(Protocol):
         """Store a new run (its backup must exist in its workspace)."""
         ...
 
-    async def get(self, workspace_id: UUID, run_id: UUID) -> Run | None:
-        """A run of this workspace."""
-        ...
-
-    async def get_for_update(self, workspace_id: UUID, run_id: UUID) -> Run | None:
-        """A run of this workspace, locked until the unit of work ends."""
+    async def get(
+        self, workspace_id: UUID, run_id: UUID, *, for_update: bool = False
+    ) -> Run | None:
+        """A run of this workspace; ``for_update`` locks it until the unit of work ends."""
         ...
 
     async def update(self, run: Run) -> None:
@@ -246,12 +236,11 @@ class ArtifactRepository(Protocol):
         its name unused in the run."""
         ...
 
-    async def get(self, workspace_id: UUID, artifact_id: UUID) -> Artifact | None:
-        """An artifact of this workspace."""
-        ...
-
-    async def get_for_update(self, workspace_id: UUID, artifact_id: UUID) -> Artifact | None:
-        """An artifact of this workspace, locked until the unit of work ends."""
+    async def get(
+        self, workspace_id: UUID, artifact_id: UUID, *, for_update: bool = False
+    ) -> Artifact | None:
+        """An artifact of this workspace; ``for_update`` locks it until the unit of work
+        ends."""
         ...
 
     async def update(self, artifact: Artifact) -> None:
@@ -454,13 +443,13 @@ class AuditRepository(Protocol):
 
 @attrs.frozen
 class IdempotencyRecord:
-    """A reserved Idempotency-Key and, once the request succeeded, its response."""
+    """A reserved Idempotency-Key and, once the request succeeded, its result (in the
+    core's own text form)."""
 
     scope: str
     key: str
     fingerprint: str
     created_at: datetime
-    status: int | None = None
     body: str | None = None
 
 
@@ -476,8 +465,12 @@ class IdempotencyRepository(Protocol):
         """A reserved key."""
         ...
 
-    async def complete(self, scope: str, key: str, status: int, body: str) -> None:
-        """Attach the response to a reserved key."""
+    async def complete(self, scope: str, key: str, body: str) -> None:
+        """Attach the request's result to a reserved key."""
+        ...
+
+    async def purge(self, expired_before: datetime) -> int:
+        """Delete the keys reserved before ``expired_before``; how many went."""
         ...
 
 
@@ -507,6 +500,10 @@ class AccountRepository(Protocol):
         case-insensitively, when given) since ``since`` happened, newest first."""
         ...
 
+    async def purge_failed_logins(self, before: datetime) -> int:
+        """Forget the failed approvals that happened before ``before``; how many went."""
+        ...
+
 
 class DeviceGrantRepository(Protocol):
     """Device-code grants of the built-in identity provider."""
@@ -515,31 +512,27 @@ class DeviceGrantRepository(Protocol):
         """Store a new grant."""
         ...
 
-    async def get_by_device_code(self, device_code_hash: str) -> DeviceGrant | None:
-        """A grant by the hash of its device code."""
+    async def get_by_device_code(
+        self, device_code_hash: str, *, for_update: bool = False
+    ) -> DeviceGrant | None:
+        """A grant by the hash of its device code; ``for_update`` locks it until the unit
+        of work ends (the grant is about to change: two exchanges of one code must not both
+        get a token)."""
         ...
 
-    async def get_by_user_code(self, user_code: str) -> DeviceGrant | None:
-        """The newest grant with this user code."""
+    async def get_by_user_code(
+        self, user_code: str, *, for_update: bool = False
+    ) -> DeviceGrant | None:
+        """The newest grant with this user code; ``for_update`` locks it until the unit of
+        work ends (failed approvals are counted exactly under concurrent attempts)."""
         ...
 
-    async def get_by_device_code_for_update(self, device_code_hash: str) -> DeviceGrant | None:
-        """``get_by_device_code``, locked until the unit of work ends (the grant is about to
-        change: two exchanges of one code must not both get a token)."""
-        ...
-
-    async def get_by_user_code_for_update(self, user_code: str) -> DeviceGrant | None:
-        """``get_by_user_code``, locked until the unit of work ends (failed approvals are
-        counted exactly under concurrent attempts)."""
-        ...
-
-    async def get_by_access_token(self, access_token_hash: str) -> DeviceGrant | None:
-        """The grant that issued this access token."""
-        ...
-
-    async def get_by_access_token_for_update(self, access_token_hash: str) -> DeviceGrant | None:
-        """``get_by_access_token``, locked until the unit of work ends (the token is about to
-        be spent: two exchanges of one token must not both open a session)."""
+    async def get_by_access_token(
+        self, access_token_hash: str, *, for_update: bool = False
+    ) -> DeviceGrant | None:
+        """The grant that issued this access token; ``for_update`` locks it until the unit
+        of work ends (the token is about to be spent: two exchanges of one token must not
+        both open a session)."""
         ...
 
     async def update(self, grant: DeviceGrant) -> None:

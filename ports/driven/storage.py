@@ -115,7 +115,10 @@ class ObjectStorage(StorageNamespaces, Protocol):
         (the others are removed all the same)."""
         ...
 
-    async def presign_get(self, key: str, expires_at: datetime) -> PresignedRequest:
+    async def presign_get(
+        self, key: str, expires_at: datetime, *, filename: str | None = None
+    ) -> PresignedRequest:
         """A download of the object (async: a versioned store may look up which version
-        to serve)."""
+        to serve); with ``filename``, the answer saves it under that name
+        (``Content-Disposition: attachment``)."""
         ...

@@ -23,6 +23,7 @@ from strongroom.ports.driven.repositories import (
     WorkerRepository,
     WorkspaceRepository,
 )
+from strongroom.ports.driven.statistics import StatisticsRepository
 
 
 class UnitOfWork(Protocol):
@@ -46,6 +47,7 @@ class UnitOfWork(Protocol):
     idempotency: IdempotencyRepository
     accounts: AccountRepository
     device_grants: DeviceGrantRepository
+    statistics: StatisticsRepository
 
     async def __aenter__(self) -> Self:
         """Begin the transaction."""

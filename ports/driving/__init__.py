@@ -4,13 +4,12 @@ from strongroom.ports.driving.access import Bearer
 from strongroom.ports.driving.blocking import blocking, blocking_call
 from strongroom.ports.driving.dependencies import Dependencies
 from strongroom.ports.driving.facade import Strongroom
-from strongroom.ports.driving.idempotency import IdempotencyKey, IdempotentReplayError
+from strongroom.ports.driving.idempotency import IdempotencyKey
 
 __all__ = [
     "Bearer",
     "Dependencies",
     "IdempotencyKey",
-    "IdempotentReplayError",
     "Strongroom",
     "blocking",
     "blocking_call",

@@ -43,6 +43,7 @@ from strongroom.ports.driven.storage import ObjectLockedError, ObjectStorage, Pr
 from strongroom.ports.driven.unit_of_work import UnitOfWork
 from strongroom.ports.driving import lookups
 from strongroom.ports.driving.access import Access, Grant, Requirement
+from strongroom.ports.driving.changes import changing
 from strongroom.ports.driving.dependencies import Dependencies
 from strongroom.ports.driving.recording import record_by_caller
 
@@ -250,12 +251,12 @@ class Artifacts:
         ``succeeded``, or nothing changes (409 ``artifact_missing``)."""
         caller, workspace_id = await self._access.resolve(caller, CONFIRM_RUN, target_id=run_id)
         now = self._deps.clock.now()
-        async with self._deps.uow() as uow:
+        async with changing(self._deps, caller, workspace_id) as change:
+            uow = change.uow
             run = await lookups.visible_run(
-                caller, uow, workspace_id, await uow.runs.get_for_update(workspace_id, run_id)
+                caller, uow, workspace_id, await uow.runs.get(workspace_id, run_id, for_update=True)
             )
-            workspace = await lookups.workspace(uow, workspace_id)
-            ensure_allowed(workspace.billing_state, GatedOperation.UPLOAD)
+            await change.gate(GatedOperation.UPLOAD, lock=False)
             run.ensure_open()
             backup = await lookups.backup(uow, workspace_id, run.backup_id)
             if backup.retention is None:
@@ -281,11 +282,7 @@ class Artifacts:
             available = [a for a in artifacts if a.state is ArtifactState.AVAILABLE] + confirmed
             finished = run.succeeded(len(available), sum(a.size for a in available), now)
             await uow.runs.update(finished)
-            await record_by_caller(
-                self._deps,
-                uow,
-                caller,
-                workspace_id,
+            await change.done(
                 "run.confirm",
                 run_id,
                 diff(
@@ -293,7 +290,6 @@ class Artifacts:
                     {"state": finished.state.value, "artifact_count": finished.artifact_count},
                 ),
             )
-            await uow.commit()
         return finished
 
     async def _lock(self, artifact: Artifact) -> None:
@@ -329,7 +325,10 @@ class Artifacts:
         if artifact.state is not ArtifactState.AVAILABLE:
             raise InvalidStateError("artifact is not confirmed yet")
         expires_at = self._deps.clock.now() + PRESIGNED_URL_LIFETIME
-        return await self._deps.storage.presign_get(artifact.object_key, expires_at), expires_at
+        request = await self._deps.storage.presign_get(
+            artifact.object_key, expires_at, filename=artifact.name
+        )
+        return request, expires_at
 
     # ----------------------------------------------------------------------------------
     # Delete
@@ -340,14 +339,12 @@ class Artifacts:
             caller, DELETE_ARTIFACT, target_id=artifact_id
         )
         now = self._deps.clock.now()
-        async with self._deps.uow() as uow:
+        async with changing(self._deps, caller, workspace_id) as change:
+            uow = change.uow
             artifact = lookups.existing(
-                await uow.artifacts.get_for_update(workspace_id, artifact_id), "artifact"
+                await uow.artifacts.get(workspace_id, artifact_id, for_update=True), "artifact"
             )
-            ensure_allowed(
-                (await lookups.workspace(uow, workspace_id)).billing_state,
-                GatedOperation.CONFIG_WRITE,
-            )
+            await change.gate(lock=False)
             artifact.ensure_deletable(
                 now, await uow.artifacts.count_available(workspace_id, artifact.backup_id)
             )
@@ -357,16 +354,11 @@ class Artifacts:
             deleted = artifact.deleted()
             await uow.artifacts.update(deleted)
             await uncount(uow, artifact)
-            await record_by_caller(
-                self._deps,
-                uow,
-                caller,
-                workspace_id,
+            await change.done(
                 "artifact.delete",
                 artifact_id,
                 diff(artifact_snapshot(artifact), artifact_snapshot(deleted)),
             )
-            await uow.commit()
 
     async def remove_object(self, artifact: Artifact, backup: Backup) -> None:
         """Remove an artifact's bytes (and its unfinished upload) from where they went."""
@@ -423,6 +415,6 @@ async def uncount(uow: UnitOfWork, artifact: Artifact) -> None:
     count ``available`` artifacts only (contract 10); a pending one was never counted."""
     if artifact.state is not ArtifactState.AVAILABLE:
         return
-    run = await uow.runs.get_for_update(artifact.workspace_id, artifact.run_id)
+    run = await uow.runs.get(artifact.workspace_id, artifact.run_id, for_update=True)
     if run is not None:
         await uow.runs.update(run.without_artifact(artifact.size))

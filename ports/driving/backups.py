@@ -9,7 +9,7 @@ import attrs
 
 from strongroom.domain.audit import JsonValue, diff
 from strongroom.domain.backups import UNSET, Backup, BackupChanges, BackupKind
-from strongroom.domain.billing import GatedOperation, ensure_allowed
+from strongroom.domain.billing import GatedOperation
 from strongroom.domain.errors import ArtifactLockedError, StrongroomError, UnauthenticatedError
 from strongroom.domain.names import clean_name
 from strongroom.domain.pagination import Page, PageRequest
@@ -21,9 +21,11 @@ from strongroom.domain.workspaces import Admission
 from strongroom.ports.driven.unit_of_work import UnitOfWork
 from strongroom.ports.driving import lookups
 from strongroom.ports.driving.access import Access, Bearer, Grant, Requirement, is_session
+from strongroom.ports.driving.changes import WorkspaceChange, changing
 from strongroom.ports.driving.dependencies import Dependencies
-from strongroom.ports.driving.idempotency import IdempotencyKey, run_idempotent
-from strongroom.ports.driving.recording import caller_event, record_by_caller, session_event
+from strongroom.ports.driving.idempotency import IdempotencyKey, ResultForm, run_idempotent
+from strongroom.ports.driving.preconditions import Precondition, check_precondition
+from strongroom.ports.driving.recording import caller_event, session_event
 
 logger = logging.getLogger(__name__)
 
@@ -70,7 +72,7 @@ class Backups:
         workspace_id: UUID,
         name: str,
         kind: BackupKind,
-        idempotency: IdempotencyKey[Backup] | None = None,
+        idempotency: IdempotencyKey | None = None,
     ) -> Backup:
         """Reserve a new backup in state ``draft``.
 
@@ -96,22 +98,15 @@ class Backups:
             # racing each time): the locked path below decides.
 
         async def store(uow: UnitOfWork) -> Backup:
-            workspace = await lookups.workspace(uow, workspace_id, for_update=True)
+            change = WorkspaceChange(self._deps, uow, caller, workspace_id)
+            workspace = await change.locked()
             workspace.admit(ADMIT_BACKUP, await uow.backups.count(workspace_id))
             backup = Backup.draft(self._deps.ids.new_id(), workspace_id, name, kind, now)
             await uow.backups.add(backup)
-            await record_by_caller(
-                self._deps,
-                uow,
-                caller,
-                workspace_id,
-                "backup.create",
-                backup.id,
-                diff({}, audit_snapshot(backup)),
-            )
+            await change.record("backup.create", backup.id, diff({}, audit_snapshot(backup)))
             return backup
 
-        return await run_idempotent(self._deps.uow, caller, idempotency, now, store)
+        return await run_idempotent(self._deps, caller, idempotency, now, store, ResultForm(Backup))
 
     async def _create_in_session(
         self, bearer: Bearer, workspace_id: UUID, name: str, kind: BackupKind
@@ -223,27 +218,34 @@ class Backups:
             )
 
     async def update(
-        self, caller: Caller | Grant, backup_id: UUID, changes: BackupChanges
+        self,
+        caller: Caller | Grant,
+        backup_id: UUID,
+        changes: BackupChanges,
+        *,
+        precondition: Precondition[Backup] | None = None,
     ) -> Backup:
-        """Change a backup; it becomes ``active`` once its kind's configuration is complete."""
+        """Change a backup; it becomes ``active`` once its kind's configuration is complete.
+        A ``precondition`` on the backup as it stands is checked on the locked row."""
         caller, workspace_id = await self._access.resolve(
             caller, UPDATE_BACKUP, target_id=backup_id
         )
         if changes.name is not UNSET:
             changes = _with_name(changes, clean_name(changes.name))
-        async with self._deps.uow() as uow:
+        async with changing(self._deps, caller, workspace_id) as change:
+            uow = change.uow
             backup = await lookups.backup(uow, workspace_id, backup_id, for_update=True)
+            check_precondition(precondition, backup, "backup")
             worker_exists = changes.worker_id is not UNSET and await uow.workers.exists(
                 workspace_id, changes.worker_id
             )
-            backup.check_kind_rules(
+            checked = backup.check_kind_rules(
                 changes, worker_exists=worker_exists, endpoints=self._deps.endpoint_policy
             )
-            workspace = await lookups.workspace(uow, workspace_id, for_update=True)
-            ensure_allowed(workspace.billing_state, GatedOperation.CONFIG_WRITE)
+            await change.gate()
             secrets = self._deps.secrets
             updated = backup.apply(
-                changes,
+                checked,
                 self._deps.clock.now(),
                 sealed_credentials=None
                 if changes.credentials is UNSET
@@ -254,16 +256,9 @@ class Backups:
             )
             if updated is not backup:
                 await uow.backups.update(updated)
-            await record_by_caller(
-                self._deps,
-                uow,
-                caller,
-                workspace_id,
-                "backup.update",
-                backup_id,
-                diff(audit_snapshot(backup), audit_snapshot(updated)),
+            await change.done(
+                "backup.update", backup_id, diff(audit_snapshot(backup), audit_snapshot(updated))
             )
-            await uow.commit()
         return updated
 
     async def pause(self, caller: Caller | Grant, backup_id: UUID) -> Backup:
@@ -277,24 +272,16 @@ class Backups:
     async def _set_paused(self, caller: Caller | Grant, backup_id: UUID, *, paused: bool) -> Backup:
         requirement = PAUSE_BACKUP if paused else RESUME_BACKUP
         caller, workspace_id = await self._access.resolve(caller, requirement, target_id=backup_id)
-        async with self._deps.uow() as uow:
-            backup = await lookups.backup(uow, workspace_id, backup_id, for_update=True)
-            workspace = await lookups.workspace(uow, workspace_id, for_update=True)
-            ensure_allowed(workspace.billing_state, GatedOperation.CONFIG_WRITE)
+        async with changing(self._deps, caller, workspace_id) as change:
+            backup = await lookups.backup(change.uow, workspace_id, backup_id, for_update=True)
+            await change.gate()
             updated = backup.paused_as(paused, self._deps.clock.now())
             if updated is not backup:
-                await uow.backups.update(updated)
+                await change.uow.backups.update(updated)
             action = "backup.pause" if paused else "backup.resume"
-            await record_by_caller(
-                self._deps,
-                uow,
-                caller,
-                workspace_id,
-                action,
-                backup_id,
-                diff(audit_snapshot(backup), audit_snapshot(updated)),
+            await change.done(
+                action, backup_id, diff(audit_snapshot(backup), audit_snapshot(updated))
             )
-            await uow.commit()
         return updated
 
     async def delete(self, caller: Caller | Grant, backup_id: UUID) -> None:
@@ -302,26 +289,17 @@ class Backups:
         caller, workspace_id = await self._access.resolve(
             caller, DELETE_BACKUP, target_id=backup_id
         )
-        async with self._deps.uow() as uow:
+        async with changing(self._deps, caller, workspace_id) as change:
+            uow = change.uow
             backup = await lookups.backup(uow, workspace_id, backup_id, for_update=True)
-            workspace = await lookups.workspace(uow, workspace_id, for_update=True)
-            ensure_allowed(workspace.billing_state, GatedOperation.CONFIG_WRITE)
+            workspace = await change.gate()
             if await uow.artifacts.any_locked(
                 workspace_id, self._deps.clock.now(), backup_id=backup_id
             ):
                 raise ArtifactLockedError("an artifact of this backup is inside its lock window")
             prefix = f"{workspace.storage_namespace}/{backup_id}"
             await uow.backups.remove(workspace_id, backup_id)
-            await record_by_caller(
-                self._deps,
-                uow,
-                caller,
-                workspace_id,
-                "backup.delete",
-                backup_id,
-                diff(audit_snapshot(backup), {}),
-            )
-            await uow.commit()
+            await change.done("backup.delete", backup_id, diff(audit_snapshot(backup), {}))
         try:
             await self._deps.storage.delete_prefix(prefix)
         except Exception:

@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+from datetime import datetime
 
 from strongroom.domain.permissions import DESCRIPTIONS, Permission
+from strongroom.ports.driven.identity import IdentityProvider
+from strongroom.ports.driven.statistics import ServiceStatistics
+from strongroom.ports.driven.storage import ObjectStorage
 from strongroom.ports.driving.access import Access
 from strongroom.ports.driving.artifacts import Artifacts
 from strongroom.ports.driving.audit_trail import AuditTrail
@@ -13,6 +17,7 @@ from strongroom.ports.driving.dependencies import Dependencies
 from strongroom.ports.driving.invitations import Invitations
 from strongroom.ports.driving.machines import ApiKeys, Workers
 from strongroom.ports.driving.members import Members, Roles
+from strongroom.ports.driving.monitoring import metrics_snapshot
 from strongroom.ports.driving.retention import Retention
 from strongroom.ports.driving.runs import Runs
 from strongroom.ports.driving.sessions import Sessions
@@ -50,6 +55,21 @@ class Strongroom:
         # Readiness probes that outlived READY_TIMEOUT, kept referenced until they end.
         self._abandoned: set[asyncio.Future[None]] = set()
 
+    @property
+    def identity(self) -> IdentityProvider:
+        """The identity provider people sign in with (a driving adapter may serve the
+        built-in provider's own pages)."""
+        return self.deps.identity
+
+    @property
+    def storage(self) -> ObjectStorage:
+        """The service's object storage (local disk serves its own presigned URLs)."""
+        return self.deps.storage
+
+    def now(self) -> datetime:
+        """The service clock's current instant (what states derived from time use)."""
+        return self.deps.clock.now()
+
     @staticmethod
     def permission_catalog() -> list[tuple[Permission, str]]:
         """Every permission slug with its description, in catalog order."""
@@ -83,6 +103,11 @@ class Strongroom:
         self._abandoned.discard(probe)
         if not probe.cancelled():
             probe.exception()
+
+    async def metrics_snapshot(self) -> ServiceStatistics:
+        """Service-wide figures for monitoring (``GET /metrics``): runs and artifacts by
+        state, workspaces' stored bytes (no workspace named), the connection pool's use."""
+        return await metrics_snapshot(self.deps)
 
     async def _ping_database(self) -> None:
         async with self.deps.uow() as uow:

@@ -1,16 +1,19 @@
 """Idempotency-Key support for creating operations (contract section 8).
 
-The key is reserved inside the transaction that creates, and the response is stored in
-that same transaction, so a key either maps to exactly one committed creation or to
-nothing. A concurrent request with the same key waits on the reservation (in SQL, on the
-unique index) and then replays the first response.
+The key is reserved inside the transaction that creates, and the use case's result is
+stored in that same transaction, so a key either maps to exactly one committed creation or
+to nothing. A concurrent request with the same key waits on the reservation (in SQL, on the
+unique index) and then gets the first result back. The result is kept in the core's own
+form (``snapshots``), never as a driving adapter's rendering: a replay returns the same
+domain object, and the adapter presents it as it presented the first answer.
 """
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Awaitable, Callable
 from datetime import datetime, timedelta
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 import attrs
 
@@ -18,43 +21,70 @@ from strongroom.domain.errors import IdempotencyConflictError, InvalidRequestErr
 from strongroom.domain.principals import Caller
 from strongroom.ports.driven.identity import Identity
 from strongroom.ports.driven.repositories import IdempotencyKeyTakenError, IdempotencyRecord
-from strongroom.ports.driven.unit_of_work import UnitOfWork, UnitOfWorkFactory
+from strongroom.ports.driven.secrets import SecretBox
+from strongroom.ports.driven.unit_of_work import UnitOfWork
+from strongroom.ports.driving import snapshots
+from strongroom.ports.driving.dependencies import Dependencies
 
 T = TypeVar("T")
 
 KEY_LIFETIME = timedelta(hours=24)
 MAX_KEY_LENGTH = 255
+_SEALED = "sealed_token"
 
 # Whose keys: an authenticated caller, or a person signing in (not yet a caller).
 KeyOwner = Caller | Identity
 
 
 @attrs.frozen
-class IdempotencyKey(Generic[T]):
+class IdempotencyKey:
     """A client's Idempotency-Key for one creating request.
 
-    ``route`` and ``fingerprint`` (a digest of the request body) tell a replay from a reuse;
-    ``render`` turns the created object into the response body a replay returns.
+    ``route`` and ``fingerprint`` (a digest of the request) tell a replay from a reuse.
     """
 
     key: str
     route: str
     fingerprint: str
-    render: Callable[[T], str]
-    status: int = 201
 
     def __attrs_post_init__(self) -> None:
         if not 1 <= len(self.key) <= MAX_KEY_LENGTH:
             raise InvalidRequestError(f"Idempotency-Key must be 1 to {MAX_KEY_LENGTH} characters")
 
 
-class IdempotentReplayError(Exception):
-    """Carries the stored response of the first request with the same key and body."""
+@attrs.frozen
+class ResultForm(Generic[T]):
+    """How a use case's result is kept for replays.
 
-    def __init__(self, status: int, body: str) -> None:
-        super().__init__("idempotent replay")
-        self.status = status
-        self.body = body
+    ``sealed`` names the field holding a credential's token: it is stored sealed with the
+    secret key, never in clear, and a replay whose seal no longer opens (the secret key
+    was replaced) gets ``None`` there.
+    """
+
+    cls: type[T]
+    sealed: str | None = None
+
+    def dump(self, result: T, box: SecretBox) -> str:
+        """The stored text of ``result``."""
+        data = snapshots.snapshot(result)
+        if self.sealed is not None:
+            token = data.pop(self.sealed)
+            data[_SEALED] = base64.b64encode(box.seal({"token": token})).decode()
+        return snapshots.dumps(data)
+
+    def load(self, text: str, box: SecretBox) -> T:
+        """The result ``dump`` stored."""
+        data: dict[str, Any] = snapshots.loads(text)
+        if self.sealed is not None:
+            data[self.sealed] = _opened(data.pop(_SEALED), box)
+        return snapshots.restore(data, self.cls)
+
+
+def _opened(sealed: str, box: SecretBox) -> str | None:
+    try:
+        return box.open(base64.b64decode(sealed))["token"]
+    except Exception:
+        return None  # sealed under another secret key: shown no more
 
 
 def _scope(owner: KeyOwner, route: str) -> str:
@@ -67,35 +97,29 @@ def _scope(owner: KeyOwner, route: str) -> str:
 
 
 async def replay_if_known(
-    uow_factory: UnitOfWorkFactory,
+    deps: Dependencies,
     owner: KeyOwner,
-    key: IdempotencyKey[T] | None,
+    key: IdempotencyKey | None,
     now: datetime,
-) -> None:
-    """Raise the replay (or the conflict) if this key completed a request in the last 24 h."""
+    form: ResultForm[T],
+) -> T | None:
+    """The first result if this key completed a request in the last 24 h (the conflict if
+    that request was a different one); None if the key is free."""
     if key is None:
-        return
-    async with uow_factory() as uow:
+        return None
+    async with deps.uow() as uow:
         record = await uow.idempotency.get(_scope(owner, key.route), key.key)
-    _raise_for(record, key, now)
-
-
-def _raise_for(record: IdempotencyRecord | None, key: IdempotencyKey[T], now: datetime) -> None:
-    if record is None or record.status is None or record.body is None:
-        return
+    if record is None or record.body is None:
+        return None
     if record.created_at < now - KEY_LIFETIME:
-        return  # expired: the key is free again, and ``reserve`` replaces the record
+        return None  # expired: the key is free again, and ``reserve`` replaces the record
     if record.fingerprint != key.fingerprint:
         raise IdempotencyConflictError()
-    raise IdempotentReplayError(record.status, record.body)
+    return form.load(record.body, deps.secrets)
 
 
-async def reserve(
-    uow: UnitOfWork, owner: KeyOwner, key: IdempotencyKey[T] | None, now: datetime
-) -> bool:
+async def _reserve(uow: UnitOfWork, owner: KeyOwner, key: IdempotencyKey, now: datetime) -> bool:
     """Reserve the key in ``uow``; False if another committed request holds it."""
-    if key is None:
-        return True
     record = IdempotencyRecord(_scope(owner, key.route), key.key, key.fingerprint, now)
     try:
         await uow.idempotency.reserve(record, expired_before=now - KEY_LIFETIME)
@@ -104,33 +128,29 @@ async def reserve(
     return True
 
 
-async def complete(
-    uow: UnitOfWork, owner: KeyOwner, key: IdempotencyKey[T] | None, result: T
-) -> None:
-    """Store the response of the reserved key in ``uow``."""
-    if key is not None:
-        await uow.idempotency.complete(
-            _scope(owner, key.route), key.key, key.status, key.render(result)
-        )
-
-
 async def run_idempotent(
-    uow_factory: UnitOfWorkFactory,
+    deps: Dependencies,
     owner: KeyOwner,
-    key: IdempotencyKey[T] | None,
+    key: IdempotencyKey | None,
     now: datetime,
     create: Callable[[UnitOfWork], Awaitable[T]],
+    form: ResultForm[T],
 ) -> T:
-    """Run ``create`` in one unit of work that also reserves and completes ``key``.
+    """Run ``create`` in one unit of work that also reserves ``key`` and keeps the result,
+    or return the result of the first request with this key and request.
 
     ``create`` must not commit; this commits once everything is recorded.
     """
-    await replay_if_known(uow_factory, owner, key, now)
-    async with uow_factory() as uow:
-        if await reserve(uow, owner, key, now):
+    if (first := await replay_if_known(deps, owner, key, now, form)) is not None:
+        return first
+    async with deps.uow() as uow:
+        if key is None or await _reserve(uow, owner, key, now):
             result = await create(uow)
-            await complete(uow, owner, key, result)
+            if key is not None:
+                stored = form.dump(result, deps.secrets)
+                await uow.idempotency.complete(_scope(owner, key.route), key.key, stored)
             await uow.commit()
             return result
-    await replay_if_known(uow_factory, owner, key, now)
+    if (first := await replay_if_known(deps, owner, key, now, form)) is not None:
+        return first
     raise IdempotencyConflictError()

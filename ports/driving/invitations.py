@@ -11,30 +11,28 @@ import logging
 from uuid import UUID
 
 from strongroom.domain.audit import Change
-from strongroom.domain.billing import GatedOperation, ensure_allowed
+from strongroom.domain.billing import GatedOperation
 from strongroom.domain.errors import (
     InvalidStateError,
     NotFoundError,
     ValidationFailedError,
 )
 from strongroom.domain.invitations import (
-    INVITATION_LIFETIME,
     Invitation,
-    InvitationState,
     clean_email,
 )
 from strongroom.domain.pagination import Page, PageRequest
-from strongroom.domain.permissions import Permission, Role
+from strongroom.domain.permissions import Permission, Role, check_role_slug
 from strongroom.domain.principals import Caller
 from strongroom.domain.quotas import QuotaResource, ensure_room
+from strongroom.domain.timestamps import format_timestamp
 from strongroom.domain.workspaces import Admission, Membership
 from strongroom.ports.driven.unit_of_work import UnitOfWork
-from strongroom.ports.driving import lookups
 from strongroom.ports.driving.access import Access, Grant, Requirement
+from strongroom.ports.driving.changes import WorkspaceChange
 from strongroom.ports.driving.dependencies import Dependencies
-from strongroom.ports.driving.idempotency import IdempotencyKey, run_idempotent
-from strongroom.ports.driving.members import check_role_slug, resolve_role
-from strongroom.ports.driving.recording import record_by_caller
+from strongroom.ports.driving.idempotency import IdempotencyKey, ResultForm, run_idempotent
+from strongroom.ports.driving.members import resolve_role
 
 logger = logging.getLogger(__name__)
 
@@ -60,7 +58,7 @@ class Invitations:
         email: str,
         role: str,
         accept_url_base: str | None = None,
-        idempotency: IdempotencyKey[Invitation] | None = None,
+        idempotency: IdempotencyKey | None = None,
     ) -> Invitation:
         """Invite ``email`` with ``role`` (whose permissions the caller must hold); the
         mailer delivers the invitation once it is stored."""
@@ -75,21 +73,16 @@ class Invitations:
         now = self._deps.clock.now()
 
         async def store(uow: UnitOfWork) -> Invitation:
-            workspace = await lookups.workspace(uow, workspace_id, for_update=True)
+            change = WorkspaceChange(self._deps, uow, caller, workspace_id)
+            workspace = await change.locked()
             # Pending invitations hold a seat until they are used or expire.
             seats = await uow.memberships.count(workspace_id)
             workspace.admit(
                 ADMIT_MEMBER, seats + await uow.invitations.count_pending(workspace_id, now)
             )
-            invitation = Invitation(
-                self._deps.ids.new_id(), workspace_id, email, role, now, now + INVITATION_LIFETIME
-            )
+            invitation = Invitation.issue(self._deps.ids.new_id(), workspace_id, email, role, now)
             await uow.invitations.add(invitation)
-            await record_by_caller(
-                self._deps,
-                uow,
-                caller,
-                workspace_id,
+            await change.record(
                 "invitation.create",
                 invitation.id,
                 {"email": Change(None, email), "role": Change(None, role)},
@@ -98,7 +91,9 @@ class Invitations:
             return invitation
 
         stored: list[str] = []  # the workspace's name, once this request stored it
-        invitation = await run_idempotent(self._deps.uow, caller, idempotency, now, store)
+        invitation = await run_idempotent(
+            self._deps, caller, idempotency, now, store, ResultForm(Invitation)
+        )
         if stored:  # a replay sends nothing again
             await self._deliver(stored[0], invitation, accept_url_base)
         return invitation
@@ -110,7 +105,7 @@ class Invitations:
         body = (
             f"You are invited to join the workspace {workspace_name!r} as {invitation.role}.\n"
             f"Sign in as {invitation.email}, then accept with POST {link}\n"
-            f"The invitation expires at {invitation.expires_at.isoformat()}."
+            f"The invitation expires at {format_timestamp(invitation.expires_at)}."
         )
         try:
             await self._deps.mailer.send(
@@ -137,11 +132,9 @@ class Invitations:
             if invitation is None:
                 raise NotFoundError("invitation")
             workspace_id = invitation.workspace_id
-            workspace = await lookups.workspace(uow, workspace_id, for_update=True)
-            ensure_allowed(workspace.billing_state, GatedOperation.CONFIG_WRITE)
-            state = invitation.state(now)
-            if state is not InvitationState.PENDING:
-                raise InvalidStateError(f"this invitation is {state.value}")
+            change = WorkspaceChange(self._deps, uow, caller, workspace_id)
+            workspace = await change.gate()
+            used = invitation.accepted(now)
             resource = QuotaResource.MEMBERS_PER_WORKSPACE
             others = await uow.invitations.count_pending(workspace_id, now) - 1
             ensure_room(
@@ -155,17 +148,10 @@ class Invitations:
                 raise InvalidStateError("the invitation's role no longer exists")
             membership = Membership(workspace_id, user.id, invitation.role, now)
             await uow.memberships.add(membership)
-            await uow.invitations.update(invitation.accepted(now))
-            await record_by_caller(
-                self._deps,
-                uow,
-                caller,
-                workspace_id,
-                "invitation.accept",
-                invitation_id,
-                {"role": Change(None, invitation.role)},
+            await uow.invitations.update(used)
+            await change.done(
+                "invitation.accept", invitation_id, {"role": Change(None, invitation.role)}
             )
-            await uow.commit()
         return membership
 
     @staticmethod

@@ -29,23 +29,14 @@ def existing(found: T | None, what: str) -> T:
 
 async def workspace(uow: UnitOfWork, workspace_id: UUID, *, for_update: bool = False) -> Workspace:
     """The workspace, locked until the unit of work ends when ``for_update``."""
-    workspaces = uow.workspaces
-    found = await (
-        workspaces.get_for_update(workspace_id) if for_update else workspaces.get(workspace_id)
-    )
-    return existing(found, "workspace")
+    return existing(await uow.workspaces.get(workspace_id, for_update=for_update), "workspace")
 
 
 async def backup(
     uow: UnitOfWork, workspace_id: UUID, backup_id: UUID, *, for_update: bool = False
 ) -> Backup:
     """A backup of the workspace, locked until the unit of work ends when ``for_update``."""
-    backups = uow.backups
-    found = await (
-        backups.get_for_update(workspace_id, backup_id)
-        if for_update
-        else backups.get(workspace_id, backup_id)
-    )
+    found = await uow.backups.get(workspace_id, backup_id, for_update=for_update)
     return existing(found, "backup")
 
 

@@ -5,20 +5,18 @@ A token is shown once, when it is made (creation, rotation); only its hash is st
 
 from __future__ import annotations
 
-import re
-from collections.abc import Sequence
 from datetime import datetime
 from uuid import UUID
 
 import attrs
 
 from strongroom.domain.audit import Change
-from strongroom.domain.billing import GatedOperation, ensure_allowed
-from strongroom.domain.errors import InvalidStateError, NotFoundError, ValidationFailedError
-from strongroom.domain.machines import ApiKey, Worker, in_catalog_order
+from strongroom.domain.billing import GatedOperation
+from strongroom.domain.errors import InvalidStateError, NotFoundError
+from strongroom.domain.machines import ApiKey, Worker, check_expiry, in_catalog_order
 from strongroom.domain.names import clean_name
 from strongroom.domain.pagination import Page, PageRequest
-from strongroom.domain.permissions import Permission
+from strongroom.domain.permissions import Permission, requested_permissions
 from strongroom.domain.principals import Caller
 from strongroom.domain.quotas import QuotaResource
 from strongroom.domain.tokens import TokenKind, format_token, hash_token
@@ -26,9 +24,9 @@ from strongroom.domain.workspaces import Admission
 from strongroom.ports.driven.unit_of_work import UnitOfWork
 from strongroom.ports.driving import lookups
 from strongroom.ports.driving.access import Access, Grant, Requirement
+from strongroom.ports.driving.changes import WorkspaceChange, changing
 from strongroom.ports.driving.dependencies import Dependencies
-from strongroom.ports.driving.idempotency import IdempotencyKey, run_idempotent
-from strongroom.ports.driving.recording import record_by_caller
+from strongroom.ports.driving.idempotency import IdempotencyKey, ResultForm, run_idempotent
 
 READ_API_KEYS = Requirement((Permission.API_KEYS_READ,))
 CREATE_API_KEY = Requirement((Permission.API_KEYS_WRITE,), "api_key.create")
@@ -43,18 +41,24 @@ ADMIT_WORKER = Admission(GatedOperation.CONFIG_WRITE, QuotaResource.WORKERS_PER_
 
 @attrs.frozen
 class IssuedApiKey:
-    """A new API key and its token (shown only once)."""
+    """A new API key and its token (shown only once; ``None`` only in an Idempotency-Key
+    replay whose sealed token can no longer be opened)."""
 
     key: ApiKey
-    token: str = attrs.field(repr=False)
+    token: str | None = attrs.field(repr=False)
 
 
 @attrs.frozen
 class IssuedWorker:
-    """A worker and its new token (shown only once: at creation and at rotation)."""
+    """A worker and its new token (shown only once: at creation and at rotation; ``None``
+    only in an Idempotency-Key replay whose sealed token can no longer be opened)."""
 
     worker: Worker
-    token: str = attrs.field(repr=False)
+    token: str | None = attrs.field(repr=False)
+
+
+ISSUED_API_KEY = ResultForm(IssuedApiKey, sealed="token")
+ISSUED_WORKER = ResultForm(IssuedWorker, sealed="token")
 
 
 class ApiKeys:
@@ -70,19 +74,19 @@ class ApiKeys:
         name: str,
         slugs: list[str],
         expires_at: datetime | None = None,
-        idempotency: IdempotencyKey[IssuedApiKey] | None = None,
+        idempotency: IdempotencyKey | None = None,
     ) -> IssuedApiKey:
         """Create a key in the caller's workspace; its permissions must be the caller's."""
         caller, workspace_id = await self._access.resolve(caller, CREATE_API_KEY)
         name = clean_name(name)
-        permissions = parse_permission_slugs(slugs)
+        permissions = requested_permissions(slugs)
         await self._access.refuse_escalation(caller, workspace_id, "api_key.create", permissions)
         now = self._deps.clock.now()
-        if expires_at is not None and expires_at <= now:
-            raise ValidationFailedError("expires_at must be in the future")
+        check_expiry(expires_at, now)
 
         async def store(uow: UnitOfWork) -> IssuedApiKey:
-            workspace = await lookups.workspace(uow, workspace_id, for_update=True)
+            change = WorkspaceChange(self._deps, uow, caller, workspace_id)
+            workspace = await change.locked()
             workspace.admit(ADMIT_API_KEY, await uow.api_keys.count(workspace_id))
             token = format_token(TokenKind.API_KEY, self._deps.ids.random_bytes(32))
             key = ApiKey(
@@ -95,11 +99,7 @@ class ApiKeys:
                 expires_at,
             )
             await uow.api_keys.add(key)
-            await record_by_caller(
-                self._deps,
-                uow,
-                caller,
-                workspace_id,
+            await change.record(
                 "api_key.create",
                 key.id,
                 {
@@ -110,7 +110,7 @@ class ApiKeys:
             )
             return IssuedApiKey(key, token)
 
-        return await run_idempotent(self._deps.uow, caller, idempotency, now, store)
+        return await run_idempotent(self._deps, caller, idempotency, now, store, ISSUED_API_KEY)
 
     async def list(self, caller: Caller | Grant, page: PageRequest) -> Page[ApiKey]:
         """The workspace's keys, newest first (never their tokens)."""
@@ -130,41 +130,18 @@ class ApiKeys:
     async def revoke(self, caller: Caller | Grant, key_id: UUID) -> None:
         """Delete a key; it stops working on the very next request."""
         caller, workspace_id = await self._access.resolve(caller, DELETE_API_KEY, target_id=key_id)
-        async with self._deps.uow() as uow:
+        async with changing(self._deps, caller, workspace_id) as change:
+            uow = change.uow
             key = await uow.api_keys.get(workspace_id, key_id)
             if key is None:
                 raise NotFoundError("API key")
-            workspace = await lookups.workspace(uow, workspace_id, for_update=True)
-            ensure_allowed(workspace.billing_state, GatedOperation.CONFIG_WRITE)
+            await change.gate()
             await uow.api_keys.remove(workspace_id, key_id)
-            await record_by_caller(
-                self._deps,
-                uow,
-                caller,
-                workspace_id,
-                "api_key.delete",
-                key_id,
-                {"name": Change(key.name, None)},
-            )
-            await uow.commit()
-
-
-_SLUG_LIKE = re.compile(r"[a-z_]{1,20}:[a-z_]{1,20}")
+            await change.done("api_key.delete", key_id, {"name": Change(key.name, None)})
 
 
 def _iso(moment: datetime | None) -> str | None:
     return None if moment is None else moment.isoformat()
-
-
-def parse_permission_slugs(slugs: Sequence[str]) -> frozenset[Permission]:
-    """Permissions from slugs; slugs outside the catalog are ``validation_failed``."""
-    unknown = sorted({slug for slug in slugs if slug not in Permission._value2member_map_})
-    if unknown:
-        # Slugs are echoed only when they look like slugs (never arbitrary client text).
-        shown = [slug for slug in unknown if _SLUG_LIKE.fullmatch(slug)]
-        detail = f": {', '.join(shown)}" if shown and len(shown) == len(unknown) else ""
-        raise ValidationFailedError(f"unknown permissions{detail}")
-    return frozenset(Permission(slug) for slug in slugs)
 
 
 class Workers:
@@ -181,7 +158,7 @@ class Workers:
         self,
         caller: Caller | Grant,
         name: str,
-        idempotency: IdempotencyKey[IssuedWorker] | None = None,
+        idempotency: IdempotencyKey | None = None,
     ) -> IssuedWorker:
         """Register a worker in the caller's workspace; its token is returned once."""
         caller, workspace_id = await self._access.resolve(caller, CREATE_WORKER)
@@ -189,23 +166,16 @@ class Workers:
         now = self._deps.clock.now()
 
         async def store(uow: UnitOfWork) -> IssuedWorker:
-            workspace = await lookups.workspace(uow, workspace_id, for_update=True)
+            change = WorkspaceChange(self._deps, uow, caller, workspace_id)
+            workspace = await change.locked()
             workspace.admit(ADMIT_WORKER, await uow.workers.count(workspace_id))
             token = self._new_token()
             worker = Worker(self._deps.ids.new_id(), workspace_id, name, hash_token(token), now)
             await uow.workers.add(worker)
-            await record_by_caller(
-                self._deps,
-                uow,
-                caller,
-                workspace_id,
-                "worker.create",
-                worker.id,
-                {"name": Change(None, name)},
-            )
+            await change.record("worker.create", worker.id, {"name": Change(None, name)})
             return IssuedWorker(worker, token)
 
-        return await run_idempotent(self._deps.uow, caller, idempotency, now, store)
+        return await run_idempotent(self._deps, caller, idempotency, now, store, ISSUED_WORKER)
 
     async def list(self, caller: Caller | Grant, page: PageRequest) -> Page[Worker]:
         """The workspace's workers, newest first."""
@@ -224,18 +194,15 @@ class Workers:
         caller, workspace_id = await self._access.resolve(
             caller, ROTATE_WORKER, target_id=worker_id
         )
-        async with self._deps.uow() as uow:
+        async with changing(self._deps, caller, workspace_id) as change:
+            uow = change.uow
             worker = lookups.existing(await uow.workers.get(workspace_id, worker_id), "worker")
-            workspace = await lookups.workspace(uow, workspace_id, for_update=True)
-            ensure_allowed(workspace.billing_state, GatedOperation.CONFIG_WRITE)
+            await change.gate()
             token = self._new_token()
             rotated = worker.rotated(hash_token(token))
             await uow.workers.update(rotated)
             # The token is a secret: the audit records only that it changed.
-            await record_by_caller(
-                self._deps, uow, caller, workspace_id, "worker.rotate", worker_id
-            )
-            await uow.commit()
+            await change.done("worker.rotate", worker_id)
         return IssuedWorker(rotated, token)
 
     async def delete(self, caller: Caller | Grant, worker_id: UUID) -> None:
@@ -243,22 +210,13 @@ class Workers:
         caller, workspace_id = await self._access.resolve(
             caller, DELETE_WORKER, target_id=worker_id
         )
-        async with self._deps.uow() as uow:
+        async with changing(self._deps, caller, workspace_id) as change:
+            uow = change.uow
             worker = lookups.existing(await uow.workers.get(workspace_id, worker_id), "worker")
-            workspace = await lookups.workspace(uow, workspace_id, for_update=True)
-            ensure_allowed(workspace.billing_state, GatedOperation.CONFIG_WRITE)
+            await change.gate()
             if (await uow.backups.list(workspace_id, PageRequest(1), worker_id=worker_id)).items:
                 raise InvalidStateError(
                     "backups are assigned to this worker: assign them another worker first"
                 )
             await uow.workers.remove(workspace_id, worker_id)
-            await record_by_caller(
-                self._deps,
-                uow,
-                caller,
-                workspace_id,
-                "worker.delete",
-                worker_id,
-                {"name": Change(worker.name, None)},
-            )
-            await uow.commit()
+            await change.done("worker.delete", worker_id, {"name": Change(worker.name, None)})

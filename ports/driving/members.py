@@ -13,9 +13,7 @@ from uuid import UUID
 import attrs
 
 from strongroom.domain.audit import Change, JsonValue, diff
-from strongroom.domain.billing import GatedOperation, ensure_allowed
 from strongroom.domain.errors import (
-    InvalidRequestError,
     InvalidStateError,
     LastAdminError,
     NameTakenError,
@@ -25,16 +23,22 @@ from strongroom.domain.errors import (
 from strongroom.domain.machines import in_catalog_order
 from strongroom.domain.names import clean_name
 from strongroom.domain.pagination import Page, PageRequest
-from strongroom.domain.permissions import ADMIN, BUILTIN_ROLES, Permission, Role, is_role_slug
+from strongroom.domain.permissions import (
+    ADMIN,
+    BUILTIN_ROLES,
+    Permission,
+    Role,
+    check_role_slug,
+    requested_permissions,
+)
 from strongroom.domain.principals import Caller
-from strongroom.domain.workspaces import Member
+from strongroom.domain.workspaces import Member, Membership
 from strongroom.ports.driven.unit_of_work import UnitOfWork
-from strongroom.ports.driving import lookups
 from strongroom.ports.driving.access import Access, Grant, Requirement, lacking_permissions
+from strongroom.ports.driving.changes import WorkspaceChange, changing
 from strongroom.ports.driving.dependencies import Dependencies
-from strongroom.ports.driving.idempotency import IdempotencyKey, run_idempotent
-from strongroom.ports.driving.machines import parse_permission_slugs
-from strongroom.ports.driving.recording import record_by_caller
+from strongroom.ports.driving.idempotency import IdempotencyKey, ResultForm, run_idempotent
+from strongroom.ports.driving.preconditions import Precondition, check_precondition
 
 READ_MEMBERS = Requirement((Permission.MEMBERS_READ,))
 UPDATE_MEMBER = Requirement((Permission.MEMBERS_WRITE,), "member.update")
@@ -50,13 +54,6 @@ class _Unset:
 
 
 UNSET = _Unset()
-
-
-def check_role_slug(slug: str, field: str = "slug") -> str:
-    """A well-formed role slug, or 400 ``invalid_request``."""
-    if not is_role_slug(slug):
-        raise InvalidRequestError(f"{field} must match ^[a-z][a-z0-9-]{{1,39}}$")
-    return slug
 
 
 async def resolve_role(uow: UnitOfWork, workspace_id: UUID, slug: str) -> Role | None:
@@ -83,26 +80,45 @@ class Members:
         async with self._deps.uow() as uow:
             return await uow.memberships.list_members(workspace_id, page)
 
+    async def get(self, caller: Caller | Grant, workspace_id: UUID, user_id: UUID) -> Member:
+        """One member of the workspace."""
+        caller, _ = await self._access.resolve(caller, READ_MEMBERS, workspace_id=workspace_id)
+        async with self._deps.uow() as uow:
+            membership = await uow.memberships.get(workspace_id, user_id)
+            if membership is None:
+                raise NotFoundError("member")
+            return await _member(uow, membership)
+
     async def change_role(
-        self, caller: Caller | Grant, workspace_id: UUID, user_id: UUID, role: str
+        self,
+        caller: Caller | Grant,
+        workspace_id: UUID,
+        user_id: UUID,
+        role: str,
+        *,
+        precondition: Precondition[Member] | None = None,
     ) -> Member:
-        """Give a member another role; the last admin cannot be demoted."""
+        """Give a member another role; the last admin cannot be demoted. A
+        ``precondition`` on the member as it stands is checked under the workspace's lock."""
         caller, _ = await self._access.resolve(
             caller, UPDATE_MEMBER, workspace_id=workspace_id, target_id=user_id
         )
         check_role_slug(role, "role")
-        async with self._deps.uow() as uow:
-            workspace = await lookups.workspace(uow, workspace_id, for_update=True)
+        async with changing(self._deps, caller, workspace_id) as change:
+            uow = change.uow
+            await change.locked()
             membership = await uow.memberships.get(workspace_id, user_id)
             if membership is None:
                 raise NotFoundError("member")
+            current_member = await _member(uow, membership)
+            check_precondition(precondition, current_member, "member")
             new_role = await resolve_role(uow, workspace_id, role)
             if new_role is None:
                 raise ValidationFailedError(f"role {role} does not exist in this workspace")
             current = await resolve_role(uow, workspace_id, membership.role)
             granting = new_role.permissions | (current.permissions if current else frozenset())
             if not lacking_permissions(caller, granting):
-                ensure_allowed(workspace.billing_state, GatedOperation.CONFIG_WRITE)
+                await change.gate()
                 if (
                     membership.role == ADMIN.slug
                     and role != ADMIN.slug
@@ -112,19 +128,10 @@ class Members:
                 changed = attrs.evolve(membership, role=role)
                 if role != membership.role:
                     await uow.memberships.update(changed)
-                await record_by_caller(
-                    self._deps,
-                    uow,
-                    caller,
-                    workspace_id,
-                    "member.update",
-                    user_id,
-                    diff({"role": membership.role}, {"role": role}),
+                await change.done(
+                    "member.update", user_id, diff({"role": membership.role}, {"role": role})
                 )
-                person = await uow.users.get(user_id)
-                await uow.commit()
-                assert person is not None
-                return Member(user_id, person.email, person.name, role, membership.joined_at)
+                return attrs.evolve(current_member, role=role)
         await self._access.refuse_escalation(
             caller, workspace_id, "member.update", granting, user_id
         )
@@ -135,31 +142,23 @@ class Members:
         caller, _ = await self._access.resolve(
             caller, DELETE_MEMBER, workspace_id=workspace_id, target_id=user_id
         )
-        async with self._deps.uow() as uow:
-            workspace = await lookups.workspace(uow, workspace_id, for_update=True)
+        async with changing(self._deps, caller, workspace_id) as change:
+            uow = change.uow
+            await change.locked()
             membership = await uow.memberships.get(workspace_id, user_id)
             if membership is None:
                 raise NotFoundError("member")
             current = await resolve_role(uow, workspace_id, membership.role)
             granting = current.permissions if current else frozenset()
             if not lacking_permissions(caller, granting):
-                ensure_allowed(workspace.billing_state, GatedOperation.CONFIG_WRITE)
+                await change.gate()
                 if (
                     membership.role == ADMIN.slug
                     and await uow.memberships.count_with_role(workspace_id, ADMIN.slug) <= 1
                 ):
                     raise LastAdminError("the last admin of a workspace cannot be removed")
                 await uow.memberships.remove(workspace_id, user_id)
-                await record_by_caller(
-                    self._deps,
-                    uow,
-                    caller,
-                    workspace_id,
-                    "member.delete",
-                    user_id,
-                    {"role": Change(membership.role, None)},
-                )
-                await uow.commit()
+                await change.done("member.delete", user_id, {"role": Change(membership.role, None)})
                 return
         await self._access.refuse_escalation(
             caller, workspace_id, "member.delete", granting, user_id
@@ -197,7 +196,7 @@ class Roles:
         slug: str,
         name: str,
         permissions: Sequence[str],
-        idempotency: IdempotencyKey[Role] | None = None,
+        idempotency: IdempotencyKey | None = None,
     ) -> Role:
         """Create a custom role with permissions the caller holds."""
         caller, _ = await self._access.resolve(
@@ -205,29 +204,25 @@ class Roles:
         )
         check_role_slug(slug)
         name = clean_name(name)
-        granted = parse_permission_slugs(permissions)
+        granted = requested_permissions(permissions)
         await self._access.refuse_escalation(caller, workspace_id, "role.create", granted, slug)
         role = Role(slug, name, granted)
         now = self._deps.clock.now()
 
         async def store(uow: UnitOfWork) -> Role:
-            workspace = await lookups.workspace(uow, workspace_id, for_update=True)
-            ensure_allowed(workspace.billing_state, GatedOperation.CONFIG_WRITE)
+            change = WorkspaceChange(self._deps, uow, caller, workspace_id)
+            await change.gate()
             if slug in BUILTIN_ROLES:
                 raise NameTakenError(f"{slug} is a built-in role")
             await uow.roles.add(workspace_id, role)
-            await record_by_caller(
-                self._deps,
-                uow,
-                caller,
-                workspace_id,
+            await change.record(
                 "role.create",
                 slug,
                 {"name": Change(None, name), "permissions": Change(None, _slugs(granted))},
             )
             return role
 
-        return await run_idempotent(self._deps.uow, caller, idempotency, now, store)
+        return await run_idempotent(self._deps, caller, idempotency, now, store, ResultForm(Role))
 
     async def update(
         self,
@@ -236,8 +231,11 @@ class Roles:
         slug: str,
         name: str | _Unset = UNSET,
         permissions: Sequence[str] | _Unset = UNSET,
+        *,
+        precondition: Precondition[Role] | None = None,
     ) -> Role:
-        """Rename a custom role or change its permissions (built-in roles: 409)."""
+        """Rename a custom role or change its permissions (built-in roles: 409). A
+        ``precondition`` on the role as it stands is checked under the workspace's lock."""
         caller, _ = await self._access.resolve(
             caller, UPDATE_ROLE, workspace_id=workspace_id, target_id=slug
         )
@@ -245,29 +243,28 @@ class Roles:
         new_name = None if isinstance(name, _Unset) else clean_name(name)
         async with self._deps.uow() as uow:
             role = await self._custom(uow, workspace_id, slug)
+        check_precondition(precondition, role, "role")  # before 422 and 403, as for members
         granted = (
             role.permissions
             if isinstance(permissions, _Unset)
-            else parse_permission_slugs(permissions)
+            else requested_permissions(permissions)
         )
         # Neither grant more than one holds, nor change a role that holds more.
         await self._access.refuse_escalation(
             caller, workspace_id, "role.update", granted | role.permissions, slug
         )
-        async with self._deps.uow() as uow:
-            workspace = await lookups.workspace(uow, workspace_id, for_update=True)
+        async with changing(self._deps, caller, workspace_id) as change:
+            uow = change.uow
+            await change.locked()
             role = await self._custom(uow, workspace_id, slug)
-            ensure_allowed(workspace.billing_state, GatedOperation.CONFIG_WRITE)
+            check_precondition(precondition, role, "role")
+            await change.gate()
             changed = attrs.evolve(
                 role, name=role.name if new_name is None else new_name, permissions=granted
             )
             if changed != role:
                 await uow.roles.update(workspace_id, changed)
-            await record_by_caller(
-                self._deps,
-                uow,
-                caller,
-                workspace_id,
+            await change.done(
                 "role.update",
                 slug,
                 diff(
@@ -275,7 +272,6 @@ class Roles:
                     {"name": changed.name, "permissions": _slugs(changed.permissions)},
                 ),
             )
-            await uow.commit()
         return changed
 
     async def delete(self, caller: Caller | Grant, workspace_id: UUID, slug: str) -> None:
@@ -289,20 +285,17 @@ class Roles:
         await self._access.refuse_escalation(
             caller, workspace_id, "role.delete", role.permissions, slug
         )
-        async with self._deps.uow() as uow:
-            workspace = await lookups.workspace(uow, workspace_id, for_update=True)
+        async with changing(self._deps, caller, workspace_id) as change:
+            uow = change.uow
+            await change.locked()
             role = await self._custom(uow, workspace_id, slug)
-            ensure_allowed(workspace.billing_state, GatedOperation.CONFIG_WRITE)
+            await change.gate()
             if await uow.memberships.count_with_role(workspace_id, slug):
                 raise InvalidStateError(f"members hold the role {slug}: give them another first")
             if await uow.invitations.count_pending(workspace_id, self._deps.clock.now(), role=slug):
                 raise InvalidStateError(f"pending invitations give the role {slug}")
             await uow.roles.remove(workspace_id, slug)
-            await record_by_caller(
-                self._deps,
-                uow,
-                caller,
-                workspace_id,
+            await change.done(
                 "role.delete",
                 slug,
                 {
@@ -310,7 +303,6 @@ class Roles:
                     "permissions": Change(_slugs(role.permissions), None),
                 },
             )
-            await uow.commit()
 
     @staticmethod
     async def _custom(uow: UnitOfWork, workspace_id: UUID, slug: str) -> Role:
@@ -320,3 +312,12 @@ class Roles:
         if role is None:
             raise NotFoundError("role")
         return role
+
+
+async def _member(uow: UnitOfWork, membership: Membership) -> Member:
+    """A membership as the API shows a member (with the person's email and name)."""
+    person = await uow.users.get(membership.user_id)
+    assert person is not None
+    return Member(
+        membership.user_id, person.email, person.name, membership.role, membership.joined_at
+    )

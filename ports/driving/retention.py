@@ -1,4 +1,5 @@
-"""The retention job: removes expired artifacts and aborts stale multipart uploads.
+"""The retention job: removes expired artifacts, aborts stale multipart uploads and purges
+expired idempotency keys and failed sign-in records.
 
 It never removes a backup's last available artifact, nor a locked one (and storage would
 refuse the latter anyway). Each removal is its own unit of work, audited as ``system`` in
@@ -9,16 +10,18 @@ the job goes on with the next.
 from __future__ import annotations
 
 import logging
-from datetime import timedelta
+from datetime import datetime, timedelta
 from uuid import UUID
 
 import attrs
 
+from strongroom.domain.accounts import FAILED_LOGIN_WINDOW
 from strongroom.domain.artifacts import ArtifactState
 from strongroom.domain.audit import diff
 from strongroom.domain.errors import ArtifactLockedError, StrongroomError
 from strongroom.ports.driving.artifacts import Artifacts, artifact_snapshot, uncount
 from strongroom.ports.driving.dependencies import Dependencies
+from strongroom.ports.driving.idempotency import KEY_LIFETIME
 from strongroom.ports.driving.recording import record_by_system
 
 logger = logging.getLogger(__name__)
@@ -38,6 +41,8 @@ class RetentionReport:
     kept_locked: int
     failed: int
     aborted_uploads: int
+    purged_idempotency_keys: int = 0
+    purged_failed_logins: int = 0
 
 
 class Retention:
@@ -66,15 +71,30 @@ class Retention:
                 aborted += 1
             except StrongroomError:
                 logger.exception("retention could not abort upload %s", upload.upload_id)
-        report = RetentionReport(aborted_uploads=aborted, **counts)
+        keys, failures = await self._purge(now)
+        report = RetentionReport(
+            aborted_uploads=aborted,
+            purged_idempotency_keys=keys,
+            purged_failed_logins=failures,
+            **counts,
+        )
         logger.info("retention: %s", report)
         return report
+
+    async def _purge(self, now: datetime) -> tuple[int, int]:
+        """Delete idempotency keys past their lifetime and failed approvals past every
+        rate-limit window: how many of each. Nothing reads either any more."""
+        async with self._deps.uow() as uow:
+            keys = await uow.idempotency.purge(now - KEY_LIFETIME)
+            failures = await uow.accounts.purge_failed_logins(now - FAILED_LOGIN_WINDOW)
+            await uow.commit()
+        return keys, failures
 
     async def _remove(self, workspace_id: UUID, artifact_id: UUID) -> str:
         """Remove one expired artifact; the name of the count its outcome adds to."""
         now = self._deps.clock.now()
         async with self._deps.uow() as uow:
-            artifact = await uow.artifacts.get_for_update(workspace_id, artifact_id)
+            artifact = await uow.artifacts.get(workspace_id, artifact_id, for_update=True)
             if artifact is None or artifact.state is not ArtifactState.AVAILABLE:
                 return "removed"  # another removal came first
             if artifact.is_locked(now):

@@ -5,16 +5,16 @@ from __future__ import annotations
 from uuid import UUID
 
 from strongroom.domain.audit import diff
-from strongroom.domain.billing import GatedOperation, ensure_allowed
+from strongroom.domain.billing import GatedOperation
 from strongroom.domain.permissions import Permission
 from strongroom.domain.principals import Caller
 from strongroom.domain.runs import Run, RunTrigger, ensure_manual, ensure_triggerable
 from strongroom.ports.driven.unit_of_work import UnitOfWork
 from strongroom.ports.driving import lookups
 from strongroom.ports.driving.access import Access, Grant, Requirement
+from strongroom.ports.driving.changes import WorkspaceChange
 from strongroom.ports.driving.dependencies import Dependencies
-from strongroom.ports.driving.idempotency import IdempotencyKey, run_idempotent
-from strongroom.ports.driving.recording import record_by_caller
+from strongroom.ports.driving.idempotency import IdempotencyKey, ResultForm, run_idempotent
 
 START_RUN = Requirement((Permission.ARTIFACTS_UPLOAD,), "run.create")
 READ_RUN = Requirement((Permission.BACKUPS_READ, Permission.RUNS_READ))
@@ -45,7 +45,7 @@ class Runs:
         self,
         caller: Caller | Grant,
         backup_id: UUID,
-        idempotency: IdempotencyKey[Run] | None = None,
+        idempotency: IdempotencyKey | None = None,
     ) -> Run:
         """``POST /v1/runs``: a manual client starts a run of its active backup (``running``).
 
@@ -59,30 +59,21 @@ class Runs:
                 caller, await lookups.backup(uow, workspace_id, backup_id, for_update=True)
             )
             ensure_manual(backup)
-            ensure_allowed(
-                (await lookups.workspace(uow, workspace_id)).billing_state, GatedOperation.NEW_RUN
-            )
+            change = WorkspaceChange(self._deps, uow, caller, workspace_id)
+            await change.gate(GatedOperation.NEW_RUN, lock=False)
             backup.ensure_runnable()
             run = Run.manual(self._deps.ids.new_id(), backup, now)
             await uow.runs.add(run)
-            await record_by_caller(
-                self._deps,
-                uow,
-                caller,
-                workspace_id,
-                "run.create",
-                run.id,
-                diff({}, run_snapshot(run)),
-            )
+            await change.record("run.create", run.id, diff({}, run_snapshot(run)))
             return run
 
-        return await run_idempotent(self._deps.uow, caller, idempotency, now, store)
+        return await run_idempotent(self._deps, caller, idempotency, now, store, ResultForm(Run))
 
     async def trigger(
         self,
         caller: Caller | Grant,
         backup_id: UUID,
-        idempotency: IdempotencyKey[Run] | None = None,
+        idempotency: IdempotencyKey | None = None,
     ) -> Run:
         """``POST /v1/backups/{bid}/trigger``: enqueue a run of a local or cloud backup
         (``queued``, trigger ``api``); its worker or the service takes it later."""
@@ -94,24 +85,15 @@ class Runs:
         async def store(uow: UnitOfWork) -> Run:
             backup = await lookups.backup(uow, workspace_id, backup_id, for_update=True)
             ensure_triggerable(backup)
-            ensure_allowed(
-                (await lookups.workspace(uow, workspace_id)).billing_state, GatedOperation.NEW_RUN
-            )
+            change = WorkspaceChange(self._deps, uow, caller, workspace_id)
+            await change.gate(GatedOperation.NEW_RUN, lock=False)
             backup.ensure_runnable()
             run = Run.queued(self._deps.ids.new_id(), backup, RunTrigger.API, now)
             await uow.runs.add(run)
-            await record_by_caller(
-                self._deps,
-                uow,
-                caller,
-                workspace_id,
-                "backup.trigger",
-                backup.id,
-                diff({}, {"run_id": str(run.id)}),
-            )
+            await change.record("backup.trigger", backup.id, diff({}, {"run_id": str(run.id)}))
             return run
 
-        return await run_idempotent(self._deps.uow, caller, idempotency, now, store)
+        return await run_idempotent(self._deps, caller, idempotency, now, store, ResultForm(Run))
 
     async def get(self, caller: Caller | Grant, run_id: UUID) -> Run:
         """One run of the caller's workspace."""

@@ -15,7 +15,7 @@ from strongroom.ports.driven.identity import Identity
 from strongroom.ports.driven.repositories import IntegrityViolationError
 from strongroom.ports.driven.unit_of_work import UnitOfWork
 from strongroom.ports.driving.dependencies import Dependencies
-from strongroom.ports.driving.idempotency import IdempotencyKey, run_idempotent
+from strongroom.ports.driving.idempotency import IdempotencyKey, ResultForm, run_idempotent
 from strongroom.ports.driving.recording import record_by_caller
 
 SWITCH_REFUSAL = "only a person's session can switch workspace"
@@ -24,9 +24,10 @@ SIGN_OUT_REFUSAL = "only a person's session can sign out; revoke keys instead"
 
 @attrs.frozen
 class IssuedSession:
-    """A new session and its token (shown only once)."""
+    """A new session and its token (shown only once; ``None`` only in an Idempotency-Key
+    replay whose sealed token can no longer be opened)."""
 
-    token: str
+    token: str | None
     session: Session
     user: User
 
@@ -41,6 +42,9 @@ class IssuedSession:
         return self.session.workspace_id
 
 
+ISSUED_SESSION = ResultForm(IssuedSession, sealed="token")
+
+
 class Sessions:
     """People's sessions."""
 
@@ -48,7 +52,7 @@ class Sessions:
         self._deps = deps
 
     async def sign_in(
-        self, idp_access_token: str, idempotency: IdempotencyKey[IssuedSession] | None = None
+        self, idp_access_token: str, idempotency: IdempotencyKey | None = None
     ) -> IssuedSession:
         """Exchange an identity provider's access token for an unscoped session."""
         return await self.start_session(await self.verify(idp_access_token), idempotency)
@@ -59,7 +63,7 @@ class Sessions:
         return await self._deps.identity.verify_access_token(idp_access_token)
 
     async def start_session(
-        self, identity: Identity, idempotency: IdempotencyKey[IssuedSession] | None = None
+        self, identity: Identity, idempotency: IdempotencyKey | None = None
     ) -> IssuedSession:
         """An unscoped session for a person the identity provider vouched for (``verify``).
 
@@ -77,11 +81,15 @@ class Sessions:
             return await self._issue(uow, user, None, now)
 
         try:
-            return await run_idempotent(self._deps.uow, identity, idempotency, now, create)
+            return await run_idempotent(
+                self._deps, identity, idempotency, now, create, ISSUED_SESSION
+            )
         except IntegrityViolationError:
             # Two first sign-ins of one person raced to create their user: the loser's
             # transaction is gone, and on a second try the user exists.
-            return await run_idempotent(self._deps.uow, identity, idempotency, now, create)
+            return await run_idempotent(
+                self._deps, identity, idempotency, now, create, ISSUED_SESSION
+            )
 
     async def _issue(
         self, uow: UnitOfWork, user: User, workspace_id: UUID | None, now: datetime
@@ -102,7 +110,7 @@ class Sessions:
         self,
         caller: Caller,
         workspace_id: UUID,
-        idempotency: IdempotencyKey[IssuedSession] | None = None,
+        idempotency: IdempotencyKey | None = None,
     ) -> IssuedSession:
         """A new session scoped to ``workspace_id``; the caller's session is revoked."""
         user = caller.person(SWITCH_REFUSAL)
@@ -118,7 +126,7 @@ class Sessions:
             )
             return issued
 
-        return await run_idempotent(self._deps.uow, caller, idempotency, now, create)
+        return await run_idempotent(self._deps, caller, idempotency, now, create, ISSUED_SESSION)
 
     async def sign_out(self, caller: Caller) -> None:
         """Revoke the session the caller used (and only that one)."""

@@ -86,7 +86,7 @@ class ArtifactVerification:
         else:
             found = Verification.MISMATCH
         async with self._deps.uow() as uow:
-            current = await uow.artifacts.get_for_update(artifact.workspace_id, artifact.id)
+            current = await uow.artifacts.get(artifact.workspace_id, artifact.id, for_update=True)
             if current is None or current.state is not ArtifactState.AVAILABLE:
                 return None
             after = current.verified(found, self._deps.clock.now())

@@ -10,7 +10,7 @@ from uuid import UUID
 
 from strongroom.domain.artifacts import ArtifactStorage
 from strongroom.domain.audit import Change
-from strongroom.domain.billing import BillingState, GatedOperation, ensure_allowed
+from strongroom.domain.billing import BillingState
 from strongroom.domain.errors import (
     ArtifactLockedError,
     StrongroomError,
@@ -31,8 +31,15 @@ from strongroom.domain.workspaces import Membership, MemberWorkspace, Workspace
 from strongroom.ports.driven.unit_of_work import UnitOfWork
 from strongroom.ports.driving import lookups
 from strongroom.ports.driving.access import Access, Grant, Requirement
+from strongroom.ports.driving.changes import changing
 from strongroom.ports.driving.dependencies import Dependencies
-from strongroom.ports.driving.idempotency import IdempotencyKey, replay_if_known, run_idempotent
+from strongroom.ports.driving.idempotency import (
+    IdempotencyKey,
+    ResultForm,
+    replay_if_known,
+    run_idempotent,
+)
+from strongroom.ports.driving.preconditions import Precondition, check_precondition
 from strongroom.ports.driving.recording import record_by_caller, record_by_system
 
 logger = logging.getLogger(__name__)
@@ -43,6 +50,7 @@ LIST_REFUSAL = "only a person can list memberships; machine credentials cannot"
 READ_WORKSPACE = Requirement((Permission.WORKSPACES_READ,))
 UPDATE_WORKSPACE = Requirement((Permission.WORKSPACES_WRITE,), "workspace.update")
 DELETE_WORKSPACE = Requirement((Permission.WORKSPACES_WRITE,), "workspace.delete")
+WORKSPACE = ResultForm(Workspace)
 
 
 async def call_upstream(what: str, operation: Callable[[], Awaitable[T]]) -> T:
@@ -63,13 +71,16 @@ class Workspaces:
         self._access = access
 
     async def create(
-        self, caller: Caller, name: str, idempotency: IdempotencyKey[Workspace] | None = None
+        self, caller: Caller, name: str, idempotency: IdempotencyKey | None = None
     ) -> Workspace:
         """Create a workspace: an organization, a customer record and a storage namespace are
         provisioned all-or-nothing, and the creator becomes its admin."""
         user = caller.person(CREATE_REFUSAL)
         name = clean_name(name)
-        await replay_if_known(self._deps.uow, caller, idempotency, self._deps.clock.now())
+        now = self._deps.clock.now()
+        first = await replay_if_known(self._deps, caller, idempotency, now, WORKSPACE)
+        if first is not None:
+            return first
         async with self._deps.uow() as uow:
             ensure_room(
                 WORKSPACES_PER_USER_RESOURCE,
@@ -105,7 +116,7 @@ class Workspaces:
             )
 
             async def store(uow: UnitOfWork) -> Workspace:
-                await uow.users.get_for_update(user.id)
+                await uow.users.get(user.id, for_update=True)
                 ensure_room(
                     WORKSPACES_PER_USER_RESOURCE,
                     WORKSPACES_PER_USER,
@@ -124,7 +135,7 @@ class Workspaces:
                 )
                 return workspace
 
-            return await run_idempotent(self._deps.uow, caller, idempotency, now, store)
+            return await run_idempotent(self._deps, caller, idempotency, now, store, WORKSPACE)
         except BaseException:
             await _undo_all(undo)
             raise
@@ -141,27 +152,27 @@ class Workspaces:
         async with self._deps.uow() as uow:
             return await lookups.workspace(uow, workspace_id)
 
-    async def rename(self, caller: Caller | Grant, workspace_id: UUID, name: str) -> Workspace:
-        """Change a workspace's name."""
+    async def rename(
+        self,
+        caller: Caller | Grant,
+        workspace_id: UUID,
+        name: str,
+        *,
+        precondition: Precondition[Workspace] | None = None,
+    ) -> Workspace:
+        """Change a workspace's name (``precondition``: as ``BackupsService.update``)."""
         caller, _ = await self._access.resolve(
             caller, UPDATE_WORKSPACE, workspace_id=workspace_id, target_id=workspace_id
         )
         name = clean_name(name)
-        async with self._deps.uow() as uow:
-            workspace = await lookups.workspace(uow, workspace_id, for_update=True)
-            ensure_allowed(workspace.billing_state, GatedOperation.CONFIG_WRITE)
+        async with changing(self._deps, caller, workspace_id) as change:
+            check_precondition(precondition, await change.locked(), "workspace")
+            workspace = await change.gate()
             renamed = workspace.renamed(name, self._deps.clock.now())
-            await uow.workspaces.update(renamed)
-            await record_by_caller(
-                self._deps,
-                uow,
-                caller,
-                workspace_id,
-                "workspace.update",
-                workspace_id,
-                {"name": Change(workspace.name, name)},
+            await change.uow.workspaces.update(renamed)
+            await change.done(
+                "workspace.update", workspace_id, {"name": Change(workspace.name, name)}
             )
-            await uow.commit()
         return renamed
 
     async def delete(self, caller: Caller | Grant, workspace_id: UUID) -> None:

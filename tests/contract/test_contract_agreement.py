@@ -163,7 +163,9 @@ class AgreementMachine(RuleBasedStateMachine):
             QuotaResource.BACKUPS_PER_WORKSPACE, limit, at(9)
         )
         self.agree("update workspace", lambda uow: uow.workspaces.update(changed), commit=True)
-        self.agree("get workspace", lambda uow: uow.workspaces.get_for_update(workspace.id), True)
+        self.agree(
+            "get workspace", lambda uow: uow.workspaces.get(workspace.id, for_update=True), True
+        )
 
     @rule(workspace=consumes(workspaces), commit=st.booleans())
     def remove_workspace(self, workspace: Workspace, commit: bool) -> None:
@@ -246,7 +248,7 @@ class AgreementMachine(RuleBasedStateMachine):
         self.agree("update backup", lambda uow: uow.backups.update(changed), commit)
         self.agree(
             "get backup",
-            lambda uow: uow.backups.get_for_update(backup.workspace_id, backup.id),
+            lambda uow: uow.backups.get(backup.workspace_id, backup.id, for_update=True),
             commit=False,
         )
 
@@ -333,16 +335,31 @@ class AgreementMachine(RuleBasedStateMachine):
         def reserve(uow: UnitOfWork) -> Any:
             uow.idempotency.reserve(record, expired_before)
             if complete:
-                uow.idempotency.complete("scope", key, 201, "{}")
+                uow.idempotency.complete("scope", key, "{}")
             return uow.idempotency.get("scope", key)
 
         self.agree("reserve key", reserve, commit)
 
     @rule(key=st.sampled_from(["k1", "k2", "never"]))
     def complete_key(self, key: str) -> None:
-        self.agree(
-            "complete key", lambda uow: uow.idempotency.complete("scope", key, 200, "x"), True
-        )
+        self.agree("complete key", lambda uow: uow.idempotency.complete("scope", key, "x"), True)
+
+    @rule(expired_before=INSTANTS, commit=st.booleans())
+    def purge_keys(self, expired_before: Any, commit: bool) -> None:
+        self.agree("purge keys", lambda uow: uow.idempotency.purge(expired_before), commit)
+
+    # Monitoring figures (each workspace's stored bytes come in no particular order).
+
+    @rule()
+    def statistics(self) -> None:
+        def figures(uow: UnitOfWork) -> Any:
+            return (
+                uow.statistics.runs_by_state(),
+                uow.statistics.artifacts_by_state(),
+                sorted(uow.statistics.workspace_storage_bytes()),
+            )
+
+        self.agree("statistics", figures, commit=False)
 
     # The identity provider's records.
 
@@ -373,6 +390,12 @@ class AgreementMachine(RuleBasedStateMachine):
                 address, since, 3, email=email.upper() if by_email else None
             ),
             False,
+        )
+
+    @rule(before=INSTANTS, commit=st.booleans())
+    def purge_failed_logins(self, before: Any, commit: bool) -> None:
+        self.agree(
+            "purge failed logins", lambda uow: uow.accounts.purge_failed_logins(before), commit
         )
 
     @rule(target=grants, high=st.integers(0, 2**32), created_at=INSTANTS)

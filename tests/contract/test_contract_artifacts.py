@@ -67,7 +67,7 @@ class TestArtifacts:
         with adapter.uow() as uow:
             for stored in (pending, done):
                 assert uow.artifacts.get(workspace_id, stored.id) == stored
-                assert uow.artifacts.get_for_update(workspace_id, stored.id) == stored
+                assert uow.artifacts.get(workspace_id, stored.id, for_update=True) == stored
                 assert uow.artifacts.find_in_run(workspace_id, run.id, stored.name) == stored
             assert uow.artifacts.list_for_run(workspace_id, run.id) == [pending, done]
 
@@ -79,7 +79,7 @@ class TestArtifacts:
         adapter.store(stored)
         with adapter.uow() as uow:
             assert uow.artifacts.get(other, stored.id) is None
-            assert uow.artifacts.get_for_update(other, stored.id) is None
+            assert uow.artifacts.get(other, stored.id, for_update=True) is None
             assert uow.artifacts.find_in_run(other, run.id, stored.name) is None
             assert uow.artifacts.list_for_run(other, run.id) == []
             assert uow.artifacts.list(other, False, PageRequest(10, None)).items == []

@@ -48,7 +48,7 @@ class TestConcurrency:
 
         def create(index: int) -> bool:
             with adapter.uow() as uow:
-                assert uow.workspaces.get_for_update(target.id) is not None
+                assert uow.workspaces.get(target.id, for_update=True) is not None
                 if uow.backups.count(target.id) >= limit:
                     return False
                 uow.backups.add(backup(target.id, f"backup {index}"))
@@ -68,7 +68,7 @@ class TestConcurrency:
 
         def create(_index: int) -> bool:
             with adapter.uow() as uow:
-                assert uow.users.get_for_update(ada.id) is not None
+                assert uow.users.get(ada.id, for_update=True) is not None
                 try:
                     ensure_room("workspaces_per_user", 3, uow.workspaces.count_created_by(ada.id))
                 except Exception:
@@ -91,7 +91,7 @@ class TestConcurrency:
         def set_retention(index: int) -> RetentionPolicy | None:
             policy = RetentionPolicy(Duration(86_400 + index), Duration(0))
             with adapter.uow() as uow:
-                current = uow.backups.get_for_update(target.id, stored.id)
+                current = uow.backups.get(target.id, stored.id, for_update=True)
                 assert current is not None
                 if current.retention is not None:
                     return None

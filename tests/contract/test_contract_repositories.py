@@ -67,9 +67,9 @@ class TestWorkspaces:
         adapter.store(creator, stored)
         with adapter.uow() as uow:
             assert uow.workspaces.get(stored.id) == stored
-            assert uow.workspaces.get_for_update(stored.id) == stored
+            assert uow.workspaces.get(stored.id, for_update=True) == stored
             assert uow.workspaces.get(uuid4()) is None
-            assert uow.workspaces.get_for_update(uuid4()) is None
+            assert uow.workspaces.get(uuid4(), for_update=True) is None
 
     def test_a_workspace_needs_an_existing_creator(self, adapter: Adapter) -> None:
         """A dangling ``created_by`` is an integrity violation."""
@@ -246,15 +246,15 @@ class TestUsers:
     """People."""
 
     def test_a_person_is_found_by_id_and_by_subject(self, adapter: Adapter) -> None:
-        """``get``, ``get_for_update`` and ``get_by_subject`` give the stored person."""
+        """``get`` (locking or not) and ``get_by_subject`` give the stored person."""
         ada = user()
         adapter.store(ada)
         with adapter.uow() as uow:
             assert uow.users.get(ada.id) == ada
-            assert uow.users.get_for_update(ada.id) == ada
+            assert uow.users.get(ada.id, for_update=True) == ada
             assert uow.users.get_by_subject(ada.idp_subject) == ada
             assert uow.users.get(uuid4()) is None
-            assert uow.users.get_for_update(uuid4()) is None
+            assert uow.users.get(uuid4(), for_update=True) is None
             assert uow.users.get_by_subject("nobody") is None
 
     def test_one_person_per_identity_subject(self, adapter: Adapter) -> None:
@@ -496,7 +496,7 @@ class TestBackups:
         with adapter.uow() as uow:
             for stored in (configured, postgres, unsupported):
                 assert uow.backups.get(target.id, stored.id) == stored
-                assert uow.backups.get_for_update(target.id, stored.id) == stored
+                assert uow.backups.get(target.id, stored.id, for_update=True) == stored
 
     def test_a_backup_is_found_only_in_its_own_workspace(self, adapter: Adapter) -> None:
         """Tenant scoping happens in the query."""
@@ -506,7 +506,7 @@ class TestBackups:
         adapter.store(ada, mine, theirs, stored)
         with adapter.uow() as uow:
             assert uow.backups.get(theirs.id, stored.id) is None
-            assert uow.backups.get_for_update(theirs.id, stored.id) is None
+            assert uow.backups.get(theirs.id, stored.id, for_update=True) is None
             uow.backups.remove(theirs.id, stored.id)
             uow.commit()
         with adapter.uow() as uow:
@@ -1196,7 +1196,7 @@ class TestIdempotency:
         return IdempotencyRecord(scope, key, f"fingerprint-{created_at}", at(created_at))
 
     def test_a_reservation_is_found_and_completed(self, adapter: Adapter) -> None:
-        """``get`` finds it; ``complete`` attaches the response."""
+        """``get`` finds it; ``complete`` attaches the result."""
         with adapter.uow() as uow:
             uow.idempotency.reserve(self.record(), expired_before=at(-86400))
             uow.commit()
@@ -1204,11 +1204,11 @@ class TestIdempotency:
             assert uow.idempotency.get("s", "key-1") == self.record()
             assert uow.idempotency.get("s", "other") is None
             assert uow.idempotency.get("other", "key-1") is None
-            uow.idempotency.complete("s", "key-1", 201, '{"id": "x"}')
+            uow.idempotency.complete("s", "key-1", '{"id": "x"}')
             uow.commit()
         with adapter.uow() as uow:
             assert uow.idempotency.get("s", "key-1") == attrs.evolve(
-                self.record(), status=201, body='{"id": "x"}'
+                self.record(), body='{"id": "x"}'
             )
 
     def test_a_live_key_is_taken_and_an_expired_one_replaced(self, adapter: Adapter) -> None:
@@ -1216,7 +1216,7 @@ class TestIdempotency:
         adapter_uow = adapter.uow
         with adapter_uow() as uow:
             uow.idempotency.reserve(self.record(created_at=0), expired_before=at(-100))
-            uow.idempotency.complete("s", "key-1", 201, "first")
+            uow.idempotency.complete("s", "key-1", "first")
             uow.commit()
         for expired_before in (at(-1), at(0)):
             with adapter_uow() as uow, pytest.raises(IdempotencyKeyTakenError):
@@ -1240,7 +1240,7 @@ class TestIdempotency:
     def test_completing_an_unreserved_key_is_an_integrity_violation(self, adapter: Adapter) -> None:
         """There is nothing to complete."""
         with adapter.uow() as uow, pytest.raises(IntegrityViolationError):
-            uow.idempotency.complete("s", "never", 201, "{}")
+            uow.idempotency.complete("s", "never", "{}")
 
 
 class TestAccounts:

@@ -36,7 +36,7 @@ class TestRuns:
         with adapter.uow() as uow:
             for stored in (running, queued, failed):
                 assert uow.runs.get(target.id, stored.id) == stored
-                assert uow.runs.get_for_update(target.id, stored.id) == stored
+                assert uow.runs.get(target.id, stored.id, for_update=True) == stored
 
     def test_a_run_is_found_only_in_its_own_workspace(self, adapter: Adapter) -> None:
         """Tenant scoping happens in the query."""
@@ -47,7 +47,7 @@ class TestRuns:
         adapter.store(ada, mine, theirs, owner, run)
         with adapter.uow() as uow:
             assert uow.runs.get(theirs.id, run.id) is None
-            assert uow.runs.get_for_update(theirs.id, run.id) is None
+            assert uow.runs.get(theirs.id, run.id, for_update=True) is None
 
     def test_a_run_needs_a_backup_of_its_own_workspace(self, adapter: Adapter) -> None:
         """A run pointing at a missing backup, or at another workspace's, is refused."""

@@ -19,6 +19,7 @@ from contract_records import T0, SqlAdapter, backup, session, user, workspace
 from psycopg_pool import AsyncConnectionPool
 
 from strongroom.adapters.sql.catalog import (
+    LOCK_MARKER,
     Dialect,
     Q,
     QueryFileError,
@@ -210,7 +211,7 @@ class TestPostgresRoundTrips:
         SqlAdapter("postgres", database.uow).store(ada, target)
         counter.sent.clear()
         with blocking(database.uow()) as uow:
-            uow.workspaces.get_for_update(target.id)
+            uow.workspaces.get(target.id, for_update=True)
             uow.backups.count(target.id)
             uow.backups.add(backup(target.id))
             uow.commit()
@@ -352,14 +353,19 @@ class TestCatalog:
         assert all(queries.raw(name) for name in Q)
 
     def test_the_lock_marker_is_a_row_lock_on_postgres_only(self) -> None:
-        """Every locking read is written once: FOR NO KEY UPDATE on PostgreSQL, a plain
-        read on SQLite (its unit holds the one writer)."""
-        locking = [name for name in Q if name.endswith("_for_update")]
+        """Every read that may lock is written once: asked to lock, FOR NO KEY UPDATE on
+        PostgreSQL and a plain read on SQLite (its unit holds the one writer); otherwise a
+        plain read on both."""
+        locking = [name for name in Q if LOCK_MARKER in queries_for(Dialect.POSTGRES).raw(name)]
         assert len(locking) >= 7
         for name in locking:
-            assert queries_for(Dialect.POSTGRES).text(name).rstrip().endswith("FOR NO KEY UPDATE")
-            assert "FOR " not in queries_for(Dialect.SQLITE).text(name)
-            assert "/*lock*/" not in queries_for(Dialect.SQLITE).text(name)
+            postgres = queries_for(Dialect.POSTGRES)
+            assert postgres.text(name, lock=True).rstrip().endswith("FOR NO KEY UPDATE")
+            assert "FOR " not in queries_for(Dialect.SQLITE).text(name, lock=True)
+            for dialect in Dialect:
+                assert "FOR " not in queries_for(dialect).text(name)
+                assert LOCK_MARKER not in queries_for(dialect).text(name)
+            assert LOCK_MARKER not in queries_for(Dialect.SQLITE).text(name, lock=True)
 
     def test_parameters_become_pyformat_for_psycopg(self) -> None:
         """``:name`` becomes ``%(name)s``; casts and literal percents survive."""

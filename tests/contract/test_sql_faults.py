@@ -154,7 +154,7 @@ class TestPostgresFaults:
 
         def hold_the_lock() -> None:
             with unit(proxied) as uow:
-                uow.workspaces.get_for_update(target.id)
+                uow.workspaces.get(target.id, for_update=True)
                 holding.set()
                 release.wait(10)
 
@@ -167,13 +167,13 @@ class TestPostgresFaults:
                 pytest.raises(UpstreamUnavailableError),
                 unit(proxied) as uow,
             ):
-                uow.workspaces.get_for_update(target.id)
+                uow.workspaces.get(target.id, for_update=True)
         finally:
             release.set()
             holder.join()
         assert STATEMENT_TIMEOUT <= clock.elapsed < STATEMENT_TIMEOUT + 1.5
         with unit(proxied) as uow:
-            assert uow.workspaces.get_for_update(target.id) == target
+            assert uow.workspaces.get(target.id, for_update=True) == target
 
 
 class TestSqliteFaults:

@@ -39,6 +39,7 @@ from strongroom.domain.backups import (
     BackupChanges,
     BackupKind,
     BackupState,
+    CheckedChanges,
     PostgresSource,
     RetentionPolicy,
     S3Source,
@@ -78,9 +79,8 @@ def patch(
 ) -> Backup:
     """Check the kind rules and apply a PATCH, sealing secrets as the use case does."""
     changes = BackupChanges(**fields)
-    backup.check_kind_rules(changes, worker_exists=worker_exists)
     return backup.apply(
-        changes,
+        backup.check_kind_rules(changes, worker_exists=worker_exists),
         at,
         sealed_credentials=None if changes.credentials is UNSET else b"sealed",
         sealed_destination_credentials=None
@@ -241,6 +241,25 @@ class TestKindRules:
             with_source.check_kind_rules(BackupChanges(credentials=S3_KEYS), worker_exists=False)
 
 
+class TestApplyTakesCheckedChanges:
+    """``apply`` takes only changes the kind rules passed, for the backup it changes."""
+
+    def test_checked_changes_come_only_from_the_kind_rules(self) -> None:
+        """A ``CheckedChanges`` made by hand is refused: apply cannot skip the rules."""
+        backup = draft(BackupKind.LOCAL)
+        with pytest.raises(TypeError):
+            CheckedChanges(backup, BackupChanges(source=S3), object())
+
+    def test_changes_checked_against_another_state_are_refused(self) -> None:
+        """Changes checked before the backup changed are not applied to the new state:
+        the rules depend on what is stored (credentials follow the stored source)."""
+        backup = draft(BackupKind.CLOUD)
+        checked = backup.check_kind_rules(BackupChanges(source=PG), worker_exists=False)
+        moved_on = patch(backup, source=S3)
+        with pytest.raises(ValueError, match="another backup"):
+            moved_on.apply(checked, NOW)
+
+
 class TestCredentialShapes:
     """Credentials of no source type's shape are malformed (400) when the changes are built,
     before any kind rule; a known shape that does not fit the source is a kind rule (422)."""
@@ -383,6 +402,35 @@ class TestRetention:
         with pytest.raises(LockExceedsExpiryError) as refused:
             patch(draft(BackupKind.MANUAL), retention=retention)
         assert refused.value.code == "lock_exceeds_expiry"
+
+    @pytest.mark.parametrize(
+        ("sent", "shown"),
+        [
+            (
+                {"expire_after": "P30D", "lock_for": "PT0S"},
+                {"expire_after": "P30D", "lock_for": "PT0S"},
+            ),
+            (
+                {"expire_after": "P4W", "lock_for": "P0D"},
+                {"expire_after": "P28D", "lock_for": "PT0S"},
+            ),
+            (
+                {"expire_after": "PT90M", "lock_for": "PT90M"},
+                {"expire_after": "PT1H30M", "lock_for": "PT1H30M"},
+            ),
+            (
+                {"expire_after": "P1DT0H", "lock_for": "PT1S"},
+                {"expire_after": "P1D", "lock_for": "PT1S"},
+            ),
+        ],
+    )
+    def test_canonical_forms(self, sent: dict[str, str], shown: dict[str, str]) -> None:
+        """Each accepted policy comes back canonical; a lock equal to the expiry is allowed
+        (moved from the HTTP tests; the wire renders these same texts)."""
+        stored = patch(draft(BackupKind.MANUAL), retention=policy(**sent)).retention
+        assert stored is not None
+        rendered = {"expire_after": str(stored.expire_after), "lock_for": str(stored.lock_for)}
+        assert rendered == shown
 
     def test_lock_equal_to_expiry_and_no_lock_are_accepted(self) -> None:
         """``lock_for`` may equal ``expire_after``; ``PT0S`` means no lock."""

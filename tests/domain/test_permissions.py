@@ -9,7 +9,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from strongroom.domain.errors import MissingPermissionError
+from strongroom.domain.errors import (
+    InvalidRequestError,
+    MissingPermissionError,
+    ValidationFailedError,
+)
 from strongroom.domain.permissions import (
     ADMIN,
     BUILTIN_ROLES,
@@ -18,7 +22,9 @@ from strongroom.domain.permissions import (
     VIEWER,
     WORKER_PERMISSIONS,
     Permission,
+    check_role_slug,
     parse_permissions,
+    requested_permissions,
 )
 from strongroom.domain.principals import Actor, Caller, PrincipalType
 
@@ -85,6 +91,43 @@ class TestCatalog:
         with pytest.raises(ValueError, match=re.escape(named)) as refused:
             parse_permissions(known + unknown)
         assert str(refused.value) == named
+
+
+class TestRequestedPermissions:
+    """Slugs a request names (API keys, custom roles): 422 outside the catalog."""
+
+    @given(st.sets(st.sampled_from(sorted(CATALOG))))
+    def test_catalog_slugs_are_the_permissions(self, chosen: set[str]) -> None:
+        """Known slugs, in any order and repeated, give their permissions."""
+        assert slugs(requested_permissions([*sorted(chosen), *sorted(chosen)])) == chosen
+
+    def test_unknown_slug_like_names_are_named(self) -> None:
+        """Every unknown slug shaped like one is named, sorted, each once."""
+        with pytest.raises(ValidationFailedError) as refused:
+            requested_permissions(["backups:read", "zz:top", "aa:b", "zz:top"])
+        assert str(refused.value) == "unknown permissions: aa:b, zz:top"
+
+    @given(st.text(min_size=1, max_size=40).filter(lambda s: re.fullmatch(r"[a-z_:]*", s) is None))
+    def test_client_text_is_never_echoed(self, text: str) -> None:
+        """A slug not shaped like one is refused without repeating it (nor its neighbours)."""
+        with pytest.raises(ValidationFailedError) as refused:
+            requested_permissions(["nope:nope", text])
+        assert str(refused.value) == "unknown permissions"
+
+
+class TestRoleSlugs:
+    """Role slugs are ``^[a-z][a-z0-9-]{1,39}$``; anything else is 400."""
+
+    @given(st.from_regex(r"[a-z][a-z0-9-]{1,39}", fullmatch=True))
+    def test_well_formed_slugs_pass(self, slug: str) -> None:
+        """A slug of the pattern is returned as it is."""
+        assert check_role_slug(slug) == slug
+
+    @pytest.mark.parametrize("slug", ["", "a", "1ops", "Ops", "ops_team", "o" * 41, "ops\n"])
+    def test_malformed_slugs_are_invalid_requests_naming_the_field(self, slug: str) -> None:
+        """The refusal names the field that carried the slug."""
+        with pytest.raises(InvalidRequestError, match=r"^role must match"):
+            check_role_slug(slug, "role")
 
 
 class TestBuiltinRoles:

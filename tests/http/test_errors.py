@@ -48,6 +48,7 @@ STATUS = {
     "artifact_missing": 409,
     "lock_exceeds_expiry": 422,
     "validation_failed": 422,
+    "precondition_failed": 412,
     "rate_limited": 429,
     "internal": 500,
     "upstream_unavailable": 502,
@@ -75,7 +76,7 @@ class ExplodingWorkspaceReads:
     def __init__(self, inner: Any) -> None:
         self._inner = inner
 
-    async def get(self, workspace_id: UUID) -> Workspace | None:
+    async def get(self, workspace_id: UUID, *, for_update: bool = False) -> Workspace | None:
         """Fail."""
         raise RuntimeError("simulated bug: secret=hunter2")
 

@@ -35,12 +35,9 @@ import attrs
 import pytest
 
 from strongroom.adapters.http.openapi import Auth, Operation, operations
-from strongroom.adapters.identity.builtin import BuiltinIdentityProvider
-from strongroom.adapters.sql.postgres import PostgresDatabase
-from strongroom.adapters.system import SecureIds, SystemClock
-from support.postgres import postgres_server, scratch_database
+from support.pg_facade import postgres_facade
 from support.tenants import UUID_POOLS, Tenant, build_tenant, pool_of
-from support.world import FAST_HASHER, Api, bearer, make_client, make_facade
+from support.world import Api, bearer, make_client, make_facade
 
 PROFILE_ATTEMPTS = {"dev": 2_000, "ci": 10_000, "thorough": 50_000}
 ATTEMPTS = int(
@@ -226,16 +223,8 @@ def facade_on(database: str) -> Iterator[Any]:
     if database == "memory":
         yield make_facade()
         return
-    with (
-        postgres_server() as server,
-        scratch_database(server, "strongroom_iso") as conninfo,
-        PostgresDatabase.from_url(conninfo, min_size=1) as pg,
-    ):
-        pg.migrate()
-        identity = BuiltinIdentityProvider(
-            uow=pg.uow, clock=SystemClock(), ids=SecureIds(), hasher=FAST_HASHER
-        )
-        yield make_facade(uow=pg.uow, identity=identity)
+    with postgres_facade("strongroom_iso") as facade:
+        yield facade
 
 
 @contextmanager

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import os
 import random
+import re
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import ExitStack
@@ -27,11 +28,13 @@ from hypothesis import strategies as st
 from schemathesis.specs.openapi.checks import positive_data_acceptance
 
 from strongroom.adapters.http.app import app_for
+from strongroom.adapters.http.openapi import IF_MATCH_PATTERN
 from strongroom.adapters.sql.postgres import PostgresDatabase
 from strongroom.adapters.sql.sqlite import SqliteDatabase
 from strongroom.domain.durations import Duration
 from strongroom.domain.errors import InvalidRequestError
 from strongroom.domain.pagination import Cursor
+from strongroom.domain.role_pages import decode_role_cursor, encode_role_cursor
 from support import pg_fixtures
 from support.postgres import scratch_database
 from support.tenants import build_tenant, pool_of
@@ -43,6 +46,7 @@ pg_server = pg_fixtures.pg_server  # the shared server fixture, found by its nam
 EXAMPLES = int(os.environ.get("STRONGROOM_SCHEMATHESIS_EXAMPLES", "5"))
 # The cron fields and their ranges (contract 13): minute, hour, day of month, month, weekday.
 CRON_RANGES = ((0, 59), (0, 23), (1, 31), (1, 12), (0, 7))
+ROLE_SLUG = r"[a-z][a-z0-9-]{1,39}"
 
 
 class Live:
@@ -129,7 +133,8 @@ schemathesis.openapi.format(
         lambda moment, item: Cursor(moment, item).encode(),
         st.datetimes(timezones=st.just(UTC)),
         st.uuids(),
-    ),
+    )
+    | st.from_regex(ROLE_SLUG, fullmatch=True).map(encode_role_cursor),
 )
 
 
@@ -152,7 +157,8 @@ def filter_case(context: Any, case: Any) -> bool:
     - a cursor is one the service issued (`format: page-cursor`); a well-formed other one
       is 400 (contract 1), which no pattern can tell;
     - a case the coverage phase labels positive while one of its parts was generated
-      negative (it could not satisfy that part's schema) is not positive data;
+      negative (it could not satisfy that part's schema), or with an `If-Match` off its
+      documented pattern (that phase does not follow it), is not positive data;
     - a duration is at most 36 500 days in all (documented; 400 beyond), a sum of its
       parts that no pattern can bound.
     """
@@ -161,9 +167,12 @@ def filter_case(context: Any, case: Any) -> bool:
     if any(part.mode.value == "negative" for part in case.meta.components.values()):
         return False
     cursor = (case.query or {}).get("cursor")
+    if_match = (case.headers or {}).get("If-Match")
+    if if_match is not None and not re.search(IF_MATCH_PATTERN, str(if_match)):
+        return False
     return (
         not _holds_integral_float(case.body)
-        and (cursor is None or _issued(cursor))
+        and (cursor is None or _issued(str(cursor), case.operation.path))
         and all(_within_bounds(text) for text in _durations(case.body))
     )
 
@@ -186,9 +195,13 @@ def _within_bounds(text: str) -> bool:
     return True
 
 
-def _issued(cursor: Any) -> bool:
+def _issued(cursor: str, path: str) -> bool:
+    """Whether ``cursor`` is one the list at ``path`` issues (roles page by slug)."""
     try:
-        Cursor.decode(str(cursor))
+        if path.endswith("/roles"):
+            decode_role_cursor(cursor)
+        else:
+            Cursor.decode(cursor)
     except InvalidRequestError:
         return False
     return True

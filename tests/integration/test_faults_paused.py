@@ -27,12 +27,12 @@ import attrs
 import httpx2
 import psycopg
 import pytest
-from integration_world import error_code, expect, postgres_url
+from integration_world import error_code, expect, postgres_url, workspace_admin
 from live_server import Timed, client_for, timed
-from serve_process import free_port, serving, workspace_admin
 
 from support.postgres import PostgresServer
 from support.seaweed import SeaweedServer
+from support.serve_process import free_port, serving
 from support.tcp_proxy import TcpProxy
 from support.world import bearer
 

@@ -11,10 +11,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from integration_world import expect
+from integration_world import expect, sign_up_and_in
 from live_server import client_for
-from serve_process import free_port, serving, workspace_admin
 
+from support.serve_process import free_port, serving
 from support.world import bearer
 
 
@@ -23,8 +23,17 @@ def test_serve_with_no_configuration_keeps_its_state_across_a_restart(tmp_path: 
     data_dir, log = tmp_path / "data", tmp_path / "serve.log"
     port = free_port()
     with serving(data_dir, port, log) as url, client_for(url) as client:
-        workspace, token = workspace_admin(client, "ada@example.com")
-        scoped = bearer(token)
+        token = sign_up_and_in(client, "ada@example.com")
+        workspace = expect(
+            client.post("/v1/workspaces", json={"name": "Acme"}, headers=bearer(token)), 201
+        )
+        switched = expect(
+            client.post(
+                "/v1/auth/switch", json={"workspace_id": workspace["id"]}, headers=bearer(token)
+            ),
+            201,
+        )
+        scoped = bearer(switched["token"])
         backup: dict[str, Any] = expect(
             client.post(
                 f"/v1/workspaces/{workspace['id']}/backups",

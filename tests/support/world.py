@@ -21,23 +21,28 @@ from strongroom.adapters.system import SecureIds, SystemClock
 from strongroom.entrypoints.bootstrap import bootstrap
 from strongroom.ports.driven.clock import Clock
 from strongroom.ports.driving import Strongroom
-from strongroom.ports.driving.blocking import blocking, unwrapped
+from strongroom.ports.driving.blocking import blocking, blocking_call, unwrapped
 
 PASSWORD = "correct horse battery staple"
 FAST_HASHER = PasswordHasher(time_cost=1, memory_cost=64, parallelism=1)
 
 
-def make_facade(clock: Clock | None = None, **overrides: Any) -> Any:
-    """A blocking view of a facade on a fresh in-memory store (or the given ``uow``) with
-    the built-in identity provider: tests call its use cases as plain functions, and
-    ``app_for`` serves the async facade behind it."""
+def memory_facade(clock: Clock | None = None, **overrides: Any) -> Strongroom:
+    """The async facade on a fresh in-memory store (or the given ``uow``) with the built-in
+    identity provider (``overrides`` replace any adapter, as ``bootstrap`` takes them)."""
     uow = overrides.pop("uow", None) or partial(MemoryUnitOfWork, MemoryStore())
     clock = unwrapped(clock) or SystemClock()
     ids = SecureIds()
     identity = BuiltinIdentityProvider(uow=uow, clock=clock, ids=ids, hasher=FAST_HASHER)
-    settings = {"uow": uow, "clock": clock, "ids": ids, "identity": identity}
+    settings: dict[str, Any] = {"uow": uow, "clock": clock, "ids": ids, "identity": identity}
     settings.update({name: unwrapped(value) for name, value in overrides.items()})
-    return blocking(bootstrap(**settings))
+    return bootstrap(**settings)
+
+
+def make_facade(clock: Clock | None = None, **overrides: Any) -> Any:
+    """A blocking view of ``memory_facade``: tests call its use cases as plain functions,
+    and ``app_for`` serves the async facade behind it."""
+    return blocking(memory_facade(clock, **overrides))
 
 
 def idp_of(facade: Strongroom) -> BuiltinIdentityProvider:
@@ -47,14 +52,19 @@ def idp_of(facade: Strongroom) -> BuiltinIdentityProvider:
     return identity
 
 
-def idp_access_token(facade: Strongroom, email: str, name: str | None = None) -> str:
+async def idp_token(facade: Strongroom, email: str, name: str | None = None) -> str:
     """Register ``email`` (once) and run the device flow to an identity-provider token."""
     idp = idp_of(facade)
-    if idp.account_id(email) is None:
-        idp.add_account(email, PASSWORD, name or email.partition("@")[0])
-    authorization = idp.start_device_authorization(CLIENT_ID, "http://testserver")
-    idp.decide(authorization.user_code, email, PASSWORD, approve=True)
-    return idp.exchange_device_code(authorization.device_code, CLIENT_ID).access_token
+    if await idp.account_id(email) is None:
+        await idp.add_account(email, PASSWORD, name or email.partition("@")[0])
+    authorization = await idp.start_device_authorization(CLIENT_ID, "http://testserver")
+    await idp.decide(authorization.user_code, email, PASSWORD, approve=True)
+    return (await idp.exchange_device_code(authorization.device_code, CLIENT_ID)).access_token
+
+
+def idp_access_token(facade: Strongroom, email: str, name: str | None = None) -> str:
+    """``idp_token`` for a blocking view of a facade."""
+    return blocking_call(idp_token(unwrapped(facade), email, name))
 
 
 def session_token(facade: Strongroom, email: str) -> str:

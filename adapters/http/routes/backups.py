@@ -1,19 +1,13 @@
-"""Backups: create, list, read, change, pause, resume, delete.
-
-Every handler runs the contract's order of checks: credential, path id, workspace and
-permission (``authorize``), body, then the use case (404, kind rules, billing, quota,
-other conflicts).
-"""
+"""Backups: create, list, read, change, pause, resume, delete."""
 
 from __future__ import annotations
 
 from starlette.responses import Response
-from starlette.routing import BaseRoute
 
-from strongroom.adapters.http.context import ApiContext, answer, endpoint, no_content
-from strongroom.adapters.http.openapi import Paged, api
+from strongroom.adapters.http.context import ApiContext, answer, no_content
+from strongroom.adapters.http.conventions import if_match
+from strongroom.adapters.http.openapi import Paged, Routes
 from strongroom.adapters.http.shapes import Backup, BackupCreate, BackupUpdate, EmptyBody
-from strongroom.domain.backups import Backup as DomainBackup
 from strongroom.ports.driving import IdempotencyKey
 from strongroom.ports.driving.backups import (
     CREATE_BACKUP,
@@ -24,8 +18,22 @@ from strongroom.ports.driving.backups import (
     UPDATE_BACKUP,
 )
 
+routes = Routes("Backups", billing="config")
 
-@endpoint
+
+@routes.create(
+    "/v1/workspaces/{wid}/backups",
+    Backup,
+    "The new backup.",
+    CREATE_BACKUP,
+    body=BackupCreate,
+    errors={
+        "invalid_request": "`kind` is not one of the kinds",
+        "quota_exceeded": "`backups_per_workspace` is reached",
+        "name_taken": "a backup of this name (case-insensitive) exists",
+    },
+    located="/v1/backups/{id}",
+)
 async def create_backup(ctx: ApiContext) -> Response:
     """Create a backup
 
@@ -34,7 +42,7 @@ async def create_backup(ctx: ApiContext) -> Response:
     bearer = ctx.bearer()
     workspace_id = await ctx.path_id_after_credential("wid")
 
-    def parse() -> tuple[BackupCreate, IdempotencyKey[DomainBackup] | None]:
+    def parse() -> tuple[BackupCreate, IdempotencyKey | None]:
         return ctx.json(BackupCreate), ctx.idempotency()
 
     body, idempotency = await ctx.parsed_after_permission(
@@ -46,7 +54,7 @@ async def create_backup(ctx: ApiContext) -> Response:
     return answer(backup, 201)
 
 
-@endpoint
+@routes.get("/v1/workspaces/{wid}/backups", Paged(Backup), "One page of backups.", READ_BACKUPS)
 async def list_backups(ctx: ApiContext) -> Response:
     """List backups
 
@@ -58,7 +66,7 @@ async def list_backups(ctx: ApiContext) -> Response:
     return answer(page)
 
 
-@endpoint
+@routes.get("/v1/backups/{bid}", Backup, "The backup.", READ_BACKUPS)
 async def get_backup(ctx: ApiContext) -> Response:
     """Read a backup
 
@@ -68,164 +76,73 @@ async def get_backup(ctx: ApiContext) -> Response:
     return answer(await ctx.facade.backups.get(bearer, backup_id))
 
 
-@endpoint
-async def patch_backup(ctx: ApiContext) -> Response:
+@routes.patch(
+    "/v1/backups/{bid}",
+    Backup,
+    "The whole updated backup.",
+    UPDATE_BACKUP,
+    body=BackupUpdate,
+    errors={
+        "invalid_request": (
+            "`kind` or another unknown field, a bad cron expression or time zone, a duration "
+            "with months or years, an `endpoint` that is not an http(s) URL, `credentials` or"
+            " `destination_credentials` of no known shape (a missing or unknown key)"
+        ),
+        "validation_failed": (
+            "a kind rule: `worker_id` on a non-local backup or naming no worker of this "
+            "workspace, `source` or `credentials` on a local or manual backup, `schedule` on "
+            "a manual backup, a source type not offered for the kind, credentials of the "
+            "other source type's shape"
+        ),
+        "name_taken": "another backup has this name (case-insensitive)",
+        "retention_immutable": "a different retention policy is already set",
+        "lock_exceeds_expiry": "`lock_for` is longer than `expire_after`",
+    },
+)
+async def update_backup(ctx: ApiContext) -> Response:
     """Change a backup
 
     Supplies configuration; the backup becomes `active` in the PATCH that completes its
     kind's configuration. There is no `kind` field."""
-    caller = await ctx.caller()
-    backup_id = ctx.path_id("bid")
-    grant = await ctx.facade.access.authorize(caller, UPDATE_BACKUP, target_id=backup_id)
+    grant = await ctx.grant(UPDATE_BACKUP, "bid")
     changes = ctx.json(BackupUpdate).changes()
-    backup = await ctx.facade.backups.update(grant, backup_id, changes)
+    precondition = if_match(ctx.request)
+    backup = await ctx.facade.backups.update(
+        grant, ctx.path_id("bid"), changes, precondition=precondition
+    )
     return answer(backup)
 
 
-@endpoint
+@routes.action("/v1/backups/{bid}/pause", Backup, "The backup.", PAUSE_BACKUP, tagged=True)
 async def pause_backup(ctx: ApiContext) -> Response:
     """Pause a backup
 
     Stop scheduling the backup; it keeps its `state`. Idempotent; allowed on a draft."""
-    caller = await ctx.caller()
-    backup_id = ctx.path_id("bid")
-    grant = await ctx.facade.access.authorize(caller, PAUSE_BACKUP, target_id=backup_id)
+    grant = await ctx.grant(PAUSE_BACKUP, "bid")
     ctx.json(EmptyBody, optional=True)
-    return answer(await ctx.facade.backups.pause(grant, backup_id))
+    return answer(await ctx.facade.backups.pause(grant, ctx.path_id("bid")))
 
 
-@endpoint
+@routes.action("/v1/backups/{bid}/resume", Backup, "The backup.", RESUME_BACKUP, tagged=True)
 async def resume_backup(ctx: ApiContext) -> Response:
     """Resume a backup
 
     Resume scheduling the backup. Idempotent."""
-    caller = await ctx.caller()
-    backup_id = ctx.path_id("bid")
-    grant = await ctx.facade.access.authorize(caller, RESUME_BACKUP, target_id=backup_id)
+    grant = await ctx.grant(RESUME_BACKUP, "bid")
     ctx.json(EmptyBody, optional=True)
-    return answer(await ctx.facade.backups.resume(grant, backup_id))
+    return answer(await ctx.facade.backups.resume(grant, ctx.path_id("bid")))
 
 
-@endpoint
+@routes.delete(
+    "/v1/backups/{bid}",
+    "Deleted.",
+    DELETE_BACKUP,
+    errors={"artifact_locked": "one of its artifacts is inside its lock window"},
+)
 async def delete_backup(ctx: ApiContext) -> Response:
     """Delete a backup
 
     Deletes the backup; refused while any of its artifacts is locked."""
-    caller = await ctx.caller()
-    backup_id = ctx.path_id("bid")
-    grant = await ctx.facade.access.authorize(caller, DELETE_BACKUP, target_id=backup_id)
-    await ctx.facade.backups.delete(grant, backup_id)
+    grant = await ctx.grant(DELETE_BACKUP, "bid")
+    await ctx.facade.backups.delete(grant, ctx.path_id("bid"))
     return no_content()
-
-
-routes: list[BaseRoute] = [
-    api(
-        "POST",
-        "/v1/workspaces/{wid}/backups",
-        create_backup,
-        "createBackup",
-        "Backups",
-        (201, Backup, "The new backup."),
-        needs=CREATE_BACKUP,
-        body=BackupCreate,
-        idempotent=True,
-        billing="config",
-        errors={
-            "invalid_request": "`kind` is not one of the kinds",
-            "quota_exceeded": "`backups_per_workspace` is reached",
-            "name_taken": "a backup of this name (case-insensitive) exists",
-        },
-    ),
-    api(
-        "GET",
-        "/v1/workspaces/{wid}/backups",
-        list_backups,
-        "listBackups",
-        "Backups",
-        (200, Paged(Backup), "One page of backups."),
-        needs=READ_BACKUPS,
-        paginated=True,
-    ),
-    api(
-        "GET",
-        "/v1/backups/{bid}",
-        get_backup,
-        "getBackup",
-        "Backups",
-        (200, Backup, "The backup."),
-        needs=READ_BACKUPS,
-        errors={"not_found": "no such backup in the caller's workspace"},
-    ),
-    api(
-        "PATCH",
-        "/v1/backups/{bid}",
-        patch_backup,
-        "updateBackup",
-        "Backups",
-        (200, Backup, "The whole updated backup."),
-        needs=UPDATE_BACKUP,
-        body=BackupUpdate,
-        billing="config",
-        errors={
-            "invalid_request": (
-                "`kind` or another unknown field, a bad cron expression or time zone, a duration "
-                "with months or years, an `endpoint` that is not an http(s) URL, `credentials` or"
-                " `destination_credentials` of no known shape (a missing or unknown key)"
-            ),
-            "not_found": "no such backup in the caller's workspace",
-            "validation_failed": (
-                "a kind rule: `worker_id` on a non-local backup or naming no worker of this "
-                "workspace, `source` or `credentials` on a local or manual backup, `schedule` on "
-                "a manual backup, a source type not offered for the kind, credentials of the "
-                "other source type's shape"
-            ),
-            "name_taken": "another backup has this name (case-insensitive)",
-            "retention_immutable": "a different retention policy is already set",
-            "lock_exceeds_expiry": "`lock_for` is longer than `expire_after`",
-        },
-    ),
-    api(
-        "DELETE",
-        "/v1/backups/{bid}",
-        delete_backup,
-        "deleteBackup",
-        "Backups",
-        (204, None, "Deleted."),
-        needs=DELETE_BACKUP,
-        billing="config",
-        errors={
-            "not_found": "no such backup in the caller's workspace",
-            "artifact_locked": "one of its artifacts is inside its lock window",
-        },
-    ),
-    api(
-        "POST",
-        "/v1/backups/{bid}/pause",
-        pause_backup,
-        "pauseBackup",
-        "Backups",
-        (200, Backup, "The backup."),
-        needs=PAUSE_BACKUP,
-        body=EmptyBody,
-        body_required=False,
-        billing="config",
-        errors={
-            "not_found": "no such backup in the caller's workspace",
-        },
-    ),
-    api(
-        "POST",
-        "/v1/backups/{bid}/resume",
-        resume_backup,
-        "resumeBackup",
-        "Backups",
-        (200, Backup, "The backup."),
-        needs=RESUME_BACKUP,
-        body=EmptyBody,
-        body_required=False,
-        billing="config",
-        errors={
-            "not_found": "no such backup in the caller's workspace",
-        },
-    ),
-]

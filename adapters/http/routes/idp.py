@@ -18,13 +18,13 @@ import binascii
 import functools
 import html
 import string
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from importlib import resources
+from typing import Any
 from urllib.parse import parse_qs, unquote_plus
 
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
-from starlette.routing import BaseRoute
 
 from strongroom.adapters.http.context import ApiContext, endpoint, render_json
 from strongroom.adapters.http.errors import STATUS_BY_CODE, error_response, retry_after
@@ -33,8 +33,9 @@ from strongroom.adapters.http.openapi import (
     HTML,
     OAUTH_ERRORS,
     Auth,
-    api,
+    Routes,
     oauth_responses,
+    parameter,
     ref,
 )
 from strongroom.adapters.http.shapes import (
@@ -50,7 +51,7 @@ from strongroom.adapters.http.shapes import (
     SignupResult,
     TokenForm,
 )
-from strongroom.adapters.http.wire import Uri, present
+from strongroom.adapters.http.wire import Uri, is_media_type, present
 from strongroom.adapters.identity.builtin import BuiltinIdentityProvider
 from strongroom.adapters.identity.builtin import OAuthError as OAuthRefusal
 from strongroom.domain.errors import InvalidRequestError, StrongroomError
@@ -76,20 +77,13 @@ HTML_HEADERS = {
 # Forms.
 
 
-def is_form_content_type(content_type: str | None) -> bool:
-    """``application/x-www-form-urlencoded``, optionally with a UTF-8 charset parameter."""
-    if content_type is None:
-        return False
-    media_type, _, params = content_type.partition(";")
-    if media_type.strip().lower() != FORM_MEDIA_TYPE:
-        return False
-    params = params.strip().lower().replace(" ", "")
-    return params in ("", "charset=utf-8", 'charset="utf-8"')
+IDP_OFF = "another identity provider is configured (every `/idp` route is 404)"
+routes = Routes("Identity provider", auth=Auth.NONE, errors={"not_found": IDP_OFF})
 
 
 def parse_form(body: bytes, content_type: str | None) -> dict[str, str]:
     """A URL-encoded form, each parameter once; ``invalid_request`` otherwise."""
-    if not is_form_content_type(content_type):
+    if not is_media_type(content_type, FORM_MEDIA_TYPE):
         raise InvalidRequestError(f"Content-Type must be {FORM_MEDIA_TYPE}")
     try:
         parsed = parse_qs(
@@ -200,6 +194,39 @@ def _refused(error: OAuthRefusal) -> Response:
     return _oauth_error(error.error, error.description, basic=isinstance(error, ClientRefusal))
 
 
+OAuthAct = Callable[[BuiltinIdentityProvider, ApiContext, Mapping[str, str]], Awaitable[Any]]
+
+
+def _oauth_endpoint(act: OAuthAct) -> Callable[[Request], Awaitable[Response]]:
+    """An OAuth endpoint answering what ``act`` returns for the form's OAuth parameters:
+    refusals in OAuth's format (RFC 6749 section 5.2; a client refused after HTTP Basic:
+    401 with a challenge), every reply never cached."""
+
+    @endpoint
+    async def run(ctx: ApiContext) -> Response:
+        idp = _builtin(ctx)
+        if idp is None:
+            return _no_such_route(ctx.request, headers=NO_STORE)
+        try:
+            result = await act(idp, ctx, oauth_parameters(_form(ctx)))
+        except InvalidRequestError as error:
+            return _oauth_error("invalid_request", error.message)
+        except OAuthRefusal as error:
+            if error.error == "invalid_client" and "authorization" in ctx.request.headers:
+                error = ClientRefusal(error.error, error.description)
+            return _refused(error)
+        return _json(present(result), 200, NO_STORE)
+
+    async def guarded(request: Request) -> Response:
+        try:
+            return await run(request)
+        except InvalidRequestError as error:  # a body over the cap, refused before the handler
+            return _oauth_error("invalid_request", error.message)
+
+    guarded.__name__, guarded.__doc__ = act.__name__, act.__doc__
+    return guarded
+
+
 def client_id_of(request: Request, form: Mapping[str, str]) -> str:
     """The public client's id: the form's ``client_id``, or the user name of HTTP Basic with
     an empty password (RFC 6749 section 2.3.1, both form-encoded); both: they must agree."""
@@ -232,7 +259,7 @@ def client_address(request: Request) -> str:
 
 
 def _builtin(ctx: ApiContext) -> BuiltinIdentityProvider | None:
-    identity = ctx.facade.deps.identity
+    identity = ctx.facade.identity
     return identity if isinstance(identity, BuiltinIdentityProvider) else None
 
 
@@ -275,8 +302,28 @@ def device_page(
 # Endpoints.
 
 
-@endpoint
-async def signup(ctx: ApiContext) -> Response:
+@routes.post(
+    "/idp/signup",
+    SignupResult,
+    "The new account.",
+    status=201,
+    body=SignupForm,
+    media_type=FORM,
+    errors={
+        "invalid_request": (
+            "the body is not a URL-encoded form, a field is missing, unknown or repeated, the"
+            " email is not an email address, the password is not 8 to 1024 characters, or the"
+            " name is invalid"
+        ),
+        "not_found": (
+            "sign-up is off; another identity provider is configured (every `/idp` route is 404)"
+        ),
+        "name_taken": "an account with this email exists",
+        "upstream_unavailable": "the database or another dependency failed",
+    },
+    located="/v1/me",
+)
+async def idp_signup(ctx: ApiContext) -> Response:
     """Sign up
 
     Register a local account with the built-in identity provider. Enabled by default in
@@ -289,24 +336,21 @@ async def signup(ctx: ApiContext) -> Response:
     return _json(present(account, SignupResult), 201, NO_STORE)
 
 
-@endpoint
-async def _authorize_device(ctx: ApiContext) -> Response:
-    idp = _builtin(ctx)
-    if idp is None:
-        return _no_such_route(ctx.request, headers=NO_STORE)
-    try:
-        client_id = client_id_of(ctx.request, oauth_parameters(_form(ctx)))
-        authorization = await idp.start_device_authorization(client_id, ctx.base_url)
-    except InvalidRequestError as error:
-        return _oauth_error("invalid_request", error.message)
-    except OAuthRefusal as error:
-        if error.error == "invalid_client" and "authorization" in ctx.request.headers:
-            error = ClientRefusal(error.error, error.description)
-        return _refused(error)
-    return _json(present(authorization), 200, NO_STORE)
-
-
-async def device_authorization(request: Request) -> Response:
+@routes.post(
+    "/idp/device/code",
+    DeviceAuthorization,
+    "The device authorization.",
+    body=DeviceCodeForm,
+    media_type=FORM,
+    errors={
+        "upstream_unavailable": "the database or another dependency failed",
+    },
+    extra_responses=oauth_responses("invalid_request", "invalid_client"),
+)
+@_oauth_endpoint
+async def idp_device_code(
+    idp: BuiltinIdentityProvider, ctx: ApiContext, form: Mapping[str, str]
+) -> Any:
     """Start a device authorization
 
     RFC 8628 section 3.1: issue a device code and a user code. The codes live 10
@@ -316,14 +360,18 @@ async def device_authorization(request: Request) -> Response:
     requires; the form schema lists the parameters this endpoint reads. Refusals use
     OAuth's own error format; a failure of the server itself uses the envelope of `/v1`.
     Replies carry `Cache-Control: no-store`."""
-    try:
-        return await _authorize_device(request)
-    except InvalidRequestError as error:  # a body over the cap, refused before the handler
-        return _oauth_error("invalid_request", error.message)
+    return await idp.start_device_authorization(client_id_of(ctx.request, form), ctx.base_url)
 
 
-@endpoint
-async def show_device_page(ctx: ApiContext) -> Response:
+@routes.get(
+    "/idp/device",
+    HTML,
+    "The page.",
+    parameters=(
+        parameter("user_code", "query", "Pre-fills the code (from `verification_uri_complete`)."),
+    ),
+)
+async def idp_device_page(ctx: ApiContext) -> Response:
     """Device approval page
 
     An HTML page where a person signs in and approves or denies a user code; its form
@@ -333,8 +381,27 @@ async def show_device_page(ctx: ApiContext) -> Response:
     return device_page(ctx, user_code=ctx.request.query_params.get("user_code", ""))
 
 
-@endpoint
-async def decide(ctx: ApiContext) -> Response:
+@routes.post(
+    "/idp/device",
+    {**HTML, "application/json": {"schema": ref("DeviceDecision")}},
+    "The decision is recorded.",
+    body=DeviceDecisionForm,
+    media_type=FORM,
+    errors={
+        "invalid_request": (
+            "wrong email or password, unknown or expired user code, a `decision` other "
+            "than `approve` or `deny`, or a body that is not a URL-encoded form of exactly "
+            "these fields"
+        ),
+        "rate_limited": (
+            "too many failed attempts for this email from this address, or from this "
+            "address (`Retry-After` says when to try again)"
+        ),
+        "upstream_unavailable": "the database or another dependency failed",
+    },
+    html_errors=(400, 429, 502),
+)
+async def idp_device_decision(ctx: ApiContext) -> Response:
     """Approve or deny a user code
 
     Signs the person in and records the decision. Answers an HTML page, or JSON when
@@ -394,34 +461,19 @@ async def decide(ctx: ApiContext) -> Response:
     )
 
 
-@endpoint
-async def _exchange(ctx: ApiContext) -> Response:
-    idp = _builtin(ctx)
-    if idp is None:
-        return _no_such_route(ctx.request, headers=NO_STORE)
-    try:
-        form = oauth_parameters(_form(ctx))
-        grant_type = form.get("grant_type")
-        if grant_type is None:
-            raise OAuthRefusal("invalid_request", "missing parameter grant_type")
-        if grant_type != DEVICE_CODE_GRANT_TYPE:
-            raise OAuthRefusal(
-                "unsupported_grant_type", f"grant_type must be {DEVICE_CODE_GRANT_TYPE}"
-            )
-        if "device_code" not in form:
-            raise OAuthRefusal("invalid_request", "missing parameter device_code")
-        client_id = client_id_of(ctx.request, form)
-        issued = await idp.exchange_device_code(form["device_code"], client_id)
-    except InvalidRequestError as error:
-        return _oauth_error("invalid_request", error.message)
-    except OAuthRefusal as error:
-        if error.error == "invalid_client" and "authorization" in ctx.request.headers:
-            error = ClientRefusal(error.error, error.description)
-        return _refused(error)
-    return _json(present(issued), 200, NO_STORE)
-
-
-async def token(request: Request) -> Response:
+@routes.post(
+    "/idp/token",
+    AccessToken,
+    "The person approved: an access token.",
+    body=TokenForm,
+    media_type=FORM,
+    errors={
+        "upstream_unavailable": "the database or another dependency failed",
+    },
+    extra_responses=oauth_responses(*OAUTH_ERRORS),
+)
+@_oauth_endpoint
+async def idp_token(idp: BuiltinIdentityProvider, ctx: ApiContext, form: Mapping[str, str]) -> Any:
     """Poll for an access token
 
     RFC 8628 section 3.4. The client identifies itself with `client_id` in the form or as
@@ -431,14 +483,30 @@ async def token(request: Request) -> Response:
     OAuth parameters (such as `scope`) are ignored, as RFC 6749 section 3.1 requires; the
     form schema lists the parameters this endpoint reads. Replies carry
     `Cache-Control: no-store`."""
-    try:
-        return await _exchange(request)
-    except InvalidRequestError as error:  # a body over the cap, refused before the handler
-        return _oauth_error("invalid_request", error.message)
+    grant_type = form.get("grant_type")
+    if grant_type is None:
+        raise OAuthRefusal("invalid_request", "missing parameter grant_type")
+    if grant_type != DEVICE_CODE_GRANT_TYPE:
+        raise OAuthRefusal("unsupported_grant_type", f"grant_type must be {DEVICE_CODE_GRANT_TYPE}")
+    if "device_code" not in form:
+        raise OAuthRefusal("invalid_request", "missing parameter device_code")
+    return await idp.exchange_device_code(form["device_code"], client_id_of(ctx.request, form))
 
 
-@endpoint
-async def server_metadata(ctx: ApiContext) -> Response:
+@routes.get(
+    "/.well-known/oauth-authorization-server/idp",
+    AuthorizationServerMetadata,
+    "The metadata.",
+    operation_id="getAuthorizationServerMetadataOfIssuer",
+    errors={"not_found": "another identity provider is configured"},
+)
+@routes.get(
+    "/.well-known/oauth-authorization-server",
+    AuthorizationServerMetadata,
+    "The metadata.",
+    errors={"not_found": "another identity provider is configured"},
+)
+async def get_authorization_server_metadata(ctx: ApiContext) -> Response:
     """Authorization server metadata
 
     RFC 8414: the built-in identity provider's endpoints, grant types and client
@@ -460,133 +528,3 @@ async def server_metadata(ctx: ApiContext) -> Response:
         service_documentation=Uri(f"{ctx.base_url}/docs"),
     )
     return _json(present(metadata), 200, {"Cache-Control": "public, max-age=3600"})
-
-
-METADATA_ERRORS = {"not_found": "another identity provider is configured"}
-
-routes: list[BaseRoute] = [
-    api(
-        "GET",
-        "/.well-known/oauth-authorization-server",
-        server_metadata,
-        "getAuthorizationServerMetadata",
-        "Identity provider",
-        (200, AuthorizationServerMetadata, "The metadata."),
-        auth=Auth.NONE,
-        errors=METADATA_ERRORS,
-    ),
-    api(
-        "GET",
-        "/.well-known/oauth-authorization-server/idp",
-        server_metadata,
-        "getAuthorizationServerMetadataOfIssuer",
-        "Identity provider",
-        (200, AuthorizationServerMetadata, "The metadata."),
-        auth=Auth.NONE,
-        errors=METADATA_ERRORS,
-    ),
-    api(
-        "POST",
-        "/idp/signup",
-        signup,
-        "idpSignup",
-        "Identity provider",
-        (201, SignupResult, "The new account."),
-        auth=Auth.NONE,
-        body=SignupForm,
-        media_type=FORM,
-        errors={
-            "invalid_request": (
-                "the body is not a URL-encoded form, a field is missing, unknown or repeated, the"
-                " email is not an email address, the password is not 8 to 1024 characters, or the"
-                " name is invalid"
-            ),
-            "not_found": (
-                "sign-up is off; another identity provider is configured (every `/idp` route is "
-                "404)"
-            ),
-            "name_taken": "an account with this email exists",
-            "upstream_unavailable": "the database or another dependency failed",
-        },
-    ),
-    api(
-        "POST",
-        "/idp/device/code",
-        device_authorization,
-        "idpDeviceCode",
-        "Identity provider",
-        (200, DeviceAuthorization, "The device authorization."),
-        auth=Auth.NONE,
-        body=DeviceCodeForm,
-        media_type=FORM,
-        errors={
-            "not_found": "another identity provider is configured (every `/idp` route is 404)",
-            "upstream_unavailable": "the database or another dependency failed",
-        },
-        extra_responses=oauth_responses("invalid_request", "invalid_client"),
-    ),
-    api(
-        "GET",
-        "/idp/device",
-        show_device_page,
-        "idpDevicePage",
-        "Identity provider",
-        (200, HTML, "The page."),
-        auth=Auth.NONE,
-        parameters=(
-            {
-                "name": "user_code",
-                "in": "query",
-                "required": False,
-                "description": "Pre-fills the code (from `verification_uri_complete`).",
-                "schema": {"type": "string"},
-            },
-        ),
-        errors={"not_found": "another identity provider is configured (every `/idp` route is 404)"},
-    ),
-    api(
-        "POST",
-        "/idp/device",
-        decide,
-        "idpDeviceDecision",
-        "Identity provider",
-        (
-            200,
-            {**HTML, "application/json": {"schema": ref("DeviceDecision")}},
-            "The decision is recorded.",
-        ),
-        auth=Auth.NONE,
-        body=DeviceDecisionForm,
-        media_type=FORM,
-        errors={
-            "invalid_request": (
-                "wrong email or password, unknown or expired user code, a `decision` other "
-                "than `approve` or `deny`, or a body that is not a URL-encoded form of exactly "
-                "these fields"
-            ),
-            "rate_limited": (
-                "too many failed attempts for this email from this address, or from this "
-                "address (`Retry-After` says when to try again)"
-            ),
-            "not_found": "another identity provider is configured (every `/idp` route is 404)",
-            "upstream_unavailable": "the database or another dependency failed",
-        },
-        html_errors=(400, 429, 502),
-    ),
-    api(
-        "POST",
-        "/idp/token",
-        token,
-        "idpToken",
-        "Identity provider",
-        (200, AccessToken, "The person approved: an access token."),
-        auth=Auth.NONE,
-        body=TokenForm,
-        media_type=FORM,
-        errors={
-            "not_found": "another identity provider is configured (every `/idp` route is 404)",
-            "upstream_unavailable": "the database or another dependency failed",
-        },
-        extra_responses=oauth_responses(*OAUTH_ERRORS),
-    ),
-]

@@ -1,8 +1,4 @@
-"""Invitations: invite people to the workspace, and accept an invitation.
-
-Every handler runs the contract's order of checks: credential, path ids, workspace and
-permission (``authorize``), body, then the use case.
-"""
+"""Invitations: invite people to the workspace, and accept an invitation."""
 
 from __future__ import annotations
 
@@ -10,11 +6,10 @@ from datetime import datetime
 from typing import Any
 
 from starlette.responses import Response
-from starlette.routing import BaseRoute
 
-from strongroom.adapters.http.context import ApiContext, answer, endpoint
-from strongroom.adapters.http.openapi import Paged, api
-from strongroom.adapters.http.shapes import EmptyBody, Invitation, InvitationCreate, Membership
+from strongroom.adapters.http.context import ApiContext, answer
+from strongroom.adapters.http.openapi import Paged, Routes
+from strongroom.adapters.http.shapes import Invitation, InvitationCreate, Membership
 from strongroom.adapters.http.wire import listing, present
 from strongroom.domain.invitations import Invitation as DomainInvitation
 from strongroom.domain.pagination import Page
@@ -23,6 +18,8 @@ from strongroom.ports.driving.invitations import (
     CREATE_INVITATION,
     READ_INVITATIONS,
 )
+
+routes = Routes("Members")
 
 
 def presented(invitation: DomainInvitation, now: datetime) -> Any:
@@ -35,7 +32,21 @@ def listed(page: Page[DomainInvitation], now: datetime) -> Any:
     return listing(page, lambda item: presented(item, now))
 
 
-@endpoint
+@routes.create(
+    "/v1/workspaces/{wid}/invitations",
+    Invitation,
+    "The invitation.",
+    CREATE_INVITATION,
+    body=InvitationCreate,
+    billing="config",
+    errors={
+        "invalid_request": "`email` is not an email address; bad `role` slug",
+        "forbidden": "the role holds a permission the caller lacks",
+        "validation_failed": "the role does not exist in the workspace",
+        "quota_exceeded": "`members_per_workspace` is reached",
+    },
+    located="/v1/workspaces/{wid}/invitations",
+)
 async def create_invitation(ctx: ApiContext) -> Response:
     """Invite a person
 
@@ -43,36 +54,51 @@ async def create_invitation(ctx: ApiContext) -> Response:
     invitation is delivered by mail and is usable once, for seven days. Members plus
     pending invitations count against `members_per_workspace`. Needs
     `invitations:write`."""
-    caller = await ctx.caller()
-    workspace_id = ctx.path_id("wid")
-    grant = await ctx.facade.access.authorize(caller, CREATE_INVITATION, workspace_id=workspace_id)
+    grant = await ctx.grant(CREATE_INVITATION)
     body = ctx.json(InvitationCreate)
-    now = ctx.facade.deps.clock.now()
+    now = ctx.facade.now()
     invitation = await ctx.facade.invitations.create(
         grant,
-        workspace_id,
+        ctx.path_id("wid"),
         body.email,
         body.role,
         accept_url_base=ctx.base_url,
-        idempotency=ctx.idempotency(lambda item: presented(item, now)),
+        idempotency=ctx.idempotency(),
     )
     return answer(presented(invitation, now), 201)
 
 
-@endpoint
+@routes.get(
+    "/v1/workspaces/{wid}/invitations",
+    Paged(Invitation),
+    "One page of invitations.",
+    READ_INVITATIONS,
+)
 async def list_invitations(ctx: ApiContext) -> Response:
     """List invitations
 
     The workspace's invitations, newest first. Needs `invitations:read`."""
-    caller = await ctx.caller()
-    workspace_id = ctx.path_id("wid")
-    grant = await ctx.facade.access.authorize(caller, READ_INVITATIONS, workspace_id=workspace_id)
-    page = await ctx.facade.invitations.list(grant, workspace_id, ctx.page())
-    now = ctx.facade.deps.clock.now()
+    grant = await ctx.grant(READ_INVITATIONS)
+    page = await ctx.facade.invitations.list(grant, ctx.path_id("wid"), ctx.page())
+    now = ctx.facade.now()
     return answer(listed(page, now))
 
 
-@endpoint
+@routes.action(
+    "/v1/invitations/{id}/accept",
+    Membership,
+    "The new membership.",
+    billing="config",
+    person=True,
+    errors={
+        "not_found": "no such invitation, or one addressed to another email",
+        "quota_exceeded": "`members_per_workspace` is reached",
+        "invalid_state": (
+            "the invitation is expired or already used, the person is already a member, or "
+            "its role no longer exists"
+        ),
+    },
+)
 async def accept_invitation(ctx: ApiContext) -> Response:
     """Accept an invitation
 
@@ -84,55 +110,3 @@ async def accept_invitation(ctx: ApiContext) -> Response:
     ctx.empty_body()
     membership = await ctx.facade.invitations.accept(caller, invitation_id)
     return answer(membership)
-
-
-routes: list[BaseRoute] = [
-    api(
-        "POST",
-        "/v1/workspaces/{wid}/invitations",
-        create_invitation,
-        "createInvitation",
-        "Members",
-        (201, Invitation, "The invitation."),
-        needs=CREATE_INVITATION,
-        body=InvitationCreate,
-        idempotent=True,
-        billing="config",
-        errors={
-            "invalid_request": "`email` is not an email address; bad `role` slug",
-            "forbidden": "the role holds a permission the caller lacks",
-            "validation_failed": "the role does not exist in the workspace",
-            "quota_exceeded": "`members_per_workspace` is reached",
-        },
-    ),
-    api(
-        "GET",
-        "/v1/workspaces/{wid}/invitations",
-        list_invitations,
-        "listInvitations",
-        "Members",
-        (200, Paged(Invitation), "One page of invitations."),
-        needs=READ_INVITATIONS,
-        paginated=True,
-    ),
-    api(
-        "POST",
-        "/v1/invitations/{id}/accept",
-        accept_invitation,
-        "acceptInvitation",
-        "Members",
-        (200, Membership, "The new membership."),
-        body=EmptyBody,
-        body_required=False,
-        billing="config",
-        person=True,
-        errors={
-            "not_found": "no such invitation, or one addressed to another email",
-            "quota_exceeded": "`members_per_workspace` is reached",
-            "invalid_state": (
-                "the invitation is expired or already used, the person is already a member, or "
-                "its role no longer exists"
-            ),
-        },
-    ),
-]

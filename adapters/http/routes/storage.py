@@ -10,16 +10,33 @@ from __future__ import annotations
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import FileResponse, Response
-from starlette.routing import BaseRoute
 
 from strongroom.adapters.http.context import json_response
 from strongroom.adapters.http.errors import error_response
-from strongroom.adapters.http.openapi import BINARY, Auth, api
+from strongroom.adapters.http.openapi import BINARY, Auth, Routes, parameter
 from strongroom.adapters.http.shapes import StoredResult
+from strongroom.adapters.storage.disposition import content_disposition
 from strongroom.adapters.storage.local import LocalDiskStorage, StorageRefusalError
 from strongroom.ports.driving import Strongroom
 
 _CODES = {400: "invalid_request", 403: "forbidden", 404: "not_found"}
+
+
+SIGNATURE = {
+    **parameter(
+        "signature", "query", "With `expires`, `size`, `sha256`, `upload_id`, `part`: as presigned."
+    ),
+    "required": True,
+}
+routes = Routes(
+    "Storage",
+    auth=Auth.NONE,
+    parameters=(SIGNATURE,),
+    errors={
+        "invalid_request": "a malformed key, or a body of another size or sha256 than signed",
+        "not_found": "no such object or upload",
+    },
+)
 
 
 def _refused(request: Request, refusal: StorageRefusalError) -> Response:
@@ -28,10 +45,20 @@ def _refused(request: Request, refusal: StorageRefusalError) -> Response:
 
 def _storage(request: Request) -> LocalDiskStorage | None:
     facade: Strongroom = request.state.facade
-    storage = facade.deps.storage
+    storage = facade.storage
     return storage if isinstance(storage, LocalDiskStorage) else None
 
 
+@routes.put(
+    "/storage/{key:path}",
+    StoredResult,
+    "Stored.",
+    body={"type": "string", "format": "binary"},
+    media_type="application/octet-stream",
+    errors={
+        "forbidden": ("a signature that does not match, or an expired URL; the object is locked"),
+    },
+)
 async def put_object(request: Request) -> Response:
     """Upload to a presigned URL
 
@@ -58,6 +85,14 @@ async def put_object(request: Request) -> Response:
     return json_response({"status": "stored"})
 
 
+@routes.get(
+    "/storage/{key:path}",
+    BINARY,
+    "The bytes.",
+    errors={
+        "forbidden": "a signature that does not match, or an expired URL",
+    },
+)
 async def get_object(request: Request) -> Response:
     """Download from a presigned URL
 
@@ -72,48 +107,6 @@ async def get_object(request: Request) -> Response:
     path = storage.object_path(grant.key)
     if await storage.stat(grant.key) is None or not path.is_file():
         return error_response(request, 404, "not_found", "no such object")
-    return FileResponse(path, media_type="application/octet-stream")
-
-
-SIGNATURE = {
-    "name": "signature",
-    "in": "query",
-    "required": True,
-    "description": "With `expires`, `size`, `sha256`, `upload_id`, `part`: as presigned.",
-    "schema": {"type": "string"},
-}
-
-routes: list[BaseRoute] = [
-    api(
-        "PUT",
-        "/storage/{key:path}",
-        put_object,
-        "putObject",
-        "Storage",
-        (200, StoredResult, "Stored."),
-        auth=Auth.NONE,
-        body={"type": "string", "format": "binary"},
-        media_type="application/octet-stream",
-        parameters=(SIGNATURE,),
-        errors={
-            "invalid_request": "a malformed key, or a body of another size or sha256 than signed",
-            "forbidden": "a signature that does not match, or an expired URL; the object is locked",
-            "not_found": "no such object or upload",
-        },
-    ),
-    api(
-        "GET",
-        "/storage/{key:path}",
-        get_object,
-        "getObject",
-        "Storage",
-        (200, BINARY, "The bytes."),
-        auth=Auth.NONE,
-        parameters=(SIGNATURE,),
-        errors={
-            "invalid_request": "a malformed key, or a body of another size or sha256 than signed",
-            "forbidden": "a signature that does not match, or an expired URL",
-            "not_found": "no such object or upload",
-        },
-    ),
-]
+    named = grant.filename
+    headers = None if named is None else {"Content-Disposition": content_disposition(named)}
+    return FileResponse(path, media_type="application/octet-stream", headers=headers)

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
-from starlette.routing import BaseRoute
 
-from strongroom.adapters.http.context import ApiContext, answer, endpoint, no_content
+from strongroom.adapters.http.context import ApiContext, answer, no_content
+from strongroom.adapters.http.errors import UNAVAILABLE_RETRY_AFTER
 from strongroom.adapters.http.metrics import metrics_endpoint
-from strongroom.adapters.http.openapi import READINESS_503, Auth, OnePage, api
+from strongroom.adapters.http.openapi import READINESS_503, Auth, OnePage, Routes
 from strongroom.adapters.http.shapes import (
     CliConfig,
-    EmptyBody,
     Health,
     Me,
     PermissionEntry,
@@ -19,21 +18,26 @@ from strongroom.adapters.http.shapes import (
     Session,
     SwitchWorkspace,
 )
-from strongroom.adapters.http.wire import present
 from strongroom.domain.errors import UnauthenticatedError
 from strongroom.ports.driving.sessions import SIGN_OUT_REFUSAL, SWITCH_REFUSAL
 
 _ALIVE = b'{"status":"ok"}'
 
 
-async def healthz(_request: Request) -> Response:
+routes = Routes("Access")
+system = routes.tagged("System", auth=Auth.NONE)
+
+
+@system.get("/healthz", Health, "The process is running.")
+async def get_health(_request: Request) -> Response:
     """Liveness
 
     200 while the process runs. No authentication."""
     return Response(_ALIVE, media_type="application/json")
 
 
-async def readyz(request: Request) -> Response:
+@system.get("/readyz", Readiness, "Ready.", extra_responses=READINESS_503)
+async def get_readiness(request: Request) -> Response:
     """Readiness
 
     200 when the database and object storage answer, otherwise 503 with the same shape.
@@ -43,11 +47,16 @@ async def readyz(request: Request) -> Response:
     return JSONResponse(
         {"status": "ok" if ready else "unavailable", "checks": checks},
         status_code=200 if ready else 503,
+        headers=None if ready else {"Retry-After": str(UNAVAILABLE_RETRY_AFTER)},
     )
 
 
-@endpoint
-async def permissions(ctx: ApiContext) -> Response:
+@routes.get(
+    "/v1/permissions",
+    OnePage(PermissionEntry, "PermissionList", "The whole permission catalog."),
+    "The catalog.",
+)
+async def list_permissions(ctx: ApiContext) -> Response:
     """The permission catalog
 
     Every permission slug with its description. Any credential; no workspace and no
@@ -57,25 +66,34 @@ async def permissions(ctx: ApiContext) -> Response:
     return answer({"data": catalog, "next_cursor": None})
 
 
-@endpoint
-async def me(ctx: ApiContext) -> Response:
+@routes.get("/v1/me", Me, "The caller.")
+async def get_me(ctx: ApiContext) -> Response:
     """Who am I
 
     The caller's principal, its workspace and its permissions. No permission needed."""
     return answer(await ctx.caller(), 200, Me)
 
 
-@endpoint
-async def cli_config(ctx: ApiContext) -> Response:
+@routes.get("/v1/auth/cli/config", CliConfig, "The configuration.", auth=Auth.NONE)
+async def get_cli_config(ctx: ApiContext) -> Response:
     """Device-code sign-in configuration
 
     What the command-line client needs to sign a person in with the OAuth 2.0 device
     authorization grant. No authentication."""
-    config = ctx.facade.deps.identity.cli_config(ctx.base_url)
+    config = ctx.facade.identity.cli_config(ctx.base_url)
     return answer(config)
 
 
-@endpoint
+@routes.action(
+    "/v1/auth/sessions",
+    Session,
+    "The new session; its token is shown only here.",
+    status=201,
+    auth=Auth.IDP,
+    idempotent=True,
+    no_store=True,
+    located="/v1/me",
+)
 async def create_session(ctx: ApiContext) -> Response:
     """Sign in
 
@@ -87,30 +105,41 @@ async def create_session(ctx: ApiContext) -> Response:
         raise UnauthenticatedError("missing bearer credential")
     identity = await ctx.facade.sessions.verify(token.strip())
     ctx.empty_body()
-    with ctx.unsealing_replays():
-        issued = await ctx.facade.sessions.start_session(
-            identity, idempotency=ctx.sealed_idempotency(present)
-        )
+    issued = await ctx.facade.sessions.start_session(identity, idempotency=ctx.idempotency())
     return answer(issued, 201)
 
 
-@endpoint
-async def switch(ctx: ApiContext) -> Response:
+@routes.create(
+    "/v1/auth/switch",
+    Session,
+    "The new session; its token is shown only here.",
+    body=SwitchWorkspace,
+    errors={
+        "forbidden": "a machine credential called it",
+        "not_found": "the caller is not a member of that workspace",
+    },
+    no_store=True,
+    located="/v1/me",
+)
+async def switch_workspace(ctx: ApiContext) -> Response:
     """Switch workspace
 
     A new session scoped to `workspace_id`; the session used for this request is revoked
     (a failed switch revokes nothing). A person's session only."""
     caller = await ctx.person(SWITCH_REFUSAL)
     body = ctx.json(SwitchWorkspace)
-    with ctx.unsealing_replays():
-        issued = await ctx.facade.sessions.switch(
-            caller, body.workspace_id, idempotency=ctx.sealed_idempotency(present)
-        )
+    issued = await ctx.facade.sessions.switch(
+        caller, body.workspace_id, idempotency=ctx.idempotency()
+    )
     return answer(issued, 201)
 
 
-@endpoint
-async def sign_out(ctx: ApiContext) -> Response:
+@routes.delete(
+    "/v1/auth/sessions/current",
+    "Signed out.",
+    errors={"forbidden": "a machine credential called it; revoke keys instead"},
+)
+async def delete_current_session(ctx: ApiContext) -> Response:
     """Sign out
 
     Revoke the session used for this request (and only that one)."""
@@ -120,94 +149,9 @@ async def sign_out(ctx: ApiContext) -> Response:
     return no_content()
 
 
-routes: list[BaseRoute] = [
-    api(
-        "GET",
-        "/metrics",
-        metrics_endpoint,
-        "getMetrics",
-        "System",
-        (
-            200,
-            {"text/plain": {"schema": {"type": "string"}}},
-            "The Prometheus text exposition format.",
-        ),
-        auth=Auth.NONE,
-    ),
-    api(
-        "GET",
-        "/healthz",
-        healthz,
-        "getHealth",
-        "System",
-        (200, Health, "The process is running."),
-        auth=Auth.NONE,
-    ),
-    api(
-        "GET",
-        "/readyz",
-        readyz,
-        "getReadiness",
-        "System",
-        (200, Readiness, "Ready."),
-        auth=Auth.NONE,
-        extra_responses=READINESS_503,
-    ),
-    api(
-        "GET",
-        "/v1/permissions",
-        permissions,
-        "listPermissions",
-        "Access",
-        (
-            200,
-            OnePage(PermissionEntry, "PermissionList", "The whole permission catalog."),
-            "The catalog.",
-        ),
-    ),
-    api("GET", "/v1/me", me, "getMe", "Access", (200, Me, "The caller.")),
-    api(
-        "GET",
-        "/v1/auth/cli/config",
-        cli_config,
-        "getCliConfig",
-        "Access",
-        (200, CliConfig, "The configuration."),
-        auth=Auth.NONE,
-    ),
-    api(
-        "POST",
-        "/v1/auth/sessions",
-        create_session,
-        "createSession",
-        "Access",
-        (201, Session, "The new session; its token is shown only here."),
-        auth=Auth.IDP,
-        body=EmptyBody,
-        body_required=False,
-        idempotent=True,
-    ),
-    api(
-        "POST",
-        "/v1/auth/switch",
-        switch,
-        "switchWorkspace",
-        "Access",
-        (201, Session, "The new session; its token is shown only here."),
-        body=SwitchWorkspace,
-        idempotent=True,
-        errors={
-            "forbidden": "a machine credential called it",
-            "not_found": "the caller is not a member of that workspace",
-        },
-    ),
-    api(
-        "DELETE",
-        "/v1/auth/sessions/current",
-        sign_out,
-        "deleteCurrentSession",
-        "Access",
-        (204, None, "Signed out."),
-        errors={"forbidden": "a machine credential called it; revoke keys instead"},
-    ),
-]
+system.get(
+    "/metrics",
+    {"text/plain": {"schema": {"type": "string"}}},
+    "The Prometheus text exposition format.",
+    operation_id="getMetrics",
+)(metrics_endpoint)

@@ -5,10 +5,10 @@ from __future__ import annotations
 from uuid import UUID
 
 from starlette.responses import Response
-from starlette.routing import BaseRoute
 
-from strongroom.adapters.http.context import ApiContext, answer, endpoint, no_content
-from strongroom.adapters.http.openapi import OnePage, Paged, api
+from strongroom.adapters.http.context import ApiContext, answer, no_content
+from strongroom.adapters.http.conventions import if_match
+from strongroom.adapters.http.openapi import UUID_SCHEMA, OnePage, Paged, Routes, parameter
 from strongroom.adapters.http.shapes import (
     AuditEvent,
     MemberWorkspace,
@@ -29,8 +29,15 @@ from strongroom.ports.driving.workspaces import (
     UPDATE_WORKSPACE,
 )
 
+routes = Routes("Workspaces")
 
-@endpoint
+
+@routes.get(
+    "/v1/workspaces",
+    Paged(MemberWorkspace),
+    "One page of memberships.",
+    errors={"forbidden": "a machine credential (API key or worker) called it"},
+)
 async def list_workspaces(ctx: ApiContext) -> Response:
     """List my workspaces
 
@@ -42,7 +49,20 @@ async def list_workspaces(ctx: ApiContext) -> Response:
     return answer(result)
 
 
-@endpoint
+@routes.create(
+    "/v1/workspaces",
+    Workspace,
+    "The new workspace.",
+    body=WorkspaceCreate,
+    person=True,
+    errors={
+        "quota_exceeded": "the person already created 5 workspaces (`workspaces_per_user`)",
+        "upstream_unavailable": (
+            "the identity provider, billing or object storage failed; nothing is left behind"
+        ),
+    },
+    located="/v1/workspaces/{id}",
+)
 async def create_workspace(ctx: ApiContext) -> Response:
     """Create a workspace
 
@@ -55,7 +75,7 @@ async def create_workspace(ctx: ApiContext) -> Response:
     return answer(workspace, 201)
 
 
-@endpoint
+@routes.get("/v1/workspaces/{wid}", Workspace, "The workspace.", READ_WORKSPACE)
 async def get_workspace(ctx: ApiContext) -> Response:
     """Read a workspace
 
@@ -65,40 +85,53 @@ async def get_workspace(ctx: ApiContext) -> Response:
     return answer(workspace)
 
 
-@endpoint
-async def patch_workspace(ctx: ApiContext) -> Response:
+@routes.patch(
+    "/v1/workspaces/{wid}",
+    Workspace,
+    "The updated workspace.",
+    UPDATE_WORKSPACE,
+    body=WorkspaceUpdate,
+    errors={
+        "billing_restricted": (
+            "the workspace's billing state (`blocked`) refuses configuration changes"
+        )
+    },
+)
+async def update_workspace(ctx: ApiContext) -> Response:
     """Rename a workspace
 
     Change the workspace's name."""
-    caller = await ctx.caller()
-    workspace_id = ctx.path_id("wid")
-    grant = await ctx.facade.access.authorize(
-        caller, UPDATE_WORKSPACE, workspace_id=workspace_id, target_id=workspace_id
-    )
+    grant = await ctx.grant(UPDATE_WORKSPACE, "wid")
     body = ctx.json(WorkspaceUpdate)
-    workspace = await ctx.facade.workspaces.rename(grant, workspace_id, body.name)
+    precondition = if_match(ctx.request)
+    workspace = await ctx.facade.workspaces.rename(
+        grant, ctx.path_id("wid"), body.name, precondition=precondition
+    )
     return answer(workspace)
 
 
-@endpoint
+@routes.delete(
+    "/v1/workspaces/{wid}",
+    "Deleted.",
+    DELETE_WORKSPACE,
+    errors={"artifact_locked": "an artifact in service storage is inside its lock window"},
+)
 async def delete_workspace(ctx: ApiContext) -> Response:
     """Delete a workspace
 
     Removes the workspace and its records, its audit trail included; irreversible. Its
     sessions, API keys and workers stop working. Allowed in every billing state.
     Artifacts already in the customer's own buckets stay there."""
-    caller = await ctx.caller()
-    workspace_id = ctx.path_id("wid")
-    grant = await ctx.facade.access.authorize(
-        caller, DELETE_WORKSPACE, workspace_id=workspace_id, target_id=workspace_id
-    )
+    grant = await ctx.grant(DELETE_WORKSPACE, "wid")
     ctx.empty_body()
-    await ctx.facade.workspaces.delete(grant, workspace_id)
+    await ctx.facade.workspaces.delete(grant, ctx.path_id("wid"))
     return no_content()
 
 
-@endpoint
-async def get_quotas(ctx: ApiContext) -> Response:
+@routes.get(
+    "/v1/workspaces/{wid}/quotas", OnePage(Quota, "QuotaList"), "The quotas.", READ_WORKSPACE
+)
+async def list_quotas(ctx: ApiContext) -> Response:
     """Quotas
 
     Every quota resource's effective limit (0 means unlimited) and current usage. Always
@@ -120,131 +153,34 @@ def _audit_filter(ctx: ApiContext) -> AuditFilter:
     return AuditFilter(action=query.get("action") or None, actor_id=actor, since=when)
 
 
-@endpoint
-async def list_audit(ctx: ApiContext) -> Response:
+@routes.get(
+    "/v1/workspaces/{wid}/audit",
+    Paged(AuditEvent),
+    "One page of events.",
+    READ_AUDIT,
+    parameters=(
+        parameter("action", "query", "Only events of this action, e.g. `backup.update`."),
+        parameter("actor_id", "query", "Only events of this actor.", UUID_SCHEMA),
+        parameter(
+            "since",
+            "query",
+            "Only events at or after this RFC 3339 timestamp (with a time zone; `Z` for UTC).",
+            {"type": "string", "format": "date-time"},
+        ),
+    ),
+    errors={
+        "invalid_request": (
+            "`actor_id` is not a UUID, or `since` is not an RFC 3339 timestamp with a time zone"
+        )
+    },
+)
+async def list_audit_events(ctx: ApiContext) -> Response:
     """Audit trail
 
     The workspace's audit events, newest first: every mutation and every mutation
     refused for a missing permission (`outcome: denied`)."""
-    caller = await ctx.caller()
-    workspace_id = ctx.path_id("wid")
-    grant = await ctx.facade.access.authorize(caller, READ_AUDIT, workspace_id=workspace_id)
+    grant = await ctx.grant(READ_AUDIT)
     filters = _audit_filter(ctx)
     page = ctx.page()
-    events = await ctx.facade.audit.events(grant, workspace_id, filters, page)
+    events = await ctx.facade.audit.events(grant, ctx.path_id("wid"), filters, page)
     return answer(events)
-
-
-routes: list[BaseRoute] = [
-    api(
-        "GET",
-        "/v1/workspaces",
-        list_workspaces,
-        "listWorkspaces",
-        "Workspaces",
-        (200, Paged(MemberWorkspace), "One page of memberships."),
-        paginated=True,
-        errors={"forbidden": "a machine credential (API key or worker) called it"},
-    ),
-    api(
-        "POST",
-        "/v1/workspaces",
-        create_workspace,
-        "createWorkspace",
-        "Workspaces",
-        (201, Workspace, "The new workspace."),
-        body=WorkspaceCreate,
-        idempotent=True,
-        person=True,
-        errors={
-            "quota_exceeded": "the person already created 5 workspaces (`workspaces_per_user`)",
-            "upstream_unavailable": (
-                "the identity provider, billing or object storage failed; nothing is left behind"
-            ),
-        },
-    ),
-    api(
-        "GET",
-        "/v1/workspaces/{wid}",
-        get_workspace,
-        "getWorkspace",
-        "Workspaces",
-        (200, Workspace, "The workspace."),
-        needs=READ_WORKSPACE,
-    ),
-    api(
-        "PATCH",
-        "/v1/workspaces/{wid}",
-        patch_workspace,
-        "updateWorkspace",
-        "Workspaces",
-        (200, Workspace, "The updated workspace."),
-        needs=UPDATE_WORKSPACE,
-        body=WorkspaceUpdate,
-        errors={
-            "billing_restricted": (
-                "the workspace's billing state (`blocked`) refuses configuration changes"
-            )
-        },
-    ),
-    api(
-        "DELETE",
-        "/v1/workspaces/{wid}",
-        delete_workspace,
-        "deleteWorkspace",
-        "Workspaces",
-        (204, None, "Deleted."),
-        needs=DELETE_WORKSPACE,
-        errors={"artifact_locked": "an artifact in service storage is inside its lock window"},
-    ),
-    api(
-        "GET",
-        "/v1/workspaces/{wid}/quotas",
-        get_quotas,
-        "listQuotas",
-        "Workspaces",
-        (200, OnePage(Quota, "QuotaList"), "The quotas."),
-        needs=READ_WORKSPACE,
-    ),
-    api(
-        "GET",
-        "/v1/workspaces/{wid}/audit",
-        list_audit,
-        "listAuditEvents",
-        "Workspaces",
-        (200, Paged(AuditEvent), "One page of events."),
-        needs=READ_AUDIT,
-        paginated=True,
-        parameters=(
-            {
-                "name": "action",
-                "in": "query",
-                "required": False,
-                "description": "Only events of this action, e.g. `backup.update`.",
-                "schema": {"type": "string"},
-            },
-            {
-                "name": "actor_id",
-                "in": "query",
-                "required": False,
-                "description": "Only events of this actor.",
-                "schema": {"type": "string", "format": "uuid"},
-            },
-            {
-                "name": "since",
-                "in": "query",
-                "required": False,
-                "description": (
-                    "Only events at or after this RFC 3339 timestamp (with a time zone; `Z` for "
-                    "UTC)."
-                ),
-                "schema": {"type": "string", "format": "date-time"},
-            },
-        ),
-        errors={
-            "invalid_request": (
-                "`actor_id` is not a UUID, or `since` is not an RFC 3339 timestamp with a time zone"
-            )
-        },
-    ),
-]

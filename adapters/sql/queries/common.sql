@@ -2,8 +2,10 @@
 --
 -- Each query starts with a "-- name: <name>" line; full-line comments are dropped when
 -- loaded. Parameters are written :name (PostgreSQL receives them as %(name)s). A query
--- with a /*filters*/ marker takes optional "-- name: filter_*" fragments there; /*lock*/
--- is the dialect's row lock (see catalog.py).
+-- with a /*filters*/ marker takes optional "-- name: filter_*" fragments there. A read
+-- with a /*lock*/ marker may lock what it reads until the unit of work ends: asked to lock,
+-- the marker is FOR NO KEY UPDATE on PostgreSQL and nothing on SQLite, whose unit holds the
+-- one writer (see catalog.py); otherwise it is nothing.
 
 -- name: workspace_insert
 INSERT INTO workspaces (
@@ -19,6 +21,7 @@ SELECT id, name, idp_org_id, customer_id, storage_namespace, created_by, billing
        quota_overrides, created_at, updated_at
 FROM workspaces
 WHERE id = :id
+/*lock*/
 
 -- name: workspace_update
 -- Every column but the id and the creation time (which memberships copy).
@@ -86,7 +89,7 @@ INSERT INTO users (id, email, name, idp_subject, created_at)
 VALUES (:id, :email, :name, :idp_subject, :created_at)
 
 -- name: user_get
-SELECT id, email, name, idp_subject, created_at FROM users WHERE id = :id
+SELECT id, email, name, idp_subject, created_at FROM users WHERE id = :id /*lock*/
 
 -- name: user_get_by_subject
 SELECT id, email, name, idp_subject, created_at FROM users WHERE idp_subject = :idp_subject
@@ -184,6 +187,7 @@ SELECT id, workspace_id, name, kind, state, paused, source, sealed_credentials,
        created_at, updated_at
 FROM backups
 WHERE workspace_id = :workspace_id AND id = :id
+/*lock*/
 
 -- name: backup_update
 UPDATE backups
@@ -233,6 +237,7 @@ SELECT id, workspace_id, backup_id, state, trigger, worker_id, created_at, start
        finished_at, artifact_count, bytes, error
 FROM runs
 WHERE workspace_id = :workspace_id AND id = :id
+/*lock*/
 
 -- name: run_update
 -- Identity and origin (backup, trigger, worker, creation time) never change.
@@ -256,6 +261,7 @@ SELECT id, workspace_id, backup_id, run_id, name, size, sha256, state, storage, 
        upload_id, created_at, expires_at, locked_until, verification, verified_at
 FROM artifacts
 WHERE workspace_id = :workspace_id AND id = :id
+/*lock*/
 
 -- name: artifact_update
 -- Only state, upload, expiry, lock and verification change.
@@ -480,23 +486,27 @@ AND (occurred_at, id) < (:after_created_at, :after_id)
 -- name: idempotency_reserve
 -- Takes a free key, or replaces one reserved before :expired_before; returns no row when a
 -- live reservation holds the key (a concurrent one is waited for, then seen as live).
-INSERT INTO idempotency_keys (scope, idempotency_key, fingerprint, created_at, status, body)
-VALUES (:scope, :idempotency_key, :fingerprint, :created_at, :status, :body)
+INSERT INTO idempotency_keys (scope, idempotency_key, fingerprint, created_at, body)
+VALUES (:scope, :idempotency_key, :fingerprint, :created_at, :body)
 ON CONFLICT (scope, idempotency_key) DO UPDATE
 SET fingerprint = excluded.fingerprint, created_at = excluded.created_at,
-    status = excluded.status, body = excluded.body
+    body = excluded.body
 WHERE idempotency_keys.created_at < :expired_before
 RETURNING scope
 
 -- name: idempotency_get
-SELECT scope, idempotency_key, fingerprint, created_at, status, body
+SELECT scope, idempotency_key, fingerprint, created_at, body
 FROM idempotency_keys
 WHERE scope = :scope AND idempotency_key = :idempotency_key
 
 -- name: idempotency_complete
 UPDATE idempotency_keys
-SET status = :status, body = :body
+SET body = :body
 WHERE scope = :scope AND idempotency_key = :idempotency_key
+
+-- name: idempotency_purge
+-- The retention job's: keys past their lifetime (a reservation would replace them anyway).
+DELETE FROM idempotency_keys WHERE created_at < :expired_before
 
 -- name: account_insert
 INSERT INTO accounts (id, email, email_key, name, password_hash, created_at)
@@ -522,6 +532,10 @@ SELECT failed_at FROM failed_logins
 WHERE client_address = :client_address AND failed_at >= :since
 ORDER BY failed_at DESC LIMIT :limit
 
+-- name: failed_login_purge
+-- The retention job's: failures older than every rate-limit window count for nothing.
+DELETE FROM failed_logins WHERE failed_at < :before
+
 -- name: device_grant_insert
 INSERT INTO device_grants (
     id, device_code_hash, user_code, client_id, created_at, expires_at, poll_interval, state,
@@ -540,6 +554,7 @@ FROM device_grants
 WHERE device_code_hash = :device_code_hash
 ORDER BY created_at DESC, id DESC
 LIMIT 1
+/*lock*/
 
 -- name: device_grant_by_user_code
 SELECT id, device_code_hash, user_code, client_id, created_at, expires_at, poll_interval,
@@ -549,6 +564,7 @@ FROM device_grants
 WHERE user_code = :user_code
 ORDER BY created_at DESC, id DESC
 LIMIT 1
+/*lock*/
 
 -- name: device_grant_by_access_token
 SELECT id, device_code_hash, user_code, client_id, created_at, expires_at, poll_interval,
@@ -558,6 +574,7 @@ FROM device_grants
 WHERE access_token_hash = :access_token_hash
 ORDER BY created_at DESC, id DESC
 LIMIT 1
+/*lock*/
 
 -- name: device_grant_update
 UPDATE device_grants
@@ -601,74 +618,23 @@ WHERE workspace_id = :workspace_id AND accepted_at IS NULL AND expires_at > :now
 -- name: filter_invitation_role
 AND role = :role
 
--- Reads that lock what they read until the unit of work ends: /*lock*/ is
--- FOR NO KEY UPDATE on PostgreSQL and nothing on SQLite, whose unit holds the one writer.
-
--- name: workspace_get_for_update
-SELECT id, name, idp_org_id, customer_id, storage_namespace, created_by, billing_state,
-       quota_overrides, created_at, updated_at
-FROM workspaces
-WHERE id = :id
-/*lock*/
-
--- name: user_get_for_update
-SELECT id, email, name, idp_subject, created_at FROM users WHERE id = :id /*lock*/
-
--- name: backup_get_for_update
-SELECT id, workspace_id, name, kind, state, paused, source, sealed_credentials,
-       schedule_cron, schedule_timezone, worker_id, retention_expire_after_seconds,
-       retention_lock_for_seconds, destination, sealed_destination_credentials, next_run_at,
-       created_at, updated_at
-FROM backups
-WHERE workspace_id = :workspace_id AND id = :id
-/*lock*/
-
--- name: device_grant_by_access_token_for_update
-SELECT id, device_code_hash, user_code, client_id, created_at, expires_at, poll_interval,
-       state, account_id, failed_approvals, last_polled_at, access_token_hash,
-       access_expires_at
-FROM device_grants
-WHERE access_token_hash = :access_token_hash
-ORDER BY created_at DESC, id DESC
-LIMIT 1
-/*lock*/
-
--- name: device_grant_by_device_code_for_update
-SELECT id, device_code_hash, user_code, client_id, created_at, expires_at, poll_interval,
-       state, account_id, failed_approvals, last_polled_at, access_token_hash,
-       access_expires_at
-FROM device_grants
-WHERE device_code_hash = :device_code_hash
-ORDER BY created_at DESC, id DESC
-LIMIT 1
-/*lock*/
-
--- name: device_grant_by_user_code_for_update
-SELECT id, device_code_hash, user_code, client_id, created_at, expires_at, poll_interval,
-       state, account_id, failed_approvals, last_polled_at, access_token_hash,
-       access_expires_at
-FROM device_grants
-WHERE user_code = :user_code
-ORDER BY created_at DESC, id DESC
-LIMIT 1
-/*lock*/
-
 -- name: invitation_get_for_email
 SELECT id, workspace_id, email, role, created_at, expires_at, accepted_at
 FROM invitations
 WHERE id = :id AND email_key = :email_key
 /*lock*/
 
--- name: run_get_for_update
-SELECT id, workspace_id, backup_id, state, trigger, worker_id, created_at, started_at,
-       finished_at, artifact_count, bytes, error
-FROM runs
-WHERE workspace_id = :workspace_id AND id = :id
-/*lock*/
+-- name: statistics_runs_by_state
+-- Monitoring (GET /metrics): counts across every workspace, with no workspace in them.
+SELECT state, count(*) AS n FROM runs GROUP BY state
 
--- name: artifact_get_for_update
-SELECT id, workspace_id, backup_id, run_id, name, size, sha256, state, storage, object_key,
-       upload_id, created_at, expires_at, locked_until, verification, verified_at
-FROM artifacts
-WHERE workspace_id = :workspace_id AND id = :id
-/*lock*/
+-- name: statistics_artifacts_by_state
+SELECT state, count(*) AS n FROM artifacts GROUP BY state
+
+-- name: statistics_workspace_storage_bytes
+-- One row per workspace, its stored bytes only (the id is grouped on, never returned).
+SELECT CAST(coalesce(sum(a.size), 0) AS BIGINT) AS n
+FROM workspaces AS w
+LEFT JOIN artifacts AS a
+    ON a.workspace_id = w.id AND a.state = 'available' AND a.storage = 'service'
+GROUP BY w.id

@@ -1,4 +1,4 @@
--- 0006 artifact verification (contracts 11 and 13): what the last re-read of an
+-- 0007 artifact verification (contracts 11 and 13): what the last re-read of an
 -- artifact's bytes found, and when. Artifacts from before were never verified (NULL).
 
 ALTER TABLE artifacts ADD COLUMN verification TEXT

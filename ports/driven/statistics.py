@@ -1,0 +1,54 @@
+"""Service-wide figures for monitoring (``GET /metrics``), read at scrape time.
+
+Nothing here names a workspace, a person or a record: counts by state, and each
+workspace's stored bytes as a bare number in no particular order.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+import attrs
+
+
+@attrs.frozen
+class PoolUse:
+    """The database connection pool of this process, as its pool reports it."""
+
+    in_use: int
+    idle: int
+    waiting: int
+    max_size: int
+
+
+@attrs.frozen
+class ServiceStatistics:
+    """One snapshot of the service's figures."""
+
+    runs_by_state: dict[str, int]
+    artifacts_by_state: dict[str, int]
+    # One entry per workspace: the bytes of its available artifacts in service storage.
+    workspace_storage_bytes: list[int]
+    # ``None`` when the store has no connection pool (in memory, SQLite).
+    pool: PoolUse | None
+
+
+class StatisticsRepository(Protocol):
+    """Counts across every workspace, for monitoring only (never shown to a tenant)."""
+
+    async def runs_by_state(self) -> dict[str, int]:
+        """How many runs are in each state (states with none may be left out)."""
+        ...
+
+    async def artifacts_by_state(self) -> dict[str, int]:
+        """How many artifacts are in each state (states with none may be left out)."""
+        ...
+
+    async def workspace_storage_bytes(self) -> list[int]:
+        """Each workspace's stored bytes (available artifacts in service storage), one
+        number per workspace, without the workspace."""
+        ...
+
+    async def pool_use(self) -> PoolUse | None:
+        """The connection pool's use, or ``None`` without a pool."""
+        ...
