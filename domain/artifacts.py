@@ -37,6 +37,17 @@ class ArtifactState(StrEnum):
     DELETED = "deleted"
 
 
+class Verification(StrEnum):
+    """What the last check of an artifact's bytes against its sha256 found (contract 11
+    and 13): ``pending`` until a multipart upload is re-read, then ``ok``, ``mismatch`` or
+    ``missing`` (the object is gone from storage)."""
+
+    PENDING = "pending"
+    OK = "ok"
+    MISMATCH = "mismatch"
+    MISSING = "missing"
+
+
 class ArtifactStorage(StrEnum):
     """Where the bytes live: the service's own storage or only the customer's bucket."""
 
@@ -114,6 +125,8 @@ class Artifact:
     upload_id: str | None = None
     expires_at: datetime | None = None
     locked_until: datetime | None = None
+    verification: Verification | None = None
+    verified_at: datetime | None = None
 
     def is_locked(self, now: datetime) -> bool:
         """Whether it is inside its lock window."""
@@ -131,15 +144,25 @@ class Artifact:
             and now >= self.expires_at
         )
 
-    def confirmed(self, retention: RetentionPolicy, now: datetime) -> Artifact:
-        """Available, with expiry and lock counted from ``now``."""
+    def confirmed(
+        self, retention: RetentionPolicy, now: datetime, *, digest_checked: bool = True
+    ) -> Artifact:
+        """Available, with expiry and lock counted from ``now``. ``digest_checked``: the
+        store compared the bytes with the sha256 on the way in (verified ``ok`` now);
+        otherwise (a multipart upload on S3) verification is ``pending``."""
         return attrs.evolve(
             self,
             state=ArtifactState.AVAILABLE,
             upload_id=None,
             expires_at=now + timedelta(seconds=retention.expire_after.seconds),
             locked_until=now + timedelta(seconds=retention.lock_for.seconds),
+            verification=Verification.OK if digest_checked else Verification.PENDING,
+            verified_at=now if digest_checked else None,
         )
+
+    def verified(self, found: Verification, now: datetime) -> Artifact:
+        """The record after its bytes were re-read at ``now``."""
+        return attrs.evolve(self, verification=found, verified_at=now)
 
     def ensure_deletable(self, now: datetime, available_in_backup: int) -> None:
         """Contract 10's precedence: deleted (conflict), locked, then last of its backup."""

@@ -16,6 +16,7 @@ import importlib
 import logging
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
+from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -158,6 +159,7 @@ def open_storage(settings: Settings, secret_key: str) -> ObjectStorage:
             settings.s3_secret_key,
             settings.s3_bucket,
             settings.s3_region,
+            timeout=settings.s3_timeout,
         )
         storage.ensure_bucket()
         return storage
@@ -213,22 +215,60 @@ async def run_retention_every(facade: Strongroom, interval: float) -> None:
             logger.exception("the retention job failed; it runs again next interval")
 
 
+async def run_verification_every(
+    facade: Strongroom, pending_interval: float, sample_interval: float
+) -> None:
+    """Verify artifacts in the background, forever (cancel the task to stop): every
+    ``pending_interval`` seconds those whose verification is pending (multipart uploads
+    just confirmed), and every ``sample_interval`` seconds (0: never) also a batch of those
+    not verified for that long, least recently verified first."""
+    ticks = [interval for interval in (pending_interval, sample_interval) if interval > 0]
+    if not ticks:
+        return
+    loop = asyncio.get_running_loop()
+    sampled_at = loop.time()
+    while True:
+        await asyncio.sleep(min(ticks))
+        verified_before = None
+        if sample_interval > 0 and loop.time() - sampled_at >= sample_interval:
+            sampled_at = loop.time()
+            verified_before = facade.deps.clock.now() - timedelta(seconds=sample_interval)
+        try:
+            await facade.verification.run(verified_before)
+        except Exception:
+            logger.exception("artifact verification failed; it runs again next interval")
+
+
 @asynccontextmanager
 async def open_serving_facade(
     settings: Settings, *, migrate: bool | None = None
 ) -> AsyncIterator[Strongroom]:
-    """``open_facade`` plus the retention job on an interval (``STRONGROOM_RETENTION_INTERVAL``
-    seconds; 0 turns it off), for ``serve`` and the ASGI factory."""
+    """``open_facade`` plus the background jobs, for ``serve`` and the ASGI factory: the
+    retention job on an interval (``STRONGROOM_RETENTION_INTERVAL`` seconds; 0 turns it
+    off) and artifact verification (``STRONGROOM_VERIFY_PENDING_INTERVAL`` and
+    ``STRONGROOM_VERIFY_INTERVAL``; both 0 turn it off)."""
     async with open_facade(settings, migrate=migrate) as facade:
-        if settings.retention_interval <= 0:
-            yield facade
-            return
-        retention = asyncio.create_task(
-            run_retention_every(facade, settings.retention_interval), name="retention"
-        )
+        jobs = []
+        if settings.retention_interval > 0:
+            jobs.append(
+                asyncio.create_task(
+                    run_retention_every(facade, settings.retention_interval), name="retention"
+                )
+            )
+        if settings.verify_pending_interval > 0 or settings.verify_interval > 0:
+            jobs.append(
+                asyncio.create_task(
+                    run_verification_every(
+                        facade, settings.verify_pending_interval, settings.verify_interval
+                    ),
+                    name="verification",
+                )
+            )
         try:
             yield facade
         finally:
-            retention.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await retention
+            for job in jobs:
+                job.cancel()
+            for job in jobs:
+                with contextlib.suppress(asyncio.CancelledError):
+                    await job

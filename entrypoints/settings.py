@@ -45,6 +45,7 @@ class Settings:
     s3_secret_key: str | None = None
     s3_bucket: str | None = None
     s3_region: str = "us-east-1"
+    s3_timeout: float = 10.0
     signup: bool | None = None
     access_log: bool = False
     log_format: str = "auto"
@@ -61,6 +62,8 @@ class Settings:
     oidc_token_endpoint: str | None = None
     multipart_threshold: int = DEFAULT_MULTIPART_THRESHOLD
     retention_interval: float = 3600.0
+    verify_pending_interval: float = 10.0
+    verify_interval: float = 0.0
     # Seconds a stopping server waits for requests in flight before cancelling them.
     shutdown_timeout: int = 30
     endpoint_networks: str = DEFAULT_ENDPOINT_NETWORKS
@@ -74,6 +77,8 @@ class Settings:
             raise ValueError(
                 "STRONGROOM_OIDC_ISSUER and STRONGROOM_OIDC_CLIENT_ID are set together"
             )
+        if self.s3_timeout <= 0:
+            raise ValueError("STRONGROOM_S3_TIMEOUT must be a positive number of seconds")
         if self.multipart_threshold < 1:
             raise ValueError("STRONGROOM_MULTIPART_THRESHOLD must be a positive number of bytes")
         if self.shutdown_timeout < 0:
@@ -95,10 +100,13 @@ class Settings:
             "s3_secret_key": env.get("STRONGROOM_S3_SECRET_KEY") or None,
             "s3_bucket": env.get("STRONGROOM_S3_BUCKET") or None,
             "s3_region": env.get("STRONGROOM_S3_REGION") or "us-east-1",
+            "s3_timeout": float(env.get("STRONGROOM_S3_TIMEOUT") or 10),
             "multipart_threshold": int(
                 env.get("STRONGROOM_MULTIPART_THRESHOLD") or DEFAULT_MULTIPART_THRESHOLD
             ),
             "retention_interval": float(env.get("STRONGROOM_RETENTION_INTERVAL") or 3600),
+            "verify_pending_interval": float(env.get("STRONGROOM_VERIFY_PENDING_INTERVAL") or 10),
+            "verify_interval": float(env.get("STRONGROOM_VERIFY_INTERVAL") or 0),
             "shutdown_timeout": int(env.get("STRONGROOM_SHUTDOWN_TIMEOUT") or 30),
             "signup": None
             if env.get("STRONGROOM_SIGNUP") is None

@@ -237,6 +237,25 @@ class TestDeviceCodeLifetime:
         with pytest.raises(InvalidRequestError, match="unknown or expired code"):
             run(idp.decide(authorization.user_code, EMAIL, PASSWORD, approve=True))
 
+    @pytest.mark.parametrize(
+        ("user_code", "email", "message"),
+        [
+            ("BCDF\x00GHJK", EMAIL, "unknown or expired code"),
+            ("BCDFGHJ", EMAIL, "unknown or expired code"),
+            ("AEIOU123", EMAIL, "unknown or expired code"),
+            (None, "ada\x00@example.com", "wrong email or password"),
+        ],
+    )
+    def test_text_no_code_or_account_can_hold_is_refused_before_any_look_up(
+        self, idp: BuiltinIdentityProvider, user_code: str | None, email: str, message: str
+    ) -> None:
+        """A NUL (which PostgreSQL text cannot hold: it answered 500) or a code outside the
+        alphabet or length is refused as unknown; the real code stays usable."""
+        authorization = start(idp)
+        with pytest.raises(InvalidRequestError, match=message):
+            run(idp.decide(user_code or authorization.user_code, email, PASSWORD, approve=True))
+        run(idp.decide(authorization.user_code, EMAIL, PASSWORD, approve=True))
+
     def test_an_approved_code_not_exchanged_in_time_expires(
         self, idp: BuiltinIdentityProvider, clock: ManualClock
     ) -> None:

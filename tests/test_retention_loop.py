@@ -1,12 +1,19 @@
-"""The retention job on an interval inside ``serve`` (``run_retention_every``)."""
+"""The background jobs inside ``serve``: retention (``run_retention_every``) and artifact
+verification (``run_verification_every``)."""
 
 from __future__ import annotations
 
 import asyncio
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from types import SimpleNamespace
 from typing import cast
 
-from strongroom.entrypoints.service import open_serving_facade, run_retention_every
+from strongroom.entrypoints.service import (
+    open_serving_facade,
+    run_retention_every,
+    run_verification_every,
+)
 from strongroom.entrypoints.settings import Settings
 from strongroom.ports.driving import Strongroom
 
@@ -76,3 +83,63 @@ class TestRetentionLoop:
             return inside, len(_retention_tasks())
 
         assert asyncio.run(scenario()) == (1, 0)
+
+
+class CountingVerification:
+    """Records what each run was asked to sample."""
+
+    def __init__(self) -> None:
+        self.asked: list[datetime | None] = []
+        self.ran = asyncio.Event()
+
+    async def run(self, verified_before: datetime | None = None) -> None:
+        self.asked.append(verified_before)
+        if len(self.asked) >= 6:
+            self.ran.set()
+        if len(self.asked) == 2:
+            raise RuntimeError("storage is down")
+
+
+class VerifyingFacade:
+    def __init__(self) -> None:
+        self.verification = CountingVerification()
+        self.deps = SimpleNamespace(clock=SimpleNamespace(now=lambda: datetime.now(UTC)))
+
+
+class TestVerificationLoop:
+    """Pending verifications often, a sample of older artifacts every interval."""
+
+    def test_pending_every_tick_and_a_sample_every_interval(self) -> None:
+        """Ticks of 0.01 s, samples every 0.03 s: most runs look at pending artifacts
+        only, some also at those not verified within the interval; a failure is survived."""
+
+        async def scenario() -> list[datetime | None]:
+            facade = VerifyingFacade()
+            task = asyncio.create_task(run_verification_every(cast(Strongroom, facade), 0.01, 0.03))
+            await asyncio.wait_for(facade.verification.ran.wait(), 5)
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+            return facade.verification.asked
+
+        asked = asyncio.run(scenario())
+        samples = [moment for moment in asked if moment is not None]
+        assert None in asked
+        assert samples
+        assert all(moment < datetime.now(UTC) - timedelta(seconds=0.03) for moment in samples)
+
+    def test_serving_facade_runs_the_verifier_unless_both_intervals_are_zero(
+        self, tmp_path: Path
+    ) -> None:
+        """On by default (pending verifications every 10 s); both intervals 0: off."""
+
+        async def count(settings: Settings) -> int:
+            async with open_serving_facade(settings):
+                return len([t for t in asyncio.all_tasks() if t.get_name() == "verification"])
+
+        default = Settings(data_dir=tmp_path / "a")
+        off = Settings(data_dir=tmp_path / "b", verify_pending_interval=0, verify_interval=0)
+        assert asyncio.run(count(default)) == 1
+        assert asyncio.run(count(off)) == 0
+        env = {"STRONGROOM_VERIFY_INTERVAL": "86400", "STRONGROOM_VERIFY_PENDING_INTERVAL": "0"}
+        configured = Settings.from_env(env)
+        assert (configured.verify_interval, configured.verify_pending_interval) == (86400, 0)

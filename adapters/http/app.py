@@ -17,6 +17,7 @@ from starlette.middleware import Middleware
 from strongroom.adapters.http import errors
 from strongroom.adapters.http.compression import GzipMiddleware
 from strongroom.adapters.http.cors import CorsMiddleware
+from strongroom.adapters.http.integrity_metrics import VerificationFamilies
 from strongroom.adapters.http.metrics import HttpMetrics, MetricsMiddleware
 from strongroom.adapters.http.request_ids import RequestIdMiddleware
 from strongroom.adapters.http.routes import (
@@ -67,7 +68,12 @@ def build_app(
     @asynccontextmanager
     async def lifespan(_app: Starlette) -> AsyncIterator[dict[str, Any]]:
         async with open_facade() as facade:
-            yield {"facade": facade}
+            integrity = VerificationFamilies(facade)
+            metrics.registry.register(integrity)
+            try:
+                yield {"facade": facade}
+            finally:
+                metrics.registry.unregister(integrity)
 
     metrics = HttpMetrics()
     origins = tuple(cors_origins)

@@ -29,6 +29,7 @@ from strongroom.adapters.http import conventions, shapes, wire
 from strongroom.adapters.http.context import MAX_BODY_BYTES, ApiContext, endpoint
 from strongroom.adapters.http.errors import ERROR_CODES, STATUS_BY_CODE
 from strongroom.adapters.http.examples import add_examples
+from strongroom.adapters.storage.local import KEY_PATTERN
 from strongroom.domain.backups import UnsupportedSource
 from strongroom.domain.durations import Duration
 from strongroom.domain.names import MAX_NAME_LENGTH
@@ -68,6 +69,12 @@ def nullable(schema: Json) -> Json:
 # --------------------------------------------------------------------------------------
 # Components from the models
 
+# Trimmed, 1 to MAX_NAME_LENGTH characters, none a control character (Cc); surrounding
+# whitespace (which may be a control character) is trimmed.
+_NAME_CHAR = r"[^\x00-\x1f\x7f-\x9f]"
+_NAME_EDGE = r"[^\s\x00-\x1f\x7f-\x9f]"
+NAME_PATTERN = rf"^\s*{_NAME_EDGE}(?:{_NAME_CHAR}{{0,{MAX_NAME_LENGTH - 2}}}{_NAME_EDGE})?\s*$"
+
 # Named scalars: a component of their own (``$ref``) or an inline schema.
 NAMED: dict[Any, tuple[str, Json]] = {
     wire.Name: (
@@ -77,6 +84,7 @@ NAMED: dict[Any, tuple[str, Json]] = {
             "description": f"1 to {MAX_NAME_LENGTH} characters after trimming surrounding "
             "whitespace, no control characters; stored trimmed.",
             "minLength": 1,
+            "pattern": NAME_PATTERN,
         },
     ),
     wire.RoleSlug: (
@@ -93,7 +101,8 @@ NAMED: dict[Any, tuple[str, Json]] = {
         {
             "type": "string",
             "description": "ISO 8601 duration in weeks, days, hours, minutes and seconds only "
-            "(`P30D`, `P4W`, `PT36H`); months and years are refused. Returned in canonical "
+            "(`P30D`, `P4W`, `PT36H`), at most 36 500 days in all (400 beyond); months and "
+            "years are refused. Returned in canonical "
             "form: weeks become days and zero parts are omitted (`P7D`, `P1DT12H`, `PT0S`).",
             "pattern": DURATION_PATTERN,
             "examples": ["P30D"],
@@ -207,7 +216,9 @@ class Components:
         if hasattr(model, "__example_fields__"):
             schema["x-example-fields"] = list(model.__example_fields__)
         if inbound:
-            schema["additionalProperties"] = False
+            # OAuth's forms ignore unknown parameters, each sent once (RFC 6749 3.1, 3.2).
+            ignored = getattr(model, "__ignores_unknown__", False)
+            schema["additionalProperties"] = {"type": "string"} if ignored else False
         return schema
 
 
@@ -268,13 +279,19 @@ def _path_id(name: str, description: str) -> Json:
     return parameter(name, "path", f"{description} Not a UUID: 400.", UUID_SCHEMA)
 
 
+# `*` or entity tags (`"tag"`, `W/"tag"`, no quote or comma inside), separated by commas.
+_TAG = r'(?:\*|(?:W/)?"[^",]*")'
+IF_MATCH_PATTERN = rf"^[ \t,]*{_TAG}(?:[ \t]*,[ \t,]*{_TAG})*[ \t,]*$"
 PAGE_SIZE = {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": DEFAULT_LIMIT}
 PARAMETERS: dict[str, Json] = {
     "limit": parameter(
         "limit", "query", f"Page size, 1 to {MAX_LIMIT}; anything else gives 400.", PAGE_SIZE
     ),
     "cursor": parameter(
-        "cursor", "query", "Opaque `next_cursor` of the previous page; a bad one gives 400."
+        "cursor",
+        "query",
+        "Opaque `next_cursor` of the previous page; a bad one gives 400.",
+        {"type": "string", "format": "page-cursor", "pattern": "^[A-Za-z0-9_-]+$"},
     ),
     "Idempotency-Key": parameter(
         "Idempotency-Key",
@@ -290,6 +307,7 @@ PARAMETERS: dict[str, Json] = {
         "`*`, or the `ETag` a read of the object returned (a list of tags is allowed): the "
         "change is made only if the object is still as it was read, otherwise 412 "
         "`precondition_failed` and nothing changes. Weak tags never match.",
+        {"type": "string", "pattern": IF_MATCH_PATTERN},
     ),
     "X-Request-ID": parameter(
         "X-Request-ID",
@@ -307,7 +325,12 @@ PARAMETERS: dict[str, Json] = {
     ),
     "run_id": _path_id("run_id", "The run id."),
     "aid": _path_id("aid", "The artifact id."),
-    "key": parameter("key", "path", "The object key (segments of letters, digits, `.`, `_`, `-`)."),
+    "key": parameter(
+        "key",
+        "path",
+        "The object key (segments of letters, digits, `.`, `_`, `-`).",
+        {"type": "string", "pattern": KEY_PATTERN.pattern},
+    ),
 }
 
 

@@ -36,6 +36,7 @@ from strongroom.domain.artifacts import (
     MAX_ARTIFACT_SIZE,
     ArtifactState,
     ArtifactStorage,
+    Verification,
 )
 from strongroom.domain.artifacts import Artifact as DomainArtifact
 from strongroom.domain.audit import Outcome
@@ -114,7 +115,7 @@ class Error:
 
 @attrs.frozen
 class OAuthError:
-    """OAuth's own error format, used only by `POST /idp/token`."""
+    """OAuth's own error format, of `POST /idp/token` and `POST /idp/device/code`."""
 
     error: Literal[
         "invalid_request",
@@ -565,12 +566,13 @@ class ScheduleShape:
             "A 5-field cron expression: numbers, `*`, ranges, steps within the field's range, "
             "lists and English month and weekday names (`jan`, `mon`); `L`, `?`, `W`, `#` and "
             "seconds are refused (400).",
-            schema={"examples": ["0 3 * * *"]},
+            schema={"format": "cron", "examples": ["0 3 * * *"]},
         )
     )
     timezone: str = attrs.field(
         metadata=meta(
-            "An IANA time zone name, e.g. `Europe/Paris`.", schema={"examples": ["Europe/Paris"]}
+            "An IANA time zone name, e.g. `Europe/Paris`.",
+            schema={"format": "time-zone", "examples": ["Europe/Paris"]},
         )
     )
 
@@ -752,7 +754,11 @@ class UploadRequest:
         metadata=meta(
             f"1 to {MAX_ARTIFACT_NAME} characters, no control characters; unique in the run "
             "(asking again for the same name, size and sha256 resumes).",
-            schema={"minLength": 1, "maxLength": MAX_ARTIFACT_NAME},
+            schema={
+                "minLength": 1,
+                "maxLength": MAX_ARTIFACT_NAME,
+                "pattern": "^[^\\x00-\\x1f\\x7f]*$",
+            },
         )
     )
     size: int = attrs.field(
@@ -837,6 +843,13 @@ class Artifact:
     locked_until: datetime | None = attrs.field(
         metadata=meta("Nobody can remove it before (enforced by the storage itself).")
     )
+    verification: Verification | None = attrs.field(
+        metadata=meta(
+            "What the last re-read of its bytes found: `pending` until a multipart upload "
+            "is verified in the background, `ok`, `mismatch` or `missing`; null if never."
+        )
+    )
+    verified_at: datetime | None = attrs.field(metadata=meta("When it was last verified."))
 
 
 # --------------------------------------------------------------------------------------
@@ -882,6 +895,8 @@ CLIENT_ID_FIELD: Any = attrs.field(
 class DeviceCodeForm:
     """`POST /idp/device/code`."""
 
+    __ignores_unknown__: ClassVar[bool] = True  # OAuth ignores unrecognised parameters
+
     client_id: str | None = CLIENT_ID_FIELD
 
 
@@ -910,9 +925,11 @@ class DeviceAuthorization:
 class DeviceDecisionForm:
     """`POST /idp/device`."""
 
-    user_code: str = attrs.field(metadata=meta("Case and hyphens do not matter."))
+    user_code: str = attrs.field(
+        metadata=meta("Case and hyphens do not matter.", schema={"minLength": 1})
+    )
     email: Email
-    password: str = attrs.field(metadata=meta(schema={"writeOnly": True}))
+    password: str = attrs.field(metadata=meta(schema={"minLength": 1, "writeOnly": True}))
     decision: Literal["approve", "deny"]
 
 
@@ -927,8 +944,9 @@ class DeviceDecision:
 class TokenForm:
     """`POST /idp/token`."""
 
+    __ignores_unknown__: ClassVar[bool] = True  # OAuth ignores unrecognised parameters
     grant_type: str = attrs.field(metadata=meta(schema={"const": DEVICE_CODE_GRANT}))
-    device_code: str
+    device_code: str = attrs.field(metadata=meta(schema={"minLength": 1}))
     client_id: str | None = CLIENT_ID_FIELD
 
 

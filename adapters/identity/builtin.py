@@ -293,8 +293,12 @@ class BuiltinIdentityProvider:
         code = normalize_user_code(user_code)
         # One key per address however it is typed, so padding or case cannot dodge the limit.
         key = email_key(email)
+        if "\x00" in key:  # no account has one, and PostgreSQL text cannot hold it
+            raise InvalidRequestError("wrong email or password")
         async with self._uow() as uow:
-            grant = await uow.device_grants.get_by_user_code(code, for_update=True)
+            grant = None
+            if len(code) == USER_CODE_LENGTH and not set(code) - set(USER_CODE_ALPHABET):
+                grant = await uow.device_grants.get_by_user_code(code, for_update=True)
             if grant is None or grant.is_expired(now) or grant.state is not GrantState.PENDING:
                 raise InvalidRequestError("unknown or expired code")
             await _check_failure_limits(uow, key, client_address, now)

@@ -16,7 +16,7 @@ from attrs import evolve
 
 from strongroom.adapters.memory.store import Transaction
 from strongroom.domain.accounts import Account, DeviceGrant
-from strongroom.domain.artifacts import Artifact, ArtifactState, ArtifactStorage
+from strongroom.domain.artifacts import Artifact, ArtifactState, ArtifactStorage, Verification
 from strongroom.domain.audit import AuditEvent
 from strongroom.domain.backups import Backup
 from strongroom.domain.errors import NameTakenError
@@ -419,7 +419,7 @@ class MemoryArtifactRepository(_Repository):
             stored is not None and stored.run_id == artifact.run_id, "update of a missing artifact"
         )
         assert stored is not None
-        # Only state, upload, expiry and lock change, as the SQL update says.
+        # Only state, upload, expiry, lock and verification change, as the SQL update says.
         self._replace(
             artifact.id,
             evolve(
@@ -428,6 +428,8 @@ class MemoryArtifactRepository(_Repository):
                 upload_id=artifact.upload_id,
                 expires_at=artifact.expires_at,
                 locked_until=artifact.locked_until,
+                verification=artifact.verification,
+                verified_at=artifact.verified_at,
             ),
         )
 
@@ -478,6 +480,30 @@ class MemoryArtifactRepository(_Repository):
     async def expired(self, now: datetime, limit: int) -> list[Artifact]:
         found = [a for a in self._tx.read(self.table).values() if a.is_expired(now)]
         found.sort(key=lambda a: (a.expires_at, a.id))
+        return found[:limit]
+
+    async def to_verify(
+        self, limit: int, verified_before: datetime | None = None
+    ) -> list[Artifact]:
+        def due(a: Artifact) -> bool:
+            if a.verification is Verification.PENDING:
+                return True
+            return verified_before is not None and (
+                a.verified_at is None or a.verified_at < verified_before
+            )
+
+        found = [
+            a
+            for a in self._tx.read(self.table).values()
+            if a.state is ArtifactState.AVAILABLE and due(a)
+        ]
+        found.sort(
+            key=lambda a: (
+                a.verification is not Verification.PENDING,
+                a.verified_at or a.created_at,
+                str(a.id),
+            )
+        )
         return found[:limit]
 
     async def list(self, workspace_id: UUID, deleted: bool, page: PageRequest) -> Page[Artifact]:

@@ -81,6 +81,8 @@ class Q(StrEnum):
     ARTIFACT_STORAGE_BYTES = "artifact_storage_bytes"
     FILTER_ARTIFACT_PENDING = "filter_artifact_pending"
     ARTIFACT_EXPIRED = "artifact_expired"
+    ARTIFACT_TO_VERIFY = "artifact_to_verify"
+    FILTER_ARTIFACT_VERIFIED_BEFORE = "filter_artifact_verified_before"
     WORKER_INSERT = "worker_insert"
     WORKER_EXISTS = "worker_exists"
     WORKER_GET = "worker_get"

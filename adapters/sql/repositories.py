@@ -519,6 +519,19 @@ class SqlArtifactRepository(_Repository):
         found = await self._db.fetch_all(Q.ARTIFACT_EXPIRED, params)
         return [rows.artifact_from_row(row, self._codec) for row in found]
 
+    async def to_verify(
+        self, limit: int, verified_before: datetime | None = None
+    ) -> list[Artifact]:
+        """Available artifacts whose verification is pending, then (``verified_before``)
+        those never verified or last verified before it, least recently first."""
+        params: Params = {"limit": limit}
+        filters = []
+        if verified_before is not None:
+            params["verified_before"] = self._codec.timestamp(verified_before)
+            filters.append(Q.FILTER_ARTIFACT_VERIFIED_BEFORE)
+        found = await self._db.fetch_all(Q.ARTIFACT_TO_VERIFY, params, filters=filters)
+        return [rows.artifact_from_row(row, self._codec) for row in found]
+
     async def list(self, workspace_id: UUID, deleted: bool, page: PageRequest) -> Page[Artifact]:
         """A workspace's artifacts, newest first."""
         params, after = _page_params(page, self._codec)

@@ -16,7 +16,7 @@ from uuid import UUID
 from strongroom.adapters.http import shapes  # noqa: F401 (registers the wire views)
 from strongroom.adapters.http.wire import CONVERTER, present
 from strongroom.domain.accounts import Account, DeviceGrant, GrantState
-from strongroom.domain.artifacts import Artifact, ArtifactState, ArtifactStorage
+from strongroom.domain.artifacts import Artifact, ArtifactState, ArtifactStorage, Verification
 from strongroom.domain.audit import AuditEvent, Change, JsonValue, Outcome
 from strongroom.domain.backups import (
     Backup,
@@ -634,6 +634,8 @@ def artifact_params(artifact: Artifact, codec: Codec) -> Params:
         "created_at": codec.timestamp(artifact.created_at),
         "expires_at": _opt_timestamp(codec, artifact.expires_at),
         "locked_until": _opt_timestamp(codec, artifact.locked_until),
+        "verification": None if artifact.verification is None else artifact.verification.value,
+        "verified_at": _opt_timestamp(codec, artifact.verified_at),
     }
 
 
@@ -654,4 +656,6 @@ def artifact_from_row(row: Row, codec: Codec) -> Artifact:
         upload_id=row["upload_id"],
         expires_at=_read_opt_timestamp(codec, row["expires_at"]),
         locked_until=_read_opt_timestamp(codec, row["locked_until"]),
+        verification=None if row["verification"] is None else Verification(row["verification"]),
+        verified_at=_read_opt_timestamp(codec, row["verified_at"]),
     )

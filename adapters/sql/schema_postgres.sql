@@ -257,12 +257,17 @@ CREATE TABLE artifacts (
     created_at timestamptz NOT NULL,
     expires_at timestamptz,
     locked_until timestamptz,
+    verification text
+        CONSTRAINT artifacts_verification_check
+        CHECK (verification IN ('pending', 'ok', 'mismatch', 'missing')),
+    verified_at timestamptz,
     CONSTRAINT artifacts_name_unique UNIQUE (run_id, name),
     CONSTRAINT artifacts_run_fkey FOREIGN KEY (workspace_id, backup_id, run_id)
         REFERENCES runs (workspace_id, backup_id, id) ON DELETE CASCADE
 );
 CREATE INDEX artifacts_by_workspace ON artifacts (workspace_id, created_at DESC, id DESC);
 CREATE INDEX artifacts_by_backup ON artifacts (workspace_id, backup_id, state);
+CREATE INDEX artifacts_by_verification ON artifacts (state, verification, verified_at);
 CREATE INDEX artifacts_by_expiry ON artifacts (expires_at) WHERE state = 'available';
 
 -- Usage counters (0004): triggers keep workspaces.backup_count exact.

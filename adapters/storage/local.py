@@ -46,6 +46,7 @@ from uuid import UUID
 
 import attrs
 
+from strongroom.adapters.storage.digest import hash_stream
 from strongroom.domain.errors import UpstreamUnavailableError
 from strongroom.domain.timestamps import format_timestamp
 from strongroom.ports.driven.storage import (
@@ -465,6 +466,21 @@ class LocalDiskStorage:
         if meta is None or not self.object_path(key).is_file():
             return None
         return StoredObject(meta["size"], meta["sha256"])
+
+    async def read_digest(self, key: str) -> StoredObject | None:
+        """Hash the object's bytes on disk (never the recorded digest: the file may have
+        changed under it)."""
+        return await asyncio.to_thread(self._read_digest, key)
+
+    @_disk_errors
+    def _read_digest(self, key: str) -> StoredObject | None:
+        try:
+            handle = self.object_path(key).open("rb")
+        except FileNotFoundError:
+            return None
+        with handle:
+            digest, size = hash_stream(handle.read)
+        return StoredObject(size, digest)
 
     async def lock(self, key: str, until: datetime) -> None:
         """Record the lock; a shorter one than already set is refused."""

@@ -17,7 +17,9 @@ complete, abort, list uploads): the SDK offers no public API for presigned multi
 minio blocks, so the port's I/O methods are coroutines that run the blocking calls (private
 methods of the same name with a leading underscore) in a worker thread through
 ``asyncio.to_thread``. Every request stays bounded by the HTTP client's timeouts (5 s to
-connect, ``timeout`` to read, two retries), the calls to a customer's bucket included.
+connect, ``timeout`` to read, ``STRONGROOM_S3_TIMEOUT`` for the service's store; two
+retries of a refused connection or a 502-504, none of a read that timed out), the calls to
+a customer's bucket included.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from minio.datatypes import Part
 from minio.error import MinioException, S3Error
 from minio.retention import Retention
 
+from strongroom.adapters.storage.digest import hash_stream
 from strongroom.adapters.storage.disposition import content_disposition
 from strongroom.adapters.storage.outbound import Resolver, guarded_pool_manager
 from strongroom.domain.backups import CustomerS3Destination
@@ -173,7 +176,7 @@ class S3Storage:
         bucket: str,
         region: str = "us-east-1",
         *,
-        timeout: float = 30.0,
+        timeout: float = 10.0,
         endpoint_policy: EndpointPolicy | None = None,
         resolve: Resolver | None = None,
     ) -> None:
@@ -181,7 +184,16 @@ class S3Storage:
         self.bucket = bucket
         options: dict[str, Any] = {
             "timeout": urllib3.Timeout(connect=5.0, read=timeout),
-            "retries": urllib3.Retry(total=2, backoff_factor=0.2, status_forcelist=[502, 503, 504]),
+            # Connection failures and 502-504 are retried, a read that timed out is not:
+            # one call waits at most ``timeout`` for a store that accepts and says nothing.
+            "retries": urllib3.Retry(
+                total=2,
+                connect=2,
+                read=0,
+                status=2,
+                backoff_factor=0.2,
+                status_forcelist=[502, 503, 504],
+            ),
             "maxsize": 32,
         }
         # A customer's endpoint (``endpoint_policy`` given): every connection is checked
@@ -421,6 +433,28 @@ class S3Storage:
                 return None
             raise
         return StoredObject(int(info.size or 0))
+
+    async def read_digest(self, key: str) -> StoredObject | None:
+        """GetObject of the version a download serves (the locked one when there is one),
+        hashed as it streams; every read is bounded by the client's read timeout."""
+        return await asyncio.to_thread(self._read_digest, key)
+
+    def _read_digest(self, key: str) -> StoredObject | None:
+        try:
+            with self._translated("read an object"):
+                version = self._locked_version(key)
+                response = self.client.get_object(self.bucket, key, version_id=version)
+                try:
+                    digest, size = hash_stream(response.read)
+                finally:
+                    response.close()
+                    response.release_conn()
+        except UpstreamUnavailableError as error:
+            cause = error.__cause__
+            if isinstance(cause, S3Error) and cause.code in _GONE | {"NoSuchObject"}:
+                return None
+            raise
+        return StoredObject(size, digest)
 
     async def lock(self, key: str, until: datetime) -> None:
         """PutObjectRetention in COMPLIANCE mode on the current version, until ``until``

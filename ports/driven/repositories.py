@@ -278,6 +278,14 @@ class ArtifactRepository(Protocol):
         """Available artifacts of every workspace whose expiry has passed, oldest first."""
         ...
 
+    async def to_verify(
+        self, limit: int, verified_before: datetime | None = None
+    ) -> list[Artifact]:
+        """Available artifacts of every workspace whose verification is pending, then,
+        with ``verified_before``, those never verified or last verified before it, least
+        recently verified (or created) first."""
+        ...
+
     async def list(self, workspace_id: UUID, deleted: bool, page: PageRequest) -> Page[Artifact]:
         """A workspace's artifacts, newest first: deleted ones only, or every other."""
         ...

@@ -97,6 +97,11 @@ class ObjectStorage(StorageNamespaces, Protocol):
         """The object at ``key``, or None."""
         ...
 
+    async def read_digest(self, key: str) -> StoredObject | None:
+        """Re-read the whole object (the version a download serves) and hash it, in
+        constant memory: its size and actual sha256, or None when it is gone."""
+        ...
+
     async def lock(self, key: str, until: datetime) -> None:
         """Keep the object from removal until ``until`` (never shortens a longer lock)."""
         ...

@@ -136,11 +136,11 @@ class Artifacts:
                 )
             elif artifact.state is not ArtifactState.PENDING:
                 raise InvalidStateError(f"artifact {name!r} of this run is {artifact.state}")
-            plan = await self._plan(uow, self._storage_for(artifact, backup), artifact, now)
+            plan = await self._plan(uow, self.storage_for(artifact, backup), artifact, now)
             await uow.commit()
         return plan
 
-    def _storage_for(self, artifact: Artifact, backup: Backup) -> ObjectStorage:
+    def storage_for(self, artifact: Artifact, backup: Backup) -> ObjectStorage:
         """The service's storage, or the customer's bucket the artifact goes to."""
         if artifact.storage is ArtifactStorage.SERVICE:
             return self._deps.storage
@@ -186,7 +186,7 @@ class Artifacts:
             created_at=now,
         )
         if size >= self._deps.multipart_threshold:
-            upload_id = await self._storage_for(artifact, backup).start_multipart(key)
+            upload_id = await self.storage_for(artifact, backup).start_multipart(key)
             artifact = attrs.evolve(artifact, upload_id=upload_id)
         await uow.artifacts.add(artifact)
         await record_by_caller(
@@ -263,20 +263,22 @@ class Artifacts:
                 raise InvalidStateError("the backup has no retention policy")
             artifacts = await uow.artifacts.list_for_run(workspace_id, run_id)
             pending = [a for a in artifacts if a.state is ArtifactState.PENDING]
-            stores = {a.id: self._storage_for(a, backup) for a in pending}
+            stores = {a.id: self.storage_for(a, backup) for a in pending}
             missing = [a.name for a in pending if not await _arrived(stores[a.id], a)]
             if missing:
                 raise ArtifactMissingError(
                     "not in storage, or different from what was announced: "
                     + ", ".join(sorted(missing))
                 )
-            confirmed = [a.confirmed(backup.retention, now) for a in pending]
-            for before, after in zip(pending, confirmed, strict=True):
-                await _finish_upload(stores[before.id], before)
+            confirmed = []
+            for before in pending:
+                checked = await _finish_upload(stores[before.id], before)
+                after = before.confirmed(backup.retention, now, digest_checked=checked)
                 locks = after.locked_until is not None and after.locked_until > now
                 if locks and after.storage is ArtifactStorage.SERVICE:
                     await self._lock(after)
                 await uow.artifacts.update(after)
+                confirmed.append(after)
             available = [a for a in artifacts if a.state is ArtifactState.AVAILABLE] + confirmed
             finished = run.succeeded(len(available), sum(a.size for a in available), now)
             await uow.runs.update(finished)
@@ -360,7 +362,7 @@ class Artifacts:
 
     async def remove_object(self, artifact: Artifact, backup: Backup) -> None:
         """Remove an artifact's bytes (and its unfinished upload) from where they went."""
-        storage = self._storage_for(artifact, backup)
+        storage = self.storage_for(artifact, backup)
         if artifact.upload_id is not None:
             await storage.abort_multipart(artifact.object_key, artifact.upload_id)
         try:
@@ -387,10 +389,13 @@ async def _arrived(storage: ObjectStorage, artifact: Artifact) -> bool:
     )
 
 
-async def _finish_upload(storage: ObjectStorage, artifact: Artifact) -> None:
-    """Join a multipart upload's parts and check the result's digest."""
+async def _finish_upload(storage: ObjectStorage, artifact: Artifact) -> bool:
+    """Join a multipart upload's parts and check the result's digest where storage can
+    tell it. Whether the bytes were compared with the sha256: a single-request upload's
+    digest is enforced by the store on the way in (a signed checksum, contract 13); a
+    multipart one's only when storage knows the joined object's digest."""
     if artifact.upload_id is None:
-        return
+        return True
     parts = await storage.list_parts(artifact.object_key, artifact.upload_id)
     if parts is not None:
         plan = PartPlan.for_size(artifact.size)
@@ -402,6 +407,7 @@ async def _finish_upload(storage: ObjectStorage, artifact: Artifact) -> None:
         raise ArtifactMissingError(
             f"{artifact.name}: the joined parts differ from what was announced"
         )
+    return stored.sha256 is not None
 
 
 async def uncount(uow: UnitOfWork, artifact: Artifact) -> None:

@@ -21,10 +21,12 @@ from strongroom.ports.driving.monitoring import metrics_snapshot
 from strongroom.ports.driving.retention import Retention
 from strongroom.ports.driving.runs import Runs
 from strongroom.ports.driving.sessions import Sessions
+from strongroom.ports.driving.verification import ArtifactVerification
 from strongroom.ports.driving.workspaces import Workspaces
 
-READY_TIMEOUT = 2.0
-"""Seconds each readiness probe may take before it counts as unavailable."""
+READY_TIMEOUT = 1.5
+"""Seconds each readiness probe may take before it counts as unavailable (so that
+``/readyz`` answers within 2 s whatever hangs)."""
 
 
 class Strongroom:
@@ -43,12 +45,15 @@ class Strongroom:
         self.runs = Runs(deps, self.access)
         self.artifacts = Artifacts(deps, self.access)
         self.retention = Retention(deps, self.artifacts)
+        self.verification = ArtifactVerification(deps, self.artifacts)
         self.audit = AuditTrail(deps, self.access)
         self.api_keys = ApiKeys(deps, self.access)
         self.workers = Workers(deps, self.access)
         self.members = Members(deps, self.access)
         self.roles = Roles(deps, self.access)
         self.invitations = Invitations(deps, self.access)
+        # Readiness probes that outlived READY_TIMEOUT, kept referenced until they end.
+        self._abandoned: set[asyncio.Future[None]] = set()
 
     @property
     def identity(self) -> IdentityProvider:
@@ -74,17 +79,30 @@ class Strongroom:
         """Ask the database and object storage whether they answer: ``ok`` or ``unavailable``.
 
         Both are asked at once and each gets ``READY_TIMEOUT`` seconds: a store that hangs
-        (paused, not closed) counts as unavailable instead of holding the answer back.
+        (paused, not closed) counts as unavailable instead of holding the answer back. A
+        probe still running then is cancelled and left to finish on its own: cancelling
+        one that waits on a paused database ends only at that database's own deadline.
         """
-        probes = {"database": self._ping_database(), "storage": self.deps.namespaces.ping()}
-        outcomes = await asyncio.gather(
-            *(asyncio.wait_for(probe, READY_TIMEOUT) for probe in probes.values()),
-            return_exceptions=True,
-        )
-        return {
-            name: "unavailable" if isinstance(outcome, BaseException) else "ok"
-            for name, outcome in zip(probes, outcomes, strict=True)
+        probes = {
+            "database": asyncio.ensure_future(self._ping_database()),
+            "storage": asyncio.ensure_future(self.deps.namespaces.ping()),
         }
+        await asyncio.wait(probes.values(), timeout=READY_TIMEOUT)
+        answers = {}
+        for name, probe in probes.items():
+            if not probe.done():
+                probe.cancel()
+                self._abandoned.add(probe)
+                probe.add_done_callback(self._forget)
+            ok = probe.done() and not probe.cancelled() and probe.exception() is None
+            answers[name] = "ok" if ok else "unavailable"
+        return answers
+
+    def _forget(self, probe: asyncio.Future[None]) -> None:
+        """Drop an abandoned probe once it has ended (its outcome no longer matters)."""
+        self._abandoned.discard(probe)
+        if not probe.cancelled():
+            probe.exception()
 
     async def metrics_snapshot(self) -> ServiceStatistics:
         """Service-wide figures for monitoring (``GET /metrics``): runs and artifacts by

@@ -9,7 +9,7 @@ import attrs
 import pytest
 from contract_records import T0, Adapter, at, backup, user, workspace
 
-from strongroom.domain.artifacts import Artifact, ArtifactState, ArtifactStorage
+from strongroom.domain.artifacts import Artifact, ArtifactState, ArtifactStorage, Verification
 from strongroom.domain.backups import Backup
 from strongroom.domain.pagination import PageRequest
 from strongroom.domain.runs import Run
@@ -171,6 +171,47 @@ class TestArtifacts:
             assert uow.artifacts.expired(at(30), 1) == [early]
             assert uow.artifacts.expired(at(9), 10) == []
         assert T0 + timedelta(seconds=30) == at(30)
+
+    def test_to_verify_gives_pending_first_then_the_least_recently_verified(
+        self, adapter: Adapter
+    ) -> None:
+        """Pending verifications of every workspace; with ``verified_before``, also the
+        never or long ago verified, oldest first; pending and deleted artifacts stay out;
+        an update keeps what a verification recorded."""
+        _, _, run = world(adapter)
+        _, _, other = world(adapter)
+        waiting = available(run, "waiting", 0, 99, verification=Verification.PENDING)
+        elsewhere = available(other, "elsewhere", 0, 99, verification=Verification.PENDING)
+        never = available(run, "never", 0, 99, created=5)
+        old = available(run, "old", 0, 99, verification=Verification.OK, verified_at=at(10))
+        fresh = available(
+            run, "fresh", 0, 99, verification=Verification.MISMATCH, verified_at=at(50)
+        )
+        adapter.store(
+            waiting,
+            elsewhere,
+            never,
+            old,
+            fresh,
+            artifact(run, "announced", verification=Verification.PENDING),
+            artifact(run, "deleted", state=ArtifactState.DELETED),
+        )
+        with adapter.uow() as uow:
+            pending = uow.artifacts.to_verify(10)
+            assert {a.id for a in pending} == {waiting.id, elsewhere.id}
+            assert uow.artifacts.to_verify(10, at(20))[2:] == [never, old]
+            assert len(uow.artifacts.to_verify(3, at(60))) == 3
+            assert {a.id for a in uow.artifacts.to_verify(10, at(60))[2:]} == {
+                never.id,
+                old.id,
+                fresh.id,
+            }
+            checked = waiting.verified(Verification.OK, at(70))
+            uow.artifacts.update(checked)
+            uow.commit()
+        with adapter.uow() as uow:
+            assert uow.artifacts.get(checked.workspace_id, checked.id) == checked
+            assert [a.id for a in uow.artifacts.to_verify(10)] == [elsewhere.id]
 
     def test_artifacts_go_with_their_backup(self, adapter: Adapter) -> None:
         """Removing the backup removes its runs' artifacts."""

@@ -34,7 +34,8 @@ from strongroom.domain.pagination import PageRequest
 from strongroom.domain.quotas import QuotaResource
 from strongroom.ports.driven.storage import ObjectLockedError, ObjectStorage
 from strongroom.ports.driving import Strongroom
-from strongroom.ports.driving.blocking import blocking
+from strongroom.ports.driving.blocking import blocking, unwrapped
+from strongroom.ports.driving.verification import VerificationReport
 from support.checks import assert_error
 from support.seaweed import SeaweedServer, s3_storage
 from support.world import Api, bearer, make_client, make_facade
@@ -54,6 +55,8 @@ ARTIFACT_FIELDS = {
     "created_at",
     "expires_at",
     "locked_until",
+    "verification",
+    "verified_at",
 }
 
 
@@ -446,6 +449,131 @@ class TestMultipart:
         assert confirmed.status_code == 200, confirmed.text
         link = ada.download_url(plan["artifact_id"]).json()["url"]
         assert sha(ada.transfer("GET", link).content) == sha(data)
+
+
+class TestVerification:
+    """Contract 13: what the store did not check at confirm is re-read in the background;
+    a mismatch is recorded, audited and counted in ``/metrics``."""
+
+    @pytest.fixture
+    def data_facade(self, storage: ObjectStorage, clock: MovableClock) -> Strongroom:
+        return make_facade(clock=clock, storage=storage, multipart_threshold=1000)
+
+    @staticmethod
+    def send_parts(ada: Tenant, plan: dict[str, Any], data: bytes) -> None:
+        for part in plan["parts"]:
+            start = (part["number"] - 1) * plan["part_size"]
+            chunk = data[start : start + part["size"]]
+            assert ada.transfer("PUT", part["url"], content=chunk).status_code == 200
+
+    @staticmethod
+    def verify_events(ada: Tenant) -> list[dict[str, Any]]:
+        events: list[dict[str, Any]] = ada.client.get(
+            f"/v1/workspaces/{ada.workspace_id}/audit",
+            params={"action": "artifact.verify"},
+            headers=ada.headers,
+        ).json()["data"]
+        return events
+
+    @staticmethod
+    def mismatches_metric(ada: Tenant) -> float:
+        text = ada.client.get("/metrics").text
+        (line,) = [
+            row
+            for row in text.splitlines()
+            if row.startswith("strongroom_artifact_verification_mismatches_total ")
+        ]
+        return float(line.split()[1])
+
+    def test_a_single_request_upload_is_verified_at_confirm(self, ada: Tenant) -> None:
+        """The store enforced the sha256 on the way in: ``ok`` from confirm on."""
+        run_id = ada.run(ada.backup())
+        ada.upload(run_id, "small", b"hello")
+        (pending,) = ada.artifacts()
+        assert (pending["verification"], pending["verified_at"]) == (None, None)
+        confirmed = ada.confirm(run_id)
+        assert confirmed.status_code == 200, confirmed.text
+        (listed,) = ada.artifacts()
+        assert listed["verification"] == "ok"
+        assert listed["verified_at"] is not None
+        assert ada.api.facade.verification.run().ok == 0
+
+    def test_right_parts_are_verified_ok(self, ada: Tenant, storage: ObjectStorage) -> None:
+        """S3 cannot tell a joined object's sha256: ``pending`` at confirm, then ``ok``
+        once re-read (local disk hashes the join at confirm: ``ok`` at once)."""
+        data = os.urandom(3000)
+        run_id = ada.run(ada.backup())
+        plan = ada.ask_upload(run_id, "big", data).json()
+        self.send_parts(ada, plan, data)
+        assert ada.confirm(run_id).status_code == 200
+        (listed,) = ada.artifacts()
+        s3 = isinstance(unwrapped(storage), S3Storage)
+        assert listed["state"] == "available"
+        assert listed["verification"] == ("pending" if s3 else "ok")
+        report = ada.api.facade.verification.run()
+        assert (report.ok, report.mismatch) == ((1, 0) if s3 else (0, 0))
+        (listed,) = ada.artifacts()
+        assert listed["verification"] == "ok"
+        assert listed["verified_at"] is not None
+        assert len(self.verify_events(ada)) == (1 if s3 else 0)
+        assert self.mismatches_metric(ada) == 0
+
+    def test_same_size_other_parts_are_caught_in_the_background(
+        self, ada: Tenant, storage: ObjectStorage
+    ) -> None:
+        """Parts of the right sizes and other bytes: on S3 confirm takes them (pending),
+        the verifier marks ``mismatch``, audits it as ``system`` and ``/metrics`` counts
+        it; local disk refuses them at confirm (409)."""
+        data = os.urandom(3000)
+        run_id = ada.run(ada.backup())
+        plan = ada.ask_upload(run_id, "big", data).json()
+        self.send_parts(ada, plan, os.urandom(len(data)))
+        if not isinstance(unwrapped(storage), S3Storage):
+            assert_error(ada.confirm(run_id), 409, "artifact_missing")
+            return
+        assert ada.confirm(run_id).status_code == 200
+        assert ada.artifacts()[0]["verification"] == "pending"
+        report = ada.api.facade.verification.run()
+        assert (report.ok, report.mismatch) == (0, 1)
+        (listed,) = ada.artifacts()
+        assert (listed["state"], listed["verification"]) == ("available", "mismatch")
+        (event,) = self.verify_events(ada)
+        assert event["actor"] == {"type": "system", "id": None}
+        assert event["target"]["id"] == plan["artifact_id"]
+        assert event["changes"]["verification"] == {"from": "pending", "to": "mismatch"}
+        assert self.mismatches_metric(ada) == 1
+        # Found once: a pending verification is not looked at again.
+        assert ada.api.facade.verification.run().mismatch == 0
+
+
+class TestVerificationSample(LocalOnly):
+    """``STRONGROOM_VERIFY_INTERVAL``: older artifacts are re-read too; bytes that changed
+    or vanished in storage are ``mismatch`` or ``missing``."""
+
+    def test_changed_and_vanished_bytes_are_found(
+        self, ada: Tenant, storage: ObjectStorage, clock: MovableClock
+    ) -> None:
+        backup_id = ada.backup()
+        kept = ada.stored(backup_id, "kept", b"kept bytes")
+        rotten = ada.stored(backup_id, "rotten", b"good bytes")
+        gone = ada.stored(backup_id, "gone", b"soon gone")
+        local = unwrapped(storage)
+        assert isinstance(local, LocalDiskStorage)
+        (rotten_path,) = (local.root / "objects").rglob(rotten)
+        rotten_path.write_bytes(b"bad bytes!")
+        (gone_path,) = (local.root / "objects").rglob(gone)
+        gone_path.unlink()
+        facade = ada.api.facade
+        assert facade.verification.run().ok == 0  # nothing pending: nothing re-read
+        clock.offset = timedelta(hours=2)
+        report = facade.verification.run(verified_before=clock.now() - timedelta(hours=1))
+        assert (report.ok, report.mismatch, report.missing) == (1, 1, 1)
+        found = {a["id"]: a["verification"] for a in ada.artifacts()}
+        assert found == {kept: "ok", rotten: "mismatch", gone: "missing"}
+        # Just verified: the next sample of the same age finds nothing due.
+        assert facade.verification.run(verified_before=clock.now() - timedelta(hours=1)) == (
+            VerificationReport()
+        )
 
 
 class TestLocalDigest(LocalOnly):

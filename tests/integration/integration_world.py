@@ -19,7 +19,7 @@ from strongroom.adapters.system import SecureIds, SystemClock
 from strongroom.entrypoints.bootstrap import bootstrap
 from strongroom.ports.driving import Strongroom
 from strongroom.ports.driving.blocking import blocking
-from support.world import FAST_HASHER, bearer, idp_access_token
+from support.world import FAST_HASHER, PASSWORD, bearer, idp_access_token
 
 # The service under test and the test's own facade share this key (and the database).
 SECRET_KEY = "integration-tests-secret-key-0123456789abcdef"
@@ -158,3 +158,66 @@ def events(conninfo: str, workspace_id: UUID, action: str) -> list[UUID]:
 def created_events(conninfo: str, workspace_id: UUID) -> list[UUID]:
     """The targets of the workspace's ``backup.create`` audit events, as stored."""
     return events(conninfo, workspace_id, "backup.create")
+
+
+FORM = {"Content-Type": "application/x-www-form-urlencoded"}
+
+
+def sign_up_and_in(client: httpx2.Client, email: str) -> str:
+    """Sign up, then the device flow over HTTP, then ``POST /v1/auth/sessions``: a session."""
+    signed_up = expect(
+        client.post(
+            "/idp/signup", data={"email": email, "password": PASSWORD, "name": "Ada"}, headers=FORM
+        ),
+        201,
+    )
+    assert signed_up["email"] == email
+    config = expect(client.get("/v1/auth/cli/config"), 200)
+    authorization = expect(
+        client.post("/idp/device/code", data={"client_id": config["client_id"]}, headers=FORM),
+        200,
+    )
+    approval = client.post(
+        "/idp/device",
+        data={
+            "user_code": authorization["user_code"],
+            "email": email,
+            "password": PASSWORD,
+            "decision": "approve",
+        },
+        headers={**FORM, "Accept": "application/json"},
+    )
+    assert expect(approval, 200) == {"status": "approved"}
+    issued = expect(
+        client.post(
+            "/idp/token",
+            data={
+                "grant_type": "urn:ietf:params:oauth:grant-type:device_code",
+                "device_code": authorization["device_code"],
+                "client_id": config["client_id"],
+            },
+            headers=FORM,
+        ),
+        200,
+    )
+    session = expect(client.post("/v1/auth/sessions", headers=bearer(issued["access_token"])), 201)
+    assert session["user"]["email"] == email
+    token: str = session["token"]
+    return token
+
+
+def workspace_admin(client: httpx2.Client, email: str) -> tuple[dict[str, Any], str]:
+    """Sign ``email`` up and in, create a workspace and switch to it: the workspace and
+    the scoped session token."""
+    token = sign_up_and_in(client, email)
+    workspace: dict[str, Any] = expect(
+        client.post("/v1/workspaces", json={"name": "Acme"}, headers=bearer(token)), 201
+    )
+    switched = expect(
+        client.post(
+            "/v1/auth/switch", json={"workspace_id": workspace["id"]}, headers=bearer(token)
+        ),
+        201,
+    )
+    scoped: str = switched["token"]
+    return workspace, scoped

@@ -11,57 +11,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import httpx2
-from integration_world import expect
+from integration_world import expect, sign_up_and_in
 from live_server import client_for
 
 from support.serve_process import free_port, serving
-from support.world import PASSWORD, bearer
-
-FORM = {"Content-Type": "application/x-www-form-urlencoded"}
-
-
-def sign_up_and_in(client: httpx2.Client, email: str) -> str:
-    """Sign up, then the device flow over HTTP, then ``POST /v1/auth/sessions``: a session."""
-    signed_up = expect(
-        client.post(
-            "/idp/signup", data={"email": email, "password": PASSWORD, "name": "Ada"}, headers=FORM
-        ),
-        201,
-    )
-    assert signed_up["email"] == email
-    config = expect(client.get("/v1/auth/cli/config"), 200)
-    authorization = expect(
-        client.post("/idp/device/code", data={"client_id": config["client_id"]}, headers=FORM),
-        200,
-    )
-    approval = client.post(
-        "/idp/device",
-        data={
-            "user_code": authorization["user_code"],
-            "email": email,
-            "password": PASSWORD,
-            "decision": "approve",
-        },
-        headers={**FORM, "Accept": "application/json"},
-    )
-    assert expect(approval, 200) == {"status": "approved"}
-    issued = expect(
-        client.post(
-            "/idp/token",
-            data={
-                "grant_type": "urn:ietf:params:oauth:grant-type:device_code",
-                "device_code": authorization["device_code"],
-                "client_id": config["client_id"],
-            },
-            headers=FORM,
-        ),
-        200,
-    )
-    session = expect(client.post("/v1/auth/sessions", headers=bearer(issued["access_token"])), 201)
-    assert session["user"]["email"] == email
-    token: str = session["token"]
-    return token
+from support.world import bearer
 
 
 def test_serve_with_no_configuration_keeps_its_state_across_a_restart(tmp_path: Path) -> None:

@@ -138,6 +138,24 @@ class TestStorageContract:
         run(harness.storage.abort_multipart("ns/b/r/other", other))
         assert run(harness.storage.list_parts("ns/b/r/other", other)) is None
 
+    def test_read_digest_hashes_the_stored_bytes(self, harness: Harness) -> None:
+        """A joined multipart object is re-read whole: its real size and sha256 (in
+        chunks: over a MiB here); a missing object is None."""
+        data = os.urandom(5 * MIB + 1234)
+        key = "ns/b/r/digest"
+        upload = run(harness.storage.start_multipart(key))
+        for number, body in ((1, data[: 5 * MIB]), (2, data[5 * MIB :])):
+            part = harness.storage.presign_part(key, upload, number, len(body), soon())
+            assert harness.send("PUT", part.url, body, part.headers) == 200
+        parts = run(harness.storage.list_parts(key, upload))
+        assert parts is not None
+        run(harness.storage.complete_multipart(key, upload, parts))
+        run(harness.storage.lock(key, soon(1)))
+        found = run(harness.storage.read_digest(key))
+        assert found is not None
+        assert (found.size, found.sha256) == (len(data), hashlib.sha256(data).hexdigest())
+        assert run(harness.storage.read_digest("ns/b/r/never")) is None
+
     def test_a_locked_object_is_neither_deleted_nor_unlocked_sooner(self, harness: Harness) -> None:
         """Delete and a shorter lock are refused; a longer lock is fine; the bytes stay."""
         key = "ns/b/r/locked"

@@ -10,7 +10,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import closing, contextmanager
 from pathlib import Path
 
@@ -34,15 +34,18 @@ def unconfigured_environment() -> dict[str, str]:
     return {name: value for name, value in os.environ.items() if not name.startswith("STRONGROOM_")}
 
 
-def start_serve(data_dir: Path, port: int, log: Path) -> subprocess.Popen[bytes]:
-    """``strongroom serve --port PORT --data-dir DATA_DIR``, its output appended to ``log``."""
+def start_serve(
+    data_dir: Path, port: int, log: Path, configuration: Mapping[str, str] | None = None
+) -> subprocess.Popen[bytes]:
+    """``strongroom serve --port PORT --data-dir DATA_DIR`` with only the ``STRONGROOM_*``
+    variables of ``configuration``, its output appended to ``log``."""
     with log.open("ab") as output:
         return subprocess.Popen(
             [str(STRONGROOM), "serve", "--port", str(port), "--data-dir", str(data_dir)],
             stdout=output,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
-            env=unconfigured_environment(),
+            env={**unconfigured_environment(), **(configuration or {})},
             cwd=data_dir.parent,
         )
 
@@ -65,11 +68,14 @@ def wait_until_up(process: subprocess.Popen[bytes], url: str, log: Path) -> None
 
 
 @contextmanager
-def serving(data_dir: Path, port: int, log: Path) -> Iterator[str]:
-    """The server until SIGTERM, which must stop it cleanly; its URL."""
+def serving(
+    data_dir: Path, port: int, log: Path, configuration: Mapping[str, str] | None = None
+) -> Iterator[str]:
+    """The server (configured as ``start_serve`` says) until SIGTERM, which must stop it
+    cleanly; its URL."""
     url = f"http://127.0.0.1:{port}"
     logged_before = log.stat().st_size if log.exists() else 0
-    process = start_serve(data_dir, port, log)
+    process = start_serve(data_dir, port, log, configuration)
     try:
         wait_until_up(process, url, log)
         yield url

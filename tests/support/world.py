@@ -28,9 +28,9 @@ FAST_HASHER = PasswordHasher(time_cost=1, memory_cost=64, parallelism=1)
 
 
 def memory_facade(clock: Clock | None = None, **overrides: Any) -> Strongroom:
-    """The async facade on a fresh in-memory store with the built-in identity provider
-    (``overrides`` replace any adapter, as ``bootstrap`` takes them)."""
-    uow = partial(MemoryUnitOfWork, MemoryStore())
+    """The async facade on a fresh in-memory store (or the given ``uow``) with the built-in
+    identity provider (``overrides`` replace any adapter, as ``bootstrap`` takes them)."""
+    uow = overrides.pop("uow", None) or partial(MemoryUnitOfWork, MemoryStore())
     clock = unwrapped(clock) or SystemClock()
     ids = SecureIds()
     identity = BuiltinIdentityProvider(uow=uow, clock=clock, ids=ids, hasher=FAST_HASHER)

@@ -249,42 +249,43 @@ WHERE workspace_id = :workspace_id AND id = :id AND backup_id = :backup_id
 -- name: artifact_insert
 INSERT INTO artifacts (
     id, workspace_id, backup_id, run_id, name, size, sha256, state, storage, object_key,
-    upload_id, created_at, expires_at, locked_until
+    upload_id, created_at, expires_at, locked_until, verification, verified_at
 ) VALUES (
     :id, :workspace_id, :backup_id, :run_id, :name, :size, :sha256, :state, :storage,
-    :object_key, :upload_id, :created_at, :expires_at, :locked_until
+    :object_key, :upload_id, :created_at, :expires_at, :locked_until, :verification,
+    :verified_at
 )
 
 -- name: artifact_get
 SELECT id, workspace_id, backup_id, run_id, name, size, sha256, state, storage, object_key,
-       upload_id, created_at, expires_at, locked_until
+       upload_id, created_at, expires_at, locked_until, verification, verified_at
 FROM artifacts
 WHERE workspace_id = :workspace_id AND id = :id
 /*lock*/
 
 -- name: artifact_update
--- Only state, upload, expiry and lock change.
+-- Only state, upload, expiry, lock and verification change.
 UPDATE artifacts
 SET state = :state, upload_id = :upload_id, expires_at = :expires_at,
-    locked_until = :locked_until
+    locked_until = :locked_until, verification = :verification, verified_at = :verified_at
 WHERE workspace_id = :workspace_id AND id = :id AND run_id = :run_id
 
 -- name: artifact_find_in_run
 SELECT id, workspace_id, backup_id, run_id, name, size, sha256, state, storage, object_key,
-       upload_id, created_at, expires_at, locked_until
+       upload_id, created_at, expires_at, locked_until, verification, verified_at
 FROM artifacts
 WHERE workspace_id = :workspace_id AND run_id = :run_id AND name = :name
 
 -- name: artifact_list_for_run
 SELECT id, workspace_id, backup_id, run_id, name, size, sha256, state, storage, object_key,
-       upload_id, created_at, expires_at, locked_until
+       upload_id, created_at, expires_at, locked_until, verification, verified_at
 FROM artifacts
 WHERE workspace_id = :workspace_id AND run_id = :run_id
 ORDER BY created_at, id
 
 -- name: artifact_list
 SELECT id, workspace_id, backup_id, run_id, name, size, sha256, state, storage, object_key,
-       upload_id, created_at, expires_at, locked_until
+       upload_id, created_at, expires_at, locked_until, verification, verified_at
 FROM artifacts
 WHERE workspace_id = :workspace_id /*filters*/
 ORDER BY created_at DESC, id DESC
@@ -325,11 +326,24 @@ OR state = 'pending'
 
 -- name: artifact_expired
 SELECT id, workspace_id, backup_id, run_id, name, size, sha256, state, storage, object_key,
-       upload_id, created_at, expires_at, locked_until
+       upload_id, created_at, expires_at, locked_until, verification, verified_at
 FROM artifacts
 WHERE state = 'available' AND expires_at <= :now
 ORDER BY expires_at, id
 LIMIT :limit
+
+-- name: artifact_to_verify
+-- Pending verifications first, then (with the filter) the least recently verified.
+SELECT id, workspace_id, backup_id, run_id, name, size, sha256, state, storage, object_key,
+       upload_id, created_at, expires_at, locked_until, verification, verified_at
+FROM artifacts
+WHERE state = 'available' AND (verification = 'pending' /*filters*/)
+ORDER BY CASE WHEN verification = 'pending' THEN 0 ELSE 1 END,
+         coalesce(verified_at, created_at), id
+LIMIT :limit
+
+-- name: filter_artifact_verified_before
+OR verified_at IS NULL OR verified_at < :verified_before
 
 -- name: worker_insert
 INSERT INTO workers (id, workspace_id, name, token_hash, created_at, last_seen_at)

@@ -1,0 +1,309 @@
+"""Paused dependencies under a real ``strongroom serve`` process on PostgreSQL and S3
+(SeaweedFS), and background verification on that process (issue 12).
+
+The process reaches the database and the object store only through TCP proxies, which the
+tests pause: connections are still accepted and nothing is forwarded, which is what a
+client sees of a SIGSTOPped server (the kernel completes the handshake; nobody answers).
+The shared PostgreSQL server and the session's SeaweedFS are never paused themselves.
+While paused, ``/readyz`` answers 503 within 2 s and API calls touching the paused
+dependency answer 502 ``upstream_unavailable`` within their documented bound
+(docs/operations.md, Bounds); once forwarding resumes the same process serves again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import secrets
+import threading
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import attrs
+import httpx2
+import psycopg
+import pytest
+from integration_world import error_code, expect, postgres_url, workspace_admin
+from live_server import Timed, client_for, timed
+
+from support.postgres import PostgresServer
+from support.seaweed import SeaweedServer
+from support.serve_process import free_port, serving
+from support.tcp_proxy import TcpProxy
+from support.world import bearer
+
+# STRONGROOM_S3_TIMEOUT of the process under test: one store call waits at most this.
+S3_TIMEOUT = 2.0
+# The database's documented bound: a 10 s statement timeout, cut by the client 1 s later
+# (or a 5 s wait for a connection, or a 5 s connection attempt), plus scheduling slack.
+DATABASE_BOUND = 13.0
+STORE_BOUND = S3_TIMEOUT + 1.5
+READY_BOUND = 2.0
+RECOVERY = 15.0
+MULTIPART_THRESHOLD = 1000
+
+
+@attrs.frozen
+class Stack:
+    """The served process and the proxies in front of its database and object store."""
+
+    url: str
+    database: TcpProxy
+    store: TcpProxy
+
+
+@attrs.frozen
+class Scoped:
+    """A workspace admin's session and a manual backup of that workspace."""
+
+    headers: dict[str, str]
+    workspace_id: str
+    backup_id: str
+
+    def run(self, client: httpx2.Client) -> str:
+        created = expect(
+            client.post("/v1/runs", json={"backup_id": self.backup_id}, headers=self.headers),
+            201,
+        )
+        run_id: str = created["id"]
+        return run_id
+
+    def ask_upload(self, client: httpx2.Client, run_id: str, name: str, data: bytes) -> Any:
+        return client.post(
+            f"/v1/runs/{run_id}/upload-url",
+            json={"name": name, "size": len(data), "sha256": hashlib.sha256(data).hexdigest()},
+            headers=self.headers,
+        )
+
+    def confirm(self, client: httpx2.Client, run_id: str) -> httpx2.Response:
+        response: httpx2.Response = client.post(f"/v1/runs/{run_id}/confirm", headers=self.headers)
+        return response
+
+    def artifacts(self, client: httpx2.Client) -> list[dict[str, Any]]:
+        listed: list[dict[str, Any]] = expect(
+            client.get(f"/v1/workspaces/{self.workspace_id}/artifacts", headers=self.headers),
+            200,
+        )["data"]
+        return listed
+
+
+def upstream_of(url: str) -> tuple[str, int]:
+    parts = urlsplit(url)
+    return parts.hostname or "127.0.0.1", parts.port or 80
+
+
+@pytest.fixture
+def stack(
+    pg_server: PostgresServer,
+    integration_conninfo: str,
+    seaweed: SeaweedServer,
+    tmp_path: Path,
+) -> Iterator[Stack]:
+    """``strongroom serve`` configured by the environment alone, on the session's database
+    and SeaweedFS, each behind a proxy of its own."""
+    params = psycopg.conninfo.conninfo_to_dict(integration_conninfo)
+    database_upstream = (str(params.get("host") or "127.0.0.1"), int(str(params["port"])))
+    with (
+        TcpProxy(database_upstream) as database,
+        TcpProxy(upstream_of(seaweed.endpoint)) as store,
+    ):
+        proxied = psycopg.conninfo.make_conninfo(
+            integration_conninfo, host="127.0.0.1", port=database.port
+        )
+        configuration = {
+            "STRONGROOM_DATABASE_URL": postgres_url(proxied),
+            "STRONGROOM_SIGNUP": "true",
+            "STRONGROOM_S3_ENDPOINT": f"http://127.0.0.1:{store.port}",
+            "STRONGROOM_S3_ACCESS_KEY": seaweed.access_key,
+            "STRONGROOM_S3_SECRET_KEY": seaweed.secret_key,
+            "STRONGROOM_S3_BUCKET": "strongroom-" + secrets.token_hex(6),
+            "STRONGROOM_S3_TIMEOUT": str(S3_TIMEOUT),
+            "STRONGROOM_MULTIPART_THRESHOLD": str(MULTIPART_THRESHOLD),
+            "STRONGROOM_VERIFY_PENDING_INTERVAL": "0.3",
+            "STRONGROOM_LOG_FORMAT": "text",
+        }
+        data_dir, log = tmp_path / "data", tmp_path / "serve.log"
+        data_dir.mkdir()
+        with serving(data_dir, free_port(), log, configuration) as url:
+            yield Stack(url, database, store)
+
+
+def admin(client: httpx2.Client) -> Scoped:
+    """A new person administering a new workspace, with a backup retained 30 days and
+    locked for an hour."""
+    workspace, token = workspace_admin(client, f"ada-{secrets.token_hex(4)}@example.com")
+    headers = bearer(token)
+    backup = expect(
+        client.post(
+            f"/v1/workspaces/{workspace['id']}/backups",
+            json={"name": "Nightly", "kind": "manual"},
+            headers=headers,
+        ),
+        201,
+    )
+    expect(
+        client.patch(
+            f"/v1/backups/{backup['id']}",
+            json={"retention": {"expire_after": "P30D", "lock_for": "PT1H"}},
+            headers=headers,
+        ),
+        200,
+    )
+    return Scoped(headers, workspace["id"], backup["id"])
+
+
+def put(url: str, body: bytes, headers: dict[str, str] | None = None) -> int:
+    status: int = httpx2.put(url, content=body, headers=headers, timeout=30).status_code
+    return status
+
+
+def send_parts(plan: dict[str, Any], data: bytes) -> None:
+    for part in plan["parts"]:
+        start = (part["number"] - 1) * plan["part_size"]
+        assert put(part["url"], data[start : start + part["size"]]) == 200
+
+
+def assert_unavailable(answer: Timed, bound: float, what: str) -> None:
+    """502 ``upstream_unavailable`` within ``bound`` seconds."""
+    assert answer.response.status_code == 502, f"{what}: {answer.response.text}"
+    assert error_code(answer.response) == "upstream_unavailable", what
+    assert answer.seconds < bound, f"{what} took {answer.seconds:.1f} s"
+
+
+def assert_not_ready(client: httpx2.Client, failing: str) -> None:
+    """``/readyz`` answers 503 within 2 s naming ``failing``; ``/healthz`` stays 200."""
+    ready = timed(lambda: client.get("/readyz"))
+    assert ready.seconds < READY_BOUND, f"/readyz took {ready.seconds:.2f} s"
+    assert ready.response.status_code == 503, ready.response.text
+    checks = {"database": "ok", "storage": "ok", failing: "unavailable"}
+    assert ready.response.json() == {"status": "unavailable", "checks": checks}
+    assert client.get("/healthz").status_code == 200
+
+
+def wait_until_ready(client: httpx2.Client) -> None:
+    deadline = time.monotonic() + RECOVERY
+    while client.get("/readyz").status_code != 200:
+        assert time.monotonic() < deadline, "the process did not recover by itself"
+        time.sleep(0.1)
+
+
+def at_once(*calls: Callable[[], httpx2.Response]) -> list[Timed]:
+    """The calls in parallel (each on a client of its own), each timed."""
+    with ThreadPoolExecutor(max_workers=len(calls)) as pool:
+        return list(pool.map(timed, calls))
+
+
+class TestStorePaused:
+    """The object store accepts connections and answers nothing."""
+
+    def test_readyz_503_calls_502_within_their_bounds_then_it_recovers(self, stack: Stack) -> None:
+        """upload-url (a multipart upload begins in the store) and confirm (the store is
+        asked what arrived) are 502 within ``STRONGROOM_S3_TIMEOUT``; nothing changes;
+        after the pause the same process takes the upload and confirms it."""
+        small, big = os.urandom(100), os.urandom(3000)
+        with client_for(stack.url) as client, client_for(stack.url) as other:
+            scoped = admin(client)
+            run_id = scoped.run(client)
+            plan = expect(scoped.ask_upload(client, run_id, "small", small), 201)
+            assert put(plan["url"], small, plan["headers"]) == 200
+            stack.store.pause()
+            try:
+                assert_not_ready(client, "storage")
+                starting, confirming = at_once(
+                    lambda: scoped.ask_upload(client, run_id, "big", big),
+                    lambda: scoped.confirm(other, run_id),
+                )
+                assert_unavailable(starting, STORE_BOUND, "upload-url of a multipart artifact")
+                assert_unavailable(confirming, STORE_BOUND, "confirm")
+                assert_not_ready(client, "storage")
+                # The database still answers: reads that need no storage are served.
+                assert [a["name"] for a in scoped.artifacts(client)] == ["small"]
+            finally:
+                stack.store.resume()
+            wait_until_ready(client)
+            assert [a["state"] for a in scoped.artifacts(client)] == ["pending"]
+            multipart = expect(scoped.ask_upload(client, run_id, "big", big), 201)
+            send_parts(multipart, big)
+            run = expect(scoped.confirm(client, run_id), 200)
+            assert (run["state"], run["artifact_count"]) == ("succeeded", 2)
+
+
+class TestDatabasePaused:
+    """The database accepts connections and answers nothing."""
+
+    def test_readyz_503_calls_502_within_their_bound_then_it_recovers(self, stack: Stack) -> None:
+        """A read and a storage call (upload-url) are 502 within the database's bound while
+        ``/readyz`` keeps answering 503 within 2 s; then the same process serves again."""
+        with client_for(stack.url) as client, client_for(stack.url) as other:
+            scoped = admin(client)
+            run_id = scoped.run(client)
+            stack.database.pause()
+            try:
+                answers: list[Timed] = []
+                worker = threading.Thread(
+                    target=lambda: answers.extend(
+                        at_once(
+                            lambda: other.get("/v1/me", headers=scoped.headers),
+                            lambda: scoped.ask_upload(other, run_id, "small", b"x"),
+                        )
+                    )
+                )
+                worker.start()
+                assert_not_ready(client, "database")
+                worker.join()
+                me, asked = answers
+                assert_unavailable(me, DATABASE_BOUND, "GET /v1/me")
+                assert_unavailable(asked, DATABASE_BOUND, "upload-url")
+                assert_not_ready(client, "database")
+            finally:
+                stack.database.resume()
+            wait_until_ready(client)
+            expect(client.get("/v1/me", headers=scoped.headers), 200)
+            assert scoped.artifacts(client) == []
+            expect(scoped.ask_upload(client, run_id, "small", b"x"), 201)
+
+
+class TestBackgroundVerification:
+    """The process's own verifier (``STRONGROOM_VERIFY_PENDING_INTERVAL``) on S3."""
+
+    def test_wrong_parts_are_marked_mismatch_audited_and_counted(self, stack: Stack) -> None:
+        """Parts of the right sizes and other bytes pass confirm (S3 cannot tell the joined
+        sha256): ``pending``, then ``mismatch`` within seconds, an ``artifact.verify``
+        event by ``system``, and the ``/metrics`` counter; right parts become ``ok``."""
+        right, wrong = os.urandom(3000), os.urandom(3000)
+        with client_for(stack.url) as client:
+            scoped = admin(client)
+            run_id = scoped.run(client)
+            send_parts(expect(scoped.ask_upload(client, run_id, "right", right), 201), right)
+            send_parts(
+                expect(scoped.ask_upload(client, run_id, "wrong", wrong), 201),
+                os.urandom(len(wrong)),
+            )
+            expect(scoped.confirm(client, run_id), 200)
+            deadline = time.monotonic() + RECOVERY
+            while True:
+                found = {a["name"]: a["verification"] for a in scoped.artifacts(client)}
+                if "pending" not in found.values():
+                    break
+                assert time.monotonic() < deadline, found
+                time.sleep(0.2)
+            assert found == {"right": "ok", "wrong": "mismatch"}
+            events = expect(
+                client.get(
+                    f"/v1/workspaces/{scoped.workspace_id}/audit",
+                    params={"action": "artifact.verify"},
+                    headers=scoped.headers,
+                ),
+                200,
+            )["data"]
+            assert sorted(e["changes"]["verification"]["to"] for e in events) == [
+                "mismatch",
+                "ok",
+            ]
+            assert {e["actor"]["type"] for e in events} == {"system"}
+            metrics = client.get("/metrics").text
+            assert "strongroom_artifact_verification_mismatches_total 1.0" in metrics
