@@ -11,7 +11,6 @@ from strongroom.adapters.identity.builtin import CLIENT_ID
 from strongroom.adapters.memory.services import ManualClock
 from strongroom.domain.errors import InvalidRequestError
 from strongroom.domain.principals import Caller
-from strongroom.domain.workspaces import Workspace
 from strongroom.ports.driving import Strongroom
 from strongroom.ports.driving.idempotency import IdempotencyKey
 from support.world import PASSWORD, idp_of, make_facade, session_token
@@ -30,7 +29,7 @@ ROUTE = "POST /v1/workspaces"
 
 def create_with_key(facade: Strongroom, caller: Caller, key: str, name: str) -> None:
     """Create a workspace under an Idempotency-Key, as ``POST /v1/workspaces`` does."""
-    idempotency: IdempotencyKey[Workspace] = IdempotencyKey(key, ROUTE, name, lambda w: str(w.id))
+    idempotency = IdempotencyKey(key, ROUTE, fingerprint=name)
     facade.workspaces.create(caller, name, idempotency=idempotency)
 
 
