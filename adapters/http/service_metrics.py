@@ -12,7 +12,7 @@ from itertools import accumulate
 from prometheus_client.core import GaugeHistogramMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from strongroom.domain.artifacts import ArtifactState
+from strongroom.domain.artifacts import ArtifactState, Verification
 from strongroom.domain.runs import RunState
 from strongroom.ports.driven.statistics import ServiceStatistics
 
@@ -53,6 +53,13 @@ class ServiceFamilies(Collector):
             ArtifactState,
             snapshot.artifacts_by_state,
         )
+        yield _by_state(
+            "strongroom_artifact_verifications",
+            "Available artifacts by what their last verification found: a mismatch or a "
+            "missing object is an artifact whose stored bytes are not what was confirmed.",
+            Verification,
+            snapshot.artifacts_by_verification,
+        )
         yield _storage(snapshot.workspace_storage_bytes)
         if snapshot.pool is not None:
             yield from _pool(snapshot)
@@ -61,7 +68,7 @@ class ServiceFamilies(Collector):
 def _by_state(
     name: str,
     documentation: str,
-    states: type[RunState] | type[ArtifactState],
+    states: type[RunState] | type[ArtifactState] | type[Verification],
     counts: dict[str, int],
 ) -> GaugeMetricFamily:
     """A gauge per state, every state present (0 when none), in the enum's order."""

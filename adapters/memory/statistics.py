@@ -25,6 +25,16 @@ class MemoryStatisticsRepository:
         artifacts: list[Artifact] = list(self._tx.read("artifacts").values())
         return dict(Counter(artifact.state.value for artifact in artifacts))
 
+    async def artifacts_by_verification(self) -> dict[str, int]:
+        artifacts: list[Artifact] = list(self._tx.read("artifacts").values())
+        return dict(
+            Counter(
+                artifact.verification.value
+                for artifact in artifacts
+                if artifact.state is ArtifactState.AVAILABLE and artifact.verification is not None
+            )
+        )
+
     async def workspace_storage_bytes(self) -> list[int]:
         stored: dict[UUID, int] = dict.fromkeys(self._tx.read("workspaces"), 0)
         artifact: Artifact

@@ -139,6 +139,7 @@ class Q(StrEnum):
     DEVICE_GRANT_UPDATE = "device_grant_update"
     STATISTICS_RUNS_BY_STATE = "statistics_runs_by_state"
     STATISTICS_ARTIFACTS_BY_STATE = "statistics_artifacts_by_state"
+    STATISTICS_ARTIFACTS_BY_VERIFICATION = "statistics_artifacts_by_verification"
     STATISTICS_WORKSPACE_STORAGE_BYTES = "statistics_workspace_storage_bytes"
 
 

@@ -1,4 +1,4 @@
-"""Service-wide figures of a SQL database, for monitoring: three grouped counts and the
+"""Service-wide figures of a SQL database, for monitoring: four grouped counts and the
 pool's own report."""
 
 from __future__ import annotations
@@ -34,6 +34,10 @@ class SqlStatisticsRepository:
     async def artifacts_by_state(self) -> dict[str, int]:
         """How many artifacts are in each state."""
         return await self._counts(Q.STATISTICS_ARTIFACTS_BY_STATE)
+
+    async def artifacts_by_verification(self) -> dict[str, int]:
+        """How many available artifacts each verification result has."""
+        return await self._counts(Q.STATISTICS_ARTIFACTS_BY_VERIFICATION)
 
     async def workspace_storage_bytes(self) -> list[int]:
         """Each workspace's stored bytes, without the workspace."""

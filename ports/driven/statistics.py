@@ -27,6 +27,8 @@ class ServiceStatistics:
 
     runs_by_state: dict[str, int]
     artifacts_by_state: dict[str, int]
+    # Available artifacts by what their last verification found (never verified: left out).
+    artifacts_by_verification: dict[str, int]
     # One entry per workspace: the bytes of its available artifacts in service storage.
     workspace_storage_bytes: list[int]
     # ``None`` when the store has no connection pool (in memory, SQLite).
@@ -42,6 +44,12 @@ class StatisticsRepository(Protocol):
 
     async def artifacts_by_state(self) -> dict[str, int]:
         """How many artifacts are in each state (states with none may be left out)."""
+        ...
+
+    async def artifacts_by_verification(self) -> dict[str, int]:
+        """How many available artifacts each verification result has (``pending``,
+        ``ok``, ``mismatch``, ``missing``; never-verified ones and results with none may be
+        left out)."""
         ...
 
     async def workspace_storage_bytes(self) -> list[int]:

@@ -7,8 +7,9 @@ from strongroom.ports.driving.dependencies import Dependencies
 
 
 async def metrics_snapshot(deps: Dependencies) -> ServiceStatistics:
-    """Runs and artifacts by state, each workspace's stored bytes (no workspace named) and
-    the connection pool's use, read in one unit of work.
+    """Runs and artifacts by state, available artifacts by verification result, each
+    workspace's stored bytes (no workspace named) and the connection pool's use, read in
+    one unit of work.
 
     The pool is asked first, before the unit takes a connection, so the snapshot does not
     count itself as a connection in use.
@@ -18,6 +19,7 @@ async def metrics_snapshot(deps: Dependencies) -> ServiceStatistics:
         return ServiceStatistics(
             runs_by_state=await uow.statistics.runs_by_state(),
             artifacts_by_state=await uow.statistics.artifacts_by_state(),
+            artifacts_by_verification=await uow.statistics.artifacts_by_verification(),
             workspace_storage_bytes=await uow.statistics.workspace_storage_bytes(),
             pool=pool,
         )

@@ -356,6 +356,7 @@ class AgreementMachine(RuleBasedStateMachine):
             return (
                 uow.statistics.runs_by_state(),
                 uow.statistics.artifacts_by_state(),
+                uow.statistics.artifacts_by_verification(),
                 sorted(uow.statistics.workspace_storage_bytes()),
             )
 

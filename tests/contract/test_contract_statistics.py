@@ -9,7 +9,7 @@ import attrs
 from contract_records import T0, Adapter, user, workspace
 from test_contract_artifacts import artifact, available, world
 
-from strongroom.domain.artifacts import ArtifactState, ArtifactStorage
+from strongroom.domain.artifacts import ArtifactState, ArtifactStorage, Verification
 from strongroom.domain.runs import Run, RunState
 from strongroom.ports.driven.statistics import PoolUse
 
@@ -22,6 +22,7 @@ class TestStatistics:
         with adapter.uow() as uow:
             assert uow.statistics.runs_by_state() == {}
             assert uow.statistics.artifacts_by_state() == {}
+            assert uow.statistics.artifacts_by_verification() == {}
             assert uow.statistics.workspace_storage_bytes() == []
 
     def test_counts_by_state_and_stored_bytes_per_workspace(self, adapter: Adapter) -> None:
@@ -48,6 +49,27 @@ class TestStatistics:
                 "deleted": 1,
             }
             assert sorted(uow.statistics.workspace_storage_bytes()) == [0, 30]
+
+    def test_available_artifacts_by_verification_result(self, adapter: Adapter) -> None:
+        """Available artifacts count by their last verification (a mismatch in any
+        workspace shows); never-verified, pending-upload and deleted ones do not."""
+        _, _, run = world(adapter)
+        _, _, elsewhere = world(adapter)
+        adapter.store(
+            available(run, "ok", 0, 100, verification=Verification.OK),
+            available(run, "waiting", 0, 100, verification=Verification.PENDING),
+            available(run, "bad", 0, 100, verification=Verification.MISMATCH),
+            available(elsewhere, "bad", 0, 100, verification=Verification.MISMATCH),
+            available(elsewhere, "never", 0, 100),
+            artifact(run, "announced", verification=Verification.PENDING),
+            artifact(run, "gone", state=ArtifactState.DELETED, verification=Verification.MISSING),
+        )
+        with adapter.uow() as uow:
+            assert uow.statistics.artifacts_by_verification() == {
+                "ok": 1,
+                "pending": 1,
+                "mismatch": 2,
+            }
 
     def test_a_workspace_without_backups_stores_zero(self, adapter: Adapter) -> None:
         """Every workspace is counted, with or without backups."""

@@ -143,7 +143,7 @@ class TestFamilies:
     ) -> None:
         """Each ``le`` bucket holds the workspaces storing at most that many bytes; every
         run state is present, 0 when the snapshot has none of it."""
-        snapshot = ServiceStatistics(runs, {}, sizes, None)
+        snapshot = ServiceStatistics(runs, {}, {}, sizes, None)
         figures = samples(HttpMetrics().render(snapshot).decode())
         storage = "strongroom_workspace_storage_bytes"
         for bound in STORAGE_BUCKETS:

@@ -307,3 +307,6 @@ class TestBackgroundVerification:
             assert {e["actor"]["type"] for e in events} == {"system"}
             metrics = client.get("/metrics").text
             assert "strongroom_artifact_verification_mismatches_total 1.0" in metrics
+            # The database's figure, which every instance reports and a restart keeps.
+            assert 'strongroom_artifact_verifications{state="mismatch"} 1.0' in metrics
+            assert 'strongroom_artifact_verifications{state="ok"} 1.0' in metrics

@@ -631,6 +631,12 @@ SELECT state, count(*) AS n FROM runs GROUP BY state
 -- name: statistics_artifacts_by_state
 SELECT state, count(*) AS n FROM artifacts GROUP BY state
 
+-- name: statistics_artifacts_by_verification
+SELECT verification AS state, count(*) AS n
+FROM artifacts
+WHERE state = 'available' AND verification IS NOT NULL
+GROUP BY verification
+
 -- name: statistics_workspace_storage_bytes
 -- One row per workspace, its stored bytes only (the id is grouped on, never returned).
 SELECT CAST(coalesce(sum(a.size), 0) AS BIGINT) AS n
