@@ -39,6 +39,8 @@ from types import TracebackType
 from typing import Any, Self, TypeVar
 from uuid import UUID
 
+import orjson
+
 from strongroom.adapters.concurrency import AnyLoopLock
 from strongroom.adapters.sql.catalog import Dialect, Q, queries_for
 from strongroom.adapters.sql.errors import DATABASE_UNAVAILABLE, refusal
@@ -124,12 +126,12 @@ class SqliteCodec:
         return datetime.fromisoformat(value)
 
     def read_json(self, value: Any) -> Any:
-        """A value from JSON text."""
-        return json.loads(value)
+        """A value from JSON text (orjson: a page of backups parses hundreds of them)."""
+        return orjson.loads(value)
 
     def read_text_list(self, value: Any) -> list[str]:
         """A list from a JSON array."""
-        found: list[str] = json.loads(value)
+        found: list[str] = orjson.loads(value)
         return found
 
 
