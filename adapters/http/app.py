@@ -15,7 +15,7 @@ from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 
 from strongroom.adapters.http import errors
-from strongroom.adapters.http.metrics import HttpMetrics, MetricsMiddleware
+from strongroom.adapters.http.metrics import HttpMetrics
 from strongroom.adapters.http.request_ids import RequestIdMiddleware
 from strongroom.adapters.http.routes import (
     artifacts,
@@ -69,8 +69,7 @@ def build_app(
     app = Starlette(
         routes=ROUTES,
         middleware=[
-            Middleware(MetricsMiddleware, metrics=metrics, access_log=access_log),
-            Middleware(RequestIdMiddleware),
+            Middleware(RequestIdMiddleware, metrics=metrics, access_log=access_log),
         ],
         exception_handlers={
             StrongroomError: errors.strongroom_error,
