@@ -363,14 +363,25 @@ class SqliteTransaction:
             for text, params, fetch in steps:
                 failing.clear()
                 failing.update(params)
-                cursor = connection.execute(text, params)
+                cursor = connection.cursor()
+                # Plain tuples made dicts here: sqlite3.Row finds a column by name with a
+                # case-insensitive scan of every column, on every read of a value.
+                cursor.row_factory = None
                 try:
-                    if fetch == "one":
-                        results.append(cursor.fetchone())
-                    elif fetch == "all":
-                        results.append(cursor.fetchall())
-                    else:
+                    cursor.execute(text, params)
+                    if fetch == "count":
                         results.append(cursor.rowcount)
+                        continue
+                    names = [column[0] for column in cursor.description or ()]
+                    if fetch == "one":
+                        found = cursor.fetchone()
+                        results.append(
+                            None if found is None else dict(zip(names, found, strict=True))
+                        )
+                    else:
+                        results.append(
+                            [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+                        )
                 finally:
                     cursor.close()
             return results
