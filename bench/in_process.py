@@ -21,18 +21,22 @@ import asyncio
 import importlib.util
 import json
 import os
-
 import sys
 import tempfile
 import time
 import urllib.parse
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
-from uuid import uuid4
+from uuid import UUID, uuid4
 
 import uvloop
+
+from strongroom.domain.quotas import QuotaResource
+from strongroom.entrypoints.http import create_app
+from strongroom.entrypoints.service import open_serving_facade
+from strongroom.entrypoints.settings import Settings
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -172,16 +176,19 @@ def json_body(data: Any) -> dict[str, Any]:
     return {"body": json.dumps(data).encode(), "content_type": "application/json"}
 
 
-async def set_up(client: Caller, lift_quota: Callable[[str], None]) -> dict[str, str]:
-    """A workspace, a session scoped to it, 51 backups; the paths of the rows."""
+async def set_up(client: Caller, lift_quota: Callable[[str], Awaitable[None]]) -> dict[str, str]:
+    """A person, a workspace, a session scoped to it, its backup quota lifted and 51
+    backups (a full page of 50); the session's token, the workspace's and a backup's id."""
     session = await sign_in(client, f"bench-{uuid4().hex[:8]}@example.com")
-    workspace = await client.json("POST", "/v1/workspaces", token=session, **json_body({"name": "Bench"}))
+    workspace = await client.json(
+        "POST", "/v1/workspaces", token=session, **json_body({"name": "Bench"})
+    )
     wid = workspace["id"]
     scoped = await client.json(
         "POST", "/v1/auth/switch", token=session, **json_body({"workspace_id": wid})
     )
+    await lift_quota(wid)
     token = str(scoped["token"])
-    lift_quota(wid)
     first = None
     for number in range(51):
         backup = await client.json(
@@ -220,17 +227,14 @@ async def timed(
 def load_peers(dsn: str, folder: Path) -> ASGI:
     os.environ["ANCHOR_DSN"] = dsn
     spec = importlib.util.spec_from_file_location("peers", folder / "peers.py")
-    assert spec and spec.loader
+    if spec is None or spec.loader is None:
+        raise SystemExit(f"no peers.py in {folder}")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module.app
 
 
 async def measure(options: argparse.Namespace) -> list[dict[str, Any]]:
-    from strongroom.entrypoints.http import create_app
-    from strongroom.entrypoints.settings import Settings
-    from strongroom.entrypoints.service import open_serving_facade
-
     admin = options.postgres
     results: list[dict[str, Any]] = []
     with ExitStack() as stack:
@@ -260,41 +264,14 @@ async def measure(options: argparse.Namespace) -> list[dict[str, Any]]:
             app = Caller(create_app(settings))
             await app.start()
 
-            def lift(wid: str) -> None:
-                from uuid import UUID
+            async def lift(wid: str, settings: Settings = settings) -> None:
+                async with open_serving_facade(settings, migrate=False) as facade:
+                    await facade.workspaces.set_quota(
+                        UUID(wid), QuotaResource.BACKUPS_PER_WORKSPACE, 0
+                    )
 
-                from strongroom.domain.quotas import QuotaResource
-
-                async def run() -> None:
-                    async with open_serving_facade(settings, migrate=False) as facade:
-                        await facade.workspaces.set_quota(
-                            UUID(wid), QuotaResource("backups_per_workspace"), 0
-                        )
-
-                lifts.append(run())
-
-            lifts: list[Any] = []
-            paths = await set_up_lifted(app, lift, lifts)
-            token, wid, bid = paths["token"], paths["wid"], paths["bid"]
-            rows = {
-                "healthz": (lambda _: app.request("GET", "/healthz"), peer_hello),
-                "get": (lambda _: app.request("GET", f"/v1/backups/{bid}", token=token), peer_get),
-                "list": (
-                    lambda _: app.request(
-                        "GET", f"/v1/workspaces/{wid}/backups?limit=50", token=token
-                    ),
-                    peer_get,
-                ),
-                "create": (
-                    lambda number: app.request(
-                        "POST",
-                        f"/v1/workspaces/{wid}/backups",
-                        token=token,
-                        **json_body({"name": f"n-{uuid4().hex}", "kind": "manual"}),
-                    ),
-                    peer_get,
-                ),
-            }
+            paths = await set_up(app, lift)
+            rows = row_requests(app, paths, peer_hello, peer_get)
             for key, (make, peer) in rows.items():
                 if options.rows and key not in options.rows:
                     continue
@@ -319,40 +296,25 @@ async def measure(options: argparse.Namespace) -> list[dict[str, Any]]:
     return results
 
 
-async def set_up_lifted(app: Caller, lift: Callable[[str], None], lifts: list[Any]) -> dict[str, str]:
-    """``set_up`` with the quota lift awaited in between (it is a coroutine here)."""
+def row_requests(
+    app: Caller, paths: dict[str, str], hello: Any, peer_get: Any
+) -> dict[str, tuple[Callable[[int], Any], Any]]:
+    """Each row's request (a function of the request's number) and its peer's figures."""
+    token, wid, bid = paths["token"], paths["wid"], paths["bid"]
 
-    def lift_now(wid: str) -> None:
-        lift(wid)
+    def create(_number: int) -> Any:
+        body = json_body({"name": f"n-{uuid4().hex}", "kind": "manual"})
+        return app.request("POST", f"/v1/workspaces/{wid}/backups", token=token, **body)
 
-    # The lift must run before the 51 creates: run set_up's steps with an awaited lift.
-    original = set_up
-
-    async def lifted() -> dict[str, str]:
-        session = await sign_in(app, f"bench-{uuid4().hex[:8]}@example.com")
-        workspace = await app.json(
-            "POST", "/v1/workspaces", token=session, **json_body({"name": "Bench"})
-        )
-        wid = workspace["id"]
-        scoped = await app.json(
-            "POST", "/v1/auth/switch", token=session, **json_body({"workspace_id": wid})
-        )
-        lift_now(wid)
-        await lifts.pop()
-        token = str(scoped["token"])
-        first = None
-        for number in range(51):
-            backup = await app.json(
-                "POST",
-                f"/v1/workspaces/{wid}/backups",
-                token=token,
-                **json_body({"name": f"bench-{number}", "kind": "manual"}),
-            )
-            first = first or backup["id"]
-        return {"token": token, "wid": wid, "bid": str(first)}
-
-    del original
-    return await lifted()
+    return {
+        "healthz": (lambda _: app.request("GET", "/healthz"), hello),
+        "get": (lambda _: app.request("GET", f"/v1/backups/{bid}", token=token), peer_get),
+        "list": (
+            lambda _: app.request("GET", f"/v1/workspaces/{wid}/backups?limit=50", token=token),
+            peer_get,
+        ),
+        "create": (create, peer_get),
+    }
 
 
 def main() -> None:
@@ -361,15 +323,15 @@ def main() -> None:
     parser.add_argument("--rows", nargs="*", default=[])
     parser.add_argument("-n", "--requests", type=int, default=2000)
     parser.add_argument("-c", "--concurrency", type=int, default=16)
-    parser.add_argument("--postgres", default=os.environ.get("STRONGROOM_BENCH_POSTGRES", LOCAL_POSTGRES))
+    parser.add_argument(
+        "--postgres", default=os.environ.get("STRONGROOM_BENCH_POSTGRES", LOCAL_POSTGRES)
+    )
     parser.add_argument("--json")
     parser.add_argument("--peers", type=Path, default=Path("/work/shared/bench"))
     options = parser.parse_args()
     results = uvloop.run(measure(options))
     if options.json:
         Path(options.json).write_text(json.dumps(results, indent=2))
-    print("median-free single run; repeat and compare", file=sys.stderr)
-
 
 
 if __name__ == "__main__":
