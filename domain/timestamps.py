@@ -32,4 +32,5 @@ def parse_timestamp(text: str, field: str) -> datetime:
 
 def format_timestamp(moment: datetime) -> str:
     """The API's form of an instant: RFC 3339 in UTC with a ``Z`` suffix, milliseconds."""
-    return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    instant = moment if moment.tzinfo is UTC else moment.astimezone(UTC)
+    return instant.isoformat(timespec="milliseconds")[:-6] + "Z"  # "+00:00" becomes "Z"

@@ -7,12 +7,15 @@ real token from noise without a database look-up. Only the SHA-256 of a token is
 from __future__ import annotations
 
 import hashlib
+import re
 import zlib
 from enum import StrEnum
 
 _ALPHABET = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 _BODY_LENGTH = 43  # 62**43 > 2**256
 _CHECKSUM_LENGTH = 6
+# A prefix's shape, then body and checksum in the alphabet: one match, not a loop in Python.
+_WELL_FORMED = re.compile(rf"(bk[a-z]_)[0-9A-Za-z]{{{_BODY_LENGTH + _CHECKSUM_LENGTH}}}")
 
 
 class TokenKind(StrEnum):
@@ -23,6 +26,9 @@ class TokenKind(StrEnum):
     WORKER = "bkw_"
     IDP_ACCESS = "bki_"
     DEVICE_CODE = "bkd_"
+
+
+_KINDS = {kind.value: kind for kind in TokenKind}
 
 
 def _base62(number: int, width: int) -> str:
@@ -47,14 +53,12 @@ def format_token(kind: TokenKind, random_bytes: bytes) -> str:
 
 def token_kind(token: str) -> TokenKind | None:
     """The kind of a well-formed token with a valid checksum, else ``None``."""
-    for kind in TokenKind:
-        if token.startswith(kind.value):
-            expected_length = len(kind.value) + _BODY_LENGTH + _CHECKSUM_LENGTH
-            if len(token) != expected_length or any(c not in _ALPHABET for c in token[4:]):
-                return None
-            body_end = len(kind.value) + _BODY_LENGTH
-            return kind if _checksum(token[:body_end]) == token[body_end:] else None
-    return None
+    matched = _WELL_FORMED.fullmatch(token)
+    kind = None if matched is None else _KINDS.get(matched[1])
+    if kind is None:
+        return None
+    body_end = len(kind.value) + _BODY_LENGTH
+    return kind if _checksum(token[:body_end]) == token[body_end:] else None
 
 
 def hash_token(token: str) -> str:

@@ -18,7 +18,7 @@ from strongroom.adapters.http import errors
 from strongroom.adapters.http.compression import GzipMiddleware
 from strongroom.adapters.http.cors import CorsMiddleware
 from strongroom.adapters.http.integrity_metrics import VerificationFamilies
-from strongroom.adapters.http.metrics import HttpMetrics, MetricsMiddleware
+from strongroom.adapters.http.metrics import HttpMetrics
 from strongroom.adapters.http.request_ids import RequestIdMiddleware
 from strongroom.adapters.http.routes import (
     artifacts,
@@ -80,9 +80,8 @@ def build_app(
     app = Starlette(
         routes=ROUTES,
         middleware=[
-            Middleware(MetricsMiddleware, metrics=metrics, access_log=access_log),
+            Middleware(RequestIdMiddleware, metrics=metrics, access_log=access_log),
             *([Middleware(CorsMiddleware, origins=origins)] if origins else []),
-            Middleware(RequestIdMiddleware),
             Middleware(GzipMiddleware),
         ],
         exception_handlers={

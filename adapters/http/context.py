@@ -209,8 +209,17 @@ def render_json_canonical(data: Any) -> str:
     return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
+_BODY_HEADERS = (b"content-length", b"transfer-encoding")
+_BODILESS = ("GET", "HEAD")
+
+
 async def _read_capped(request: Request) -> tuple[bytes, bool]:
     """The body, or (once it passes the cap, without reading further) nothing and True."""
+    scope = request.scope
+    if scope["method"] in _BODILESS and not any(
+        name in _BODY_HEADERS for name, _ in scope["headers"]
+    ):
+        return b"", False  # a GET without either header has no body in HTTP/1.1
     chunks: list[bytes] = []
     size = 0
     async for chunk in request.stream():

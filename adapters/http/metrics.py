@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from bisect import bisect_left
 from collections import Counter
 from collections.abc import Iterator
@@ -20,7 +19,7 @@ from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily, M
 from prometheus_client.registry import Collector
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import Scope
 
 from strongroom.adapters.http.service_metrics import ServiceFamilies
 from strongroom.domain.errors import StrongroomError
@@ -104,37 +103,15 @@ class _Families(Collector):
         yield latency
 
 
-class MetricsMiddleware:
-    """Times and counts every HTTP request by the route template that answered it, and
-    logs one access event per request to ``strongroom.access`` when ``access_log``."""
-
-    def __init__(self, app: ASGIApp, metrics: HttpMetrics, access_log: bool = False) -> None:
-        self.app = app
-        self.metrics = metrics
-        self.access_log = access_log
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        started = time.perf_counter()
-        status = 500
-
-        async def send_counted(message: Message) -> None:
-            nonlocal status
-            if message["type"] == "http.response.start":
-                status = message["status"]
-            await send(message)
-
-        try:
-            await self.app(scope, receive, send_counted)
-        finally:
-            route = scope.get("route")
-            template = getattr(route, "path", UNMATCHED)
-            elapsed = time.perf_counter() - started
-            self.metrics.observe(template, scope["method"], status, elapsed)
-            if self.access_log:
-                _log_access(scope, template, status, elapsed)
+def record(
+    metrics: HttpMetrics, scope: Scope, status: int, seconds: float, access_log: bool
+) -> None:
+    """Count an answered request by the route template that answered it (the request-id
+    layer times it), and log its access event to ``strongroom.access`` when ``access_log``."""
+    template = getattr(scope.get("route"), "path", UNMATCHED)
+    metrics.observe(template, scope["method"], status, seconds)
+    if access_log:
+        _log_access(scope, template, status, seconds)
 
 
 def _log_access(scope: Scope, template: str, status: int, seconds: float) -> None:

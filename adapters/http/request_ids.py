@@ -1,5 +1,5 @@
 """Every response carries ``X-Request-ID``: the client's own (1..200 characters from ``!``
-to ``~``) or a generated ``req_<uuid>``.
+to ``~``) or a generated ``req_<uuid>``; every request is timed and counted (metrics.py).
 
 The middleware is the outermost layer of ours, so it is also where a client that went away
 mid-request ends quietly (contract 13), and where any other exception that no inner handler
@@ -13,12 +13,13 @@ from __future__ import annotations
 import os
 import random
 import re
+import time
 
-from starlette.datastructures import MutableHeaders
 from starlette.requests import ClientDisconnect, Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from strongroom.adapters.http.errors import client_disconnected, internal_error
+from strongroom.adapters.http.metrics import HttpMetrics, record
 
 _CLIENT_ID = re.compile(r"[!-~]{1,200}")
 
@@ -49,47 +50,65 @@ def choose_request_id(sent: str | None) -> str:
 
 
 class RequestIdMiddleware:
-    """Assigns the request id (in ``request.state.request_id``) and sets the header; ends a
-    request whose client went away (``ClientDisconnect``) without an error."""
+    """The outermost layer of ours, one pure-ASGI layer for what every request needs:
+    assigns the request id (in ``request.state.request_id``) and sets the header, times
+    and counts the request into ``metrics`` (with an access event when ``access_log``), and
+    ends a request whose client went away (``ClientDisconnect``) without an error.
 
-    def __init__(self, app: ASGIApp) -> None:
+    One layer, not one per concern: each layer wraps ``send`` in a closure of its own, and
+    ``GET /healthz`` spent a fifth of its time in the two it had.
+    """
+
+    def __init__(self, app: ASGIApp, metrics: HttpMetrics, access_log: bool = False) -> None:
         self.app = app
+        self.metrics = metrics
+        self.access_log = access_log
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        sent = next(
-            (
-                value.decode("latin-1")
-                for name, value in scope["headers"]
-                if name == b"x-request-id"
-            ),
-            None,
-        )
+        started_at = time.perf_counter()
+        sent = None
+        for name, value in scope["headers"]:
+            if name == b"x-request-id":
+                sent = value.decode("latin-1")
+                break
         request_id = choose_request_id(sent)
-        scope.setdefault("state", {})["request_id"] = request_id
-
-        started = False
+        state = scope.get("state")
+        if state is None:
+            state = scope["state"] = {}
+        state["request_id"] = request_id
+        header = (b"x-request-id", request_id.encode("latin-1"))
+        status = 0  # no response started yet
 
         async def send_with_id(message: Message) -> None:
-            nonlocal started
+            nonlocal status
             if message["type"] == "http.response.start":
-                started = True
-                MutableHeaders(scope=message)["X-Request-ID"] = request_id
+                status = message["status"]
+                headers = message.get("headers") or []
+                message["headers"] = [*(h for h in headers if h[0] != b"x-request-id"), header]
             await send(message)
 
         try:
             await self.app(scope, receive, send_with_id)
         except ClientDisconnect as gone:
-            if not started:
+            if not status:
                 response = await client_disconnected(Request(scope, receive), gone)
                 await response(scope, receive, send_with_id)
         except Exception as failure:
-            if started:
+            if status:
                 raise  # a response half sent is broken: the server must close the connection
             # Answered (and logged once, with its traceback) here rather than by Starlette's
             # last-resort handler, which re-raises after sending the 500, so that the server
             # closes a keep-alive connection that is in perfect order.
             response = await internal_error(Request(scope, receive), failure)
             await response(scope, receive, send_with_id)
+        finally:
+            record(
+                self.metrics,
+                scope,
+                status or 500,
+                time.perf_counter() - started_at,
+                self.access_log,
+            )

