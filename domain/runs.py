@@ -28,6 +28,8 @@ class RunState(StrEnum):
 
 FINISHED_STATES = frozenset({RunState.SUCCEEDED, RunState.FAILED, RunState.CANCELLED})
 
+# Contract 11: a claim or heartbeat holds the run this long; a run is tried at most this
+# many times; a failed run's error is 1 to MAX_ERROR characters.
 LEASE = timedelta(seconds=60)
 MAX_ATTEMPTS = 3
 MAX_ERROR = 2000
@@ -76,7 +78,8 @@ class Progress:
     """How far a running run's holder says it got, as of its heartbeat at ``updated_at``.
 
     ``bytes_done`` beyond a known ``bytes_total`` is refused (``invalid_request``), never
-    clamped: a holder that reports it is wrong, and the caller should hear so."""
+    clamped: a holder that reports it is wrong, and the caller should hear so.
+    ``updated_at`` is set by the heartbeat that records the progress."""
 
     bytes_done: int
     bytes_total: int | None = attrs.field(default=None, validator=_check_progress)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import zoneinfo
 from datetime import UTC, datetime, timedelta
+from typing import Any
 from uuid import uuid4
 
 import attrs
@@ -28,7 +29,6 @@ from strongroom.domain.schedules import (
 )
 
 MINUTE = timedelta(minutes=1)
-BERLIN = zoneinfo.ZoneInfo("Europe/Berlin")
 NOW = datetime(2026, 6, 1, 12, tzinfo=UTC)
 
 
@@ -129,62 +129,69 @@ class TestSlotProperties:
         assert len(walls) == len(set(walls))
 
 
+DST_DAYS = [
+    pytest.param(
+        "30 2 * * *",
+        "Europe/Berlin",
+        datetime(2026, 3, 28, 12, tzinfo=UTC),
+        ["2026-03-29T03:00:00+02:00", "2026-03-30T02:30:00+02:00"],
+        id="berlin-02:30-skipped-runs-at-03:00",
+    ),
+    pytest.param(
+        "*/15 2 * * *",
+        "Europe/Berlin",
+        datetime(2026, 3, 28, 12, tzinfo=UTC),
+        ["2026-03-29T03:00:00+02:00", "2026-03-30T02:00:00+02:00"],
+        id="berlin-skipped-hour-runs-once-at-its-end",
+    ),
+    pytest.param(
+        "30 2 * * *",
+        "Europe/Berlin",
+        datetime(2026, 10, 24, 12, tzinfo=UTC),
+        ["2026-10-25T02:30:00+02:00", "2026-10-26T02:30:00+01:00"],
+        id="berlin-02:30-repeated-runs-once",
+    ),
+    pytest.param(
+        "*/20 * * * *",
+        "Europe/Berlin",
+        datetime(2026, 10, 24, 23, 59, tzinfo=UTC),
+        [
+            "2026-10-25T02:00:00+02:00",
+            "2026-10-25T02:20:00+02:00",
+            "2026-10-25T02:40:00+02:00",
+            "2026-10-25T03:00:00+01:00",  # the second 02:xx has no slot
+        ],
+        id="berlin-repeated-hour-runs-its-slots-once",
+    ),
+    pytest.param(
+        "30 1 * * *",
+        "America/New_York",
+        datetime(2026, 10, 31, 12, tzinfo=UTC),
+        ["2026-11-01T01:30:00-04:00", "2026-11-02T01:30:00-05:00"],
+        id="new-york-01:30-repeated-runs-once",
+    ),
+    pytest.param(
+        "15 2 * * *",
+        "Australia/Lord_Howe",
+        datetime(2026, 10, 3, tzinfo=UTC),
+        ["2026-10-04T02:30:00+11:00", "2026-10-05T02:15:00+11:00"],
+        id="lord-howe-half-hour-gap",
+    ),
+]
+
+
 class TestDstDays:
-    def test_a_skipped_time_runs_at_the_next_valid_minute(self) -> None:
-        """Berlin, 29 March 2026: 02:30 does not exist; the daily 02:30 runs at 03:00 CEST,
-        and the next day at 02:30 again."""
-        before = datetime(2026, 3, 28, 12, tzinfo=UTC)
-        slots = slots_between("30 2 * * *", "Europe/Berlin", before, before + timedelta(days=2))
-        assert [slot.astimezone(BERLIN).isoformat() for slot in slots] == [
-            "2026-03-29T03:00:00+02:00",
-            "2026-03-30T02:30:00+02:00",
-        ]
-
-    def test_a_skipped_hour_gives_one_slot_at_its_end(self) -> None:
-        """Every quarter of the skipped hour 02:xx runs once, together, at 03:00 CEST."""
-        before = datetime(2026, 3, 28, 12, tzinfo=UTC)
-        slots = slots_between("*/15 2 * * *", "Europe/Berlin", before, before + timedelta(days=1))
-        assert slots == [datetime(2026, 3, 29, 1, tzinfo=UTC)]
-
-    def test_a_repeated_time_runs_once(self) -> None:
-        """Berlin, 25 October 2026: 02:30 is read twice; the daily 02:30 runs once, at the
-        first reading (CEST)."""
-        before = datetime(2026, 10, 24, 12, tzinfo=UTC)
-        slots = slots_between("30 2 * * *", "Europe/Berlin", before, before + timedelta(days=2))
-        assert [slot.astimezone(BERLIN).isoformat() for slot in slots] == [
-            "2026-10-25T02:30:00+02:00",
-            "2026-10-26T02:30:00+01:00",
-        ]
-
-    def test_a_repeated_hour_runs_its_quarters_once(self) -> None:
-        """An every-15-minutes cron has no slot in the second reading of 02:00-02:59."""
-        start = datetime(2026, 10, 25, 0, tzinfo=UTC)  # 02:00 CEST
-        slots = slots_between(
-            "*/15 * * * *", "Europe/Berlin", start - MINUTE, start + timedelta(hours=2)
-        )
-        assert [slot.astimezone(BERLIN).strftime("%H:%M%z") for slot in slots] == [
-            "02:00+0200",
-            "02:15+0200",
-            "02:30+0200",
-            "02:45+0200",
-            "03:00+0100",
-        ]
-
-    def test_lord_howe_half_hour_gap(self) -> None:
-        """Lord Howe, 4 October 2026: 02:00-02:29 is skipped; 02:15 runs at 02:30."""
-        zone = zoneinfo.ZoneInfo("Australia/Lord_Howe")
-        slot = next_slot("15 2 * * *", "Australia/Lord_Howe", datetime(2026, 10, 3, tzinfo=UTC))
-        assert slot.astimezone(zone).isoformat() == "2026-10-04T02:30:00+11:00"
-
-    def test_new_york_repeated_hour(self) -> None:
-        """New York, 1 November 2026: 01:30 is read twice and runs once (EDT)."""
-        zone = zoneinfo.ZoneInfo("America/New_York")
-        before = datetime(2026, 10, 31, 12, tzinfo=UTC)
-        slots = slots_between("30 1 * * *", "America/New_York", before, before + timedelta(days=2))
-        assert [slot.astimezone(zone).isoformat() for slot in slots] == [
-            "2026-11-01T01:30:00-04:00",
-            "2026-11-02T01:30:00-05:00",
-        ]
+    @pytest.mark.parametrize(("cron", "timezone", "start", "expected"), DST_DAYS)
+    def test_the_first_slots_after(
+        self, cron: str, timezone: str, start: datetime, expected: list[str]
+    ) -> None:
+        """The first slots after ``start`` read these local times: a skipped one at the
+        next valid minute, a repeated one once, at its first reading."""
+        zone = zoneinfo.ZoneInfo(timezone)
+        slots = [next_slot(cron, timezone, start)]
+        while len(slots) < len(expected):
+            slots.append(next_slot(cron, timezone, slots[-1]))
+        assert [slot.astimezone(zone).isoformat() for slot in slots] == expected
 
     def test_schedule_next_after_follows_the_dst_rules(self) -> None:
         """A backup's ``next_run_at`` comes from the same slots."""
@@ -242,7 +249,7 @@ class TestDecision:
         ],
         ids=["paused", "draft", "unscheduled"],
     )
-    def test_an_unscheduled_backup_is_never_due(self, change: dict[str, object]) -> None:
+    def test_an_unscheduled_backup_is_never_due(self, change: dict[str, Any]) -> None:
         """Paused, draft and schedule-less backups never get a scheduled run, even with a
         stale ``next_run_at``."""
         backup = attrs.evolve(scheduled_backup(), **change)
