@@ -23,6 +23,7 @@ from strongroom.domain.errors import (
     UnknownFieldError,
     ValidationFailedError,
 )
+from strongroom.domain.schedules import next_slot
 
 
 class BackupKind(StrEnum):
@@ -245,10 +246,9 @@ class Schedule:
     timezone: str = attrs.field(converter=_valid_timezone)
 
     def next_after(self, moment: datetime) -> datetime:
-        """The first firing strictly after ``moment``, in UTC."""
-        local = moment.astimezone(zoneinfo.ZoneInfo(self.timezone))
-        following: datetime = croniter(self.cron, local).get_next(datetime)
-        return following.astimezone(UTC)
+        """The first slot strictly after ``moment``, in UTC, with the DST rules of
+        contract 11 (see ``schedules``)."""
+        return next_slot(self.cron, self.timezone, moment)
 
 
 @attrs.frozen
@@ -480,10 +480,14 @@ class Backup:
             return self
         return attrs.evolve(self, paused=paused).rescheduled(now)
 
+    @property
+    def is_scheduled(self) -> bool:
+        """Whether the scheduler runs this backup: active, not paused, with a schedule."""
+        return self.state is BackupState.ACTIVE and not self.paused and self.schedule is not None
+
     def rescheduled(self, now: datetime) -> Backup:
         """A copy touched at ``now`` with ``next_run_at`` recomputed."""
-        runs = self.state is BackupState.ACTIVE and not self.paused and self.schedule is not None
-        next_run = self.schedule.next_after(now) if runs and self.schedule else None
+        next_run = self.schedule.next_after(now) if self.is_scheduled and self.schedule else None
         return attrs.evolve(self, updated_at=now, next_run_at=next_run)
 
     def ensure_runnable(self) -> None:

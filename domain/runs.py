@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 from enum import StrEnum
 from uuid import UUID
 
 import attrs
 
 from strongroom.domain.backups import Backup, BackupKind
-from strongroom.domain.errors import InvalidStateError, ValidationFailedError
+from strongroom.domain.errors import (
+    InvalidRequestError,
+    InvalidStateError,
+    ValidationFailedError,
+)
 
 
 class RunState(StrEnum):
@@ -23,6 +27,14 @@ class RunState(StrEnum):
 
 
 FINISHED_STATES = frozenset({RunState.SUCCEEDED, RunState.FAILED, RunState.CANCELLED})
+
+# Contract 11: a claim or heartbeat holds the run this long; a run is tried at most this
+# many times; a failed run's error is 1 to MAX_ERROR characters.
+LEASE = timedelta(seconds=60)
+MAX_ATTEMPTS = 3
+MAX_ERROR = 2000
+MAX_PROGRESS_MESSAGE = 2000
+LEASE_EXPIRED = "lease expired"
 
 
 class RunTrigger(StrEnum):
@@ -47,10 +59,50 @@ def ensure_triggerable(backup: Backup) -> None:
         raise ValidationFailedError("a manual backup cannot be triggered: its client starts runs")
 
 
+def _check_progress(progress: Progress, _: object, bytes_total: int | None) -> None:
+    if progress.bytes_done < 0 or (bytes_total is not None and bytes_total < 0):
+        raise InvalidRequestError("progress bytes must not be negative")
+    if bytes_total is not None and progress.bytes_done > bytes_total:
+        raise InvalidRequestError("progress.bytes_done must not exceed progress.bytes_total")
+
+
+def _check_message(_: object, __: object, message: str | None) -> None:
+    if message is not None and len(message) > MAX_PROGRESS_MESSAGE:
+        raise InvalidRequestError(
+            f"progress.message must be at most {MAX_PROGRESS_MESSAGE} characters"
+        )
+
+
+@attrs.frozen
+class Progress:
+    """How far a running run's holder says it got, as of its heartbeat at ``updated_at``.
+
+    ``bytes_done`` beyond a known ``bytes_total`` is refused (``invalid_request``), never
+    clamped: a holder that reports it is wrong, and the caller should hear so.
+    ``updated_at`` is set by the heartbeat that records the progress."""
+
+    bytes_done: int
+    bytes_total: int | None = attrs.field(default=None, validator=_check_progress)
+    message: str | None = attrs.field(default=None, validator=_check_message)
+    updated_at: datetime | None = None
+
+
+def _check_error(error: str) -> str:
+    if not 1 <= len(error) <= MAX_ERROR:
+        raise InvalidRequestError(f"error must be 1 to {MAX_ERROR} characters")
+    return error
+
+
 @attrs.frozen
 class Run:
     """One execution of a backup. ``artifact_count`` and ``bytes`` count its ``available``
-    artifacts."""
+    artifacts.
+
+    Its lifecycle (contract 11): ``queued -> running -> succeeded | failed | cancelled``.
+    A claimed run holds a lease its holder extends by heartbeats; a lease that expires puts
+    the run back to ``queued`` with ``attempt + 1``, up to ``MAX_ATTEMPTS``. A finished run
+    never changes: every transition of one is refused with ``invalid_state``.
+    """
 
     id: UUID
     workspace_id: UUID
@@ -64,6 +116,10 @@ class Run:
     artifact_count: int = 0
     bytes: int = 0
     error: str | None = None
+    attempt: int = 1
+    lease_expires_at: datetime | None = None
+    cancel_requested: bool = False
+    progress: Progress | None = None
 
     @classmethod
     def manual(cls, run_id: UUID, backup: Backup, now: datetime) -> Run:
@@ -101,6 +157,84 @@ class Run:
         if self.finished:
             raise InvalidStateError(f"run is {self.state}: it takes no more artifacts")
 
+    def _ensure_running(self, action: str) -> None:
+        if self.state is not RunState.RUNNING:
+            raise InvalidStateError(f"run is {self.state}: only a running run can {action}")
+
+    def _finished_as(self, state: RunState, now: datetime, error: str | None = None) -> Run:
+        return attrs.evolve(self, state=state, finished_at=now, lease_expires_at=None, error=error)
+
+    def claim(self, worker_id: UUID, now: datetime) -> Run:
+        """The run taken by ``worker_id``: ``running``, with a lease of ``LEASE``."""
+        if self.state is not RunState.QUEUED:
+            raise InvalidStateError(f"run is {self.state}: only a queued run can be claimed")
+        return attrs.evolve(
+            self,
+            state=RunState.RUNNING,
+            worker_id=worker_id,
+            started_at=now,
+            lease_expires_at=now + LEASE,
+        )
+
+    def lease_expired(self, now: datetime) -> bool:
+        """Whether the run's lease ran out at ``now`` (a run without lease never does)."""
+        return self.lease_expires_at is not None and now >= self.lease_expires_at
+
+    def heartbeat(self, now: datetime, progress: Progress | None = None) -> Run:
+        """The run after its holder's heartbeat: the lease extended to ``now + LEASE`` and
+        ``progress`` recorded as of ``now``; a run whose cancel was requested is now
+        ``cancelled``. Only a claimed (leased) running run takes heartbeats."""
+        self._ensure_running("take a heartbeat")
+        if self.lease_expires_at is None:
+            raise InvalidStateError("run holds no lease: a manual run takes no heartbeats")
+        if self.cancel_requested:
+            return self._finished_as(RunState.CANCELLED, now)
+        return attrs.evolve(
+            self,
+            lease_expires_at=max(self.lease_expires_at, now + LEASE),
+            progress=self.progress if progress is None else attrs.evolve(progress, updated_at=now),
+        )
+
+    def fail(self, error: str, now: datetime) -> Run:
+        """The run after its holder reported ``error`` (1 to ``MAX_ERROR`` characters):
+        ``failed``, or ``cancelled`` when its cancel was requested."""
+        checked = _check_error(error)
+        self.ensure_open()
+        if self.cancel_requested:
+            return self._finished_as(RunState.CANCELLED, now)
+        return self._finished_as(RunState.FAILED, now, checked)
+
+    def request_cancel(self, now: datetime) -> Run:
+        """Cancel the run: a ``queued`` one is ``cancelled`` at once, a ``running`` one gets
+        ``cancel_requested`` (idempotent) until its holder next heartbeats or fails, or its
+        lease expires."""
+        if self.finished:
+            raise InvalidStateError(f"run is {self.state}: it cannot be cancelled")
+        if self.state is RunState.QUEUED:
+            return self._finished_as(RunState.CANCELLED, now)
+        return attrs.evolve(self, cancel_requested=True)
+
+    def expire_lease(self, now: datetime) -> Run:
+        """The run after its lease ran out: back to ``queued`` with ``attempt + 1`` and no
+        holder, or ``failed`` with ``error: "lease expired"`` after ``MAX_ATTEMPTS``; a run
+        whose cancel was requested is ``cancelled``."""
+        self._ensure_running("lose its lease")
+        if not self.lease_expired(now):
+            raise InvalidStateError("run's lease has not expired")
+        if self.cancel_requested:
+            return self._finished_as(RunState.CANCELLED, now)
+        if self.attempt >= MAX_ATTEMPTS:
+            return self._finished_as(RunState.FAILED, now, LEASE_EXPIRED)
+        return attrs.evolve(
+            self,
+            state=RunState.QUEUED,
+            attempt=self.attempt + 1,
+            worker_id=None,
+            started_at=None,
+            lease_expires_at=None,
+            progress=None,
+        )
+
     def without_artifact(self, size: int) -> Run:
         """The run after one of its ``available`` artifacts (of ``size`` bytes) was deleted:
         it no longer counts it (contract 10)."""
@@ -111,11 +245,13 @@ class Run:
         )
 
     def succeeded(self, artifact_count: int, total_bytes: int, now: datetime) -> Run:
-        """The run after its artifacts were confirmed."""
+        """The run after its artifacts were confirmed (also when its cancel was requested:
+        the work is done and kept)."""
         self.ensure_open()
         return attrs.evolve(
             self,
             state=RunState.SUCCEEDED,
+            lease_expires_at=None,
             started_at=self.started_at or now,
             finished_at=now,
             artifact_count=artifact_count,

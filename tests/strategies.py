@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import string
 from collections.abc import Mapping
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import attrs
@@ -682,3 +683,72 @@ def malformed_patch_bodies() -> st.SearchStrategy[dict[str, Any]]:
 def permission_sets() -> st.SearchStrategy[frozenset[Permission]]:
     """Any subset of the permission catalog."""
     return st.frozensets(st.sampled_from(list(Permission)))
+
+
+# --------------------------------------------------------------------------- schedule slots
+
+# Zones with DST: a 1-hour change at 02:00 (Berlin, New York), a 30-minute one (Lord Howe:
+# 02:00-02:30 skipped in October, 01:30-02:00 repeated in April), and none (UTC).
+DST_TIMEZONES = ("Europe/Berlin", "America/New_York", "Australia/Lord_Howe", "UTC")
+# The 2026 DST changes of those zones, in UTC.
+DST_CHANGES = {
+    "Europe/Berlin": (
+        datetime(2026, 3, 29, 1, tzinfo=UTC),  # 02:00 -> 03:00
+        datetime(2026, 10, 25, 1, tzinfo=UTC),  # 03:00 -> 02:00
+    ),
+    "America/New_York": (
+        datetime(2026, 3, 8, 7, tzinfo=UTC),  # 02:00 -> 03:00
+        datetime(2026, 11, 1, 6, tzinfo=UTC),  # 02:00 -> 01:00
+    ),
+    "Australia/Lord_Howe": (
+        datetime(2026, 4, 4, 15, tzinfo=UTC),  # 02:00 -> 01:30
+        datetime(2026, 10, 3, 15, 30, tzinfo=UTC),  # 02:00 -> 02:30
+    ),
+    "UTC": (datetime(2026, 3, 29, 1, tzinfo=UTC),),  # none: Berlin's, for comparison
+}
+
+
+def _cron_field(low: int, high: int, near: tuple[int, ...]) -> st.SearchStrategy[str]:
+    """One cron field in contract 13's grammar: ``*``, a step, a value, a range or a list,
+    drawn mostly from ``near`` (the hours around DST changes) so that slots meet them."""
+    values = (
+        st.one_of(st.sampled_from(near), st.integers(low, high))
+        if near
+        else (st.integers(low, high))
+    )
+    ranges = st.tuples(values, values).map(lambda pair: f"{min(pair)}-{max(pair)}")
+    return st.one_of(
+        st.just("*"),
+        st.integers(1, high).map(lambda step: f"*/{step}"),
+        values.map(str),
+        ranges,
+        st.lists(values, min_size=2, max_size=4, unique=True).map(
+            lambda items: ",".join(map(str, sorted(items)))
+        ),
+    )
+
+
+def slot_crons() -> st.SearchStrategy[str]:
+    """5-field cron expressions that fire at least daily, in hours and minutes likely to
+    meet a DST change (days, months and weekdays stay ``*``)."""
+    minutes = _cron_field(0, 59, (0, 15, 30, 45, 59))
+    hours = _cron_field(0, 23, (1, 2, 3))
+    return st.tuples(minutes, hours).map(lambda pair: f"{pair[0]} {pair[1]} * * *")
+
+
+@st.composite
+def zoned_instants(draw: st.DrawFn) -> tuple[str, datetime]:
+    """A zone of ``DST_TIMEZONES`` and a UTC instant (to the second) up to three hours
+    before one of its DST changes (so that a window of a few hours after it often holds
+    the change), up to a day around it, or anywhere in 2026."""
+    timezone = draw(st.sampled_from(DST_TIMEZONES))
+    change = draw(st.sampled_from(DST_CHANGES[timezone]))
+    return timezone, draw(
+        st.one_of(
+            st.integers(-3 * 3600, 0).map(lambda seconds: change + timedelta(seconds=seconds)),
+            st.integers(-86_400, 86_400).map(lambda seconds: change + timedelta(seconds=seconds)),
+            st.datetimes(datetime(2026, 1, 1), datetime(2026, 12, 31)).map(
+                lambda moment: moment.replace(microsecond=0, tzinfo=UTC)
+            ),
+        )
+    )
