@@ -1,10 +1,12 @@
 """Paused dependencies under a real ``strongroom serve`` process on PostgreSQL and S3
 (SeaweedFS), and background verification on that process (issue 12).
 
-The process reaches the database and the object store only through TCP proxies, which the
-tests pause: connections are still accepted and nothing is forwarded, which is what a
-client sees of a SIGSTOPped server (the kernel completes the handshake; nobody answers).
-The shared PostgreSQL server and the session's SeaweedFS are never paused themselves.
+The object store is paused twice over: with SIGSTOP sent to a SeaweedFS process of the
+test's own, and through a TCP proxy that accepts connections and forwards nothing, which is
+what a client sees of a SIGSTOPped server (the kernel completes the handshake; nobody
+answers). The database is paused through such a proxy: the shared PostgreSQL server is
+never stopped, and a SIGSTOP of a cluster's postmaster alone would leave its open
+connections answering. The session's SeaweedFS is never paused.
 While paused, ``/readyz`` answers 503 within 2 s and API calls touching the paused
 dependency answer 502 ``upstream_unavailable`` within their documented bound
 (docs/operations.md, Bounds); once forwarding resumes the same process serves again.
@@ -14,13 +16,16 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import secrets
+import signal
 import threading
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 import attrs
@@ -31,7 +36,7 @@ from integration_world import error_code, expect, postgres_url, workspace_admin
 from live_server import Timed, client_for, timed
 
 from support.postgres import PostgresServer
-from support.seaweed import SeaweedServer
+from support.seaweed import SeaweedServer, seaweed_server
 from support.serve_process import free_port, serving
 from support.tcp_proxy import TcpProxy
 from support.world import bearer
@@ -47,13 +52,34 @@ RECOVERY = 15.0
 MULTIPART_THRESHOLD = 1000
 
 
+class Pausable(Protocol):
+    """Something the tests can pause and resume."""
+
+    def pause(self) -> None: ...
+
+    def resume(self) -> None: ...
+
+
+@attrs.frozen
+class StoppedProcess:
+    """A process paused by SIGSTOP and resumed by SIGCONT."""
+
+    pid: int
+
+    def pause(self) -> None:
+        os.kill(self.pid, signal.SIGSTOP)
+
+    def resume(self) -> None:
+        os.kill(self.pid, signal.SIGCONT)
+
+
 @attrs.frozen
 class Stack:
-    """The served process and the proxies in front of its database and object store."""
+    """The served process, the proxy in front of its database and its object store."""
 
     url: str
     database: TcpProxy
-    store: TcpProxy
+    store: Pausable
 
 
 @attrs.frozen
@@ -105,19 +131,58 @@ def stack(
 ) -> Iterator[Stack]:
     """``strongroom serve`` configured by the environment alone, on the session's database
     and SeaweedFS, each behind a proxy of its own."""
+    with TcpProxy(upstream_of(seaweed.endpoint)) as store:
+        endpoint = f"http://127.0.0.1:{store.port}"
+        with serve_stack(integration_conninfo, seaweed, endpoint, store, tmp_path) as served:
+            yield served
+
+
+@pytest.fixture(scope="module")
+def own_seaweed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SeaweedServer]:
+    """A SeaweedFS process of this module's own, which a test may SIGSTOP."""
+    with seaweed_server(tmp_path_factory.mktemp("own-seaweed")) as server:
+        yield server
+
+
+@pytest.fixture
+def stopped_store_stack(
+    pg_server: PostgresServer,
+    integration_conninfo: str,
+    own_seaweed: SeaweedServer,
+    tmp_path: Path,
+) -> Iterator[Stack]:
+    """``strongroom serve`` straight on a SeaweedFS process that the test pauses by SIGSTOP
+    (its database behind a proxy, as in ``stack``)."""
+    store = StoppedProcess(own_seaweed.pid)
+    with serve_stack(
+        integration_conninfo, own_seaweed, own_seaweed.endpoint, store, tmp_path
+    ) as served:
+        try:
+            yield served
+        finally:
+            store.resume()  # never leave the store stopped, whatever the test did
+
+
+@contextmanager
+def serve_stack(
+    integration_conninfo: str,
+    seaweed: SeaweedServer,
+    store_endpoint: str,
+    store: Pausable,
+    tmp_path: Path,
+) -> Iterator[Stack]:
+    """``strongroom serve`` on the session's database (behind a proxy) and the object store
+    at ``store_endpoint`` (with ``seaweed``'s credentials)."""
     params = psycopg.conninfo.conninfo_to_dict(integration_conninfo)
     database_upstream = (str(params.get("host") or "127.0.0.1"), int(str(params["port"])))
-    with (
-        TcpProxy(database_upstream) as database,
-        TcpProxy(upstream_of(seaweed.endpoint)) as store,
-    ):
+    with TcpProxy(database_upstream) as database:
         proxied = psycopg.conninfo.make_conninfo(
             integration_conninfo, host="127.0.0.1", port=database.port
         )
         configuration = {
             "STRONGROOM_DATABASE_URL": postgres_url(proxied),
             "STRONGROOM_SIGNUP": "true",
-            "STRONGROOM_S3_ENDPOINT": f"http://127.0.0.1:{store.port}",
+            "STRONGROOM_S3_ENDPOINT": store_endpoint,
             "STRONGROOM_S3_ACCESS_KEY": seaweed.access_key,
             "STRONGROOM_S3_SECRET_KEY": seaweed.secret_key,
             "STRONGROOM_S3_BUCKET": "strongroom-" + secrets.token_hex(6),
@@ -191,10 +256,49 @@ def wait_until_ready(client: httpx2.Client) -> None:
         time.sleep(0.1)
 
 
+def verification_gauges(client: httpx2.Client) -> dict[str, float]:
+    """``strongroom_artifact_verifications`` by state, as ``/metrics`` shows it now."""
+    text = client.get("/metrics").text
+    found = re.findall(r'^strongroom_artifact_verifications\{state="(\w+)"\} (\S+)$', text, re.M)
+    return {state: float(value) for state, value in found}
+
+
 def at_once(*calls: Callable[[], httpx2.Response]) -> list[Timed]:
     """The calls in parallel (each on a client of its own), each timed."""
     with ThreadPoolExecutor(max_workers=len(calls)) as pool:
         return list(pool.map(timed, calls))
+
+
+def check_a_paused_store(stack: Stack) -> None:
+    """While the store is paused: 503 from /readyz within 2 s, 502 from upload-url and
+    confirm within their bound, reads of the database still served; afterwards the same
+    process uploads and confirms."""
+    small, big = os.urandom(100), os.urandom(3000)
+    with client_for(stack.url) as client, client_for(stack.url) as other:
+        scoped = admin(client)
+        run_id = scoped.run(client)
+        plan = expect(scoped.ask_upload(client, run_id, "small", small), 201)
+        assert put(plan["url"], small, plan["headers"]) == 200
+        stack.store.pause()
+        try:
+            assert_not_ready(client, "storage")
+            starting, confirming = at_once(
+                lambda: scoped.ask_upload(client, run_id, "big", big),
+                lambda: scoped.confirm(other, run_id),
+            )
+            assert_unavailable(starting, STORE_BOUND, "upload-url of a multipart artifact")
+            assert_unavailable(confirming, STORE_BOUND, "confirm")
+            assert_not_ready(client, "storage")
+            # The database still answers: reads that need no storage are served.
+            assert [a["name"] for a in scoped.artifacts(client)] == ["small"]
+        finally:
+            stack.store.resume()
+        wait_until_ready(client)
+        assert [a["state"] for a in scoped.artifacts(client)] == ["pending"]
+        multipart = expect(scoped.ask_upload(client, run_id, "big", big), 201)
+        send_parts(multipart, big)
+        run = expect(scoped.confirm(client, run_id), 200)
+        assert (run["state"], run["artifact_count"]) == ("succeeded", 2)
 
 
 class TestStorePaused:
@@ -204,32 +308,12 @@ class TestStorePaused:
         """upload-url (a multipart upload begins in the store) and confirm (the store is
         asked what arrived) are 502 within ``STRONGROOM_S3_TIMEOUT``; nothing changes;
         after the pause the same process takes the upload and confirms it."""
-        small, big = os.urandom(100), os.urandom(3000)
-        with client_for(stack.url) as client, client_for(stack.url) as other:
-            scoped = admin(client)
-            run_id = scoped.run(client)
-            plan = expect(scoped.ask_upload(client, run_id, "small", small), 201)
-            assert put(plan["url"], small, plan["headers"]) == 200
-            stack.store.pause()
-            try:
-                assert_not_ready(client, "storage")
-                starting, confirming = at_once(
-                    lambda: scoped.ask_upload(client, run_id, "big", big),
-                    lambda: scoped.confirm(other, run_id),
-                )
-                assert_unavailable(starting, STORE_BOUND, "upload-url of a multipart artifact")
-                assert_unavailable(confirming, STORE_BOUND, "confirm")
-                assert_not_ready(client, "storage")
-                # The database still answers: reads that need no storage are served.
-                assert [a["name"] for a in scoped.artifacts(client)] == ["small"]
-            finally:
-                stack.store.resume()
-            wait_until_ready(client)
-            assert [a["state"] for a in scoped.artifacts(client)] == ["pending"]
-            multipart = expect(scoped.ask_upload(client, run_id, "big", big), 201)
-            send_parts(multipart, big)
-            run = expect(scoped.confirm(client, run_id), 200)
-            assert (run["state"], run["artifact_count"]) == ("succeeded", 2)
+        check_a_paused_store(stack)
+
+    def test_the_same_with_the_store_process_sigstopped(self, stopped_store_stack: Stack) -> None:
+        """The same bounds and recovery when the SeaweedFS process itself is stopped with
+        SIGSTOP and continued with SIGCONT."""
+        check_a_paused_store(stopped_store_stack)
 
 
 class TestDatabasePaused:
@@ -283,6 +367,7 @@ class TestBackgroundVerification:
                 expect(scoped.ask_upload(client, run_id, "wrong", wrong), 201),
                 os.urandom(len(wrong)),
             )
+            verified_before = verification_gauges(client)
             expect(scoped.confirm(client, run_id), 200)
             deadline = time.monotonic() + RECOVERY
             while True:
@@ -307,6 +392,8 @@ class TestBackgroundVerification:
             assert {e["actor"]["type"] for e in events} == {"system"}
             metrics = client.get("/metrics").text
             assert "strongroom_artifact_verification_mismatches_total 1.0" in metrics
-            # The database's figure, which every instance reports and a restart keeps.
-            assert 'strongroom_artifact_verifications{state="mismatch"} 1.0' in metrics
-            assert 'strongroom_artifact_verifications{state="ok"} 1.0' in metrics
+            # The database's figures, which every instance reports and a restart keeps (the
+            # database is shared with other tests: compared with the scrape before confirm).
+            verified_after = verification_gauges(client)
+            assert verified_after["mismatch"] == verified_before["mismatch"] + 1
+            assert verified_after["ok"] == verified_before["ok"] + 1

@@ -40,6 +40,8 @@ class SeaweedServer:
     endpoint: str
     access_key: str
     secret_key: str
+    # The ``weed mini`` process (one process serves every part of the store).
+    pid: int = 0
 
 
 def weed_binary() -> str:
@@ -96,7 +98,8 @@ def seaweed_server(data_dir: Path) -> Iterator[SeaweedServer]:
     }
     log = (data_dir / "weed.log").open("wb")
     process = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT)
-    server = SeaweedServer(f"http://127.0.0.1:{ports['s3.port']}", access_key, secret_key)
+    endpoint = f"http://127.0.0.1:{ports['s3.port']}"
+    server = SeaweedServer(endpoint, access_key, secret_key, process.pid)
     try:
         _wait_until_ready(server, process, data_dir)
         yield server
