@@ -4,9 +4,10 @@
 The object store is paused twice over: with SIGSTOP sent to a SeaweedFS process of the
 test's own, and through a TCP proxy that accepts connections and forwards nothing, which is
 what a client sees of a SIGSTOPped server (the kernel completes the handshake; nobody
-answers). The database is paused through such a proxy: the shared PostgreSQL server is
-never stopped, and a SIGSTOP of a cluster's postmaster alone would leave its open
-connections answering. The session's SeaweedFS is never paused.
+answers). The database is paused the same two ways: through such a proxy, and with SIGSTOP
+sent to every process of a throwaway cluster of the test's own (the postmaster and each
+backend: stopping the postmaster alone would leave open connections answering). The shared
+PostgreSQL server and the session's SeaweedFS are never paused.
 While paused, ``/readyz`` answers 503 within 2 s and API calls touching the paused
 dependency answer 502 ``upstream_unavailable`` within their documented bound
 (docs/operations.md, Bounds); once forwarding resumes the same process serves again.
@@ -35,7 +36,8 @@ import pytest
 from integration_world import error_code, expect, postgres_url, workspace_admin
 from live_server import Timed, client_for, timed
 
-from support.postgres import PostgresServer
+from strongroom.adapters.sql.postgres import PostgresDatabase
+from support.postgres import PostgresServer, scratch_database, throwaway_cluster
 from support.seaweed import SeaweedServer, seaweed_server
 from support.serve_process import free_port, serving
 from support.tcp_proxy import TcpProxy
@@ -74,11 +76,45 @@ class StoppedProcess:
 
 
 @attrs.frozen
+class StoppedCluster:
+    """A PostgreSQL cluster paused by SIGSTOP of its postmaster, then of every process it
+    started (so no new backend is forked in between), and resumed by SIGCONT."""
+
+    data_dir: Path
+
+    def _processes(self) -> list[int]:
+        postmaster = int((self.data_dir / "postmaster.pid").read_text().split()[0])
+        children = [
+            int(entry.name)
+            for entry in Path("/proc").iterdir()
+            if entry.name.isdigit() and _parent_of(entry) == postmaster
+        ]
+        return [postmaster, *children]
+
+    def pause(self) -> None:
+        for pid in self._processes():
+            os.kill(pid, signal.SIGSTOP)
+
+    def resume(self) -> None:
+        for pid in reversed(self._processes()):
+            os.kill(pid, signal.SIGCONT)
+
+
+def _parent_of(process: Path) -> int | None:
+    """The parent process id of ``/proc/<pid>``, or ``None`` when it has gone."""
+    try:
+        stat = (process / "stat").read_text()
+    except OSError:
+        return None
+    return int(stat.rsplit(")", 1)[1].split()[1])
+
+
+@attrs.frozen
 class Stack:
     """The served process, the proxy in front of its database and its object store."""
 
     url: str
-    database: TcpProxy
+    database: Pausable
     store: Pausable
 
 
@@ -163,6 +199,35 @@ def stopped_store_stack(
             store.resume()  # never leave the store stopped, whatever the test did
 
 
+@pytest.fixture(scope="module")
+def own_cluster() -> Iterator[PostgresServer]:
+    """A PostgreSQL cluster of this module's own, which a test may SIGSTOP."""
+    with throwaway_cluster() as server:
+        yield server
+
+
+@pytest.fixture
+def stopped_database_stack(
+    own_cluster: PostgresServer, seaweed: SeaweedServer, tmp_path: Path
+) -> Iterator[Stack]:
+    """``strongroom serve`` straight on a cluster that the test pauses by SIGSTOP (its
+    object store behind a proxy, as in ``stack``)."""
+    assert own_cluster.data_dir is not None
+    database = StoppedCluster(own_cluster.data_dir)
+    with (
+        scratch_database(own_cluster, prefix="strongroom_paused") as conninfo,
+        TcpProxy(upstream_of(seaweed.endpoint)) as store,
+    ):
+        with PostgresDatabase.from_url(conninfo, min_size=0) as migrating:
+            migrating.migrate()
+        endpoint = f"http://127.0.0.1:{store.port}"
+        try:
+            with serve_on(conninfo, database, seaweed, endpoint, store, tmp_path) as served:
+                yield served
+        finally:
+            database.resume()  # never leave the cluster stopped, whatever the test did
+
+
 @contextmanager
 def serve_stack(
     integration_conninfo: str,
@@ -179,22 +244,37 @@ def serve_stack(
         proxied = psycopg.conninfo.make_conninfo(
             integration_conninfo, host="127.0.0.1", port=database.port
         )
-        configuration = {
-            "STRONGROOM_DATABASE_URL": postgres_url(proxied),
-            "STRONGROOM_SIGNUP": "true",
-            "STRONGROOM_S3_ENDPOINT": store_endpoint,
-            "STRONGROOM_S3_ACCESS_KEY": seaweed.access_key,
-            "STRONGROOM_S3_SECRET_KEY": seaweed.secret_key,
-            "STRONGROOM_S3_BUCKET": "strongroom-" + secrets.token_hex(6),
-            "STRONGROOM_S3_TIMEOUT": str(S3_TIMEOUT),
-            "STRONGROOM_MULTIPART_THRESHOLD": str(MULTIPART_THRESHOLD),
-            "STRONGROOM_VERIFY_PENDING_INTERVAL": "0.3",
-            "STRONGROOM_LOG_FORMAT": "text",
-        }
-        data_dir, log = tmp_path / "data", tmp_path / "serve.log"
-        data_dir.mkdir()
-        with serving(data_dir, free_port(), log, configuration) as url:
-            yield Stack(url, database, store)
+        with serve_on(proxied, database, seaweed, store_endpoint, store, tmp_path) as served:
+            yield served
+
+
+@contextmanager
+def serve_on(
+    conninfo: str,
+    database: Pausable,
+    seaweed: SeaweedServer,
+    store_endpoint: str,
+    store: Pausable,
+    tmp_path: Path,
+) -> Iterator[Stack]:
+    """``strongroom serve`` on the database at ``conninfo`` and the object store at
+    ``store_endpoint``, configured by the environment alone."""
+    configuration = {
+        "STRONGROOM_DATABASE_URL": postgres_url(conninfo),
+        "STRONGROOM_SIGNUP": "true",
+        "STRONGROOM_S3_ENDPOINT": store_endpoint,
+        "STRONGROOM_S3_ACCESS_KEY": seaweed.access_key,
+        "STRONGROOM_S3_SECRET_KEY": seaweed.secret_key,
+        "STRONGROOM_S3_BUCKET": "strongroom-" + secrets.token_hex(6),
+        "STRONGROOM_S3_TIMEOUT": str(S3_TIMEOUT),
+        "STRONGROOM_MULTIPART_THRESHOLD": str(MULTIPART_THRESHOLD),
+        "STRONGROOM_VERIFY_PENDING_INTERVAL": "0.3",
+        "STRONGROOM_LOG_FORMAT": "text",
+    }
+    data_dir, log = tmp_path / "data", tmp_path / "serve.log"
+    data_dir.mkdir()
+    with serving(data_dir, free_port(), log, configuration) as url:
+        yield Stack(url, database, store)
 
 
 def admin(client: httpx2.Client) -> Scoped:
@@ -316,39 +396,51 @@ class TestStorePaused:
         check_a_paused_store(stopped_store_stack)
 
 
+def check_a_paused_database(stack: Stack) -> None:
+    """While the database is paused: a read and a storage call (upload-url) are 502 within
+    the database's bound and ``/readyz`` answers 503 within 2 s; then the same process
+    serves again."""
+    with client_for(stack.url) as client, client_for(stack.url) as other:
+        scoped = admin(client)
+        run_id = scoped.run(client)
+        stack.database.pause()
+        try:
+            answers: list[Timed] = []
+            worker = threading.Thread(
+                target=lambda: answers.extend(
+                    at_once(
+                        lambda: other.get("/v1/me", headers=scoped.headers),
+                        lambda: scoped.ask_upload(other, run_id, "small", b"x"),
+                    )
+                )
+            )
+            worker.start()
+            assert_not_ready(client, "database")
+            worker.join()
+            me, asked = answers
+            assert_unavailable(me, DATABASE_BOUND, "GET /v1/me")
+            assert_unavailable(asked, DATABASE_BOUND, "upload-url")
+            assert_not_ready(client, "database")
+        finally:
+            stack.database.resume()
+        wait_until_ready(client)
+        expect(client.get("/v1/me", headers=scoped.headers), 200)
+        assert scoped.artifacts(client) == []
+        expect(scoped.ask_upload(client, run_id, "small", b"x"), 201)
+
+
 class TestDatabasePaused:
     """The database accepts connections and answers nothing."""
 
     def test_readyz_503_calls_502_within_their_bound_then_it_recovers(self, stack: Stack) -> None:
         """A read and a storage call (upload-url) are 502 within the database's bound while
         ``/readyz`` keeps answering 503 within 2 s; then the same process serves again."""
-        with client_for(stack.url) as client, client_for(stack.url) as other:
-            scoped = admin(client)
-            run_id = scoped.run(client)
-            stack.database.pause()
-            try:
-                answers: list[Timed] = []
-                worker = threading.Thread(
-                    target=lambda: answers.extend(
-                        at_once(
-                            lambda: other.get("/v1/me", headers=scoped.headers),
-                            lambda: scoped.ask_upload(other, run_id, "small", b"x"),
-                        )
-                    )
-                )
-                worker.start()
-                assert_not_ready(client, "database")
-                worker.join()
-                me, asked = answers
-                assert_unavailable(me, DATABASE_BOUND, "GET /v1/me")
-                assert_unavailable(asked, DATABASE_BOUND, "upload-url")
-                assert_not_ready(client, "database")
-            finally:
-                stack.database.resume()
-            wait_until_ready(client)
-            expect(client.get("/v1/me", headers=scoped.headers), 200)
-            assert scoped.artifacts(client) == []
-            expect(scoped.ask_upload(client, run_id, "small", b"x"), 201)
+        check_a_paused_database(stack)
+
+    def test_the_same_with_the_cluster_sigstopped(self, stopped_database_stack: Stack) -> None:
+        """The same bounds and recovery when every process of the PostgreSQL cluster is
+        stopped with SIGSTOP and continued with SIGCONT."""
+        check_a_paused_database(stopped_database_stack)
 
 
 class TestBackgroundVerification:

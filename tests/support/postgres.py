@@ -42,6 +42,8 @@ class PostgresServer:
     """Where a server listens, and how to reach one of its databases."""
 
     admin_conninfo: str
+    # A throwaway cluster's data directory (``postmaster.pid`` names its server process).
+    data_dir: Path | None = None
 
     def conninfo(self, dbname: str) -> str:
         """The conninfo of database ``dbname`` on this server."""
@@ -146,7 +148,7 @@ def throwaway_cluster() -> Iterator[PostgresServer]:
         detail = getattr(error, "stderr", b"") or b""
         raise NoPostgresError(f"could not start a throwaway cluster: {error} {detail!r}") from error
     try:
-        yield PostgresServer(f"host=127.0.0.1 port={port} user=postgres dbname=postgres")
+        yield PostgresServer(f"host=127.0.0.1 port={port} user=postgres dbname=postgres", data)
     finally:
         subprocess.run(
             run([pg_ctl, "-D", str(data), "-m", "immediate", "-w", "stop"]),
