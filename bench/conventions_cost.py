@@ -29,7 +29,6 @@ from starlette.routing import Route
 
 from strongroom.adapters.http.app import app_for
 from strongroom.adapters.http.compression import GzipMiddleware
-from strongroom.adapters.http.routes.backups import get_backup
 from strongroom.adapters.identity.builtin import CLIENT_ID
 from strongroom.domain.backups import BackupKind
 from strongroom.entrypoints.bootstrap import bootstrap
@@ -121,9 +120,14 @@ def _without_gzip(facade: Any) -> Starlette:
 
 def _untagged(facade: Any) -> Starlette:
     app = app_for(facade)
-    bare: Callable[..., Any] = get_backup.__wrapped__  # type: ignore[attr-defined]
     routes = app.router.routes
-    (index,) = [i for i, r in enumerate(routes) if getattr(r, "endpoint", None) is get_backup]
+    (index,) = [
+        i
+        for i, r in enumerate(routes)
+        if getattr(r, "path", None) == "/v1/backups/{bid}" and "GET" in (r.methods or ())  # type: ignore[attr-defined]
+    ]
+    tagged_endpoint = routes[index].endpoint  # type: ignore[attr-defined]
+    bare: Callable[..., Any] = tagged_endpoint.__wrapped__  # the route without @tagged
     routes[index] = Route("/v1/backups/{bid}", bare, methods=["GET"])  # same place: same match
     return app
 
