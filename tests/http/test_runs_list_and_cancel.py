@@ -38,14 +38,14 @@ def api(clock: FixedClock) -> Iterator[Api]:
 
 @pytest.fixture
 def ada(api: Api) -> Tenant:
-    token, workspace_id = api.workspace_admin("ada@example.com")
-    return Tenant(api, token, workspace_id)
+    """Ada administers Acme."""
+    return Tenant(api, *api.workspace_admin("ada@example.com"))
 
 
 @pytest.fixture
 def bob(api: Api) -> Tenant:
-    token, workspace_id = api.workspace_admin("bob@example.com", "Globex")
-    return Tenant(api, token, workspace_id)
+    """Bob administers Globex."""
+    return Tenant(api, *api.workspace_admin("bob@example.com", "Globex"))
 
 
 def runs_of(tenant: Tenant, backup_id: str, token: str | None = None, **params: Any) -> Any:
