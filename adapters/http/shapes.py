@@ -746,7 +746,7 @@ class Run:
     state: domain_runs.RunState = attrs.field(
         metadata=meta(
             "`running` from `POST /v1/runs`, `queued` from `trigger`; `succeeded` once `confirm` "
-            "found every announced artifact."
+            "found every announced artifact; `cancelled` by `cancel` (a queued run at once)."
         )
     )
     trigger: domain_runs.RunTrigger = attrs.field(
