@@ -716,6 +716,25 @@ class RunCreate:
     backup_id: UUID = attrs.field(metadata=meta("A manual backup."))
 
 
+@view_of(domain_runs.Progress)
+@attrs.frozen
+class ProgressShape:
+    """How far a running run's holder says it got, as of its last heartbeat."""
+
+    __schema_name__: ClassVar[str] = "Progress"
+    bytes_done: int = attrs.field(metadata=meta("Bytes processed so far.", schema={"minimum": 0}))
+    bytes_total: int | None = attrs.field(
+        metadata=meta("Bytes to process, when the holder knows.", schema={"minimum": 0})
+    )
+    message: str | None = attrs.field(
+        metadata=meta(
+            "What the holder is doing, in its own words.",
+            schema={"maxLength": domain_runs.MAX_PROGRESS_MESSAGE},
+        )
+    )
+    updated_at: datetime = attrs.field(metadata=meta("The heartbeat that reported it."))
+
+
 @view_of(domain_runs.Run)
 @attrs.frozen
 class Run:
@@ -727,7 +746,7 @@ class Run:
     state: domain_runs.RunState = attrs.field(
         metadata=meta(
             "`running` from `POST /v1/runs`, `queued` from `trigger`; `succeeded` once `confirm` "
-            "found every announced artifact."
+            "found every announced artifact; `cancelled` by `cancel` (a queued run at once)."
         )
     )
     trigger: domain_runs.RunTrigger = attrs.field(
@@ -744,6 +763,25 @@ class Run:
         metadata=meta("Total size of the run's `available` artifacts.", schema={"minimum": 0})
     )
     error: str | None
+    attempt: int = attrs.field(
+        metadata=meta(
+            f"1-based; a run whose lease expired is queued again with `attempt + 1`, up to "
+            f"{domain_runs.MAX_ATTEMPTS}.",
+            schema={"minimum": 1},
+        )
+    )
+    lease_expires_at: datetime | None = attrs.field(
+        metadata=meta("When the holder's lease runs out; null unless the run is claimed.")
+    )
+    cancel_requested: bool = attrs.field(
+        metadata=meta(
+            "A cancel of the `running` run was asked for; it becomes `cancelled` when its "
+            "holder next heartbeats or fails, or its lease expires."
+        )
+    )
+    progress: domain_runs.Progress | None = attrs.field(
+        metadata=meta("What the run's holder last reported; null before any report.")
+    )
 
 
 @attrs.frozen

@@ -26,7 +26,7 @@ from strongroom.domain.names import email_key, name_key
 from strongroom.domain.pagination import K, Page, PageRequest, page_of, sort_key
 from strongroom.domain.permissions import BUILTIN_ROLES, Role
 from strongroom.domain.principals import Actor, PrincipalType, Session
-from strongroom.domain.runs import Run
+from strongroom.domain.runs import Run, RunState
 from strongroom.domain.users import User
 from strongroom.domain.workspaces import (
     Admission,
@@ -379,6 +379,20 @@ class MemoryRunRepository(_Repository):
                 created_at=stored.created_at,
                 worker_id=stored.worker_id,
             ),
+        )
+
+    async def list_for_backup(
+        self, workspace_id: UUID, backup_id: UUID, state: RunState | None, page: PageRequest
+    ) -> Page[Run]:
+        return keyset_page(
+            (
+                run
+                for run in self._tx.read(self.table).values()
+                if run.workspace_id == workspace_id
+                and run.backup_id == backup_id
+                and (state is None or run.state is state)
+            ),
+            page,
         )
 
 

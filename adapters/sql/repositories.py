@@ -33,7 +33,7 @@ from strongroom.domain.pagination import Page, PageRequest, page_of
 from strongroom.domain.permissions import Role
 from strongroom.domain.principals import Session
 from strongroom.domain.quotas import QuotaResource
-from strongroom.domain.runs import Run
+from strongroom.domain.runs import Run, RunState
 from strongroom.domain.users import User
 from strongroom.domain.workspaces import (
     Admission,
@@ -423,6 +423,22 @@ class SqlRunRepository(_Repository):
         """Store a changed run."""
         changed = await self._db.execute(Q.RUN_UPDATE, rows.run_params(run, self._codec))
         _require(changed == 1, "update of a missing run")
+
+    async def list_for_backup(
+        self, workspace_id: UUID, backup_id: UUID, state: RunState | None, page: PageRequest
+    ) -> Page[Run]:
+        """A backup's runs, newest first (only those in ``state``, when given)."""
+        params, after = _page_params(page, self._codec)
+        params["workspace_id"] = self._codec.uuid(workspace_id)
+        params["backup_id"] = self._codec.uuid(backup_id)
+        filters: list[Q] = []
+        if state is not None:
+            params["state"] = state.value
+            filters.append(Q.FILTER_RUN_STATE)
+        if after:
+            filters.append(Q.FILTER_RUN_AFTER)
+        found = await self._db.fetch_all(Q.RUN_LIST_FOR_BACKUP, params, filters=filters)
+        return page_of([rows.run_from_row(row, self._codec) for row in found], page)
 
 
 class SqlArtifactRepository(_Repository):

@@ -9,7 +9,7 @@ field is read by name and converted explicitly, never ``Cls(**row)``.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, Protocol
 from uuid import UUID
 
@@ -35,7 +35,7 @@ from strongroom.domain.names import email_key, name_key
 from strongroom.domain.permissions import BUILTIN_ROLES, Permission, Role
 from strongroom.domain.principals import Actor, PrincipalType, Session
 from strongroom.domain.quotas import QuotaResource
-from strongroom.domain.runs import Run, RunState, RunTrigger
+from strongroom.domain.runs import Progress, Run, RunState, RunTrigger
 from strongroom.domain.users import User
 from strongroom.domain.workspaces import Member, Membership, MemberWorkspace, Workspace
 from strongroom.ports.driven.repositories import IdempotencyRecord, SessionGrant
@@ -481,11 +481,38 @@ def run_params(run: Run, codec: Codec) -> Params:
         "artifact_count": run.artifact_count,
         "bytes": run.bytes,
         "error": run.error,
+        "attempt": run.attempt,
+        "lease_expires_at": _opt_timestamp(codec, run.lease_expires_at),
+        "cancel_requested": run.cancel_requested,
+        "progress": None if run.progress is None else codec.json(progress_to_json(run.progress)),
     }
+
+
+def progress_to_json(progress: Progress) -> dict[str, JsonValue]:
+    """A run's progress as a JSON object; ``updated_at`` to the microsecond, in UTC."""
+    updated_at = progress.updated_at
+    return {
+        "bytes_done": progress.bytes_done,
+        "bytes_total": progress.bytes_total,
+        "message": progress.message,
+        "updated_at": None if updated_at is None else updated_at.astimezone(UTC).isoformat(),
+    }
+
+
+def progress_from_json(value: Mapping[str, Any]) -> Progress:
+    """A run's progress from its JSON object."""
+    updated_at = value["updated_at"]
+    return Progress(
+        bytes_done=value["bytes_done"],
+        bytes_total=value["bytes_total"],
+        message=value["message"],
+        updated_at=None if updated_at is None else datetime.fromisoformat(updated_at),
+    )
 
 
 def run_from_row(row: Row, codec: Codec) -> Run:
     """A run from its columns."""
+    progress = row["progress"]
     return Run(
         id=codec.read_uuid(row["id"]),
         workspace_id=codec.read_uuid(row["workspace_id"]),
@@ -499,6 +526,10 @@ def run_from_row(row: Row, codec: Codec) -> Run:
         artifact_count=row["artifact_count"],
         bytes=row["bytes"],
         error=row["error"],
+        attempt=row["attempt"],
+        lease_expires_at=_read_opt_timestamp(codec, row["lease_expires_at"]),
+        cancel_requested=bool(row["cancel_requested"]),
+        progress=None if progress is None else progress_from_json(codec.read_json(progress)),
     )
 
 

@@ -230,6 +230,10 @@ CREATE TABLE runs (
     artifact_count integer NOT NULL CONSTRAINT runs_artifact_count_check CHECK (artifact_count >= 0),
     bytes bigint NOT NULL CONSTRAINT runs_bytes_check CHECK (bytes >= 0),
     error text,
+    attempt integer NOT NULL DEFAULT 1 CONSTRAINT runs_attempt_check CHECK (attempt >= 1),
+    lease_expires_at timestamptz,
+    cancel_requested boolean NOT NULL DEFAULT false,
+    progress jsonb CONSTRAINT runs_progress_check CHECK (jsonb_typeof(progress) = 'object'),
     CONSTRAINT runs_lineage_unique UNIQUE (workspace_id, backup_id, id),
     CONSTRAINT runs_backup_fkey FOREIGN KEY (workspace_id, backup_id)
         REFERENCES backups (workspace_id, id) ON DELETE CASCADE

@@ -233,6 +233,11 @@ CREATE TABLE runs (
     artifact_count INTEGER NOT NULL CONSTRAINT runs_artifact_count_check CHECK (artifact_count >= 0),
     bytes INTEGER NOT NULL CONSTRAINT runs_bytes_check CHECK (bytes >= 0),
     error TEXT,
+    attempt INTEGER NOT NULL DEFAULT 1 CONSTRAINT runs_attempt_check CHECK (attempt >= 1),
+    lease_expires_at TEXT,
+    cancel_requested INTEGER NOT NULL DEFAULT 0
+        CONSTRAINT runs_cancel_requested_check CHECK (cancel_requested IN (0, 1)),
+    progress TEXT CONSTRAINT runs_progress_check CHECK (json_type(progress) = 'object'),
     CONSTRAINT runs_backup_fkey FOREIGN KEY (workspace_id, backup_id)
         REFERENCES backups (workspace_id, id) ON DELETE CASCADE
 ) STRICT;

@@ -23,7 +23,7 @@ from strongroom.domain.machines import ApiKey, Worker
 from strongroom.domain.pagination import Page, PageRequest
 from strongroom.domain.permissions import Role
 from strongroom.domain.principals import Session
-from strongroom.domain.runs import Run
+from strongroom.domain.runs import Run, RunState
 from strongroom.domain.users import User
 from strongroom.domain.workspaces import (
     Admission,
@@ -223,7 +223,15 @@ class RunRepository(Protocol):
         ...
 
     async def update(self, run: Run) -> None:
-        """Store a changed run (its state, times and counts)."""
+        """Store a changed run (its state, times, counts, attempt, lease, cancel request
+        and progress)."""
+        ...
+
+    async def list_for_backup(
+        self, workspace_id: UUID, backup_id: UUID, state: RunState | None, page: PageRequest
+    ) -> Page[Run]:
+        """A backup's runs, newest first; only those in ``state`` when it is given. A backup
+        of another workspace has none here."""
         ...
 
 

@@ -1,4 +1,5 @@
-"""Run use cases: start a manual run, trigger a local or cloud backup, read a run."""
+"""Run use cases: start a manual run, trigger a local or cloud backup, read, list and
+cancel runs."""
 
 from __future__ import annotations
 
@@ -6,13 +7,14 @@ from uuid import UUID
 
 from strongroom.domain.audit import diff
 from strongroom.domain.billing import GatedOperation
+from strongroom.domain.pagination import Page, PageRequest
 from strongroom.domain.permissions import Permission
 from strongroom.domain.principals import Caller
-from strongroom.domain.runs import Run, RunTrigger, ensure_manual, ensure_triggerable
+from strongroom.domain.runs import Run, RunState, RunTrigger, ensure_manual, ensure_triggerable
 from strongroom.ports.driven.unit_of_work import UnitOfWork
 from strongroom.ports.driving import lookups
 from strongroom.ports.driving.access import Access, Grant, Requirement
-from strongroom.ports.driving.changes import WorkspaceChange
+from strongroom.ports.driving.changes import WorkspaceChange, changing
 from strongroom.ports.driving.dependencies import Dependencies
 from strongroom.ports.driving.idempotency import IdempotencyKey, ResultForm, run_idempotent
 
@@ -21,6 +23,7 @@ READ_RUN = Requirement((Permission.BACKUPS_READ, Permission.RUNS_READ))
 TRIGGER_BACKUP = Requirement(
     (Permission.BACKUPS_WRITE, Permission.BACKUPS_TRIGGER), "backup.trigger"
 )
+CANCEL_RUN = Requirement((Permission.BACKUPS_TRIGGER, Permission.BACKUPS_WRITE), "run.cancel")
 
 
 def run_snapshot(run: Run) -> dict[str, str | int | None]:
@@ -31,6 +34,7 @@ def run_snapshot(run: Run) -> dict[str, str | int | None]:
         "trigger": run.trigger.value,
         "artifact_count": run.artifact_count,
         "bytes": run.bytes,
+        "cancel_requested": run.cancel_requested,
     }
 
 
@@ -102,3 +106,36 @@ class Runs:
             return await lookups.visible_run(
                 caller, uow, workspace_id, await uow.runs.get(workspace_id, run_id)
             )
+
+    async def list_for_backup(
+        self,
+        caller: Caller | Grant,
+        backup_id: UUID,
+        state: RunState | None,
+        page: PageRequest,
+    ) -> Page[Run]:
+        """``GET /v1/backups/{bid}/runs``: a backup's runs, newest first (only those in
+        ``state``, when given). A backup the caller cannot see is 404, whether it belongs to
+        another workspace, to another worker, or does not exist."""
+        caller, workspace_id = await self._access.resolve(caller, READ_RUN)
+        async with self._deps.uow() as uow:
+            lookups.visible_backup(caller, await lookups.backup(uow, workspace_id, backup_id))
+            return await uow.runs.list_for_backup(workspace_id, backup_id, state, page)
+
+    async def cancel(self, caller: Caller | Grant, run_id: UUID) -> Run:
+        """``POST /v1/runs/{id}/cancel``: a ``queued`` run is ``cancelled`` at once, a
+        ``running`` one gets ``cancel_requested`` (its holder stops it); a finished run is
+        409 ``invalid_state``. Audited as ``run.cancel``; never refused for billing (it
+        stops work, it starts none)."""
+        caller, workspace_id = await self._access.resolve(caller, CANCEL_RUN, target_id=run_id)
+        async with changing(self._deps, caller, workspace_id) as change:
+            uow = change.uow
+            found = await uow.runs.get(workspace_id, run_id, for_update=True)
+            run = await lookups.visible_run(caller, uow, workspace_id, found)
+            cancelled = run.request_cancel(self._deps.clock.now())
+            if cancelled != run:
+                await uow.runs.update(cancelled)
+            await change.done(
+                "run.cancel", run.id, diff(run_snapshot(run), run_snapshot(cancelled))
+            )
+        return cancelled

@@ -45,6 +45,7 @@ from strongroom.domain.pagination import PageRequest
 from strongroom.domain.permissions import Permission, Role
 from strongroom.domain.principals import SYSTEM_ACTOR, Actor, PrincipalType, Session
 from strongroom.domain.quotas import QuotaResource
+from strongroom.domain.runs import Progress, Run, RunState, RunTrigger
 from strongroom.domain.users import User
 from strongroom.domain.workspaces import Membership, Workspace
 from strongroom.ports.driven.repositories import (
@@ -63,6 +64,15 @@ INSTANTS = st.integers(0, 4).map(at)  # few distinct instants: ties in every lis
 ACTIONS = st.sampled_from(["backup.create", "backup.update", "workspace.update"])
 OPS_ROLE = Role("ops", "Operations", frozenset({Permission.BACKUPS_TRIGGER}))
 RARELY = st.integers(0, 4).map(lambda drawn: drawn == 0)
+# Instants to the microsecond, which every adapter keeps (progress sits in a JSON column).
+FINE_INSTANTS = st.builds(lambda s, us: at(s + us / 1e6), st.integers(0, 4), st.integers(0, 999))
+PROGRESS = st.none() | st.builds(
+    Progress,
+    bytes_done=st.integers(0, 2**40),
+    bytes_total=st.none() | st.just(2**41),
+    message=st.none() | st.sampled_from(["", "reading /var", 'Ω ünï "q"']),
+    updated_at=st.none() | FINE_INSTANTS,
+)
 
 Outcome_ = tuple[Any, ...]
 
@@ -74,6 +84,7 @@ class AgreementMachine(RuleBasedStateMachine):
     workspaces = Bundle("workspaces")
     backups = Bundle("backups")
     sessions = Bundle("sessions")
+    runs = Bundle("runs")
     grants = Bundle("grants")
 
     def __init__(self, adapters: list[Adapter]) -> None:
@@ -266,6 +277,90 @@ class AgreementMachine(RuleBasedStateMachine):
             return first, second, uow.backups.count(workspace.id)
 
         self.agree("list backups", both_pages, commit=False)
+
+    # Runs.
+
+    @rule(
+        target=runs,
+        backup=backups,
+        high=st.integers(0, 2**32),
+        created_at=INSTANTS,
+        state=st.sampled_from(RunState),
+        attempt=st.integers(1, 3),
+        lease=st.none() | FINE_INSTANTS,
+        cancel_requested=st.booleans(),
+        progress=PROGRESS,
+        commit=st.booleans(),
+    )
+    def add_run(
+        self,
+        backup: Backup,
+        high: int,
+        created_at: Any,
+        state: RunState,
+        attempt: int,
+        lease: Any,
+        cancel_requested: bool,
+        progress: Progress | None,
+        commit: bool,
+    ) -> Run:
+        run = attrs.evolve(
+            Run.queued(self.new_id(high), backup, RunTrigger.SCHEDULE, created_at),
+            state=state,
+            attempt=attempt,
+            lease_expires_at=lease,
+            cancel_requested=cancel_requested,
+            progress=progress,
+        )
+        self.agree("add run", lambda uow: uow.runs.add(run), commit)
+        return run
+
+    @rule(
+        run=runs,
+        state=st.sampled_from(RunState),
+        lease=st.none() | FINE_INSTANTS,
+        cancel_requested=st.booleans(),
+        progress=PROGRESS,
+    )
+    def update_run(
+        self,
+        run: Run,
+        state: RunState,
+        lease: Any,
+        cancel_requested: bool,
+        progress: Progress | None,
+    ) -> None:
+        changed = attrs.evolve(
+            run,
+            state=state,
+            attempt=run.attempt % 3 + 1,
+            lease_expires_at=lease,
+            cancel_requested=cancel_requested,
+            progress=progress,
+        )
+        self.agree("update run", lambda uow: uow.runs.update(changed), commit=True)
+        self.agree(
+            "get run",
+            lambda uow: uow.runs.get(run.workspace_id, run.id, for_update=True),
+            commit=False,
+        )
+
+    @rule(
+        backup=backups,
+        state=st.none() | st.sampled_from(RunState),
+        limit=st.integers(1, 3),
+        foreign=RARELY,
+    )
+    def list_runs(self, backup: Backup, state: RunState | None, limit: int, foreign: bool) -> None:
+        workspace_id = self.new_id(0) if foreign else backup.workspace_id
+
+        def both_pages(uow: UnitOfWork) -> Any:
+            first = uow.runs.list_for_backup(workspace_id, backup.id, state, PageRequest(limit))
+            return first, uow.runs.list_for_backup(
+                workspace_id, backup.id, state, PageRequest(limit, first.next_cursor)
+            )
+
+        self.agree("list runs", both_pages, commit=False)
 
     # Audit.
 

@@ -8,7 +8,8 @@ import attrs
 import pytest
 from contract_records import T0, Adapter, at, backup, user, workspace
 
-from strongroom.domain.runs import Run, RunState, RunTrigger
+from strongroom.domain.pagination import PageRequest
+from strongroom.domain.runs import Progress, Run, RunState, RunTrigger
 from strongroom.ports.driven.repositories import IntegrityViolationError
 
 
@@ -32,9 +33,19 @@ class TestRuns:
             artifact_count=3,
             bytes=5 * 1024**4,
         )
-        adapter.store(ada, target, owner, running, queued, failed)
+        claimed = attrs.evolve(
+            queued.claim(uuid4(), at(4)).heartbeat(at(5), Progress(7, None, 'Ω reading "/var"')),
+            id=uuid4(),
+            attempt=3,
+            cancel_requested=True,
+        )
+        reporting = attrs.evolve(
+            Run.queued(uuid4(), owner, RunTrigger.API, at(6)).claim(uuid4(), at(6)),
+            progress=Progress(0, 5 * 1024**4, None, at(6.000001)),
+        )
+        adapter.store(ada, target, owner, running, queued, failed, claimed, reporting)
         with adapter.uow() as uow:
-            for stored in (running, queued, failed):
+            for stored in (running, queued, failed, claimed, reporting):
                 assert uow.runs.get(target.id, stored.id) == stored
                 assert uow.runs.get(target.id, stored.id, for_update=True) == stored
 
@@ -75,6 +86,55 @@ class TestRuns:
             uow.commit()
         with adapter.uow() as uow:
             assert uow.runs.get(target.id, run.id) == done
+
+    def test_an_update_stores_the_lifecycle_fields(self, adapter: Adapter) -> None:
+        """Attempt, lease, cancel request and progress change with the run and come back."""
+        ada = user()
+        target = workspace(ada)
+        owner = backup(target.id)
+        run = Run.queued(uuid4(), owner, RunTrigger.API, T0)
+        adapter.store(ada, target, owner, run)
+        claimed = run.claim(uuid4(), at(1))
+        reported = claimed.heartbeat(at(30), Progress(10, 100, "half"))
+        for changed in (
+            claimed,
+            reported,
+            reported.request_cancel(at(31)),
+            reported.expire_lease(at(91)),
+        ):
+            kept = attrs.evolve(changed, worker_id=run.worker_id)  # the worker is not updated
+            with adapter.uow() as uow:
+                uow.runs.update(changed)
+                uow.commit()
+            with adapter.uow() as uow:
+                assert uow.runs.get(target.id, run.id) == kept
+
+    def test_a_backups_runs_are_listed_newest_first_by_state(self, adapter: Adapter) -> None:
+        """Keyset pages of one backup's runs, optionally of one state; nothing of another
+        backup, and nothing when asked from another workspace."""
+        ada = user()
+        mine, theirs = workspace(ada), workspace(ada)
+        owner, sibling = backup(mine.id), backup(mine.id)
+        tied = [Run.queued(uuid4(), owner, RunTrigger.API, at(1)) for _ in range(3)]
+        done = Run.manual(uuid4(), owner, at(2)).succeeded(1, 1, at(3))
+        late = Run.manual(uuid4(), owner, at(4))
+        other = Run.manual(uuid4(), sibling, at(5))
+        adapter.store(ada, mine, theirs, owner, sibling, *tied, done, late, other)
+        newest_first = [late, done, *sorted(tied, key=lambda run: run.id, reverse=True)]
+        with adapter.uow() as uow:
+            seen, cursor = [], None
+            while True:
+                page = uow.runs.list_for_backup(mine.id, owner.id, None, PageRequest(2, cursor))
+                seen.extend(page.items)
+                if page.next_cursor is None:
+                    break
+                cursor = page.next_cursor
+            assert seen == newest_first
+            queued = uow.runs.list_for_backup(mine.id, owner.id, RunState.QUEUED, PageRequest())
+            assert list(queued.items) == newest_first[2:]
+            running = uow.runs.list_for_backup(mine.id, owner.id, RunState.RUNNING, PageRequest())
+            assert list(running.items) == [late]
+            assert not uow.runs.list_for_backup(theirs.id, owner.id, None, PageRequest()).items
 
     def test_an_update_of_a_missing_run_is_an_integrity_violation(self, adapter: Adapter) -> None:
         """Updating nothing is a bug, not a no-op."""

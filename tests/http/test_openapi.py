@@ -536,6 +536,7 @@ class TestRequestBodies:
             ("POST", "/v1/invitations/{id}/accept"),
             ("POST", "/v1/backups/{bid}/trigger"),
             ("POST", "/v1/runs/{run_id}/confirm"),
+            ("POST", "/v1/runs/{run_id}/cancel"),
             ("POST", "/v1/artifacts/{aid}/download-url"),
         }
 

@@ -35,6 +35,10 @@ RUN_FIELDS = {
     "artifact_count",
     "bytes",
     "error",
+    "attempt",
+    "lease_expires_at",
+    "cancel_requested",
+    "progress",
 }
 
 
@@ -146,6 +150,8 @@ class TestStartRun:
         assert run["created_at"].endswith("Z")
         assert (run["finished_at"], run["worker_id"], run["error"]) == (None, None, None)
         assert (run["artifact_count"], run["bytes"]) == (0, 0)
+        assert (run["attempt"], run["lease_expires_at"]) == (1, None)
+        assert (run["cancel_requested"], run["progress"]) == (False, None)
         assert ada.get_run(run["id"]).json() == run
 
     def test_it_is_audited_as_run_create(self, ada: Tenant) -> None:

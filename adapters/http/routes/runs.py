@@ -1,13 +1,15 @@
-"""Runs: start a manual run, read a run, trigger a local or cloud backup."""
+"""Runs: start a manual run, read, list and cancel runs, trigger a local or cloud backup."""
 
 from __future__ import annotations
 
 from starlette.responses import Response
 
 from strongroom.adapters.http.context import ApiContext, answer
-from strongroom.adapters.http.openapi import Routes
+from strongroom.adapters.http.openapi import Paged, Routes, parameter
 from strongroom.adapters.http.shapes import Run, RunCreate
-from strongroom.ports.driving.runs import READ_RUN, START_RUN, TRIGGER_BACKUP
+from strongroom.domain.errors import InvalidRequestError
+from strongroom.domain.runs import RunState
+from strongroom.ports.driving.runs import CANCEL_RUN, READ_RUN, START_RUN, TRIGGER_BACKUP
 
 routes = Routes("Runs and artifacts")
 backups = routes.tagged("Backups")
@@ -46,6 +48,61 @@ async def get_run(ctx: ApiContext) -> Response:
     One run of the caller's workspace."""
     grant = await ctx.grant(READ_RUN, "run_id")
     return answer(await ctx.facade.runs.get(grant, ctx.path_id("run_id")))
+
+
+@routes.get(
+    "/v1/backups/{bid}/runs",
+    Paged(Run),
+    "One page of runs.",
+    READ_RUN,
+    parameters=(
+        parameter(
+            "state",
+            "query",
+            "Only the runs in this state.",
+            {"type": "string", "enum": [state.value for state in RunState]},
+        ),
+    ),
+    errors={"invalid_request": "`state` is not a run state"},
+)
+async def list_runs(ctx: ApiContext) -> Response:
+    """List a backup's runs
+
+    The backup's runs, newest first; only those in one state with `?state=`. Never
+    refused for billing."""
+    grant = await ctx.grant(READ_RUN, "bid")
+    state = run_state(ctx.request.query_params.get("state"))
+    page = await ctx.facade.runs.list_for_backup(grant, ctx.path_id("bid"), state, ctx.page())
+    return answer(page)
+
+
+def run_state(raw: str | None) -> RunState | None:
+    """The ``?state=`` filter: a run state, or none (400 ``invalid_request`` otherwise)."""
+    if raw is None:
+        return None
+    try:
+        return RunState(raw)
+    except ValueError as error:
+        states = ", ".join(state.value for state in RunState)
+        raise InvalidRequestError(f"state must be one of {states} (or left out)") from error
+
+
+@routes.action(
+    "/v1/runs/{run_id}/cancel",
+    Run,
+    "The run, cancelled or asked to stop.",
+    CANCEL_RUN,
+    errors={"invalid_state": "the run is finished (succeeded, failed or cancelled)"},
+)
+async def cancel_run(ctx: ApiContext) -> Response:
+    """Cancel a run
+
+    A `queued` run becomes `cancelled` at once; a `running` one gets `cancel_requested:
+    true` and becomes `cancelled` when its holder next heartbeats or fails, or its lease
+    expires. Never refused for billing."""
+    grant = await ctx.grant(CANCEL_RUN, "run_id")
+    ctx.empty_body()
+    return answer(await ctx.facade.runs.cancel(grant, ctx.path_id("run_id")))
 
 
 @backups.action(

@@ -245,15 +245,18 @@ SELECT backup_count AS n FROM workspaces WHERE id = :workspace_id
 -- name: run_insert
 INSERT INTO runs (
     id, workspace_id, backup_id, state, trigger, worker_id, created_at, started_at,
-    finished_at, artifact_count, bytes, error
+    finished_at, artifact_count, bytes, error, attempt, lease_expires_at, cancel_requested,
+    progress
 ) VALUES (
     :id, :workspace_id, :backup_id, :state, :trigger, :worker_id, :created_at, :started_at,
-    :finished_at, :artifact_count, :bytes, :error
+    :finished_at, :artifact_count, :bytes, :error, :attempt, :lease_expires_at,
+    :cancel_requested, :progress
 )
 
 -- name: run_get
 SELECT id, workspace_id, backup_id, state, trigger, worker_id, created_at, started_at,
-       finished_at, artifact_count, bytes, error
+       finished_at, artifact_count, bytes, error, attempt, lease_expires_at,
+       cancel_requested, progress
 FROM runs
 WHERE workspace_id = :workspace_id AND id = :id
 /*lock*/
@@ -262,8 +265,26 @@ WHERE workspace_id = :workspace_id AND id = :id
 -- Identity and origin (backup, trigger, worker, creation time) never change.
 UPDATE runs
 SET state = :state, started_at = :started_at, finished_at = :finished_at,
-    artifact_count = :artifact_count, bytes = :bytes, error = :error
+    artifact_count = :artifact_count, bytes = :bytes, error = :error, attempt = :attempt,
+    lease_expires_at = :lease_expires_at, cancel_requested = :cancel_requested,
+    progress = :progress
 WHERE workspace_id = :workspace_id AND id = :id AND backup_id = :backup_id
+
+-- name: run_list_for_backup
+-- A backup's runs, newest first (index runs_by_backup).
+SELECT id, workspace_id, backup_id, state, trigger, worker_id, created_at, started_at,
+       finished_at, artifact_count, bytes, error, attempt, lease_expires_at,
+       cancel_requested, progress
+FROM runs
+WHERE workspace_id = :workspace_id AND backup_id = :backup_id /*filters*/
+ORDER BY created_at DESC, id DESC
+LIMIT :limit
+
+-- name: filter_run_state
+AND state = :state
+
+-- name: filter_run_after
+AND (created_at, id) < (:after_created_at, :after_id)
 
 -- name: artifact_insert
 INSERT INTO artifacts (
