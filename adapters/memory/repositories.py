@@ -371,15 +371,7 @@ class MemoryRunRepository(_Repository):
         )
         assert stored is not None
         # Identity and origin are fixed, as the SQL update leaves them out.
-        self._replace(
-            run.id,
-            evolve(
-                run,
-                trigger=stored.trigger,
-                created_at=stored.created_at,
-                worker_id=stored.worker_id,
-            ),
-        )
+        self._replace(run.id, evolve(run, trigger=stored.trigger, created_at=stored.created_at))
 
     async def list_for_backup(
         self, workspace_id: UUID, backup_id: UUID, state: RunState | None, page: PageRequest

@@ -262,9 +262,10 @@ WHERE workspace_id = :workspace_id AND id = :id
 /*lock*/
 
 -- name: run_update
--- Identity and origin (backup, trigger, worker, creation time) never change.
+-- Identity and origin (backup, trigger, creation time) never change; the worker holding
+-- the run does (a claim sets it, an expired lease clears it).
 UPDATE runs
-SET state = :state, started_at = :started_at, finished_at = :finished_at,
+SET state = :state, worker_id = :worker_id, started_at = :started_at, finished_at = :finished_at,
     artifact_count = :artifact_count, bytes = :bytes, error = :error, attempt = :attempt,
     lease_expires_at = :lease_expires_at, cancel_requested = :cancel_requested,
     progress = :progress
