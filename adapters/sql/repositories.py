@@ -424,6 +424,15 @@ class SqlRunRepository(_Repository):
         changed = await self._db.execute(Q.RUN_UPDATE, rows.run_params(run, self._codec))
         _require(changed == 1, "update of a missing run")
 
+    async def next_queued(self, workspace_id: UUID, worker_id: UUID) -> Run | None:
+        """The oldest queued run of the worker's backups, locked (skipping locked ones)."""
+        params = {
+            "workspace_id": self._codec.uuid(workspace_id),
+            "worker_id": self._codec.uuid(worker_id),
+        }
+        row = await self._db.fetch_one(Q.RUN_NEXT_QUEUED, params, writes=True)
+        return None if row is None else rows.run_from_row(row, self._codec)
+
     async def list_for_backup(
         self, workspace_id: UUID, backup_id: UUID, state: RunState | None, page: PageRequest
     ) -> Page[Run]:

@@ -360,6 +360,19 @@ class Artifacts:
                 diff(artifact_snapshot(artifact), artifact_snapshot(deleted)),
             )
 
+    async def abort_pending(self, uow: UnitOfWork, run: Run) -> None:
+        """Abort the run's ``pending`` artifacts (a failed or requeued run will not confirm
+        them): their partial objects and unfinished uploads removed, their records
+        ``deleted``. They were never counted, so nothing is uncounted."""
+        artifacts = await uow.artifacts.list_for_run(run.workspace_id, run.id)
+        pending = [a for a in artifacts if a.state is ArtifactState.PENDING]
+        if not pending:
+            return
+        backup = await lookups.backup(uow, run.workspace_id, run.backup_id)
+        for artifact in pending:
+            await self.remove_object(artifact, backup)
+            await uow.artifacts.update(artifact.deleted())
+
     async def remove_object(self, artifact: Artifact, backup: Backup) -> None:
         """Remove an artifact's bytes (and its unfinished upload) from where they went."""
         storage = self.storage_for(artifact, backup)
