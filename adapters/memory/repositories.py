@@ -373,6 +373,15 @@ class MemoryRunRepository(_Repository):
         # Identity and origin are fixed, as the SQL update leaves them out.
         self._replace(run.id, evolve(run, trigger=stored.trigger, created_at=stored.created_at))
 
+    async def lease_expired(self, now: datetime, limit: int) -> list[Run]:
+        found = [
+            run
+            for run in self._tx.read(self.table).values()
+            if run.state is RunState.RUNNING and run.lease_expired(now)
+        ]
+        found.sort(key=lambda run: (run.lease_expires_at, run.id))
+        return found[:limit]
+
     async def next_queued(self, workspace_id: UUID, worker_id: UUID) -> Run | None:
         backups: Mapping[UUID, Backup] = self._tx.read(MemoryBackupRepository.table)
         queued = [

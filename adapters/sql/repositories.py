@@ -424,6 +424,12 @@ class SqlRunRepository(_Repository):
         changed = await self._db.execute(Q.RUN_UPDATE, rows.run_params(run, self._codec))
         _require(changed == 1, "update of a missing run")
 
+    async def lease_expired(self, now: datetime, limit: int) -> list[Run]:
+        """Running runs whose lease ran out, soonest expiry first."""
+        params = {"now": self._codec.timestamp(now), "limit": limit}
+        found = await self._db.fetch_all(Q.RUN_LEASE_EXPIRED, params)
+        return [rows.run_from_row(row, self._codec) for row in found]
+
     async def next_queued(self, workspace_id: UUID, worker_id: UUID) -> Run | None:
         """The oldest queued run of the worker's backups, locked (skipping locked ones)."""
         params = {

@@ -163,3 +163,22 @@ class TestRuns:
         with adapter.uow() as uow:
             assert uow.runs.get(target.id, kept.id) is None
             assert uow.runs.get(other.id, far.id) == far
+
+    def test_runs_whose_lease_expired_are_found_in_every_workspace(self, adapter: Adapter) -> None:
+        """Running runs with a lease at or before now, soonest first, at most ``limit``;
+        not a live lease, a manual run, or a finished run."""
+        ada = user()
+        mine, theirs = workspace(ada), workspace(ada)
+        own, other = backup(mine.id), backup(theirs.id)
+        late = Run.queued(uuid4(), own, RunTrigger.API, T0).claim(uuid4(), at(10))
+        early = Run.queued(uuid4(), other, RunTrigger.API, T0).claim(uuid4(), at(5))
+        live = Run.queued(uuid4(), own, RunTrigger.API, T0).claim(uuid4(), at(100))
+        done = Run.queued(uuid4(), own, RunTrigger.API, T0).claim(uuid4(), at(0))
+        done = done.fail("disk full", at(1))
+        manual = Run.manual(uuid4(), own, T0)
+        adapter.store(ada, mine, theirs, own, other, late, early, live, done, manual)
+        now = late.lease_expires_at
+        assert now is not None
+        with adapter.uow() as uow:
+            assert uow.runs.lease_expired(now, 10) == [early, late]
+            assert uow.runs.lease_expired(now, 1) == [early]

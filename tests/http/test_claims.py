@@ -257,3 +257,31 @@ class TestFail:
         _, run_id = queued_run(ada, worker_id)
         claim(ada.api, token)
         assert_error(fail(ada.api, token, run_id, error), 400, "invalid_request")
+
+
+class TestLeaseExpiry:
+    """A worker that stops heartbeating loses its run to the queue, three times at most."""
+
+    def test_expiry_requeues_up_to_three_attempts_then_fails(
+        self, ada: Tenant, clock: FixedClock
+    ) -> None:
+        """Attempts 1 and 2 are requeued (claimable again); the third fails with
+        ``lease expired``; the heartbeat of a lost run is 404."""
+        worker_id, token = new_worker(ada)
+        _, run_id = queued_run(ada, worker_id)
+        for attempt in (1, 2, 3):
+            claimed = claim(ada.api, token)
+            assert claimed.status_code == 201, claimed.text
+            assert claimed.json()["run"]["attempt"] == attempt
+            clock.moment += timedelta(seconds=61)
+            ada.api.facade.leases.expire()
+            shown = ada.get_run(run_id).json()
+            if attempt < 3:
+                assert (shown["state"], shown["attempt"], shown["worker_id"]) == (
+                    "queued",
+                    attempt + 1,
+                    None,
+                )
+                assert_error(heartbeat(ada.api, token, run_id), 404, "not_found")
+        assert (shown["state"], shown["error"]) == ("failed", "lease expired")
+        assert claim(ada.api, token).status_code == 204

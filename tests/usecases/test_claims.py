@@ -19,6 +19,7 @@ from strongroom.domain.pagination import PageRequest
 from strongroom.domain.principals import Caller, PrincipalType
 from strongroom.domain.runs import LEASE, Progress, RunState
 from strongroom.ports.driving import Strongroom
+from strongroom.ports.driving.leases import LeaseReport
 from support.people import api_key, audit_events, retention, upload, workspace_admin
 
 SECOND = timedelta(seconds=1)
@@ -155,3 +156,60 @@ class TestHeartbeatAndFail:
         assert [e.target_id for e in await audit_events(facade, ada, "run.fail")] == [str(run.id)]
         with pytest.raises(InvalidStateError):
             await facade.claims.fail(rack, run.id, "again")
+
+
+class TestLeaseExpiry:
+    """The lease job: requeue with ``attempt + 1`` up to three attempts, then fail."""
+
+    async def test_an_expired_lease_requeues_then_fails_after_three_attempts(
+        self, facade: Strongroom, clock: ManualClock, storage: LocalDiskStorage
+    ) -> None:
+        """Attempts 1 and 2 go back to the queue (their pending uploads aborted, the names
+        kept for the next attempt); the third fails with ``lease expired``. Audited as
+        ``system``: ``run.requeue`` twice, ``run.fail`` once."""
+        ada, _ = await workspace_admin(facade, "ada@example.com")
+        rack = await worker_of(facade, ada)
+        run = await facade.runs.trigger(ada, await local_backup(facade, ada, rack, "One"))
+        for attempt in (1, 2):
+            claimed = await facade.claims.claim(rack)
+            assert claimed is not None
+            assert claimed.run.attempt == attempt
+            await upload(facade, storage, rack, run.id, "part.bin", b"half")
+            clock.advance(LEASE - SECOND)
+            assert (await facade.leases.expire()).requeued == 0  # not yet
+            clock.advance(SECOND)
+            assert (await facade.leases.expire()).requeued == 1
+            requeued = await facade.runs.get(ada, run.id)
+            assert (requeued.state, requeued.attempt) == (RunState.QUEUED, attempt + 1)
+            assert (requeued.worker_id, requeued.lease_expires_at) == (None, None)
+        await facade.claims.claim(rack)
+        clock.advance(LEASE)
+        assert (await facade.leases.expire()).failed == 1
+        failed = await facade.runs.get(ada, run.id)
+        assert (failed.state, failed.error, failed.attempt) == (
+            RunState.FAILED,
+            "lease expired",
+            3,
+        )
+        requeues = await audit_events(facade, ada, "run.requeue")
+        fails = await audit_events(facade, ada, "run.fail")
+        assert [e.actor.type for e in requeues + fails] == [PrincipalType.SYSTEM] * 3
+
+    async def test_a_heartbeat_keeps_the_run_and_a_cancel_ends_it(
+        self, facade: Strongroom, clock: ManualClock
+    ) -> None:
+        """A run heartbeating in time keeps its lease; a cancel-requested run whose lease
+        runs out is cancelled, not requeued."""
+        ada, _ = await workspace_admin(facade, "ada@example.com")
+        rack = await worker_of(facade, ada)
+        run = await facade.runs.trigger(ada, await local_backup(facade, ada, rack, "One"))
+        await facade.claims.claim(rack)
+        clock.advance(LEASE - SECOND)
+        await facade.claims.heartbeat(rack, run.id)
+        clock.advance(2 * SECOND)
+        assert await facade.leases.expire() == LeaseReport()
+        assert (await facade.runs.get(ada, run.id)).state is RunState.RUNNING
+        await facade.runs.cancel(ada, run.id)
+        clock.advance(LEASE)
+        assert (await facade.leases.expire()).cancelled == 1
+        assert (await facade.runs.get(ada, run.id)).state is RunState.CANCELLED
