@@ -35,6 +35,15 @@ MAX_ATTEMPTS = 3
 MAX_ERROR = 2000
 MAX_PROGRESS_MESSAGE = 2000
 LEASE_EXPIRED = "lease expired"
+# Contract 11: a claim waits at most this long for a queued run (long poll).
+MAX_CLAIM_WAIT = 30
+
+
+def check_claim_wait(wait_seconds: int) -> int:
+    """A claim's ``wait_seconds``: 0 to ``MAX_CLAIM_WAIT`` (``invalid_request`` otherwise)."""
+    if not 0 <= wait_seconds <= MAX_CLAIM_WAIT:
+        raise InvalidRequestError(f"wait_seconds must be 0 to {MAX_CLAIM_WAIT}")
+    return wait_seconds
 
 
 class RunTrigger(StrEnum):
@@ -163,6 +172,15 @@ class Run:
 
     def _finished_as(self, state: RunState, now: datetime, error: str | None = None) -> Run:
         return attrs.evolve(self, state=state, finished_at=now, lease_expires_at=None, error=error)
+
+    def held_by(self, worker_id: UUID | None) -> bool:
+        """Whether ``worker_id`` holds the run: it claimed it and the run is not back in the
+        queue (a finished run stays held by its last holder)."""
+        return (
+            worker_id is not None
+            and self.worker_id == worker_id
+            and self.state is not RunState.QUEUED
+        )
 
     def claim(self, worker_id: UUID, now: datetime) -> Run:
         """The run taken by ``worker_id``: ``running``, with a lease of ``LEASE``."""

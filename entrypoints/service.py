@@ -215,6 +215,17 @@ async def run_retention_every(facade: Strongroom, interval: float) -> None:
             logger.exception("the retention job failed; it runs again next interval")
 
 
+async def run_leases_every(facade: Strongroom, interval: float) -> None:
+    """Expire the leases of claimed runs every ``interval`` seconds, forever (cancel the
+    task to stop): requeued, failed or cancelled (contract 11)."""
+    while True:
+        await asyncio.sleep(interval)
+        try:
+            await facade.leases.expire()
+        except Exception:
+            logger.exception("the lease job failed; it runs again next interval")
+
+
 async def run_verification_every(
     facade: Strongroom, pending_interval: float, sample_interval: float
 ) -> None:
@@ -245,7 +256,8 @@ async def open_serving_facade(
 ) -> AsyncIterator[Strongroom]:
     """``open_facade`` plus the background jobs, for ``serve`` and the ASGI factory: the
     retention job on an interval (``STRONGROOM_RETENTION_INTERVAL`` seconds; 0 turns it
-    off) and artifact verification (``STRONGROOM_VERIFY_PENDING_INTERVAL`` and
+    off), the lease job (``STRONGROOM_LEASE_INTERVAL`` seconds; 0 turns it off) and
+    artifact verification (``STRONGROOM_VERIFY_PENDING_INTERVAL`` and
     ``STRONGROOM_VERIFY_INTERVAL``; both 0 turn it off)."""
     async with open_facade(settings, migrate=migrate) as facade:
         jobs = []
@@ -253,6 +265,12 @@ async def open_serving_facade(
             jobs.append(
                 asyncio.create_task(
                     run_retention_every(facade, settings.retention_interval), name="retention"
+                )
+            )
+        if settings.lease_interval > 0:
+            jobs.append(
+                asyncio.create_task(
+                    run_leases_every(facade, settings.lease_interval), name="leases"
                 )
             )
         if settings.verify_pending_interval > 0 or settings.verify_interval > 0:

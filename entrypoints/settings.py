@@ -62,6 +62,7 @@ class Settings:
     oidc_token_endpoint: str | None = None
     multipart_threshold: int = DEFAULT_MULTIPART_THRESHOLD
     retention_interval: float = 3600.0
+    lease_interval: float = 10.0
     verify_pending_interval: float = 10.0
     verify_interval: float = 0.0
     # Seconds a stopping server waits for requests in flight before cancelling them.
@@ -105,6 +106,7 @@ class Settings:
                 env.get("STRONGROOM_MULTIPART_THRESHOLD") or DEFAULT_MULTIPART_THRESHOLD
             ),
             "retention_interval": float(env.get("STRONGROOM_RETENTION_INTERVAL") or 3600),
+            "lease_interval": float(env.get("STRONGROOM_LEASE_INTERVAL") or 10),
             "verify_pending_interval": float(env.get("STRONGROOM_VERIFY_PENDING_INTERVAL") or 10),
             "verify_interval": float(env.get("STRONGROOM_VERIFY_INTERVAL") or 0),
             "shutdown_timeout": int(env.get("STRONGROOM_SHUTDOWN_TIMEOUT") or 30),

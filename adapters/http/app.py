@@ -23,6 +23,7 @@ from strongroom.adapters.http.request_ids import RequestIdMiddleware
 from strongroom.adapters.http.routes import (
     artifacts,
     backups,
+    claims,
     docs,
     idp,
     invitations,
@@ -47,6 +48,7 @@ ROUTES = [
     *members.routes,
     *invitations.routes,
     *runs.routes,
+    *claims.routes,
     *artifacts.routes,
     *storage.routes,
     *idp.routes,

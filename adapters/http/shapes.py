@@ -63,6 +63,7 @@ from strongroom.domain.quotas import DEFAULT_LIMITS, QuotaResource
 from strongroom.domain.quotas import Quota as DomainQuota
 from strongroom.domain.users import User as DomainUser
 from strongroom.ports.driven.identity import CliConfig as DomainCliConfig
+from strongroom.ports.driving.claims import ClaimedRun
 from strongroom.ports.driving.members import UNSET as KEEP
 from strongroom.ports.driving.members import _Unset as Keep
 from strongroom.ports.driving.sessions import IssuedSession
@@ -781,6 +782,85 @@ class Run:
     )
     progress: domain_runs.Progress | None = attrs.field(
         metadata=meta("What the run's holder last reported; null before any report.")
+    )
+
+
+@attrs.frozen
+class ClaimRequest:
+    """`POST /v1/claims`."""
+
+    wait_seconds: int = attrs.field(
+        default=0,
+        metadata=meta(
+            f"How long to wait for a queued run (long poll), 0 to {domain_runs.MAX_CLAIM_WAIT}.",
+            schema={"minimum": 0, "maximum": domain_runs.MAX_CLAIM_WAIT},
+        ),
+    )
+
+
+@view_of(ClaimedRun)
+@attrs.frozen
+class Claim:
+    """A claimed run, its backup and its lease."""
+
+    run: Run
+    backup: Backup
+    lease_expires_at: datetime = attrs.field(
+        metadata=meta(
+            "When the lease runs out unless a heartbeat extends it.", get="run.lease_expires_at"
+        )
+    )
+
+
+@attrs.frozen
+class ProgressReport:
+    """How far the holder got."""
+
+    bytes_done: int = attrs.field(metadata=meta("Bytes processed so far.", schema={"minimum": 0}))
+    bytes_total: int | None = attrs.field(
+        default=None,
+        metadata=meta("Bytes to process, when known.", schema={"minimum": 0}, optional=True),
+    )
+    message: str | None = attrs.field(
+        default=None,
+        metadata=meta(
+            "What the holder is doing.",
+            schema={"maxLength": domain_runs.MAX_PROGRESS_MESSAGE},
+            optional=True,
+        ),
+    )
+
+
+@attrs.frozen
+class HeartbeatRequest:
+    """`POST /v1/runs/{run_id}/heartbeat`."""
+
+    progress: ProgressReport | None = attrs.field(
+        default=None, metadata=meta("Recorded on the run as of this heartbeat.", optional=True)
+    )
+
+
+@attrs.frozen
+class Heartbeat:
+    """The run's lease after a heartbeat."""
+
+    lease_expires_at: datetime | None = attrs.field(
+        metadata=meta("The extended lease; null once the run was cancelled.")
+    )
+    cancel_requested: bool = attrs.field(
+        metadata=meta("The run was cancelled: the holder stops its work now.")
+    )
+
+
+@attrs.frozen
+class FailRequest:
+    """`POST /v1/runs/{run_id}/fail`."""
+
+    error: str = attrs.field(
+        metadata=meta(
+            "What went wrong, in the holder's words.",
+            schema={"minLength": 1, "maxLength": domain_runs.MAX_ERROR},
+        )
     )
 
 

@@ -7,7 +7,7 @@ which already gives a locking read its guarantee.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
 from typing import Any
 from uuid import UUID
@@ -371,15 +371,28 @@ class MemoryRunRepository(_Repository):
         )
         assert stored is not None
         # Identity and origin are fixed, as the SQL update leaves them out.
-        self._replace(
-            run.id,
-            evolve(
-                run,
-                trigger=stored.trigger,
-                created_at=stored.created_at,
-                worker_id=stored.worker_id,
-            ),
-        )
+        self._replace(run.id, evolve(run, trigger=stored.trigger, created_at=stored.created_at))
+
+    async def lease_expired(self, now: datetime, limit: int) -> list[Run]:
+        found = [
+            run
+            for run in self._tx.read(self.table).values()
+            if run.state is RunState.RUNNING and run.lease_expired(now)
+        ]
+        found.sort(key=lambda run: (run.lease_expires_at, run.id))
+        return found[:limit]
+
+    async def next_queued(self, workspace_id: UUID, worker_id: UUID) -> Run | None:
+        backups: Mapping[UUID, Backup] = self._tx.read(MemoryBackupRepository.table)
+        queued = [
+            run
+            for run in self._tx.read(self.table).values()
+            if run.workspace_id == workspace_id
+            and run.state is RunState.QUEUED
+            and (owner := backups.get(run.backup_id)) is not None
+            and owner.worker_id == worker_id
+        ]
+        return min(queued, key=lambda run: (run.created_at, run.id), default=None)
 
     async def list_for_backup(
         self, workspace_id: UUID, backup_id: UUID, state: RunState | None, page: PageRequest

@@ -66,6 +66,8 @@ class Q(StrEnum):
     RUN_GET = "run_get"
     RUN_UPDATE = "run_update"
     RUN_LIST_FOR_BACKUP = "run_list_for_backup"
+    RUN_NEXT_QUEUED = "run_next_queued"
+    RUN_LEASE_EXPIRED = "run_lease_expired"
     FILTER_RUN_STATE = "filter_run_state"
     FILTER_RUN_AFTER = "filter_run_after"
     ARTIFACT_INSERT = "artifact_insert"

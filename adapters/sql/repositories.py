@@ -424,6 +424,21 @@ class SqlRunRepository(_Repository):
         changed = await self._db.execute(Q.RUN_UPDATE, rows.run_params(run, self._codec))
         _require(changed == 1, "update of a missing run")
 
+    async def lease_expired(self, now: datetime, limit: int) -> list[Run]:
+        """Running runs whose lease ran out, soonest expiry first."""
+        params = {"now": self._codec.timestamp(now), "limit": limit}
+        found = await self._db.fetch_all(Q.RUN_LEASE_EXPIRED, params)
+        return [rows.run_from_row(row, self._codec) for row in found]
+
+    async def next_queued(self, workspace_id: UUID, worker_id: UUID) -> Run | None:
+        """The oldest queued run of the worker's backups, locked (skipping locked ones)."""
+        params = {
+            "workspace_id": self._codec.uuid(workspace_id),
+            "worker_id": self._codec.uuid(worker_id),
+        }
+        row = await self._db.fetch_one(Q.RUN_NEXT_QUEUED, params, writes=True)
+        return None if row is None else rows.run_from_row(row, self._codec)
+
     async def list_for_backup(
         self, workspace_id: UUID, backup_id: UUID, state: RunState | None, page: PageRequest
     ) -> Page[Run]:

@@ -234,6 +234,17 @@ class RunRepository(Protocol):
         of another workspace has none here."""
         ...
 
+    async def lease_expired(self, now: datetime, limit: int) -> list[Run]:
+        """Running runs of every workspace whose lease ran out by ``now``, soonest expiry
+        first (at most ``limit``)."""
+        ...
+
+    async def next_queued(self, workspace_id: UUID, worker_id: UUID) -> Run | None:
+        """The oldest ``queued`` run of a backup assigned to ``worker_id``, locked until the
+        unit of work ends; a run another unit of work holds locked is skipped, so
+        concurrent claimers never get the same run."""
+        ...
+
 
 class ArtifactRepository(Protocol):
     """Artifacts of runs, always looked up inside one workspace (the retention job's

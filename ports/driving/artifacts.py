@@ -360,6 +360,22 @@ class Artifacts:
                 diff(artifact_snapshot(artifact), artifact_snapshot(deleted)),
             )
 
+    async def abort_pending(self, uow: UnitOfWork, run: Run, *, keep: bool = False) -> None:
+        """Abort the uploads of the run's ``pending`` artifacts: their partial objects and
+        unfinished multipart uploads removed. Their records become ``deleted`` (a failed
+        run will not confirm them), or with ``keep`` stay ``pending``, so the next attempt
+        of a requeued run announces the same names again and uploads afresh. They were
+        never counted, so nothing is uncounted."""
+        artifacts = await uow.artifacts.list_for_run(run.workspace_id, run.id)
+        pending = [a for a in artifacts if a.state is ArtifactState.PENDING]
+        if not pending:
+            return
+        backup = await lookups.backup(uow, run.workspace_id, run.backup_id)
+        for artifact in pending:
+            await self.remove_object(artifact, backup)
+            if not keep:
+                await uow.artifacts.update(artifact.deleted())
+
     async def remove_object(self, artifact: Artifact, backup: Backup) -> None:
         """Remove an artifact's bytes (and its unfinished upload) from where they went."""
         storage = self.storage_for(artifact, backup)

@@ -13,8 +13,10 @@ from strongroom.ports.driving.access import Access
 from strongroom.ports.driving.artifacts import Artifacts
 from strongroom.ports.driving.audit_trail import AuditTrail
 from strongroom.ports.driving.backups import Backups
+from strongroom.ports.driving.claims import Claims
 from strongroom.ports.driving.dependencies import Dependencies
 from strongroom.ports.driving.invitations import Invitations
+from strongroom.ports.driving.leases import Leases
 from strongroom.ports.driving.machines import ApiKeys, Workers
 from strongroom.ports.driving.members import Members, Roles
 from strongroom.ports.driving.monitoring import metrics_snapshot
@@ -44,6 +46,8 @@ class Strongroom:
         self.backups = Backups(deps, self.access)
         self.runs = Runs(deps, self.access)
         self.artifacts = Artifacts(deps, self.access)
+        self.claims = Claims(deps, self.access, self.artifacts)
+        self.leases = Leases(deps, self.artifacts)
         self.retention = Retention(deps, self.artifacts)
         self.verification = ArtifactVerification(deps, self.artifacts)
         self.audit = AuditTrail(deps, self.access)

@@ -10,6 +10,7 @@ import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
+from uuid import uuid4
 
 import attrs
 from contract_records import Adapter, at, backup, user, workspace
@@ -18,6 +19,7 @@ from strongroom.domain.backups import RetentionPolicy
 from strongroom.domain.durations import Duration
 from strongroom.domain.pagination import PageRequest
 from strongroom.domain.quotas import ensure_room
+from strongroom.domain.runs import Run, RunState, RunTrigger
 from strongroom.ports.driven.repositories import IdempotencyKeyTakenError, IdempotencyRecord
 
 THREADS = 24
@@ -120,3 +122,53 @@ class TestConcurrency:
                 return True
 
         assert all_at_once(THREADS, reserve).count(True) == 1
+
+
+class TestClaims:
+    """A queued run goes to exactly one of the claimers racing for it."""
+
+    def test_two_concurrent_claims_of_one_queued_run_give_it_once(self, adapter: Adapter) -> None:
+        """Two claimers at once: one gets the run (and stores it running), the other none."""
+        ada = user()
+        target = workspace(ada)
+        worker_id = uuid4()
+        owner = attrs.evolve(backup(target.id), worker_id=worker_id)
+        run = Run.queued(uuid4(), owner, RunTrigger.API, at(0))
+        adapter.store(ada, target, owner, run)
+
+        def claim(_index: int) -> Run | None:
+            with adapter.uow() as uow:
+                found = uow.runs.next_queued(target.id, worker_id)
+                if found is None:
+                    return None
+                claimed = found.claim(worker_id, at(1))
+                uow.runs.update(claimed)
+                uow.commit()
+                return claimed
+
+        results = all_at_once(2, claim)
+        assert sorted(result is None for result in results) == [False, True]
+        with adapter.uow() as uow:
+            stored = uow.runs.get(target.id, run.id)
+            assert stored is not None
+            assert stored.state is RunState.RUNNING
+            assert stored.worker_id == worker_id
+            assert uow.runs.next_queued(target.id, worker_id) is None
+
+    def test_the_oldest_queued_run_of_the_workers_backups_comes_first(
+        self, adapter: Adapter
+    ) -> None:
+        """Only the worker's own backups' queued runs, oldest first; none of another worker."""
+        ada = user()
+        target = workspace(ada)
+        worker_id = uuid4()
+        mine = attrs.evolve(backup(target.id, "mine"), worker_id=worker_id)
+        theirs = attrs.evolve(backup(target.id, "theirs"), worker_id=uuid4())
+        older = Run.queued(uuid4(), mine, RunTrigger.API, at(1))
+        newer = Run.queued(uuid4(), mine, RunTrigger.API, at(2))
+        foreign = Run.queued(uuid4(), theirs, RunTrigger.API, at(0))
+        running = Run.manual(uuid4(), mine, at(0))
+        adapter.store(ada, target, mine, theirs, newer, older, foreign, running)
+        with adapter.uow() as uow:
+            assert uow.runs.next_queued(target.id, worker_id) == older
+            assert uow.runs.next_queued(workspace(ada).id, worker_id) is None

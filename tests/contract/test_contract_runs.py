@@ -71,18 +71,17 @@ class TestRuns:
         with adapter.uow() as uow, pytest.raises(IntegrityViolationError):
             uow.runs.add(attrs.evolve(Run.manual(uuid4(), foreign, T0), workspace_id=mine.id))
 
-    def test_an_update_stores_state_times_and_counts_only(self, adapter: Adapter) -> None:
-        """State, times, counts and error change; trigger, worker and creation stay."""
+    def test_an_update_stores_state_times_counts_and_worker_only(self, adapter: Adapter) -> None:
+        """State, times, counts, error and the holding worker change; trigger and creation
+        stay."""
         ada = user()
         target = workspace(ada)
         owner = backup(target.id)
         run = Run.manual(uuid4(), owner, T0)
         adapter.store(ada, target, owner, run)
-        done = run.succeeded(2, 4096, at(60))
+        done = attrs.evolve(run.succeeded(2, 4096, at(60)), worker_id=uuid4())
         with adapter.uow() as uow:
-            uow.runs.update(
-                attrs.evolve(done, trigger=RunTrigger.API, created_at=at(99), worker_id=uuid4())
-            )
+            uow.runs.update(attrs.evolve(done, trigger=RunTrigger.API, created_at=at(99)))
             uow.commit()
         with adapter.uow() as uow:
             assert uow.runs.get(target.id, run.id) == done
@@ -102,12 +101,11 @@ class TestRuns:
             reported.request_cancel(at(31)),
             reported.expire_lease(at(91)),
         ):
-            kept = attrs.evolve(changed, worker_id=run.worker_id)  # the worker is not updated
             with adapter.uow() as uow:
                 uow.runs.update(changed)
                 uow.commit()
             with adapter.uow() as uow:
-                assert uow.runs.get(target.id, run.id) == kept
+                assert uow.runs.get(target.id, run.id) == changed
 
     def test_a_backups_runs_are_listed_newest_first_by_state(self, adapter: Adapter) -> None:
         """Keyset pages of one backup's runs, optionally of one state; nothing of another
@@ -165,3 +163,22 @@ class TestRuns:
         with adapter.uow() as uow:
             assert uow.runs.get(target.id, kept.id) is None
             assert uow.runs.get(other.id, far.id) == far
+
+    def test_runs_whose_lease_expired_are_found_in_every_workspace(self, adapter: Adapter) -> None:
+        """Running runs with a lease at or before now, soonest first, at most ``limit``;
+        not a live lease, a manual run, or a finished run."""
+        ada = user()
+        mine, theirs = workspace(ada), workspace(ada)
+        own, other = backup(mine.id), backup(theirs.id)
+        late = Run.queued(uuid4(), own, RunTrigger.API, T0).claim(uuid4(), at(10))
+        early = Run.queued(uuid4(), other, RunTrigger.API, T0).claim(uuid4(), at(5))
+        live = Run.queued(uuid4(), own, RunTrigger.API, T0).claim(uuid4(), at(100))
+        done = Run.queued(uuid4(), own, RunTrigger.API, T0).claim(uuid4(), at(0))
+        done = done.fail("disk full", at(1))
+        manual = Run.manual(uuid4(), own, T0)
+        adapter.store(ada, mine, theirs, own, other, late, early, live, done, manual)
+        now = late.lease_expires_at
+        assert now is not None
+        with adapter.uow() as uow:
+            assert uow.runs.lease_expired(now, 10) == [early, late]
+            assert uow.runs.lease_expired(now, 1) == [early]

@@ -36,6 +36,8 @@ HUMAN_ONLY = {
     ("DELETE", "/v1/auth/sessions/current"),
     ("POST", "/v1/invitations/{id}/accept"),
 }
+# Operations only a worker may call (a person or an API key gets 403).
+WORKER_ONLY = {("POST", "/v1/claims")}
 CUSTOM_PERMISSIONS = frozenset(
     {
         Permission.BACKUPS_READ,
@@ -180,6 +182,8 @@ def expected_refusal(caller: str, operation: Operation, world: World) -> str | N
     machine = caller in ("api_key", "worker")
     if key in HUMAN_ONLY:
         return "only a person" if machine else None
+    if key in WORKER_ONLY:
+        return None if caller == "worker" else "only a worker"
     if not operation.permissions:
         return None  # /v1/me, /v1/permissions: any credential
     if world.permissions is None:

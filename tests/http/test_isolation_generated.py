@@ -71,6 +71,7 @@ VALID_BODIES: dict[tuple[str, str], dict[str, Any]] = {
         "size": 3,
         "sha256": hashlib.sha256(b"abc").hexdigest(),
     },
+    ("POST", "/v1/runs/{run_id}/fail"): {"error": "intruder"},
 }
 
 

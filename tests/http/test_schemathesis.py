@@ -160,7 +160,9 @@ def filter_case(context: Any, case: Any) -> bool:
       negative (it could not satisfy that part's schema), or with an `If-Match` off its
       documented pattern (that phase does not follow it), is not positive data;
     - a duration is at most 36 500 days in all (documented; 400 beyond), a sum of its
-      parts that no pattern can bound.
+      parts that no pattern can bound;
+    - a heartbeat's `progress.bytes_done` is at most its `bytes_total` (documented; 400
+      beyond), a relation of two fields no schema states.
     """
     if case.meta is None or case.meta.generation.mode.value != "positive":
         return True
@@ -174,7 +176,17 @@ def filter_case(context: Any, case: Any) -> bool:
         not _holds_integral_float(case.body)
         and (cursor is None or _issued(str(cursor), case.operation.path))
         and all(_within_bounds(text) for text in _durations(case.body))
+        and _progress_in_bounds(case.body)
     )
+
+
+def _progress_in_bounds(body: Any) -> bool:
+    """Whether a heartbeat body's progress, if any, has ``bytes_done <= bytes_total``."""
+    progress = body.get("progress") if isinstance(body, dict) else None
+    if not isinstance(progress, dict):
+        return True
+    done, total = progress.get("bytes_done"), progress.get("bytes_total")
+    return not (isinstance(done, int) and isinstance(total, int) and done > total)
 
 
 def _durations(value: Any) -> Iterator[str]:

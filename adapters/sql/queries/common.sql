@@ -262,13 +262,24 @@ WHERE workspace_id = :workspace_id AND id = :id
 /*lock*/
 
 -- name: run_update
--- Identity and origin (backup, trigger, worker, creation time) never change.
+-- Identity and origin (backup, trigger, creation time) never change; the worker holding
+-- the run does (a claim sets it, an expired lease clears it).
 UPDATE runs
-SET state = :state, started_at = :started_at, finished_at = :finished_at,
+SET state = :state, worker_id = :worker_id, started_at = :started_at, finished_at = :finished_at,
     artifact_count = :artifact_count, bytes = :bytes, error = :error, attempt = :attempt,
     lease_expires_at = :lease_expires_at, cancel_requested = :cancel_requested,
     progress = :progress
 WHERE workspace_id = :workspace_id AND id = :id AND backup_id = :backup_id
+
+-- name: run_lease_expired
+-- Running runs of every workspace whose lease ran out, soonest expiry first.
+SELECT id, workspace_id, backup_id, state, trigger, worker_id, created_at, started_at,
+       finished_at, artifact_count, bytes, error, attempt, lease_expires_at,
+       cancel_requested, progress
+FROM runs
+WHERE state = 'running' AND lease_expires_at <= :now
+ORDER BY lease_expires_at, id
+LIMIT :limit
 
 -- name: run_list_for_backup
 -- A backup's runs, newest first (index runs_by_backup).

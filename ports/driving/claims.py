@@ -1,0 +1,118 @@
+"""The worker protocol (contract 11): claim a queued run, heartbeat it, report its failure."""
+
+from __future__ import annotations
+
+import asyncio
+from uuid import UUID
+
+import attrs
+
+from strongroom.domain.audit import diff
+from strongroom.domain.backups import Backup
+from strongroom.domain.errors import ForbiddenError, NotFoundError
+from strongroom.domain.permissions import Permission
+from strongroom.domain.principals import Caller
+from strongroom.domain.runs import Progress, Run, RunTrigger, check_claim_wait
+from strongroom.ports.driving import lookups
+from strongroom.ports.driving.access import Access, Grant, Requirement
+from strongroom.ports.driving.artifacts import Artifacts
+from strongroom.ports.driving.changes import changing
+from strongroom.ports.driving.dependencies import Dependencies
+from strongroom.ports.driving.runs import run_snapshot
+
+CLAIM_RUN = Requirement((Permission.ARTIFACTS_UPLOAD,), "run.claim")
+HEARTBEAT_RUN = Requirement((Permission.ARTIFACTS_UPLOAD,))
+FAIL_RUN = Requirement((Permission.ARTIFACTS_UPLOAD,), "run.fail")
+CLAIM_REFUSAL = "only a worker can claim runs; persons and API keys cannot"
+# How often a waiting claim looks again (LISTEN/NOTIFY wake-ups come later).
+POLL_SECONDS = 0.5
+
+
+@attrs.frozen
+class ClaimedRun:
+    """A claimed run with its backup (what the worker needs to execute it)."""
+
+    run: Run
+    backup: Backup
+
+
+def ensure_worker(caller: Caller) -> UUID:
+    """The calling worker; a person or an API key is refused (403 ``forbidden``)."""
+    if caller.worker_id is None:
+        raise ForbiddenError(CLAIM_REFUSAL)
+    return caller.worker_id
+
+
+class Claims:
+    """Claim, heartbeat and fail: the calls of the worker holding a run."""
+
+    def __init__(self, deps: Dependencies, access: Access, artifacts: Artifacts) -> None:
+        self._deps = deps
+        self._access = access
+        self._artifacts = artifacts
+
+    async def claim(self, caller: Caller | Grant, wait_seconds: int = 0) -> ClaimedRun | None:
+        """``POST /v1/claims``: the oldest queued run of a backup assigned to the calling
+        worker, now ``running`` with a lease; None when none is queued within
+        ``wait_seconds``. Each look is its own unit of work, so a waiting claim holds no
+        database connection. Never refused for billing; audited as ``run.claim``."""
+        worker_id = ensure_worker(caller.caller if isinstance(caller, Grant) else caller)
+        check_claim_wait(wait_seconds)
+        caller, workspace_id = await self._access.resolve(caller, CLAIM_RUN)
+        looks = 1 + round(wait_seconds / POLL_SECONDS)
+        for look in range(looks):
+            if look:
+                await asyncio.sleep(POLL_SECONDS)
+            claimed = await self._claim_once(caller, workspace_id, worker_id)
+            if claimed is not None:
+                return claimed
+        return None
+
+    async def _claim_once(
+        self, caller: Caller, workspace_id: UUID, worker_id: UUID
+    ) -> ClaimedRun | None:
+        async with changing(self._deps, caller, workspace_id) as change:
+            uow = change.uow
+            found = await uow.runs.next_queued(workspace_id, worker_id)
+            if found is None:
+                return None
+            claimed = found.claim(worker_id, self._deps.clock.now())
+            await uow.runs.update(claimed)
+            backup = await lookups.backup(uow, workspace_id, claimed.backup_id)
+            await change.done(
+                "run.claim", claimed.id, diff(run_snapshot(found), run_snapshot(claimed))
+            )
+        return ClaimedRun(claimed, backup)
+
+    async def heartbeat(
+        self, caller: Caller | Grant, run_id: UUID, progress: Progress | None = None
+    ) -> Run:
+        """``POST /v1/runs/{id}/heartbeat``: the lease of the caller's run extended (and
+        ``progress`` recorded); a run whose cancel was requested becomes ``cancelled``.
+        A run the caller does not hold is 404; a finished one 409 ``invalid_state``."""
+        caller, workspace_id = await self._access.resolve(caller, HEARTBEAT_RUN)
+        async with self._deps.uow() as uow:
+            found = await uow.runs.get(workspace_id, run_id, for_update=True)
+            if found is None or not found.held_by(caller.worker_id):
+                raise NotFoundError("run")
+            beaten = found.heartbeat(self._deps.clock.now(), progress)
+            await uow.runs.update(beaten)
+            await uow.commit()
+        return beaten
+
+    async def fail(self, caller: Caller | Grant, run_id: UUID, error: str) -> Run:
+        """``POST /v1/runs/{id}/fail``: the run ``failed`` with ``error`` (``cancelled`` when
+        its cancel was requested), its pending artifacts aborted. Only the worker holding
+        the run, or the client of a manual run; anyone else: 404. Audited as ``run.fail``."""
+        caller, workspace_id = await self._access.resolve(caller, FAIL_RUN, target_id=run_id)
+        async with changing(self._deps, caller, workspace_id) as change:
+            uow = change.uow
+            found = await uow.runs.get(workspace_id, run_id, for_update=True)
+            run = await lookups.visible_run(caller, uow, workspace_id, found)
+            if run.trigger is not RunTrigger.MANUAL and not run.held_by(caller.worker_id):
+                raise NotFoundError("run")
+            failed = run.fail(error, self._deps.clock.now())
+            await uow.runs.update(failed)
+            await self._artifacts.abort_pending(uow, failed)
+            await change.done("run.fail", run.id, diff(run_snapshot(run), run_snapshot(failed)))
+        return failed

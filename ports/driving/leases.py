@@ -1,0 +1,88 @@
+"""The lease job (contract 11): a claimed run whose lease ran out goes back to the queue
+with ``attempt + 1`` (its pending uploads aborted), or fails with ``"lease expired"``
+after the last attempt; a run whose cancel was requested is cancelled instead.
+
+Each run is its own unit of work, audited as ``system`` (``run.requeue``, ``run.fail`` or
+``run.cancel``); a failure on one run is logged and the job goes on with the next.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime
+from uuid import UUID
+
+import attrs
+
+from strongroom.domain.audit import diff
+from strongroom.domain.errors import StrongroomError
+from strongroom.domain.runs import RunState
+from strongroom.ports.driving.artifacts import Artifacts
+from strongroom.ports.driving.dependencies import Dependencies
+from strongroom.ports.driving.recording import record_by_system
+from strongroom.ports.driving.runs import run_snapshot
+
+logger = logging.getLogger(__name__)
+
+# Expired leases looked at per run of the job.
+BATCH = 1_000
+ACTIONS = {
+    RunState.QUEUED: "run.requeue",
+    RunState.FAILED: "run.fail",
+    RunState.CANCELLED: "run.cancel",
+}
+
+
+@attrs.frozen
+class LeaseReport:
+    """What one run of the job did."""
+
+    requeued: int = 0
+    failed: int = 0
+    cancelled: int = 0
+    errors: int = 0
+
+
+class Leases:
+    """The lease job, run inside ``serve`` on an interval."""
+
+    def __init__(self, deps: Dependencies, artifacts: Artifacts) -> None:
+        self._deps = deps
+        self._artifacts = artifacts
+
+    async def expire(self, now: datetime | None = None) -> LeaseReport:
+        """Requeue, fail or cancel every running run whose lease ran out by ``now``."""
+        now = now or self._deps.clock.now()
+        async with self._deps.uow() as uow:
+            expired = await uow.runs.lease_expired(now, BATCH)
+        counts = {"requeued": 0, "failed": 0, "cancelled": 0, "errors": 0}
+        outcome = {RunState.QUEUED: "requeued", RunState.FAILED: "failed"}
+        for candidate in expired:
+            try:
+                state = await self._expire(candidate.workspace_id, candidate.id, now)
+            except StrongroomError:
+                logger.exception("could not expire the lease of run %s", candidate.id)
+                counts["errors"] += 1
+                continue
+            if state is not None:
+                counts[outcome.get(state, "cancelled")] += 1
+        report = LeaseReport(**counts)
+        if expired:
+            logger.info("leases: %s", report)
+        return report
+
+    async def _expire(self, workspace_id: UUID, run_id: UUID, now: datetime) -> RunState | None:
+        """Expire one run's lease; its new state, or None when it no longer needed it."""
+        async with self._deps.uow() as uow:
+            run = await uow.runs.get(workspace_id, run_id, for_update=True)
+            if run is None or run.state is not RunState.RUNNING or not run.lease_expired(now):
+                return None  # a heartbeat, a confirm or another expiry came first
+            after = run.expire_lease(now)
+            await uow.runs.update(after)
+            await self._artifacts.abort_pending(uow, after, keep=after.state is RunState.QUEUED)
+            changes = diff(run_snapshot(run), run_snapshot(after))
+            await record_by_system(
+                self._deps, uow, workspace_id, ACTIONS[after.state], run_id, changes
+            )
+            await uow.commit()
+        return after.state

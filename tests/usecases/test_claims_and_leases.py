@@ -1,0 +1,215 @@
+"""The worker protocol through the facade (contract 11): claims (oldest first, exactly
+once, long poll), heartbeats (lease, progress, cancels) and failures (pending artifacts
+aborted), each audited."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+from uuid import UUID
+
+import pytest
+
+from strongroom.adapters.memory.services import ManualClock
+from strongroom.adapters.storage.local import LocalDiskStorage
+from strongroom.domain.artifacts import ArtifactState
+from strongroom.domain.backups import BackupChanges, BackupKind
+from strongroom.domain.errors import ForbiddenError, InvalidStateError, NotFoundError
+from strongroom.domain.pagination import PageRequest
+from strongroom.domain.principals import Caller, PrincipalType
+from strongroom.domain.runs import LEASE, Progress, RunState
+from strongroom.ports.driving import Strongroom
+from strongroom.ports.driving.leases import LeaseReport
+from support.people import api_key, audit_events, retention, upload, workspace_admin
+
+SECOND = timedelta(seconds=1)
+
+
+async def worker_of(facade: Strongroom, admin: Caller, name: str = "rack") -> Caller:
+    """A worker of the admin's workspace: its caller."""
+    issued = await facade.workers.create(admin, name)
+    return await facade.access.authenticate(issued.token)
+
+
+async def local_backup(facade: Strongroom, admin: Caller, worker: Caller, name: str) -> UUID:
+    """An active local backup assigned to ``worker``."""
+    backup = await facade.backups.create(admin, admin.scoped_workspace(), name, BackupKind.LOCAL)
+    changes = BackupChanges(worker_id=worker.worker_id, retention=retention("P30D", "PT0S"))
+    await facade.backups.update(admin, backup.id, changes)
+    return backup.id
+
+
+class TestClaim:
+    """``POST /v1/claims``."""
+
+    async def test_the_oldest_queued_run_is_claimed_with_a_lease(
+        self, facade: Strongroom, clock: ManualClock
+    ) -> None:
+        """Oldest first, running, held by the worker, leased 60 s; audited ``run.claim``."""
+        ada, _ = await workspace_admin(facade, "ada@example.com")
+        rack = await worker_of(facade, ada)
+        first = await facade.runs.trigger(ada, await local_backup(facade, ada, rack, "One"))
+        clock.advance(SECOND)
+        second = await facade.runs.trigger(ada, await local_backup(facade, ada, rack, "Two"))
+        clock.advance(SECOND)
+        claimed = await facade.claims.claim(rack)
+        assert claimed is not None
+        assert claimed.run.id == first.id
+        assert claimed.backup.id == first.backup_id
+        assert (claimed.run.state, claimed.run.worker_id) == (RunState.RUNNING, rack.worker_id)
+        assert claimed.run.lease_expires_at == clock.now() + LEASE
+        assert (await facade.runs.get(ada, first.id)) == claimed.run
+        again = await facade.claims.claim(rack)
+        assert again is not None
+        assert again.run.id == second.id
+        assert await facade.claims.claim(rack) is None
+        events = await audit_events(facade, ada, "run.claim")
+        assert [(e.actor.type, e.actor.id) for e in events] == [
+            (PrincipalType.WORKER, rack.worker_id)
+        ] * 2
+
+    async def test_concurrent_claims_give_each_run_once(self, facade: Strongroom) -> None:
+        """Eight claimers, three queued runs: three runs, each once, and five Nones."""
+        ada, _ = await workspace_admin(facade, "ada@example.com")
+        rack = await worker_of(facade, ada)
+        queued = {
+            (await facade.runs.trigger(ada, await local_backup(facade, ada, rack, f"B{i}"))).id
+            for i in range(3)
+        }
+        results = await asyncio.gather(*(facade.claims.claim(rack) for _ in range(8)))
+        claimed = [result.run.id for result in results if result is not None]
+        assert sorted(claimed) == sorted(queued)
+
+    async def test_a_waiting_claim_takes_a_run_queued_meanwhile(self, facade: Strongroom) -> None:
+        """A long poll picks up a run triggered while it waits."""
+        ada, _ = await workspace_admin(facade, "ada@example.com")
+        rack = await worker_of(facade, ada)
+        backup = await local_backup(facade, ada, rack, "Late")
+
+        async def trigger_later() -> UUID:
+            await asyncio.sleep(0.3)
+            return (await facade.runs.trigger(ada, backup)).id
+
+        claimed, run_id = await asyncio.gather(
+            facade.claims.claim(rack, wait_seconds=2), trigger_later()
+        )
+        assert claimed is not None
+        assert claimed.run.id == run_id
+
+    async def test_only_workers_claim(self, facade: Strongroom) -> None:
+        """Persons and API keys: 403, even with every permission."""
+        ada, _ = await workspace_admin(facade, "ada@example.com")
+        key = await api_key(facade, ada, ["artifacts:upload"])
+        for caller in (ada, key):
+            with pytest.raises(ForbiddenError):
+                await facade.claims.claim(caller)
+
+
+class TestHeartbeatAndFail:
+    """The holder's heartbeats and its failure report."""
+
+    async def test_heartbeats_extend_the_lease_and_report_progress(
+        self, facade: Strongroom, clock: ManualClock
+    ) -> None:
+        """The lease runs 60 s from the heartbeat; the progress is on the run."""
+        ada, _ = await workspace_admin(facade, "ada@example.com")
+        rack = await worker_of(facade, ada)
+        run = await facade.runs.trigger(ada, await local_backup(facade, ada, rack, "One"))
+        await facade.claims.claim(rack)
+        clock.advance(30 * SECOND)
+        beaten = await facade.claims.heartbeat(rack, run.id, Progress(3, 9, "reading"))
+        assert beaten.lease_expires_at == clock.now() + LEASE
+        assert beaten.progress == Progress(3, 9, "reading", clock.now())
+        assert await facade.runs.get(ada, run.id) == beaten
+
+    async def test_only_the_holder_heartbeats(self, facade: Strongroom) -> None:
+        """Another worker, a person, or the holder of a finished run: 404 / 409."""
+        ada, _ = await workspace_admin(facade, "ada@example.com")
+        rack = await worker_of(facade, ada)
+        other = await worker_of(facade, ada, "other")
+        run = await facade.runs.trigger(ada, await local_backup(facade, ada, rack, "One"))
+        with pytest.raises(NotFoundError):
+            await facade.claims.heartbeat(rack, run.id)  # queued: not held yet
+        await facade.claims.claim(rack)
+        for caller in (other, ada):
+            with pytest.raises(NotFoundError):
+                await facade.claims.heartbeat(caller, run.id)
+        await facade.runs.cancel(ada, run.id)
+        cancelled = await facade.claims.heartbeat(rack, run.id)
+        assert (cancelled.state, cancelled.cancel_requested) == (RunState.CANCELLED, True)
+        with pytest.raises(InvalidStateError):
+            await facade.claims.heartbeat(rack, run.id)
+
+    async def test_a_failure_aborts_the_pending_artifacts(
+        self, facade: Strongroom, storage: LocalDiskStorage
+    ) -> None:
+        """The run is failed with its error, its announced artifact deleted, audited."""
+        ada, wid = await workspace_admin(facade, "ada@example.com")
+        rack = await worker_of(facade, ada)
+        run = await facade.runs.trigger(ada, await local_backup(facade, ada, rack, "One"))
+        await facade.claims.claim(rack)
+        await upload(facade, storage, rack, run.id, "part.bin", b"half")
+        failed = await facade.claims.fail(rack, run.id, "disk full")
+        assert (failed.state, failed.error) == (RunState.FAILED, "disk full")
+        artifacts = (await facade.artifacts.list_in(ada, wid, True, PageRequest())).items
+        assert [(a.run_id, a.state) for a in artifacts] == [(run.id, ArtifactState.DELETED)]
+        assert [e.target_id for e in await audit_events(facade, ada, "run.fail")] == [str(run.id)]
+        with pytest.raises(InvalidStateError):
+            await facade.claims.fail(rack, run.id, "again")
+
+
+class TestLeaseExpiry:
+    """The lease job: requeue with ``attempt + 1`` up to three attempts, then fail."""
+
+    async def test_an_expired_lease_requeues_then_fails_after_three_attempts(
+        self, facade: Strongroom, clock: ManualClock, storage: LocalDiskStorage
+    ) -> None:
+        """Attempts 1 and 2 go back to the queue (their pending uploads aborted, the names
+        kept for the next attempt); the third fails with ``lease expired``. Audited as
+        ``system``: ``run.requeue`` twice, ``run.fail`` once."""
+        ada, _ = await workspace_admin(facade, "ada@example.com")
+        rack = await worker_of(facade, ada)
+        run = await facade.runs.trigger(ada, await local_backup(facade, ada, rack, "One"))
+        for attempt in (1, 2):
+            claimed = await facade.claims.claim(rack)
+            assert claimed is not None
+            assert claimed.run.attempt == attempt
+            await upload(facade, storage, rack, run.id, "part.bin", b"half")
+            clock.advance(LEASE - SECOND)
+            assert (await facade.leases.expire()).requeued == 0  # not yet
+            clock.advance(SECOND)
+            assert (await facade.leases.expire()).requeued == 1
+            requeued = await facade.runs.get(ada, run.id)
+            assert (requeued.state, requeued.attempt) == (RunState.QUEUED, attempt + 1)
+            assert (requeued.worker_id, requeued.lease_expires_at) == (None, None)
+        await facade.claims.claim(rack)
+        clock.advance(LEASE)
+        assert (await facade.leases.expire()).failed == 1
+        failed = await facade.runs.get(ada, run.id)
+        assert (failed.state, failed.error, failed.attempt) == (
+            RunState.FAILED,
+            "lease expired",
+            3,
+        )
+        requeues = await audit_events(facade, ada, "run.requeue")
+        fails = await audit_events(facade, ada, "run.fail")
+        assert [e.actor.type for e in requeues + fails] == [PrincipalType.SYSTEM] * 3
+
+    async def test_a_heartbeat_keeps_the_run_and_a_cancel_ends_it(
+        self, facade: Strongroom, clock: ManualClock
+    ) -> None:
+        """A run heartbeating in time keeps its lease; a cancel-requested run whose lease
+        runs out is cancelled, not requeued."""
+        ada, _ = await workspace_admin(facade, "ada@example.com")
+        rack = await worker_of(facade, ada)
+        run = await facade.runs.trigger(ada, await local_backup(facade, ada, rack, "One"))
+        await facade.claims.claim(rack)
+        clock.advance(LEASE - SECOND)
+        await facade.claims.heartbeat(rack, run.id)
+        clock.advance(2 * SECOND)
+        assert await facade.leases.expire() == LeaseReport()
+        assert (await facade.runs.get(ada, run.id)).state is RunState.RUNNING
+        await facade.runs.cancel(ada, run.id)
+        clock.advance(LEASE)
+        assert (await facade.leases.expire()).cancelled == 1
+        assert (await facade.runs.get(ada, run.id)).state is RunState.CANCELLED
