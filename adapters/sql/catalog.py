@@ -17,6 +17,8 @@ _NAME_LINE = re.compile(r"^--\s*name:\s*(?P<name>[a-z_][a-z0-9_]*)\s*$")
 _PARAMETER = re.compile(r"(?<![:\w]):(?P<name>[A-Za-z_]\w*)")
 FILTERS_MARKER = "/*filters*/"
 LOCK_MARKER = "/*lock*/"
+# A claim's lock: the rows of one table, skipping rows another transaction holds.
+SKIP_LOCK_MARKER = re.compile(r"/\*lock of (?P<table>\w+), skip locked\*/")
 
 
 class Dialect(StrEnum):
@@ -206,6 +208,9 @@ class Queries:
 
     def _compile(self, name: Q, filters: tuple[Q, ...], lock: bool) -> str:
         text = self._texts[name].replace(LOCK_MARKER, _ROW_LOCK[self.dialect] if lock else "")
+        text = SKIP_LOCK_MARKER.sub(
+            lambda marker: _skip_lock(self.dialect, marker["table"]) if lock else "", text
+        )
         if FILTERS_MARKER in text:
             text = text.replace(FILTERS_MARKER, " ".join(self._texts[f] for f in filters))
         elif filters:
@@ -216,6 +221,13 @@ class Queries:
 # What the lock marker of a read asked to lock becomes: a row lock on PostgreSQL; nothing on
 # SQLite, whose unit of work holds the database's one writer from its first lock or write.
 _ROW_LOCK = {Dialect.POSTGRES: "FOR NO KEY UPDATE", Dialect.SQLITE: ""}
+
+
+def _skip_lock(dialect: Dialect, table: str) -> str:
+    """What ``/*lock of T, skip locked*/`` becomes in a read asked to lock: on PostgreSQL a
+    row lock on ``T``'s rows that passes over rows locked by others (concurrent claimers
+    never wait for, nor take, the same run); nothing on SQLite (the one writer)."""
+    return f"{_ROW_LOCK[dialect]} OF {table} SKIP LOCKED" if dialect is Dialect.POSTGRES else ""
 
 
 @cache

@@ -367,6 +367,16 @@ class TestCatalog:
                 assert LOCK_MARKER not in queries_for(dialect).text(name)
             assert LOCK_MARKER not in queries_for(Dialect.SQLITE).text(name, lock=True)
 
+    def test_a_claim_skips_rows_locked_by_others_on_postgres_only(self) -> None:
+        """The claim's read is written once: asked to lock, a row lock on ``runs`` that
+        skips locked rows on PostgreSQL, a plain read on SQLite; no marker survives."""
+        postgres = queries_for(Dialect.POSTGRES).text(Q.RUN_NEXT_QUEUED, lock=True)
+        assert postgres.rstrip().endswith("FOR NO KEY UPDATE OF runs SKIP LOCKED")
+        for dialect in Dialect:
+            assert "/*" not in queries_for(dialect).text(Q.RUN_NEXT_QUEUED, lock=True)
+            assert "FOR " not in queries_for(dialect).text(Q.RUN_NEXT_QUEUED)
+        assert "FOR " not in queries_for(Dialect.SQLITE).text(Q.RUN_NEXT_QUEUED, lock=True)
+
     def test_parameters_become_pyformat_for_psycopg(self) -> None:
         """``:name`` becomes ``%(name)s``; casts and literal percents survive."""
         converted = to_pyformat("SELECT :a::text, '50%', x->>'k' FROM t WHERE b = :b_2")

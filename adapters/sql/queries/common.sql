@@ -695,3 +695,19 @@ FROM workspaces AS w
 LEFT JOIN artifacts AS a
     ON a.workspace_id = w.id AND a.state = 'available' AND a.storage = 'service'
 GROUP BY w.id
+
+-- name: run_next_queued
+-- The oldest queued run of a backup assigned to :worker_id, locked: on PostgreSQL a run
+-- another claimer holds locked is skipped; on SQLite the unit of work holds the one writer
+-- from this read (writes=True). Concurrent claimers never take the same run.
+SELECT runs.id, runs.workspace_id, runs.backup_id, runs.state, runs.trigger,
+       runs.worker_id, runs.created_at, runs.started_at, runs.finished_at,
+       runs.artifact_count, runs.bytes, runs.error, runs.attempt, runs.lease_expires_at,
+       runs.cancel_requested, runs.progress
+FROM runs
+JOIN backups ON backups.workspace_id = runs.workspace_id AND backups.id = runs.backup_id
+WHERE runs.workspace_id = :workspace_id AND backups.worker_id = :worker_id
+  AND runs.state = 'queued'
+ORDER BY runs.created_at, runs.id
+LIMIT 1
+/*lock of runs, skip locked*/

@@ -38,17 +38,3 @@ FROM (
            OR id = (SELECT workspace_id FROM sessions WHERE token_hash = :token_hash))
 ) AS admitting
 WHERE backup_limit = 0 OR backup_count < backup_limit
-
--- name: run_next_queued
--- The oldest queued run of a backup assigned to :worker_id; the unit of work holds the one
--- writer from this read (writes=True), so concurrent claimers never take the same run.
-SELECT runs.id, runs.workspace_id, runs.backup_id, runs.state, runs.trigger,
-       runs.worker_id, runs.created_at, runs.started_at, runs.finished_at,
-       runs.artifact_count, runs.bytes, runs.error, runs.attempt, runs.lease_expires_at,
-       runs.cancel_requested, runs.progress
-FROM runs
-JOIN backups ON backups.workspace_id = runs.workspace_id AND backups.id = runs.backup_id
-WHERE runs.workspace_id = :workspace_id AND backups.worker_id = :worker_id
-  AND runs.state = 'queued'
-ORDER BY runs.created_at, runs.id
-LIMIT 1
