@@ -142,6 +142,14 @@ def upload_url(ada: Tenant) -> Created:
     )
 
 
+def claim(ada: Tenant) -> Created:
+    worker = ada.post("/v1/workers", {"name": "rack"}).json()
+    backup_id = ada.backup_id("local", "Local", worker_id=worker["id"], retention=RETENTION)
+    ada.post(f"/v1/backups/{backup_id}/trigger", status=202)
+    response = ada.post("/v1/claims", {}, Authorization=f"Bearer {worker['token']}")
+    return Created(response, ada.headers, lambda created, read: created["run"]["id"] == read["id"])
+
+
 def trigger(ada: Tenant) -> Created:
     backup_id = ada.backup_id("cloud", "Cloud", **CLOUD_COMPLETE)
     return Created(ada.post(f"/v1/backups/{backup_id}/trigger", status=202), ada.headers, same_id)
@@ -189,6 +197,7 @@ CREATIONS: dict[tuple[str, str], Callable[[Tenant], Created]] = {
     ("POST", "/v1/runs"): start_run,
     ("POST", "/v1/runs/{run_id}/upload-url"): upload_url,
     ("POST", "/v1/backups/{bid}/trigger"): trigger,
+    ("POST", "/v1/claims"): claim,
     ("POST", "/v1/auth/sessions"): create_session,
     ("POST", "/v1/auth/switch"): switch,
     ("POST", "/idp/signup"): signup,

@@ -26,6 +26,7 @@ routes = Routes("Runs and artifacts")
     "The claimed run, its backup and its lease (204 with no body when none is queued).",
     CLAIM_RUN,
     status=201,
+    located="/v1/runs/{run[id]}",
     body=ClaimRequest,
     body_required=False,
     extra_responses={"204": {"description": "No run is queued for the worker (no body)."}},
