@@ -125,7 +125,8 @@ class Run:
     artifact_count: int = 0
     bytes: int = 0
     error: str | None = None
-    attempt: int = 1
+    # 1-based (every store refuses less): a run is on its first attempt until a lease expires.
+    attempt: int = attrs.field(default=1, validator=attrs.validators.ge(1))
     lease_expires_at: datetime | None = None
     cancel_requested: bool = False
     progress: Progress | None = None

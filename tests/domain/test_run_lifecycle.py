@@ -398,3 +398,13 @@ class RunLifecycle(RuleBasedStateMachine):
 
 
 TestRunLifecycle = RunLifecycle.TestCase
+
+
+class TestAttempts:
+    """A run's attempt count is 1-based in every store."""
+
+    def test_a_run_below_its_first_attempt_cannot_exist(self) -> None:
+        """``attempt`` 0 is refused when the run is made (PostgreSQL's CHECK refuses it
+        too, so the in-memory store can never hold one)."""
+        with pytest.raises(ValueError, match="attempt"):
+            attrs.evolve(queued(), attempt=0)
