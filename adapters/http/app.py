@@ -34,6 +34,7 @@ from strongroom.adapters.http.routes import (
     system,
     workspaces,
 )
+from strongroom.adapters.http.routing import IndexedRouter
 from strongroom.domain.errors import StrongroomError
 from strongroom.ports.driving import Strongroom
 from strongroom.ports.driving.blocking import unwrapped
@@ -80,7 +81,6 @@ def build_app(
     metrics = HttpMetrics()
     origins = tuple(cors_origins)
     app = Starlette(
-        routes=ROUTES,
         middleware=[
             Middleware(RequestIdMiddleware, metrics=metrics, access_log=access_log),
             *([Middleware(CorsMiddleware, origins=origins)] if origins else []),
@@ -91,8 +91,9 @@ def build_app(
             HTTPException: errors.http_error,
             Exception: errors.internal_error,
         },
-        lifespan=lifespan,
     )
+    # Starlette builds its middleware stack around ``app.router`` on the first call.
+    app.router = IndexedRouter(ROUTES, lifespan=lifespan)
     app.state.metrics = metrics
     app.state.environment = environment
     app.state.public_url = public_url
