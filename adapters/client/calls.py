@@ -104,6 +104,21 @@ Outcome = httpx2.Response | httpx2.TransportError | None
 Exchange = Generator[Attempt | Sleep, Outcome, T]
 
 
+@attrs.frozen
+class Finished(Generic[T]):
+    """The exchange is over: its answer."""
+
+    value: T
+
+
+def advance(steps: Exchange[T], outcome: Outcome) -> Attempt | Sleep | Finished[T]:
+    """The exchange's next step after ``outcome`` (None to start, or after a sleep)."""
+    try:
+        return steps.send(outcome)
+    except StopIteration as done:
+        return Finished(done.value)
+
+
 def new_request_id() -> str:
     """A request id the client sends (the server echoes it), so every error has one."""
     return f"req_{uuid4()}"

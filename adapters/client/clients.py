@@ -17,8 +17,10 @@ import httpx2
 from strongroom.client.calls import (
     Attempt,
     Call,
+    Finished,
     Outcome,
     RetryPolicy,
+    advance,
     answer_error,
     exchange,
     new_request_id,
@@ -53,10 +55,14 @@ def _upload(url: str, content: bytes, headers: dict[str, str] | None) -> Call[St
 
 
 class _Base(Operations):
-    def __init__(self, base_url: str, token: str | None, retry: RetryPolicy | None) -> None:
+    def __init__(
+        self, base_url: str, token: str | None, retry: RetryPolicy | None, owned: bool
+    ) -> None:
         self.base_url = base_url.rstrip("/")
         self.token = token
         self.retry = retry or RetryPolicy()
+        self._owned = owned
+        self._options: dict[str, Any] = {"headers": {"User-Agent": USER_AGENT}}
 
     def url(self, path: str) -> str:
         """An absolute URL: ``path`` under the base URL, or ``path`` itself if absolute."""
@@ -81,11 +87,8 @@ class Client(_Base):
         http: httpx2.Client | None = None,
         transport: httpx2.BaseTransport | None = None,
     ) -> None:
-        super().__init__(base_url, token, retry)
-        self._owned = http is None
-        self.http = http or httpx2.Client(
-            timeout=timeout, transport=transport, headers={"User-Agent": USER_AGENT}
-        )
+        super().__init__(base_url, token, retry, owned=http is None)
+        self.http = http or httpx2.Client(timeout=timeout, transport=transport, **self._options)
 
     def bind(self, endpoint: Endpoint[Any, Any]) -> SyncMethod[Any, Any]:
         """``endpoint`` as a method of this client."""
@@ -96,18 +99,14 @@ class Client(_Base):
     def perform(self, call: Call[T]) -> T:
         """Carry out one call, with retries."""
         steps = exchange(call, self.token, self.retry)
-        outcome: Outcome = None
-        while True:
-            try:
-                step = steps.send(outcome)
-            except StopIteration as done:
-                result: T = done.value
-                return result
+        step = advance(steps, None)
+        while not isinstance(step, Finished):
             if isinstance(step, Attempt):
-                outcome = self._send(step)
+                step = advance(steps, self._send(step))
             else:
                 time.sleep(step.seconds)
-                outcome = None
+                step = advance(steps, None)
+        return step.value
 
     def _send(self, attempt: Attempt) -> Outcome:
         try:
@@ -167,10 +166,9 @@ class AsyncClient(_Base):
         http: httpx2.AsyncClient | None = None,
         transport: httpx2.AsyncBaseTransport | None = None,
     ) -> None:
-        super().__init__(base_url, token, retry)
-        self._owned = http is None
+        super().__init__(base_url, token, retry, owned=http is None)
         self.http = http or httpx2.AsyncClient(
-            timeout=timeout, transport=transport, headers={"User-Agent": USER_AGENT}
+            timeout=timeout, transport=transport, **self._options
         )
 
     def bind(self, endpoint: Endpoint[Any, Any]) -> AsyncMethod[Any, Any]:
@@ -182,18 +180,14 @@ class AsyncClient(_Base):
     async def perform(self, call: Call[T]) -> T:
         """Carry out one call, with retries."""
         steps = exchange(call, self.token, self.retry)
-        outcome: Outcome = None
-        while True:
-            try:
-                step = steps.send(outcome)
-            except StopIteration as done:
-                result: T = done.value
-                return result
+        step = advance(steps, None)
+        while not isinstance(step, Finished):
             if isinstance(step, Attempt):
-                outcome = await self._send(step)
+                step = advance(steps, await self._send(step))
             else:
                 await asyncio.sleep(step.seconds)
-                outcome = None
+                step = advance(steps, None)
+        return step.value
 
     async def _send(self, attempt: Attempt) -> Outcome:
         try:
