@@ -177,6 +177,11 @@ class TestWorkspacesAndBackups:
         assert "name_taken" in refused.stderr
         assert re.search(r"request req_[0-9a-f-]{36}", refused.stderr)
         assert refused.stdout == ""
+        scripted = strongroom("backup", "create", "dup", "--json")
+        assert scripted.exit_code == 1
+        error = json.loads(scripted.stderr)["error"]
+        assert (error["code"], error["status"]) == ("name_taken", 409)
+        assert error["request_id"].startswith("req_")
 
     def test_usage_errors_exit_2(self, person: Client) -> None:
         """An unknown kind or a missing argument is a usage error."""
