@@ -298,6 +298,9 @@ class TestCredentials:
         stored = json.loads((config_home / "strongroom" / "credentials.json").read_text())
         assert "token" not in stored
         assert strongroom("whoami").exit_code == 1
+        stale = CliRunner().invoke(cli, ["whoami"], env={"STRONGROOM_TOKEN": person.token or ""})
+        assert stale.exit_code == 1
+        assert "strongroom login" in stale.stderr
         with pytest.raises(AuthenticationError):
             person.get_me()
 
