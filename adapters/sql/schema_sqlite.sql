@@ -288,3 +288,22 @@ CREATE TRIGGER backups_counted_delete AFTER DELETE ON backups
 BEGIN
     UPDATE workspaces SET backup_count = backup_count - 1 WHERE id = OLD.workspace_id;
 END;
+
+-- Restores (0010).
+CREATE TABLE restores (
+    id TEXT PRIMARY KEY,
+    workspace_id TEXT NOT NULL REFERENCES workspaces (id) ON DELETE CASCADE,
+    artifact_id TEXT NOT NULL REFERENCES artifacts (id) ON DELETE CASCADE,
+    target TEXT NOT NULL CONSTRAINT restores_target_check CHECK (json_type(target) = 'object'),
+    state TEXT NOT NULL
+        CONSTRAINT restores_state_check
+        CHECK (state IN ('queued', 'running', 'succeeded', 'failed')),
+    sealed_credentials BLOB,
+    error TEXT,
+    created_at TEXT NOT NULL,
+    started_at TEXT,
+    finished_at TEXT
+) STRICT;
+CREATE INDEX restores_by_workspace ON restores (workspace_id, created_at DESC, id DESC);
+CREATE INDEX restores_queued ON restores (created_at, id) WHERE state = 'queued';
+CREATE INDEX restores_by_artifact ON restores (artifact_id);
