@@ -552,6 +552,8 @@ class Operation:
     ok: tuple[int, Any, str]
     auth: str = Auth.BEARER
     permissions: tuple[Permission, ...] = ()
+    # Needed as well, every one (``x-permissions-all``), beside one of ``permissions``.
+    also_permissions: tuple[Permission, ...] = ()
     body: Any = None
     body_required: bool = True
     media_type: str = "application/json"
@@ -603,6 +605,7 @@ def api(
         " ".join(description.split()),
         ok,
         permissions=needs.permissions if needs else (),
+        also_permissions=needs.also if needs else (),
         location=getattr(endpoint, "location", None),
         tagged=getattr(endpoint, "tagged", False),
         no_store=getattr(endpoint, "no_store", False),
@@ -847,8 +850,10 @@ ONE_PAGE_CURSOR = {"type": "null", "description": "Always null: one page."}
 
 def _operation_object(components: Components, operation: Operation) -> Json:
     slugs = [slug.value for slug in operation.permissions]
+    also = [slug.value for slug in operation.also_permissions]
     if slugs:
-        needs = "Requires permission " + " or ".join(f"`{slug}`" for slug in slugs) + "."
+        needs = "Requires permission " + " or ".join(f"`{slug}`" for slug in slugs)
+        needs += "".join(f" and `{slug}`" for slug in also) + "."
     elif operation.auth == Auth.NONE:
         needs = "No authentication."
     else:
@@ -891,6 +896,8 @@ def _operation_object(components: Components, operation: Operation) -> Json:
         }[operation.auth],
         "parameters": [*parameters, _param("X-Request-ID")],
     }
+    if also:
+        result["x-permissions-all"] = also
     if operation.body is not None and operation.method != "DELETE":
         body = operation.body
         schema = body if isinstance(body, dict) else components.of(body, inbound=True)
