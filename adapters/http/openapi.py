@@ -728,7 +728,7 @@ def operations(routes: list[BaseRoute] | None = None) -> list[Operation]:
 # The object a path names (by its id, or the segment before ``{id}``), for the 404 that
 # every operation on it can answer.
 OBJECTS = {"bid": "backup", "aid": "artifact", "run_id": "run", "api-keys": "API key"}
-OBJECTS |= {"workers": "worker"}
+OBJECTS |= {"workers": "worker", "restores": "restore"}
 
 
 def object_of(path: str) -> str | None:
@@ -750,6 +750,7 @@ def reasons_of(operation: Operation) -> Reasons:
     derived += [path_id(name) for name in names if name not in ("slug", "key")]
     if operation.permissions:
         derived += [NO_WORKSPACE, permission(*operation.permissions)]
+        derived += [permission(needed) for needed in operation.also_permissions]
     if "{wid}" in operation.path:
         derived.append(IN_WORKSPACE)
     if operation.body is not None and operation.media_type == "application/json":

@@ -49,10 +49,10 @@ async def create_restore(ctx: ApiContext) -> Response:
     return answer(restore, 202)
 
 
-@routes.get("/v1/restores/{restore_id}", Restore, "The restore.", READ_RESTORE)
+@routes.get("/v1/restores/{id}", Restore, "The restore.", READ_RESTORE)
 async def get_restore(ctx: ApiContext) -> Response:
     """Read a restore
 
     One restore of the caller's workspace: its state and, once it failed, why."""
-    grant = await ctx.grant(READ_RESTORE, "restore_id")
-    return answer(await ctx.facade.restores.get(grant, ctx.path_id("restore_id")))
+    grant = await ctx.grant(READ_RESTORE, "id")
+    return answer(await ctx.facade.restores.get(grant, ctx.path_id("id")))
