@@ -5,12 +5,12 @@ storage, to ``pg_restore --no-owner --no-privileges --exit-on-error`` on stdin. 
 database must exist and be empty (``EMPTY_CHECK``: no schema besides ``public`` and the
 system ones, and nothing in ``public``), checked with ``psql`` first.
 
-Secrets: the password reaches the child processes only as ``PGPASSWORD`` in their
-environment (never argv, which any local user may read); the environment is built from
-nothing, so the service's own ``PG*`` settings never leak in; whatever the tools print is
-scrubbed of every credential value before it is reported. The host is resolved here, every
-address checked against the outbound policy, and the tools are given the checked address
-(``hostaddr``) so that they never resolve the name again.
+Secrets: the user name and password reach the child processes only as ``PGUSER`` and
+``PGPASSWORD`` in their environment (never argv, which any local user may read); the
+environment is built from nothing, so the service's own ``PG*`` settings never leak in;
+whatever the tools print is scrubbed of every credential value before it is reported. The
+host is resolved here, every address checked against the outbound policy, and the tools
+are given the checked address (``hostaddr``) so that they never resolve the name again.
 """
 
 from __future__ import annotations
@@ -86,7 +86,6 @@ def connection(
         "hostaddr": allowed[0],
         "port": str(target.port),
         "dbname": target.database,
-        "user": credentials["username"],
         "connect_timeout": str(CONNECT_TIMEOUT),
         "application_name": "strongroom-restore",
     }
@@ -94,6 +93,7 @@ def connection(
     env = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "LANG": "C.UTF-8",
+        "PGUSER": credentials["username"],
         "PGPASSWORD": credentials["password"],
     }
     return conninfo, env
@@ -140,21 +140,21 @@ def restore_postgres(
         "--exit-on-error",
         f"--dbname={conninfo}",
     ]
-    process = subprocess.Popen(  # noqa: S603 (argv of our own, no shell)
+    tail: deque[bytes] = deque(maxlen=64)
+    with subprocess.Popen(  # noqa: S603 (argv of our own, no shell)
         argv,
         stdin=subprocess.PIPE,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         env=env,
-    )
-    assert process.stdin is not None
-    assert process.stderr is not None
-    tail: deque[bytes] = deque(maxlen=64)
-    drain = threading.Thread(target=lambda: tail.extend(process.stderr or ()), daemon=True)
-    drain.start()
-    fed = _feed(artifact, process)
-    code = process.wait()
-    drain.join()
+    ) as process:
+        stderr = process.stderr
+        assert stderr is not None
+        drain = threading.Thread(target=lambda: tail.extend(stderr), daemon=True)
+        drain.start()
+        fed = _feed(artifact, process)
+        code = process.wait()
+        drain.join()
     if code != 0:
         said = scrubbed(_last_lines(b"".join(tail).decode("utf-8", "replace")), credentials)
         raise RestoreFailedError(f"pg_restore failed (exit {code}): {said}")

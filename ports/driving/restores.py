@@ -13,6 +13,7 @@ with the credentials erased, audited as ``restore.finish`` by ``system``.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
 from collections.abc import Mapping
 from uuid import UUID
@@ -31,6 +32,7 @@ from strongroom.domain.restores import (
     check_target_endpoint,
 )
 from strongroom.ports.driven.restore_targets import RestoreFailedError
+from strongroom.ports.driven.storage import ObjectReader
 from strongroom.ports.driving import lookups
 from strongroom.ports.driving.access import Access, Grant, Requirement
 from strongroom.ports.driving.artifacts import Artifacts
@@ -46,6 +48,7 @@ CREATE_RESTORE = Requirement(
 READ_RESTORE = Requirement((Permission.ARTIFACTS_READ, Permission.BACKUPS_READ))
 # Restores one call of the runner takes at most.
 BATCH = 10
+CHUNK = 1024 * 1024
 UNEXPECTED = "the restore failed on an unexpected error of the service (logged)"
 
 
@@ -65,6 +68,33 @@ def restore_snapshot(restore: Restore) -> dict[str, JsonValue]:
         "target": target,
         "error": restore.error,
     }
+
+
+class _Hashing:
+    """An object stream that counts and hashes what is read through it."""
+
+    def __init__(self, inner: ObjectReader) -> None:
+        self._inner = inner
+        self._digest = hashlib.sha256()
+        self.size = 0
+
+    def read(self, size: int = -1, /) -> bytes:
+        data = self._inner.read(size)
+        self._digest.update(data)
+        self.size += len(data)
+        return data
+
+    def close(self) -> None:
+        """Closing is the runner's (after ``drain``)."""
+
+    def drain(self) -> None:
+        """Read what the target left unread (an archive's end padding)."""
+        while self.read(CHUNK):
+            pass
+
+    @property
+    def sha256(self) -> str:
+        return self._digest.hexdigest()
 
 
 class Restores:
@@ -180,14 +210,23 @@ class Restores:
     async def _stream(
         self, artifact: Artifact, backup: Backup, restore: Restore, credentials: Mapping[str, str]
     ) -> None:
+        """Stream the artifact into the target, hashing what is read: bytes that are not
+        the artifact's recorded size and sha256 (changed in storage) fail the restore."""
         storage = self._artifacts.storage_for(artifact, backup)
-        reader = await asyncio.to_thread(storage.open_object, artifact.object_key)
-        if reader is None:
+        opened = await asyncio.to_thread(storage.open_object, artifact.object_key)
+        if opened is None:
             raise RestoreFailedError("the artifact's object is missing from storage")
+        reader = _Hashing(opened)
         try:
             await self._deps.restore_targets.restore(reader, restore.target, credentials)
+            await asyncio.to_thread(reader.drain)
         finally:
-            await asyncio.to_thread(reader.close)
+            await asyncio.to_thread(opened.close)
+        if (reader.size, reader.sha256) != (artifact.size, artifact.sha256):
+            raise RestoreFailedError(
+                "the artifact's bytes in storage do not match its recorded size and sha256 "
+                "(damaged in storage): what was written to the target cannot be trusted"
+            )
 
     async def _finish(self, running: Restore, error: str | None) -> Restore | None:
         now = self._deps.clock.now()
