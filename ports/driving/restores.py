@@ -50,6 +50,9 @@ READ_RESTORE = Requirement((Permission.ARTIFACTS_READ, Permission.BACKUPS_READ))
 BATCH = 10
 CHUNK = 1024 * 1024
 UNEXPECTED = "the restore failed on an unexpected error of the service (logged)"
+INTERRUPTED = (
+    "interrupted: the service stopped during the restore; the target may hold part of the artifact"
+)
 
 
 def restore_snapshot(restore: Restore) -> dict[str, JsonValue]:
@@ -170,7 +173,7 @@ class Restores:
 
     async def run_next(self) -> Restore | None:
         """Take the oldest queued restore, run it and record how it ended; None when none
-        is queued (or another runner finished it meanwhile)."""
+        is queued."""
         now = self._deps.clock.now()
         async with self._deps.uow() as uow:
             queued = await uow.restores.next_queued()
@@ -179,7 +182,12 @@ class Restores:
             running = queued.start(now)
             await uow.restores.update(running)
             await uow.commit()
-        error = await self._execute(running)
+        try:
+            error = await self._execute(running)
+        except asyncio.CancelledError:
+            # The service is stopping: record why, so the restore is not left running.
+            await asyncio.shield(self._finish(running, INTERRUPTED))
+            raise
         return await self._finish(running, error)
 
     async def _execute(self, restore: Restore) -> str | None:
@@ -228,12 +236,14 @@ class Restores:
                 "(damaged in storage): what was written to the target cannot be trusted"
             )
 
-    async def _finish(self, running: Restore, error: str | None) -> Restore | None:
+    async def _finish(self, running: Restore, error: str | None) -> Restore:
+        """Record the end under the row lock; the restore as it then is (as it was taken,
+        when its artifact or workspace went away meanwhile)."""
         now = self._deps.clock.now()
         async with self._deps.uow() as uow:
             current = await uow.restores.get(running.workspace_id, running.id, for_update=True)
             if current is None or current.state is not RestoreState.RUNNING:
-                return None  # its artifact or workspace went away meanwhile
+                return current or running
             after = current.succeed(now) if error is None else current.fail(error, now)
             await uow.restores.update(after)
             await record_by_system(

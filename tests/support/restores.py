@@ -4,6 +4,7 @@ the restore tests start from; and a recording restore target for the use-case la
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 from collections.abc import Mapping
 from typing import Any
@@ -77,11 +78,17 @@ class RecordingTargets:
     def __init__(self) -> None:
         self.restored: list[tuple[RestoreTarget, bytes, dict[str, str]]] = []
         self.failure: str | None = None
+        # When set, a restore waits for it (a long restore the test interrupts).
+        self.hold: asyncio.Event | None = None
+        self.started = asyncio.Event()
 
     async def restore(
         self, artifact: ObjectReader, target: RestoreTarget, credentials: Mapping[str, str]
     ) -> None:
         data = artifact.read()
+        self.started.set()
+        if self.hold is not None:
+            await self.hold.wait()
         if self.failure is not None:
             raise RestoreFailedError(self.failure)
         self.restored.append((target, data, dict(credentials)))

@@ -249,3 +249,24 @@ class TestRunner:
         ran = sorted(str(r.id) for batch in results for r in batch)
         assert ran == sorted(str(r.id) for r in created)
         assert len(targets.restored) == 6
+
+    async def test_a_runner_stopped_mid_restore_records_it_as_interrupted(
+        self, facade: Strongroom, targets: RecordingTargets
+    ) -> None:
+        """Cancelling the runner (the service stopping) fails the restore saying so,
+        instead of leaving it ``running`` forever."""
+        ada, _ = await workspace_admin(facade, "ada@example.com")
+        artifact = await s3_artifact(facade, ada)
+        restore = await facade.restores.create(ada, artifact.id, TARGET, S3_KEYS)
+        targets.hold = asyncio.Event()
+        runner = asyncio.create_task(facade.restores.run_queued())
+        await asyncio.wait_for(targets.started.wait(), 5)
+        assert (await facade.restores.get(ada, restore.id)).state is RestoreState.RUNNING
+        runner.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await runner
+        stopped = await facade.restores.get(ada, restore.id)
+        assert stopped.state is RestoreState.FAILED
+        assert stopped.error is not None
+        assert "interrupted" in stopped.error
+        assert stopped.sealed_credentials is None
