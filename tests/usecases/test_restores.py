@@ -147,7 +147,7 @@ class TestCreate:
         restore = await facade.restores.create(both, artifact.id, TARGET, S3_KEYS)
         assert await facade.restores.get(downloader, restore.id) == restore
         events = await audit_events(facade, ada, "restore.create")
-        assert [e.outcome.value for e in events] == ["success", "denied", "denied"]
+        assert sorted(e.outcome.value for e in events) == ["denied", "denied", "success"]
 
     @pytest.mark.parametrize(
         ("state", "allowed"), [(BillingState.STOPPED, True), (BillingState.BLOCKED, False)]
