@@ -71,16 +71,18 @@ def connection(
 ) -> tuple[str, dict[str, str]]:
     """The connection string (no secret in it) and the child environment (the password)
     for ``target``, at an address ``policy`` allows."""
+    # A name that does not resolve and one that resolves outside the policy get the same
+    # answer, as for S3 endpoints: a restore is no probe of what a name points at.
+    unreachable = RestoreFailedError(
+        f"could not connect to the target database: {target.host} cannot be reached"
+    )
     try:
         addresses = (resolve or system_resolver)(target.host, target.port)
     except OSError:
-        raise RestoreFailedError(f"could not resolve the target host {target.host}") from None
+        raise unreachable from None
     allowed = [address for address in addresses if policy.allows(address)]
     if not addresses or len(allowed) != len(addresses):
-        raise RestoreFailedError(
-            f"the target host {target.host} resolves to an address outside the networks "
-            "the service connects to"
-        )
+        raise unreachable
     parts = {
         "host": target.host,
         "hostaddr": allowed[0],

@@ -75,6 +75,10 @@ def restore_s3(
             f"the target bucket refused the restore: {error.code}"
             + (" (check the credentials)" if error.code in _CREDENTIAL_CODES else "")
         ) from None
+    except ValueError as error:  # minio refuses a malformed bucket name or key
+        raise RestoreFailedError(
+            scrubbed(f"the target is not valid: {error}", credentials)
+        ) from None
     except (MinioException, urllib3.exceptions.HTTPError, OSError) as error:
         reason = type(error).__name__
         raise RestoreFailedError(
