@@ -1,7 +1,8 @@
 """Restore a ``postgres`` cloud artifact into an empty database (contract 11).
 
 The artifact is raw ``pg_dump --format=custom`` output. It is fed, as it streams from
-storage, to ``pg_restore --no-owner --no-privileges --exit-on-error`` on stdin. The target
+storage, to ``pg_restore --no-owner --no-privileges --exit-on-error --single-transaction``
+on stdin (a failure leaves the database as empty as it was). The target
 database must exist and be empty (``EMPTY_CHECK``: no schema besides ``public`` and the
 system ones, and nothing in ``public``), checked with ``psql`` first.
 
@@ -140,6 +141,8 @@ def restore_postgres(
         "--no-owner",
         "--no-privileges",
         "--exit-on-error",
+        # All or nothing: a dump cut short or refused leaves the database empty as it was.
+        "--single-transaction",
         f"--dbname={conninfo}",
     ]
     tail: deque[bytes] = deque(maxlen=64)

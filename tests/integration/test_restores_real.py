@@ -470,15 +470,22 @@ class TestPostgres:
         assert wrong["username"] not in json.dumps(restore)
 
     def test_a_truncated_dump_fails_clearly(self, service: Service, database_factory: Any) -> None:
-        """``pg_restore`` stops on a dump cut short: ``failed`` with its reason."""
+        """``pg_restore`` stops on a dump cut short: ``failed`` with its reason, and the
+        database is left empty (one transaction)."""
         source, custom, _ = self.source(database_factory)
         keys = {"username": "postgres", "password": "unused"}
         truncated = custom[: len(custom) // 2]
         artifact_id = service.confirmed_artifact(service.cloud_backup(source, keys), truncated)
-        target_name, _ = database_factory()
+        target_name, target_conninfo = database_factory()
         restore = service.restore(artifact_id, {**source, "database": target_name}, keys)
         assert restore["state"] == "failed", restore
         assert "pg_restore failed" in restore["error"], restore
+        with psycopg.connect(target_conninfo) as connection:
+            tables = connection.execute(
+                "SELECT count(*) FROM pg_tables WHERE schemaname NOT IN "
+                "('pg_catalog', 'information_schema')"
+            ).fetchone()
+        assert tables == (0,)  # one transaction: nothing of the dump stays
 
 
 class TestRefusals:
