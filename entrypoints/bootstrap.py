@@ -13,6 +13,7 @@ from strongroom.adapters.identity.builtin import BuiltinIdentityProvider
 from strongroom.adapters.memory.services import MemoryBilling, MemoryNamespaces, OutboxMailer
 from strongroom.adapters.memory.store import MemoryStore
 from strongroom.adapters.memory.unit_of_work import MemoryUnitOfWork
+from strongroom.adapters.restores.service import ServiceRestoreTargets
 from strongroom.adapters.secrets import FernetSecretBox
 from strongroom.adapters.storage.local import LocalDiskStorage
 from strongroom.adapters.system import SecureIds, SystemClock
@@ -23,6 +24,7 @@ from strongroom.ports.driven.clock import Clock, IdGenerator
 from strongroom.ports.driven.identity import IdentityProvider
 from strongroom.ports.driven.mailer import Mailer
 from strongroom.ports.driven.provisioning import Billing, StorageNamespaces
+from strongroom.ports.driven.restore_targets import RestoreTargets
 from strongroom.ports.driven.secrets import SecretBox
 from strongroom.ports.driven.storage import ObjectStorage
 from strongroom.ports.driven.unit_of_work import UnitOfWorkFactory
@@ -46,6 +48,7 @@ def bootstrap(
     multipart_threshold: int = DEFAULT_MULTIPART_THRESHOLD,
     customer_storage: CustomerStorage | None = None,
     endpoint_policy: EndpointPolicy | None = None,
+    restore_targets: RestoreTargets | None = None,
 ) -> Strongroom:
     """Build a ``Strongroom`` facade. Every argument left out gets the in-memory default.
 
@@ -55,7 +58,8 @@ def bootstrap(
     first use (and namespaces are kept in memory); a given storage also provisions the
     namespaces unless ``namespaces`` says otherwise. ``endpoint_policy`` (default: public
     addresses and the private ranges, contract 13) bounds where customer endpoints point;
-    a given ``customer_storage`` must enforce it on its connections itself.
+    a given ``customer_storage`` must enforce it on its connections itself, as must given
+    ``restore_targets`` (default: S3 buckets and PostgreSQL databases, ``pg_restore``).
     """
     secret_key = secret_key or secrets.token_urlsafe(32)
     uow = uow or partial(MemoryUnitOfWork, MemoryStore())
@@ -79,6 +83,7 @@ def bootstrap(
         secrets=secret_box or FernetSecretBox(secret_key),
         storage=storage,
         customer_storage=customer_storage or partial(_customer_s3, policy=endpoint_policy),
+        restore_targets=restore_targets or ServiceRestoreTargets(endpoint_policy),
         multipart_threshold=multipart_threshold,
         endpoint_policy=endpoint_policy,
     )

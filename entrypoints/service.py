@@ -250,6 +250,20 @@ async def run_verification_every(
             logger.exception("artifact verification failed; it runs again next interval")
 
 
+async def run_restores_every(facade: Strongroom, poll: float) -> None:
+    """Run queued restores, forever (cancel the task to stop): every ``poll`` seconds, every
+    restore queued by then, one after another (contract 11). Any number of processes may
+    run this at once: each restore is taken by exactly one. ``strongroom serve`` starts it
+    (``STRONGROOM_RESTORE_POLL``); a process of its own (``strongroom executor``) may too."""
+    while True:
+        await asyncio.sleep(poll)
+        try:
+            while await facade.restores.run_queued():
+                pass
+        except Exception:
+            logger.exception("the restore runner failed; it looks again next interval")
+
+
 @asynccontextmanager
 async def open_serving_facade(
     settings: Settings, *, migrate: bool | None = None
@@ -258,7 +272,8 @@ async def open_serving_facade(
     retention job on an interval (``STRONGROOM_RETENTION_INTERVAL`` seconds; 0 turns it
     off), the lease job (``STRONGROOM_LEASE_INTERVAL`` seconds; 0 turns it off) and
     artifact verification (``STRONGROOM_VERIFY_PENDING_INTERVAL`` and
-    ``STRONGROOM_VERIFY_INTERVAL``; both 0 turn it off)."""
+    ``STRONGROOM_VERIFY_INTERVAL``; both 0 turn it off) and the restore runner
+    (``STRONGROOM_RESTORE_POLL`` seconds; 0 turns it off)."""
     async with open_facade(settings, migrate=migrate) as facade:
         jobs = []
         if settings.retention_interval > 0:
@@ -280,6 +295,12 @@ async def open_serving_facade(
                         facade, settings.verify_pending_interval, settings.verify_interval
                     ),
                     name="verification",
+                )
+            )
+        if settings.restore_poll > 0:
+            jobs.append(
+                asyncio.create_task(
+                    run_restores_every(facade, settings.restore_poll), name="restores"
                 )
             )
         try:

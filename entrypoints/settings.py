@@ -65,6 +65,8 @@ class Settings:
     lease_interval: float = 10.0
     verify_pending_interval: float = 10.0
     verify_interval: float = 0.0
+    # Seconds between looks for queued restores (contract 11); 0 turns the runner off.
+    restore_poll: float = 2.0
     # Seconds a stopping server waits for requests in flight before cancelling them.
     shutdown_timeout: int = 30
     endpoint_networks: str = DEFAULT_ENDPOINT_NETWORKS
@@ -82,6 +84,8 @@ class Settings:
             raise ValueError("STRONGROOM_S3_TIMEOUT must be a positive number of seconds")
         if self.multipart_threshold < 1:
             raise ValueError("STRONGROOM_MULTIPART_THRESHOLD must be a positive number of bytes")
+        if self.restore_poll < 0:
+            raise ValueError("STRONGROOM_RESTORE_POLL must be 0 or more seconds")
         if self.shutdown_timeout < 0:
             raise ValueError("STRONGROOM_SHUTDOWN_TIMEOUT must be 0 or more seconds")
 
@@ -109,6 +113,7 @@ class Settings:
             "lease_interval": float(env.get("STRONGROOM_LEASE_INTERVAL") or 10),
             "verify_pending_interval": float(env.get("STRONGROOM_VERIFY_PENDING_INTERVAL") or 10),
             "verify_interval": float(env.get("STRONGROOM_VERIFY_INTERVAL") or 0),
+            "restore_poll": float(env.get("STRONGROOM_RESTORE_POLL") or 2),
             "shutdown_timeout": int(env.get("STRONGROOM_SHUTDOWN_TIMEOUT") or 30),
             "signup": None
             if env.get("STRONGROOM_SIGNUP") is None

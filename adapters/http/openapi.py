@@ -552,6 +552,8 @@ class Operation:
     ok: tuple[int, Any, str]
     auth: str = Auth.BEARER
     permissions: tuple[Permission, ...] = ()
+    # Needed as well, every one (``x-permissions-all``), beside one of ``permissions``.
+    also_permissions: tuple[Permission, ...] = ()
     body: Any = None
     body_required: bool = True
     media_type: str = "application/json"
@@ -603,6 +605,7 @@ def api(
         " ".join(description.split()),
         ok,
         permissions=needs.permissions if needs else (),
+        also_permissions=needs.also if needs else (),
         location=getattr(endpoint, "location", None),
         tagged=getattr(endpoint, "tagged", False),
         no_store=getattr(endpoint, "no_store", False),
@@ -725,7 +728,7 @@ def operations(routes: list[BaseRoute] | None = None) -> list[Operation]:
 # The object a path names (by its id, or the segment before ``{id}``), for the 404 that
 # every operation on it can answer.
 OBJECTS = {"bid": "backup", "aid": "artifact", "run_id": "run", "api-keys": "API key"}
-OBJECTS |= {"workers": "worker"}
+OBJECTS |= {"workers": "worker", "restores": "restore"}
 
 
 def object_of(path: str) -> str | None:
@@ -747,6 +750,7 @@ def reasons_of(operation: Operation) -> Reasons:
     derived += [path_id(name) for name in names if name not in ("slug", "key")]
     if operation.permissions:
         derived += [NO_WORKSPACE, permission(*operation.permissions)]
+        derived += [permission(needed) for needed in operation.also_permissions]
     if "{wid}" in operation.path:
         derived.append(IN_WORKSPACE)
     if operation.body is not None and operation.media_type == "application/json":
@@ -847,8 +851,10 @@ ONE_PAGE_CURSOR = {"type": "null", "description": "Always null: one page."}
 
 def _operation_object(components: Components, operation: Operation) -> Json:
     slugs = [slug.value for slug in operation.permissions]
+    also = [slug.value for slug in operation.also_permissions]
     if slugs:
-        needs = "Requires permission " + " or ".join(f"`{slug}`" for slug in slugs) + "."
+        needs = "Requires permission " + " or ".join(f"`{slug}`" for slug in slugs)
+        needs += "".join(f" and `{slug}`" for slug in also) + "."
     elif operation.auth == Auth.NONE:
         needs = "No authentication."
     else:
@@ -891,6 +897,8 @@ def _operation_object(components: Components, operation: Operation) -> Json:
         }[operation.auth],
         "parameters": [*parameters, _param("X-Request-ID")],
     }
+    if also:
+        result["x-permissions-all"] = also
     if operation.body is not None and operation.method != "DELETE":
         body = operation.body
         schema = body if isinstance(body, dict) else components.of(body, inbound=True)

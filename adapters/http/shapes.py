@@ -61,6 +61,8 @@ from strongroom.domain.permissions import Role as DomainRole
 from strongroom.domain.principals import PrincipalType
 from strongroom.domain.quotas import DEFAULT_LIMITS, QuotaResource
 from strongroom.domain.quotas import Quota as DomainQuota
+from strongroom.domain.restores import MAX_RESTORE_ERROR, RestoreState
+from strongroom.domain.restores import Restore as DomainRestore
 from strongroom.domain.users import User as DomainUser
 from strongroom.ports.driven.identity import CliConfig as DomainCliConfig
 from strongroom.ports.driving.claims import ClaimedRun
@@ -862,6 +864,52 @@ class FailRequest:
             schema={"minLength": 1, "maxLength": domain_runs.MAX_ERROR},
         )
     )
+
+
+@attrs.frozen
+class RestoreCreate:
+    """`POST /v1/artifacts/{aid}/restores`."""
+
+    __example_fields__: ClassVar[tuple[str, ...]] = ("target", "credentials")
+    target: Source = attrs.field(
+        metadata=meta(
+            "Where to restore: a bucket (`s3`, for an artifact of an `s3` source; created when "
+            "it does not exist; objects go to `prefix` + their key) or an existing, empty "
+            "PostgreSQL database (`postgres`, for an artifact of a `postgres` source). The "
+            "type must be the artifact's source type (422 otherwise)."
+        )
+    )
+    credentials: Mapping[str, str] = attrs.field(
+        metadata=meta(
+            "The target's credentials, in the shape of its type. Write-only: never returned, "
+            "logged or audited; encrypted at rest until the restore finishes, then erased.",
+            schema_type=S3Credentials | PostgresCredentials,
+            schema={"writeOnly": True},
+        )
+    )
+
+
+@view_of(DomainRestore)
+@attrs.frozen
+class Restore:
+    """A restore of an artifact into a target, run by the service."""
+
+    id: UUID
+    artifact_id: UUID
+    state: RestoreState = attrs.field(
+        metadata=meta(
+            "`queued` until the service takes it, `running`, then `succeeded` or `failed`."
+        )
+    )
+    target: Source = attrs.field(metadata=meta("Where the artifact goes (never a secret)."))
+    error: str | None = attrs.field(
+        metadata=meta(
+            "Why it failed, in words free of secrets; null unless `failed`.",
+            schema={"maxLength": MAX_RESTORE_ERROR},
+        )
+    )
+    created_at: datetime
+    finished_at: datetime | None = attrs.field(metadata=meta("Null until it succeeds or fails."))
 
 
 @attrs.frozen

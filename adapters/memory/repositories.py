@@ -26,6 +26,7 @@ from strongroom.domain.names import email_key, name_key
 from strongroom.domain.pagination import K, Page, PageRequest, page_of, sort_key
 from strongroom.domain.permissions import BUILTIN_ROLES, Role
 from strongroom.domain.principals import Actor, PrincipalType, Session
+from strongroom.domain.restores import Restore, RestoreState
 from strongroom.domain.runs import Run, RunState
 from strongroom.domain.users import User
 from strongroom.domain.workspaces import (
@@ -128,6 +129,7 @@ _WORKSPACE_CASCADE: dict[str, Callable[[object, object, UUID], bool]] = {
     "backups": _in_workspace,
     "runs": _in_workspace,
     "artifacts": _in_workspace,
+    "restores": _in_workspace,
     "audit": _in_workspace,
     "sessions": _in_workspace,
     "workers": _in_workspace,
@@ -333,6 +335,11 @@ class MemoryBackupRepository(_Repository):
                 rows = self._tx.write(table)
                 for key in [key for key, row in rows.items() if row.backup_id == backup_id]:
                     del rows[key]
+            # And the artifacts' restores (ON DELETE CASCADE).
+            artifacts = self._tx.read("artifacts")
+            restores = self._tx.write("restores")
+            for key in [key for key, row in restores.items() if row.artifact_id not in artifacts]:
+                del restores[key]
 
     async def list(
         self, workspace_id: UUID, page: PageRequest, worker_id: UUID | None = None
@@ -407,6 +414,42 @@ class MemoryRunRepository(_Repository):
             ),
             page,
         )
+
+
+class MemoryRestoreRepository(_Repository):
+    """Restores; each needs its artifact in the same workspace."""
+
+    table = "restores"
+
+    async def add(self, restore: Restore) -> None:
+        artifact = self._tx.read("artifacts").get(restore.artifact_id)
+        _require(
+            artifact is not None and artifact.workspace_id == restore.workspace_id,
+            "restore's artifact exists in its workspace",
+        )
+        self._insert(restore.id, restore)
+
+    async def get(
+        self, workspace_id: UUID, restore_id: UUID, *, for_update: bool = False
+    ) -> Restore | None:
+        found: Restore | None = self._tx.read(self.table).get(restore_id)
+        return found if found is not None and found.workspace_id == workspace_id else None
+
+    async def update(self, restore: Restore) -> None:
+        stored = await self.get(restore.workspace_id, restore.id)
+        _require(
+            stored is not None and stored.artifact_id == restore.artifact_id,
+            "update of a missing restore",
+        )
+        assert stored is not None
+        # Identity, target and creation time are fixed, as the SQL update leaves them out.
+        self._replace(
+            restore.id, evolve(restore, target=stored.target, created_at=stored.created_at)
+        )
+
+    async def next_queued(self) -> Restore | None:
+        queued = [r for r in self._tx.read(self.table).values() if r.state is RestoreState.QUEUED]
+        return min(queued, key=lambda r: (r.created_at, r.id), default=None)
 
 
 class MemoryArtifactRepository(_Repository):

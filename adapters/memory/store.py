@@ -24,6 +24,7 @@ TABLES = (
     "backups",
     "runs",
     "artifacts",
+    "restores",
     "workers",
     "api_keys",
     "invitations",

@@ -23,6 +23,7 @@ class MemoryUnitOfWork:
     backups: ports.BackupRepository
     runs: ports.RunRepository
     artifacts: ports.ArtifactRepository
+    restores: ports.RestoreRepository
     workers: ports.WorkerRepository
     api_keys: ports.ApiKeyRepository
     invitations: ports.InvitationRepository
@@ -48,6 +49,7 @@ class MemoryUnitOfWork:
         self.backups = repos.MemoryBackupRepository(tx)
         self.runs = repos.MemoryRunRepository(tx)
         self.artifacts = repos.MemoryArtifactRepository(tx)
+        self.restores = repos.MemoryRestoreRepository(tx)
         self.workers = repos.MemoryWorkerRepository(tx)
         self.api_keys = repos.MemoryApiKeyRepository(tx)
         self.invitations = repos.MemoryInvitationRepository(tx)

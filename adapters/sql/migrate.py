@@ -1,6 +1,7 @@
 """The migration runner: numbered plain-SQL files per dialect, applied in order, once.
 
-Migrations live in ``migrations/<dialect>/NNNN_name.sql``. Each one is applied in its own
+Migrations live in ``migrations/<dialect>/NNNN_name.sql`` (numbered from 1, each number
+once; a gap is allowed, see ``read_migrations``). Each one is applied in its own
 transaction together with the row that records it in ``schema_migrations``, under a lock
 that serialises migrators (PostgreSQL: an advisory lock; SQLite: the write lock of BEGIN
 IMMEDIATE); which migrations are pending is decided inside that lock. Running the
@@ -28,7 +29,7 @@ VERSION_TABLE = "schema_migrations"
 
 
 class MigrationFileError(Exception):
-    """The migration files are misnamed, duplicated or not numbered 1, 2, 3..."""
+    """The migration files are misnamed, share a number, or do not start at 1."""
 
 
 @attrs.frozen
@@ -47,7 +48,10 @@ def migrations_for(dialect: Dialect) -> tuple[Migration, ...]:
 
 
 def read_migrations(folder: Traversable) -> tuple[Migration, ...]:
-    """The migrations of one folder, in order; refuses misnamed files and gaps."""
+    """The migrations of one folder, in order; refuses misnamed files, a number used twice
+    and a first number other than 1. A gap is allowed: branches developed side by side
+    reserve their numbers, and a database that applied a later number first still gets an
+    earlier one when it arrives (``run_migrations`` applies whatever is not recorded)."""
     found: list[Migration] = []
     for entry in folder.iterdir():
         if not entry.name.endswith(".sql"):
@@ -60,8 +64,10 @@ def read_migrations(folder: Traversable) -> tuple[Migration, ...]:
         )
     found.sort(key=lambda migration: migration.version)
     versions = [migration.version for migration in found]
-    if versions != list(range(1, len(found) + 1)):
-        raise MigrationFileError(f"migrations must be numbered 1, 2, 3... without gaps: {versions}")
+    if len(set(versions)) != len(versions) or (versions and versions[0] != 1):
+        raise MigrationFileError(
+            f"migrations must be numbered from 1, each number once: {versions}"
+        )
     return tuple(found)
 
 

@@ -33,6 +33,7 @@ from strongroom.domain.pagination import Page, PageRequest, page_of
 from strongroom.domain.permissions import Role
 from strongroom.domain.principals import Session
 from strongroom.domain.quotas import QuotaResource
+from strongroom.domain.restores import Restore
 from strongroom.domain.runs import Run, RunState
 from strongroom.domain.users import User
 from strongroom.domain.workspaces import (
@@ -454,6 +455,41 @@ class SqlRunRepository(_Repository):
             filters.append(Q.FILTER_RUN_AFTER)
         found = await self._db.fetch_all(Q.RUN_LIST_FOR_BACKUP, params, filters=filters)
         return page_of([rows.run_from_row(row, self._codec) for row in found], page)
+
+
+class SqlRestoreRepository(_Repository):
+    """Restores; ``restores.artifact_id`` ties each to an artifact (cascading)."""
+
+    def _key(self, workspace_id: UUID, restore_id: UUID) -> Params:
+        return {
+            "workspace_id": self._codec.uuid(workspace_id),
+            "id": self._codec.uuid(restore_id),
+        }
+
+    async def add(self, restore: Restore) -> None:
+        """Store a new restore."""
+        await self._db.execute(Q.RESTORE_INSERT, rows.restore_params(restore, self._codec))
+
+    async def get(
+        self, workspace_id: UUID, restore_id: UUID, *, for_update: bool = False
+    ) -> Restore | None:
+        """A restore of this workspace (``for_update``: locked until the unit of work ends)."""
+        row = await self._db.fetch_one(
+            Q.RESTORE_GET, self._key(workspace_id, restore_id), writes=for_update
+        )
+        return None if row is None else rows.restore_from_row(row, self._codec)
+
+    async def update(self, restore: Restore) -> None:
+        """Store a changed restore."""
+        changed = await self._db.execute(
+            Q.RESTORE_UPDATE, rows.restore_params(restore, self._codec)
+        )
+        _require(changed == 1, "update of a missing restore")
+
+    async def next_queued(self) -> Restore | None:
+        """The oldest queued restore, locked (skipping those other runners hold)."""
+        row = await self._db.fetch_one(Q.RESTORE_NEXT_QUEUED, {}, writes=True)
+        return None if row is None else rows.restore_from_row(row, self._codec)
 
 
 class SqlArtifactRepository(_Repository):

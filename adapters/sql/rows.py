@@ -35,6 +35,7 @@ from strongroom.domain.names import email_key, name_key
 from strongroom.domain.permissions import BUILTIN_ROLES, Permission, Role
 from strongroom.domain.principals import Actor, PrincipalType, Session
 from strongroom.domain.quotas import QuotaResource
+from strongroom.domain.restores import Restore, RestoreState, RestoreTarget
 from strongroom.domain.runs import Progress, Run, RunState, RunTrigger
 from strongroom.domain.users import User
 from strongroom.domain.workspaces import Member, Membership, MemberWorkspace, Workspace
@@ -530,6 +531,41 @@ def run_from_row(row: Row, codec: Codec) -> Run:
         lease_expires_at=_read_opt_timestamp(codec, row["lease_expires_at"]),
         cancel_requested=bool(row["cancel_requested"]),
         progress=None if progress is None else progress_from_json(codec.read_json(progress)),
+    )
+
+
+def restore_params(restore: Restore, codec: Codec) -> Params:
+    """The columns of a restore: the target as JSON, the credentials as sealed bytes."""
+    return {
+        "id": codec.uuid(restore.id),
+        "workspace_id": codec.uuid(restore.workspace_id),
+        "artifact_id": codec.uuid(restore.artifact_id),
+        "target": codec.json(source_to_json(restore.target)),
+        "state": restore.state.value,
+        "sealed_credentials": restore.sealed_credentials,
+        "error": restore.error,
+        "created_at": codec.timestamp(restore.created_at),
+        "started_at": _opt_timestamp(codec, restore.started_at),
+        "finished_at": _opt_timestamp(codec, restore.finished_at),
+    }
+
+
+def restore_from_row(row: Row, codec: Codec) -> Restore:
+    """A restore from its columns."""
+    target = source_from_json(codec.read_json(row["target"]))
+    if not isinstance(target, RestoreTarget):
+        raise ValueError(f"restore {row['id']} has a target of unknown type")
+    return Restore(
+        id=codec.read_uuid(row["id"]),
+        workspace_id=codec.read_uuid(row["workspace_id"]),
+        artifact_id=codec.read_uuid(row["artifact_id"]),
+        target=target,
+        state=RestoreState(row["state"]),
+        created_at=codec.read_timestamp(row["created_at"]),
+        started_at=_read_opt_timestamp(codec, row["started_at"]),
+        finished_at=_read_opt_timestamp(codec, row["finished_at"]),
+        error=row["error"],
+        sealed_credentials=_read_opt_bytes(row["sealed_credentials"]),
     )
 
 

@@ -288,3 +288,26 @@ CREATE TRIGGER backups_counted_delete AFTER DELETE ON backups
 BEGIN
     UPDATE workspaces SET backup_count = backup_count - 1 WHERE id = OLD.workspace_id;
 END;
+
+-- Restores (0010).
+-- A restore's artifact is of its own workspace: the key it references.
+CREATE UNIQUE INDEX artifacts_workspace_id ON artifacts (workspace_id, id);
+CREATE TABLE restores (
+    id TEXT PRIMARY KEY,
+    workspace_id TEXT NOT NULL REFERENCES workspaces (id) ON DELETE CASCADE,
+    artifact_id TEXT NOT NULL,
+    target TEXT NOT NULL CONSTRAINT restores_target_check CHECK (json_type(target) = 'object'),
+    state TEXT NOT NULL
+        CONSTRAINT restores_state_check
+        CHECK (state IN ('queued', 'running', 'succeeded', 'failed')),
+    sealed_credentials BLOB,
+    error TEXT,
+    created_at TEXT NOT NULL,
+    started_at TEXT,
+    finished_at TEXT,
+    CONSTRAINT restores_artifact_fkey FOREIGN KEY (workspace_id, artifact_id)
+        REFERENCES artifacts (workspace_id, id) ON DELETE CASCADE
+) STRICT;
+CREATE INDEX restores_by_workspace ON restores (workspace_id, created_at DESC, id DESC);
+CREATE INDEX restores_queued ON restores (created_at, id) WHERE state = 'queued';
+CREATE INDEX restores_by_artifact ON restores (workspace_id, artifact_id);

@@ -17,6 +17,7 @@ from strongroom.adapters.sql.repositories import (
     SqlIdempotencyRepository,
     SqlInvitationRepository,
     SqlMembershipRepository,
+    SqlRestoreRepository,
     SqlRoleRepository,
     SqlRunRepository,
     SqlSessionRepository,
@@ -92,6 +93,7 @@ class SqlUnitOfWork:
     backups: ports.BackupRepository
     runs: ports.RunRepository
     artifacts: ports.ArtifactRepository
+    restores: ports.RestoreRepository
     workers: ports.WorkerRepository
     api_keys: ports.ApiKeyRepository
     invitations: ports.InvitationRepository
@@ -121,6 +123,7 @@ class SqlUnitOfWork:
         self.backups = SqlBackupRepository(tx)
         self.runs = SqlRunRepository(tx)
         self.artifacts = SqlArtifactRepository(tx)
+        self.restores = SqlRestoreRepository(tx)
         self.workers = SqlWorkerRepository(tx)
         self.api_keys = SqlApiKeyRepository(tx)
         self.invitations = SqlInvitationRepository(tx)

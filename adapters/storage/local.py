@@ -482,6 +482,14 @@ class LocalDiskStorage:
             digest, size = hash_stream(handle.read)
         return StoredObject(size, digest)
 
+    @_disk_errors
+    def open_object(self, key: str) -> BinaryIO | None:
+        """The object's file, opened for reading; None when it is gone."""
+        try:
+            return self.object_path(key).open("rb")
+        except FileNotFoundError:
+            return None
+
     async def lock(self, key: str, until: datetime) -> None:
         """Record the lock; a shorter one than already set is refused."""
         await asyncio.to_thread(self._lock, key, until)

@@ -165,6 +165,21 @@ class _Presigner:
         )
 
 
+class _ObjectStream:
+    """A GetObject response read as a stream; ``close`` returns its connection."""
+
+    def __init__(self, response: Any) -> None:
+        self._response = response
+
+    def read(self, size: int = -1, /) -> bytes:
+        data: bytes = self._response.read(None if size < 0 else size)
+        return data
+
+    def close(self) -> None:
+        self._response.close()
+        self._response.release_conn()
+
+
 class S3Storage:
     """Objects in one S3 bucket with Object Lock; see the module documentation."""
 
@@ -455,6 +470,20 @@ class S3Storage:
                 return None
             raise
         return StoredObject(size, digest)
+
+    def open_object(self, key: str) -> _ObjectStream | None:
+        """GetObject of the version a download serves, as a stream (each read bounded by
+        the client's read timeout); None when the object is gone."""
+        try:
+            with self._translated("read an object"):
+                version = self._locked_version(key)
+                response = self.client.get_object(self.bucket, key, version_id=version)
+        except UpstreamUnavailableError as error:
+            cause = error.__cause__
+            if isinstance(cause, S3Error) and cause.code in _GONE | {"NoSuchObject"}:
+                return None
+            raise
+        return _ObjectStream(response)
 
     async def lock(self, key: str, until: datetime) -> None:
         """PutObjectRetention in COMPLIANCE mode on the current version, until ``until``

@@ -23,6 +23,7 @@ from strongroom.domain.machines import ApiKey, Worker
 from strongroom.domain.pagination import Page, PageRequest
 from strongroom.domain.permissions import Role
 from strongroom.domain.principals import Session
+from strongroom.domain.restores import Restore
 from strongroom.domain.runs import Run, RunState
 from strongroom.domain.users import User
 from strongroom.domain.workspaces import (
@@ -243,6 +244,31 @@ class RunRepository(Protocol):
         """The oldest ``queued`` run of a backup assigned to ``worker_id``, locked until the
         unit of work ends; a run another unit of work holds locked is skipped, so
         concurrent claimers never get the same run."""
+        ...
+
+
+class RestoreRepository(Protocol):
+    """Restores of artifacts (contract 11), always looked up inside one workspace, but for
+    the runner's pick of the next queued one; an artifact's removal takes its restores."""
+
+    async def add(self, restore: Restore) -> None:
+        """Store a new restore (its artifact must exist in its workspace)."""
+        ...
+
+    async def get(
+        self, workspace_id: UUID, restore_id: UUID, *, for_update: bool = False
+    ) -> Restore | None:
+        """A restore of this workspace; ``for_update`` locks it until the unit of work ends."""
+        ...
+
+    async def update(self, restore: Restore) -> None:
+        """Store a changed restore (state, times, error, sealed credentials)."""
+        ...
+
+    async def next_queued(self) -> Restore | None:
+        """The oldest ``queued`` restore of any workspace, locked until the unit of work
+        ends; one another unit of work holds locked is skipped, so concurrent runners
+        never take the same restore."""
         ...
 
 

@@ -58,6 +58,18 @@ class PendingUpload:
     initiated_at: datetime
 
 
+class ObjectReader(Protocol):
+    """An object's bytes as a blocking stream (what ``open_object`` gives); close it."""
+
+    def read(self, size: int = -1, /) -> bytes:
+        """Up to ``size`` bytes (all the rest for -1); ``b""`` at the end."""
+        ...
+
+    def close(self) -> None:
+        """Release the stream (and its connection)."""
+        ...
+
+
 class ObjectStorage(StorageNamespaces, Protocol):
     """One bucket (or directory) holding every workspace's namespace."""
 
@@ -100,6 +112,11 @@ class ObjectStorage(StorageNamespaces, Protocol):
     async def read_digest(self, key: str) -> StoredObject | None:
         """Re-read the whole object (the version a download serves) and hash it, in
         constant memory: its size and actual sha256, or None when it is gone."""
+        ...
+
+    def open_object(self, key: str) -> ObjectReader | None:
+        """Blocking (call it from a worker thread): the object's bytes (the version a
+        download serves) as a stream read in constant memory; None when it is gone."""
         ...
 
     async def lock(self, key: str, until: datetime) -> None:

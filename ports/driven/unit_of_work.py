@@ -16,6 +16,7 @@ from strongroom.ports.driven.repositories import (
     IdempotencyRepository,
     InvitationRepository,
     MembershipRepository,
+    RestoreRepository,
     RoleRepository,
     RunRepository,
     SessionRepository,
@@ -39,6 +40,7 @@ class UnitOfWork(Protocol):
     backups: BackupRepository
     runs: RunRepository
     artifacts: ArtifactRepository
+    restores: RestoreRepository
     workers: WorkerRepository
     api_keys: ApiKeyRepository
     invitations: InvitationRepository

@@ -62,10 +62,16 @@ async def target_is_visible(
             return await uow.runs.get(workspace_id, target_id) is not None
         case "artifact":
             return await uow.artifacts.get(workspace_id, target_id) is not None
+        case "restore":
+            # A restore's creation names its artifact; its other actions the restore.
+            return (
+                await uow.restores.get(workspace_id, target_id) is not None
+                or await uow.artifacts.get(workspace_id, target_id) is not None
+            )
     return None
 
 
-_UUID_TARGETS = frozenset({"backup", "worker", "api_key", "member", "run", "artifact"})
+_UUID_TARGETS = frozenset({"backup", "worker", "api_key", "member", "run", "artifact", "restore"})
 
 
 @attrs.frozen
@@ -107,8 +113,9 @@ JoinedRead = Callable[[UnitOfWork, str], Awaitable[tuple[SessionGrant, T] | None
 
 @attrs.frozen
 class Requirement:
-    """What an operation needs: one of ``permissions``; ``action`` names a mutation, whose
-    refusals for a missing permission are audited as ``denied``.
+    """What an operation needs: one of ``permissions`` (and every one of ``also``);
+    ``action`` names a mutation, whose refusals for a missing permission are audited as
+    ``denied``.
 
     A refusal on a target the caller cannot see (another workspace's object, or none at
     all) is not audited (contract section 10): ``target_is_visible`` of the action's
@@ -117,6 +124,9 @@ class Requirement:
 
     permissions: tuple[Permission, ...]
     action: str | None = None
+    # Permissions needed as well, every one of them (a restore needs a download and a
+    # write); checked after ``permissions``, in this order.
+    also: tuple[Permission, ...] = ()
 
 
 def lacking_permissions(caller: Caller, granting: frozenset[Permission]) -> list[Permission]:
@@ -271,6 +281,8 @@ class Access:
         )
         try:
             caller.ensure_permission(*requirement.permissions)
+            for needed in requirement.also:
+                caller.ensure_permission(needed)
         except MissingPermissionError:
             if requirement.action is not None:
                 await self._record_denied(

@@ -14,6 +14,7 @@ from strongroom.ports.driven.clock import Clock, IdGenerator
 from strongroom.ports.driven.identity import IdentityProvider
 from strongroom.ports.driven.mailer import Mailer
 from strongroom.ports.driven.provisioning import Billing, StorageNamespaces
+from strongroom.ports.driven.restore_targets import RestoreTargets
 from strongroom.ports.driven.secrets import SecretBox
 from strongroom.ports.driven.storage import ObjectStorage
 from strongroom.ports.driven.unit_of_work import UnitOfWorkFactory
@@ -36,6 +37,8 @@ class Dependencies:
     storage: ObjectStorage
     # The storage of a customer's own bucket, from its destination and credentials.
     customer_storage: CustomerStorage
+    # Where restores write (S3 buckets, PostgreSQL databases); honours endpoint_policy.
+    restore_targets: RestoreTargets
     session_ttl: timedelta = timedelta(days=7)
     multipart_threshold: int = DEFAULT_MULTIPART_THRESHOLD
     # Where customer endpoints may point (contract 13); ``customer_storage`` enforces it

@@ -20,6 +20,7 @@ from strongroom.ports.driving.leases import Leases
 from strongroom.ports.driving.machines import ApiKeys, Workers
 from strongroom.ports.driving.members import Members, Roles
 from strongroom.ports.driving.monitoring import metrics_snapshot
+from strongroom.ports.driving.restores import Restores
 from strongroom.ports.driving.retention import Retention
 from strongroom.ports.driving.runs import Runs
 from strongroom.ports.driving.sessions import Sessions
@@ -50,6 +51,7 @@ class Strongroom:
         self.leases = Leases(deps, self.artifacts)
         self.retention = Retention(deps, self.artifacts)
         self.verification = ArtifactVerification(deps, self.artifacts)
+        self.restores = Restores(deps, self.access, self.artifacts)
         self.audit = AuditTrail(deps, self.access)
         self.api_keys = ApiKeys(deps, self.access)
         self.workers = Workers(deps, self.access)

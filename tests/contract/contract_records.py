@@ -27,6 +27,7 @@ from strongroom.domain.invitations import Invitation
 from strongroom.domain.machines import ApiKey, Worker
 from strongroom.domain.permissions import Permission, Role
 from strongroom.domain.principals import Actor, PrincipalType, Session
+from strongroom.domain.restores import Restore
 from strongroom.domain.runs import Run
 from strongroom.domain.users import User
 from strongroom.domain.workspaces import Membership, Workspace
@@ -201,6 +202,7 @@ _ADDERS: dict[type, Callable[[Any, Any], None]] = {
     Worker: lambda uow, record: uow.workers.add(record),
     ApiKey: lambda uow, record: uow.api_keys.add(record),
     Invitation: lambda uow, record: uow.invitations.add(record),
+    Restore: lambda uow, record: uow.restores.add(record),
 }
 
 

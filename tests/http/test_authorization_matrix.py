@@ -24,7 +24,9 @@ import httpx2
 import pytest
 
 from strongroom.adapters.http.openapi import Auth, Operation, operations
+from strongroom.domain.backups import S3Source
 from strongroom.domain.permissions import BUILTIN_ROLES, WORKER_PERMISSIONS, Permission
+from strongroom.domain.restores import Restore
 from strongroom.domain.workspaces import Membership
 from support.world import Api, bearer, make_client, make_facade
 
@@ -125,6 +127,17 @@ def build_world(api: Api, caller: str, operation: Operation) -> World:
         return token, me["principal"]["id"]
 
     _, target_member = join("vera@example.com", "viewer")
+    restore = Restore.queued(
+        uuid4(),
+        workspace_id,
+        UUID(announced["artifact_id"]),
+        S3Source(endpoint="https://s3.example.com", bucket="restored"),
+        b"sealed",
+        api.facade.deps.clock.now(),
+    )
+    with api.facade.deps.uow() as uow:
+        uow.restores.add(restore)
+        uow.commit()
     permissions: frozenset[Permission] | None
     if caller == "admin":
         token, permissions = admin, BUILTIN_ROLES["admin"].permissions
@@ -149,6 +162,7 @@ def build_world(api: Api, caller: str, operation: Operation) -> World:
         "/v1/workers/{id}": worker["id"],
         "/v1/workspaces/{wid}/members/{id}": target_member,
         "/v1/invitations/{id}/accept": invitation["id"],
+        "/v1/restores/{id}": str(restore.id),
         "slug": "ops",
     }
     return World(api, workspace_id, ids, token, permissions)
@@ -188,9 +202,12 @@ def expected_refusal(caller: str, operation: Operation, world: World) -> str | N
         return None  # /v1/me, /v1/permissions: any credential
     if world.permissions is None:
         return "select a workspace first"
-    if any(p in world.permissions for p in operation.permissions):
-        return None
-    return f"missing permission {operation.permissions[0].value}"
+    if not any(p in world.permissions for p in operation.permissions):
+        return f"missing permission {operation.permissions[0].value}"
+    for needed in operation.also_permissions:
+        if needed not in world.permissions:
+            return f"missing permission {needed.value}"
+    return None
 
 
 CASES = [

@@ -155,6 +155,23 @@ def trigger(ada: Tenant) -> Created:
     return Created(ada.post(f"/v1/backups/{backup_id}/trigger", status=202), ada.headers, same_id)
 
 
+def create_restore(ada: Tenant) -> Created:
+    backup_id = ada.backup_id("cloud", "Restored", **CLOUD_COMPLETE)
+    run_id = ada.post(f"/v1/backups/{backup_id}/trigger", status=202).json()["id"]
+    data = b"archive bytes"
+    body = {"name": "a.tar.zst", "size": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+    plan = ada.post(f"/v1/runs/{run_id}/upload-url", body).json()
+    put = ada.api.client.put(plan["url"], content=data, headers=plan["headers"])
+    assert put.status_code == 200, put.text
+    ada.post(f"/v1/runs/{run_id}/confirm", status=200)
+    restore = {
+        "target": {"type": "s3", "endpoint": "https://s3.example.net", "bucket": "back"},
+        "credentials": {"access_key_id": "id", "secret_access_key": "secret"},
+    }
+    response = ada.post(f"/v1/artifacts/{plan['artifact_id']}/restores", restore, status=202)
+    return Created(response, ada.headers, same_id)
+
+
 def same_user(created: Any, read: Any) -> bool:
     return bool(created["user"]["id"] == read["user"]["id"])
 
@@ -198,6 +215,7 @@ CREATIONS: dict[tuple[str, str], Callable[[Tenant], Created]] = {
     ("POST", "/v1/runs/{run_id}/upload-url"): upload_url,
     ("POST", "/v1/backups/{bid}/trigger"): trigger,
     ("POST", "/v1/claims"): claim,
+    ("POST", "/v1/artifacts/{aid}/restores"): create_restore,
     ("POST", "/v1/auth/sessions"): create_session,
     ("POST", "/v1/auth/switch"): switch,
     ("POST", "/idp/signup"): signup,
@@ -205,7 +223,8 @@ CREATIONS: dict[tuple[str, str], Callable[[Tenant], Created]] = {
 
 
 class TestLocation:
-    """Every 201 (and the 202 of ``trigger``) carries ``Location``, a path a GET reads."""
+    """Every 201 (and the 202 of ``trigger`` and of a restore) carries ``Location``, a path a
+    GET reads."""
 
     def test_every_creating_operation_is_covered(self) -> None:
         """The route table's 201 and 202 operations are exactly the ones tested below."""

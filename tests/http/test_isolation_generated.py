@@ -72,6 +72,10 @@ VALID_BODIES: dict[tuple[str, str], dict[str, Any]] = {
         "sha256": hashlib.sha256(b"abc").hexdigest(),
     },
     ("POST", "/v1/runs/{run_id}/fail"): {"error": "intruder"},
+    ("POST", "/v1/artifacts/{aid}/restores"): {
+        "target": {"type": "s3", "endpoint": "https://s3.example.com", "bucket": "intruder"},
+        "credentials": {"access_key_id": "intruder", "secret_access_key": "intruder"},
+    },
 }
 
 
@@ -115,6 +119,7 @@ def snapshot(api: Api, tenant: Tenant) -> dict[str, Any]:
     state["workers"] = every("/v1/workers")
     state["backup"] = [get(f"/v1/backups/{bid}") for bid in tenant.ids["bid"]]
     state["runs"] = [get(f"/v1/runs/{run}") for run in tenant.ids["run_id"]]
+    state["restores"] = [get(f"/v1/restores/{rid}") for rid in tenant.ids["restore"]]
     return state
 
 

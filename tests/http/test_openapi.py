@@ -63,7 +63,7 @@ CREATING = {
 }
 # Operations that also answer 204 with no body (a claim when nothing is queued).
 ALSO_EMPTY = {("POST", "/v1/claims")}
-ACCEPTING = {("POST", "/v1/backups/{bid}/trigger")}
+ACCEPTING = {("POST", "/v1/backups/{bid}/trigger"), ("POST", "/v1/artifacts/{aid}/restores")}
 # --------------------------------------------------------------------------------------
 # Helpers
 

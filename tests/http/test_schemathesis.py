@@ -29,6 +29,7 @@ from schemathesis.specs.openapi.checks import positive_data_acceptance
 
 from strongroom.adapters.http.app import app_for
 from strongroom.adapters.http.openapi import IF_MATCH_PATTERN
+from strongroom.adapters.http.wire import CONVERTER, Endpoint
 from strongroom.adapters.sql.postgres import PostgresDatabase
 from strongroom.adapters.sql.sqlite import SqliteDatabase
 from strongroom.domain.durations import Duration
@@ -162,7 +163,9 @@ def filter_case(context: Any, case: Any) -> bool:
     - a duration is at most 36 500 days in all (documented; 400 beyond), a sum of its
       parts that no pattern can bound;
     - a heartbeat's `progress.bytes_done` is at most its `bytes_total` (documented; 400
-      beyond), a relation of two fields no schema states.
+      beyond), a relation of two fields no schema states;
+    - an `endpoint` is an http(s) URL with a host and a port of 1..65535 (documented on
+      the field), narrower than `format: uri`, which admits any scheme (`a:b`).
     """
     if case.meta is None or case.meta.generation.mode.value != "positive":
         return True
@@ -177,7 +180,26 @@ def filter_case(context: Any, case: Any) -> bool:
         and (cursor is None or _issued(str(cursor), case.operation.path))
         and all(_within_bounds(text) for text in _durations(case.body))
         and _progress_in_bounds(case.body)
+        and all(_is_endpoint(text) for text in _endpoints(case.body))
     )
+
+
+def _endpoints(value: Any) -> Iterator[Any]:
+    """Every ``endpoint`` value of the body."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if key == "endpoint":
+                yield item
+            else:
+                yield from _endpoints(item)
+
+
+def _is_endpoint(value: Any) -> bool:
+    try:
+        CONVERTER.structure(value, Endpoint)
+    except (ValueError, TypeError, InvalidRequestError):
+        return False
+    return True
 
 
 def _progress_in_bounds(body: Any) -> bool:

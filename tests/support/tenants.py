@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import hashlib
 from typing import Any
+from uuid import UUID, uuid4
 
 import attrs
 
+from strongroom.domain.backups import S3Source
 from strongroom.domain.permissions import Permission
+from strongroom.domain.restores import Restore
 from support.world import Api, bearer
 
 
@@ -22,13 +25,24 @@ def pool_of(path: str, parameter: str) -> str:
         ("/v1/workers/", "worker"),
         ("/v1/invitations/", "invitation"),
         ("/v1/workspaces/{wid}/members/", "user"),
+        ("/v1/restores/", "restore"),
     ):
         if path.startswith(prefix):
             return pool
     raise AssertionError(f"no id pool for {{id}} in {path}: add one")
 
 
-UUID_POOLS = ("wid", "bid", "run_id", "aid", "api_key", "worker", "invitation", "user")
+UUID_POOLS = (
+    "wid",
+    "bid",
+    "run_id",
+    "aid",
+    "api_key",
+    "worker",
+    "invitation",
+    "user",
+    "restore",
+)
 
 
 @attrs.define
@@ -75,6 +89,18 @@ def build_tenant(api: Api, name: str) -> Tenant:
         f"/v1/runs/{run['id']}/upload-url",
         {"name": "a.bin", "size": len(content), "sha256": hashlib.sha256(content).hexdigest()},
     )
+    # A restore record of the artifact (the runner never takes it: none runs here).
+    restore = Restore.queued(
+        uuid4(),
+        workspace_id,
+        UUID(artifact["artifact_id"]),
+        S3Source(endpoint="https://s3.example.com", bucket=f"restored-{name}"),
+        b"sealed",
+        api.facade.deps.clock.now(),
+    )
+    with api.facade.deps.uow() as uow:
+        uow.restores.add(restore)
+        uow.commit()
     users = [
         api.client.get("/v1/me", headers=bearer(token)).json()["principal"]["id"]
         for token in (admin, member)
@@ -89,6 +115,7 @@ def build_tenant(api: Api, name: str) -> Tenant:
         "invitation": [invitation["id"], pending["id"]],
         "user": users,
         "slug": ["ops", f"only-{name}", "admin", "viewer"],
+        "restore": [str(restore.id)],
     }
     return Tenant(
         name, admin, ids, {"session": admin, "api_key": key["token"], "worker": worker["token"]}

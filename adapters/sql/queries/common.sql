@@ -711,3 +711,38 @@ WHERE runs.workspace_id = :workspace_id AND backups.worker_id = :worker_id
 ORDER BY runs.created_at, runs.id
 LIMIT 1
 /*lock of runs, skip locked*/
+
+-- name: restore_insert
+INSERT INTO restores (
+    id, workspace_id, artifact_id, target, state, sealed_credentials, error, created_at,
+    started_at, finished_at
+) VALUES (
+    :id, :workspace_id, :artifact_id, :target, :state, :sealed_credentials, :error,
+    :created_at, :started_at, :finished_at
+)
+
+-- name: restore_get
+SELECT id, workspace_id, artifact_id, target, state, sealed_credentials, error, created_at,
+       started_at, finished_at
+FROM restores
+WHERE workspace_id = :workspace_id AND id = :id
+/*lock*/
+
+-- name: restore_update
+-- Identity, artifact, target and creation time never change.
+UPDATE restores
+SET state = :state, sealed_credentials = :sealed_credentials, error = :error,
+    started_at = :started_at, finished_at = :finished_at
+WHERE workspace_id = :workspace_id AND id = :id AND artifact_id = :artifact_id
+
+-- name: restore_next_queued
+-- The oldest queued restore of any workspace (index restores_queued), locked: on
+-- PostgreSQL one another runner holds locked is skipped; on SQLite the unit of work holds
+-- the one writer from this read (writes=True). Concurrent runners never take the same one.
+SELECT id, workspace_id, artifact_id, target, state, sealed_credentials, error, created_at,
+       started_at, finished_at
+FROM restores
+WHERE state = 'queued'
+ORDER BY created_at, id
+LIMIT 1
+/*lock of restores, skip locked*/
