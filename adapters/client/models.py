@@ -582,6 +582,19 @@ class Artifact:
 
 
 @attrs.frozen
+class Restore:
+    """A restore of a cloud artifact into a bucket or an empty database, run by the service."""
+
+    id: UUID
+    artifact_id: UUID
+    state: str
+    target: Source
+    error: str | None
+    created_at: datetime
+    finished_at: datetime | None
+
+
+@attrs.frozen
 class Download:
     """A presigned download of an artifact."""
 

@@ -46,6 +46,7 @@ from strongroom.client.models import (
     ProgressReport,
     Quota,
     Readiness,
+    Restore,
     Retention,
     Role,
     Run,
@@ -413,3 +414,13 @@ class Operations:
     @endpoint("DELETE", "/v1/artifacts/{artifact_id}")
     def delete_artifact(self, artifact_id: ID) -> None:
         """Delete an artifact (not inside its lock, not a backup's last)."""
+
+    # -- restores ----------------------------------------------------------------------
+
+    @endpoint("POST", "/v1/artifacts/{artifact_id}/restores", body="json")
+    def create_restore(self, artifact_id: ID, target: Source, credentials: Credentials) -> Restore:
+        """Restore a cloud artifact into a bucket or an empty database (queued, 202)."""
+
+    @endpoint("GET", "/v1/restores/{restore_id}")
+    def get_restore(self, restore_id: ID) -> Restore:
+        """A restore and its state."""
