@@ -18,7 +18,7 @@ from strongroom.adapters.memory.store import Transaction
 from strongroom.domain.accounts import Account, DeviceGrant
 from strongroom.domain.artifacts import Artifact, ArtifactState, ArtifactStorage, Verification
 from strongroom.domain.audit import AuditEvent
-from strongroom.domain.backups import Backup
+from strongroom.domain.backups import Backup, BackupKind
 from strongroom.domain.errors import NameTakenError
 from strongroom.domain.invitations import Invitation, InvitationState
 from strongroom.domain.machines import ApiKey, Worker
@@ -391,6 +391,17 @@ class MemoryRunRepository(_Repository):
             and run.state is RunState.QUEUED
             and (owner := backups.get(run.backup_id)) is not None
             and owner.worker_id == worker_id
+        ]
+        return min(queued, key=lambda run: (run.created_at, run.id), default=None)
+
+    async def next_queued_cloud(self) -> Run | None:
+        backups: Mapping[UUID, Backup] = self._tx.read(MemoryBackupRepository.table)
+        queued = [
+            run
+            for run in self._tx.read(self.table).values()
+            if run.state is RunState.QUEUED
+            and (owner := backups.get(run.backup_id)) is not None
+            and owner.kind is BackupKind.CLOUD
         ]
         return min(queued, key=lambda run: (run.created_at, run.id), default=None)
 

@@ -245,6 +245,12 @@ class RunRepository(Protocol):
         concurrent claimers never get the same run."""
         ...
 
+    async def next_queued_cloud(self) -> Run | None:
+        """The oldest ``queued`` run of a cloud backup in any workspace (the service's own
+        executors claim them), locked until the unit of work ends; runs another unit of
+        work holds locked are skipped, as in ``next_queued``."""
+        ...
+
 
 class ArtifactRepository(Protocol):
     """Artifacts of runs, always looked up inside one workspace (the retention job's

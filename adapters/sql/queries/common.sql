@@ -711,3 +711,17 @@ WHERE runs.workspace_id = :workspace_id AND backups.worker_id = :worker_id
 ORDER BY runs.created_at, runs.id
 LIMIT 1
 /*lock of runs, skip locked*/
+
+-- name: run_next_queued_cloud
+-- The oldest queued run of a cloud backup in any workspace, for the service's executors;
+-- locked and skipping locked ones as run_next_queued does.
+SELECT runs.id, runs.workspace_id, runs.backup_id, runs.state, runs.trigger,
+       runs.worker_id, runs.created_at, runs.started_at, runs.finished_at,
+       runs.artifact_count, runs.bytes, runs.error, runs.attempt, runs.lease_expires_at,
+       runs.cancel_requested, runs.progress
+FROM runs
+JOIN backups ON backups.workspace_id = runs.workspace_id AND backups.id = runs.backup_id
+WHERE runs.state = 'queued' AND backups.kind = 'cloud'
+ORDER BY runs.created_at, runs.id
+LIMIT 1
+/*lock of runs, skip locked*/
