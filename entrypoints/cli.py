@@ -22,6 +22,7 @@ from strongroom.adapters.sql.migrate import Migration
 from strongroom.domain.billing import BillingState
 from strongroom.domain.errors import StrongroomError
 from strongroom.domain.quotas import QuotaResource
+from strongroom.entrypoints.executor import run_executor
 from strongroom.entrypoints.http import create_app
 from strongroom.entrypoints.logs import configure_logging
 from strongroom.entrypoints.service import describe_storage, open_blocking_facade, open_database
@@ -52,6 +53,10 @@ def _parser() -> argparse.ArgumentParser:
         "--no-migrate", action="store_true", help="do not apply pending migrations at start"
     )
     serve.set_defaults(run=_serve)
+
+    executor = commands.add_parser("executor", help="run the service executor of cloud runs")
+    _common(executor)
+    executor.set_defaults(run=_executor)
 
     migrate = commands.add_parser("migrate", help="apply pending database migrations")
     _common(migrate)
@@ -145,6 +150,13 @@ def _after_drain(_signal: int, _frame: FrameType | None) -> None:
     in place; with the default one the process would die by SIGTERM after a clean drain
     (exit status 143) instead of exiting 0.
     """
+
+
+def _executor(arguments: argparse.Namespace) -> int:
+    settings = _settings(arguments)
+    configure_logging(settings.log_format)
+    asyncio.run(run_executor(settings))
+    return 0
 
 
 def _migrate(arguments: argparse.Namespace) -> int:

@@ -135,7 +135,8 @@ class PostgresSourceReader:
             stderr=asyncio.subprocess.PIPE,
             env=environment,
         )
-        assert process.stdout is not None and process.stderr is not None
+        assert process.stdout is not None
+        assert process.stderr is not None
         stderr = bytearray()
 
         async def collect() -> None:

@@ -20,7 +20,7 @@ from minio import Minio
 from minio.error import MinioException, S3Error
 
 from strongroom.adapters.sources.archive import ArchiveWriter, ZstdSink
-from strongroom.adapters.sources.threaded import Emit, ConsumerGoneError, thread_stream
+from strongroom.adapters.sources.threaded import ConsumerGoneError, Emit, thread_stream
 from strongroom.adapters.storage.outbound import Resolver, guarded_pool_manager
 from strongroom.domain.backups import S3Source
 from strongroom.domain.endpoints import EndpointPolicy
