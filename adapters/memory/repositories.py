@@ -457,11 +457,15 @@ class MemoryArtifactRepository(_Repository):
             stored is not None and stored.run_id == artifact.run_id, "update of a missing artifact"
         )
         assert stored is not None
-        # Only state, upload, expiry, lock and verification change, as the SQL update says.
+        # Only state, upload, expiry, lock and verification change, as the SQL update says,
+        # and the size and sha256 of a pending artifact (one the service streamed itself).
+        written = stored.state is ArtifactState.PENDING
         self._replace(
             artifact.id,
             evolve(
                 stored,
+                size=artifact.size if written else stored.size,
+                sha256=artifact.sha256 if written else stored.sha256,
                 state=artifact.state,
                 upload_id=artifact.upload_id,
                 expires_at=artifact.expires_at,

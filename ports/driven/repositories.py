@@ -269,7 +269,9 @@ class ArtifactRepository(Protocol):
         ...
 
     async def update(self, artifact: Artifact) -> None:
-        """Store a changed artifact (state, upload, expiry and lock)."""
+        """Store a changed artifact (state, upload, expiry, lock and verification; the size
+        and sha256 too while it was pending: the service learns them when its own stream
+        ends)."""
         ...
 
     async def find_in_run(self, workspace_id: UUID, run_id: UUID, name: str) -> Artifact | None:

@@ -111,6 +111,8 @@ class Executor:
                 try:
                     beaten = await self._runs.heartbeat(held, Progress(progress[0]))
                 except LostRunError:
+                    if work.done():  # the work ended (and confirmed) during the heartbeat
+                        break
                     logger.warning("executor: run %s was lost (its lease ran out)", held.run.id)
                     await _cancelled(work)
                     return None

@@ -315,10 +315,13 @@ WHERE workspace_id = :workspace_id AND id = :id
 /*lock*/
 
 -- name: artifact_update
--- Only state, upload, expiry, lock and verification change.
+-- Only state, upload, expiry, lock and verification change, and the size and sha256 of a
+-- pending artifact (one the service streamed itself learns them at the end).
 UPDATE artifacts
 SET state = :state, upload_id = :upload_id, expires_at = :expires_at,
-    locked_until = :locked_until, verification = :verification, verified_at = :verified_at
+    locked_until = :locked_until, verification = :verification, verified_at = :verified_at,
+    size = CASE WHEN state = 'pending' THEN :size ELSE size END,
+    sha256 = CASE WHEN state = 'pending' THEN :sha256 ELSE sha256 END
 WHERE workspace_id = :workspace_id AND id = :id AND run_id = :run_id
 
 -- name: artifact_find_in_run
