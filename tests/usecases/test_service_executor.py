@@ -27,7 +27,6 @@ from strongroom.ports.driven.sources import SourceError
 from strongroom.ports.driving import Strongroom
 from strongroom.ports.driving.executor import Executor
 from support.people import api_key, audit_events, retention, workspace_admin
-from test_claims_and_leases import local_backup, worker_of
 
 SECRET = "s3cr3t-Value-that-must-never-leak"
 
@@ -61,6 +60,20 @@ class FakeReaders:
                 raise SourceError(self.error)
         finally:
             self.closed += 1
+
+
+async def worker_of(facade: Strongroom, admin: Caller) -> Caller:
+    """A worker of the admin's workspace: its caller."""
+    issued = await facade.workers.create(admin, "rack")
+    return await facade.access.authenticate(issued.token)
+
+
+async def local_backup(facade: Strongroom, admin: Caller, worker: Caller, name: str) -> UUID:
+    """An active local backup assigned to ``worker``."""
+    backup = await facade.backups.create(admin, admin.scoped_workspace(), name, BackupKind.LOCAL)
+    changes = BackupChanges(worker_id=worker.worker_id, retention=retention("P30D", "PT0S"))
+    await facade.backups.update(admin, backup.id, changes)
+    return backup.id
 
 
 async def cloud_backup(facade: Strongroom, admin: Caller, name: str = "Orders DB") -> UUID:
