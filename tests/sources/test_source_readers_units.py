@@ -87,14 +87,15 @@ class TestThreadStream:
                 emit(str(i).encode())
             raise ValueError("source broke")
 
-        async def consume() -> list[bytes]:
-            got = []
-            with pytest.raises(ValueError, match="source broke"):
-                async for chunk in thread_stream(produce, "t"):
-                    got.append(chunk)
-            return got
+        got: list[bytes] = []
 
-        assert asyncio.run(consume()) == [str(i).encode() for i in range(50)]
+        async def consume() -> None:
+            async for chunk in thread_stream(produce, "t"):
+                got.append(chunk)
+
+        with pytest.raises(ValueError, match="source broke"):
+            asyncio.run(consume())
+        assert got == [str(i).encode() for i in range(50)]
 
     def test_a_consumer_that_stops_stops_the_producer(self) -> None:
         """Back-pressure holds the producer a few chunks ahead; closing the iterator makes
