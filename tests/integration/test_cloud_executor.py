@@ -42,6 +42,8 @@ from strongroom.domain.endpoints import EndpointPolicy
 from strongroom.domain.pagination import PageRequest
 from strongroom.domain.principals import Caller
 from strongroom.domain.runs import Run, RunState
+from strongroom.entrypoints.service import open_serving_facade
+from strongroom.entrypoints.settings import Settings
 from strongroom.ports.driving import Strongroom
 from strongroom.ports.driving.executor import Executor
 from support.people import audit_events, retention, workspace_admin
@@ -335,3 +337,54 @@ def test_a_cancel_kills_the_running_pg_dump_within_one_heartbeat(
 
         with table_locked(source, "events"):
             run_async(scenario)
+
+
+def test_serve_runs_the_executor_and_verifies_on_request(
+    seaweed: SeaweedServer, tmp_path: Path
+) -> None:
+    """``open_serving_facade`` (what ``serve`` runs) executes a triggered cloud run on its
+    own, and its verifier answers a verify request."""
+    bucket = source_bucket(seaweed, small=5)
+    settings = Settings(
+        data_dir=tmp_path / "data",
+        secret_key="serving-executor-test-key",
+        executors=1,
+        executor_poll=0.1,
+        verify_pending_interval=0.2,
+        retention_interval=0,
+        endpoint_networks="127.0.0.0/8",
+    )
+
+    async def scenario() -> None:
+        async with open_serving_facade(settings) as facade:
+            ada, _ = await workspace_admin(facade, "ada@example.com")
+            changes = BackupChanges(
+                source=S3Source(seaweed.endpoint, bucket.name, PREFIX),
+                credentials={
+                    "access_key_id": seaweed.access_key,
+                    "secret_access_key": seaweed.secret_key,
+                },
+                retention=retention("P30D", "PT0S"),
+            )
+            run = await facade.runs.trigger(ada, await cloud_backup(facade, ada, changes))
+            deadline = time.monotonic() + 60
+            while not (current := await facade.runs.get(ada, run.id)).finished:
+                assert time.monotonic() < deadline
+                await asyncio.sleep(0.1)
+            assert current.state is RunState.SUCCEEDED, current.error
+            artifact = await only_artifact(facade, ada)
+            first_check = artifact.verified_at
+            assert artifact.verification is Verification.OK  # one request, checksum signed
+            requested = await facade.artifacts.request_verification(ada, artifact.id)
+            assert requested.verification is Verification.PENDING
+            while (artifact := await only_artifact(facade, ada)).verification is (
+                Verification.PENDING
+            ):
+                assert time.monotonic() < deadline
+                await asyncio.sleep(0.1)
+            assert artifact.verification is Verification.OK
+            assert artifact.verified_at is not None
+            assert first_check is not None
+            assert artifact.verified_at > first_check
+
+    run_async(scenario)
