@@ -14,6 +14,7 @@ from strongroom.domain.errors import (
     ArtifactLockedError,
     ConflictError,
     InvalidRequestError,
+    InvalidStateError,
     LastArtifactError,
 )
 from strongroom.domain.timestamps import format_timestamp
@@ -159,6 +160,23 @@ class Artifact:
             verification=Verification.OK if digest_checked else Verification.PENDING,
             verified_at=now if digest_checked else None,
         )
+
+    def written(self, size: int, sha256: str) -> Artifact:
+        """A pending artifact the service streamed itself (a cloud run's), once its stream
+        ended: its size and sha256 are known only now."""
+        if self.state is not ArtifactState.PENDING:
+            raise ConflictError(f"artifact is {self.state}: only a pending one is written")
+        return attrs.evolve(self, size=check_size(size), sha256=check_sha256(sha256))
+
+    def verification_requested(self) -> Artifact:
+        """The record after ``verify`` was asked: its verification ``pending`` until its bytes
+        are re-read (``conflict`` for a deleted artifact, ``invalid_state`` for one not
+        confirmed yet)."""
+        if self.state is ArtifactState.DELETED:
+            raise ConflictError("artifact is deleted")
+        if self.state is not ArtifactState.AVAILABLE:
+            raise InvalidStateError("artifact is not confirmed yet")
+        return attrs.evolve(self, verification=Verification.PENDING)
 
     def verified(self, found: Verification, now: datetime) -> Artifact:
         """The record after its bytes were re-read at ``now``."""

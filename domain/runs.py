@@ -183,8 +183,9 @@ class Run:
             and self.state is not RunState.QUEUED
         )
 
-    def claim(self, worker_id: UUID, now: datetime) -> Run:
-        """The run taken by ``worker_id``: ``running``, with a lease of ``LEASE``."""
+    def claim(self, worker_id: UUID | None, now: datetime, lease: timedelta = LEASE) -> Run:
+        """The run taken by ``worker_id`` (None: the service's own executor, which runs
+        cloud backups): ``running``, with a lease of ``lease``."""
         if self.state is not RunState.QUEUED:
             raise InvalidStateError(f"run is {self.state}: only a queued run can be claimed")
         return attrs.evolve(
@@ -192,15 +193,17 @@ class Run:
             state=RunState.RUNNING,
             worker_id=worker_id,
             started_at=now,
-            lease_expires_at=now + LEASE,
+            lease_expires_at=now + lease,
         )
 
     def lease_expired(self, now: datetime) -> bool:
         """Whether the run's lease ran out at ``now`` (a run without lease never does)."""
         return self.lease_expires_at is not None and now >= self.lease_expires_at
 
-    def heartbeat(self, now: datetime, progress: Progress | None = None) -> Run:
-        """The run after its holder's heartbeat: the lease extended to ``now + LEASE`` and
+    def heartbeat(
+        self, now: datetime, progress: Progress | None = None, lease: timedelta = LEASE
+    ) -> Run:
+        """The run after its holder's heartbeat: the lease extended to ``now + lease`` and
         ``progress`` recorded as of ``now``; a run whose cancel was requested is now
         ``cancelled``. Only a claimed (leased) running run takes heartbeats."""
         self._ensure_running("take a heartbeat")
@@ -210,7 +213,7 @@ class Run:
             return self._finished_as(RunState.CANCELLED, now)
         return attrs.evolve(
             self,
-            lease_expires_at=max(self.lease_expires_at, now + LEASE),
+            lease_expires_at=max(self.lease_expires_at, now + lease),
             progress=self.progress if progress is None else attrs.evolve(progress, updated_at=now),
         )
 

@@ -272,8 +272,9 @@ async def open_serving_facade(
     retention job on an interval (``STRONGROOM_RETENTION_INTERVAL`` seconds; 0 turns it
     off), the lease job (``STRONGROOM_LEASE_INTERVAL`` seconds; 0 turns it off) and
     artifact verification (``STRONGROOM_VERIFY_PENDING_INTERVAL`` and
-    ``STRONGROOM_VERIFY_INTERVAL``; both 0 turn it off) and the restore runner
-    (``STRONGROOM_RESTORE_POLL`` seconds; 0 turns it off)."""
+    ``STRONGROOM_VERIFY_INTERVAL``; both 0 turn it off), the restore runner
+    (``STRONGROOM_RESTORE_POLL`` seconds; 0 turns it off), and the service executor of
+    cloud runs (``STRONGROOM_EXECUTORS`` at once; 0 turns it off)."""
     async with open_facade(settings, migrate=migrate) as facade:
         jobs = []
         if settings.retention_interval > 0:
@@ -303,9 +304,22 @@ async def open_serving_facade(
                     run_restores_every(facade, settings.restore_poll), name="restores"
                 )
             )
+        stop_executor = asyncio.Event()
+        if settings.executors > 0:
+            # Imported here: the executor module imports this one (open_facade).
+            from strongroom.entrypoints.executor import executor_for  # noqa: PLC0415
+
+            executor = executor_for(facade, settings)
+            jobs.append(asyncio.create_task(executor.run(stop_executor), name="executor"))
         try:
             yield facade
         finally:
+            # The executor first releases its runs in flight; then every job is cancelled.
+            stop_executor.set()
+            for job in jobs:
+                if job.get_name() == "executor":
+                    with contextlib.suppress(Exception):
+                        await job
             for job in jobs:
                 job.cancel()
             for job in jobs:

@@ -67,6 +67,11 @@ class Settings:
     verify_interval: float = 0.0
     # Seconds between looks for queued restores (contract 11); 0 turns the runner off.
     restore_poll: float = 2.0
+    # Service executors (contract 11): cloud runs at once per process (0: none in serve),
+    # seconds between looks for queued ones, and the lease they claim and extend.
+    executors: int = 2
+    executor_poll: float = 1.0
+    executor_lease: float = 60.0
     # Seconds a stopping server waits for requests in flight before cancelling them.
     shutdown_timeout: int = 30
     endpoint_networks: str = DEFAULT_ENDPOINT_NETWORKS
@@ -86,6 +91,12 @@ class Settings:
             raise ValueError("STRONGROOM_MULTIPART_THRESHOLD must be a positive number of bytes")
         if self.restore_poll < 0:
             raise ValueError("STRONGROOM_RESTORE_POLL must be 0 or more seconds")
+        if self.executors < 0:
+            raise ValueError("STRONGROOM_EXECUTORS must be 0 or more")
+        if self.executor_poll <= 0:
+            raise ValueError("STRONGROOM_EXECUTOR_POLL must be a positive number of seconds")
+        if self.executor_lease < 2:
+            raise ValueError("STRONGROOM_EXECUTOR_LEASE must be at least 2 seconds")
         if self.shutdown_timeout < 0:
             raise ValueError("STRONGROOM_SHUTDOWN_TIMEOUT must be 0 or more seconds")
 
@@ -115,6 +126,9 @@ class Settings:
             "verify_interval": float(env.get("STRONGROOM_VERIFY_INTERVAL") or 0),
             "restore_poll": float(env.get("STRONGROOM_RESTORE_POLL") or 2),
             "shutdown_timeout": int(env.get("STRONGROOM_SHUTDOWN_TIMEOUT") or 30),
+            "executors": int(env.get("STRONGROOM_EXECUTORS") or 2),
+            "executor_poll": float(env.get("STRONGROOM_EXECUTOR_POLL") or 1),
+            "executor_lease": float(env.get("STRONGROOM_EXECUTOR_LEASE") or 60),
             "signup": None
             if env.get("STRONGROOM_SIGNUP") is None
             else _flag(env.get("STRONGROOM_SIGNUP"), False),

@@ -415,6 +415,10 @@ class Operations:
     def delete_artifact(self, artifact_id: ID) -> None:
         """Delete an artifact (not inside its lock, not a backup's last)."""
 
+    @endpoint("POST", "/v1/artifacts/{artifact_id}/verify", body="json")
+    def verify_artifact(self, artifact_id: ID) -> Artifact:
+        """Ask the service to re-read an artifact and record its verification (202)."""
+
     # -- restores ----------------------------------------------------------------------
 
     @endpoint("POST", "/v1/artifacts/{artifact_id}/restores", body="json")

@@ -18,7 +18,7 @@ from strongroom.adapters.memory.store import Transaction
 from strongroom.domain.accounts import Account, DeviceGrant
 from strongroom.domain.artifacts import Artifact, ArtifactState, ArtifactStorage, Verification
 from strongroom.domain.audit import AuditEvent
-from strongroom.domain.backups import Backup
+from strongroom.domain.backups import Backup, BackupKind
 from strongroom.domain.errors import NameTakenError
 from strongroom.domain.invitations import Invitation, InvitationState
 from strongroom.domain.machines import ApiKey, Worker
@@ -401,6 +401,17 @@ class MemoryRunRepository(_Repository):
         ]
         return min(queued, key=lambda run: (run.created_at, run.id), default=None)
 
+    async def next_queued_cloud(self) -> Run | None:
+        backups: Mapping[UUID, Backup] = self._tx.read(MemoryBackupRepository.table)
+        queued = [
+            run
+            for run in self._tx.read(self.table).values()
+            if run.state is RunState.QUEUED
+            and (owner := backups.get(run.backup_id)) is not None
+            and owner.kind is BackupKind.CLOUD
+        ]
+        return min(queued, key=lambda run: (run.created_at, run.id), default=None)
+
     async def list_for_backup(
         self, workspace_id: UUID, backup_id: UUID, state: RunState | None, page: PageRequest
     ) -> Page[Run]:
@@ -489,11 +500,15 @@ class MemoryArtifactRepository(_Repository):
             stored is not None and stored.run_id == artifact.run_id, "update of a missing artifact"
         )
         assert stored is not None
-        # Only state, upload, expiry, lock and verification change, as the SQL update says.
+        # Only state, upload, expiry, lock and verification change, as the SQL update says,
+        # and the size and sha256 of a pending artifact (one the service streamed itself).
+        written = stored.state is ArtifactState.PENDING
         self._replace(
             artifact.id,
             evolve(
                 stored,
+                size=artifact.size if written else stored.size,
+                sha256=artifact.sha256 if written else stored.sha256,
                 state=artifact.state,
                 upload_id=artifact.upload_id,
                 expires_at=artifact.expires_at,

@@ -69,6 +69,7 @@ class Q(StrEnum):
     RUN_UPDATE = "run_update"
     RUN_LIST_FOR_BACKUP = "run_list_for_backup"
     RUN_NEXT_QUEUED = "run_next_queued"
+    RUN_NEXT_QUEUED_CLOUD = "run_next_queued_cloud"
     RUN_LEASE_EXPIRED = "run_lease_expired"
     FILTER_RUN_STATE = "filter_run_state"
     FILTER_RUN_AFTER = "filter_run_after"

@@ -440,6 +440,11 @@ class SqlRunRepository(_Repository):
         row = await self._db.fetch_one(Q.RUN_NEXT_QUEUED, params, writes=True)
         return None if row is None else rows.run_from_row(row, self._codec)
 
+    async def next_queued_cloud(self) -> Run | None:
+        """The oldest queued run of a cloud backup, locked (skipping locked ones)."""
+        row = await self._db.fetch_one(Q.RUN_NEXT_QUEUED_CLOUD, {}, writes=True)
+        return None if row is None else rows.run_from_row(row, self._codec)
+
     async def list_for_backup(
         self, workspace_id: UUID, backup_id: UUID, state: RunState | None, page: PageRequest
     ) -> Page[Run]:

@@ -361,6 +361,26 @@ class S3Storage:
             upload_id: str = self.client._create_multipart_upload(self.bucket, key, {})
         return upload_id
 
+    async def put(self, key: str, data: bytes, sha256: str) -> None:
+        """PutObject with ``x-amz-checksum-sha256``: the store refuses other bytes."""
+        await asyncio.to_thread(self._put, key, data, sha256)
+
+    def _put(self, key: str, data: bytes, sha256: str) -> None:
+        checksum = base64.b64encode(bytes.fromhex(sha256)).decode()
+        with self._translated("store an object"):
+            self.client._put_object(
+                self.bucket, key, data, headers={"x-amz-checksum-sha256": checksum}
+            )
+
+    async def upload_part(self, key: str, upload_id: str, number: int, data: bytes) -> StoredPart:
+        """UploadPart."""
+        return await asyncio.to_thread(self._upload_part, key, upload_id, number, data)
+
+    def _upload_part(self, key: str, upload_id: str, number: int, data: bytes) -> StoredPart:
+        with self._translated("upload a part"):
+            etag: str = self.client._upload_part(self.bucket, key, data, None, upload_id, number)
+        return StoredPart(number, len(data), etag)
+
     async def list_parts(self, key: str, upload_id: str) -> list[StoredPart] | None:
         """ListParts (every page); None when the upload is gone."""
         return await asyncio.to_thread(self._list_parts, key, upload_id)

@@ -22,6 +22,7 @@ from strongroom.adapters.identity.builtin import BuiltinIdentityProvider
 from strongroom.adapters.sql.migrate import Migration
 from strongroom.domain.billing import BillingState
 from strongroom.domain.quotas import QuotaResource
+from strongroom.entrypoints.executor import run_executor
 from strongroom.entrypoints.http import create_app
 from strongroom.entrypoints.logs import configure_logging
 from strongroom.entrypoints.service import describe_storage, open_blocking_facade, open_database
@@ -67,9 +68,12 @@ def register(cli: click.Group) -> None:
     cli.add_command(migrate)
     cli.add_command(retention)
     cli.add_command(admin)
-    # Execution processes (contract 11) join here, e.g.:
-    # process_command(cli, "scheduler", "run the scheduler alone", run_scheduler)
-    # process_command(cli, "executor", "run the service executors alone", run_executor)
+    process_command(
+        cli,
+        "executor",
+        "run the service executors of cloud runs, and the restore runner, alone",
+        lambda settings: asyncio.run(run_executor(settings)),
+    )
 
 
 @click.command(help="run the HTTP API")

@@ -246,6 +246,12 @@ class RunRepository(Protocol):
         concurrent claimers never get the same run."""
         ...
 
+    async def next_queued_cloud(self) -> Run | None:
+        """The oldest ``queued`` run of a cloud backup in any workspace (the service's own
+        executors claim them), locked until the unit of work ends; runs another unit of
+        work holds locked are skipped, as in ``next_queued``."""
+        ...
+
 
 class RestoreRepository(Protocol):
     """Restores of artifacts (contract 11), always looked up inside one workspace, but for
@@ -289,7 +295,9 @@ class ArtifactRepository(Protocol):
         ...
 
     async def update(self, artifact: Artifact) -> None:
-        """Store a changed artifact (state, upload, expiry and lock)."""
+        """Store a changed artifact (state, upload, expiry, lock and verification; the size
+        and sha256 too while it was pending: the service learns them when its own stream
+        ends)."""
         ...
 
     async def find_in_run(self, workspace_id: UUID, run_id: UUID, name: str) -> Artifact | None:

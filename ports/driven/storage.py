@@ -89,6 +89,16 @@ class ObjectStorage(StorageNamespaces, Protocol):
         """An upload of part ``number`` (``size`` bytes) of a multipart upload."""
         ...
 
+    async def put(self, key: str, data: bytes, sha256: str) -> None:
+        """Store ``data`` at ``key`` in one request; the store refuses bytes whose digest is
+        not ``sha256`` (the service's own writes, such as a cloud run's small artifact)."""
+        ...
+
+    async def upload_part(self, key: str, upload_id: str, number: int, data: bytes) -> StoredPart:
+        """Store part ``number`` of a multipart upload (the service's own streamed writes);
+        the part as ``list_parts`` reports it."""
+        ...
+
     async def list_parts(self, key: str, upload_id: str) -> list[StoredPart] | None:
         """The parts stored so far, by number; None when the upload no longer exists."""
         ...

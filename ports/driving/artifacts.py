@@ -52,6 +52,7 @@ CONFIRM_RUN = Requirement((Permission.ARTIFACTS_CONFIRM,), "run.confirm")
 LIST_ARTIFACTS = Requirement((Permission.ARTIFACTS_READ,))
 DOWNLOAD_ARTIFACT = Requirement((Permission.ARTIFACTS_DOWNLOAD,))
 DELETE_ARTIFACT = Requirement((Permission.ARTIFACTS_DELETE,), "artifact.delete")
+VERIFY_ARTIFACT = Requirement((Permission.ARTIFACTS_READ,), "artifact.verify")
 
 
 @attrs.frozen
@@ -163,28 +164,9 @@ class Artifacts:
         announced: tuple[str, int, str],
         now: datetime,
     ) -> Artifact:
-        name, size, sha256 = announced
-        artifact_id = self._deps.ids.new_id()
-        tail = f"{run.backup_id}/{run.id}/{artifact_id}"
-        where = ArtifactStorage.SERVICE
-        key = f"{workspace.storage_namespace}/{tail}"
-        if isinstance(backup.destination, CustomerS3Destination):
-            where = ArtifactStorage.CUSTOMER
-            prefix = (backup.destination.prefix or "").strip("/")
-            key = f"{prefix}/{tail}" if prefix else tail
-        artifact = Artifact(
-            id=artifact_id,
-            workspace_id=workspace.id,
-            backup_id=run.backup_id,
-            run_id=run.id,
-            name=name,
-            size=size,
-            sha256=sha256,
-            state=ArtifactState.PENDING,
-            storage=where,
-            object_key=key,
-            created_at=now,
-        )
+        size = announced[1]
+        artifact = self.new_record(workspace, backup, run, announced, now)
+        key = artifact.object_key
         if size >= self._deps.multipart_threshold:
             upload_id = await self.storage_for(artifact, backup).start_multipart(key)
             artifact = attrs.evolve(artifact, upload_id=upload_id)
@@ -199,6 +181,39 @@ class Artifacts:
             diff({}, artifact_snapshot(artifact)),
         )
         return artifact
+
+    def new_record(
+        self,
+        workspace: Workspace,
+        backup: Backup,
+        run: Run,
+        announced: tuple[str, int, str],
+        now: datetime,
+    ) -> Artifact:
+        """A new ``pending`` artifact of ``run`` (name, size, sha256), with its object key
+        in the service's namespace of the workspace or below the customer bucket's prefix."""
+        name, size, sha256 = announced
+        artifact_id = self._deps.ids.new_id()
+        tail = f"{run.backup_id}/{run.id}/{artifact_id}"
+        where = ArtifactStorage.SERVICE
+        key = f"{workspace.storage_namespace}/{tail}"
+        if isinstance(backup.destination, CustomerS3Destination):
+            where = ArtifactStorage.CUSTOMER
+            prefix = (backup.destination.prefix or "").strip("/")
+            key = f"{prefix}/{tail}" if prefix else tail
+        return Artifact(
+            id=artifact_id,
+            workspace_id=workspace.id,
+            backup_id=run.backup_id,
+            run_id=run.id,
+            name=name,
+            size=size,
+            sha256=sha256,
+            state=ArtifactState.PENDING,
+            storage=where,
+            object_key=key,
+            created_at=now,
+        )
 
     async def _plan(
         self, uow: UnitOfWork, storage: ObjectStorage, artifact: Artifact, now: datetime
@@ -257,31 +272,7 @@ class Artifacts:
                 caller, uow, workspace_id, await uow.runs.get(workspace_id, run_id, for_update=True)
             )
             await change.gate(GatedOperation.UPLOAD, lock=False)
-            run.ensure_open()
-            backup = await lookups.backup(uow, workspace_id, run.backup_id)
-            if backup.retention is None:
-                raise InvalidStateError("the backup has no retention policy")
-            artifacts = await uow.artifacts.list_for_run(workspace_id, run_id)
-            pending = [a for a in artifacts if a.state is ArtifactState.PENDING]
-            stores = {a.id: self.storage_for(a, backup) for a in pending}
-            missing = [a.name for a in pending if not await _arrived(stores[a.id], a)]
-            if missing:
-                raise ArtifactMissingError(
-                    "not in storage, or different from what was announced: "
-                    + ", ".join(sorted(missing))
-                )
-            confirmed = []
-            for before in pending:
-                checked = await _finish_upload(stores[before.id], before)
-                after = before.confirmed(backup.retention, now, digest_checked=checked)
-                locks = after.locked_until is not None and after.locked_until > now
-                if locks and after.storage is ArtifactStorage.SERVICE:
-                    await self._lock(after)
-                await uow.artifacts.update(after)
-                confirmed.append(after)
-            available = [a for a in artifacts if a.state is ArtifactState.AVAILABLE] + confirmed
-            finished = run.succeeded(len(available), sum(a.size for a in available), now)
-            await uow.runs.update(finished)
+            finished = await self.confirm_pending(uow, run, now)
             await change.done(
                 "run.confirm",
                 run_id,
@@ -290,6 +281,39 @@ class Artifacts:
                     {"state": finished.state.value, "artifact_count": finished.artifact_count},
                 ),
             )
+        return finished
+
+    async def confirm_pending(self, uow: UnitOfWork, run: Run, now: datetime) -> Run:
+        """Inside ``uow``: check every pending artifact of ``run`` in storage, make them
+        ``available`` (locked and expiring per the retention) and the run ``succeeded``;
+        ``artifact_missing`` when one is absent or different. The caller audits and
+        commits (a client's ``confirm``, or a cloud run's executor)."""
+        run.ensure_open()
+        workspace_id, run_id = run.workspace_id, run.id
+        backup = await lookups.backup(uow, workspace_id, run.backup_id)
+        if backup.retention is None:
+            raise InvalidStateError("the backup has no retention policy")
+        artifacts = await uow.artifacts.list_for_run(workspace_id, run_id)
+        pending = [a for a in artifacts if a.state is ArtifactState.PENDING]
+        stores = {a.id: self.storage_for(a, backup) for a in pending}
+        missing = [a.name for a in pending if not await _arrived(stores[a.id], a)]
+        if missing:
+            raise ArtifactMissingError(
+                "not in storage, or different from what was announced: "
+                + ", ".join(sorted(missing))
+            )
+        confirmed = []
+        for before in pending:
+            checked = await _finish_upload(stores[before.id], before)
+            after = before.confirmed(backup.retention, now, digest_checked=checked)
+            locks = after.locked_until is not None and after.locked_until > now
+            if locks and after.storage is ArtifactStorage.SERVICE:
+                await self._lock(after)
+            await uow.artifacts.update(after)
+            confirmed.append(after)
+        available = [a for a in artifacts if a.state is ArtifactState.AVAILABLE] + confirmed
+        finished = run.succeeded(len(available), sum(a.size for a in available), now)
+        await uow.runs.update(finished)
         return finished
 
     async def _lock(self, artifact: Artifact) -> None:
@@ -329,6 +353,33 @@ class Artifacts:
             artifact.object_key, expires_at, filename=artifact.name
         )
         return request, expires_at
+
+    async def request_verification(self, caller: Caller | Grant, artifact_id: UUID) -> Artifact:
+        """``POST /v1/artifacts/{aid}/verify``: the artifact's ``verification`` becomes
+        ``pending``; the verifier re-reads its bytes soon after and records ``ok``,
+        ``mismatch`` or ``missing`` with ``verified_at`` (contract 11). Audited
+        ``artifact.verify`` by the caller (the result by ``system``); never refused for
+        billing (it changes nothing the customer stores)."""
+        caller, workspace_id = await self._access.resolve(
+            caller, VERIFY_ARTIFACT, target_id=artifact_id
+        )
+        async with self._deps.uow() as uow:
+            artifact = lookups.existing(
+                await uow.artifacts.get(workspace_id, artifact_id, for_update=True), "artifact"
+            )
+            requested = artifact.verification_requested()
+            await uow.artifacts.update(requested)
+            await record_by_caller(
+                self._deps,
+                uow,
+                caller,
+                workspace_id,
+                "artifact.verify",
+                artifact_id,
+                diff(_verification(artifact), _verification(requested)),
+            )
+            await uow.commit()
+        return requested
 
     # ----------------------------------------------------------------------------------
     # Delete
@@ -385,6 +436,11 @@ class Artifacts:
             await storage.delete(artifact.object_key)
         except ObjectLockedError as error:
             raise ArtifactLockedError("storage refuses: the object is locked") from error
+
+
+def _verification(artifact: Artifact) -> dict[str, JsonValue]:
+    state = artifact.verification
+    return {"verification": None if state is None else state.value}
 
 
 async def _arrived(storage: ObjectStorage, artifact: Artifact) -> bool:

@@ -15,6 +15,7 @@ from strongroom.ports.driving.audit_trail import AuditTrail
 from strongroom.ports.driving.backups import Backups
 from strongroom.ports.driving.claims import Claims
 from strongroom.ports.driving.dependencies import Dependencies
+from strongroom.ports.driving.executions import ServiceRuns
 from strongroom.ports.driving.invitations import Invitations
 from strongroom.ports.driving.leases import Leases
 from strongroom.ports.driving.machines import ApiKeys, Workers
@@ -49,6 +50,8 @@ class Strongroom:
         self.artifacts = Artifacts(deps, self.access)
         self.claims = Claims(deps, self.access, self.artifacts)
         self.leases = Leases(deps, self.artifacts)
+        # Cloud runs, claimed and executed by the service itself (contract 11).
+        self.service_runs = ServiceRuns(deps, self.artifacts)
         self.retention = Retention(deps, self.artifacts)
         self.verification = ArtifactVerification(deps, self.artifacts)
         self.restores = Restores(deps, self.access, self.artifacts)

@@ -99,7 +99,8 @@ class TestArtifacts:
             uow.artifacts.update(artifact(run, "c"))
 
     def test_an_update_changes_state_upload_expiry_and_lock_only(self, adapter: Adapter) -> None:
-        """Name, size, digest, key and creation stay."""
+        """Name, key and creation stay; size and digest change only while it was pending
+        (what the service learns when its own stream ends)."""
         workspace_id, _, run = world(adapter)
         stored = artifact(run, upload_id="u")
         adapter.store(stored)
@@ -109,12 +110,19 @@ class TestArtifacts:
             upload_id=None,
             expires_at=at(5),
             locked_until=at(4),
+            size=1,
+            sha256="b" * 64,
         )
         with adapter.uow() as uow:
-            uow.artifacts.update(attrs.evolve(changed, name="other", size=1, object_key="x"))
+            uow.artifacts.update(attrs.evolve(changed, name="other", object_key="x"))
             uow.commit()
         with adapter.uow() as uow:
             assert uow.artifacts.get(workspace_id, stored.id) == changed
+        with adapter.uow() as uow:
+            uow.artifacts.update(attrs.evolve(changed, size=2, sha256="c" * 64))
+            uow.commit()
+        with adapter.uow() as uow:
+            assert uow.artifacts.get(workspace_id, stored.id) == changed  # available: kept
 
     def test_lists_split_deleted_from_the_rest_newest_first(self, adapter: Adapter) -> None:
         """Keyset pages, newest first; deleted ones only on request."""

@@ -15,7 +15,7 @@ from uuid import uuid4
 import attrs
 from contract_records import Adapter, at, backup, user, workspace
 
-from strongroom.domain.backups import RetentionPolicy
+from strongroom.domain.backups import BackupKind, RetentionPolicy
 from strongroom.domain.durations import Duration
 from strongroom.domain.pagination import PageRequest
 from strongroom.domain.quotas import ensure_room
@@ -154,6 +154,48 @@ class TestClaims:
             assert stored.state is RunState.RUNNING
             assert stored.worker_id == worker_id
             assert uow.runs.next_queued(target.id, worker_id) is None
+
+    def test_two_concurrent_service_claims_of_one_cloud_run_give_it_once(
+        self, adapter: Adapter
+    ) -> None:
+        """The service's executors race for one queued cloud run: one gets it."""
+        ada = user()
+        target = workspace(ada)
+        owner = attrs.evolve(backup(target.id), kind=BackupKind.CLOUD)
+        run = Run.queued(uuid4(), owner, RunTrigger.API, at(0))
+        adapter.store(ada, target, owner, run)
+
+        def claim(_index: int) -> Run | None:
+            with adapter.uow() as uow:
+                found = uow.runs.next_queued_cloud()
+                if found is None:
+                    return None
+                claimed = found.claim(None, at(1))
+                uow.runs.update(claimed)
+                uow.commit()
+                return claimed
+
+        results = all_at_once(2, claim)
+        assert sorted(result is None for result in results) == [False, True]
+        with adapter.uow() as uow:
+            assert uow.runs.next_queued_cloud() is None
+
+    def test_the_oldest_queued_cloud_run_of_any_workspace_comes_first(
+        self, adapter: Adapter
+    ) -> None:
+        """Cloud backups' queued runs only, across workspaces, oldest first."""
+        ada = user()
+        one, two = workspace(ada), workspace(ada)
+        cloud_one = attrs.evolve(backup(one.id), kind=BackupKind.CLOUD)
+        cloud_two = attrs.evolve(backup(two.id), kind=BackupKind.CLOUD)
+        local = attrs.evolve(backup(one.id), kind=BackupKind.LOCAL, worker_id=uuid4())
+        older = Run.queued(uuid4(), cloud_two, RunTrigger.API, at(1))
+        newer = Run.queued(uuid4(), cloud_one, RunTrigger.SCHEDULE, at(2))
+        not_cloud = Run.queued(uuid4(), local, RunTrigger.API, at(0))
+        running = Run.queued(uuid4(), cloud_one, RunTrigger.API, at(0)).claim(None, at(0))
+        adapter.store(ada, one, two, cloud_one, cloud_two, local, newer, older, not_cloud, running)
+        with adapter.uow() as uow:
+            assert uow.runs.next_queued_cloud() == older
 
     def test_the_oldest_queued_run_of_the_workers_backups_comes_first(
         self, adapter: Adapter

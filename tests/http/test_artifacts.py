@@ -1076,3 +1076,51 @@ class TestWorkers(LocalOnly):
         manual = ada.backup("Manual")
         started = worker.client.post("/v1/runs", json={"backup_id": manual}, headers=worker.headers)
         assert_error(started, 404, "not_found")
+
+
+class TestVerifyRequest(LocalOnly):
+    """``POST /v1/artifacts/{aid}/verify`` (contract 11)."""
+
+    def verify(self, tenant: Tenant, artifact_id: str) -> httpx2.Response:
+        return tenant.client.post(f"/v1/artifacts/{artifact_id}/verify", headers=tenant.headers)
+
+    def test_202_with_the_artifact_then_the_verifier_records_what_it_found(
+        self, ada: Tenant, storage: ObjectStorage
+    ) -> None:
+        """The answer is the artifact, ``pending``; the verifier then records ``mismatch``
+        for bytes changed in storage, with ``verified_at``."""
+        artifact_id = ada.stored(ada.backup(), "kept", b"kept bytes")
+        local = unwrapped(storage)
+        assert isinstance(local, LocalDiskStorage)
+        (path,) = (local.root / "objects").rglob(artifact_id)
+        path.write_bytes(b"rotten!!!!")
+        answer = self.verify(ada, artifact_id)
+        assert answer.status_code == 202, answer.text
+        assert set(answer.json()) == ARTIFACT_FIELDS
+        assert (answer.json()["id"], answer.json()["verification"]) == (artifact_id, "pending")
+        ada.api.facade.verification.run()
+        (listed,) = ada.artifacts()
+        assert listed["verification"] == "mismatch"
+        assert listed["verified_at"] is not None
+        events = ada.client.get(
+            f"/v1/workspaces/{ada.workspace_id}/audit",
+            params={"action": "artifact.verify"},
+            headers=ada.headers,
+        ).json()["data"]
+        assert sorted(e["actor"]["type"] for e in events) == ["system", "user"]
+
+    def test_refusals(self, ada: Tenant, bob: Tenant) -> None:
+        """Another workspace's artifact: 404; a pending one: 409 ``invalid_state``; a
+        deleted one: 409 ``conflict``; a body other than ``{}``: 400."""
+        backup_id = ada.backup(lock_for="PT0S")
+        kept = ada.stored(backup_id, "kept", b"kept")
+        assert_error(self.verify(bob, kept), 404, "not_found")
+        pending = ada.upload(ada.run(backup_id), "pending", b"pending")
+        assert_error(self.verify(ada, pending), 409, "invalid_state")
+        other = ada.stored(backup_id, "other", b"other")
+        assert ada.delete(other).status_code == 204
+        assert_error(self.verify(ada, other), 409, "conflict")
+        odd = ada.client.post(
+            f"/v1/artifacts/{kept}/verify", json={"now": True}, headers=ada.headers
+        )
+        assert_error(odd, 400, "invalid_request")

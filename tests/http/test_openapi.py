@@ -63,7 +63,11 @@ CREATING = {
 }
 # Operations that also answer 204 with no body (a claim when nothing is queued).
 ALSO_EMPTY = {("POST", "/v1/claims")}
-ACCEPTING = {("POST", "/v1/backups/{bid}/trigger"), ("POST", "/v1/artifacts/{aid}/restores")}
+ACCEPTING = {
+    ("POST", "/v1/backups/{bid}/trigger"),
+    ("POST", "/v1/artifacts/{aid}/restores"),
+    ("POST", "/v1/artifacts/{aid}/verify"),
+}
 # --------------------------------------------------------------------------------------
 # Helpers
 
@@ -544,6 +548,7 @@ class TestRequestBodies:
             ("POST", "/v1/runs/{run_id}/confirm"),
             ("POST", "/v1/runs/{run_id}/cancel"),
             ("POST", "/v1/artifacts/{aid}/download-url"),
+            ("POST", "/v1/artifacts/{aid}/verify"),
             ("POST", "/v1/claims"),
             ("POST", "/v1/runs/{run_id}/heartbeat"),
         }

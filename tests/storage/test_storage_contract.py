@@ -29,6 +29,7 @@ from minio.retention import Retention
 
 from strongroom.adapters.storage.local import LocalDiskStorage
 from strongroom.adapters.storage.s3 import S3Storage, retain_until_date
+from strongroom.domain.errors import UpstreamUnavailableError
 from strongroom.entrypoints.service import open_storage
 from strongroom.entrypoints.settings import Settings
 from strongroom.ports.driven.storage import ObjectLockedError, ObjectStorage
@@ -137,6 +138,26 @@ class TestStorageContract:
         other = run(harness.storage.start_multipart("ns/b/r/other"))
         run(harness.storage.abort_multipart("ns/b/r/other", other))
         assert run(harness.storage.list_parts("ns/b/r/other", other)) is None
+
+    def test_the_services_own_writes_put_and_upload_parts(self, harness: Harness) -> None:
+        """``put`` stores bytes that match their sha256 and refuses others; parts written by
+        ``upload_part`` are listed as stored and joined like presigned ones."""
+        data = os.urandom(70_000)
+        run(harness.storage.put("ns/b/r/own", data, hashlib.sha256(data).hexdigest()))
+        assert harness.fetch(run(harness.storage.presign_get("ns/b/r/own", soon())).url) == data
+        with pytest.raises(UpstreamUnavailableError):
+            run(harness.storage.put("ns/b/r/liar", data, hashlib.sha256(b"other").hexdigest()))
+        assert run(harness.storage.stat("ns/b/r/liar")) is None
+        first, second = os.urandom(5 * MIB), os.urandom(10)
+        key = "ns/b/r/own-parts"
+        upload = run(harness.storage.start_multipart(key))
+        written = [
+            run(harness.storage.upload_part(key, upload, number, body))
+            for number, body in ((1, first), (2, second))
+        ]
+        assert run(harness.storage.list_parts(key, upload)) == written
+        run(harness.storage.complete_multipart(key, upload, written))
+        assert harness.fetch(run(harness.storage.presign_get(key, soon())).url) == first + second
 
     def test_read_digest_hashes_the_stored_bytes(self, harness: Harness) -> None:
         """A joined multipart object is re-read whole: its real size and sha256 (in

@@ -26,6 +26,7 @@ from strongroom.ports.driving.artifacts import (
     DOWNLOAD_ARTIFACT,
     LIST_ARTIFACTS,
     REQUEST_UPLOAD,
+    VERIFY_ARTIFACT,
 )
 
 routes = Routes("Runs and artifacts")
@@ -156,6 +157,30 @@ async def request_download(ctx: ApiContext) -> Response:
     request, expires_at = await ctx.facade.artifacts.download_url(grant, ctx.path_id("aid"))
     url, expires = absolute(request.url, ctx.base_url), timestamp(expires_at)
     return answer(request, 200, Download, url=url, expires_at=expires)
+
+
+@routes.action(
+    "/v1/artifacts/{aid}/verify",
+    Artifact,
+    "The artifact, its verification `pending` until its bytes are re-read.",
+    VERIFY_ARTIFACT,
+    status=202,
+    errors={
+        "conflict": "the artifact is deleted",
+        "invalid_state": "the artifact is not confirmed yet",
+    },
+)
+async def verify_artifact(ctx: ApiContext) -> Response:
+    """Verify an artifact
+
+    Asks the service to re-read the artifact's bytes from storage and compare their sha256
+    with the recorded one. Answers at once with the artifact, its `verification` now
+    `pending`; within `STRONGROOM_VERIFY_PENDING_INTERVAL` seconds (10 by default) the
+    verifier records `verified_at` and `verification`: `ok`, `mismatch` or `missing`,
+    audited as `artifact.verify`. Never refused for billing."""
+    grant = await ctx.grant(VERIFY_ARTIFACT, "aid")
+    ctx.empty_body()
+    return answer(await ctx.facade.artifacts.request_verification(grant, ctx.path_id("aid")), 202)
 
 
 @routes.delete(

@@ -315,10 +315,13 @@ WHERE workspace_id = :workspace_id AND id = :id
 /*lock*/
 
 -- name: artifact_update
--- Only state, upload, expiry, lock and verification change.
+-- Only state, upload, expiry, lock and verification change, and the size and sha256 of a
+-- pending artifact (one the service streamed itself learns them at the end).
 UPDATE artifacts
 SET state = :state, upload_id = :upload_id, expires_at = :expires_at,
-    locked_until = :locked_until, verification = :verification, verified_at = :verified_at
+    locked_until = :locked_until, verification = :verification, verified_at = :verified_at,
+    size = CASE WHEN state = 'pending' THEN :size ELSE size END,
+    sha256 = CASE WHEN state = 'pending' THEN :sha256 ELSE sha256 END
 WHERE workspace_id = :workspace_id AND id = :id AND run_id = :run_id
 
 -- name: artifact_find_in_run
@@ -746,3 +749,17 @@ WHERE state = 'queued'
 ORDER BY created_at, id
 LIMIT 1
 /*lock of restores, skip locked*/
+
+-- name: run_next_queued_cloud
+-- The oldest queued run of a cloud backup in any workspace, for the service's executors;
+-- locked and skipping locked ones as run_next_queued does.
+SELECT runs.id, runs.workspace_id, runs.backup_id, runs.state, runs.trigger,
+       runs.worker_id, runs.created_at, runs.started_at, runs.finished_at,
+       runs.artifact_count, runs.bytes, runs.error, runs.attempt, runs.lease_expires_at,
+       runs.cancel_requested, runs.progress
+FROM runs
+JOIN backups ON backups.workspace_id = runs.workspace_id AND backups.id = runs.backup_id
+WHERE runs.state = 'queued' AND backups.kind = 'cloud'
+ORDER BY runs.created_at, runs.id
+LIMIT 1
+/*lock of runs, skip locked*/

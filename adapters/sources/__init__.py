@@ -1,0 +1,1 @@
+"""Readers of cloud backup sources (S3 prefixes, PostgreSQL databases)."""
