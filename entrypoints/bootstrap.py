@@ -14,6 +14,7 @@ from strongroom.adapters.memory.services import MemoryBilling, MemoryNamespaces,
 from strongroom.adapters.memory.store import MemoryStore
 from strongroom.adapters.memory.unit_of_work import MemoryUnitOfWork
 from strongroom.adapters.secrets import FernetSecretBox
+from strongroom.adapters.signals import InProcessRunSignals
 from strongroom.adapters.storage.local import LocalDiskStorage
 from strongroom.adapters.system import SecureIds, SystemClock
 from strongroom.domain.artifacts import DEFAULT_MULTIPART_THRESHOLD
@@ -24,6 +25,7 @@ from strongroom.ports.driven.identity import IdentityProvider
 from strongroom.ports.driven.mailer import Mailer
 from strongroom.ports.driven.provisioning import Billing, StorageNamespaces
 from strongroom.ports.driven.secrets import SecretBox
+from strongroom.ports.driven.signals import RunSignals
 from strongroom.ports.driven.storage import ObjectStorage
 from strongroom.ports.driven.unit_of_work import UnitOfWorkFactory
 from strongroom.ports.driving import Dependencies, Strongroom
@@ -46,6 +48,7 @@ def bootstrap(
     multipart_threshold: int = DEFAULT_MULTIPART_THRESHOLD,
     customer_storage: CustomerStorage | None = None,
     endpoint_policy: EndpointPolicy | None = None,
+    signals: RunSignals | None = None,
 ) -> Strongroom:
     """Build a ``Strongroom`` facade. Every argument left out gets the in-memory default.
 
@@ -55,7 +58,9 @@ def bootstrap(
     first use (and namespaces are kept in memory); a given storage also provisions the
     namespaces unless ``namespaces`` says otherwise. ``endpoint_policy`` (default: public
     addresses and the private ranges, contract 13) bounds where customer endpoints point;
-    a given ``customer_storage`` must enforce it on its connections itself.
+    a given ``customer_storage`` must enforce it on its connections itself. ``signals``
+    (default: in-process) wakes waiting claims when runs are queued; a database shared by
+    several processes needs one that hears the others (PostgreSQL's LISTEN/NOTIFY).
     """
     secret_key = secret_key or secrets.token_urlsafe(32)
     uow = uow or partial(MemoryUnitOfWork, MemoryStore())
@@ -81,6 +86,7 @@ def bootstrap(
         customer_storage=customer_storage or partial(_customer_s3, policy=endpoint_policy),
         multipart_threshold=multipart_threshold,
         endpoint_policy=endpoint_policy,
+        signals=signals or InProcessRunSignals(),
     )
     return Strongroom(deps)
 

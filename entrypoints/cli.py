@@ -24,6 +24,7 @@ from strongroom.domain.errors import StrongroomError
 from strongroom.domain.quotas import QuotaResource
 from strongroom.entrypoints.http import create_app
 from strongroom.entrypoints.logs import configure_logging
+from strongroom.entrypoints.scheduler import run_scheduler
 from strongroom.entrypoints.service import describe_storage, open_blocking_facade, open_database
 from strongroom.entrypoints.settings import Settings
 
@@ -52,6 +53,10 @@ def _parser() -> argparse.ArgumentParser:
         "--no-migrate", action="store_true", help="do not apply pending migrations at start"
     )
     serve.set_defaults(run=_serve)
+
+    scheduler = commands.add_parser("scheduler", help="run the scheduler alone (no HTTP API)")
+    _common(scheduler)
+    scheduler.set_defaults(run=_scheduler)
 
     migrate = commands.add_parser("migrate", help="apply pending database migrations")
     _common(migrate)
@@ -145,6 +150,13 @@ def _after_drain(_signal: int, _frame: FrameType | None) -> None:
     in place; with the default one the process would die by SIGTERM after a clean drain
     (exit status 143) instead of exiting 0.
     """
+
+
+def _scheduler(arguments: argparse.Namespace) -> int:
+    settings = _settings(arguments)
+    configure_logging(settings.log_format)
+    asyncio.run(run_scheduler(settings))
+    return 0
 
 
 def _migrate(arguments: argparse.Namespace) -> int:

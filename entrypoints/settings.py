@@ -63,6 +63,7 @@ class Settings:
     multipart_threshold: int = DEFAULT_MULTIPART_THRESHOLD
     retention_interval: float = 3600.0
     lease_interval: float = 10.0
+    scheduler_interval: float = 5.0
     verify_pending_interval: float = 10.0
     verify_interval: float = 0.0
     # Seconds a stopping server waits for requests in flight before cancelling them.
@@ -82,6 +83,8 @@ class Settings:
             raise ValueError("STRONGROOM_S3_TIMEOUT must be a positive number of seconds")
         if self.multipart_threshold < 1:
             raise ValueError("STRONGROOM_MULTIPART_THRESHOLD must be a positive number of bytes")
+        if self.scheduler_interval < 0:
+            raise ValueError("STRONGROOM_SCHEDULER_INTERVAL must be 0 (off) or more seconds")
         if self.shutdown_timeout < 0:
             raise ValueError("STRONGROOM_SHUTDOWN_TIMEOUT must be 0 or more seconds")
 
@@ -107,6 +110,7 @@ class Settings:
             ),
             "retention_interval": float(env.get("STRONGROOM_RETENTION_INTERVAL") or 3600),
             "lease_interval": float(env.get("STRONGROOM_LEASE_INTERVAL") or 10),
+            "scheduler_interval": float(env.get("STRONGROOM_SCHEDULER_INTERVAL") or 5),
             "verify_pending_interval": float(env.get("STRONGROOM_VERIFY_PENDING_INTERVAL") or 10),
             "verify_interval": float(env.get("STRONGROOM_VERIFY_INTERVAL") or 0),
             "shutdown_timeout": int(env.get("STRONGROOM_SHUTDOWN_TIMEOUT") or 30),

@@ -22,6 +22,7 @@ from strongroom.ports.driving.members import Members, Roles
 from strongroom.ports.driving.monitoring import metrics_snapshot
 from strongroom.ports.driving.retention import Retention
 from strongroom.ports.driving.runs import Runs
+from strongroom.ports.driving.scheduling import Scheduler
 from strongroom.ports.driving.sessions import Sessions
 from strongroom.ports.driving.verification import ArtifactVerification
 from strongroom.ports.driving.workspaces import Workspaces
@@ -48,6 +49,7 @@ class Strongroom:
         self.artifacts = Artifacts(deps, self.access)
         self.claims = Claims(deps, self.access, self.artifacts)
         self.leases = Leases(deps, self.artifacts)
+        self.scheduler = Scheduler(deps)
         self.retention = Retention(deps, self.artifacts)
         self.verification = ArtifactVerification(deps, self.artifacts)
         self.audit = AuditTrail(deps, self.access)
