@@ -148,9 +148,10 @@ def grow(conninfo: str, template: UUID, start: int, stop: int, base: datetime) -
                        t.schedule_timezone, t.worker_id, t.retention_expire_after_seconds,
                        t.retention_lock_for_seconds, t.destination,
                        t.sealed_destination_credentials,
-                       %(base)s + make_interval(mins => CAST(1 + i %% 1440 AS integer)), t.created_at,
-                       t.updated_at
-                FROM backups AS t, generate_series(CAST(%(low)s AS bigint), CAST(%(high)s AS bigint)) AS i
+                       %(base)s + make_interval(mins => CAST(1 + i %% 1440 AS integer)),
+                       t.created_at, t.updated_at
+                FROM backups AS t,
+                     generate_series(CAST(%(low)s AS bigint), CAST(%(high)s AS bigint)) AS i
                 WHERE t.id = %(template)s
                 """,
                 {"base": base, "low": low, "high": high, "template": template},
