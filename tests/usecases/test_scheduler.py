@@ -187,6 +187,18 @@ class TestScheduledOrNot:
         clock.advance(timedelta(hours=2))
         assert await facade.scheduler.run_due() == SchedulerReport()
 
+    async def test_a_change_that_keeps_the_schedule_keeps_a_due_slot(
+        self, facade: Strongroom, clock: ManualClock
+    ) -> None:
+        """A rename between the slot and the scheduler's pass does not lose the slot."""
+        ada, _ = await workspace_admin(facade, "ada@example.com")
+        rack = await worker_of(facade, ada)
+        backup_id = await scheduled_backup(facade, ada, rack, "Quarterly")
+        clock.advance(15 * MINUTE)
+        await facade.backups.update(ada, backup_id, BackupChanges(name="Renamed"))
+        assert await next_run_at(facade, ada, backup_id) == clock.now()
+        assert (await facade.scheduler.tick()).scheduled == 1
+
     async def test_a_draft_is_never_due(self, facade: Strongroom, clock: ManualClock) -> None:
         """A backup with a schedule but an incomplete configuration gets no run."""
         ada, _ = await workspace_admin(facade, "ada@example.com")
