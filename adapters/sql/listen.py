@@ -72,12 +72,14 @@ class PostgresRunSignals:
             self._task = loop.create_task(self._listen(), name="strongroom-run-signals")
 
     async def _listen(self) -> None:
+        failures = 0
         while True:
             try:
                 connection = await psycopg.AsyncConnection.connect(self._conninfo, **self._kwargs)
                 async with connection:
                     await connection.execute(f"LISTEN {CHANNEL}")
                     self.listening.set()
+                    failures = 0
                     # Runs queued while nobody listened: every waiting claim looks again.
                     self._local.announce_all()
                     async for note in connection.notifies():
@@ -86,10 +88,14 @@ class PostgresRunSignals:
                         except ValueError:
                             continue
                         self._local.announce(workspace_id)
-            except (psycopg.Error, OSError):
-                logger.warning(
-                    "the LISTEN connection for run wake-ups was lost; reconnecting",
-                    exc_info=True,
+            except (psycopg.Error, OSError) as error:
+                failures += 1
+                # Once per outage at warning level; the retries every second at debug.
+                log = logger.warning if failures == 1 else logger.debug
+                log(
+                    "no LISTEN connection for run wake-ups (%s); retrying every %s s",
+                    error,
+                    RECONNECT_SECONDS,
                 )
             finally:
                 self.listening.clear()
