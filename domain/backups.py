@@ -458,7 +458,12 @@ class Backup:
             )
         if updated.state is BackupState.DRAFT and updated.is_complete():
             updated = attrs.evolve(updated, state=BackupState.ACTIVE)
-        return updated.rescheduled(now) if updated != self else self
+        if updated == self:
+            return self
+        if updated.is_scheduled == self.is_scheduled and updated.schedule == self.schedule:
+            # The timing did not change: a slot that is due stays due for the scheduler.
+            return attrs.evolve(updated, updated_at=now)
+        return updated.rescheduled(now)
 
     def is_complete(self) -> bool:
         """Whether the kind's configuration is complete (the condition for ``active``)."""

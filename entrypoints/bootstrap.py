@@ -15,6 +15,7 @@ from strongroom.adapters.memory.store import MemoryStore
 from strongroom.adapters.memory.unit_of_work import MemoryUnitOfWork
 from strongroom.adapters.restores.service import ServiceRestoreTargets
 from strongroom.adapters.secrets import FernetSecretBox
+from strongroom.adapters.signals import InProcessRunSignals
 from strongroom.adapters.storage.local import LocalDiskStorage
 from strongroom.adapters.system import SecureIds, SystemClock
 from strongroom.domain.artifacts import DEFAULT_MULTIPART_THRESHOLD
@@ -26,6 +27,7 @@ from strongroom.ports.driven.mailer import Mailer
 from strongroom.ports.driven.provisioning import Billing, StorageNamespaces
 from strongroom.ports.driven.restore_targets import RestoreTargets
 from strongroom.ports.driven.secrets import SecretBox
+from strongroom.ports.driven.signals import RunSignals
 from strongroom.ports.driven.storage import ObjectStorage
 from strongroom.ports.driven.unit_of_work import UnitOfWorkFactory
 from strongroom.ports.driving import Dependencies, Strongroom
@@ -49,6 +51,7 @@ def bootstrap(
     customer_storage: CustomerStorage | None = None,
     endpoint_policy: EndpointPolicy | None = None,
     restore_targets: RestoreTargets | None = None,
+    signals: RunSignals | None = None,
 ) -> Strongroom:
     """Build a ``Strongroom`` facade. Every argument left out gets the in-memory default.
 
@@ -60,6 +63,8 @@ def bootstrap(
     addresses and the private ranges, contract 13) bounds where customer endpoints point;
     a given ``customer_storage`` must enforce it on its connections itself, as must given
     ``restore_targets`` (default: S3 buckets and PostgreSQL databases, ``pg_restore``).
+    ``signals`` (default: in-process) wakes waiting claims when runs are queued; a database
+    shared by several processes needs one that hears the others (PostgreSQL's LISTEN/NOTIFY).
     """
     secret_key = secret_key or secrets.token_urlsafe(32)
     uow = uow or partial(MemoryUnitOfWork, MemoryStore())
@@ -86,6 +91,7 @@ def bootstrap(
         restore_targets=restore_targets or ServiceRestoreTargets(endpoint_policy),
         multipart_threshold=multipart_threshold,
         endpoint_policy=endpoint_policy,
+        signals=signals or InProcessRunSignals(),
     )
     return Strongroom(deps)
 

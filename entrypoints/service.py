@@ -173,16 +173,27 @@ async def open_facade(
     """A facade for ``settings``; what it opens is closed when the block ends."""
     async with open_database(settings, migrate=migrate) as database:
         secret_key = settings.resolved_secret_key()
-        yield bootstrap(
-            uow=database.uow,
-            secret_key=secret_key,
-            signup_enabled=settings.signup_enabled,
-            mailer=mailer_for(settings),
-            identity=identity_for(settings),
-            storage=open_storage(settings, secret_key),
-            multipart_threshold=settings.multipart_threshold,
-            endpoint_policy=settings.endpoint_policy,
-        )
+        signals = None
+        if not isinstance(database, SqliteDatabase):
+            # psycopg is an optional extra: imported only when PostgreSQL is configured.
+            from strongroom.adapters.sql.listen import PostgresRunSignals  # noqa: PLC0415
+
+            signals = PostgresRunSignals.for_database(database)
+        try:
+            yield bootstrap(
+                uow=database.uow,
+                secret_key=secret_key,
+                signup_enabled=settings.signup_enabled,
+                mailer=mailer_for(settings),
+                identity=identity_for(settings),
+                storage=open_storage(settings, secret_key),
+                multipart_threshold=settings.multipart_threshold,
+                endpoint_policy=settings.endpoint_policy,
+                signals=signals,
+            )
+        finally:
+            if signals is not None:
+                await signals.aclose()
 
 
 @contextmanager
@@ -224,6 +235,18 @@ async def run_leases_every(facade: Strongroom, interval: float) -> None:
             await facade.leases.expire()
         except Exception:
             logger.exception("the lease job failed; it runs again next interval")
+
+
+async def run_scheduler_every(facade: Strongroom, interval: float) -> None:
+    """Queue the runs of due schedule slots every ``interval`` seconds, forever (cancel the
+    task to stop); the first tick comes at once. Any number of processes may run it on
+    one database: each slot gives exactly one run (contract 11)."""
+    while True:
+        try:
+            await facade.scheduler.run_due()
+        except Exception:
+            logger.exception("the scheduler failed; it runs again next interval")
+        await asyncio.sleep(interval)
 
 
 async def run_verification_every(
@@ -270,7 +293,8 @@ async def open_serving_facade(
 ) -> AsyncIterator[Strongroom]:
     """``open_facade`` plus the background jobs, for ``serve`` and the ASGI factory: the
     retention job on an interval (``STRONGROOM_RETENTION_INTERVAL`` seconds; 0 turns it
-    off), the lease job (``STRONGROOM_LEASE_INTERVAL`` seconds; 0 turns it off) and
+    off), the lease job (``STRONGROOM_LEASE_INTERVAL`` seconds; 0 turns it off), the
+    scheduler (``STRONGROOM_SCHEDULER_INTERVAL`` seconds; 0 turns it off) and
     artifact verification (``STRONGROOM_VERIFY_PENDING_INTERVAL`` and
     ``STRONGROOM_VERIFY_INTERVAL``; both 0 turn it off), the restore runner
     (``STRONGROOM_RESTORE_POLL`` seconds; 0 turns it off), and the service executor of
@@ -287,6 +311,12 @@ async def open_serving_facade(
             jobs.append(
                 asyncio.create_task(
                     run_leases_every(facade, settings.lease_interval), name="leases"
+                )
+            )
+        if settings.scheduler_interval > 0:
+            jobs.append(
+                asyncio.create_task(
+                    run_scheduler_every(facade, settings.scheduler_interval), name="scheduler"
                 )
             )
         if settings.verify_pending_interval > 0 or settings.verify_interval > 0:

@@ -63,6 +63,7 @@ class Settings:
     multipart_threshold: int = DEFAULT_MULTIPART_THRESHOLD
     retention_interval: float = 3600.0
     lease_interval: float = 10.0
+    scheduler_interval: float = 5.0
     verify_pending_interval: float = 10.0
     verify_interval: float = 0.0
     # Seconds between looks for queued restores (contract 11); 0 turns the runner off.
@@ -97,6 +98,8 @@ class Settings:
             raise ValueError("STRONGROOM_EXECUTOR_POLL must be a positive number of seconds")
         if self.executor_lease < 2:
             raise ValueError("STRONGROOM_EXECUTOR_LEASE must be at least 2 seconds")
+        if self.scheduler_interval < 0:
+            raise ValueError("STRONGROOM_SCHEDULER_INTERVAL must be 0 (off) or more seconds")
         if self.shutdown_timeout < 0:
             raise ValueError("STRONGROOM_SHUTDOWN_TIMEOUT must be 0 or more seconds")
 
@@ -122,6 +125,7 @@ class Settings:
             ),
             "retention_interval": float(env.get("STRONGROOM_RETENTION_INTERVAL") or 3600),
             "lease_interval": float(env.get("STRONGROOM_LEASE_INTERVAL") or 10),
+            "scheduler_interval": float(env.get("STRONGROOM_SCHEDULER_INTERVAL") or 5),
             "verify_pending_interval": float(env.get("STRONGROOM_VERIFY_PENDING_INTERVAL") or 10),
             "verify_interval": float(env.get("STRONGROOM_VERIFY_INTERVAL") or 0),
             "restore_poll": float(env.get("STRONGROOM_RESTORE_POLL") or 2),

@@ -7,7 +7,7 @@ which already gives a locking read its guarantee.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 from uuid import UUID
@@ -351,6 +351,24 @@ class MemoryBackupRepository(_Repository):
     async def count(self, workspace_id: UUID) -> int:
         return sum(1 for b in self._tx.read(self.table).values() if b.workspace_id == workspace_id)
 
+    async def due(self, now: datetime, limit: int) -> Sequence[Backup]:
+        found = [
+            b
+            for b in self._tx.read(self.table).values()
+            if b.next_run_at is not None and b.next_run_at <= now and b.is_scheduled
+        ]
+        found.sort(key=lambda b: (b.next_run_at, b.id))
+        return found[:limit]
+
+    async def advance_schedule(
+        self, workspace_id: UUID, backup_id: UUID, expected: datetime, next_run_at: datetime
+    ) -> bool:
+        stored = await self.get(workspace_id, backup_id)
+        if stored is None or stored.next_run_at != expected:
+            return False
+        self._tx.write(self.table)[backup_id] = evolve(stored, next_run_at=next_run_at)
+        return True
+
 
 class MemoryRunRepository(_Repository):
     """Runs; each needs its backup in the same workspace."""
@@ -388,6 +406,17 @@ class MemoryRunRepository(_Repository):
         ]
         found.sort(key=lambda run: (run.lease_expires_at, run.id))
         return found[:limit]
+
+    async def has_open(self, workspace_id: UUID, backup_id: UUID) -> bool:
+        return any(
+            run.workspace_id == workspace_id
+            and run.backup_id == backup_id
+            and run.state in (RunState.QUEUED, RunState.RUNNING)
+            for run in self._tx.read(self.table).values()
+        )
+
+    async def announce_queued(self, workspace_id: UUID) -> None:
+        """Nothing: one process holds the store; its ``RunSignals`` wake its claims."""
 
     async def next_queued(self, workspace_id: UUID, worker_id: UUID) -> Run | None:
         backups: Mapping[UUID, Backup] = self._tx.read(MemoryBackupRepository.table)

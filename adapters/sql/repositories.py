@@ -400,6 +400,21 @@ class SqlBackupRepository(_Repository):
             )
         )
 
+    async def due(self, now: datetime, limit: int) -> Sequence[Backup]:
+        """Scheduled backups whose slot has come, soonest first (index ``backups_due``)."""
+        params = {"now": self._codec.timestamp(now), "limit": limit}
+        found = await self._db.fetch_all(Q.BACKUP_DUE, params)
+        return [rows.backup_from_row(row, self._codec) for row in found]
+
+    async def advance_schedule(
+        self, workspace_id: UUID, backup_id: UUID, expected: datetime, next_run_at: datetime
+    ) -> bool:
+        """Compare-and-set of ``next_run_at`` (the update's row lock serialises rivals)."""
+        params = self._key(workspace_id, backup_id)
+        params["expected"] = self._codec.timestamp(expected)
+        params["next_run_at"] = self._codec.timestamp(next_run_at)
+        return await self._db.execute(Q.BACKUP_ADVANCE_SCHEDULE, params) == 1
+
 
 class SqlRunRepository(_Repository):
     """Runs; ``runs_backup_fkey`` ties each to a backup of its own workspace."""
@@ -430,6 +445,20 @@ class SqlRunRepository(_Repository):
         params = {"now": self._codec.timestamp(now), "limit": limit}
         found = await self._db.fetch_all(Q.RUN_LEASE_EXPIRED, params)
         return [rows.run_from_row(row, self._codec) for row in found]
+
+    async def has_open(self, workspace_id: UUID, backup_id: UUID) -> bool:
+        """Whether the backup has a queued or running run."""
+        params = {
+            "workspace_id": self._codec.uuid(workspace_id),
+            "backup_id": self._codec.uuid(backup_id),
+        }
+        return _count(await self._db.fetch_one(Q.RUN_OPEN_EXISTS, params)) > 0
+
+    async def announce_queued(self, workspace_id: UUID) -> None:
+        """PostgreSQL: ``pg_notify`` in the write transaction (delivered at commit);
+        SQLite: nothing to say."""
+        params = {"workspace_id": self._codec.uuid(workspace_id)}
+        await self._db.fetch_one(Q.RUN_ANNOUNCE, params, writes=True)
 
     async def next_queued(self, workspace_id: UUID, worker_id: UUID) -> Run | None:
         """The oldest queued run of the worker's backups, locked (skipping locked ones)."""

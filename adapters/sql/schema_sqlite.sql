@@ -137,6 +137,8 @@ CREATE TABLE backups (
         CHECK ((retention_expire_after_seconds IS NULL) = (retention_lock_for_seconds IS NULL))
 ) STRICT;
 CREATE INDEX backups_by_workspace ON backups (workspace_id, created_at DESC, id DESC);
+-- The scheduler's look-up of due backups (0009).
+CREATE INDEX backups_due ON backups (next_run_at) WHERE next_run_at IS NOT NULL;
 
 CREATE TABLE audit_events (
     id TEXT PRIMARY KEY,

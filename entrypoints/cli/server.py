@@ -25,6 +25,7 @@ from strongroom.domain.quotas import QuotaResource
 from strongroom.entrypoints.executor import run_executor
 from strongroom.entrypoints.http import create_app
 from strongroom.entrypoints.logs import configure_logging
+from strongroom.entrypoints.scheduler import run_scheduler
 from strongroom.entrypoints.service import describe_storage, open_blocking_facade, open_database
 from strongroom.entrypoints.settings import Settings
 
@@ -68,6 +69,12 @@ def register(cli: click.Group) -> None:
     cli.add_command(migrate)
     cli.add_command(retention)
     cli.add_command(admin)
+    process_command(
+        cli,
+        "scheduler",
+        "run the scheduler alone (no HTTP API)",
+        lambda settings: asyncio.run(run_scheduler(settings)),
+    )
     process_command(
         cli,
         "executor",

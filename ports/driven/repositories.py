@@ -8,6 +8,7 @@ store fails.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Protocol
 from uuid import UUID
@@ -208,6 +209,21 @@ class BackupRepository(Protocol):
         """How many backups a workspace has (its usage counter: exact, one row)."""
         ...
 
+    async def due(self, now: datetime, limit: int) -> Sequence[Backup]:
+        """Scheduled backups (active, unpaused, with a schedule) of every workspace whose
+        ``next_run_at`` is at or before ``now``, soonest first (at most ``limit``); the cost
+        grows with the number due, not with the number of backups."""
+        ...
+
+    async def advance_schedule(
+        self, workspace_id: UUID, backup_id: UUID, expected: datetime, next_run_at: datetime
+    ) -> bool:
+        """Compare-and-set: the backup's ``next_run_at`` becomes ``next_run_at`` if it is
+        still ``expected`` (and the backup locked until the unit of work ends); False, and
+        nothing changed, when another unit moved it first or the backup is gone. Of
+        concurrent units advancing the same slot, exactly one gets True."""
+        ...
+
 
 class RunRepository(Protocol):
     """Runs of backups, always looked up inside one workspace; a backup's removal takes its
@@ -238,6 +254,17 @@ class RunRepository(Protocol):
     async def lease_expired(self, now: datetime, limit: int) -> list[Run]:
         """Running runs of every workspace whose lease ran out by ``now``, soonest expiry
         first (at most ``limit``)."""
+        ...
+
+    async def has_open(self, workspace_id: UUID, backup_id: UUID) -> bool:
+        """Whether the backup has a ``queued`` or ``running`` run."""
+        ...
+
+    async def announce_queued(self, workspace_id: UUID) -> None:
+        """Say that the workspace has new queued runs, to waiting claims of every process,
+        when (and only if) the unit of work commits. PostgreSQL notifies listeners inside
+        the transaction; adapters serving one process do nothing (the use case's
+        ``RunSignals`` wakes its own process after the commit)."""
         ...
 
     async def next_queued(self, workspace_id: UUID, worker_id: UUID) -> Run | None:

@@ -24,8 +24,9 @@ CLAIM_RUN = Requirement((Permission.ARTIFACTS_UPLOAD,), "run.claim")
 HEARTBEAT_RUN = Requirement((Permission.ARTIFACTS_UPLOAD,))
 FAIL_RUN = Requirement((Permission.ARTIFACTS_UPLOAD,), "run.fail")
 CLAIM_REFUSAL = "only a worker can claim runs; persons and API keys cannot"
-# How often a waiting claim looks again (LISTEN/NOTIFY wake-ups come later).
-POLL_SECONDS = 0.5
+# How often a waiting claim looks again without a wake-up: the safety net under the
+# ``RunSignals`` wake-ups (a lost one only delays a claim by this much).
+RECHECK_SECONDS = 1.0
 
 
 @attrs.frozen
@@ -55,18 +56,28 @@ class Claims:
         """``POST /v1/claims``: the oldest queued run of a backup assigned to the calling
         worker, now ``running`` with a lease; None when none is queued within
         ``wait_seconds``. Each look is its own unit of work, so a waiting claim holds no
-        database connection. Never refused for billing; audited as ``run.claim``."""
+        database connection: between looks it waits for a wake-up of its workspace
+        (``RunSignals``), or ``RECHECK_SECONDS`` at most. Never refused for billing;
+        audited as ``run.claim``."""
         worker_id = ensure_worker(caller.caller if isinstance(caller, Grant) else caller)
         check_claim_wait(wait_seconds)
         caller, workspace_id = await self._access.resolve(caller, CLAIM_RUN)
-        looks = 1 + round(wait_seconds / POLL_SECONDS)
-        for look in range(looks):
-            if look:
-                await asyncio.sleep(POLL_SECONDS)
-            claimed = await self._claim_once(caller, workspace_id, worker_id)
-            if claimed is not None:
-                return claimed
-        return None
+        if not wait_seconds:
+            return await self._claim_once(caller, workspace_id, worker_id)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + wait_seconds
+        while True:
+            # The ticket is taken before the look: a run queued between the look and the
+            # wait still wakes this claim.
+            wakeup = self._deps.signals.watch(workspace_id)
+            try:
+                claimed = await self._claim_once(caller, workspace_id, worker_id)
+                remaining = deadline - loop.time()
+                if claimed is not None or remaining <= 0:
+                    return claimed
+                await wakeup.wait(min(remaining, RECHECK_SECONDS))
+            finally:
+                wakeup.close()
 
     async def _claim_once(
         self, caller: Caller, workspace_id: UUID, worker_id: UUID

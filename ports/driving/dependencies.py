@@ -16,6 +16,7 @@ from strongroom.ports.driven.mailer import Mailer
 from strongroom.ports.driven.provisioning import Billing, StorageNamespaces
 from strongroom.ports.driven.restore_targets import RestoreTargets
 from strongroom.ports.driven.secrets import SecretBox
+from strongroom.ports.driven.signals import RunSignals
 from strongroom.ports.driven.storage import ObjectStorage
 from strongroom.ports.driven.unit_of_work import UnitOfWorkFactory
 
@@ -39,6 +40,8 @@ class Dependencies:
     customer_storage: CustomerStorage
     # Where restores write (S3 buckets, PostgreSQL databases); honours endpoint_policy.
     restore_targets: RestoreTargets
+    # Wake-ups of waiting claims when runs are queued (contract 11's long poll).
+    signals: RunSignals = attrs.field(kw_only=True)
     session_ttl: timedelta = timedelta(days=7)
     multipart_threshold: int = DEFAULT_MULTIPART_THRESHOLD
     # Where customer endpoints may point (contract 13); ``customer_storage`` enforces it

@@ -24,6 +24,7 @@ from strongroom.ports.driving.monitoring import metrics_snapshot
 from strongroom.ports.driving.restores import Restores
 from strongroom.ports.driving.retention import Retention
 from strongroom.ports.driving.runs import Runs
+from strongroom.ports.driving.scheduling import Scheduler
 from strongroom.ports.driving.sessions import Sessions
 from strongroom.ports.driving.verification import ArtifactVerification
 from strongroom.ports.driving.workspaces import Workspaces
@@ -52,6 +53,7 @@ class Strongroom:
         self.leases = Leases(deps, self.artifacts)
         # Cloud runs, claimed and executed by the service itself (contract 11).
         self.service_runs = ServiceRuns(deps, self.artifacts)
+        self.scheduler = Scheduler(deps)
         self.retention = Retention(deps, self.artifacts)
         self.verification = ArtifactVerification(deps, self.artifacts)
         self.restores = Restores(deps, self.access, self.artifacts)

@@ -84,5 +84,9 @@ class Leases:
             await record_by_system(
                 self._deps, uow, workspace_id, ACTIONS[after.state], run_id, changes
             )
+            if after.state is RunState.QUEUED:
+                await uow.runs.announce_queued(workspace_id)
             await uow.commit()
+        if after.state is RunState.QUEUED:
+            self._deps.signals.announce(workspace_id)
         return after.state

@@ -95,9 +95,12 @@ class Runs:
             run = Run.queued(self._deps.ids.new_id(), backup, RunTrigger.API, now)
             await uow.runs.add(run)
             await change.record("backup.trigger", backup.id, diff({}, {"run_id": str(run.id)}))
+            await uow.runs.announce_queued(workspace_id)
             return run
 
-        return await run_idempotent(self._deps, caller, idempotency, now, store, ResultForm(Run))
+        run = await run_idempotent(self._deps, caller, idempotency, now, store, ResultForm(Run))
+        self._deps.signals.announce(workspace_id)
+        return run
 
     async def get(self, caller: Caller | Grant, run_id: UUID) -> Run:
         """One run of the caller's workspace."""

@@ -763,3 +763,32 @@ WHERE runs.state = 'queued' AND backups.kind = 'cloud'
 ORDER BY runs.created_at, runs.id
 LIMIT 1
 /*lock of runs, skip locked*/
+
+-- name: backup_due
+-- Scheduled backups of every workspace whose next_run_at has come, soonest first, through
+-- the partial index backups_due (0009): the cost grows with the number due, not with the
+-- number of backups. Only scheduled backups have a next_run_at; the rest is a safeguard.
+SELECT id, workspace_id, name, kind, state, paused, source, sealed_credentials,
+       schedule_cron, schedule_timezone, worker_id, retention_expire_after_seconds,
+       retention_lock_for_seconds, destination, sealed_destination_credentials, next_run_at,
+       created_at, updated_at
+FROM backups
+WHERE next_run_at <= :now AND state = 'active' AND NOT paused AND schedule_cron IS NOT NULL
+ORDER BY next_run_at
+LIMIT :limit
+
+-- name: backup_advance_schedule
+-- Compare-and-set of a backup's next slot: it moves from :expected to :next_run_at only if
+-- nobody moved it first. Of concurrent schedulers, exactly one changes the row (the others
+-- wait for its row lock, then find next_run_at changed and change nothing).
+UPDATE backups SET next_run_at = :next_run_at
+WHERE workspace_id = :workspace_id AND id = :id AND next_run_at = :expected
+
+-- name: run_open_exists
+-- Whether a backup has a queued or running run (index runs_by_backup).
+SELECT count(*) AS n FROM (
+    SELECT 1 FROM runs
+    WHERE workspace_id = :workspace_id AND backup_id = :backup_id
+      AND state IN ('queued', 'running')
+    LIMIT 1
+) AS open_runs

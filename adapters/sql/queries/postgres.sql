@@ -38,3 +38,8 @@ SELECT :id, :workspace_id, :name, :name_key, :kind, :state, :paused, :source,
        :sealed_destination_credentials, :next_run_at, :created_at, :updated_at
 FROM admitting
 WHERE backup_limit = 0 OR backup_count < backup_limit
+
+-- name: run_announce
+-- Waiting claims of every process hear of new queued runs of the workspace: the
+-- notification is delivered when the transaction commits, and never if it rolls back.
+SELECT pg_notify('strongroom_runs', CAST(:workspace_id AS text)) AS announced

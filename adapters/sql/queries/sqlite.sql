@@ -38,3 +38,8 @@ FROM (
            OR id = (SELECT workspace_id FROM sessions WHERE token_hash = :token_hash))
 ) AS admitting
 WHERE backup_limit = 0 OR backup_count < backup_limit
+
+-- name: run_announce
+-- One process serves a SQLite database: its in-process signals wake waiting claims after
+-- the commit, so there is nothing to say to the database.
+SELECT NULL AS announced
