@@ -1,0 +1,441 @@
+"""The dashboard in a real browser: Debian's chromium, headless, driven by selenium through
+chromedriver, against a real ``strongroom serve`` process (the embedded default).
+
+One journey a new person would take: sign up, sign in (authorization code with PKCE),
+create a workspace, create a worker, configure a scheduled local backup, trigger it and
+watch the run finish (the test plays the worker agent through the public API with the
+token the dashboard showed), download the artifact, see a refusal with its request id,
+invite a member, create an API key, read and filter the audit log, look at the quotas.
+Then every request the browser made (Chrome's performance log) is checked against
+``/openapi.json``, and the console holds no Content-Security-Policy violation.
+
+Screenshots go to the test's tmp directory, and also to ``tests/browser/screenshots/``
+when ``STRONGROOM_SCREENSHOTS`` is set (they are not committed).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx2
+import pytest
+from selenium import webdriver
+from selenium.webdriver.chrome.options import Options
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.action_chains import ActionChains
+from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
+from selenium.webdriver.remote.webdriver import WebDriver
+from selenium.webdriver.remote.webelement import WebElement
+from selenium.webdriver.support import expected_conditions as ec
+from selenium.webdriver.support.ui import Select, WebDriverWait
+
+from support.serve_process import free_port, serving
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMEDRIVER = Path("/usr/bin/chromedriver")
+SHOTS_COPY = Path(__file__).parent / "screenshots"
+EMAIL = "grace@example.com"
+PASSWORD = "correct horse battery staple"
+WAIT = 20
+
+
+# --------------------------------------------------------------------------------------
+# Fixtures
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """``strongroom serve`` on a free loopback port with a fresh data dir."""
+    root = tmp_path_factory.mktemp("serve")
+    with serving(root / "data", free_port(), root / "serve.log") as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def downloads(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Where the browser saves downloads."""
+    return tmp_path_factory.mktemp("downloads")
+
+
+@pytest.fixture(scope="module")
+def browser(downloads: Path) -> Iterator[WebDriver]:
+    """Headless chromium (installed by ``.ci/run`` when missing) with performance and
+    console logs on."""
+    assert CHROMIUM.exists() and CHROMEDRIVER.exists(), "apt-get install chromium chromium-driver"
+    options = Options()
+    options.binary_location = str(CHROMIUM)
+    for argument in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-dev-shm-usage",
+        "--disable-gpu",
+        "--window-size=1280,1100",
+        "--no-proxy-server",
+    ):
+        options.add_argument(argument)
+    options.set_capability("goog:loggingPrefs", {"performance": "ALL", "browser": "ALL"})
+    options.add_experimental_option(
+        "prefs",
+        {"download.default_directory": str(downloads), "download.prompt_for_download": False},
+    )
+    driver = webdriver.Chrome(service=Service(str(CHROMEDRIVER)), options=options)
+    driver.execute_cdp_cmd(
+        "Page.setDownloadBehavior", {"behavior": "allow", "downloadPath": str(downloads)}
+    )
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+class Shots:
+    """Screenshots, numbered in order, in the tmp dir (and copied when asked)."""
+
+    def __init__(self, driver: WebDriver, folder: Path) -> None:
+        self.driver, self.folder, self.count = driver, folder, 0
+        self.copy = bool(os.environ.get("STRONGROOM_SCREENSHOTS"))
+
+    def __call__(self, name: str) -> Path:
+        self.count += 1
+        path = self.folder / f"{self.count:02d}-{name}.png"
+        assert self.driver.save_screenshot(str(path))
+        if self.copy:
+            SHOTS_COPY.mkdir(exist_ok=True)
+            shutil.copy(path, SHOTS_COPY / path.name)
+        return path
+
+
+# --------------------------------------------------------------------------------------
+# Helpers
+
+
+def wait_for(driver: WebDriver, css: str, timeout: float = WAIT) -> WebElement:
+    """The first visible element matching ``css``."""
+    found: WebElement = WebDriverWait(driver, timeout).until(
+        ec.visibility_of_element_located((By.CSS_SELECTOR, css))
+    )
+    return found
+
+
+def wait_text(driver: WebDriver, css: str, text: str, timeout: float = WAIT) -> None:
+    """Until an element matching ``css`` contains ``text``."""
+    WebDriverWait(driver, timeout).until(
+        ec.text_to_be_present_in_element((By.CSS_SELECTOR, css), text)
+    )
+
+
+def fill(form: WebElement, **values: str) -> None:
+    """Type into the form's inputs by name (cleared first)."""
+    for name, value in values.items():
+        element = form.find_element(By.NAME, name)
+        element.clear()
+        element.send_keys(value)
+
+
+def submit(form: WebElement) -> None:
+    form.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
+
+
+def renders(driver: WebDriver) -> int:
+    """How many times the dashboard has drawn its view."""
+    return int(driver.find_element(By.ID, "view").get_attribute("data-renders") or 0)
+
+
+def submit_and_redraw(driver: WebDriver, form: WebElement) -> None:
+    """Submit a form whose success redraws the view, and wait for the redraw."""
+    before = renders(driver)
+    submit(form)
+    until(lambda: renders(driver) > before)
+
+
+def button(driver: WebDriver, label: str) -> WebElement:
+    """A visible button by its exact text."""
+    found: WebElement = WebDriverWait(driver, WAIT).until(
+        lambda d: next(
+            (b for b in d.find_elements(By.TAG_NAME, "button") if b.text == label),
+            False,
+        )
+    )
+    return found
+
+
+def go(driver: WebDriver, hash_route: str) -> None:
+    """Follow a navigation link and wait for its view."""
+    driver.find_element(By.CSS_SELECTOR, f"nav a[href='{hash_route}']").click()
+    WebDriverWait(driver, WAIT).until(
+        lambda d: d.find_element(By.ID, "view").get_attribute("data-route") == hash_route
+    )
+
+
+def run_state(driver: WebDriver) -> str | None:
+    """The newest run's state as the page shows it (read in one step: the page redraws the
+    runs every two seconds)."""
+    state: str | None = driver.execute_script(
+        "const row = document.querySelector('#runs tr[data-run]');"
+        "return row ? row.dataset.state : null;"
+    )
+    return state
+
+
+def until(predicate: Callable[[], Any], timeout: float = WAIT) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.1)
+    raise AssertionError("condition not met in time")
+
+
+def openapi_matchers(server: str) -> list[tuple[str, re.Pattern[str]]]:
+    """``(METHOD, path regex)`` of every operation of the served ``/openapi.json``."""
+    document = httpx2.get(f"{server}/openapi.json", trust_env=False).json()
+    matchers = []
+    for path, item in document["paths"].items():
+        pattern = re.compile("^" + re.sub(r"\\\{[^}]+\\\}", "[^/]+", re.escape(path)) + "$")
+        matchers += [(method.upper(), pattern) for method in item if method != "parameters"]
+    return matchers
+
+
+def requests_made(driver: WebDriver) -> list[tuple[str, str]]:
+    """``(METHOD, URL)`` of every network request in Chrome's performance log."""
+    made = []
+    for entry in driver.get_log("performance"):
+        message = json.loads(entry["message"])["message"]
+        if message["method"] == "Network.requestWillBeSent":
+            request = message["params"]["request"]
+            made.append((request["method"], request["url"]))
+    return made
+
+
+# --------------------------------------------------------------------------------------
+# The journey
+
+
+def test_a_new_person_backs_up_with_the_dashboard_alone(  # noqa: PLR0915 (one journey)
+    server: str, browser: WebDriver, downloads: Path, tmp_path: Path
+) -> None:
+    driver = browser
+    shot = Shots(driver, tmp_path)
+    seen: list[tuple[str, str]] = []
+
+    # Signed out: the landing page; sign up, then sign in on the provider's page.
+    driver.get(f"{server}/app")
+    wait_for(driver, "#sign-in")
+    shot("landing")
+    driver.find_element(By.LINK_TEXT, "Create an account").click()
+    form = wait_for(driver, "#signup-form")
+    fill(form, name="Grace Hopper", email=EMAIL, password=PASSWORD)
+    shot("signup")
+    submit(form)
+    login = wait_for(driver, "form[action='authorize']")
+    assert urlsplit(driver.current_url).path == "/idp/authorize"
+    fill(login, email=EMAIL, password="wrong password!")
+    submit(login)
+    wait_text(driver, ".notice.error", "Wrong email or password")
+    login = wait_for(driver, "form[action='authorize']")
+    fill(login, email=EMAIL, password=PASSWORD)
+    shot("login")
+    submit(login)
+
+    # Signed in, no workspace yet: create one; the session switches to it.
+    form = wait_for(driver, "#workspace-form")
+    assert urlsplit(driver.current_url).query == "", "the code left the address bar"
+    assert driver.execute_script("return document.cookie") == ""
+    token = driver.execute_script("return JSON.parse(sessionStorage['strongroom.session']).token")
+    assert token.startswith("bks_")
+    shot("no-workspace")
+    fill(form, name="Acme Corp")
+    submit(form)
+    wait_for(driver, "#backup-form")
+    assert "Acme Corp" in Select(driver.find_element(By.ID, "workspace-select")).first_selected_option.text
+
+    # A worker for the local backup: its token is shown once, with a copy button.
+    go(driver, "#/access")
+    form = wait_for(driver, "#worker-create-form")
+    fill(form, name="laptop")
+    submit(form)
+    worker_token = wait_for(driver, "#secret [data-secret=token]").text
+    assert worker_token.startswith("bkw_")
+    button(driver, "Copy")
+    shot("worker-token")
+
+    # Create and configure a scheduled local backup.
+    go(driver, "#/backups")
+    form = wait_for(driver, "#backup-form")
+    fill(form, name="laptop-home")
+    Select(form.find_element(By.NAME, "kind")).select_by_value("local")
+    submit(form)
+    form = wait_for(driver, "#worker-form")
+    Select(form.find_element(By.NAME, "worker_id")).select_by_visible_text("laptop")
+    submit_and_redraw(driver, form)
+    form = wait_for(driver, "#schedule-form")
+    fill(form, cron="30 2 * * mon-fri", timezone="Europe/Paris")
+    until(lambda: len(driver.find_elements(By.CSS_SELECTOR, "#next-runs li")) == 5)
+    previews = [li.text for li in driver.find_elements(By.CSS_SELECTOR, "#next-runs li")]
+    assert all(text.endswith("02:30") for text in previews), previews
+    submit_and_redraw(driver, form)
+    form = wait_for(driver, "#retention-form")
+    assert "Write-once" in form.text
+    fill(form, expire_after="P30D", lock_for="PT0S")
+    submit_and_redraw(driver, form)
+    wait_text(driver, "main", "active")
+    wait_text(driver, "#next-run-at", ":30")
+    shot("backup-configured")
+
+    # Trigger it, then play the worker agent through the public API and watch the run.
+    button(driver, "Run now").click()
+    until(lambda: run_state(driver) == "queued")
+    shot("run-queued")
+    content = b"the bytes of a laptop backup\n" * 100
+    with httpx2.Client(
+        base_url=server, trust_env=False, headers={"Authorization": f"Bearer {worker_token}"}
+    ) as agent:
+        claim = agent.post("/v1/claims", json={})
+        assert claim.status_code == 201, claim.text
+        run_id = claim.json()["run"]["id"]
+        beat = agent.post(
+            f"/v1/runs/{run_id}/heartbeat",
+            json={"progress": {"bytes_done": 1200, "bytes_total": len(content), "message": "tar"}},
+        )
+        assert beat.status_code == 200, beat.text
+        until(lambda: run_state(driver) == "running")
+        until(lambda: driver.execute_script("return !!document.querySelector('#runs progress')"))
+        shot("run-running")
+        upload = agent.post(
+            f"/v1/runs/{run_id}/upload-url",
+            json={
+                "name": "home.tar.zst",
+                "size": len(content),
+                "sha256": hashlib.sha256(content).hexdigest(),
+            },
+        )
+        assert upload.status_code == 201, upload.text
+        put = httpx2.put(
+            upload.json()["url"], content=content, headers=upload.json()["headers"], trust_env=False
+        )
+        assert put.status_code in (200, 201, 204), put.text
+        confirmed = agent.post(f"/v1/runs/{run_id}/confirm", json={})
+        assert confirmed.status_code == 200, confirmed.text
+    until(lambda: run_state(driver) == "succeeded")
+    shot("run-succeeded")
+
+    # Download the artifact; deleting the only one is refused, plainly, with a request id.
+    go(driver, "#/artifacts")
+    button(driver, "Download").click()
+    saved = until(lambda: [p for p in downloads.glob("*") if not p.name.endswith(".crdownload")])
+    assert saved[0].name == "home.tar.zst"
+    assert until(lambda: saved[0].read_bytes() == content)
+    button(driver, "Delete").click()
+    driver.switch_to.alert.accept()
+    refusal = wait_for(driver, ".error[data-code=last_artifact]")
+    assert re.search(r"Request ID: \S+", refusal.text), refusal.text
+    shot("artifact-refusal")
+
+    # Invite a member.
+    go(driver, "#/members")
+    form = wait_for(driver, "#invite-form")
+    fill(form, email="bob@example.com")
+    Select(form.find_element(By.NAME, "role")).select_by_value("viewer")
+    submit(form)
+    wait_text(driver, "main", "bob@example.com")
+    shot("members")
+
+    # An API key, its token shown once.
+    go(driver, "#/access")
+    form = wait_for(driver, "#api-key-form")
+    fill(form, name="ci-reader")
+    form.find_element(By.CSS_SELECTOR, "input[value='backups:read']").click()
+    submit(form)
+    key_token = wait_for(driver, "#secret [data-secret=token]").text
+    assert key_token.startswith("bkk_")
+    wait_text(driver, "main", "ci-reader")
+    shot("api-key")
+
+    # The audit log, then filtered.
+    go(driver, "#/audit")
+    wait_text(driver, "main", "backup.create")
+    shot("audit")
+    form = wait_for(driver, "#audit-form")
+    fill(form, action="api_key.create")
+    submit(form)
+    until(lambda: "action=api_key.create" in driver.current_url)
+    wait_text(driver, "main", "api_key.create")
+    actions = {c.text for c in driver.find_elements(By.CSS_SELECTOR, "main td code")}
+    assert "backup.create" not in actions and "api_key.create" in actions
+
+    # Quotas with usage bars.
+    go(driver, "#/quotas")
+    meters = until(lambda: driver.find_elements(By.CSS_SELECTOR, "main meter"))
+    assert {m.get_attribute("aria-label") for m in meters} >= {"backups_per_workspace usage"}
+    shot("quotas")
+
+    # Keyboard: the skip link is the first stop and lands on the content.
+    driver.refresh()
+    wait_for(driver, "main meter")
+    ActionChains(driver).send_keys(Keys.TAB).perform()
+    assert driver.switch_to.active_element.text == "Skip to content"
+    ActionChains(driver).send_keys(Keys.ENTER).perform()
+    until(lambda: driver.switch_to.active_element.get_attribute("id") == "view")
+
+    # Every request the browser made is an operation of /openapi.json (or the dashboard's
+    # own files), and nothing left this origin.
+    seen = requests_made(driver)
+    matchers = openapi_matchers(server)
+    origin = server.rstrip("/")
+    for method, url in seen:
+        # The browser's own favicon probe on the identity provider's page is not the
+        # dashboard's doing (the dashboard declares an inline data: icon).
+        if url.startswith("data:") or urlsplit(url).path == "/favicon.ico":
+            continue
+        assert url.startswith(origin + "/"), f"a request left the origin: {url}"
+        path = urlsplit(url).path
+        assert any(m == method and p.match(path) for m, p in matchers), (method, path)
+    paths = {urlsplit(url).path for _, url in seen}
+    assert {"/v1/auth/sessions", "/idp/token", "/v1/workspaces"} <= paths
+
+    # No Content-Security-Policy violation in the console.
+    console = driver.get_log("browser")
+    violations = [e["message"] for e in console if "Content Security Policy" in e["message"]]
+    assert violations == []
+
+
+def test_the_page_carries_a_strict_policy(server: str) -> None:
+    """The page and its files: the strict CSP, nosniff, no inline script or style."""
+    page = httpx2.get(f"{server}/app", trust_env=False)
+    policy = page.headers["content-security-policy"]
+    for directive in (
+        "default-src 'self'",
+        "script-src 'self'",
+        "style-src 'self'",
+        "connect-src 'self'",
+        "frame-ancestors 'none'",
+        "base-uri 'none'",
+    ):
+        assert directive in policy
+    assert "unsafe-inline" not in policy
+    assert page.headers["x-content-type-options"] == "nosniff"
+    assert "<script>" not in page.text and "style=" not in page.text
+    script = httpx2.get(f"{server}/app/app.js", trust_env=False)
+    assert script.headers["content-type"].startswith("text/javascript")
+    missing = httpx2.get(f"{server}/app/nope.js", trust_env=False)
+    assert missing.status_code == 404
+    assert missing.json()["error"]["code"] == "not_found"
+
+
+def test_screenshot_helper_is_real(browser: WebDriver, tmp_path: Path, server: str) -> None:
+    """A screenshot is a PNG of the page (the journey's are looked at by people)."""
+    browser.get(f"{server}/app")
+    path = Shots(browser, tmp_path)("probe")
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
