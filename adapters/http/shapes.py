@@ -1114,9 +1114,7 @@ class AuthorizationForm:
     response_type: Literal["code"]
     client_id: str = attrs.field(metadata=meta(schema={"const": builtin.WEB_CLIENT_ID}))
     redirect_uri: str = attrs.field(metadata=meta("On this server's own origin."))
-    code_challenge: str = attrs.field(
-        metadata=meta(schema={"pattern": "^[A-Za-z0-9_-]{43}$"})
-    )
+    code_challenge: str = attrs.field(metadata=meta(schema={"pattern": "^[A-Za-z0-9_-]{43}$"}))
     code_challenge_method: Literal["S256"]
     state: str = attrs.field(metadata=meta(schema={"minLength": 1}))
     email: Email

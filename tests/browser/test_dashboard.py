@@ -71,7 +71,8 @@ def downloads(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def browser(downloads: Path) -> Iterator[WebDriver]:
     """Headless chromium (installed by ``.ci/run`` when missing) with performance and
     console logs on."""
-    assert CHROMIUM.exists() and CHROMEDRIVER.exists(), "apt-get install chromium chromium-driver"
+    assert CHROMIUM.exists(), "apt-get install chromium (.ci/run does)"
+    assert CHROMEDRIVER.exists(), "apt-get install chromium-driver (.ci/run does)"
     options = Options()
     options.binary_location = str(CHROMIUM)
     for argument in (
@@ -222,7 +223,7 @@ def requests_made(driver: WebDriver) -> list[tuple[str, str]]:
 # The journey
 
 
-def test_a_new_person_backs_up_with_the_dashboard_alone(  # noqa: PLR0915 (one journey)
+def test_a_new_person_backs_up_with_the_dashboard_alone(
     server: str, browser: WebDriver, downloads: Path, tmp_path: Path
 ) -> None:
     driver = browser
@@ -258,7 +259,10 @@ def test_a_new_person_backs_up_with_the_dashboard_alone(  # noqa: PLR0915 (one j
     fill(form, name="Acme Corp")
     submit(form)
     wait_for(driver, "#backup-form")
-    assert "Acme Corp" in Select(driver.find_element(By.ID, "workspace-select")).first_selected_option.text
+    assert (
+        "Acme Corp"
+        in Select(driver.find_element(By.ID, "workspace-select")).first_selected_option.text
+    )
 
     # A worker for the local backup: its token is shown once, with a copy button.
     go(driver, "#/access")
@@ -372,7 +376,8 @@ def test_a_new_person_backs_up_with_the_dashboard_alone(  # noqa: PLR0915 (one j
     until(lambda: "action=api_key.create" in driver.current_url)
     wait_text(driver, "main", "api_key.create")
     actions = {c.text for c in driver.find_elements(By.CSS_SELECTOR, "main td code")}
-    assert "backup.create" not in actions and "api_key.create" in actions
+    assert "backup.create" not in actions
+    assert "api_key.create" in actions
 
     # Quotas with usage bars.
     go(driver, "#/quotas")
@@ -425,7 +430,8 @@ def test_the_page_carries_a_strict_policy(server: str) -> None:
         assert directive in policy
     assert "unsafe-inline" not in policy
     assert page.headers["x-content-type-options"] == "nosniff"
-    assert "<script>" not in page.text and "style=" not in page.text
+    assert "<script>" not in page.text
+    assert "style=" not in page.text
     script = httpx2.get(f"{server}/app/app.js", trust_env=False)
     assert script.headers["content-type"].startswith("text/javascript")
     missing = httpx2.get(f"{server}/app/nope.js", trust_env=False)
@@ -438,4 +444,3 @@ def test_screenshot_helper_is_real(browser: WebDriver, tmp_path: Path, server: s
     browser.get(f"{server}/app")
     path = Shots(browser, tmp_path)("probe")
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-

@@ -45,8 +45,8 @@ from strongroom.adapters.http.openapi import (
     ref,
 )
 from strongroom.adapters.http.shapes import (
-    DEVICE_CODE_GRANT,
     AUTHORIZATION_CODE_GRANT,
+    DEVICE_CODE_GRANT,
     AccessToken,
     AuthorizationForm,
     AuthorizationServerMetadata,
@@ -485,7 +485,7 @@ AUTHORIZATION_PARAMETERS = (
 )
 
 
-class AuthorizationRefusal(Exception):
+class AuthorizationRefusedError(Exception):
     """An authorization request refused. With ``redirect`` (the client and its redirect
     URI are known good), the refusal goes back to the client in the redirect URI's query
     (RFC 6749 section 4.1.2.1); without, it is shown to the person and never redirected."""
@@ -514,35 +514,35 @@ def same_origin(uri: str, base_url: str) -> bool:
 
 
 def check_authorization_request(params: Mapping[str, str], base_url: str) -> dict[str, str]:
-    """The parameters of a valid authorization request; ``AuthorizationRefusal`` otherwise.
+    """The parameters of a valid authorization request; ``AuthorizationRefusedError`` otherwise.
     The client and redirect URI are checked first: until both are known good, nothing is
     redirected anywhere."""
     if params.get("client_id") != WEB_CLIENT_ID:
-        raise AuthorizationRefusal(
+        raise AuthorizationRefusedError(
             "invalid_client", f"client_id must be {WEB_CLIENT_ID}", redirect=False
         )
     if not same_origin(params.get("redirect_uri", ""), base_url):
-        raise AuthorizationRefusal(
+        raise AuthorizationRefusedError(
             "invalid_request",
             "redirect_uri must be an absolute URL on this server's own origin",
             redirect=False,
         )
     if params.get("response_type") != "code":
-        raise AuthorizationRefusal(
+        raise AuthorizationRefusedError(
             "unsupported_response_type", "response_type must be code", redirect=True
         )
     if params.get("code_challenge_method") != "S256":
-        raise AuthorizationRefusal(
+        raise AuthorizationRefusedError(
             "invalid_request", "code_challenge_method must be S256", redirect=True
         )
     if not is_s256_challenge(params.get("code_challenge", "")):
-        raise AuthorizationRefusal(
+        raise AuthorizationRefusedError(
             "invalid_request",
             "code_challenge must be the base64url SHA-256 of the code verifier (43 characters)",
             redirect=True,
         )
     if not params.get("state"):
-        raise AuthorizationRefusal("invalid_request", "state is required", redirect=True)
+        raise AuthorizationRefusedError("invalid_request", "state is required", redirect=True)
     return {name: params[name] for name in AUTHORIZATION_PARAMETERS}
 
 
@@ -554,7 +554,7 @@ def _redirect_with(redirect_uri: str, query: Mapping[str, str]) -> Response:
 
 
 def _refusal_response(
-    ctx: ApiContext, refusal: AuthorizationRefusal, params: Mapping[str, str]
+    ctx: ApiContext, refusal: AuthorizationRefusedError, params: Mapping[str, str]
 ) -> Response:
     if refusal.redirect:
         query = {"error": refusal.error, "error_description": refusal.description}
@@ -646,7 +646,7 @@ async def idp_authorize_page(ctx: ApiContext) -> Response:
     params = dict(ctx.request.query_params)
     try:
         checked = check_authorization_request(params, ctx.base_url)
-    except AuthorizationRefusal as refusal:
+    except AuthorizationRefusedError as refusal:
         return _refusal_response(ctx, refusal, params)
     return authorize_page(ctx, checked)
 
@@ -692,7 +692,7 @@ async def idp_authorize(ctx: ApiContext) -> Response:
         fields = exact_fields(form, (*AUTHORIZATION_PARAMETERS, "email", "password"))
         try:
             checked = check_authorization_request(fields, ctx.base_url)
-        except AuthorizationRefusal as refusal:
+        except AuthorizationRefusedError as refusal:
             return _refusal_response(ctx, refusal, fields)
         code = await idp.authorize(
             fields["email"],

@@ -1,0 +1,59 @@
+"""The dashboard's files as served, and every API path its scripts name is an operation of
+the OpenAPI document (a static check beside the browser suite's record of real requests)."""
+
+from __future__ import annotations
+
+import re
+from importlib import resources
+
+from support.world import Api
+
+ASSETS = resources.files("strongroom.adapters.http").joinpath("dashboard")
+# A path literal or template in the scripts: "/v1/..." or `/v1/...${x}...`, also /idp.
+PATH_LITERAL = re.compile(r"[\"`](/(?:v1|idp)/[^\"`?]*)[\"`?]")
+
+
+def script_paths() -> set[str]:
+    """Every API path the dashboard's scripts name, `${...}` turned into `{}`."""
+    found: set[str] = set()
+    for entry in ASSETS.iterdir():
+        if entry.name.endswith(".js"):
+            for literal in PATH_LITERAL.findall(entry.read_text(encoding="utf-8")):
+                found.add(re.sub(r"\$\{[^}]*\}", "{}", literal))
+    return found
+
+
+def test_every_path_in_the_scripts_is_documented(api: Api) -> None:
+    document = api.client.get("/openapi.json").json()
+    templates = [re.sub(r"\{[^}]+\}", "{}", path) for path in document["paths"]]
+    paths = script_paths()
+    assert "/v1/auth/sessions" in paths
+    assert "/idp/signup" in paths
+    # `${base}/members` style paths start from a template the scripts also name in full.
+    undocumented = {
+        p for p in paths if not any(t == p or t.endswith(p.split("}", 1)[-1]) for t in templates)
+    }
+    assert undocumented == set()
+
+
+def test_the_page_and_its_files_carry_the_policy(api: Api) -> None:
+    page = api.client.get("/app")
+    assert page.status_code == 200
+    assert page.headers["content-type"] == "text/html; charset=utf-8"
+    policy = page.headers["content-security-policy"]
+    assert "script-src 'self';" in policy
+    assert "unsafe" not in policy
+    assert page.headers["x-content-type-options"] == "nosniff"
+    assert re.search(r"<script(?![^>]*\bsrc=)", page.text) is None, "an inline script"
+    assert " style=" not in page.text
+    for name in ("app.js", "api.js", "auth.js", "cron.js", "style.css"):
+        response = api.client.get(f"/app/{name}")
+        assert response.status_code == 200, name
+        assert response.headers["content-security-policy"] == policy
+
+
+def test_unknown_and_malformed_files(api: Api) -> None:
+    assert api.client.get("/app/nothing.js").json()["error"]["code"] == "not_found"
+    response = api.client.get("/app/..%2Fapp.py")
+    assert response.status_code in (400, 404)
+    assert api.client.get("/app/.hidden").status_code == 400
