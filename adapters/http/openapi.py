@@ -331,7 +331,12 @@ PARAMETERS: dict[str, Json] = {
         "The object key (segments of letters, digits, `.`, `_`, `-`).",
         {"type": "string", "pattern": KEY_PATTERN.pattern},
     ),
-    "asset": parameter("asset", "path", "A file of the dashboard, e.g. `app.js`."),
+    "asset": parameter(
+        "asset",
+        "path",
+        "A file of the dashboard, e.g. `app.js`.",
+        {"type": "string", "pattern": "^[A-Za-z0-9_-][A-Za-z0-9._-]{0,99}$"},
+    ),
 }
 
 

@@ -1089,7 +1089,7 @@ class TokenForm:
         default=None,
         metadata=meta(
             "`authorization_code`: the PKCE verifier (RFC 7636), 43 to 128 characters.",
-            schema={"minLength": 43, "maxLength": 128},
+            schema={"pattern": "^[A-Za-z0-9._~-]{43,128}$"},
         ),
     )
     redirect_uri: str | None = attrs.field(
