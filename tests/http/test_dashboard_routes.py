@@ -6,7 +6,8 @@ from __future__ import annotations
 import re
 from importlib import resources
 
-from support.world import Api
+from strongroom.ports.driven.identity import CliConfig, Identity
+from support.world import Api, make_client, make_facade
 
 ASSETS = resources.files("strongroom.adapters.http").joinpath("dashboard")
 # A path literal or template in the scripts: "/v1/..." or `/v1/...${x}...`, also /idp.
@@ -57,3 +58,40 @@ def test_unknown_and_malformed_files(api: Api) -> None:
     response = api.client.get("/app/..%2Fapp.py")
     assert response.status_code in (400, 404)
     assert api.client.get("/app/.hidden").status_code == 400
+
+
+class ExternalProvider:
+    """An external OIDC stand-in whose token endpoint is on another origin."""
+
+    async def verify_access_token(self, token: str) -> Identity:
+        """Vouches for nobody."""
+        raise NotImplementedError
+
+    async def create_organization(self, name: str) -> str:
+        """A fixed organization id."""
+        return "org_external"
+
+    async def delete_organization(self, org_id: str) -> None:
+        """Nothing to remove."""
+
+    def cli_config(self, base_url: str) -> CliConfig:
+        """Endpoints at the provider."""
+        return CliConfig(
+            issuer="https://login.example.com/",
+            client_id="dashboard-client",
+            device_authorization_endpoint="https://login.example.com/oauth/device/code",
+            token_endpoint="https://login.example.com/oauth/token",
+            scopes=("openid",),
+            authorization_endpoint="https://login.example.com/authorize",
+        )
+
+
+def test_an_external_providers_token_endpoint_is_the_only_other_connection() -> None:
+    """With an external provider, the browser exchanges the code at its token endpoint:
+    that origin joins `connect-src`, and nothing else changes."""
+    with make_client(make_facade(identity=ExternalProvider())) as client:
+        policy = client.get("/app").headers["content-security-policy"]
+        config = client.get("/v1/auth/cli/config").json()
+    assert "connect-src 'self' https://login.example.com;" in policy
+    assert "script-src 'self';" in policy
+    assert config["authorization_endpoint"] == "https://login.example.com/authorize"

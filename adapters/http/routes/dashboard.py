@@ -13,20 +13,22 @@ from __future__ import annotations
 import functools
 import re
 from importlib import resources
+from urllib.parse import urlsplit
 
-from starlette.requests import Request
 from starlette.responses import Response
 
+from strongroom.adapters.http.context import ApiContext
 from strongroom.adapters.http.errors import error_response
 from strongroom.adapters.http.openapi import HTML, Auth, Routes
 
-CONTENT_SECURITY_POLICY = (
+CONNECT_SRC = "'self'"
+POLICY_TEMPLATE = (
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
-    "connect-src 'self'; object-src 'none'; frame-ancestors 'none'; base-uri 'none'; "
+    "connect-src {connect}; object-src 'none'; frame-ancestors 'none'; base-uri 'none'; "
     "form-action 'self'"
 )
+CONTENT_SECURITY_POLICY = POLICY_TEMPLATE.format(connect=CONNECT_SRC)
 HEADERS = {
-    "Content-Security-Policy": CONTENT_SECURITY_POLICY,
     "X-Content-Type-Options": "nosniff",
     "X-Frame-Options": "DENY",
     "Referrer-Policy": "no-referrer",
@@ -61,21 +63,36 @@ def assets() -> dict[str, tuple[bytes, str]]:
     return found
 
 
-def _serve(request: Request, name: str) -> Response:
+def _origin(url: str) -> str:
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}".lower()
+
+
+def policy_for(ctx: ApiContext) -> str:
+    """The strict policy; with an external identity provider, its token endpoint's origin
+    is the one other place the browser may connect to (to exchange the code)."""
+    token_endpoint = ctx.facade.identity.cli_config(ctx.base_url).token_endpoint
+    if _origin(token_endpoint) == _origin(ctx.base_url):
+        return CONTENT_SECURITY_POLICY
+    return POLICY_TEMPLATE.format(connect=f"{CONNECT_SRC} {_origin(token_endpoint)}")
+
+
+def _serve(ctx: ApiContext, name: str) -> Response:
     found = assets().get(name)
     if found is None:
-        return error_response(request, 404, "not_found", "no such dashboard file")
+        return error_response(ctx.request, 404, "not_found", "no such dashboard file")
     body, media_type = found
-    return Response(body, media_type=media_type, headers=HEADERS)
+    headers = {"Content-Security-Policy": policy_for(ctx), **HEADERS}
+    return Response(body, media_type=media_type, headers=headers)
 
 
 @routes.get("/app", HTML, "The dashboard's page.")
-async def get_dashboard(request: Request) -> Response:
+async def get_dashboard(ctx: ApiContext) -> Response:
     """Dashboard
 
     The browser application (see docs/dashboard.md). It signs in with the authorization
     code grant and PKCE and then calls only `/v1`. No authentication to load it."""
-    return _serve(request, "index.html")
+    return _serve(ctx, "index.html")
 
 
 @routes.get(
@@ -87,12 +104,12 @@ async def get_dashboard(request: Request) -> Response:
         "not_found": "no such file",
     },
 )
-async def get_dashboard_asset(request: Request) -> Response:
+async def get_dashboard_asset(ctx: ApiContext) -> Response:
     """Dashboard file
 
     A script, stylesheet or image of the dashboard, served with the same
     Content-Security-Policy."""
-    name = request.path_params["asset"]
+    name = ctx.request.path_params["asset"]
     if not ASSET_NAME.fullmatch(name):
-        return error_response(request, 400, "invalid_request", "not a dashboard file name")
-    return _serve(request, name)
+        return error_response(ctx.request, 400, "invalid_request", "not a dashboard file name")
+    return _serve(ctx, name)
