@@ -1089,12 +1089,18 @@ class TokenForm:
         default=None,
         metadata=meta(
             "`authorization_code`: the PKCE verifier (RFC 7636), 43 to 128 characters.",
-            schema={"pattern": "^[A-Za-z0-9._~-]{43,128}$"},
+            schema={
+                "pattern": "^[A-Za-z0-9._~-]{43,128}$",
+                "examples": ["dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk"],  # RFC 7636 B
+            },
         ),
     )
     redirect_uri: str | None = attrs.field(
         default=None,
-        metadata=meta("`authorization_code`: the `redirect_uri` of the authorization request."),
+        metadata=meta(
+            "`authorization_code`: the `redirect_uri` of the authorization request.",
+            schema={"examples": ["http://127.0.0.1:8080/app"]},
+        ),
     )
     client_id: str | None = attrs.field(
         default=None,
@@ -1113,8 +1119,19 @@ class AuthorizationForm:
 
     response_type: Literal["code"]
     client_id: str = attrs.field(metadata=meta(schema={"const": builtin.WEB_CLIENT_ID}))
-    redirect_uri: str = attrs.field(metadata=meta("On this server's own origin."))
-    code_challenge: str = attrs.field(metadata=meta(schema={"pattern": "^[A-Za-z0-9_-]{43}$"}))
+    redirect_uri: str = attrs.field(
+        metadata=meta(
+            "On this server's own origin.", schema={"examples": ["http://127.0.0.1:8080/app"]}
+        )
+    )
+    code_challenge: str = attrs.field(
+        metadata=meta(
+            schema={
+                "pattern": "^[A-Za-z0-9_-]{43}$",
+                "examples": ["E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM"],  # RFC 7636 B
+            }
+        )
+    )
     code_challenge_method: Literal["S256"]
     state: str = attrs.field(metadata=meta(schema={"minLength": 1}))
     email: Email
