@@ -20,6 +20,7 @@ import json
 import os
 import re
 import shutil
+import subprocess
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -39,7 +40,7 @@ from selenium.webdriver.remote.webelement import WebElement
 from selenium.webdriver.support import expected_conditions as ec
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
-from support.serve_process import free_port, serving
+from support.serve_process import STRONGROOM, free_port, serving, unconfigured_environment
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMEDRIVER = Path("/usr/bin/chromedriver")
@@ -54,11 +55,29 @@ WAIT = 20
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The served data dir (operator commands act on it)."""
+    return tmp_path_factory.mktemp("serve") / "data"
+
+
+@pytest.fixture(scope="module")
+def server(data_dir: Path) -> Iterator[str]:
     """``strongroom serve`` on a free loopback port with a fresh data dir."""
-    root = tmp_path_factory.mktemp("serve")
-    with serving(root / "data", free_port(), root / "serve.log") as url:
+    with serving(data_dir, free_port(), data_dir.parent / "serve.log") as url:
         yield url
+
+
+def operator(data_dir: Path, *arguments: str) -> None:
+    """``strongroom admin ...`` on the served data dir, as an operator runs it."""
+    done = subprocess.run(
+        [str(STRONGROOM), "admin", *arguments, "--data-dir", str(data_dir)],
+        env=unconfigured_environment(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
 
 
 @pytest.fixture(scope="module")
@@ -199,20 +218,45 @@ def until(predicate: Callable[[], Any], timeout: float = WAIT) -> Any:
 
 
 def openapi_matchers(server: str) -> list[tuple[str, re.Pattern[str]]]:
-    """``(METHOD, path regex)`` of every operation of the served ``/openapi.json``."""
+    """``(METHOD, path regex)`` of every operation of the served ``/openapi.json``: a path
+    parameter matches what its documented pattern allows (one segment when it has none)."""
     document = httpx2.get(f"{server}/openapi.json", trust_env=False).json()
+
+    def resolved(parameter: dict[str, Any]) -> dict[str, Any]:
+        if "$ref" in parameter:
+            found: dict[str, Any] = document["components"]["parameters"][
+                parameter["$ref"].rsplit("/", 1)[1]
+            ]
+            return found
+        return parameter
+
     matchers = []
     for path, item in document["paths"].items():
-        pattern = re.compile("^" + re.sub(r"\\\{[^}]+\\\}", "[^/]+", re.escape(path)) + "$")
-        matchers += [(method.upper(), pattern) for method in item if method != "parameters"]
+        for method, operation in item.items():
+            if method == "parameters":
+                continue
+            patterns = {
+                p["name"]: p["schema"].get("pattern", "^[^/]+$").strip("^$")
+                for p in map(resolved, operation.get("parameters", []))
+                if p["in"] == "path"
+            }
+            regex = re.sub(
+                r"\\\{(\w+)\\\}",
+                lambda m, allowed=patterns: f"(?:{allowed.get(m[1], '[^/]+')})",
+                re.escape(path),
+            )
+            matchers.append((method.upper(), re.compile(f"^{regex}$")))
     return matchers
 
 
 def requests_made(driver: WebDriver) -> list[tuple[str, str]]:
-    """``(METHOD, URL)`` of every network request in Chrome's performance log."""
+    """``(METHOD, URL)`` of every network request in Chrome's performance log, downloads
+    included."""
     made = []
     for entry in driver.get_log("performance"):
         message = json.loads(entry["message"])["message"]
+        if message["method"] == "Page.downloadWillBegin":  # a download is not a page request
+            made.append(("GET", message["params"]["url"]))
         if message["method"] == "Network.requestWillBeSent":
             request = message["params"]["request"]
             made.append((request["method"], request["url"]))
@@ -224,7 +268,7 @@ def requests_made(driver: WebDriver) -> list[tuple[str, str]]:
 
 
 def test_a_new_person_backs_up_with_the_dashboard_alone(
-    server: str, browser: WebDriver, downloads: Path, tmp_path: Path
+    server: str, browser: WebDriver, downloads: Path, tmp_path: Path, data_dir: Path
 ) -> None:
     driver = browser
     shot = Shots(driver, tmp_path)
@@ -385,6 +429,21 @@ def test_a_new_person_backs_up_with_the_dashboard_alone(
     assert {m.get_attribute("aria-label") for m in meters} >= {"backups_per_workspace usage"}
     shot("quotas")
 
+    # The operator blocks the workspace: a write is refused, and the banner says so.
+    workspace_id = driver.execute_script(
+        "return JSON.parse(sessionStorage['strongroom.session']).workspace_id"
+    )
+    operator(data_dir, "billing", workspace_id, "blocked")
+    go(driver, "#/backups")
+    form = wait_for(driver, "#backup-form")
+    fill(form, name="refused")
+    submit(form)
+    wait_for(driver, ".error[data-code=billing_restricted]")
+    banner = wait_for(driver, "#banner")
+    assert "blocked" in banner.text
+    shot("billing-blocked")
+    go(driver, "#/quotas")
+
     # Keyboard: the skip link is the first stop and lands on the content.
     driver.refresh()
     wait_for(driver, "main meter")
@@ -408,6 +467,7 @@ def test_a_new_person_backs_up_with_the_dashboard_alone(
         assert any(m == method and p.match(path) for m, p in matchers), (method, path)
     paths = {urlsplit(url).path for _, url in seen}
     assert {"/v1/auth/sessions", "/idp/token", "/v1/workspaces"} <= paths
+    assert any(p.startswith("/storage/") for p in paths), "the download followed its URL"
 
     # No Content-Security-Policy violation in the console.
     console = driver.get_log("browser")
