@@ -265,7 +265,8 @@ function runsTable(runs) {
 
 function progressOf(run) {
   const p = run.progress;
-  if (!p) return run.state === "running" ? "started" : "—";
+  if (run.state !== "running") return run.state === "succeeded" ? "done" : "—";
+  if (!p) return "started";
   if (p.bytes_total) {
     return h("span", {}, h("progress", { max: p.bytes_total, value: p.bytes_done, "aria-label": "Run progress" }), ` ${bytes(p.bytes_done)} / ${bytes(p.bytes_total)}`, p.message ? ` ${p.message}` : "");
   }
@@ -278,6 +279,13 @@ async function refreshRuns(backupId) {
   const page = await api("GET", `/v1/backups/${backupId}/runs`, null, { limit: 20 });
   holder.replaceChildren(runsTable(page.data));
   holder.dataset.updated = new Date().toISOString();
+  // When a run finishes, its artifacts appear: redraw them too (only then).
+  const finished = page.data.filter((r) => !["queued", "running"].includes(r.state)).map((r) => r.id).join();
+  const artifacts = document.getElementById("backup-artifacts");
+  if (artifacts && holder.dataset.finished !== undefined && holder.dataset.finished !== finished) {
+    artifacts.replaceChildren(await artifactsTable((a) => a.backup_id === backupId));
+  }
+  holder.dataset.finished = finished;
 }
 
 function durationField(name, label, value, hint) {
@@ -411,7 +419,7 @@ async function backupView(id) {
   const runsHolder = h("div", { id: "runs", "aria-live": "polite" }, h("p", {}, "Loading runs…"));
   const result = [h("p", {}, h("a", { href: "#/backups" }, "← Backups")), h("h1", {}, backup.name), summary,
     h("h2", {}, "Runs"), h("p", { className: "hint" }, "Updated every two seconds."), runsHolder,
-    h("h2", {}, "Artifacts"), await artifactsTable((a) => a.backup_id === id), ...sections];
+    h("h2", {}, "Artifacts"), h("div", { id: "backup-artifacts" }, await artifactsTable((a) => a.backup_id === id)), ...sections];
   setTimeout(() => act(() => refreshRuns(id)), 0);
   poller = setInterval(() => refreshRuns(id).catch(() => {}), 2000);
   return result;
