@@ -53,6 +53,24 @@ function when(value) {
   return new Date(value).toLocaleString(undefined, { dateStyle: "medium", timeStyle: "short" });
 }
 
+function inZone(value, timeZone) {
+  try {
+    return new Date(value).toLocaleString(undefined, { dateStyle: "medium", timeStyle: "short", timeZone });
+  } catch {
+    return value;
+  }
+}
+
+function changesOf(changes) {
+  if (!changes) return "";
+  return Object.entries(changes).map(([name, change]) => {
+    const shown = (v) => (v === null || v === undefined ? "—" : typeof v === "object" ? JSON.stringify(v) : String(v));
+    return change && typeof change === "object" && ("from" in change || "to" in change)
+      ? `${name}: ${shown(change.from)} → ${shown(change.to)}`
+      : `${name}: ${shown(change)}`;
+  }).join("; ");
+}
+
 function bytes(n) {
   if (n === null || n === undefined) return "—";
   const units = ["B", "KiB", "MiB", "GiB", "TiB"];
@@ -329,7 +347,8 @@ async function backupView(id) {
 
   const summary = h("section", { className: "card" },
     h("p", {}, "Kind: ", h("strong", {}, backup.kind), " · State: ", badge(backup.state), backup.paused ? [" ", badge("paused")] : null),
-    h("p", {}, "Next run (from the API): ", h("strong", { id: "next-run-at" }, backup.next_run_at ? when(backup.next_run_at) : "none")),
+    h("p", {}, "Next run (from the API): ", h("strong", { id: "next-run-at" }, backup.next_run_at ? when(backup.next_run_at) : "none"),
+      backup.next_run_at && backup.schedule ? ` — ${inZone(backup.next_run_at, backup.schedule.timezone)} in ${backup.schedule.timezone}` : ""),
     backup.state === "draft" ? h("p", { className: "hint" }, backup.kind === "cloud"
       ? "Draft: set a source, its credentials and a retention to activate it."
       : backup.kind === "local" ? "Draft: choose a worker and a retention to activate it." : "Draft: set a retention to activate it.") : null,
@@ -563,9 +582,10 @@ async function auditView(params) {
   h("button", { type: "submit" }, "Filter"));
   const rows = page.data.map((e) => h("tr", {},
     h("td", {}, when(e.occurred_at)), h("td", {}, h("code", {}, e.action)), h("td", {}, `${e.actor.type} ${e.actor.id || ""}`),
-    h("td", {}, `${e.target.type} ${e.target.id || ""}`), h("td", {}, badge(e.outcome)), h("td", {}, h("code", {}, e.request_id))));
+    h("td", {}, `${e.target.type} ${e.target.id || ""}`), h("td", {}, badge(e.outcome)),
+    h("td", { className: "hint" }, changesOf(e.changes)), h("td", {}, h("code", {}, e.request_id))));
   const more = page.next_cursor ? h("a", { href: "#/audit?" + new URLSearchParams({ ...Object.fromEntries(Object.entries(filters).filter(([, x]) => x)), cursor: page.next_cursor }).toString() }, "Older events →") : null;
-  return [h("h1", {}, "Audit log"), form, table(["When", "Action", "Actor", "Target", "Outcome", "Request id"], rows, "No events match."), more];
+  return [h("h1", {}, "Audit log"), form, table(["When", "Action", "Actor", "Target", "Outcome", "Changes", "Request id"], rows, "No events match."), more];
 }
 
 // ---------------------------------------------------------------------------------------
