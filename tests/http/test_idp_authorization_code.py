@@ -290,3 +290,17 @@ class TestTheAuthorizationRequest:
         state = "a b&c=d/é"
         params = request_params(verifier(), state=state)
         assert redirected_query(sign_in(client, params))["state"] == state
+
+
+class TestFailedSignIns:
+    def test_failures_are_limited_per_email_and_address(self, client: TestClient) -> None:
+        """The page counts failed passwords like device approvals: the eleventh attempt
+        for one email from one address is 429 with Retry-After, shown on the page."""
+        params = request_params(verifier())
+        for _ in range(10):
+            assert sign_in(client, params, password="not the password").status_code == 400
+        limited = sign_in(client, params)
+        assert limited.status_code == 429
+        assert int(limited.headers["retry-after"]) > 0
+        assert "Too many failed attempts" in limited.text
+        assert "location" not in limited.headers
