@@ -23,6 +23,7 @@ import shutil
 import subprocess
 import time
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -40,6 +41,7 @@ from selenium.webdriver.remote.webelement import WebElement
 from selenium.webdriver.support import expected_conditions as ec
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
+from strongroom.domain.backups import Schedule
 from support.serve_process import STRONGROOM, free_port, serving, unconfigured_environment
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -516,3 +518,39 @@ def test_screenshot_helper_is_real(browser: WebDriver, tmp_path: Path, server: s
     browser.get(f"{server}/app")
     path = Shots(browser, tmp_path)("probe")
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+PREVIEWED = [
+    ("30 2 * * mon-fri", "Europe/Paris"),
+    ("*/15 9-17 * * *", "America/New_York"),
+    ("0 0 1,15 * *", "Asia/Kolkata"),
+    ("5 4 * * sun", "UTC"),
+    ("0 12 13 * fri", "Australia/Sydney"),  # day of month OR weekday, as cron has it
+    ("0 6 * jan,jul *", "Pacific/Auckland"),
+    ("10-20/5 */6 * * *", "UTC"),
+    ("0 0 29 2 *", "UTC"),
+]
+
+
+@pytest.mark.parametrize(("cron", "timezone"), PREVIEWED)
+def test_the_schedule_preview_agrees_with_the_server(
+    server: str, browser: WebDriver, cron: str, timezone: str
+) -> None:
+    """The five run times the browser computes are the service's own slots (away from DST
+    gaps, where the preview may differ by skipping the missing local minute)."""
+    if "/app" not in browser.current_url:
+        browser.get(f"{server}/app")
+    start = datetime(2026, 11, 24, 4, 29, tzinfo=UTC)
+    shown = browser.execute_async_script(
+        "const [cron, zone, from, done] = arguments;"
+        "import('/app/cron.js').then((m) => done(m.nextRuns(cron, zone, 5, new Date(from))"
+        ".map((r) => r.at.toISOString()))).catch((e) => done(String(e)));",
+        cron,
+        timezone,
+        start.isoformat(),
+    )
+    schedule, expected, moment = Schedule(cron, timezone), [], start
+    for _ in range(5):
+        moment = schedule.next_after(moment)
+        expected.append(moment.strftime("%Y-%m-%dT%H:%M:00.000Z"))
+    assert shown == expected
