@@ -193,11 +193,24 @@ def button(driver: WebDriver, label: str) -> WebElement:
 
 
 def go(driver: WebDriver, hash_route: str) -> None:
-    """Follow a navigation link and wait for its view."""
+    """Follow a navigation link, wait for its view, and check that every control of the
+    view has an accessible name."""
     driver.find_element(By.CSS_SELECTOR, f"nav a[href='{hash_route}']").click()
     WebDriverWait(driver, WAIT).until(
         lambda d: d.find_element(By.ID, "view").get_attribute("data-route") == hash_route
     )
+    assert unlabelled(driver) == [], hash_route
+
+
+def unlabelled(driver: WebDriver) -> list[str]:
+    """Controls without a label, an aria-label or (buttons) text."""
+    found: list[str] = driver.execute_script(
+        "return [...document.querySelectorAll('input:not([type=hidden]), select, textarea,"
+        " button')].filter((c) => !(c.labels && c.labels.length) && !c.getAttribute("
+        "'aria-label') && !(c.tagName === 'BUTTON' && c.textContent.trim()))"
+        ".map((c) => c.outerHTML.slice(0, 80));"
+    )
+    return found
 
 
 def run_state(driver: WebDriver) -> str | None:
