@@ -30,6 +30,7 @@ from urllib.parse import urlsplit
 
 import httpx2
 import pytest
+from fake_oidc import PERSON, FakeOidcProvider
 from selenium import webdriver
 from selenium.webdriver.chrome.options import Options
 from selenium.webdriver.chrome.service import Service
@@ -567,3 +568,37 @@ def test_the_schedule_preview_agrees_with_the_server(
         moment = schedule.next_after(moment)
         expected.append(moment.strftime("%Y-%m-%dT%H:%M:00.000Z"))
     assert shown == expected
+
+
+def test_signing_in_with_an_external_oidc_provider(
+    browser: WebDriver, tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """With `STRONGROOM_OIDC_*` set, the same flow runs at the provider: its authorization
+    endpoint, its token endpoint (PKCE checked there), and the ID token it gives is
+    exchanged for a session. The policy lets the page reach that token endpoint and no
+    other foreign origin."""
+    port = free_port()
+    origin = f"http://127.0.0.1:{port}"
+    provider = FakeOidcProvider(allowed_origin=origin)
+    provider.thread.start()
+    root = tmp_path_factory.mktemp("oidc")
+    try:
+        with serving(root / "data", port, root / "serve.log", provider.configuration()):
+            policy = httpx2.get(f"{origin}/app", trust_env=False).headers["content-security-policy"]
+            assert f"connect-src 'self' {provider.url};" in policy
+            browser.get_log("performance")  # start the record afresh
+            browser.get(f"{origin}/app")
+            sign_in = wait_for(browser, "#sign-in")
+            assert browser.find_elements(By.LINK_TEXT, "Create an account") == []
+            sign_in.click()
+            wait_for(browser, "#workspace-form")
+            Shots(browser, tmp_path)("oidc-signed-in")
+            assert PERSON["email"] in browser.find_element(By.ID, "account").text
+            assert len(provider.exchanges) == 1
+            assert provider.exchanges[0]["grant_type"] == "authorization_code"
+            assert provider.exchanges[0]["redirect_uri"] == f"{origin}/app"
+            hosts = {urlsplit(url).netloc for _, url in requests_made(browser)}
+            assert hosts <= {urlsplit(origin).netloc, urlsplit(provider.url).netloc}
+    finally:
+        provider.server.shutdown()
+        provider.server.server_close()

@@ -196,12 +196,16 @@ const wid = () => session.get().workspace_id;
 // ---------------------------------------------------------------------------------------
 // Signed out: sign in or sign up.
 
-function landing() {
+async function landing() {
+  // Sign-up belongs to the built-in identity provider; with an external one, accounts
+  // are made there.
+  const config = await act(() => api("GET", "/v1/auth/cli/config"));
+  const builtin = config && config.issuer === `${location.origin}/idp`;
   return h("div", { className: "landing" },
     h("h1", {}, "Strongroom"),
     h("p", {}, "Backups you can trust, with artifacts locked against deletion."),
     h("button", { type: "button", id: "sign-in", onclick: () => act(startSignIn) }, "Sign in"),
-    h("p", {}, "No account yet? ", h("a", { href: "#/signup" }, "Create an account"), "."));
+    builtin ? h("p", {}, "No account yet? ", h("a", { href: "#/signup" }, "Create an account"), ".") : null);
 }
 
 function signupView() {
@@ -624,7 +628,7 @@ async function route() {
   await renderChrome();
   let content;
   if (!current) {
-    content = location.hash === "#/signup" ? signupView() : landing();
+    content = location.hash === "#/signup" ? signupView() : await landing();
   } else if (!current.workspace_id || location.hash === "#/workspaces") {
     content = await act(workspacesView);
   } else {
