@@ -170,6 +170,15 @@ def submit(form: WebElement) -> None:
     form.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
 
 
+def selected_workspace(driver: WebDriver) -> str:
+    """The switcher's choice (read in one step: the header is redrawn with every view)."""
+    text: str = driver.execute_script(
+        "const s = document.getElementById('workspace-select');"
+        "return s ? s.options[s.selectedIndex].text : '';"
+    )
+    return text
+
+
 def renders(driver: WebDriver) -> int:
     """How many times the dashboard has drawn its view."""
     return int(driver.find_element(By.ID, "view").get_attribute("data-renders") or 0)
@@ -321,10 +330,7 @@ def test_a_new_person_backs_up_with_the_dashboard_alone(
     fill(form, name="Acme Corp")
     submit(form)
     wait_for(driver, "#backup-form")
-    assert (
-        "Acme Corp"
-        in Select(driver.find_element(By.ID, "workspace-select")).first_selected_option.text
-    )
+    until(lambda: "Acme Corp" in selected_workspace(driver))
 
     # A worker for the local backup: its token is shown once, with a copy button.
     go(driver, "#/access")
@@ -360,6 +366,14 @@ def test_a_new_person_backs_up_with_the_dashboard_alone(
     shot("backup-configured")
 
     # Trigger it, then play the worker agent through the public API and watch the run.
+    # Pause and resume (a paused backup says so), then trigger it.
+    before = renders(driver)
+    button(driver, "Pause").click()
+    until(lambda: renders(driver) > before)
+    wait_text(driver, "main", "paused")
+    before = renders(driver)
+    button(driver, "Resume").click()
+    until(lambda: renders(driver) > before)
     button(driver, "Run now").click()
     until(lambda: run_state(driver) == "queued")
     shot("run-queued")
@@ -408,6 +422,18 @@ def test_a_new_person_backs_up_with_the_dashboard_alone(
     refusal = wait_for(driver, ".error[data-code=last_artifact]")
     assert re.search(r"Request ID: \S+", refusal.text), refusal.text
     shot("artifact-refusal")
+
+    # A second workspace, then back to the first with the switcher.
+    go(driver, "#/workspaces")
+    form = wait_for(driver, "#workspace-form")
+    fill(form, name="Side Project")
+    submit(form)
+    until(lambda: "Side Project" in selected_workspace(driver))
+    wait_text(driver, "main", "No backups yet")
+    Select(driver.find_element(By.ID, "workspace-select")).select_by_visible_text(
+        "Acme Corp (admin)"
+    )
+    wait_text(driver, "main", "laptop-home")
 
     # Invite a member.
     go(driver, "#/members")
