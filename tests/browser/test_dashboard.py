@@ -628,3 +628,18 @@ def test_signing_in_with_an_external_oidc_provider(
     finally:
         provider.server.shutdown()
         provider.server.server_close()
+
+
+def test_a_redirect_this_tab_did_not_ask_for_is_refused(server: str, browser: WebDriver) -> None:
+    """A link carrying someone else's code (login CSRF) finds no pending sign-in with its
+    state in this tab: the dashboard says so and never spends the code."""
+    browser.get(f"{server}/app")
+    wait_for(browser, "#sign-in")
+    browser.execute_script("sessionStorage.clear()")
+    browser.get_log("performance")  # start the record afresh
+    browser.get(f"{server}/app?code=bka_not_yours&state=forged")
+    refusal = wait_for(browser, ".error[data-code=state_mismatch]")
+    assert "sign in again" in refusal.text
+    assert urlsplit(browser.current_url).query == ""
+    assert "/idp/token" not in {urlsplit(url).path for _, url in requests_made(browser)}
+    wait_for(browser, "#sign-in")
