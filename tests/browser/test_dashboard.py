@@ -634,8 +634,9 @@ def test_a_redirect_this_tab_did_not_ask_for_is_refused(server: str, browser: We
     """A link carrying someone else's code (login CSRF) finds no pending sign-in with its
     state in this tab: the dashboard says so and never spends the code."""
     browser.get(f"{server}/app")
+    browser.execute_script("sessionStorage.clear()")  # signed out, nothing pending
+    browser.get(f"{server}/app")
     wait_for(browser, "#sign-in")
-    browser.execute_script("sessionStorage.clear()")
     browser.get_log("performance")  # start the record afresh
     browser.get(f"{server}/app?code=bka_not_yours&state=forged")
     refusal = wait_for(browser, ".error[data-code=state_mismatch]")
