@@ -26,6 +26,7 @@ class TokenKind(StrEnum):
     WORKER = "bkw_"
     IDP_ACCESS = "bki_"
     DEVICE_CODE = "bkd_"
+    AUTHORIZATION_CODE = "bka_"
 
 
 _KINDS = {kind.value: kind for kind in TokenKind}

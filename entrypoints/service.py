@@ -136,6 +136,7 @@ def identity_for(settings: Settings) -> IdentityProvider | None:
             jwks_url=settings.oidc_jwks_url or f"{issuer}/.well-known/jwks.json",
             device_authorization_endpoint=settings.oidc_device_authorization_endpoint,
             token_endpoint=settings.oidc_token_endpoint,
+            authorization_endpoint=settings.oidc_authorization_endpoint,
         ),
         SecureIds(),
     )

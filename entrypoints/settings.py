@@ -60,6 +60,7 @@ class Settings:
     oidc_jwks_url: str | None = None
     oidc_device_authorization_endpoint: str | None = None
     oidc_token_endpoint: str | None = None
+    oidc_authorization_endpoint: str | None = None
     multipart_threshold: int = DEFAULT_MULTIPART_THRESHOLD
     retention_interval: float = 3600.0
     lease_interval: float = 10.0
@@ -150,6 +151,8 @@ class Settings:
             )
             or None,
             "oidc_token_endpoint": env.get("STRONGROOM_OIDC_TOKEN_ENDPOINT") or None,
+            "oidc_authorization_endpoint": env.get("STRONGROOM_OIDC_AUTHORIZATION_ENDPOINT")
+            or None,
             "endpoint_networks": env.get("STRONGROOM_ENDPOINT_NETWORKS")
             or DEFAULT_ENDPOINT_NETWORKS,
             "log_format": env.get("STRONGROOM_LOG_FORMAT") or "auto",

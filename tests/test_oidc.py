@@ -221,3 +221,17 @@ class TestSignInOverHttp:
         assert isinstance(chosen, OidcIdentityProvider)
         with pytest.raises(ValueError, match="together"):
             Settings.from_env({"STRONGROOM_OIDC_ISSUER": ISSUER})
+
+
+class TestBrowserSignIn:
+    """The dashboard signs in at the provider's authorization endpoint (authorization code
+    with PKCE) and exchanges the ID token it receives, like the command-line client."""
+
+    def test_the_config_names_the_providers_authorization_endpoint(self, jwks: Jwks) -> None:
+        config = provider(jwks).cli_config("http://ignored.example")
+        assert config.authorization_endpoint == f"{ISSUER.rstrip('/')}/authorize"
+
+    def test_a_configured_authorization_endpoint_wins(self, jwks: Jwks) -> None:
+        endpoint = "https://login.example.com/oauth2/v1/authorize"
+        config = provider(jwks, authorization_endpoint=endpoint).cli_config("http://x.example")
+        assert config.authorization_endpoint == endpoint

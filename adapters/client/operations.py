@@ -118,12 +118,18 @@ class Operations:
     @endpoint("POST", "/idp/token", body="form", auth=False)
     def idp_token(
         self,
-        device_code: str,
+        device_code: str | None = None,
         grant_type: str = "urn:ietf:params:oauth:grant-type:device_code",
         client_id: str | None = "strongroom-cli",
+        code: str | None = None,
+        code_verifier: str | None = None,
+        redirect_uri: str | None = None,
     ) -> AccessToken:
-        """Poll the device flow; raises ``OAuthError`` (``authorization_pending``,
-        ``slow_down``, ``expired_token``, ``access_denied``) until approved."""
+        """Poll the device flow (``device_code``); raises ``OAuthError``
+        (``authorization_pending``, ``slow_down``, ``expired_token``, ``access_denied``)
+        until approved. With ``grant_type="authorization_code"``, ``client_id=
+        "strongroom-web"``, ``code``, ``code_verifier`` and ``redirect_uri``: redeem an
+        authorization code (PKCE)."""
 
     @endpoint("POST", "/v1/auth/sessions", body="json", creates=True)
     def create_session(self, idempotency_key: str | None = None) -> Session:

@@ -24,6 +24,7 @@ from strongroom.adapters.http.routes import (
     artifacts,
     backups,
     claims,
+    dashboard,
     docs,
     idp,
     invitations,
@@ -56,6 +57,7 @@ ROUTES = [
     *storage.routes,
     *idp.routes,
     *docs.routes,
+    *dashboard.routes,
 ]
 
 

@@ -331,6 +331,12 @@ PARAMETERS: dict[str, Json] = {
         "The object key (segments of letters, digits, `.`, `_`, `-`).",
         {"type": "string", "pattern": KEY_PATTERN.pattern},
     ),
+    "asset": parameter(
+        "asset",
+        "path",
+        "A file of the dashboard, e.g. `app.js`.",
+        {"type": "string", "pattern": "^[A-Za-z0-9_-][A-Za-z0-9._-]{0,99}$"},
+    ),
 }
 
 
@@ -747,7 +753,7 @@ def reasons_of(operation: Operation) -> Reasons:
     if operation.auth != Auth.NONE:
         derived += [UNAUTHENTICATED, UPSTREAM]
     names = [part[1:-1] for part in operation.path.split("/") if part.startswith("{")]
-    derived += [path_id(name) for name in names if name not in ("slug", "key")]
+    derived += [path_id(name) for name in names if name not in ("slug", "key", "asset")]
     if operation.permissions:
         derived += [NO_WORKSPACE, permission(*operation.permissions)]
         derived += [permission(needed) for needed in operation.also_permissions]
@@ -921,9 +927,12 @@ TAGS = {
     "Runs and artifacts": "Runs of backups; artifact bytes move through presigned URLs, never "
     "through the API.",
     "Identity provider": "The built-in identity provider (outside `/v1`): local accounts and "
-    "the OAuth 2.0 device authorization grant (RFC 8628).",
+    "the OAuth 2.0 device authorization grant (RFC 8628) and, for browsers, the authorization "
+    "code grant with PKCE (RFC 7636).",
     "Storage": "The local-disk storage's presigned URLs (outside `/v1`).",
     "Documentation": "This reference.",
+    "Dashboard": "The browser application at `/app` (outside `/v1`; it calls only documented "
+    "routes).",
 }
 INTRODUCTION = """\
 The REST interface of Strongroom, a multi-tenant backup service. Everything under `/v1` \

@@ -80,6 +80,7 @@ SEEN = "Recorded at most once a minute."
 SHA256_EXAMPLE = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
 Check = Literal["ok", "unavailable"]
 DEVICE_CODE_GRANT = "urn:ietf:params:oauth:grant-type:device_code"
+AUTHORIZATION_CODE_GRANT = "authorization_code"
 
 # --------------------------------------------------------------------------------------
 # Errors and the system
@@ -229,6 +230,13 @@ class CliConfig:
     device_authorization_endpoint: Uri
     token_endpoint: Uri
     scopes: list[str]
+    authorization_endpoint: Uri | None = attrs.field(
+        default=None,
+        metadata=meta(
+            "The authorization-code grant with PKCE, for browsers (the dashboard's client is"
+            " `strongroom-web` with the built-in provider); null when the provider has none."
+        ),
+    )
 
 
 @attrs.frozen
@@ -1111,9 +1119,71 @@ class TokenForm:
     """`POST /idp/token`."""
 
     __ignores_unknown__: ClassVar[bool] = True  # OAuth ignores unrecognised parameters
-    grant_type: str = attrs.field(metadata=meta(schema={"const": DEVICE_CODE_GRANT}))
-    device_code: str = attrs.field(metadata=meta(schema={"minLength": 1}))
-    client_id: str | None = CLIENT_ID_FIELD
+    grant_type: str = attrs.field(
+        metadata=meta(schema={"enum": [DEVICE_CODE_GRANT, AUTHORIZATION_CODE_GRANT]})
+    )
+    device_code: str | None = attrs.field(
+        default=None,
+        metadata=meta("The device grant's device code.", schema={"minLength": 1}),
+    )
+    code: str | None = attrs.field(
+        default=None,
+        metadata=meta(
+            "`authorization_code`: the code of the redirect (single-use, 60 seconds).",
+            schema={"minLength": 1},
+        ),
+    )
+    code_verifier: str | None = attrs.field(
+        default=None,
+        metadata=meta(
+            "`authorization_code`: the PKCE verifier (RFC 7636), 43 to 128 characters.",
+            schema={
+                "pattern": "^[A-Za-z0-9._~-]{43,128}$",
+                "examples": ["dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk"],  # RFC 7636 B
+            },
+        ),
+    )
+    redirect_uri: str | None = attrs.field(
+        default=None,
+        metadata=meta(
+            "`authorization_code`: the `redirect_uri` of the authorization request.",
+            schema={"examples": ["http://127.0.0.1:8080/app"]},
+        ),
+    )
+    client_id: str | None = attrs.field(
+        default=None,
+        metadata=meta(
+            "The public client's id (`strongroom-cli` for the device grant, `strongroom-web`"
+            " for the authorization code); or sent as the user name of HTTP Basic with an"
+            " empty password (RFC 6749 section 2.3.1).",
+            schema={"enum": [builtin.CLIENT_ID, builtin.WEB_CLIENT_ID]},
+        ),
+    )
+
+
+@attrs.frozen
+class AuthorizationForm:
+    """`POST /idp/authorize`: the authorization request's parameters and the sign-in."""
+
+    response_type: Literal["code"]
+    client_id: str = attrs.field(metadata=meta(schema={"const": builtin.WEB_CLIENT_ID}))
+    redirect_uri: str = attrs.field(
+        metadata=meta(
+            "On this server's own origin.", schema={"examples": ["http://127.0.0.1:8080/app"]}
+        )
+    )
+    code_challenge: str = attrs.field(
+        metadata=meta(
+            schema={
+                "pattern": "^[A-Za-z0-9_-]{43}$",
+                "examples": ["E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM"],  # RFC 7636 B
+            }
+        )
+    )
+    code_challenge_method: Literal["S256"]
+    state: str = attrs.field(metadata=meta(schema={"minLength": 1}))
+    email: Email
+    password: str = attrs.field(metadata=meta(schema={"minLength": 1, "writeOnly": True}))
 
 
 @view_of(builtin.AccessToken)
@@ -1133,11 +1203,15 @@ class AuthorizationServerMetadata:
     """RFC 8414 authorization server metadata of the built-in identity provider."""
 
     issuer: Uri
+    authorization_endpoint: Uri
     device_authorization_endpoint: Uri
     token_endpoint: Uri
     grant_types_supported: list[str]
     response_types_supported: list[str] = attrs.field(
-        metadata=meta("Empty: only the device authorization grant is offered.")
+        metadata=meta("`code`: the authorization code grant, with PKCE.")
+    )
+    code_challenge_methods_supported: list[str] = attrs.field(
+        metadata=meta("`S256` only (RFC 7636).")
     )
     token_endpoint_auth_methods_supported: list[str] = attrs.field(
         metadata=meta(

@@ -15,6 +15,9 @@ burn tens of milliseconds of CPU each, so they run in a worker thread
 from __future__ import annotations
 
 import asyncio
+import base64
+import hashlib
+import hmac
 import math
 import re
 from datetime import datetime, timedelta
@@ -38,6 +41,10 @@ from strongroom.ports.driven.identity import CliConfig, Identity
 from strongroom.ports.driven.unit_of_work import UnitOfWork, UnitOfWorkFactory
 
 CLIENT_ID = "strongroom-cli"
+WEB_CLIENT_ID = "strongroom-web"  # the dashboard: authorization code with PKCE (RFC 7636)
+AUTHORIZATION_CODE_LIFETIME = timedelta(seconds=60)
+_PKCE_VALUE = re.compile(r"[A-Za-z0-9\-._~]{43,128}")  # RFC 7636 section 4.1
+_S256_CHALLENGE = re.compile(r"[A-Za-z0-9\-_]{43}")  # base64url of a SHA-256, no padding
 DEVICE_CODE_LIFETIME = timedelta(minutes=10)
 ACCESS_TOKEN_LIFETIME = timedelta(minutes=10)
 POLL_INTERVAL = 5
@@ -91,6 +98,29 @@ def normalize_user_code(user_code: str) -> str:
 def display_user_code(code: str) -> str:
     """The ``XXXX-XXXX`` form shown to people."""
     return f"{code[:4]}-{code[4:]}"
+
+
+def s256_challenge(code_verifier: str) -> str:
+    """RFC 7636 section 4.2: ``BASE64URL(SHA256(ASCII(code_verifier)))`` without padding."""
+    digest = hashlib.sha256(code_verifier.encode("ascii")).digest()
+    return base64.urlsafe_b64encode(digest).rstrip(b"=").decode("ascii")
+
+
+def is_code_verifier(value: str) -> bool:
+    """A well-formed PKCE code verifier: 43 to 128 unreserved characters."""
+    return _PKCE_VALUE.fullmatch(value) is not None
+
+
+def is_s256_challenge(value: str) -> bool:
+    """A well-formed S256 code challenge: 43 base64url characters."""
+    return _S256_CHALLENGE.fullmatch(value) is not None
+
+
+def _code_binding(code: str, code_challenge: str, redirect_uri: str) -> str:
+    """What an authorization code is stored as: the hash of the code bound to its PKCE
+    challenge and redirect URI, so the look-up itself checks all three (a wrong verifier
+    or another redirect URI finds nothing) and nothing secret is compared byte by byte."""
+    return hash_token(f"{code}\n{code_challenge}\n{redirect_uri}")
 
 
 def check_email(email: str) -> str:
@@ -163,13 +193,14 @@ class BuiltinIdentityProvider:
         """Nothing is stored for an organization, so nothing is removed."""
 
     def cli_config(self, base_url: str) -> CliConfig:
-        """Device-code endpoints under ``{base_url}/idp``."""
+        """Device-code and authorization-code endpoints under ``{base_url}/idp``."""
         return CliConfig(
             issuer=f"{base_url}/idp",
             client_id=CLIENT_ID,
             device_authorization_endpoint=f"{base_url}/idp/device/code",
             token_endpoint=f"{base_url}/idp/token",
             scopes=("openid", "profile", "email"),
+            authorization_endpoint=f"{base_url}/idp/authorize",
         )
 
     # Accounts.
@@ -354,6 +385,92 @@ class BuiltinIdentityProvider:
             await uow.device_grants.update(
                 attrs.evolve(
                     polled,
+                    state=GrantState.ISSUED,
+                    access_token_hash=hash_token(token),
+                    access_expires_at=now + ACCESS_TOKEN_LIFETIME,
+                )
+            )
+            await uow.commit()
+        return AccessToken(token, int(ACCESS_TOKEN_LIFETIME.total_seconds()))
+
+    # The authorization code grant with PKCE (RFC 6749 section 4.1, RFC 7636), for browsers.
+
+    async def authorize(
+        self,
+        email: str,
+        password: str,
+        *,
+        code_challenge: str,
+        redirect_uri: str,
+        client_address: str = "",
+    ) -> str:
+        """A person signs in on the authorization page: a single-use authorization code
+        for ``WEB_CLIENT_ID``, bound to ``code_challenge`` (S256) and ``redirect_uri``,
+        valid 60 seconds. Wrong credentials count against the same limits as device
+        approvals (per email and address, per address): ``invalid_request`` or 429."""
+        now = self._clock.now()
+        key = email_key(email)
+        if "\x00" in key:
+            raise InvalidRequestError("wrong email or password")
+        code = format_token(TokenKind.AUTHORIZATION_CODE, self._ids.random_bytes(32))
+        async with self._uow() as uow:
+            await _check_failure_limits(uow, key, client_address, now)
+            account = await uow.accounts.get_by_email(key)
+            if not await self._password_matches(account, password):
+                await uow.accounts.record_failed_login(key, client_address, now)
+                await uow.commit()
+                raise InvalidRequestError("wrong email or password")
+            assert account is not None
+            # Stored beside device grants: an approved grant whose "device code" is the
+            # authorization code bound to its challenge and redirect URI (no user code).
+            await uow.device_grants.add(
+                DeviceGrant(
+                    id=self._ids.new_id(),
+                    device_code_hash=_code_binding(code, code_challenge, redirect_uri),
+                    user_code="",
+                    client_id=WEB_CLIENT_ID,
+                    created_at=now,
+                    expires_at=now + AUTHORIZATION_CODE_LIFETIME,
+                    interval=0,
+                    state=GrantState.APPROVED,
+                    account_id=account.id,
+                )
+            )
+            await uow.commit()
+        return code
+
+    async def exchange_authorization_code(
+        self, code: str, code_verifier: str, redirect_uri: str, client_id: str
+    ) -> AccessToken:
+        """The token request of RFC 6749 section 4.1.3 with RFC 7636's ``code_verifier``.
+        A code is spent by its first exchange; a second one is refused and revokes the
+        access token the first one gave (RFC 6749 section 4.1.2)."""
+        if not hmac.compare_digest(client_id.encode(), WEB_CLIENT_ID.encode()):
+            raise OAuthError("invalid_client", "unknown client_id")
+        if not is_code_verifier(code_verifier):
+            raise OAuthError(
+                "invalid_request", "code_verifier must be 43 to 128 unreserved characters"
+            )
+        now = self._clock.now()
+        binding = _code_binding(code, s256_challenge(code_verifier), redirect_uri)
+        refused = OAuthError(
+            "invalid_grant",
+            "unknown, expired or used authorization code, or a code_verifier or"
+            " redirect_uri that does not match it",
+        )
+        async with self._uow() as uow:
+            grant = await uow.device_grants.get_by_device_code(binding, for_update=True)
+            if grant is None or grant.client_id != WEB_CLIENT_ID or grant.is_expired(now):
+                raise refused
+            if grant.state is not GrantState.APPROVED:
+                if grant.access_token_hash is not None:
+                    await uow.device_grants.update(attrs.evolve(grant, access_token_hash=None))
+                    await uow.commit()
+                raise refused
+            token = format_token(TokenKind.IDP_ACCESS, self._ids.random_bytes(32))
+            await uow.device_grants.update(
+                attrs.evolve(
+                    grant,
                     state=GrantState.ISSUED,
                     access_token_hash=hash_token(token),
                     access_expires_at=now + ACCESS_TOKEN_LIFETIME,

@@ -36,6 +36,7 @@ class OidcSettings:
     jwks_url: str
     device_authorization_endpoint: str | None = None
     token_endpoint: str | None = None
+    authorization_endpoint: str | None = None
     scopes: tuple[str, ...] = ("openid", "profile", "email")
     leeway_seconds: int = 60
     jwks_lifespan_seconds: float = 300
@@ -104,7 +105,9 @@ class OidcIdentityProvider:
         """Nothing is stored upstream for an organization, so nothing is removed."""
 
     def cli_config(self, base_url: str) -> CliConfig:
-        """The provider's own device-code endpoints (``base_url`` is not used)."""
+        """The provider's own device-code and authorization endpoints (``base_url`` is not
+        used): the dashboard signs in with the authorization-code grant and PKCE at the
+        provider's authorization endpoint and exchanges the ID token it receives."""
         settings = self._settings
         issuer = settings.issuer.rstrip("/")
         return CliConfig(
@@ -114,4 +117,5 @@ class OidcIdentityProvider:
             or f"{issuer}/oauth/device/code",
             token_endpoint=settings.token_endpoint or f"{issuer}/oauth/token",
             scopes=settings.scopes,
+            authorization_endpoint=settings.authorization_endpoint or f"{issuer}/authorize",
         )

@@ -25,6 +25,7 @@ class CliConfig:
     device_authorization_endpoint: str
     token_endpoint: str
     scopes: tuple[str, ...]
+    authorization_endpoint: str | None = None  # the authorization-code grant, for browsers
 
 
 class IdentityProvider(Protocol):

@@ -24,6 +24,10 @@ EXCLUDED = {
     "idpDevicePage": "HTML page where a person approves a device code",
     "idpDeviceDecision": "the HTML form of that page, for people",
     "getDocsPage": "HTML reference page",
+    "idpAuthorizePage": "HTML sign-in page of the authorization code grant, for browsers",
+    "idpAuthorize": "the HTML form of that page, answered by a redirect",
+    "getDashboard": "the dashboard's HTML page",
+    "getDashboardAsset": "the dashboard's scripts and styles",
 }
 # Header parameters the SDK takes as keyword arguments; X-Request-ID it sets itself.
 HEADER_ARGUMENTS = {"If-Match": "if_match", "Idempotency-Key": "idempotency_key"}

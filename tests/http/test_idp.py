@@ -455,8 +455,10 @@ class TestServerMetadata:
         assert body["issuer"] == "http://testserver/idp"
         assert body["device_authorization_endpoint"] == "http://testserver/idp/device/code"
         assert body["token_endpoint"] == "http://testserver/idp/token"
-        assert body["grant_types_supported"] == [GRANT_TYPE]
-        assert body["response_types_supported"] == []
+        assert body["authorization_endpoint"] == "http://testserver/idp/authorize"
+        assert body["grant_types_supported"] == [GRANT_TYPE, "authorization_code"]
+        assert body["response_types_supported"] == ["code"]
+        assert body["code_challenge_methods_supported"] == ["S256"]
         assert set(body["token_endpoint_auth_methods_supported"]) == {
             "none",
             "client_secret_basic",
@@ -467,7 +469,8 @@ class TestServerMetadata:
         """The same endpoints as ``GET /v1/auth/cli/config``."""
         config = client.get("/v1/auth/cli/config").json()
         body = client.get("/.well-known/oauth-authorization-server").json()
-        for name in ("issuer", "device_authorization_endpoint", "token_endpoint"):
+        names = ("issuer", "authorization_endpoint", "device_authorization_endpoint")
+        for name in (*names, "token_endpoint"):
             assert body[name] == config[name]
 
 

@@ -250,6 +250,22 @@ CREDENTIAL_REFUSALS = {
     "idpToken": (
         "invalid_grant: unknown device code",
         "invalid_request: missing parameter client_id",
+        # Which parameters a token request needs depends on its grant type.
+        "invalid_request: missing parameter device_code",
+        "invalid_request: missing parameter code",
+        "invalid_request: missing parameter redirect_uri",
+        "invalid_grant: unknown, expired or used authorization code",
+        "invalid_client: unknown client_id",
+    ),
+    # The authorization request: a redirect URI must be on the server's own origin, which
+    # no schema can say; the sign-in form also refuses a password that does not match.
+    "idpAuthorizePage": (
+        "client_id must be strongroom-web",
+        "redirect_uri must be an absolute URL on this server",
+    ),
+    "idpAuthorize": (
+        "redirect_uri must be an absolute URL on this server",
+        "Wrong email or password.",
     ),
     "idpDeviceDecision": ("Unknown or expired code.", "Wrong email or password."),
     "idpDeviceCode": ("invalid_request: missing parameter client_id",),

@@ -142,7 +142,9 @@ class TestCliConfig:
             "device_authorization_endpoint",
             "token_endpoint",
             "scopes",
+            "authorization_endpoint",
         }
+        assert body["authorization_endpoint"] == "http://testserver/idp/authorize"
         assert body["device_authorization_endpoint"] == "http://testserver/idp/device/code"
         assert body["token_endpoint"] == "http://testserver/idp/token"
         assert isinstance(body["scopes"], list)

@@ -13,9 +13,11 @@ import base64
 from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
+from urllib.parse import parse_qsl, urlsplit
 
 import pytest
 import requests
+from authlib.common.security import generate_token
 from authlib.integrations.base_client.errors import OAuthError
 from authlib.integrations.requests_client import OAuth2Session as AuthlibSession
 from live_server import LiveServer
@@ -25,13 +27,21 @@ from requests.auth import HTTPBasicAuth
 from requests_oauthlib import OAuth2Session as OAuthlibSession
 
 from strongroom.adapters.http.app import app_for
-from strongroom.adapters.identity.builtin import CLIENT_ID
+from strongroom.adapters.identity.builtin import CLIENT_ID, WEB_CLIENT_ID
 from strongroom.adapters.memory.services import ManualClock
 from support.world import make_facade
 
 DEVICE_CODE = "urn:ietf:params:oauth:grant-type:device_code"
 EMAIL = "ada@example.com"
 PASSWORD = "correct-horse-battery"
+AUTHORIZATION_FIELDS = (
+    "response_type",
+    "client_id",
+    "redirect_uri",
+    "code_challenge",
+    "code_challenge_method",
+    "state",
+)
 # Longer than the poll interval the server asks for (5 s).
 POLL_WAIT = timedelta(seconds=6)
 
@@ -161,3 +171,53 @@ def test_requests_oauthlib_runs_the_device_grant(
     basic = base64.b64encode(f"{CLIENT_ID}:".encode()).decode()
     assert sent[-1].headers["Authorization"] == f"Basic {basic}"
     assert_signs_in_once(provider, token)
+
+
+def test_authlib_runs_the_authorization_code_grant_with_pkce(provider: Provider) -> None:
+    """The dashboard's flow with a real client library: authlib builds the authorization
+    URL with an S256 challenge from the metadata's endpoint, the person signs in on the
+    page (its form), the redirect carries the code and the state, and authlib exchanges the
+    code with its verifier for a token that opens exactly one session."""
+    metadata = provider.metadata
+    assert "S256" in metadata["code_challenge_methods_supported"]
+    redirect_uri = f"{provider.url}/app"
+    session = AuthlibSession(
+        WEB_CLIENT_ID,
+        redirect_uri=redirect_uri,
+        code_challenge_method="S256",
+        token_endpoint_auth_method="none",
+    )
+    verifier = generate_token(64)
+    url, state = session.create_authorization_url(
+        metadata["authorization_endpoint"], code_verifier=verifier
+    )
+    page = requests.get(url, timeout=10)
+    assert page.status_code == 200
+    assert 'name="password"' in page.text
+    request = dict(parse_qsl(urlsplit(url).query))
+    form = {name: request[name] for name in AUTHORIZATION_FIELDS}
+    signed_in = requests.post(
+        metadata["authorization_endpoint"],
+        data={**form, "email": EMAIL, "password": PASSWORD},
+        allow_redirects=False,
+        timeout=10,
+    )
+    assert signed_in.status_code == 303, signed_in.text
+    location = signed_in.headers["Location"]
+    assert location.startswith(redirect_uri + "?")
+    token = session.fetch_token(
+        metadata["token_endpoint"],
+        authorization_response=location,
+        state=state,
+        code_verifier=verifier,
+    )
+    assert_signs_in_once(provider, token)
+    # The code is spent: authlib's second exchange is refused.
+    with pytest.raises(OAuthError) as again:
+        session.fetch_token(
+            metadata["token_endpoint"],
+            authorization_response=location,
+            state=state,
+            code_verifier=verifier,
+        )
+    assert again.value.error == "invalid_grant"

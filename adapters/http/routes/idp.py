@@ -4,7 +4,13 @@
 - ``POST /idp/device/code``: the device authorization request (RFC 8628 section 3.1).
 - ``GET /idp/device``: the page where a person signs in and approves or denies a user code;
   its form posts to ``POST /idp/device`` (HTML answers, JSON when ``Accept`` prefers it).
-- ``POST /idp/token``: the device access token request (RFC 8628 section 3.4), answering
+- ``GET /idp/authorize``: the authorization request of the authorization-code grant with
+  PKCE (RFC 6749 section 4.1, RFC 7636, S256 only) for the dashboard (client
+  ``strongroom-web``, a ``redirect_uri`` on the server's own origin): a sign-in page whose
+  form posts to ``POST /idp/authorize``, which redirects (303) to ``redirect_uri`` with a
+  single-use ``code`` and the request's ``state``.
+- ``POST /idp/token``: the device access token request (RFC 8628 section 3.4) and the
+  authorization code exchange (RFC 6749 section 4.1.3 with ``code_verifier``), answering
   errors in OAuth's own format (RFC 6749 section 5.2) and never letting a cache keep a reply.
 
 Every request body is a URL-encoded form. Every other error uses the API's nested envelope.
@@ -21,10 +27,10 @@ import string
 from collections.abc import Awaitable, Callable, Mapping
 from importlib import resources
 from typing import Any
-from urllib.parse import parse_qs, unquote_plus
+from urllib.parse import parse_qs, unquote_plus, urlencode, urlsplit
 
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, Response
+from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from strongroom.adapters.http.context import ApiContext, endpoint, render_json
 from strongroom.adapters.http.errors import STATUS_BY_CODE, error_response, retry_after
@@ -39,8 +45,10 @@ from strongroom.adapters.http.openapi import (
     ref,
 )
 from strongroom.adapters.http.shapes import (
+    AUTHORIZATION_CODE_GRANT,
     DEVICE_CODE_GRANT,
     AccessToken,
+    AuthorizationForm,
     AuthorizationServerMetadata,
     DeviceAuthorization,
     DeviceCodeForm,
@@ -52,7 +60,11 @@ from strongroom.adapters.http.shapes import (
     TokenForm,
 )
 from strongroom.adapters.http.wire import Uri, is_media_type, present
-from strongroom.adapters.identity.builtin import BuiltinIdentityProvider
+from strongroom.adapters.identity.builtin import (
+    WEB_CLIENT_ID,
+    BuiltinIdentityProvider,
+    is_s256_challenge,
+)
 from strongroom.adapters.identity.builtin import OAuthError as OAuthRefusal
 from strongroom.domain.errors import InvalidRequestError, StrongroomError
 
@@ -264,8 +276,8 @@ def _builtin(ctx: ApiContext) -> BuiltinIdentityProvider | None:
 
 
 @functools.cache
-def _template() -> string.Template:
-    source = resources.files("strongroom.adapters.http").joinpath("templates/device.html")
+def _template(name: str = "device.html") -> string.Template:
+    source = resources.files("strongroom.adapters.http").joinpath(f"templates/{name}")
     return string.Template(source.read_text(encoding="utf-8"))
 
 
@@ -461,6 +473,248 @@ async def idp_device_decision(ctx: ApiContext) -> Response:
     )
 
 
+# The authorization code grant with PKCE.
+
+AUTHORIZATION_PARAMETERS = (
+    "response_type",
+    "client_id",
+    "redirect_uri",
+    "code_challenge",
+    "code_challenge_method",
+    "state",
+)
+
+
+class AuthorizationRefusedError(Exception):
+    """An authorization request refused. With ``redirect`` (the client and its redirect
+    URI are known good), the refusal goes back to the client in the redirect URI's query
+    (RFC 6749 section 4.1.2.1); without, it is shown to the person and never redirected."""
+
+    def __init__(self, error: str, description: str, *, redirect: bool) -> None:
+        super().__init__(error)
+        self.error, self.description, self.redirect = error, description, redirect
+
+
+def same_origin(uri: str, base_url: str) -> bool:
+    """Whether ``uri`` is an absolute URL of the server's own origin (scheme, host and
+    port), without a fragment (RFC 6749 section 3.1.2)."""
+    try:
+        target, base = urlsplit(uri), urlsplit(base_url)
+        ports = (target.port, base.port)
+    except ValueError:
+        return False
+    return (
+        target.scheme.lower() == base.scheme.lower()
+        and (target.hostname or "") == (base.hostname or "")
+        and ports[0] == ports[1]
+        and not target.fragment
+        and "#" not in uri
+        and target.path.startswith("/")
+    )
+
+
+def check_authorization_request(params: Mapping[str, str], base_url: str) -> dict[str, str]:
+    """The parameters of a valid authorization request; ``AuthorizationRefusedError`` otherwise.
+    The client and redirect URI are checked first: until both are known good, nothing is
+    redirected anywhere."""
+    if params.get("client_id") != WEB_CLIENT_ID:
+        raise AuthorizationRefusedError(
+            "invalid_client", f"client_id must be {WEB_CLIENT_ID}", redirect=False
+        )
+    if not same_origin(params.get("redirect_uri", ""), base_url):
+        raise AuthorizationRefusedError(
+            "invalid_request",
+            "redirect_uri must be an absolute URL on this server's own origin",
+            redirect=False,
+        )
+    if params.get("response_type") != "code":
+        raise AuthorizationRefusedError(
+            "unsupported_response_type", "response_type must be code", redirect=True
+        )
+    if params.get("code_challenge_method") != "S256":
+        raise AuthorizationRefusedError(
+            "invalid_request", "code_challenge_method must be S256", redirect=True
+        )
+    if not is_s256_challenge(params.get("code_challenge", "")):
+        raise AuthorizationRefusedError(
+            "invalid_request",
+            "code_challenge must be the base64url SHA-256 of the code verifier (43 characters)",
+            redirect=True,
+        )
+    if not params.get("state"):
+        raise AuthorizationRefusedError("invalid_request", "state is required", redirect=True)
+    return {name: params[name] for name in AUTHORIZATION_PARAMETERS}
+
+
+def _redirect_with(redirect_uri: str, query: Mapping[str, str]) -> Response:
+    """303 to ``redirect_uri`` with ``query`` added to its own query string."""
+    separator = "&" if urlsplit(redirect_uri).query else "?"
+    location = redirect_uri + separator + urlencode(query)
+    return RedirectResponse(location, status_code=303, headers=NO_STORE)
+
+
+def _refusal_response(
+    ctx: ApiContext, refusal: AuthorizationRefusedError, params: Mapping[str, str]
+) -> Response:
+    if refusal.redirect:
+        query = {"error": refusal.error, "error_description": refusal.description}
+        if params.get("state"):
+            query["state"] = params["state"]
+        return _redirect_with(params["redirect_uri"], query)
+    return authorize_page(
+        ctx,
+        {},
+        status=400,
+        heading="Sign-in request refused",
+        lead="The application that sent you here made a request this server refuses.",
+        notice=f"{refusal.error}: {refusal.description}.",
+        notice_kind="error",
+        show_form=False,
+    )
+
+
+def authorize_page(
+    ctx: ApiContext,
+    params: Mapping[str, str],
+    *,
+    status: int = 200,
+    heading: str = "Sign in to Strongroom",
+    lead: str = "Sign in to continue to the Strongroom dashboard.",
+    notice: str = "",
+    notice_kind: str = "",
+    email: str = "",
+    show_form: bool = True,
+) -> Response:
+    """The sign-in page of the authorization request; every value is HTML-escaped."""
+    idp = _builtin(ctx)
+    values = {
+        "title": heading,
+        "heading": heading,
+        "lead": lead,
+        "notice": notice,
+        "notice_kind": notice_kind,
+        "email": email,
+        "request_id": ctx.request_id,
+        "signup_url": f"{ctx.base_url}/app#/signup",
+        **{name: params.get(name, "") for name in AUTHORIZATION_PARAMETERS},
+    }
+    page = _template("authorize.html").substitute(
+        {name: html.escape(value, quote=True) for name, value in values.items()},
+        form_hidden="" if show_form else "hidden",
+        signup_hidden="" if show_form and idp is not None and idp.signup_enabled else "hidden",
+    )
+    return HTMLResponse(page, status_code=status, headers=HTML_HEADERS)
+
+
+@routes.get(
+    "/idp/authorize",
+    HTML,
+    "The sign-in page.",
+    parameters=(
+        parameter("response_type", "query", "`code`."),
+        parameter("client_id", "query", f"`{WEB_CLIENT_ID}`."),
+        parameter("redirect_uri", "query", "An absolute URL on this server's own origin."),
+        parameter("code_challenge", "query", "BASE64URL(SHA256(code_verifier)), 43 characters."),
+        parameter("code_challenge_method", "query", "`S256` (the only method offered)."),
+        parameter("state", "query", "Opaque; echoed in the redirect."),
+    ),
+    errors={
+        "invalid_request": (
+            "an unknown `client_id` or a `redirect_uri` off this origin: an HTML page, never"
+            " a redirect"
+        ),
+    },
+    html_errors=(400,),
+    extra_responses={
+        "303": {
+            "description": (
+                "The request is refused in a way the client should know: a redirect to"
+                " `redirect_uri` with `error`, `error_description` and `state` (RFC 6749"
+                " section 4.1.2.1)."
+            ),
+            "headers": {"Location": {"schema": {"type": "string", "format": "uri"}}},
+        }
+    },
+)
+async def idp_authorize_page(ctx: ApiContext) -> Response:
+    """Authorization request (sign-in page)
+
+    RFC 6749 section 4.1.1 with PKCE (RFC 7636, `S256` only), for the dashboard: an HTML
+    page where a person signs in; its form posts to `POST /idp/authorize`."""
+    if _builtin(ctx) is None:
+        return _no_such_route(ctx.request)
+    params = dict(ctx.request.query_params)
+    try:
+        checked = check_authorization_request(params, ctx.base_url)
+    except AuthorizationRefusedError as refusal:
+        return _refusal_response(ctx, refusal, params)
+    return authorize_page(ctx, checked)
+
+
+@routes.post(
+    "/idp/authorize",
+    None,
+    (
+        "Signed in: a redirect to `redirect_uri` with `code` (single-use, 60 seconds) and"
+        " `state`; or a refusal the client should know, with `error`, `error_description`"
+        " and `state` (RFC 6749 section 4.1.2.1)."
+    ),
+    status=303,
+    located="{redirect_uri}?code=...&state=...",
+    body=AuthorizationForm,
+    media_type=FORM,
+    errors={
+        "invalid_request": (
+            "wrong email or password (the page again, with the message), an unknown"
+            " `client_id`, a `redirect_uri` off this origin, or a body that is not a"
+            " URL-encoded form of exactly these fields"
+        ),
+        "rate_limited": (
+            "too many failed attempts for this email from this address, or from this "
+            "address (`Retry-After` says when to try again)"
+        ),
+        "upstream_unavailable": "the database or another dependency failed",
+    },
+    html_errors=(400, 429, 502),
+)
+async def idp_authorize(ctx: ApiContext) -> Response:
+    """Sign in and authorize
+
+    Checks the email and password and redirects (303) to `redirect_uri` with a
+    single-use authorization `code` and the request's `state`. Failed attempts count
+    against the limits of device approvals (per email and address, per address)."""
+    idp = _builtin(ctx)
+    if idp is None:
+        return _no_such_route(ctx.request)
+    form: dict[str, str] = {}
+    try:
+        form = _form(ctx)
+        fields = exact_fields(form, (*AUTHORIZATION_PARAMETERS, "email", "password"))
+        try:
+            checked = check_authorization_request(fields, ctx.base_url)
+        except AuthorizationRefusedError as refusal:
+            return _refusal_response(ctx, refusal, fields)
+        code = await idp.authorize(
+            fields["email"],
+            fields["password"],
+            code_challenge=checked["code_challenge"],
+            redirect_uri=checked["redirect_uri"],
+            client_address=client_address(ctx.request),
+        )
+    except StrongroomError as error:
+        page = authorize_page(
+            ctx,
+            form,
+            status=STATUS_BY_CODE.get(error.code, 400),
+            notice=error.message[:1].upper() + error.message[1:] + ".",
+            notice_kind="error",
+            email=form.get("email", ""),
+        )
+        page.headers.update(retry_after(error))
+        return page
+    return _redirect_with(checked["redirect_uri"], {"code": code, "state": checked["state"]})
+
+
 @routes.post(
     "/idp/token",
     AccessToken,
@@ -474,9 +728,13 @@ async def idp_device_decision(ctx: ApiContext) -> Response:
 )
 @_oauth_endpoint
 async def idp_token(idp: BuiltinIdentityProvider, ctx: ApiContext, form: Mapping[str, str]) -> Any:
-    """Poll for an access token
+    """Get an access token
 
-    RFC 8628 section 3.4. The client identifies itself with `client_id` in the form or as
+    RFC 8628 section 3.4 (`grant_type` `urn:ietf:params:oauth:grant-type:device_code`,
+    polled), or RFC 6749 section 4.1.3 with RFC 7636 (`grant_type` `authorization_code`
+    with `code`, `code_verifier` and the `redirect_uri` of the authorization request,
+    client `strongroom-web`; a code is single-use and a second exchange revokes the token
+    of the first). The client identifies itself with `client_id` in the form or as
     the user name of HTTP Basic with an empty password. Refusals use OAuth's own error
     format (status 400; 401 with a `WWW-Authenticate` challenge for a client refused after
     HTTP Basic); a failure of the server itself uses the envelope of `/v1`. Unrecognised
@@ -486,8 +744,21 @@ async def idp_token(idp: BuiltinIdentityProvider, ctx: ApiContext, form: Mapping
     grant_type = form.get("grant_type")
     if grant_type is None:
         raise OAuthRefusal("invalid_request", "missing parameter grant_type")
+    if grant_type == AUTHORIZATION_CODE_GRANT:
+        for name in ("code", "code_verifier", "redirect_uri"):
+            if name not in form:
+                raise OAuthRefusal("invalid_request", f"missing parameter {name}")
+        return await idp.exchange_authorization_code(
+            form["code"],
+            form["code_verifier"],
+            form["redirect_uri"],
+            client_id_of(ctx.request, form),
+        )
     if grant_type != DEVICE_CODE_GRANT_TYPE:
-        raise OAuthRefusal("unsupported_grant_type", f"grant_type must be {DEVICE_CODE_GRANT_TYPE}")
+        raise OAuthRefusal(
+            "unsupported_grant_type",
+            f"grant_type must be {DEVICE_CODE_GRANT_TYPE} or {AUTHORIZATION_CODE_GRANT}",
+        )
     if "device_code" not in form:
         raise OAuthRefusal("invalid_request", "missing parameter device_code")
     return await idp.exchange_device_code(form["device_code"], client_id_of(ctx.request, form))
@@ -519,10 +790,12 @@ async def get_authorization_server_metadata(ctx: ApiContext) -> Response:
     config = idp.cli_config(ctx.base_url)
     metadata = AuthorizationServerMetadata(
         issuer=Uri(config.issuer),
+        authorization_endpoint=Uri(f"{ctx.base_url}/idp/authorize"),
         device_authorization_endpoint=Uri(config.device_authorization_endpoint),
         token_endpoint=Uri(config.token_endpoint),
-        grant_types_supported=[DEVICE_CODE_GRANT_TYPE],
-        response_types_supported=[],
+        grant_types_supported=[DEVICE_CODE_GRANT_TYPE, AUTHORIZATION_CODE_GRANT],
+        response_types_supported=["code"],
+        code_challenge_methods_supported=["S256"],
         token_endpoint_auth_methods_supported=["none", "client_secret_basic"],
         scopes_supported=list(config.scopes),
         service_documentation=Uri(f"{ctx.base_url}/docs"),
