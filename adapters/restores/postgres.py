@@ -24,8 +24,8 @@ import threading
 from collections import deque
 from collections.abc import Mapping
 
+from strongroom.adapters.resolver import Resolver, system_resolver
 from strongroom.adapters.restores.scrub import scrubbed
-from strongroom.adapters.storage.outbound import Resolver, system_resolver
 from strongroom.domain.backups import PostgresSource
 from strongroom.domain.endpoints import EndpointPolicy
 from strongroom.ports.driven.restore_targets import RestoreFailedError

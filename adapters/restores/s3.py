@@ -23,8 +23,8 @@ import zstandard
 from minio import Minio
 from minio.error import MinioException, S3Error
 
+from strongroom.adapters.resolver import Resolver
 from strongroom.adapters.restores.scrub import scrubbed
-from strongroom.adapters.storage.outbound import Resolver
 from strongroom.adapters.storage.s3 import customer_bucket
 from strongroom.domain.artifacts import DEFAULT_PART_SIZE
 from strongroom.domain.backups import CustomerS3Destination, S3Source

@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Mapping
 
+from strongroom.adapters.resolver import Resolver
 from strongroom.adapters.restores.postgres import restore_postgres
-from strongroom.adapters.storage.outbound import Resolver
 from strongroom.domain.artifacts import DEFAULT_PART_SIZE
 from strongroom.domain.backups import S3Source
 from strongroom.domain.endpoints import EndpointPolicy

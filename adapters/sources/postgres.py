@@ -21,7 +21,7 @@ import shutil
 import socket
 from collections.abc import AsyncIterator, Mapping
 
-from strongroom.adapters.storage.outbound import Resolver, system_resolver
+from strongroom.adapters.resolver import Resolver, system_resolver
 from strongroom.domain.backups import PostgresSource
 from strongroom.domain.endpoints import EndpointPolicy
 from strongroom.ports.driven.sources import SourceError

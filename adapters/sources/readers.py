@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping
 
-from strongroom.adapters.storage.outbound import Resolver
+from strongroom.adapters.resolver import Resolver
 from strongroom.domain.backups import PostgresSource, S3Source
 from strongroom.domain.endpoints import EndpointPolicy
 

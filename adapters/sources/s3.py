@@ -19,9 +19,10 @@ import urllib3
 from minio import Minio
 from minio.error import MinioException, S3Error
 
+from strongroom.adapters.resolver import Resolver
 from strongroom.adapters.sources.archive import ArchiveWriter, ZstdSink
 from strongroom.adapters.sources.threaded import ConsumerGoneError, Emit, thread_stream
-from strongroom.adapters.storage.outbound import Resolver, guarded_pool_manager
+from strongroom.adapters.storage.outbound import guarded_pool_manager
 from strongroom.domain.backups import S3Source
 from strongroom.domain.endpoints import EndpointPolicy
 from strongroom.ports.driven.sources import SourceError

@@ -11,7 +11,6 @@ and reported like a refused port). TLS still verifies the certificate against th
 from __future__ import annotations
 
 import socket
-from collections.abc import Callable, Sequence
 from typing import Any
 
 import urllib3
@@ -19,16 +18,8 @@ from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 from urllib3.exceptions import NameResolutionError, NewConnectionError
 
+from strongroom.adapters.resolver import Resolver, system_resolver
 from strongroom.domain.endpoints import EndpointPolicy
-
-# ``(host, port) -> addresses``; tests replace it to play a rebinding name server.
-Resolver = Callable[[str, int], Sequence[str]]
-
-
-def system_resolver(host: str, port: int) -> list[str]:
-    """Every address ``host`` resolves to for a TCP connection, in the system's order."""
-    answers = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    return list(dict.fromkeys(str(answer[4][0]) for answer in answers))
 
 
 class _Guard:

@@ -43,9 +43,10 @@ from minio.datatypes import Part
 from minio.error import MinioException, S3Error
 from minio.retention import Retention
 
+from strongroom.adapters.resolver import Resolver
 from strongroom.adapters.storage.digest import hash_stream
 from strongroom.adapters.storage.disposition import content_disposition
-from strongroom.adapters.storage.outbound import Resolver, guarded_pool_manager
+from strongroom.adapters.storage.outbound import guarded_pool_manager
 from strongroom.domain.backups import CustomerS3Destination
 from strongroom.domain.endpoints import EndpointPolicy
 from strongroom.domain.errors import UpstreamUnavailableError

@@ -13,7 +13,8 @@ from collections.abc import Iterator, Sequence
 import pytest
 import urllib3
 
-from strongroom.adapters.storage.outbound import Resolver, guarded_pool_manager
+from strongroom.adapters.resolver import Resolver
+from strongroom.adapters.storage.outbound import guarded_pool_manager
 from strongroom.domain.endpoints import DEFAULT_POLICY, EndpointPolicy
 from strongroom.entrypoints.bootstrap import bootstrap
 from strongroom.entrypoints.settings import Settings
