@@ -22,10 +22,8 @@ from strongroom.adapters.identity.builtin import BuiltinIdentityProvider
 from strongroom.adapters.sql.migrate import Migration
 from strongroom.domain.billing import BillingState
 from strongroom.domain.quotas import QuotaResource
-from strongroom.entrypoints.executor import run_executor
 from strongroom.entrypoints.http import create_app
 from strongroom.entrypoints.logs import configure_logging
-from strongroom.entrypoints.scheduler import run_scheduler
 from strongroom.entrypoints.service import describe_storage, open_blocking_facade, open_database
 from strongroom.entrypoints.settings import Settings
 
@@ -73,14 +71,28 @@ def register(cli: click.Group) -> None:
         cli,
         "scheduler",
         "run the scheduler alone (no HTTP API)",
-        lambda settings: asyncio.run(run_scheduler(settings)),
+        _run_scheduler,
     )
     process_command(
         cli,
         "executor",
         "run the service executors of cloud runs, and the restore runner, alone",
-        lambda settings: asyncio.run(run_executor(settings)),
+        _run_executor,
     )
+
+
+def _run_scheduler(settings: Settings) -> None:
+    # Imported when run: the client's install has no database drivers to import.
+    from strongroom.entrypoints.scheduler import run_scheduler  # noqa: PLC0415
+
+    asyncio.run(run_scheduler(settings))
+
+
+def _run_executor(settings: Settings) -> None:
+    # Imported when run: the source readers need the server's extras (minio).
+    from strongroom.entrypoints.executor import run_executor  # noqa: PLC0415
+
+    asyncio.run(run_executor(settings))
 
 
 @click.command(help="run the HTTP API")

@@ -19,7 +19,7 @@ from support.client_people import admin_in_new_workspace
 from support.serve_process import free_port, serving
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "clients.md"
-SERVER_COMMANDS = {"serve", "migrate", "retention", "admin"}
+SERVER_COMMANDS = {"serve", "migrate", "retention", "admin", "scheduler", "executor"}
 
 
 def examples() -> dict[str, str]:
