@@ -12,20 +12,21 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 from uuid import UUID
 
 import click
-import uvicorn
 
-from strongroom.adapters.identity.builtin import BuiltinIdentityProvider
-from strongroom.adapters.sql.migrate import Migration
 from strongroom.domain.billing import BillingState
 from strongroom.domain.quotas import QuotaResource
-from strongroom.entrypoints.http import create_app
 from strongroom.entrypoints.logs import configure_logging
-from strongroom.entrypoints.service import describe_storage, open_blocking_facade, open_database
 from strongroom.entrypoints.settings import Settings
+
+if TYPE_CHECKING:
+    from strongroom.adapters.sql.migrate import Migration
+
+# The server's machinery (the HTTP app, uvicorn, the database adapters) is imported by the
+# command that runs it, so that the client's commands start without loading it.
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -81,6 +82,13 @@ def register(cli: click.Group) -> None:
     )
 
 
+def _blocking_facade(data_dir: Path | None, database_url: str | None) -> Any:
+    """The blocking facade of the configured service (a context manager)."""
+    from strongroom.entrypoints.service import open_blocking_facade  # noqa: PLC0415
+
+    return open_blocking_facade(settings_of(data_dir, database_url))
+
+
 def _run_scheduler(settings: Settings) -> None:
     # Imported when run: the client's install has no database drivers to import.
     from strongroom.entrypoints.scheduler import run_scheduler  # noqa: PLC0415
@@ -131,6 +139,11 @@ def serve(
         access_log=access_log or None,
         shutdown_timeout=shutdown_timeout,
     )
+    import uvicorn  # noqa: PLC0415
+
+    from strongroom.entrypoints.http import create_app  # noqa: PLC0415
+    from strongroom.entrypoints.service import describe_storage  # noqa: PLC0415
+
     configure_logging(settings.log_format)
     app = create_app(settings, migrate=not no_migrate)
     print(
@@ -165,6 +178,8 @@ def _after_drain(_signal: int, _frame: FrameType | None) -> None:
 @storage_options
 def migrate(data_dir: Path | None, database_url: str | None) -> int:
     """Apply pending migrations and name them."""
+    from strongroom.entrypoints.service import describe_storage, open_database  # noqa: PLC0415
+
     settings = settings_of(data_dir, database_url)
 
     async def apply() -> list[Migration]:
@@ -188,7 +203,7 @@ def retention() -> None:
 @storage_options
 def retention_run(data_dir: Path | None, database_url: str | None) -> int:
     """One pass of the retention job; exits 1 when an artifact could not be removed."""
-    with open_blocking_facade(settings_of(data_dir, database_url)) as facade:
+    with _blocking_facade(data_dir, database_url) as facade:
         report = facade.retention.run()
     print(
         f"retention: removed {report.removed} expired artifacts (kept {report.kept_last} "
@@ -211,7 +226,7 @@ def admin() -> None:
 @click.argument("state", type=click.Choice([state.value for state in BillingState]))
 def billing(data_dir: Path | None, database_url: str | None, workspace_id: UUID, state: str) -> int:
     """Set the billing state; the change applies on the next request."""
-    with open_blocking_facade(settings_of(data_dir, database_url)) as facade:
+    with _blocking_facade(data_dir, database_url) as facade:
         workspace = facade.workspaces.set_billing_state(workspace_id, BillingState(state))
     print(f"workspace {workspace.id} billing state is now {workspace.billing_state.value}")
     return 0
@@ -227,7 +242,7 @@ def quota(
 ) -> int:
     """Set one quota; the change applies on the next request."""
     chosen = QuotaResource(resource)
-    with open_blocking_facade(settings_of(data_dir, database_url)) as facade:
+    with _blocking_facade(data_dir, database_url) as facade:
         workspace = facade.workspaces.set_quota(workspace_id, chosen, limit)
     print(f"workspace {workspace.id} {chosen.value} limit is now {workspace.limit(chosen)}")
     return 0
@@ -250,8 +265,10 @@ def user_add(
     """Add an account of the built-in provider, its password read from standard input."""
     if not password_stdin:
         raise click.UsageError("the password is read from standard input: --password-stdin")
+    from strongroom.adapters.identity.builtin import BuiltinIdentityProvider  # noqa: PLC0415
+
     password = sys.stdin.readline().rstrip("\r\n")
-    with open_blocking_facade(settings_of(data_dir, database_url)) as facade:
+    with _blocking_facade(data_dir, database_url) as facade:
         if not isinstance(facade.deps.identity, BuiltinIdentityProvider):
             raise click.ClickException("accounts exist only in the built-in provider")
         # A blocking view: add_account returns the account, not a coroutine.
