@@ -1,0 +1,1 @@
+"""The client side of Strongroom: what runs on the customer's machine."""
