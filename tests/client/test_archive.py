@@ -18,7 +18,7 @@ import zstandard
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from strongroom.adapters.client.archive import (
+from strongroom.client.archive import (
     ArchiveError,
     ArchiveIntegrityError,
     DirectoryArchive,
