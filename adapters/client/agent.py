@@ -116,6 +116,10 @@ class _StoppedError(Exception):
     """The work of a run stopped (cancel, lost lease or SIGTERM)."""
 
 
+class _InterruptedWhileIdle(BaseException):  # noqa: N818 (like KeyboardInterrupt)
+    """SIGTERM during a claim's long poll: raised from the signal handler to end it."""
+
+
 @attrs.define
 class JobProgress:
     """What a heartbeat reports; updated by the worker, read by the heartbeat thread."""
@@ -145,9 +149,7 @@ class Heartbeat:
     """Heartbeats one run every ``interval`` seconds on a thread until ``close``; sets
     ``stop`` when the run was cancelled or is no longer this worker's."""
 
-    def __init__(
-        self, api: AgentApi, run_id: str, interval: float, progress: JobProgress
-    ) -> None:
+    def __init__(self, api: AgentApi, run_id: str, interval: float, progress: JobProgress) -> None:
         self._api = api
         self._run_id = run_id
         self._interval = interval
@@ -201,6 +203,7 @@ class Agent:
         self._transport = transport
         self.stop = stop or threading.Event()
         self.handled = 0
+        self._idle = False
         base = config.state_dir
         self._state_dir = (base / "state") if base else state_home() / "agent"
         self._spool_dir = (base / "spool") if base else cache_home() / "agent"
@@ -211,7 +214,13 @@ class Agent:
         failures = 0
         while not self.stop.is_set():
             try:
-                claim = self._api.claim(0 if once else self._config.wait_seconds)
+                self._idle = True
+                try:
+                    claim = self._api.claim(0 if once else self._config.wait_seconds)
+                finally:
+                    self._idle = False
+            except _InterruptedWhileIdle:
+                break
             except (AuthenticationError, PermissionDeniedError) as error:
                 logger.error(
                     "the server refused this agent's token (%s: %s, request %s): check "
@@ -237,6 +246,14 @@ class Agent:
             self.handled += 1
         logger.info("stopped")
         return EXIT_OK
+
+    def terminate(self) -> None:
+        """Stop cleanly (SIGTERM's handler, on the main thread): a claim's long poll ends
+        at once; a run's work ends at its next chunk, the run left to its lease."""
+        self.stop.set()
+        if self._idle:
+            self._idle = False
+            raise _InterruptedWhileIdle
 
     def handle(self, claim: ClaimLike) -> None:
         """Archive, upload and confirm one claimed run; fail it with the reason when that
@@ -382,4 +399,3 @@ def _either(first: threading.Event, second: threading.Event) -> threading.Event:
 def _safe(name: str) -> str:
     """A backup name fit for a file name."""
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)[:100] or "backup"
-

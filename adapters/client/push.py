@@ -226,7 +226,11 @@ class Pusher:
         advance: Callable[[int], None] = lambda amount: self.progress.advance(ready.name, amount)  # noqa: E731
         self.progress.start(ready.name, ready.size)
         sender = Sender(
-            self.transport, parallel=self.parallel, on_bytes=advance, on_part=on_part, stop=self.stop
+            self.transport,
+            parallel=self.parallel,
+            on_bytes=advance,
+            on_part=on_part,
+            stop=self.stop,
         )
         report = sender.send(ready, ask)
         item.done = True

@@ -31,9 +31,7 @@ def restore_from_url(
     with transport.stream("GET", url) as response:
         if response.status_code != 200:
             response.read()
-            raise DownloadError(
-                f"storage answered {response.status_code}: {response.text[:300]}"
-            )
+            raise DownloadError(f"storage answered {response.status_code}: {response.text[:300]}")
 
         def chunks() -> Iterator[bytes]:
             for chunk in response.iter_bytes(CHUNK):
