@@ -1,12 +1,15 @@
 """Dependencies point inward: domain <- ports <- adapters <- entrypoints.
 
 The test reads every module's imports (including imports inside functions) and fails when
-a layer imports outward, or when the domain imports an I/O library.
+a layer imports outward, or when the domain imports an I/O library. The SDK
+(``adapters/client``, installed as ``strongroom.client``) stands apart: it imports nothing
+of the server, so it installs without the server's drivers.
 """
 
 from __future__ import annotations
 
 import ast
+import sys
 from pathlib import Path
 
 import pytest
@@ -18,8 +21,11 @@ ALLOWED = {
     "domain": {"domain"},
     "ports": {"domain", "ports"},
     "adapters": {"domain", "ports", "adapters"},
-    "entrypoints": {"domain", "ports", "adapters", "entrypoints"},
+    "entrypoints": {"domain", "ports", "adapters", "entrypoints", "client"},
 }
+CLIENT = ROOT / "adapters" / "client"
+# What the SDK may import besides the standard library and itself.
+CLIENT_THIRD_PARTY = {"httpx2", "attrs", "cattrs"}
 IO_LIBRARIES = {
     "socket",
     "sqlite3",
@@ -64,8 +70,8 @@ def imported_modules(path: Path) -> list[str]:
 
 
 def layer_files(layer: str) -> list[Path]:
-    """The Python files of one layer."""
-    return sorted((ROOT / layer).rglob("*.py"))
+    """The Python files of one layer (the SDK's folder is not part of ``adapters``)."""
+    return sorted(p for p in (ROOT / layer).rglob("*.py") if CLIENT not in p.parents)
 
 
 @pytest.mark.parametrize("layer", LAYERS)
@@ -119,3 +125,33 @@ def test_the_checker_sees_an_outward_import(tmp_path: Path) -> None:
     sample = tmp_path / "sample.py"
     sample.write_text("def f():\n    from strongroom.adapters.http import app\n")
     assert imported_modules(sample) == ["strongroom.adapters.http"]
+
+
+def test_the_sdk_imports_nothing_of_the_server() -> None:
+    """``strongroom.client`` imports only itself, the standard library, httpx2, attrs and
+    cattrs: never another part of strongroom, never a server-side library."""
+    stdlib = sys.stdlib_module_names | {"__future__"}
+    offences = [
+        f"{path.relative_to(ROOT)} imports {module}"
+        for path in sorted(CLIENT.rglob("*.py"))
+        for module in imported_modules(path)
+        if not (
+            module.startswith("strongroom.client")
+            or module.split(".")[0] in stdlib
+            or module.split(".")[0] in CLIENT_THIRD_PARTY
+        )
+    ]
+    assert offences == []
+    assert [p.name for p in CLIENT.rglob("*.py")], "the SDK has modules"
+
+
+def test_nothing_server_side_imports_the_sdk_except_entrypoints() -> None:
+    """The server's layers do not depend on the SDK; only entrypoints (the CLI) use it."""
+    offences = [
+        f"{path.relative_to(ROOT)} imports {module}"
+        for layer in ("domain", "ports", "adapters")
+        for path in layer_files(layer)
+        for module in imported_modules(path)
+        if module.startswith("strongroom.client")
+    ]
+    assert offences == []

@@ -1,0 +1,5 @@
+"""The ``strongroom`` command."""
+
+from strongroom.entrypoints.cli.server import main
+
+__all__ = ["main"]
