@@ -44,7 +44,6 @@ from strongroom.client.resume import (
     StateFile,
     UploadState,
     cache_home,
-    remove_quietly,
     state_home,
 )
 from strongroom.client.uploads import (
@@ -55,6 +54,7 @@ from strongroom.client.uploads import (
     UploadCancelledError,
     UploadError,
     is_multipart,
+    remove_quietly,
     spool,
 )
 
@@ -116,7 +116,7 @@ class _StoppedError(Exception):
     """The work of a run stopped (cancel, lost lease or SIGTERM)."""
 
 
-class _InterruptedWhileIdle(BaseException):  # noqa: N818 (like KeyboardInterrupt)
+class _InterruptedWhileIdle(BaseException):
     """SIGTERM during a claim's long poll: raised from the signal handler to end it."""
 
 

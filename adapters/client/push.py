@@ -32,7 +32,6 @@ from strongroom.client.resume import (
     UploadState,
     cache_home,
     key_of,
-    remove_quietly,
     state_home,
 )
 from strongroom.client.uploads import (
@@ -44,6 +43,7 @@ from strongroom.client.uploads import (
     copy_stream,
     hash_file,
     is_multipart,
+    remove_quietly,
     spool,
 )
 
@@ -139,7 +139,10 @@ class Pusher:
         spool_dir = cache_home() / "push" / key
         warnings: list[str] = []
         prepared = self._prepare(absolute, spool_dir, warnings)
-        items = [ItemState(src, p.name, p.size, p.sha256) for src, p in zip(absolute, prepared)]
+        items = [
+            ItemState(src, p.name, p.size, p.sha256)
+            for src, p in zip(absolute, prepared, strict=True)
+        ]
         state, resumed = self._run_for(state_file, backup_id, items)
         pushed = []
         for ready, item in zip(prepared, state.items, strict=True):
@@ -153,7 +156,7 @@ class Pusher:
 
     def _prepare(self, sources: list[str], spool_dir: Path, warnings: list[str]) -> list[Prepared]:
         taken: set[str] = set()
-        prepared = []
+        prepared: list[Prepared] = []
         for source in sources:
             self.progress.preparing(source)
             if source == STDIN:

@@ -226,14 +226,11 @@ class Sender:
             finished, _ = wait(futures, return_when=FIRST_EXCEPTION)
             failed = [f for f in finished if f.exception() is not None]
             if failed:
-                self._stop_others(futures)
+                for future in futures:
+                    future.cancel()
                 error = failed[0].exception()
                 assert error is not None
                 raise error
-
-    def _stop_others(self, futures: list[object]) -> None:
-        for future in futures:
-            future.cancel()  # type: ignore[attr-defined]
 
     def _put(
         self, url: str, path: Path, offset: int, length: int, headers: dict[str, str], name: str
