@@ -212,6 +212,11 @@ class Agent:
         """Claim and handle runs until stopped (or, with ``once``, until none is queued);
         the process's exit code."""
         failures = 0
+        logger.info(
+            "agent started: claiming runs of %d backups from %s",
+            len(self._config.backups),
+            self._config.server,
+        )
         while not self.stop.is_set():
             try:
                 self._idle = True

@@ -61,6 +61,9 @@ def _configuration(extra: dict[str, str]) -> dict[str, str]:
         "STRONGROOM_MULTIPART_THRESHOLD": str(MIB),
         "STRONGROOM_LEASE_INTERVAL": "1",
         "STRONGROOM_LOG_FORMAT": "text",
+        # An agent that went away may leave a claim's long poll open on the server, which
+        # a graceful stop would otherwise wait out.
+        "STRONGROOM_SHUTDOWN_TIMEOUT": "3",
         **extra,
     }
 
@@ -475,3 +478,76 @@ class TestAgentFailures:
         assert helped.returncode == 0
         assert "[[backups]]" in helped.stdout
         assert "token_file" in helped.stdout
+
+
+class TestAgentStops:
+    """Cancel and SIGTERM reach a run in progress (the agent is paused with SIGSTOP as
+    soon as its upload starts, so the signal lands mid-upload)."""
+
+    @staticmethod
+    def paused_mid_upload(
+        stack: Stack, tmp_path: Path, *args: str
+    ) -> tuple[Machine, subprocess.Popen[str], str, Path]:
+        machine = machine_for(stack, tmp_path)
+        source = make_tree(tmp_path / "source", big=4 * PART)
+        worker_id, worker_token = new_worker(stack)
+        backup_id = new_backup(stack, "local", worker_id)
+        run_id = trigger(stack, backup_id)
+        config = machine.agent_config(worker_token, backup_id, [source])
+        agent = machine.start("agent", "--config", str(config), *args)
+        state = machine.home / "agent" / "state" / f"{run_id}.json"
+        deadline = time.monotonic() + 120
+        while not state.exists() and agent.poll() is None:
+            assert time.monotonic() < deadline, "the upload did not start"
+            time.sleep(0.005)
+        agent.send_signal(signal.SIGSTOP)
+        return machine, agent, run_id, source
+
+    def test_a_cancel_requested_run_stops_and_ends_cancelled(
+        self, sqlite_stack: Stack, tmp_path: Path
+    ) -> None:
+        _, agent, run_id, _ = self.paused_mid_upload(sqlite_stack, tmp_path, "--once")
+        cancelled = call(sqlite_stack, "POST", f"/v1/runs/{run_id}/cancel", 200)
+        assert cancelled["cancel_requested"] is True
+        agent.send_signal(signal.SIGCONT)
+        _, stderr = agent.communicate(timeout=120)
+        assert agent.returncode == 0, stderr
+        assert "cancel requested" in stderr
+        run = run_of(sqlite_stack, run_id)
+        assert run["state"] == "cancelled", stderr
+        assert artifacts_of(sqlite_stack, run_id) == [] or all(
+            a["state"] != "available" for a in artifacts_of(sqlite_stack, run_id)
+        )
+
+    def test_sigterm_stops_cleanly_and_leaves_the_run_to_its_lease(
+        self, sqlite_stack: Stack, tmp_path: Path
+    ) -> None:
+        _, agent, run_id, _ = self.paused_mid_upload(sqlite_stack, tmp_path)
+        agent.send_signal(signal.SIGTERM)
+        agent.send_signal(signal.SIGCONT)
+        _, stderr = agent.communicate(timeout=60)
+        assert agent.returncode == 0, stderr
+        assert "left to its lease" in stderr
+        run = run_of(sqlite_stack, run_id)
+        assert (run["state"], run["error"]) == ("running", None)
+        assert run["lease_expires_at"] is not None
+
+    def test_sigterm_ends_an_idle_long_poll_at_once(
+        self, sqlite_stack: Stack, tmp_path: Path
+    ) -> None:
+        machine = machine_for(sqlite_stack, tmp_path)
+        worker_id, worker_token = new_worker(sqlite_stack)
+        backup_id = new_backup(sqlite_stack, "local", worker_id)
+        config = machine.agent_config(worker_token, backup_id, [tmp_path])
+        config.write_text(config.read_text().replace("wait_seconds = 0", "wait_seconds = 30"))
+        agent = machine.start("agent", "--config", str(config))
+        assert agent.stderr is not None
+        assert "agent started" in agent.stderr.readline()
+        time.sleep(0.5)  # in its long poll now
+        assert agent.poll() is None
+        started = time.monotonic()
+        agent.send_signal(signal.SIGTERM)
+        _, stderr = agent.communicate(timeout=30)
+        assert agent.returncode == 0, stderr
+        assert time.monotonic() - started < 5
+        assert "stopped" in stderr
