@@ -1,108 +1,98 @@
-"""The ``strongroom`` command: ``serve``, ``migrate`` and the operator's ``admin`` commands.
+"""The server's own commands: ``serve``, ``migrate``, ``retention run`` and ``admin``.
 
-Every command takes ``--data-dir`` and ``--database-url`` (flags win over ``STRONGROOM_*``).
+Every command takes ``--data-dir`` and ``--database-url`` (flags win over
+``STRONGROOM_*``). They act on the configured database directly, not through the API.
 """
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import signal
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import Any, TypeVar
 from uuid import UUID
 
+import click
 import uvicorn
 
 from strongroom.adapters.identity.builtin import BuiltinIdentityProvider
 from strongroom.adapters.sql.migrate import Migration
 from strongroom.domain.billing import BillingState
-from strongroom.domain.errors import StrongroomError
 from strongroom.domain.quotas import QuotaResource
 from strongroom.entrypoints.http import create_app
 from strongroom.entrypoints.logs import configure_logging
 from strongroom.entrypoints.service import describe_storage, open_blocking_facade, open_database
 from strongroom.entrypoints.settings import Settings
 
-
-def _common(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--data-dir", type=Path, default=None, help="data directory")
-    parser.add_argument("--database-url", default=None, help="postgresql://... or sqlite:///...")
+F = TypeVar("F", bound=Callable[..., Any])
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="strongroom", description="Strongroom backup service")
-    commands = parser.add_subparsers(dest="command", required=True)
-
-    serve = commands.add_parser("serve", help="run the HTTP API")
-    _common(serve)
-    serve.add_argument("--host", default=None, help="address to listen on (127.0.0.1)")
-    serve.add_argument("--port", type=int, default=None, help="port to listen on (8080)")
-    serve.add_argument("--access-log", action="store_true", help="log every request")
-    serve.add_argument(
-        "--shutdown-timeout",
-        type=int,
-        default=None,
-        help="seconds a stop waits for requests in flight (30)",
-    )
-    serve.add_argument(
-        "--no-migrate", action="store_true", help="do not apply pending migrations at start"
-    )
-    serve.set_defaults(run=_serve)
-
-    migrate = commands.add_parser("migrate", help="apply pending database migrations")
-    _common(migrate)
-    migrate.set_defaults(run=_migrate)
-
-    retention = commands.add_parser("retention", help="the retention job").add_subparsers(
-        dest="retention_command", required=True
-    )
-    retention_run = retention.add_parser(
-        "run", help="remove expired artifacts and records, abort stale multipart uploads; once"
-    )
-    _common(retention_run)
-    retention_run.set_defaults(run=_retention_run)
-
-    admin = commands.add_parser("admin", help="operator commands").add_subparsers(
-        dest="admin_command", required=True
-    )
-    billing = admin.add_parser("billing", help="set a workspace's billing state")
-    _common(billing)
-    billing.add_argument("workspace_id", type=UUID)
-    billing.add_argument("state", choices=[state.value for state in BillingState])
-    billing.set_defaults(run=_admin_billing)
-
-    quota = admin.add_parser("quota", help="set a workspace's limit (0 means unlimited)")
-    _common(quota)
-    quota.add_argument("workspace_id", type=UUID)
-    quota.add_argument("resource", choices=[resource.value for resource in QuotaResource])
-    quota.add_argument("limit", type=int)
-    quota.set_defaults(run=_admin_quota)
-
-    user_add = admin.add_parser("user-add", help="add a built-in identity provider account")
-    _common(user_add)
-    user_add.add_argument("email")
-    user_add.add_argument("--name", default=None, help="display name (default: the email)")
-    user_add.add_argument(
-        "--password-stdin",
-        action="store_true",
-        required=True,
-        help="read the password from standard input",
-    )
-    user_add.set_defaults(run=_admin_user_add)
-    return parser
+def storage_options(command: F) -> F:
+    """``--data-dir`` and ``--database-url``, as every server command takes them."""
+    command = click.option(
+        "--database-url", default=None, help="postgresql://... or sqlite:///..."
+    )(command)
+    return click.option(
+        "--data-dir", type=click.Path(path_type=Path), default=None, help="data directory"
+    )(command)
 
 
-def _settings(arguments: argparse.Namespace, **extra: Any) -> Settings:
-    return Settings.from_env(
-        data_dir=arguments.data_dir, database_url=arguments.database_url, **extra
-    )
+def settings_of(data_dir: Path | None, database_url: str | None, **extra: Any) -> Settings:
+    """The settings of the environment, with the command's flags on top."""
+    return Settings.from_env(data_dir=data_dir, database_url=database_url, **extra)
 
 
-def _serve(arguments: argparse.Namespace) -> int:
+def process_command(
+    group: click.Group, name: str, help_text: str, run: Callable[[Settings], None]
+) -> None:
+    """Add ``strongroom NAME``: a long-running process of the service (``run(settings)``
+    until SIGTERM), with the common storage options. The scheduler and the executor are
+    added this way: ``process_command(cli, "scheduler", "...", run_scheduler)``."""
+
+    @group.command(name, help=help_text)
+    @storage_options
+    def command(data_dir: Path | None, database_url: str | None) -> int:
+        settings = settings_of(data_dir, database_url)
+        configure_logging(settings.log_format)
+        run(settings)
+        return 0
+
+
+def register(cli: click.Group) -> None:
+    """Add the server's commands to ``cli``."""
+    cli.add_command(serve)
+    cli.add_command(migrate)
+    cli.add_command(retention)
+    cli.add_command(admin)
+    # Execution processes (contract 11) join here, e.g.:
+    # process_command(cli, "scheduler", "run the scheduler alone", run_scheduler)
+    # process_command(cli, "executor", "run the service executors alone", run_executor)
+
+
+@click.command(help="run the HTTP API")
+@storage_options
+@click.option("--host", default=None, help="address to listen on (127.0.0.1)")
+@click.option("--port", type=int, default=None, help="port to listen on (8080)")
+@click.option("--access-log", is_flag=True, help="log every request")
+@click.option(
+    "--shutdown-timeout",
+    type=int,
+    default=None,
+    help="seconds a stop waits for requests in flight (30)",
+)
+@click.option("--no-migrate", is_flag=True, help="do not apply pending migrations at start")
+def serve(
+    data_dir: Path | None,
+    database_url: str | None,
+    host: str | None,
+    port: int | None,
+    access_log: bool,
+    shutdown_timeout: int | None,
+    no_migrate: bool,
+) -> int:
     """Run the API under uvicorn (uvloop, httptools) until SIGTERM or SIGINT.
 
     A stop drains: the listening socket closes at once (new connections are refused),
@@ -110,15 +100,16 @@ def _serve(arguments: argparse.Namespace) -> int:
     then they are cancelled), and only then does the lifespan close the facade and its
     database pool. The process then exits 0.
     """
-    settings = _settings(
-        arguments,
-        host=arguments.host,
-        port=arguments.port,
-        access_log=arguments.access_log or None,
-        shutdown_timeout=arguments.shutdown_timeout,
+    settings = settings_of(
+        data_dir,
+        database_url,
+        host=host,
+        port=port,
+        access_log=access_log or None,
+        shutdown_timeout=shutdown_timeout,
     )
     configure_logging(settings.log_format)
-    app = create_app(settings, migrate=not arguments.no_migrate)
+    app = create_app(settings, migrate=not no_migrate)
     print(
         f"Strongroom listening on http://{settings.host}:{settings.port} "
         f"(state {describe_storage(settings)}; data dir {settings.data_dir})",
@@ -147,21 +138,34 @@ def _after_drain(_signal: int, _frame: FrameType | None) -> None:
     """
 
 
-def _migrate(arguments: argparse.Namespace) -> int:
-    settings = _settings(arguments)
+@click.command(help="apply pending database migrations")
+@storage_options
+def migrate(data_dir: Path | None, database_url: str | None) -> int:
+    """Apply pending migrations and name them."""
+    settings = settings_of(data_dir, database_url)
 
-    async def migrate() -> list[Migration]:
+    async def apply() -> list[Migration]:
         async with open_database(settings, migrate=False) as database:
             return await asyncio.to_thread(database.migrate)
 
-    applied = asyncio.run(migrate())
+    applied = asyncio.run(apply())
     names = ", ".join(migration.name for migration in applied) or "none pending"
     print(f"database {describe_storage(settings)}: applied {names}")
     return 0
 
 
-def _retention_run(arguments: argparse.Namespace) -> int:
-    with open_blocking_facade(_settings(arguments)) as facade:
+@click.group(help="the retention job")
+def retention() -> None:
+    """``retention run``."""
+
+
+@retention.command(
+    "run", help="remove expired artifacts and records, abort stale multipart uploads; once"
+)
+@storage_options
+def retention_run(data_dir: Path | None, database_url: str | None) -> int:
+    """One pass of the retention job; exits 1 when an artifact could not be removed."""
+    with open_blocking_facade(settings_of(data_dir, database_url)) as facade:
         report = facade.retention.run()
     print(
         f"retention: removed {report.removed} expired artifacts (kept {report.kept_last} "
@@ -173,47 +177,62 @@ def _retention_run(arguments: argparse.Namespace) -> int:
     return 1 if report.failed else 0
 
 
-def _admin_billing(arguments: argparse.Namespace) -> int:
-    with open_blocking_facade(_settings(arguments)) as facade:
-        workspace = facade.workspaces.set_billing_state(
-            arguments.workspace_id, BillingState(arguments.state)
-        )
+@click.group(help="operator commands")
+def admin() -> None:
+    """``admin billing|quota|user-add``."""
+
+
+@admin.command(help="set a workspace's billing state")
+@storage_options
+@click.argument("workspace_id", type=click.UUID)
+@click.argument("state", type=click.Choice([state.value for state in BillingState]))
+def billing(data_dir: Path | None, database_url: str | None, workspace_id: UUID, state: str) -> int:
+    """Set the billing state; the change applies on the next request."""
+    with open_blocking_facade(settings_of(data_dir, database_url)) as facade:
+        workspace = facade.workspaces.set_billing_state(workspace_id, BillingState(state))
     print(f"workspace {workspace.id} billing state is now {workspace.billing_state.value}")
     return 0
 
 
-def _admin_quota(arguments: argparse.Namespace) -> int:
-    if arguments.limit < 0:
-        raise SystemExit("strongroom: error: a limit is 0 (unlimited) or more")
-    resource = QuotaResource(arguments.resource)
-    with open_blocking_facade(_settings(arguments)) as facade:
-        workspace = facade.workspaces.set_quota(arguments.workspace_id, resource, arguments.limit)
-    print(f"workspace {workspace.id} {resource.value} limit is now {workspace.limit(resource)}")
+@admin.command(help="set a workspace's limit (0 means unlimited)")
+@storage_options
+@click.argument("workspace_id", type=click.UUID)
+@click.argument("resource", type=click.Choice([resource.value for resource in QuotaResource]))
+@click.argument("limit", type=click.IntRange(min=0))
+def quota(
+    data_dir: Path | None, database_url: str | None, workspace_id: UUID, resource: str, limit: int
+) -> int:
+    """Set one quota; the change applies on the next request."""
+    chosen = QuotaResource(resource)
+    with open_blocking_facade(settings_of(data_dir, database_url)) as facade:
+        workspace = facade.workspaces.set_quota(workspace_id, chosen, limit)
+    print(f"workspace {workspace.id} {chosen.value} limit is now {workspace.limit(chosen)}")
     return 0
 
 
-def _admin_user_add(arguments: argparse.Namespace) -> int:
+@admin.command("user-add", help="add a built-in identity provider account")
+@storage_options
+@click.argument("email")
+@click.option("--name", default=None, help="display name (default: the email)")
+@click.option(
+    "--password-stdin", is_flag=True, required=True, help="read the password from standard input"
+)
+def user_add(
+    data_dir: Path | None,
+    database_url: str | None,
+    email: str,
+    name: str | None,
+    password_stdin: bool,
+) -> int:
+    """Add an account of the built-in provider, its password read from standard input."""
+    if not password_stdin:
+        raise click.UsageError("the password is read from standard input: --password-stdin")
     password = sys.stdin.readline().rstrip("\r\n")
-    with open_blocking_facade(_settings(arguments)) as facade:
+    with open_blocking_facade(settings_of(data_dir, database_url)) as facade:
         if not isinstance(facade.deps.identity, BuiltinIdentityProvider):
-            raise SystemExit("strongroom: error: accounts exist only in the built-in provider")
+            raise click.ClickException("accounts exist only in the built-in provider")
         # A blocking view: add_account returns the account, not a coroutine.
         provider: Any = facade.deps.identity
-        account = provider.add_account(arguments.email, password, arguments.name or arguments.email)
+        account = provider.add_account(email, password, name or email)
     print(f"account {account.id} added for {account.email}")
     return 0
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the console script; domain refusals exit 1 with their message."""
-    arguments = _parser().parse_args(argv)
-    run: Callable[[argparse.Namespace], int] = arguments.run
-    try:
-        return run(arguments)
-    except StrongroomError as error:
-        print(f"strongroom: {error.code}: {error.message}", file=sys.stderr)
-        return 1
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,0 +1,216 @@
+"""``backup list|show|create|set|pause|resume|trigger|delete``."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+import click
+
+from strongroom.client import (
+    UNSET,
+    Backup,
+    PostgresCredentials,
+    Retention,
+    S3Credentials,
+    Schedule,
+)
+from strongroom.client.converter import converter
+from strongroom.client.models import Destination, Source
+from strongroom.entrypoints.cli.context import client_options, emit, session_of
+
+COLUMNS = ["id", "name", "kind", "state", "paused", "schedule", "next_run_at"]
+KINDS = ["manual", "local", "cloud"]
+
+
+@click.group(help="backups of the workspace")
+def backup() -> None:
+    """``backup list|show|create|set|pause|resume|trigger|delete``."""
+
+
+@backup.command("list", help="the workspace's backups")
+@client_options
+def list_(ctx: click.Context, server: str | None, workspace: str | None, as_json: bool) -> None:
+    """Every backup of the workspace, newest first."""
+    session = session_of(ctx, server, workspace, as_json)
+    workspace_id = session.workspace_id()
+    backups = list(session.signed_in().list_backups.iterate(workspace_id, limit=200))
+    rows = [
+        {
+            "id": b.id,
+            "name": b.name,
+            "kind": b.kind,
+            "state": b.state,
+            "paused": b.paused,
+            "schedule": f"{b.schedule.cron} ({b.schedule.timezone})" if b.schedule else None,
+            "next_run_at": b.next_run_at,
+        }
+        for b in backups
+    ]
+    emit(session, backups if as_json else rows, columns=COLUMNS)
+
+
+@backup.command(help="one backup's configuration")
+@client_options
+@click.argument("backup_ref", metavar="BACKUP")
+def show(
+    ctx: click.Context, server: str | None, workspace: str | None, as_json: bool, backup_ref: str
+) -> None:
+    """A backup, by id or name."""
+    session = session_of(ctx, server, workspace, as_json)
+    emit(session, session.signed_in().get_backup(session.backup_id(backup_ref)))
+
+
+@backup.command(help="create a backup (a draft until its configuration is complete)")
+@client_options
+@click.argument("name")
+@click.option("--kind", type=click.Choice(KINDS), default="manual", show_default=True)
+def create(
+    ctx: click.Context,
+    server: str | None,
+    workspace: str | None,
+    as_json: bool,
+    name: str,
+    kind: str,
+) -> None:
+    """Create a backup named NAME."""
+    session = session_of(ctx, server, workspace, as_json)
+    emit(session, session.signed_in().create_backup(session.workspace_id(), name, kind))
+
+
+def _json_option(value: str | None, target: Any, what: str) -> Any:
+    if value is None:
+        return UNSET
+    try:
+        return converter.structure(json.loads(value), target)
+    except (ValueError, TypeError, KeyError) as error:
+        raise click.BadParameter(f"not a {what}: {error}") from error
+
+
+def _credentials_from_stdin() -> S3Credentials | PostgresCredentials:
+    try:
+        data = json.loads(sys.stdin.read())
+        if "access_key_id" in data:
+            return S3Credentials(data["access_key_id"], data["secret_access_key"])
+        return PostgresCredentials(data["username"], data["password"])
+    except (ValueError, TypeError, KeyError) as error:
+        raise click.BadParameter(
+            'standard input must hold {"access_key_id", "secret_access_key"} or '
+            '{"username", "password"}',
+            param_hint="--credentials-stdin",
+        ) from error
+
+
+@backup.command("set", help="change a backup's configuration (only the options given)")
+@client_options
+@click.argument("backup_ref", metavar="BACKUP")
+@click.option("--name", default=None, help="new name")
+@click.option("--schedule", "cron", default=None, help='cron line, e.g. "0 3 * * *"')
+@click.option("--timezone", default=None, help="IANA timezone of the schedule (UTC)")
+@click.option("--no-schedule", is_flag=True, help="remove the schedule")
+@click.option("--expire-after", default=None, help="retention: ISO duration, e.g. P30D")
+@click.option("--lock-for", default=None, help="retention lock: ISO duration (PT0S: none)")
+@click.option("--worker", default=None, help="worker id (local backups)")
+@click.option("--source", default=None, help='JSON, e.g. {"type": "s3", "endpoint": ...}')
+@click.option("--destination", default=None, help='JSON, e.g. {"type": "service"}')
+@click.option(
+    "--credentials-stdin", is_flag=True, help="read the source credentials (JSON) from stdin"
+)
+def set_(
+    ctx: click.Context,
+    server: str | None,
+    workspace: str | None,
+    as_json: bool,
+    backup_ref: str,
+    name: str | None,
+    cron: str | None,
+    timezone: str | None,
+    no_schedule: bool,
+    expire_after: str | None,
+    lock_for: str | None,
+    worker: str | None,
+    source: str | None,
+    destination: str | None,
+    credentials_stdin: bool,
+) -> None:
+    """PATCH the backup with the options given."""
+    session = session_of(ctx, server, workspace, as_json)
+    client = session.signed_in()
+    backup_id = session.backup_id(backup_ref)
+    if no_schedule and (cron or timezone):
+        raise click.UsageError("--no-schedule goes without --schedule and --timezone")
+    current: Backup | None = None
+    # A half-given schedule or retention keeps the other half from the backup as it is.
+    if bool(cron) != bool(timezone) or bool(expire_after) != bool(lock_for):
+        current = client.get_backup(backup_id)
+    schedule: Any = None if no_schedule else UNSET
+    if cron or timezone:
+        old = current.schedule if current else None
+        cron_line = cron or (old.cron if old else None)
+        if cron_line is None:
+            raise click.UsageError("--timezone needs --schedule (the backup has none)")
+        schedule = Schedule(cron_line, timezone or (old.timezone if old else "UTC"))
+    retention: Any = UNSET
+    if expire_after or lock_for:
+        old_retention = current.retention if current else None
+        expire = expire_after or (old_retention.expire_after if old_retention else None)
+        if expire is None:
+            raise click.UsageError("--lock-for needs --expire-after (the backup has none)")
+        kept_lock = old_retention.lock_for if old_retention else "PT0S"
+        retention = Retention(expire, lock_for or kept_lock)
+    updated = client.update_backup(
+        backup_id,
+        name=name if name is not None else UNSET,
+        schedule=schedule,
+        retention=retention,
+        worker_id=worker if worker is not None else UNSET,
+        source=_json_option(source, Source, "source"),
+        destination=_json_option(destination, Destination, "destination"),
+        credentials=_credentials_from_stdin() if credentials_stdin else UNSET,
+    )
+    emit(session, updated)
+
+
+def _action(verb: str, help_text: str) -> None:
+    """Add ``backup VERB BACKUP`` calling ``{verb}_backup``."""
+
+    @backup.command(verb, help=help_text)
+    @client_options
+    @click.argument("backup_ref", metavar="BACKUP")
+    def command(
+        ctx: click.Context,
+        server: str | None,
+        workspace: str | None,
+        as_json: bool,
+        backup_ref: str,
+    ) -> None:
+        session = session_of(ctx, server, workspace, as_json)
+        method = getattr(session.signed_in(), f"{verb}_backup")
+        emit(session, method(session.backup_id(backup_ref)))
+
+
+_action("pause", "pause a backup's schedule and triggers")
+_action("resume", "resume a paused backup")
+_action("trigger", "queue a run of the backup now (prints the run)")
+
+
+@backup.command(help="delete a backup")
+@client_options
+@click.argument("backup_ref", metavar="BACKUP")
+@click.option("--yes", is_flag=True, help="do not ask for confirmation")
+def delete(
+    ctx: click.Context,
+    server: str | None,
+    workspace: str | None,
+    as_json: bool,
+    backup_ref: str,
+    yes: bool,
+) -> None:
+    """Delete a backup, after confirmation."""
+    session = session_of(ctx, server, workspace, as_json)
+    backup_id = session.backup_id(backup_ref)
+    if not yes:
+        click.confirm(f"Delete backup {backup_id}?", abort=True, err=True)
+    session.signed_in().delete_backup(backup_id)
+    emit(session, {"deleted": backup_id}, message=f"Deleted backup {backup_id}")
