@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-from uuid import UUID
-
 from strongroom.client.clients import Client
-from strongroom.client.models import Artifact, Claim, Heartbeat, ProgressReport, Run
+from strongroom.client.models import Claim, Heartbeat, ProgressReport, Run
 from strongroom.client.uploads import Plan
 
 
@@ -45,12 +43,3 @@ class ClientApi:
     def fail(self, run_id: str, error: str) -> Run:
         """``POST /v1/runs/{id}/fail``."""
         return self.client.fail_run(run_id, error)
-
-    def find_artifact(self, workspace_id: str, artifact_id: UUID) -> Artifact | None:
-        """An artifact of the workspace by id (the API lists artifacts; it has no single
-        read), deleted ones included."""
-        for state in (None, "deleted"):
-            for artifact in self.client.list_artifacts.iterate(workspace_id, state=state):
-                if artifact.id == artifact_id:
-                    return artifact
-        return None

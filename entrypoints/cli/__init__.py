@@ -16,7 +16,15 @@ import click
 
 from strongroom.client import ApiError
 from strongroom.domain.errors import StrongroomError
-from strongroom.entrypoints.cli import artifacts, auth, backups, runs, server, workspaces
+from strongroom.entrypoints.cli import (
+    artifacts,
+    auth,
+    backups,
+    runs,
+    server,
+    transfers,
+    workspaces,
+)
 
 
 class StrongroomGroup(click.Group):
@@ -53,6 +61,7 @@ for command in (
     backups.backup,
     runs.run,
     artifacts.artifact,
+    *transfers.COMMANDS,
 ):
     cli.add_command(command)
 

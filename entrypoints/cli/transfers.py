@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import signal
 import sys
 import threading
@@ -37,24 +36,12 @@ from strongroom.client.errors import ApiError
 from strongroom.client.push import Pusher
 from strongroom.client.restore import restore_from_url
 from strongroom.client.uploads import UploadCancelledError, UploadError
+from strongroom.entrypoints.cli.artifacts import find_artifact
+from strongroom.entrypoints.cli.context import client_options, session_of, stderr_is_terminal
 
 EXIT_API = 1
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
-
-# How push and restore find the server and the credential, until the login store is used:
-# flags, then these variables.
-SERVER_VARIABLE = "STRONGROOM_SERVER"
-TOKEN_VARIABLE = "STRONGROOM_TOKEN"  # noqa: S105 (a variable name)
-
-
-def environment_session(server: str | None) -> tuple[str, str]:
-    """The server and token from ``--server`` and the environment."""
-    server = server or os.environ.get(SERVER_VARIABLE)
-    token = os.environ.get(TOKEN_VARIABLE)
-    if not server or not token:
-        _usage(f"not signed in: set {SERVER_VARIABLE} and {TOKEN_VARIABLE} (or log in)")
-    return server, token
 
 
 def _usage(message: str) -> NoReturn:
@@ -131,37 +118,41 @@ def _interruptible(stop: threading.Event) -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
-@click.command("push")
-@click.argument("backup", type=click.UUID)
+@click.command("push", short_help="back up files or directories into a manual backup")
+@click.argument("backup")
 @click.argument("paths", nargs=-1, required=True)
-@click.option("--server", default=None, help="the API's base URL (default: your login)")
 @click.option(
     "--name", "stdin_name", default="stdin", show_default=True, help="artifact name for -"
 )
 @click.option("--parallel", default=4, show_default=True, type=click.IntRange(1, 32))
-@click.option("--json", "as_json", is_flag=True, help="print the result as JSON")
+@client_options
 def push_command(
-    backup: UUID,
+    ctx: click.Context,
+    backup: str,
     paths: tuple[str, ...],
-    server: str | None,
     stdin_name: str,
     parallel: int,
+    server: str | None,
+    workspace: str | None,
     as_json: bool,
 ) -> None:
-    """Back up PATH... into a new run of the manual backup BACKUP and confirm it.
+    """Back up PATH... into a new run of the manual backup BACKUP (id or name) and confirm it.
 
     A file is uploaded as it is, a directory as a tar + zstd archive, - reads standard
-    input. Large artifacts go in parts, several at once. An interrupted push resumes
-    when run again with the same arguments: only the parts storage lacks are sent.
+    input. Large artifacts go in parts, several at once, with progress bars. An
+    interrupted push resumes when run again with the same arguments: only the parts
+    storage lacks are sent.
     """
-    base, token = environment_session(server)
-    console = Console(stderr=True, quiet=as_json)
+    session = session_of(ctx, server, workspace, as_json)
+    client = session.signed_in()
+    backup_id = session.backup_id(backup)
+    console = Console(stderr=True, quiet=as_json or not stderr_is_terminal())
     stop = threading.Event()
-    with Client(base, token) as client, _bars(console) as bars:
+    with _bars(console) as bars:
         pusher = Pusher(
             ClientApi(client),
             client.http,
-            base,
+            session.server,
             parallel=parallel,
             progress=BarProgress(bars),
             stop=stop,
@@ -170,9 +161,9 @@ def push_command(
         )
         try:
             with _interruptible(stop):
-                result = pusher.push(str(backup), list(paths))
+                result = pusher.push(str(backup_id), list(paths))
         except KeyboardInterrupt:
-            console.print("interrupted: run the same command again to resume the upload")
+            click.echo("interrupted: run the same command again to resume the upload", err=True)
             sys.exit(EXIT_INTERRUPTED)
         except ApiError as error:
             _api_error(error)
@@ -198,7 +189,7 @@ def _example_epilog() -> str:
     return "Example configuration:\n\n" + "\n\n".join(f"\b\n{p}" for p in paragraphs)
 
 
-@click.command("agent", epilog=_example_epilog())
+@click.command("agent", epilog=_example_epilog(), short_help="run the worker agent (local backups)")
 @click.option(
     "--config",
     "config_path",
@@ -238,46 +229,43 @@ def agent_command(config_path: Path, once: bool, verbose: bool) -> None:
     sys.exit(code)
 
 
-@click.command("restore")
+@click.command("restore", short_help="restore a directory backup into a directory")
 @click.argument("artifact", type=click.UUID)
 @click.option("--to", "target", required=True, type=click.Path(path_type=Path))
-@click.option("--server", default=None, help="the API's base URL (default: your login)")
-@click.option("--workspace", default=None, help="the artifact's workspace (default: current)")
-@click.option("--json", "as_json", is_flag=True, help="print the result as JSON")
+@client_options
 def restore_command(
-    artifact: UUID, target: Path, server: str | None, workspace: str | None, as_json: bool
+    ctx: click.Context,
+    artifact: UUID,
+    target: Path,
+    server: str | None,
+    workspace: str | None,
+    as_json: bool,
 ) -> None:
     """Restore a directory backup (an artifact of a local or manual backup) into DIR.
 
     The archive is unpacked while it downloads and its sha256 checked on the way; DIR
     must be absent or empty, and stays so unless every byte matched.
     """
-    base, token = environment_session(server)
-    console = Console(stderr=True, quiet=as_json)
-    with Client(base, token) as client:
-        api = ClientApi(client)
-        try:
-            workspace_id = workspace or client.get_me().workspace_id
-            if workspace_id is None:
-                _usage("no current workspace: pass --workspace")
-            found = api.find_artifact(str(workspace_id), artifact)
-            if found is None:
-                _fail(f"artifact {artifact} not found in workspace {workspace_id}")
-            download = client.request_download(artifact)
-            with _bars(console) as bars:
-                task = bars.add_task(found.name, total=found.size)
-                report = restore_from_url(
-                    client.http,
-                    download.url,
-                    target,
-                    sha256=found.sha256,
-                    size=found.size,
-                    on_bytes=lambda amount: bars.advance(task, amount),
-                )
-        except ApiError as error:
-            _api_error(error)
-        except (ArchiveError, OSError) as error:
-            _fail(str(error))
+    session = session_of(ctx, server, workspace, as_json)
+    client = session.signed_in()
+    console = Console(stderr=True, quiet=as_json or not stderr_is_terminal())
+    try:
+        found = find_artifact(session, artifact)
+        download = client.request_download(artifact)
+        with _bars(console) as bars:
+            task = bars.add_task(found.name, total=found.size)
+            report = restore_from_url(
+                client.http,
+                download.url,
+                target,
+                sha256=found.sha256,
+                size=found.size,
+                on_bytes=lambda amount: bars.advance(task, amount),
+            )
+    except ApiError as error:
+        _api_error(error)
+    except (ArchiveError, OSError) as error:
+        _fail(str(error))
     if as_json:
         click.echo(json.dumps({"target": str(target), **attrs.asdict(report)}, indent=2))
         return
@@ -288,15 +276,3 @@ def restore_command(
 
 
 COMMANDS = (push_command, agent_command, restore_command)
-
-
-@click.group()
-def transfers() -> None:
-    """push, agent and restore (until the full command-line client registers them)."""
-
-
-for _command in COMMANDS:
-    transfers.add_command(_command)
-
-if __name__ == "__main__":
-    transfers()

@@ -37,7 +37,7 @@ MIB = 1024 * 1024
 BIG = (200 if os.environ.get("STRONGROOM_BIG") == "1" else 50) * MIB
 SMALL_FILES = 2000
 PART = 16 * MIB
-COMMAND = [sys.executable, "-m", "strongroom.entrypoints.cli.transfers"]
+COMMAND = [str(Path(sys.executable).with_name("strongroom"))]
 LEASE_WAIT = 100.0  # a 60 s lease, noticed within the 1 s lease interval, with room
 
 
@@ -330,7 +330,7 @@ class TestAgentBacksUpAndRestoreBringsBack:
             "restore", "00000000-0000-4000-8000-000000000000", "--to", str(tmp_path / "x")
         )
         assert unknown.returncode == 1
-        assert "not found" in unknown.stderr
+        assert "no artifact" in unknown.stderr
         assert not (tmp_path / "x").exists()
 
 
