@@ -22,9 +22,8 @@ from rich.progress import (
 from strongroom.client import Artifact, Client
 from strongroom.entrypoints.cli.context import (
     Session,
-    client_options,
+    client_command,
     emit,
-    session_of,
     stderr_is_terminal,
 )
 
@@ -37,21 +36,17 @@ def artifact() -> None:
 
 
 @artifact.command("list", help="the workspace's artifacts, newest first")
-@client_options
+@client_command
 @click.option("--backup", "backup_ref", default=None, help="only this backup's (id or name)")
 @click.option(
     "--state", type=click.Choice(["available", "deleted"]), default=None, help="(available)"
 )
 def list_(
-    ctx: click.Context,
-    server: str | None,
-    workspace: str | None,
-    as_json: bool,
+    session: Session,
     backup_ref: str | None,
     state: str | None,
 ) -> None:
     """Artifacts of the workspace, optionally of one backup."""
-    session = session_of(ctx, server, workspace, as_json)
     backup_id = session.backup_id(backup_ref) if backup_ref else None
     artifacts = [
         a
@@ -120,7 +115,7 @@ def pull_to(client: Client, found: Artifact, url: str, target: Path) -> str:
 
 
 @artifact.command(help="download an artifact, verifying its sha256 while it streams")
-@client_options
+@client_command
 @click.argument("artifact_id", type=click.UUID)
 @click.option(
     "-o",
@@ -131,16 +126,12 @@ def pull_to(client: Client, found: Artifact, url: str, target: Path) -> str:
 )
 @click.option("--force", is_flag=True, help="replace an existing file")
 def pull(
-    ctx: click.Context,
-    server: str | None,
-    workspace: str | None,
-    as_json: bool,
+    session: Session,
     artifact_id: UUID,
     output: Path | None,
     force: bool,
 ) -> None:
     """Download ARTIFACT_ID; the file is written only if its sha256 matches."""
-    session = session_of(ctx, server, workspace, as_json)
     found = find_artifact(session, artifact_id)
     safe_name = Path(found.name).name or str(found.id)  # never a path out of the directory
     target = output or Path(safe_name)
@@ -158,19 +149,15 @@ def pull(
 
 
 @artifact.command(help="delete an artifact (not inside its lock, not a backup's last)")
-@client_options
+@client_command
 @click.argument("artifact_id", type=click.UUID)
 @click.option("--yes", is_flag=True, help="do not ask for confirmation")
 def delete(
-    ctx: click.Context,
-    server: str | None,
-    workspace: str | None,
-    as_json: bool,
+    session: Session,
     artifact_id: UUID,
     yes: bool,
 ) -> None:
     """Delete an artifact, after confirmation."""
-    session = session_of(ctx, server, workspace, as_json)
     if not yes:
         click.confirm(f"Delete artifact {artifact_id}?", abort=True, err=True)
     session.signed_in().delete_artifact(artifact_id)

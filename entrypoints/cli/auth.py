@@ -22,7 +22,7 @@ from strongroom.client import (
 from strongroom.client.calls import Call
 from strongroom.client.converter import converter
 from strongroom.entrypoints.cli import config
-from strongroom.entrypoints.cli.context import client_options, emit, session_of
+from strongroom.entrypoints.cli.context import Session, client_command, emit
 
 T = TypeVar("T")
 DEVICE_GRANT = "urn:ietf:params:oauth:grant-type:device_code"
@@ -71,13 +71,10 @@ def poll(client: Client, endpoint: str, client_id: str, device: DeviceAuthorizat
 
 
 @click.command(help="sign in with the device flow (prints a code to approve in a browser)")
-@client_options
+@client_command
 @click.option("--no-browser", is_flag=True, help="do not open a browser, only print the URL")
-def login(
-    ctx: click.Context, server: str | None, workspace: str | None, as_json: bool, no_browser: bool
-) -> None:
+def login(session: Session, no_browser: bool) -> None:
     """Sign in to SERVER: show the code, open the approval page, wait, store the session."""
-    session = session_of(ctx, server, None, as_json)
     anonymous = session.client
     anonymous.token = None
     settings = anonymous.get_cli_config()
@@ -103,7 +100,7 @@ def login(
     path = config.save(session.stored)
     session.token, session.from_file = signed.token, True
     session.client.token = signed.token
-    chosen = workspace
+    chosen = session.workspace
     if chosen is None:
         mine = list(session.client.list_workspaces.iterate())
         chosen = str(mine[0].id) if len(mine) == 1 else None
@@ -129,10 +126,9 @@ def login(
 
 
 @click.command(help="sign out: revoke the session and forget it")
-@client_options
-def logout(ctx: click.Context, server: str | None, workspace: str | None, as_json: bool) -> None:
+@client_command
+def logout(session: Session) -> None:
     """Revoke the stored session on its server and remove it from the credentials file."""
-    session = session_of(ctx, server, workspace, as_json)
     if session.token:
         # Already revoked or expired: forgetting it is all that is left.
         with contextlib.suppress(AuthenticationError):
@@ -145,10 +141,9 @@ def logout(ctx: click.Context, server: str | None, workspace: str | None, as_jso
 
 
 @click.command(help="who the credential belongs to, its workspace and permissions")
-@client_options
-def whoami(ctx: click.Context, server: str | None, workspace: str | None, as_json: bool) -> None:
+@client_command
+def whoami(session: Session) -> None:
     """The caller as the server sees it."""
-    session = session_of(ctx, server, workspace, as_json)
     me = session.signed_in().get_me()
     if session.as_json:
         emit(session, me)

@@ -18,7 +18,7 @@ from strongroom.client import (
 )
 from strongroom.client.converter import converter
 from strongroom.client.models import Destination, Source
-from strongroom.entrypoints.cli.context import client_options, emit, session_of
+from strongroom.entrypoints.cli.context import Session, client_command, emit
 
 COLUMNS = ["id", "name", "kind", "state", "paused", "schedule", "next_run_at"]
 KINDS = ["manual", "local", "cloud"]
@@ -30,10 +30,9 @@ def backup() -> None:
 
 
 @backup.command("list", help="the workspace's backups")
-@client_options
-def list_(ctx: click.Context, server: str | None, workspace: str | None, as_json: bool) -> None:
+@client_command
+def list_(session: Session) -> None:
     """Every backup of the workspace, newest first."""
-    session = session_of(ctx, server, workspace, as_json)
     workspace_id = session.workspace_id()
     backups = list(session.signed_in().list_backups.iterate(workspace_id, limit=200))
     rows = [
@@ -48,34 +47,27 @@ def list_(ctx: click.Context, server: str | None, workspace: str | None, as_json
         }
         for b in backups
     ]
-    emit(session, backups if as_json else rows, columns=COLUMNS)
+    emit(session, backups if session.as_json else rows, columns=COLUMNS)
 
 
 @backup.command(help="one backup's configuration")
-@client_options
+@client_command
 @click.argument("backup_ref", metavar="BACKUP")
-def show(
-    ctx: click.Context, server: str | None, workspace: str | None, as_json: bool, backup_ref: str
-) -> None:
+def show(session: Session, backup_ref: str) -> None:
     """A backup, by id or name."""
-    session = session_of(ctx, server, workspace, as_json)
     emit(session, session.signed_in().get_backup(session.backup_id(backup_ref)))
 
 
 @backup.command(help="create a backup (a draft until its configuration is complete)")
-@client_options
+@client_command
 @click.argument("name")
 @click.option("--kind", type=click.Choice(KINDS), default="manual", show_default=True)
 def create(
-    ctx: click.Context,
-    server: str | None,
-    workspace: str | None,
-    as_json: bool,
+    session: Session,
     name: str,
     kind: str,
 ) -> None:
     """Create a backup named NAME."""
-    session = session_of(ctx, server, workspace, as_json)
     emit(session, session.signed_in().create_backup(session.workspace_id(), name, kind))
 
 
@@ -103,7 +95,7 @@ def _credentials_from_stdin() -> S3Credentials | PostgresCredentials:
 
 
 @backup.command("set", help="change a backup's configuration (only the options given)")
-@client_options
+@client_command
 @click.argument("backup_ref", metavar="BACKUP")
 @click.option("--name", default=None, help="new name")
 @click.option("--schedule", "cron", default=None, help='cron line, e.g. "0 3 * * *"')
@@ -118,10 +110,7 @@ def _credentials_from_stdin() -> S3Credentials | PostgresCredentials:
     "--credentials-stdin", is_flag=True, help="read the source credentials (JSON) from stdin"
 )
 def set_(
-    ctx: click.Context,
-    server: str | None,
-    workspace: str | None,
-    as_json: bool,
+    session: Session,
     backup_ref: str,
     name: str | None,
     cron: str | None,
@@ -135,7 +124,6 @@ def set_(
     credentials_stdin: bool,
 ) -> None:
     """PATCH the backup with the options given."""
-    session = session_of(ctx, server, workspace, as_json)
     client = session.signed_in()
     backup_id = session.backup_id(backup_ref)
     if no_schedule and (cron or timezone):
@@ -176,16 +164,12 @@ def _action(verb: str, help_text: str) -> None:
     """Add ``backup VERB BACKUP`` calling ``{verb}_backup``."""
 
     @backup.command(verb, help=help_text)
-    @client_options
+    @client_command
     @click.argument("backup_ref", metavar="BACKUP")
     def command(
-        ctx: click.Context,
-        server: str | None,
-        workspace: str | None,
-        as_json: bool,
+        session: Session,
         backup_ref: str,
     ) -> None:
-        session = session_of(ctx, server, workspace, as_json)
         method = getattr(session.signed_in(), f"{verb}_backup")
         emit(session, method(session.backup_id(backup_ref)))
 
@@ -196,19 +180,15 @@ _action("trigger", "queue a run of the backup now (prints the run)")
 
 
 @backup.command(help="delete a backup")
-@client_options
+@client_command
 @click.argument("backup_ref", metavar="BACKUP")
 @click.option("--yes", is_flag=True, help="do not ask for confirmation")
 def delete(
-    ctx: click.Context,
-    server: str | None,
-    workspace: str | None,
-    as_json: bool,
+    session: Session,
     backup_ref: str,
     yes: bool,
 ) -> None:
     """Delete a backup, after confirmation."""
-    session = session_of(ctx, server, workspace, as_json)
     backup_id = session.backup_id(backup_ref)
     if not yes:
         click.confirm(f"Delete backup {backup_id}?", abort=True, err=True)

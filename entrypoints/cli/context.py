@@ -4,12 +4,13 @@ output as tables for people or JSON for scripts (``--json``)."""
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import sys
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
-from typing import Any, TypeVar, cast
+from typing import Any, TypeVar
 from uuid import UUID
 
 import attrs
@@ -21,7 +22,7 @@ from strongroom.client import Client
 from strongroom.client.converter import converter
 from strongroom.entrypoints.cli import config
 
-F = TypeVar("F", bound=Callable[..., Any])
+R = TypeVar("R")
 
 DEFAULT_SERVER = "http://127.0.0.1:8080"
 
@@ -32,26 +33,37 @@ class NotSignedInError(click.ClickException):
     exit_code = 1
 
 
-def client_options(command: F) -> F:
-    """``--json``, ``--server`` and ``--workspace``, as every client command takes them."""
-    command = click.option(
-        "--json", "as_json", is_flag=True, help="print JSON (for scripts) instead of a table"
-    )(command)
-    command = click.option(
-        "--workspace",
-        "workspace",
-        default=None,
-        envvar="STRONGROOM_WORKSPACE",
-        help="workspace id or name (default: the one selected with `workspace use`)",
-    )(command)
-    command = click.option(
-        "--server",
-        "server",
-        default=None,
-        envvar="STRONGROOM_SERVER",
-        help="server URL (default: the one signed in to)",
-    )(command)
-    return cast(F, click.pass_context(command))
+def client_command(function: Callable[..., R]) -> Callable[..., R]:
+    """A client command: adds ``--server``, ``--workspace`` and ``--json`` and calls
+    ``function(session, ...)`` with the ``Session`` they describe."""
+
+    @functools.wraps(function)
+    def command(
+        *args: Any, server: str | None, workspace: str | None, as_json: bool, **kwargs: Any
+    ) -> R:
+        session = session_of(click.get_current_context(), server, workspace, as_json)
+        return function(session, *args, **kwargs)
+
+    decorated: Callable[..., R] = command
+    for option in (
+        click.option(
+            "--json", "as_json", is_flag=True, help="print JSON (for scripts) instead of a table"
+        ),
+        click.option(
+            "--workspace",
+            default=None,
+            envvar="STRONGROOM_WORKSPACE",
+            help="workspace id or name (default: the one selected with `workspace use`)",
+        ),
+        click.option(
+            "--server",
+            default=None,
+            envvar="STRONGROOM_SERVER",
+            help="server URL (default: the one signed in to)",
+        ),
+    ):
+        decorated = option(decorated)
+    return decorated
 
 
 @attrs.define

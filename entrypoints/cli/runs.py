@@ -10,9 +10,9 @@ from rich.console import Console
 
 from strongroom.client import Run
 from strongroom.entrypoints.cli.context import (
-    client_options,
+    Session,
+    client_command,
     emit,
-    session_of,
     stderr_is_terminal,
 )
 
@@ -34,7 +34,7 @@ def run() -> None:
 
 
 @run.command("list", help="a backup's runs, newest first")
-@client_options
+@client_command
 @click.argument("backup_ref", metavar="BACKUP")
 @click.option(
     "--state",
@@ -43,48 +43,37 @@ def run() -> None:
 )
 @click.option("--limit", type=click.IntRange(1, 10_000), default=20, show_default=True)
 def list_(
-    ctx: click.Context,
-    server: str | None,
-    workspace: str | None,
-    as_json: bool,
+    session: Session,
     backup_ref: str,
     state: str | None,
     limit: int,
 ) -> None:
     """The newest runs of a backup (by id or name)."""
-    session = session_of(ctx, server, workspace, as_json)
     backup_id = session.backup_id(backup_ref)
     runs = session.signed_in().list_runs.iterate(backup_id, state=state, limit=min(limit, 200))
     emit(session, list(itertools.islice(runs, limit)), columns=COLUMNS)
 
 
 @run.command(help="one run")
-@client_options
+@client_command
 @click.argument("run_id", type=click.UUID)
-def show(
-    ctx: click.Context, server: str | None, workspace: str | None, as_json: bool, run_id: str
-) -> None:
+def show(session: Session, run_id: str) -> None:
     """A run's state, counts and progress."""
-    session = session_of(ctx, server, workspace, as_json)
     emit(session, session.signed_in().get_run(run_id))
 
 
 @run.command(help="wait until a run finishes; exit 0 if it succeeded, 1 otherwise")
-@client_options
+@client_command
 @click.argument("run_id", type=click.UUID)
 @click.option("--timeout", type=click.FloatRange(min=0), default=None, help="seconds (no limit)")
 @click.option("--interval", type=click.FloatRange(min=0.1), default=2.0, show_default=True)
 def wait(
-    ctx: click.Context,
-    server: str | None,
-    workspace: str | None,
-    as_json: bool,
+    session: Session,
     run_id: str,
     timeout: float | None,
     interval: float,
 ) -> None:
     """Poll the run until it is succeeded, failed or cancelled (or the timeout passes)."""
-    session = session_of(ctx, server, workspace, as_json)
     client = session.signed_in()
     deadline = None if timeout is None else time.monotonic() + timeout
     status = Console(stderr=True).status("waiting") if stderr_is_terminal() else None
@@ -106,7 +95,7 @@ def wait(
     if current.state != "succeeded":
         if not current.finished:
             click.echo(f"strongroom: run {run_id} still {current.state} (timeout)", err=True)
-        ctx.exit(1)
+        raise click.exceptions.Exit(1)
 
 
 def _describe(value: Run) -> str:
@@ -123,11 +112,8 @@ def _describe(value: Run) -> str:
 
 
 @run.command(help="cancel a queued run, or ask a running one to stop")
-@client_options
+@client_command
 @click.argument("run_id", type=click.UUID)
-def cancel(
-    ctx: click.Context, server: str | None, workspace: str | None, as_json: bool, run_id: str
-) -> None:
+def cancel(session: Session, run_id: str) -> None:
     """Cancel a run."""
-    session = session_of(ctx, server, workspace, as_json)
     emit(session, session.signed_in().cancel_run(run_id))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import attrs
 import click
 
-from strongroom.entrypoints.cli.context import client_options, emit, session_of
+from strongroom.entrypoints.cli.context import Session, client_command, emit
 
 
 @click.group(help="workspaces you belong to")
@@ -14,10 +14,9 @@ def workspace() -> None:
 
 
 @workspace.command("list", help="the workspaces you belong to")
-@client_options
-def list_(ctx: click.Context, server: str | None, workspace: str | None, as_json: bool) -> None:
+@client_command
+def list_(session: Session) -> None:
     """Every workspace of the caller, the selected one marked."""
-    session = session_of(ctx, server, workspace, as_json)
     current = session.stored.workspace_id if session.from_file else None
     rows = [
         {**attrs.asdict(w, recurse=False), "current": str(w.id) == current}
@@ -27,19 +26,15 @@ def list_(ctx: click.Context, server: str | None, workspace: str | None, as_json
 
 
 @workspace.command(help="create a workspace (you become its admin)")
-@client_options
+@client_command
 @click.argument("name")
 @click.option("--use", "select", is_flag=True, help="select it for the next commands")
 def create(
-    ctx: click.Context,
-    server: str | None,
-    workspace: str | None,
-    as_json: bool,
+    session: Session,
     name: str,
     select: bool,
 ) -> None:
     """Create a workspace named NAME."""
-    session = session_of(ctx, server, workspace, as_json)
     created = session.signed_in().create_workspace(name)
     if select:
         session.use_workspace(created.id)
@@ -47,13 +42,10 @@ def create(
 
 
 @workspace.command(help="select the workspace the next commands act on")
-@client_options
+@client_command
 @click.argument("workspace_ref", metavar="ID|NAME")
-def use(
-    ctx: click.Context, server: str | None, workspace: str | None, as_json: bool, workspace_ref: str
-) -> None:
+def use(session: Session, workspace_ref: str) -> None:
     """Scope the stored session to a workspace (by id or name)."""
-    session = session_of(ctx, server, None, as_json)
     workspace_id = session.resolve_workspace(workspace_ref)
     if not (session.from_file and session.stored.workspace_id == str(workspace_id)):
         session.use_workspace(workspace_id)
