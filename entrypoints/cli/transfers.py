@@ -32,12 +32,11 @@ from strongroom.client.agent import Agent
 from strongroom.client.agent_config import EXAMPLE_CONFIG, ConfigError, load_config
 from strongroom.client.archive import ArchiveError
 from strongroom.client.bridge import ClientApi
-from strongroom.client.errors import ApiError
 from strongroom.client.push import Pusher
 from strongroom.client.restore import restore_from_url
 from strongroom.client.uploads import UploadCancelledError, UploadError
 from strongroom.entrypoints.cli.artifacts import find_artifact
-from strongroom.entrypoints.cli.context import client_options, session_of, stderr_is_terminal
+from strongroom.entrypoints.cli.context import Session, client_command, stderr_is_terminal
 
 EXIT_API = 1
 EXIT_USAGE = 2
@@ -45,18 +44,12 @@ EXIT_INTERRUPTED = 130
 
 
 def _usage(message: str) -> NoReturn:
-    click.echo(f"error: {message}", err=True)
+    click.echo(f"strongroom: error: {message}", err=True)
     sys.exit(EXIT_USAGE)
 
 
-def _api_error(error: ApiError) -> NoReturn:
-    request = f" (request {error.request_id})" if error.request_id else ""
-    click.echo(f"error: {error.code}: {error.message}{request}", err=True)
-    sys.exit(EXIT_API)
-
-
 def _fail(message: str) -> NoReturn:
-    click.echo(f"error: {message}", err=True)
+    click.echo(f"strongroom: error: {message}", err=True)
     sys.exit(EXIT_API)
 
 
@@ -125,16 +118,9 @@ def _interruptible(stop: threading.Event) -> Iterator[None]:
     "--name", "stdin_name", default="stdin", show_default=True, help="artifact name for -"
 )
 @click.option("--parallel", default=4, show_default=True, type=click.IntRange(1, 32))
-@client_options
+@client_command
 def push_command(
-    ctx: click.Context,
-    backup: str,
-    paths: tuple[str, ...],
-    stdin_name: str,
-    parallel: int,
-    server: str | None,
-    workspace: str | None,
-    as_json: bool,
+    session: Session, backup: str, paths: tuple[str, ...], stdin_name: str, parallel: int
 ) -> None:
     """Back up PATH... into a new run of the manual backup BACKUP (id or name) and confirm it.
 
@@ -143,9 +129,9 @@ def push_command(
     interrupted push resumes when run again with the same arguments: only the parts
     storage lacks are sent.
     """
-    session = session_of(ctx, server, workspace, as_json)
     client = session.signed_in()
     backup_id = session.backup_id(backup)
+    as_json = session.as_json
     console = Console(stderr=True, quiet=as_json or not stderr_is_terminal())
     stop = threading.Event()
     with _bars(console) as bars:
@@ -165,8 +151,6 @@ def push_command(
         except KeyboardInterrupt:
             click.echo("interrupted: run the same command again to resume the upload", err=True)
             sys.exit(EXIT_INTERRUPTED)
-        except ApiError as error:
-            _api_error(error)
         except (OSError, ArchiveError, UploadError, UploadCancelledError, ValueError) as error:
             _fail(str(error))
     for warning in result.warnings:
@@ -232,22 +216,15 @@ def agent_command(config_path: Path, once: bool, verbose: bool) -> None:
 @click.command("restore", short_help="restore a directory backup into a directory")
 @click.argument("artifact", type=click.UUID)
 @click.option("--to", "target", required=True, type=click.Path(path_type=Path))
-@client_options
-def restore_command(
-    ctx: click.Context,
-    artifact: UUID,
-    target: Path,
-    server: str | None,
-    workspace: str | None,
-    as_json: bool,
-) -> None:
+@client_command
+def restore_command(session: Session, artifact: UUID, target: Path) -> None:
     """Restore a directory backup (an artifact of a local or manual backup) into DIR.
 
     The archive is unpacked while it downloads and its sha256 checked on the way; DIR
     must be absent or empty, and stays so unless every byte matched.
     """
-    session = session_of(ctx, server, workspace, as_json)
     client = session.signed_in()
+    as_json = session.as_json
     console = Console(stderr=True, quiet=as_json or not stderr_is_terminal())
     try:
         found = find_artifact(session, artifact)
@@ -262,8 +239,6 @@ def restore_command(
                 size=found.size,
                 on_bytes=lambda amount: bars.advance(task, amount),
             )
-    except ApiError as error:
-        _api_error(error)
     except (ArchiveError, OSError) as error:
         _fail(str(error))
     if as_json:
