@@ -337,10 +337,9 @@ class TestAgentBacksUpAndRestoreBringsBack:
 class TestPushResumes:
     """``push`` of a large file, killed half-way, sends only the missing parts."""
 
-    def test_killed_push_resumes_with_the_missing_parts(
-        self, sqlite_stack: Stack, tmp_path: Path
-    ) -> None:
-        machine = machine_for(sqlite_stack, tmp_path)
+    def test_killed_push_resumes_with_the_missing_parts(self, stack: Stack, tmp_path: Path) -> None:
+        sqlite_stack = stack
+        machine = machine_for(stack, tmp_path)
         big = tmp_path / "big.bin"
         write_random(big, 4 * PART - 12345)
         backup_id = new_backup(sqlite_stack, "manual")
@@ -465,6 +464,21 @@ class TestAgentFailures:
         assert refused.returncode == 1
         assert "refused this agent's token" in refused.stderr
 
+    def test_a_backup_the_configuration_does_not_name_fails_its_run(
+        self, sqlite_stack: Stack, tmp_path: Path
+    ) -> None:
+        machine = machine_for(sqlite_stack, tmp_path)
+        worker_id, worker_token = new_worker(sqlite_stack)
+        backup_id = new_backup(sqlite_stack, "local", worker_id)
+        run_id = trigger(sqlite_stack, backup_id)
+        other = "6f1c2a9e-0000-4000-8000-000000000001"
+        config = machine.agent_config(worker_token, other, [tmp_path])
+        answer = machine.run("agent", "--config", str(config), "--once")
+        assert answer.returncode == 0, answer.stderr
+        run = run_of(sqlite_stack, run_id)
+        assert run["state"] == "failed"
+        assert f"names no paths for backup {backup_id}" in run["error"]
+
     def test_a_bad_configuration_is_exit_2_and_help_shows_an_example(
         self, sqlite_stack: Stack, tmp_path: Path
     ) -> None:
@@ -515,6 +529,7 @@ class TestAgentStops:
         assert "cancel requested" in stderr
         run = run_of(sqlite_stack, run_id)
         assert run["state"] == "cancelled", stderr
+        assert run["progress"]["message"] in ("archiving", "uploading"), run
         assert artifacts_of(sqlite_stack, run_id) == [] or all(
             a["state"] != "available" for a in artifacts_of(sqlite_stack, run_id)
         )
