@@ -100,6 +100,8 @@ class SendReport:
     parts_sent: int = 0
     parts_skipped: int = 0
     bytes_sent: int = 0
+    sent: set[int] = attrs.Factory(set)
+    skipped: set[int] = attrs.Factory(set)
 
 
 def is_multipart(plan: Plan) -> bool:
@@ -207,10 +209,13 @@ class Sender:
     def _send_parts(self, prepared: Prepared, plan: MultipartPlan, report: SendReport) -> None:
         stored = set(plan.stored_parts)
         missing = [part for part in plan.parts if part.number not in stored]
-        report.parts_skipped = len(plan.parts) - len(missing)
-        skipped_bytes = sum(part.size for part in plan.parts if part.number in stored)
-        if skipped_bytes:
-            self._on_bytes(skipped_bytes)
+        # Stored before this upload began (not by an earlier round of it, after a re-ask).
+        skipped = [p for p in plan.parts if p.number in stored and p.number not in report.sent]
+        report.parts_skipped = len(skipped)
+        newly = [part for part in skipped if part.number not in report.skipped]
+        report.skipped.update(part.number for part in newly)
+        if newly:
+            self._on_bytes(sum(part.size for part in newly))
 
         def one(part: PresignedPart) -> None:
             offset = (part.number - 1) * plan.part_size
@@ -219,18 +224,27 @@ class Sender:
             with self._lock:
                 report.parts_sent += 1
                 report.bytes_sent += part.size
+                report.sent.add(part.number)
             self._on_part(part.number)
 
-        with ThreadPoolExecutor(self._parallel, thread_name_prefix="part") as pool:
+        pool = ThreadPoolExecutor(self._parallel, thread_name_prefix="part")
+        try:
             futures = [pool.submit(one, part) for part in missing]
             finished, _ = wait(futures, return_when=FIRST_EXCEPTION)
             failed = [f for f in finished if f.exception() is not None]
             if failed:
-                for future in futures:
-                    future.cancel()
                 error = failed[0].exception()
                 assert error is not None
                 raise error
+        except _ExpiredError:
+            raise  # asked again by ``send``; parts not begun are dropped
+        except BaseException:
+            # A failed part or Ctrl-C: parts not begun are dropped, those on the way stop
+            # at their next chunk.
+            self._stop.set()
+            raise
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
 
     def _put(
         self, url: str, path: Path, offset: int, length: int, headers: dict[str, str], name: str
