@@ -93,7 +93,15 @@ class Endpoint(Generic[P, T]):
         key = headers.pop("Idempotency-Key", None)
         for name in _HEADERS:
             values.pop(name, None)
-        fields = {name: value for name, value in values.items() if value is not UNSET}
+        # Left out: fields not given (UNSET), and None where None is the default (the
+        # field is optional, not necessarily nullable); an explicit None of an UNSET
+        # default is sent as null (it clears, e.g. a schedule).
+        fields = {
+            name: value
+            for name, value in values.items()
+            if value is not UNSET
+            and not (value is None and self.signature.parameters[name].default is None)
+        }
         query: dict[str, str] = {}
         json: Any = None
         form: dict[str, str] | None = None

@@ -25,6 +25,7 @@ from strongroom.client import (
     ConflictError,
     ConnectionFailedError,
     NotFoundError,
+    ProgressReport,
     RateLimitedError,
     Retention,
     RetryPolicy,
@@ -115,6 +116,36 @@ class TestSyncClientInProcess:
         (artifact,) = admin.list_artifacts(workspace_id).data
         download = admin.request_download(artifact.id)
         assert b"".join(admin.download(download.url)) == content
+
+    def test_a_worker_claims_heartbeats_uploads_and_confirms(self, admin: Client) -> None:
+        """The agent's protocol through the SDK: claim (None when nothing is queued),
+        heartbeat with progress, upload, confirm; cancel reaches the worker's heartbeat."""
+        workspace_id = admin.get_me().workspace_id
+        assert workspace_id is not None
+        worker = admin.create_worker("rack")
+        backup = admin.create_backup(workspace_id, "laptop", "local")
+        admin.update_backup(backup.id, worker_id=worker.id, retention=Retention("P7D"))
+        agent = Client(admin.base_url, worker.token, http=admin.http)
+        assert agent.claim_run() is None
+        queued = admin.trigger_backup(backup.id)
+        claim = agent.claim_run(wait_seconds=1)
+        assert claim is not None
+        assert (claim.run.id, claim.run.state, claim.backup.id) == (queued.id, "running", backup.id)
+        beat = agent.heartbeat_run(claim.run.id, progress=ProgressReport(5, 10, "halfway"))
+        assert beat.cancel_requested is False
+        progress = admin.get_run(claim.run.id).progress
+        assert progress is not None
+        assert (progress.bytes_done, progress.bytes_total) == (5, 10)
+        content = b"0123456789"
+        plan = agent.request_upload(claim.run.id, "home.tar.zst", len(content), sha(content))
+        assert isinstance(plan, SingleUpload)
+        agent.upload(plan.url, content, plan.headers)
+        assert agent.confirm_run(claim.run.id).state == "succeeded"
+
+        second = admin.trigger_backup(backup.id)
+        assert agent.claim_run() is not None
+        assert admin.cancel_run(second.id).cancel_requested is True
+        assert agent.heartbeat_run(second.id).cancel_requested is True
 
     def test_sign_out_revokes_the_session(self, anonymous: Client) -> None:
         """After ``delete_current_session`` the token is refused."""
