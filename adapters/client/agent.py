@@ -237,6 +237,9 @@ class Agent:
                 )
                 return EXIT_REFUSED
             except ApiError as error:
+                if once:
+                    logger.error("claim failed: %s", error)
+                    return EXIT_REFUSED
                 failures += 1
                 delay = min(MAX_BACKOFF, 2.0 ** min(failures, 6))
                 logger.warning("claim failed (%s); trying again in %.0f s", error, delay)

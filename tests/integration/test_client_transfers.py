@@ -22,6 +22,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+from uuid import UUID
 
 import attrs
 import pytest
@@ -566,3 +567,13 @@ class TestAgentStops:
         assert agent.returncode == 0, stderr
         assert time.monotonic() - started < 5
         assert "stopped" in stderr
+
+
+def test_once_with_an_unreachable_server_exits_1(tmp_path: Path) -> None:
+    """Nothing listens at the configured server: ``--once`` says so and exits 1."""
+    url = f"http://127.0.0.1:{free_port()}"
+    machine = Machine(tmp_path, Stack(url, "", "", tmp_path / "none.log"))
+    config = machine.agent_config("bkw_" + secrets.token_urlsafe(8), str(UUID(int=1)), [tmp_path])
+    answer = machine.run("agent", "--config", str(config), "--once", signed_in=False, timeout=120)
+    assert answer.returncode == 1, answer.stderr
+    assert "claim failed" in answer.stderr
