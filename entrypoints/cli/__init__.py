@@ -14,7 +14,7 @@ from typing import Any
 
 import click
 
-from strongroom.client import ApiError
+from strongroom.client import ApiError, AuthenticationError
 from strongroom.domain.errors import StrongroomError
 from strongroom.entrypoints.cli import (
     artifacts,
@@ -36,6 +36,8 @@ class StrongroomGroup(click.Group):
         except ApiError as error:
             request = f", request {error.request_id}" if error.request_id else ""
             click.echo(f"strongroom: error: {error.message} ({error.code}{request})", err=True)
+            if isinstance(error, AuthenticationError):
+                click.echo("strongroom: sign in again with `strongroom login`", err=True)
             ctx.exit(1)
         except StrongroomError as error:
             click.echo(f"strongroom: {error.code}: {error.message}", err=True)

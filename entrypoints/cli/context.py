@@ -18,7 +18,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from strongroom.client import Client
+from strongroom.client import ApiError, Client
 from strongroom.client.converter import converter
 from strongroom.entrypoints.cli import config
 
@@ -42,7 +42,15 @@ def client_command(function: Callable[..., R]) -> Callable[..., R]:
         *args: Any, server: str | None, workspace: str | None, as_json: bool, **kwargs: Any
     ) -> R:
         session = session_of(click.get_current_context(), server, workspace, as_json)
-        return function(session, *args, **kwargs)
+        try:
+            return function(session, *args, **kwargs)
+        except ApiError as error:
+            if not as_json:
+                raise  # the root command prints it for people
+            refusal: dict[str, Any] = {"code": error.code, "message": error.message}
+            refusal |= {"request_id": error.request_id, "status": error.status}
+            click.echo(json.dumps({"error": refusal}), err=True)
+            raise click.exceptions.Exit(1) from error
 
     decorated: Callable[..., R] = command
     for option in (

@@ -127,6 +127,41 @@ class TestWorkspacesAndBackups:
         assert deleted.exit_code == 0, deleted.output
         assert as_json(strongroom("backup", "list", "--json")) == []
 
+    def test_set_configures_a_cloud_backup(self, person: Client) -> None:
+        """--source (JSON), credentials from standard input (never the command line), a
+        schedule in a timezone, then --no-schedule clears it and --timezone alone keeps
+        the cron line."""
+        strongroom("backup", "create", "bucket", "--kind", "cloud")
+        source = '{"type": "s3", "endpoint": "https://s3.example.com", "bucket": "photos"}'
+        configured = as_json(
+            strongroom(
+                "backup",
+                "set",
+                "bucket",
+                "--source",
+                source,
+                "--credentials-stdin",
+                "--schedule",
+                "0 3 * * *",
+                "--timezone",
+                "Europe/Paris",
+                "--expire-after",
+                "P7D",
+                "--json",
+                stdin='{"access_key_id": "AKIA", "secret_access_key": "s3cr3t"}',
+            )
+        )
+        assert configured["source"]["bucket"] == "photos"
+        assert configured["has_credentials"] is True
+        assert configured["schedule"] == {"cron": "0 3 * * *", "timezone": "Europe/Paris"}
+        assert configured["state"] == "active"
+        moved = as_json(strongroom("backup", "set", "bucket", "--timezone", "UTC", "--json"))
+        assert moved["schedule"] == {"cron": "0 3 * * *", "timezone": "UTC"}
+        cleared = as_json(strongroom("backup", "set", "bucket", "--no-schedule", "--json"))
+        assert cleared["schedule"] is None
+        bad = strongroom("backup", "set", "bucket", "--source", "{not json")
+        assert bad.exit_code == 2
+
     def test_delete_without_yes_asks_and_a_no_keeps_the_backup(self, person: Client) -> None:
         """Answering no aborts (exit 1) and the backup stays."""
         strongroom("backup", "create", "keep")
@@ -142,6 +177,11 @@ class TestWorkspacesAndBackups:
         assert "name_taken" in refused.stderr
         assert re.search(r"request req_[0-9a-f-]{36}", refused.stderr)
         assert refused.stdout == ""
+        scripted = strongroom("backup", "create", "dup", "--json")
+        assert scripted.exit_code == 1
+        error = json.loads(scripted.stderr)["error"]
+        assert (error["code"], error["status"]) == ("name_taken", 409)
+        assert error["request_id"].startswith("req_")
 
     def test_usage_errors_exit_2(self, person: Client) -> None:
         """An unknown kind or a missing argument is a usage error."""
@@ -258,6 +298,9 @@ class TestCredentials:
         stored = json.loads((config_home / "strongroom" / "credentials.json").read_text())
         assert "token" not in stored
         assert strongroom("whoami").exit_code == 1
+        stale = CliRunner().invoke(cli, ["whoami"], env={"STRONGROOM_TOKEN": person.token or ""})
+        assert stale.exit_code == 1
+        assert "strongroom login" in stale.stderr
         with pytest.raises(AuthenticationError):
             person.get_me()
 

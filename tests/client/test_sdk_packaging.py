@@ -4,6 +4,7 @@ none of the server."""
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -18,7 +19,13 @@ SERVER_DRIVERS = {"psycopg", "psycopg-pool", "minio"}
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A wheel of this tree (built as CI would, setuptools fetched from the index)."""
+    """A wheel of this tree, built as CI would (setuptools fetched from the index) from a
+    copy, so the build leaves nothing in the working tree."""
+    source = tmp_path_factory.mktemp("source")
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy2(ROOT / name, source / name)
+    for layer in ("domain", "ports", "adapters", "entrypoints"):
+        shutil.copytree(ROOT / layer, source / layer, ignore=shutil.ignore_patterns("__pycache__"))
     out = tmp_path_factory.mktemp("wheel")
     subprocess.run(
         [
@@ -30,7 +37,7 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
             "--no-deps",
             "--wheel-dir",
             str(out),
-            str(ROOT),
+            str(source),
         ],
         check=True,
         capture_output=True,
