@@ -25,7 +25,8 @@ ALLOWED = {
 }
 CLIENT = ROOT / "adapters" / "client"
 # What the SDK may import besides the standard library and itself.
-CLIENT_THIRD_PARTY = {"httpx2", "attrs", "cattrs"}
+# zstandard: the directory archives of push, the agent and restore (strongroom.client.archive).
+CLIENT_THIRD_PARTY = {"httpx2", "attrs", "cattrs", "zstandard"}
 IO_LIBRARIES = {
     "socket",
     "sqlite3",
@@ -128,8 +129,8 @@ def test_the_checker_sees_an_outward_import(tmp_path: Path) -> None:
 
 
 def test_the_sdk_imports_nothing_of_the_server() -> None:
-    """``strongroom.client`` imports only itself, the standard library, httpx2, attrs and
-    cattrs: never another part of strongroom, never a server-side library."""
+    """``strongroom.client`` imports only itself, the standard library, httpx2, attrs,
+    cattrs and zstandard: never another part of strongroom, never a server-side library."""
     stdlib = sys.stdlib_module_names | {"__future__"}
     offences = [
         f"{path.relative_to(ROOT)} imports {module}"

@@ -12,8 +12,8 @@ Every API operation is a method named after its operation id (``get_backup``,
 Creating POSTs carry an ``Idempotency-Key`` (one per call, reused on its retries);
 connection errors, 429, 502 and 503 are retried with backoff (``Retry-After`` honoured).
 
-This package imports only the standard library, httpx2, attrs and cattrs: it installs
-without the server's database and storage drivers.
+This package imports only the standard library, httpx2, attrs, cattrs and zstandard
+(directory archives): it installs without the server's database and storage drivers.
 """
 
 from strongroom.client.calls import NO_RETRY, RetryPolicy

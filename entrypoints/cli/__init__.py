@@ -16,7 +16,15 @@ import click
 
 from strongroom.client import ApiError, AuthenticationError
 from strongroom.domain.errors import StrongroomError
-from strongroom.entrypoints.cli import artifacts, auth, backups, runs, server, workspaces
+from strongroom.entrypoints.cli import (
+    artifacts,
+    auth,
+    backups,
+    runs,
+    server,
+    transfers,
+    workspaces,
+)
 
 
 class StrongroomGroup(click.Group):
@@ -55,6 +63,7 @@ for command in (
     backups.backup,
     runs.run,
     artifacts.artifact,
+    *transfers.COMMANDS,
 ):
     cli.add_command(command)
 

@@ -1,0 +1,132 @@
+"""The worker agent's TOML configuration file (contract 12)."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Any
+from uuid import UUID
+
+import attrs
+
+EXAMPLE_CONFIG = """\
+# strongroom agent --config /etc/strongroom/agent.toml
+server = "https://backups.example.com"   # the Strongroom API's base URL
+token_file = "/etc/strongroom/worker.token"   # a file holding the worker's bkw_ token
+# token = "bkw_..."                      # or the token itself (not both)
+
+# Optional:
+# heartbeat_seconds = 15                 # how often a running backup reports progress
+# wait_seconds = 30                      # long poll of POST /v1/claims (0..30)
+# parallel = 4                           # parts uploaded at once
+# state_dir = "/var/lib/strongroom-agent"   # resume state and spooled archives
+
+[[backups]]
+id = "6f1c2a9e-0000-4000-8000-000000000001"   # a local backup assigned to this worker
+paths = ["/srv/www", "/etc/nginx"]          # directories archived together (tar + zstd)
+
+[[backups]]
+id = "6f1c2a9e-0000-4000-8000-000000000002"
+paths = ["/home"]
+"""
+
+_KEYS = {"server", "token", "token_file", "heartbeat_seconds", "wait_seconds", "parallel"}
+_KEYS |= {"state_dir", "backups"}
+
+
+class ConfigError(Exception):
+    """The configuration file is missing, unreadable or wrong (the message says where)."""
+
+
+@attrs.frozen
+class AgentConfig:
+    """A read, checked configuration."""
+
+    server: str
+    token: str = attrs.field(repr=False)
+    backups: dict[UUID, tuple[Path, ...]]
+    heartbeat_seconds: float = 15.0
+    wait_seconds: int = 30
+    parallel: int = 4
+    state_dir: Path | None = None
+
+
+def load_config(path: Path) -> AgentConfig:
+    """Read and check the configuration at ``path``; relative paths in it (``token_file``,
+    ``paths``, ``state_dir``) are relative to the file's directory."""
+    try:
+        data = tomllib.loads(path.read_text())
+    except OSError as error:
+        raise ConfigError(f"{path}: cannot read: {error.strerror}") from error
+    except tomllib.TOMLDecodeError as error:
+        raise ConfigError(f"{path}: not valid TOML: {error}") from error
+    return parse_config(data, path.parent, str(path))
+
+
+def parse_config(data: dict[str, Any], base: Path, where: str = "config") -> AgentConfig:
+    """Check a parsed configuration (see ``load_config``)."""
+    unknown = sorted(set(data) - _KEYS)
+    if unknown:
+        raise ConfigError(f"{where}: unknown settings: {', '.join(unknown)}")
+    server = data.get("server")
+    if not isinstance(server, str) or not server.startswith(("http://", "https://")):
+        raise ConfigError(f"{where}: `server` must be the API's base URL (https://...)")
+    token = _token(data, base, where)
+    backups: dict[UUID, tuple[Path, ...]] = {}
+    tables = data.get("backups", [])
+    if not isinstance(tables, list) or not tables:
+        raise ConfigError(f"{where}: at least one [[backups]] table with `id` and `paths`")
+    for index, table in enumerate(tables, start=1):
+        label = f"{where}: [[backups]] #{index}"
+        if not isinstance(table, dict) or set(table) != {"id", "paths"}:
+            raise ConfigError(f"{label}: needs exactly `id` and `paths`")
+        try:
+            backup_id = UUID(str(table["id"]))
+        except ValueError as error:
+            raise ConfigError(f"{label}: `id` is not a UUID") from error
+        paths = table["paths"]
+        if (
+            not isinstance(paths, list)
+            or not paths
+            or not all(isinstance(p, str) and p for p in paths)
+        ):
+            raise ConfigError(f"{label}: `paths` must be a non-empty list of directories")
+        if backup_id in backups:
+            raise ConfigError(f"{label}: backup {backup_id} appears twice")
+        backups[backup_id] = tuple((base / p).absolute() for p in paths)
+    return AgentConfig(
+        server=server.rstrip("/"),
+        token=token,
+        backups=backups,
+        heartbeat_seconds=_number(data, "heartbeat_seconds", 15.0, 1, 50, where),
+        wait_seconds=int(_number(data, "wait_seconds", 30, 0, 30, where)),
+        parallel=int(_number(data, "parallel", 4, 1, 32, where)),
+        state_dir=(base / data["state_dir"]).absolute() if "state_dir" in data else None,
+    )
+
+
+def _token(data: dict[str, Any], base: Path, where: str) -> str:
+    if ("token" in data) == ("token_file" in data):
+        raise ConfigError(f"{where}: set exactly one of `token` and `token_file`")
+    if "token" in data:
+        token = data["token"]
+    else:
+        token_path = base / str(data["token_file"])
+        try:
+            token = token_path.read_text().strip()
+        except OSError as error:
+            raise ConfigError(
+                f"{where}: `token_file` {token_path}: cannot read: {error.strerror}"
+            ) from error
+    if not isinstance(token, str) or not token.startswith("bkw_"):
+        raise ConfigError(f"{where}: the token must be a worker credential (bkw_...)")
+    return token
+
+
+def _number(
+    data: dict[str, Any], key: str, default: float, low: float, high: float, where: str
+) -> float:
+    value = data.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int | float) or not low <= value <= high:
+        raise ConfigError(f"{where}: `{key}` must be a number from {low} to {high}")
+    return float(value)

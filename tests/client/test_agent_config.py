@@ -1,0 +1,93 @@
+"""The agent's TOML configuration: the example reads, mistakes are named."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from uuid import UUID
+
+import pytest
+
+from strongroom.client.agent_config import (
+    EXAMPLE_CONFIG,
+    ConfigError,
+    load_config,
+    parse_config,
+)
+
+BACKUP = "6f1c2a9e-0000-4000-8000-000000000001"
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "agent.toml"
+    path.write_text(text)
+    return path
+
+
+class TestConfig:
+    """What ``strongroom agent --config FILE`` accepts."""
+
+    def test_the_printed_example_is_a_valid_configuration(self, tmp_path: Path) -> None:
+        """The example of ``--help`` reads once its token file exists."""
+        data = tomllib.loads(EXAMPLE_CONFIG)
+        data["token_file"] = str(tmp_path / "worker.token")
+        (tmp_path / "worker.token").write_text("bkw_example\n")
+        config = parse_config(data, tmp_path)
+        assert config.token == "bkw_example"
+        assert config.backups[UUID(BACKUP)] == (Path("/srv/www"), Path("/etc/nginx"))
+        assert (config.heartbeat_seconds, config.wait_seconds, config.parallel) == (15, 30, 4)
+
+    def test_relative_paths_are_relative_to_the_file(self, tmp_path: Path) -> None:
+        (tmp_path / "secret").write_text("bkw_x")
+        path = write(
+            tmp_path,
+            f'server = "http://127.0.0.1:1/"\ntoken_file = "secret"\n'
+            f'[[backups]]\nid = "{BACKUP}"\npaths = ["data"]\n',
+        )
+        config = load_config(path)
+        assert config.server == "http://127.0.0.1:1"
+        assert config.backups[UUID(BACKUP)] == (tmp_path / "data",)
+
+    def test_the_token_is_not_shown(self, tmp_path: Path) -> None:
+        config = parse_config(
+            {
+                "server": "http://x",
+                "token": "bkw_secret",
+                "backups": [{"id": BACKUP, "paths": ["/"]}],
+            },
+            tmp_path,
+        )
+        assert "bkw_secret" not in repr(config)
+
+    @pytest.mark.parametrize(
+        ("text", "message"),
+        [
+            ("server = ", "not valid TOML"),
+            ('server = "x"', "`server` must be"),
+            ('server = "http://x"\ntoken = "bkw_a"\ntoken_file = "f"', "exactly one of"),
+            ('server = "http://x"\ntoken = "sk_live_a"', "worker credential"),
+            ('server = "http://x"\ntoken_file = "absent"', "cannot read"),
+            ('server = "http://x"\ntoken = "bkw_a"', "at least one [[backups]]"),
+            (
+                'server = "http://x"\ntoken = "bkw_a"\n[[backups]]\nid = "nope"\npaths = ["/"]',
+                "`id` is not a UUID",
+            ),
+            (
+                f'server = "http://x"\ntoken = "bkw_a"\n[[backups]]\nid = "{BACKUP}"\npaths = []',
+                "non-empty list",
+            ),
+            (
+                f'server = "http://x"\ntoken = "bkw_a"\nwait_seconds = 99\n'
+                f'[[backups]]\nid = "{BACKUP}"\npaths = ["/"]',
+                "`wait_seconds` must be",
+            ),
+            ('server = "http://x"\ntoken = "bkw_a"\nsurprise = 1', "unknown settings: surprise"),
+        ],
+    )
+    def test_mistakes_are_named(self, tmp_path: Path, text: str, message: str) -> None:
+        with pytest.raises(ConfigError, match=message.replace("[", r"\[")):
+            load_config(write(tmp_path, text))
+
+    def test_a_missing_file(self, tmp_path: Path) -> None:
+        with pytest.raises(ConfigError, match="cannot read"):
+            load_config(tmp_path / "absent.toml")
