@@ -62,6 +62,11 @@ BAR = re.compile(
     r"^big\.bin (?P<bar>[━╸╺ ]{10,}) (?P<done>\d+(?:\.\d+)?)/(?P<total>\d+(?:\.\d+)?) MB",
     re.MULTILINE,
 )
+# A whole bar line of ``again.bin``, ending with its time left (nothing written after it).
+WHOLE_BAR = re.compile(
+    r"^again\.bin [━╸╺ ]{10,} [\d.]+/41\.9 MB (?:[\d.]+ [kMG]?B/s|\?) (?:\d+:\d\d:\d\d|-:--:--)$",
+    re.MULTILINE,
+)
 
 
 @pytest.fixture
@@ -299,13 +304,45 @@ def test_a_person_signs_in_and_pushes_from_a_real_terminal(
     digest = hashlib.sha256(content).hexdigest()
     assert f"big.bin  {FILE_SIZE} bytes  sha256 {digest}" in finished
 
-    # What the server now holds, read back as JSON.
+    # Ctrl-C half-way through another push, one part at a time: the bar stops whole, the
+    # way on is said on a line of its own, and the same command again sends only the
+    # parts storage lacks. The bar counts bytes handed to the socket (up to ~5 MB ahead
+    # of the server), so at 24 MB the first 16 MiB part is surely stored.
+    again = os.urandom(FILE_SIZE)
+    (home / "again.bin").write_bytes(again)
+    terminal.clear()
+    push_again = "strongroom push files again.bin --parallel 1"
+    interrupted_marker = terminal.start(push_again)
+    terminal.wait_for(r"again\.bin .* (2[4-9]|3[0-9])\.\d/41\.9 MB", timeout=30)
+    terminal.press("C-c")
+    interrupted = terminal.finish(interrupted_marker)
+    terminal.save("push-interrupted", interrupted.screen)
+    shown = plain(interrupted.screen)
+    assert interrupted.exit_code == 130, shown
+    assert re.search(
+        r"^interrupted: run the same command again to resume the upload$", shown, re.MULTILINE
+    ), shown
+    assert len(WHOLE_BAR.findall(shown)) == 1, shown
+    resumed = terminal.run(push_again, timeout=60)
+    terminal.save("push-resumed", resumed.screen)
+    shown = plain(resumed.screen)
+    assert resumed.exit_code == 0, shown
+    assert re.search(r"run \S+ resumed and confirmed: succeeded", shown), shown
+    parts = re.search(r"\(parts sent (\d+), already stored (\d+)\)", shown)
+    assert parts, shown
+    sent, skipped = int(parts[1]), int(parts[2])
+    assert skipped >= 1, shown
+    assert sent >= 1, shown
+    assert sent + skipped == 3, shown
+
+    # What the server now holds, read back as JSON: two succeeded runs, two artifacts.
     assert terminal.run("strongroom run list files --json > runs.json").exit_code == 0
-    runs = read_json(home / "runs.json")
-    assert [(r["id"], r["state"]) for r in runs] == [(confirmed[1], "succeeded")]
+    runs = {r["id"]: r["state"] for r in read_json(home / "runs.json")}
+    assert runs[confirmed[1]] == "succeeded"
+    assert sorted(runs.values()) == ["succeeded", "succeeded"]
     assert terminal.run("strongroom artifact list --backup files --json > arts.json").exit_code == 0
-    artifacts = read_json(home / "arts.json")
-    assert [(a["name"], a["size"], a["sha256"]) for a in artifacts] == [
-        ("big.bin", FILE_SIZE, digest)
+    assert sorted((a["name"], a["size"], a["sha256"]) for a in read_json(home / "arts.json")) == [
+        ("again.bin", FILE_SIZE, hashlib.sha256(again).hexdigest()),
+        ("big.bin", FILE_SIZE, digest),
     ]
     terminal.save("end")

@@ -7,7 +7,9 @@ to watch its progress.
 
 Bytes from the client to the server share one budget of ``upload_rate`` bytes a second
 (over every connection, as parallel parts share one uplink); the server's answers pass
-at full speed. One thread forwards each direction of each connection.
+at full speed; the proxy's receive window is small, so the client's bytes wait on its
+side, as they would behind a slow uplink. One thread forwards each direction of each
+connection.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from types import TracebackType
 from typing import Self
 
 _CHUNK = 16 * 1024
+_WINDOW = 64 * 1024
 
 
 class _Budget:
@@ -47,7 +50,12 @@ class SlowLink:
     def __init__(self, upstream: tuple[str, int], upload_rate: float) -> None:
         self._upstream = upstream
         self._budget = _Budget(upload_rate)
-        self._listener = socket.create_server(("127.0.0.1", 0))
+        self._listener = socket.socket()
+        # A small receive window, as on a link that is really slow: otherwise the kernel
+        # takes megabytes from the client at once, faster than the rate.
+        self._listener.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, _WINDOW)
+        self._listener.bind(("127.0.0.1", 0))
+        self._listener.listen()
         self.port: int = self._listener.getsockname()[1]
         self._sockets: set[socket.socket] = set()
         self._lock = threading.Lock()

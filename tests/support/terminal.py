@@ -112,6 +112,10 @@ class Terminal:
         self._tmux_command("send-keys", "-l", line)
         self._tmux_command("send-keys", "Enter")
 
+    def press(self, key: str) -> None:
+        """Press ``key`` as tmux names it (``C-c`` for Ctrl-C)."""
+        self._tmux_command("send-keys", key)
+
     def wait_for(self, pattern: str, timeout: float = 20.0) -> re.Match[str]:
         """Until the screen matches ``pattern``; the match."""
         deadline = time.monotonic() + timeout
