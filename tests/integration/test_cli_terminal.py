@@ -233,12 +233,12 @@ def test_a_person_signs_in_and_pushes_from_a_real_terminal(
 
     # Login: the code and the URL appear in the pane; the browser approves.
     login = terminal.start(f"strongroom login --server {server}")
-    shown = terminal.wait_for(
+    asked = terminal.wait_for(
         r"open (?P<page>http://\S+/idp/device) and enter the code (?P<code>[A-Z]{4}-[A-Z]{4})"
     )
     terminal.wait_for(r"Waiting for approval\.\.\.")
     terminal.save("login-waiting")
-    approve_in_browser(browser, shown["page"], shown["code"], captures)
+    approve_in_browser(browser, asked["page"], asked["code"], captures)
     signed_in = terminal.finish(login, timeout=30)
     terminal.save("login-done")
     assert signed_in.exit_code == 0, signed_in.screen
