@@ -57,6 +57,7 @@ FILE_SIZE = 40 * MIB
 UPLINK = 12 * MIB  # bytes a second: the 40 MiB push takes about 3.5 s
 EMAIL = "lin@example.com"
 PASSWORD = "correct horse battery staple"
+SECRET = "typed-secret-0f9e"
 # One of rich's bar lines: name, bar, bytes done/total, speed, time left.
 BAR = re.compile(
     r"^big\.bin (?P<bar>[━╸╺ ]{10,}) (?P<done>\d+(?:\.\d+)?)/(?P<total>\d+(?:\.\d+)?) MB",
@@ -265,6 +266,19 @@ def test_a_person_signs_in_and_pushes_from_a_real_terminal(
     backups = read_json(home / "backups.json")
     assert [(b["name"], b["kind"], b["state"]) for b in backups] == [("files", "manual", "active")]
     assert backups[0]["retention"]["expire_after"] == "P30D"
+
+    # Credentials typed at the terminal are asked for and not shown, then never on screen.
+    assert terminal.run("strongroom backup create bucket --kind cloud").exit_code == 0
+    source = '{"type": "s3", "endpoint": "https://s3.example.com", "bucket": "photos"}'
+    asking = terminal.start(f"strongroom backup set bucket --source '{source}' --credentials-stdin")
+    terminal.wait_for(r"Credentials \(JSON, not shown\):")
+    terminal.type(f'{{"access_key_id": "AKIATERMINAL", "secret_access_key": "{SECRET}"}}')
+    configured = terminal.finish(asking)
+    terminal.save("credentials-typed")
+    assert configured.exit_code == 0, configured.screen
+    assert re.search(r"^has_credentials +yes$", plain(configured.screen), re.MULTILINE)
+    assert SECRET not in configured.screen
+    assert "AKIATERMINAL" not in configured.screen
 
     # The push: its bar is watched while the bytes go up the slow link.
     content = os.urandom(FILE_SIZE)
