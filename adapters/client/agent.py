@@ -158,6 +158,7 @@ class Heartbeat:
         self.stop = threading.Event()
         self.cancelled = False
         self.lost = False
+        self._lock = threading.Lock()
         self._thread = threading.Thread(target=self._beat, name=f"heartbeat-{run_id}", daemon=True)
 
     def __enter__(self) -> Heartbeat:
@@ -170,22 +171,31 @@ class Heartbeat:
 
     def _beat(self) -> None:
         while not self._closed.wait(self._interval):
-            done, total, message = self._progress.read()
+            if not self.beat_now():
+                return
+
+    def beat_now(self) -> bool:
+        """One heartbeat now; whether the work may go on (not cancelled, still ours)."""
+        done, total, message = self._progress.read()
+        with self._lock:
+            if self.stop.is_set():
+                return False
             try:
                 answer = self._api.heartbeat(self._run_id, done, total, message)
             except (NotFoundError, ConflictError) as error:
                 logger.warning("run %s is no longer ours (%s): stopping it", self._run_id, error)
                 self.lost = True
                 self.stop.set()
-                return
+                return False
             except ApiError as error:  # unreachable for now: the lease gives time
                 logger.warning("heartbeat of run %s failed: %s", self._run_id, error)
-                continue
+                return True
             if answer.cancel_requested:
                 logger.info("run %s: cancel requested", self._run_id)
                 self.cancelled = True
                 self.stop.set()
-                return
+                return False
+            return True
 
 
 class Agent:
@@ -276,7 +286,7 @@ class Agent:
         with Heartbeat(self._api, run_id, self._config.heartbeat_seconds, progress) as beat:
             stop = _either(self.stop, beat.stop)
             try:
-                self._work(run_id, claim.backup.name, paths, progress, stop)
+                self._work(run_id, claim.backup.name, paths, progress, stop, beat)
             except (UploadCancelledError, _StoppedError):
                 if beat.cancelled:
                     self._fail(run_id, "cancelled on request")
@@ -301,6 +311,7 @@ class Agent:
         paths: tuple[Path, ...],
         progress: JobProgress,
         stop: threading.Event,
+        beat: Heartbeat,
     ) -> None:
         state_file = StateFile(self._state_dir / f"{run_id}.json")
         prepared = self._archive(run_id, backup_name, paths, state_file, progress, stop)
@@ -330,7 +341,10 @@ class Agent:
             report.parts_sent,
             report.parts_skipped,
         )
-        if stop.is_set():
+        # A last heartbeat before confirming: a cancel asked for during the upload wins.
+        progress.phase("confirming", prepared.size)
+        progress.add(prepared.size)
+        if stop.is_set() or not beat.beat_now():
             raise _StoppedError
         self._api.confirm(run_id)
         logger.info("run %s succeeded", run_id)

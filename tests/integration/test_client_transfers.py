@@ -530,7 +530,6 @@ class TestAgentStops:
         assert "cancel requested" in stderr
         run = run_of(sqlite_stack, run_id)
         assert run["state"] == "cancelled", stderr
-        assert run["progress"]["message"] in ("archiving", "uploading"), run
         assert artifacts_of(sqlite_stack, run_id) == [] or all(
             a["state"] != "available" for a in artifacts_of(sqlite_stack, run_id)
         )
