@@ -3,11 +3,15 @@ typed into and read back as a person would, against ``strongroom serve`` as a pr
 
 One session: ``strongroom login`` prints a code and a URL; a person opens the URL in a
 browser (headless Chromium through selenium), types the code, signs in and approves; the
-pane then says who is signed in and the credentials file is private. The person creates a
-workspace and a manual backup, lists backups with ``--json`` (parsed here), then pushes a
-40 MiB file: the pane is read many times while it uploads and must show rich's progress
-bar part-way (a partial bar with bytes done of the total), then the finished bar and the
-confirmed run, which ``run list --json`` and ``artifact list --json`` agree with.
+pane then says who is signed in (and, with no workspace yet, how to create one) and the
+credentials file is private. The person creates a workspace and a manual backup, lists
+backups with ``--json`` (parsed here), types a cloud backup's credentials at the prompt
+(never shown), then pushes a 40 MiB file: the pane is read many times while it uploads
+and must show rich's progress bar part-way (a partial bar with bytes done of the total),
+then the finished bar and the confirmed run. A second push is stopped with Ctrl-C
+half-way: the bar stays whole and the message is on its own line; the same command again
+resumes and sends only the missing parts. ``run list --json`` and ``artifact list
+--json`` agree with what the pane said.
 
 The server sits behind a link that carries uploads at 12 MiB/s (tests/support/slow_link.py),
 as a real uplink would, so the upload takes seconds and the bar can be seen moving.
@@ -229,7 +233,8 @@ def test_a_person_signs_in_and_pushes_from_a_real_terminal(
     captures: Path,
 ) -> None:
     """Login through the device flow approved in Chromium, a manual backup listed with
-    ``--json``, a push whose progress bar is seen moving in the pane, the run confirmed."""
+    ``--json``, credentials typed unseen, a push whose progress bar is seen moving in the
+    pane, a push stopped with Ctrl-C and resumed, the runs confirmed."""
     sign_up(server)
 
     # Login: the code and the URL appear in the pane; the browser approves.
