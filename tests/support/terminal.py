@@ -59,6 +59,7 @@ class Terminal:
         self._tmux = tmux_binary()
         self._socket = f"strongroom-test-{secrets.token_hex(6)}"
         self._environment = dict(environment)
+        self._socket_path: Path | None = None
         self._commands = 0
         self._captures = 0
 
@@ -75,8 +76,13 @@ class Terminal:
             # tmux leaves PS1 out of the environment it hands the shell.
             f"env PS1='{PROMPT}' bash --norc --noprofile",
         )
-        self._tmux_command("pipe-pane", "-o", f"cat >> '{self.recording}'")
-        self.wait_for(re.escape(PROMPT.strip()))
+        try:
+            self._socket_path = Path(self._tmux_command("display", "-p", "#{socket_path}").strip())
+            self._tmux_command("pipe-pane", "-o", f"cat >> '{self.recording}'")
+            self.wait_for(re.escape(PROMPT.strip()))
+        except BaseException:
+            self._stop()
+            raise
         return self
 
     def __exit__(
@@ -87,9 +93,16 @@ class Terminal:
     ) -> None:
         with contextlib.suppress(AssertionError, OSError, subprocess.SubprocessError):
             self.save("last")
+        self._stop()
+
+    def _stop(self) -> None:
+        """Kill the tmux server (and with it the shell and what runs in it); remove its
+        socket, which tmux leaves behind."""
         subprocess.run(
             [self._tmux, "-L", self._socket, "kill-server"], capture_output=True, check=False
         )
+        if self._socket_path is not None:
+            self._socket_path.unlink(missing_ok=True)
 
     def _tmux_command(self, *arguments: str) -> str:
         done = subprocess.run(
