@@ -101,9 +101,16 @@ def login(session: Session, no_browser: bool) -> None:
     session.token, session.from_file = signed.token, True
     session.client.token = signed.token
     chosen = session.workspace
+    # A person with no workspace yet is told to create one, not to choose one.
+    next_step = "; choose a workspace with `strongroom workspace use`"
     if chosen is None:
         mine = list(session.client.list_workspaces.iterate())
         chosen = str(mine[0].id) if len(mine) == 1 else None
+        if not mine:
+            next_step = (
+                "; you have no workspace yet: create one with"
+                " `strongroom workspace create NAME --use`"
+            )
     if chosen is not None:
         session.workspace = chosen
         session.workspace_id()
@@ -120,7 +127,7 @@ def login(session: Session, no_browser: bool) -> None:
         + (
             f" (workspace {session.stored.workspace_id})"
             if session.stored.workspace_id
-            else "; choose a workspace with `strongroom workspace use`"
+            else next_step
         ),
     )
 

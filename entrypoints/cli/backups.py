@@ -80,9 +80,20 @@ def _json_option(value: str | None, target: Any, what: str) -> Any:
         raise click.BadParameter(f"not a {what}: {error}") from error
 
 
+def _read_credentials() -> str:
+    """Standard input to its end; at a terminal, one line typed without echo (a secret
+    typed or pasted there is not left on the screen, and Enter ends it)."""
+    if sys.stdin.isatty():
+        typed: str = click.prompt(
+            "Credentials (JSON, not shown)", hide_input=True, err=True, prompt_suffix=": "
+        )
+        return typed
+    return sys.stdin.read()
+
+
 def _credentials_from_stdin() -> S3Credentials | PostgresCredentials:
     try:
-        data = json.loads(sys.stdin.read())
+        data = json.loads(_read_credentials())
         if "access_key_id" in data:
             return S3Credentials(data["access_key_id"], data["secret_access_key"])
         return PostgresCredentials(data["username"], data["password"])
@@ -107,7 +118,9 @@ def _credentials_from_stdin() -> S3Credentials | PostgresCredentials:
 @click.option("--source", default=None, help='JSON, e.g. {"type": "s3", "endpoint": ...}')
 @click.option("--destination", default=None, help='JSON, e.g. {"type": "service"}')
 @click.option(
-    "--credentials-stdin", is_flag=True, help="read the source credentials (JSON) from stdin"
+    "--credentials-stdin",
+    is_flag=True,
+    help="read the source credentials (JSON) from stdin (at a terminal: one line, not shown)",
 )
 def set_(
     session: Session,

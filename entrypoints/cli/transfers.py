@@ -134,25 +134,27 @@ def push_command(
     as_json = session.as_json
     console = Console(stderr=True, quiet=as_json or not stderr_is_terminal())
     stop = threading.Event()
-    with _bars(console) as bars:
-        pusher = Pusher(
-            ClientApi(client),
-            client.http,
-            session.server,
-            parallel=parallel,
-            progress=BarProgress(bars),
-            stop=stop,
-            stdin=sys.stdin.buffer,
-            stdin_name=stdin_name,
-        )
-        try:
+    # The bars are stopped (their last frame drawn) before anything else is said: a line
+    # written while they are live lands in the middle of one.
+    try:
+        with _bars(console) as bars:
+            pusher = Pusher(
+                ClientApi(client),
+                client.http,
+                session.server,
+                parallel=parallel,
+                progress=BarProgress(bars),
+                stop=stop,
+                stdin=sys.stdin.buffer,
+                stdin_name=stdin_name,
+            )
             with _interruptible(stop):
                 result = pusher.push(str(backup_id), list(paths))
-        except KeyboardInterrupt:
-            click.echo("interrupted: run the same command again to resume the upload", err=True)
-            sys.exit(EXIT_INTERRUPTED)
-        except (OSError, ArchiveError, UploadError, UploadCancelledError, ValueError) as error:
-            _fail(str(error))
+    except KeyboardInterrupt:
+        click.echo("interrupted: run the same command again to resume the upload", err=True)
+        sys.exit(EXIT_INTERRUPTED)
+    except (OSError, ArchiveError, UploadError, UploadCancelledError, ValueError) as error:
+        _fail(str(error))
     for warning in result.warnings:
         click.echo(f"warning: {warning}", err=True)
     if as_json:
