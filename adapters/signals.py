@@ -67,10 +67,17 @@ class InProcessRunSignals:
             self._tickets[workspace_id].add(ticket)
         return ticket
 
-    def announce(self, workspace_id: UUID) -> None:
-        """Fire (and drop) every ticket of ``workspace_id``."""
+    def watch_any(self) -> _Ticket:
+        """A ticket for the next announcement of any workspace."""
+        ticket = _Ticket(self, None)
         with self._guard:
-            fired = self._tickets.pop(workspace_id, set())
+            self._tickets[None].add(ticket)
+        return ticket
+
+    def announce(self, workspace_id: UUID) -> None:
+        """Fire (and drop) every ticket of ``workspace_id`` and every ``watch_any`` one."""
+        with self._guard:
+            fired = self._tickets.pop(workspace_id, set()) | self._tickets.pop(None, set())
         for ticket in fired:
             ticket.fire()
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import ipaddress
 from collections.abc import Mapping
-from datetime import datetime
+from datetime import datetime, timedelta
 from enum import StrEnum
 from uuid import UUID
 
@@ -36,6 +36,15 @@ from strongroom.domain.errors import ConflictError, InvalidStateError, Validatio
 MAX_RESTORE_ERROR = 2000
 
 RestoreTarget = S3Source | PostgresSource
+
+# A restore whose runner stopped renewing its lease (killed) is queued again up to this
+# many attempts in all, then failed as interrupted.
+MAX_RESTORE_ATTEMPTS = 3
+# How long a runner holds a restore without renewing; renewed every quarter of it.
+RESTORE_LEASE = timedelta(seconds=60)
+INTERRUPTED = (
+    "interrupted: the service stopped during the restore; the target may hold part of the artifact"
+)
 
 
 class RestoreState(StrEnum):
@@ -73,6 +82,10 @@ class Restore:
     error: str | None = None
     # The target's credentials, sealed; erased (None) once the restore finishes.
     sealed_credentials: bytes | None = attrs.field(default=None, repr=False)
+    # 1-based; a restore whose lease ran out is queued again with ``attempt + 1``.
+    attempt: int = 1
+    # While ``running``: until when its runner holds it (renewed as it streams).
+    lease_expires_at: datetime | None = None
 
     @classmethod
     def queued(
@@ -100,18 +113,59 @@ class Restore:
         """Whether it succeeded or failed."""
         return self.state in FINISHED_RESTORE_STATES
 
-    def start(self, now: datetime) -> Restore:
-        """Taken by a runner: ``running``. Only a queued restore starts."""
+    def start(self, now: datetime, lease: timedelta = RESTORE_LEASE) -> Restore:
+        """Taken by a runner: ``running``, held until ``now + lease``. Only a queued
+        restore starts."""
         if self.state is not RestoreState.QUEUED:
             raise InvalidStateError(f"restore is {self.state}, not queued")
-        return attrs.evolve(self, state=RestoreState.RUNNING, started_at=now)
+        return attrs.evolve(
+            self, state=RestoreState.RUNNING, started_at=now, lease_expires_at=now + lease
+        )
+
+    def holds(self, taken: Restore) -> bool:
+        """Whether this (current) record is still the attempt ``taken`` started."""
+        return self.state is RestoreState.RUNNING and self.attempt == taken.attempt
+
+    def renew(self, now: datetime, lease: timedelta = RESTORE_LEASE) -> Restore:
+        """Its runner is alive: the lease runs until ``now + lease``."""
+        if self.state is not RestoreState.RUNNING:
+            raise InvalidStateError(f"restore is {self.state}, not running")
+        return attrs.evolve(self, lease_expires_at=now + lease)
+
+    def lease_expired(self, now: datetime) -> bool:
+        """Whether it is ``running`` and its runner stopped renewing it in time."""
+        return (
+            self.state is RestoreState.RUNNING
+            and self.lease_expires_at is not None
+            and self.lease_expires_at <= now
+        )
+
+    def expire_lease(self, now: datetime) -> Restore:
+        """Its runner is gone: ``queued`` again as the next attempt (an s3 target's objects
+        are overwritten; a postgres target was restored in one transaction, so it is still
+        empty), or ``failed`` as interrupted after ``MAX_RESTORE_ATTEMPTS``."""
+        if not self.lease_expired(now):
+            raise InvalidStateError("the restore's lease has not expired")
+        if self.attempt >= MAX_RESTORE_ATTEMPTS:
+            return self.fail(INTERRUPTED, now)
+        return attrs.evolve(
+            self,
+            state=RestoreState.QUEUED,
+            attempt=self.attempt + 1,
+            started_at=None,
+            lease_expires_at=None,
+        )
 
     def succeed(self, now: datetime) -> Restore:
         """Done: ``succeeded``; the credentials are erased."""
         if self.state is not RestoreState.RUNNING:
             raise InvalidStateError(f"restore is {self.state}, not running")
         return attrs.evolve(
-            self, state=RestoreState.SUCCEEDED, finished_at=now, sealed_credentials=None
+            self,
+            state=RestoreState.SUCCEEDED,
+            finished_at=now,
+            sealed_credentials=None,
+            lease_expires_at=None,
         )
 
     def fail(self, error: str, now: datetime) -> Restore:
@@ -125,6 +179,7 @@ class Restore:
             finished_at=now,
             error=_clip(error),
             sealed_credentials=None,
+            lease_expires_at=None,
         )
 
 

@@ -53,7 +53,9 @@ async def run_executor(settings: Settings, stop: asyncio.Event | None = None) ->
             )
             executor.concurrency = max(1, executor.concurrency)
             restores = (
-                asyncio.create_task(run_restores_every(facade, settings.restore_poll))
+                asyncio.create_task(
+                    run_restores_every(facade, settings.restore_poll, settings.executor_lease)
+                )
                 if settings.restore_poll > 0
                 else None
             )

@@ -274,15 +274,18 @@ async def run_verification_every(
             logger.exception("artifact verification failed; it runs again next interval")
 
 
-async def run_restores_every(facade: Strongroom, poll: float) -> None:
+async def run_restores_every(facade: Strongroom, poll: float, lease: float = 60.0) -> None:
     """Run queued restores, forever (cancel the task to stop): every ``poll`` seconds, every
-    restore queued by then, one after another (contract 11). Any number of processes may
-    run this at once: each restore is taken by exactly one. ``strongroom serve`` starts it
+    restore queued by then, one after another (contract 11), each held on a lease of
+    ``lease`` seconds (``STRONGROOM_EXECUTOR_LEASE``) renewed as it streams; restores whose
+    runner died are queued again first. Any number of processes may run this at once: each
+    restore is taken by exactly one. ``strongroom serve`` starts it
     (``STRONGROOM_RESTORE_POLL``); a process of its own (``strongroom executor``) may too."""
+    held = timedelta(seconds=lease)
     while True:
         await asyncio.sleep(poll)
         try:
-            while await facade.restores.run_queued():
+            while await facade.restores.run_queued(lease=held):
                 pass
         except Exception:
             logger.exception("the restore runner failed; it looks again next interval")
@@ -332,7 +335,8 @@ async def open_serving_facade(
         if settings.restore_poll > 0:
             jobs.append(
                 asyncio.create_task(
-                    run_restores_every(facade, settings.restore_poll), name="restores"
+                    run_restores_every(facade, settings.restore_poll, settings.executor_lease),
+                    name="restores",
                 )
             )
         stop_executor = asyncio.Event()

@@ -25,7 +25,7 @@ class CountingRestores:
         self.queued = 3
         self.done = asyncio.Event()
 
-    async def run_queued(self) -> list[object]:
+    async def run_queued(self, lease: object = None) -> list[object]:
         self.looks += 1
         if self.looks == 2:
             raise RuntimeError("database is down")

@@ -186,6 +186,25 @@ class TestInProcessSignals:
 
         assert asyncio.run(scenario()) == (False, True, True)
 
+    def test_a_ticket_for_any_workspace_wakes_for_every_one(self) -> None:
+        """``watch_any`` (the service executor's ticket) is woken by any workspace's
+        announcement, and workspace tickets are still woken beside it."""
+
+        async def scenario() -> tuple[bool, bool, bool, bool]:
+            signals = InProcessRunSignals()
+            mine, theirs = uuid4(), uuid4()
+            anyone, ticket = signals.watch_any(), signals.watch(mine)
+            unwoken = await anyone.wait(0.05)
+            signals.announce(theirs)
+            woken = await anyone.wait(5)
+            signals.announce(mine)
+            both = await ticket.wait(5)
+            anyone.close()
+            ticket.close()
+            return unwoken, woken, both, signals.waiting() == 0
+
+        assert asyncio.run(scenario()) == (False, True, True, True)
+
     def test_an_announcement_from_another_thread_wakes_a_waiter(self) -> None:
         """The waiter's loop is woken by an announcement made on another thread."""
         signals = InProcessRunSignals()

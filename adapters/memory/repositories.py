@@ -491,6 +491,11 @@ class MemoryRestoreRepository(_Repository):
         queued = [r for r in self._tx.read(self.table).values() if r.state is RestoreState.QUEUED]
         return min(queued, key=lambda r: (r.created_at, r.id), default=None)
 
+    async def lease_expired(self, now: datetime, limit: int) -> list[Restore]:
+        found = [r for r in self._tx.read(self.table).values() if r.lease_expired(now)]
+        found.sort(key=lambda r: (r.lease_expires_at, r.id))
+        return found[:limit]
+
 
 class MemoryArtifactRepository(_Repository):
     """Artifacts; each needs a run of its backup in its workspace, names unique per run."""

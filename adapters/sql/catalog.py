@@ -81,6 +81,7 @@ class Q(StrEnum):
     RESTORE_GET = "restore_get"
     RESTORE_UPDATE = "restore_update"
     RESTORE_NEXT_QUEUED = "restore_next_queued"
+    RESTORE_LEASE_EXPIRED = "restore_lease_expired"
     ARTIFACT_INSERT = "artifact_insert"
     ARTIFACT_GET = "artifact_get"
     ARTIFACT_UPDATE = "artifact_update"

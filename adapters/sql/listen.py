@@ -59,6 +59,12 @@ class PostgresRunSignals:
         self.start()
         return self._local.watch(workspace_id)
 
+    def watch_any(self) -> _Ticket:
+        """A ticket for the next announcement of any workspace; starts the listening
+        connection on first use."""
+        self.start()
+        return self._local.watch_any()
+
     def announce(self, workspace_id: UUID) -> None:
         """Wake this process's waiting claims at once (other processes hear the NOTIFY)."""
         self._local.announce(workspace_id)

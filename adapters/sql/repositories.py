@@ -525,6 +525,12 @@ class SqlRestoreRepository(_Repository):
         row = await self._db.fetch_one(Q.RESTORE_NEXT_QUEUED, {}, writes=True)
         return None if row is None else rows.restore_from_row(row, self._codec)
 
+    async def lease_expired(self, now: datetime, limit: int) -> list[Restore]:
+        """Running restores whose lease ran out, soonest expiry first."""
+        params = {"now": self._codec.timestamp(now), "limit": limit}
+        found = await self._db.fetch_all(Q.RESTORE_LEASE_EXPIRED, params)
+        return [rows.restore_from_row(row, self._codec) for row in found]
+
 
 class SqlArtifactRepository(_Repository):
     """Artifacts; ``artifacts_run_fkey`` ties each to a run of its backup and workspace."""

@@ -547,6 +547,8 @@ def restore_params(restore: Restore, codec: Codec) -> Params:
         "created_at": codec.timestamp(restore.created_at),
         "started_at": _opt_timestamp(codec, restore.started_at),
         "finished_at": _opt_timestamp(codec, restore.finished_at),
+        "attempt": restore.attempt,
+        "lease_expires_at": _opt_timestamp(codec, restore.lease_expires_at),
     }
 
 
@@ -566,6 +568,8 @@ def restore_from_row(row: Row, codec: Codec) -> Restore:
         finished_at=_read_opt_timestamp(codec, row["finished_at"]),
         error=row["error"],
         sealed_credentials=_read_opt_bytes(row["sealed_credentials"]),
+        attempt=row["attempt"],
+        lease_expires_at=_read_opt_timestamp(codec, row["lease_expires_at"]),
     )
 
 

@@ -305,7 +305,7 @@ CREATE TRIGGER backups_counted_delete AFTER DELETE ON backups
     REFERENCING OLD TABLE AS removed_backups
     FOR EACH STATEMENT EXECUTE FUNCTION count_removed_backups();
 
--- Restores (0010).
+-- Restores (0010; attempts and leases 0011).
 -- A restore's artifact is of its own workspace: the key it references.
 CREATE UNIQUE INDEX artifacts_workspace_id ON artifacts (workspace_id, id);
 CREATE TABLE restores (
@@ -321,9 +321,12 @@ CREATE TABLE restores (
     created_at timestamptz NOT NULL,
     started_at timestamptz,
     finished_at timestamptz,
+    attempt integer NOT NULL DEFAULT 1 CONSTRAINT restores_attempt_check CHECK (attempt >= 1),
+    lease_expires_at timestamptz,
     CONSTRAINT restores_artifact_fkey FOREIGN KEY (workspace_id, artifact_id)
         REFERENCES artifacts (workspace_id, id) ON DELETE CASCADE
 );
 CREATE INDEX restores_by_workspace ON restores (workspace_id, created_at DESC, id DESC);
 CREATE INDEX restores_queued ON restores (created_at, id) WHERE state = 'queued';
 CREATE INDEX restores_by_artifact ON restores (workspace_id, artifact_id);
+CREATE INDEX restores_running ON restores (lease_expires_at, id) WHERE state = 'running';

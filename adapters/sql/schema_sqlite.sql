@@ -291,7 +291,7 @@ BEGIN
     UPDATE workspaces SET backup_count = backup_count - 1 WHERE id = OLD.workspace_id;
 END;
 
--- Restores (0010).
+-- Restores (0010; attempts and leases 0011).
 -- A restore's artifact is of its own workspace: the key it references.
 CREATE UNIQUE INDEX artifacts_workspace_id ON artifacts (workspace_id, id);
 CREATE TABLE restores (
@@ -307,9 +307,12 @@ CREATE TABLE restores (
     created_at TEXT NOT NULL,
     started_at TEXT,
     finished_at TEXT,
+    attempt INTEGER NOT NULL DEFAULT 1 CONSTRAINT restores_attempt_check CHECK (attempt >= 1),
+    lease_expires_at TEXT,
     CONSTRAINT restores_artifact_fkey FOREIGN KEY (workspace_id, artifact_id)
         REFERENCES artifacts (workspace_id, id) ON DELETE CASCADE
 ) STRICT;
 CREATE INDEX restores_by_workspace ON restores (workspace_id, created_at DESC, id DESC);
 CREATE INDEX restores_queued ON restores (created_at, id) WHERE state = 'queued';
 CREATE INDEX restores_by_artifact ON restores (workspace_id, artifact_id);
+CREATE INDEX restores_running ON restores (lease_expires_at, id) WHERE state = 'running';

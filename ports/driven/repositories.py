@@ -304,6 +304,11 @@ class RestoreRepository(Protocol):
         never take the same restore."""
         ...
 
+    async def lease_expired(self, now: datetime, limit: int) -> list[Restore]:
+        """``running`` restores of every workspace whose lease ran out by ``now``, soonest
+        expiry first (at most ``limit``)."""
+        ...
+
 
 class ArtifactRepository(Protocol):
     """Artifacts of runs, always looked up inside one workspace (the retention job's

@@ -35,6 +35,11 @@ class RunSignals(Protocol):
         that will wait on it)."""
         ...
 
+    def watch_any(self) -> Wakeup:
+        """A ticket for the next announcement of any workspace: what the service executor
+        waits on (it claims cloud runs of every workspace)."""
+        ...
+
     def announce(self, workspace_id: UUID) -> None:
         """Wake this process's claims waiting for ``workspace_id``, from any thread or loop.
         Called after the commit that queued the runs; other processes hear of them from the

@@ -28,6 +28,7 @@ from strongroom.domain.errors import InvalidStateError
 from strongroom.domain.executions import artifact_name, cloud_source
 from strongroom.domain.quotas import QuotaResource, ensure_room
 from strongroom.domain.runs import LEASE, Progress, Run, RunState
+from strongroom.ports.driven.signals import Wakeup
 from strongroom.ports.driven.sources import SourceReaders
 from strongroom.ports.driven.storage import ObjectStorage
 from strongroom.ports.driven.unit_of_work import UnitOfWork
@@ -73,6 +74,11 @@ class ServiceRuns:
     def with_lease(self, lease: timedelta) -> ServiceRuns:
         """The same use cases claiming and extending leases of ``lease``."""
         return ServiceRuns(self._deps, self._artifacts, lease)
+
+    def wakeup(self) -> Wakeup:
+        """A ticket for the next announcement of queued runs (a trigger, a scheduled slot,
+        a requeue) in any workspace: take it before looking, then wait on it."""
+        return self._deps.signals.watch_any()
 
     async def claim(self) -> HeldRun | None:
         """The oldest queued cloud run of any workspace, now ``running`` with a lease (no

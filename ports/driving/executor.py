@@ -29,8 +29,9 @@ INTERNAL_FAILURE = "the service failed while executing the run"
 
 
 class Executor:
-    """Runs at most ``concurrency`` cloud runs at once, looking for queued ones every
-    ``poll`` seconds (at once after a run ends)."""
+    """Runs at most ``concurrency`` cloud runs at once, looking for queued ones when the
+    run signals announce some (a trigger, a scheduled slot, a requeue), at once after a
+    run ends, and every ``poll`` seconds in any case (a missed announcement)."""
 
     def __init__(
         self,
@@ -65,14 +66,23 @@ class Executor:
         stopping = asyncio.ensure_future(stop.wait())
         try:
             while not stop.is_set():
-                if len(self._active) < self.concurrency and await self._claim_one():
-                    continue
-                self._wake.clear()
-                waits: set[asyncio.Future[Any]] = {stopping, *self._active}
-                waking = asyncio.ensure_future(self._wake.wait())
-                waits.add(waking)
-                await asyncio.wait(waits, timeout=self.poll, return_when=asyncio.FIRST_COMPLETED)
-                waking.cancel()
+                # The ticket is taken before the look: a run queued between the look and
+                # the wait still wakes it.
+                ticket = self._runs.wakeup()
+                try:
+                    if len(self._active) < self.concurrency and await self._claim_one():
+                        continue
+                    self._wake.clear()
+                    waking = asyncio.ensure_future(self._wake.wait())
+                    announced = asyncio.ensure_future(ticket.wait(self.poll))
+                    waits: set[asyncio.Future[Any]] = {stopping, waking, announced}
+                    await asyncio.wait(
+                        waits | self._active, timeout=self.poll, return_when=asyncio.FIRST_COMPLETED
+                    )
+                    waking.cancel()
+                    announced.cancel()
+                finally:
+                    ticket.close()
         finally:
             stopping.cancel()
             await self.release()

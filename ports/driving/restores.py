@@ -8,14 +8,23 @@ takes queued restores one at a time (a locking read that skips rows other runner
 one runner wins each), marks it ``running`` and commits, then streams the artifact from
 storage into the target outside any transaction, and records ``succeeded`` or ``failed``
 with the credentials erased, audited as ``restore.finish`` by ``system``.
+
+A running restore is held on a lease (``RESTORE_LEASE`` unless the runner is given
+another), renewed every quarter of it while the artifact streams. A runner that dies
+(SIGKILL, a lost machine) stops renewing: the next ``run_queued`` of any runner first
+queues such a restore again as its next attempt (``restore.requeue``), up to
+``MAX_RESTORE_ATTEMPTS``, then fails it as interrupted (``restore.finish``). A runner that
+finds on renewal that its restore was taken from it stops streaming and records nothing.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import logging
 from collections.abc import Mapping
+from datetime import datetime, timedelta
 from uuid import UUID
 
 from strongroom.domain.artifacts import Artifact, ArtifactState
@@ -25,6 +34,8 @@ from strongroom.domain.errors import StrongroomError
 from strongroom.domain.permissions import Permission
 from strongroom.domain.principals import Caller
 from strongroom.domain.restores import (
+    INTERRUPTED,
+    RESTORE_LEASE,
     Restore,
     RestoreState,
     check_restorable,
@@ -50,9 +61,6 @@ READ_RESTORE = Requirement((Permission.ARTIFACTS_READ, Permission.BACKUPS_READ))
 BATCH = 10
 CHUNK = 1024 * 1024
 UNEXPECTED = "the restore failed on an unexpected error of the service (logged)"
-INTERRUPTED = (
-    "interrupted: the service stopped during the restore; the target may hold part of the artifact"
-)
 
 
 def restore_snapshot(restore: Restore) -> dict[str, JsonValue]:
@@ -68,6 +76,7 @@ def restore_snapshot(restore: Restore) -> dict[str, JsonValue]:
     return {
         "artifact_id": str(restore.artifact_id),
         "state": restore.state.value,
+        "attempt": restore.attempt,
         "target": target,
         "error": restore.error,
     }
@@ -160,35 +169,108 @@ class Restores:
     # ----------------------------------------------------------------------------------
     # The service's side
 
-    async def run_queued(self, limit: int = BATCH) -> list[Restore]:
-        """Run queued restores one after another until none is left (at most ``limit``);
-        the finished restores. Safe with any number of runners at once."""
+    async def run_queued(
+        self, limit: int = BATCH, lease: timedelta = RESTORE_LEASE
+    ) -> list[Restore]:
+        """Requeue (or fail) restores whose runner died (``expire_leases``), then run
+        queued restores one after another until none is left (at most ``limit``), each
+        held on ``lease``; the finished restores. Safe with any number of runners."""
+        await self.expire_leases()
         finished: list[Restore] = []
         for _ in range(limit):
-            done = await self.run_next()
+            done = await self.run_next(lease)
             if done is None:
                 break
             finished.append(done)
         return finished
 
-    async def run_next(self) -> Restore | None:
-        """Take the oldest queued restore, run it and record how it ended; None when none
-        is queued."""
+    async def run_next(self, lease: timedelta = RESTORE_LEASE) -> Restore | None:
+        """Take the oldest queued restore, run it (renewing its lease every quarter of
+        ``lease``) and record how it ended; None when none is queued. A restore taken
+        from this runner meanwhile (its lease ran out) is returned as it now is."""
         now = self._deps.clock.now()
         async with self._deps.uow() as uow:
             queued = await uow.restores.next_queued()
             if queued is None:
                 return None
-            running = queued.start(now)
+            running = queued.start(now, lease)
             await uow.restores.update(running)
             await uow.commit()
+        work = asyncio.ensure_future(self._execute(running))
         try:
-            error = await self._execute(running)
+            while True:
+                done, _ = await asyncio.wait({work}, timeout=lease.total_seconds() / 4)
+                if done:
+                    break
+                current = await self._renew(running, lease)
+                if current is not None and not current.holds(running):
+                    logger.warning("restore %s was taken from this runner", running.id)
+                    work.cancel()
+                    with contextlib.suppress(asyncio.CancelledError, Exception):
+                        await work
+                    return current
         except asyncio.CancelledError:
+            work.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await work
             # The service is stopping: record why, so the restore is not left running.
             await asyncio.shield(self._finish(running, INTERRUPTED))
             raise
-        return await self._finish(running, error)
+        return await self._finish(running, work.result())
+
+    async def _renew(self, running: Restore, lease: timedelta) -> Restore | None:
+        """Extend the lease of the restore this runner holds; the restore as it now is
+        (None if it went away, or when the renewal itself failed: it tries again)."""
+        try:
+            async with self._deps.uow() as uow:
+                current = await uow.restores.get(running.workspace_id, running.id, for_update=True)
+                if current is None or not current.holds(running):
+                    return current
+                renewed = current.renew(self._deps.clock.now(), lease)
+                await uow.restores.update(renewed)
+                await uow.commit()
+            return renewed
+        except Exception:
+            logger.exception("renewing the lease of restore %s failed", running.id)
+            return None
+
+    async def expire_leases(self, now: datetime | None = None, limit: int = BATCH) -> int:
+        """Queue again (or fail, after the last attempt) the running restores whose
+        runner stopped renewing them; how many. Audited ``restore.requeue`` or
+        ``restore.finish`` by ``system``."""
+        now = now or self._deps.clock.now()
+        async with self._deps.uow() as uow:
+            expired = await uow.restores.lease_expired(now, limit)
+        count = 0
+        for candidate in expired:
+            async with self._deps.uow() as uow:
+                current = await uow.restores.get(
+                    candidate.workspace_id, candidate.id, for_update=True
+                )
+                if current is None or not current.lease_expired(now):
+                    continue  # a renewal or another runner came first
+                after = current.expire_lease(now)
+                await uow.restores.update(after)
+                action = (
+                    "restore.requeue" if after.state is RestoreState.QUEUED else "restore.finish"
+                )
+                await record_by_system(
+                    self._deps,
+                    uow,
+                    after.workspace_id,
+                    action,
+                    after.id,
+                    diff(restore_snapshot(current), restore_snapshot(after)),
+                )
+                await uow.commit()
+            logger.warning(
+                "restore %s: its runner stopped renewing its lease; now %s (attempt %d)",
+                after.id,
+                after.state.value,
+                after.attempt,
+            )
+            count += 1
+        return count
 
     async def _execute(self, restore: Restore) -> str | None:
         """Do the restore; None when it succeeded, else why it failed (no secret)."""
@@ -242,7 +324,7 @@ class Restores:
         now = self._deps.clock.now()
         async with self._deps.uow() as uow:
             current = await uow.restores.get(running.workspace_id, running.id, for_update=True)
-            if current is None or current.state is not RestoreState.RUNNING:
+            if current is None or not current.holds(running):
                 return current or running
             after = current.succeed(now) if error is None else current.fail(error, now)
             await uow.restores.update(after)

@@ -4,6 +4,7 @@ out and refuses the same."""
 from __future__ import annotations
 
 import threading
+from datetime import timedelta
 from uuid import UUID, uuid4
 
 import attrs
@@ -116,6 +117,33 @@ class TestRestores:
             uow.commit()
         with adapter.uow() as uow:
             assert uow.restores.next_queued() is None
+
+    def test_expired_leases_are_found_across_workspaces_soonest_first(
+        self, adapter: Adapter
+    ) -> None:
+        """Running restores whose lease ran out by ``now``, of any workspace, soonest
+        expiry first, at most ``limit``; the attempt and the lease round-trip."""
+        wid, aid, _ = world(adapter)
+        other_wid, other_aid, _ = world(adapter)
+        lease = timedelta(seconds=10)
+        later = restore(wid, aid, 0).start(at(5), lease)  # expires at 15
+        sooner = attrs.evolve(restore(other_wid, other_aid, 0).start(at(1), lease), attempt=2)
+        alive = restore(wid, aid, 0).start(at(50), lease)  # expires at 60
+        queued = restore(wid, aid, 0)
+        adapter.store(later, sooner, alive, queued)
+        with adapter.uow() as uow:
+            assert uow.restores.lease_expired(at(20), 10) == [sooner, later]
+            assert uow.restores.lease_expired(at(20), 1) == [sooner]
+            assert uow.restores.lease_expired(at(10), 10) == []
+            assert uow.restores.get(other_wid, sooner.id) == sooner
+        requeued = sooner.expire_lease(at(20))
+        with adapter.uow() as uow:
+            uow.restores.update(requeued)
+            uow.commit()
+        with adapter.uow() as uow:
+            assert uow.restores.get(other_wid, sooner.id) == requeued
+            assert (requeued.attempt, requeued.lease_expires_at) == (3, None)
+            assert uow.restores.lease_expired(at(20), 10) == [later]
 
     def test_concurrent_runners_never_take_the_same_restore(self, adapter: Adapter) -> None:
         """Two runners at once over two queued restores: each takes a different one."""

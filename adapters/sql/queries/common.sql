@@ -718,15 +718,15 @@ LIMIT 1
 -- name: restore_insert
 INSERT INTO restores (
     id, workspace_id, artifact_id, target, state, sealed_credentials, error, created_at,
-    started_at, finished_at
+    started_at, finished_at, attempt, lease_expires_at
 ) VALUES (
     :id, :workspace_id, :artifact_id, :target, :state, :sealed_credentials, :error,
-    :created_at, :started_at, :finished_at
+    :created_at, :started_at, :finished_at, :attempt, :lease_expires_at
 )
 
 -- name: restore_get
 SELECT id, workspace_id, artifact_id, target, state, sealed_credentials, error, created_at,
-       started_at, finished_at
+       started_at, finished_at, attempt, lease_expires_at
 FROM restores
 WHERE workspace_id = :workspace_id AND id = :id
 /*lock*/
@@ -735,15 +735,26 @@ WHERE workspace_id = :workspace_id AND id = :id
 -- Identity, artifact, target and creation time never change.
 UPDATE restores
 SET state = :state, sealed_credentials = :sealed_credentials, error = :error,
-    started_at = :started_at, finished_at = :finished_at
+    started_at = :started_at, finished_at = :finished_at, attempt = :attempt,
+    lease_expires_at = :lease_expires_at
 WHERE workspace_id = :workspace_id AND id = :id AND artifact_id = :artifact_id
+
+-- name: restore_lease_expired
+-- Running restores of every workspace whose lease ran out (index restores_running),
+-- soonest expiry first.
+SELECT id, workspace_id, artifact_id, target, state, sealed_credentials, error, created_at,
+       started_at, finished_at, attempt, lease_expires_at
+FROM restores
+WHERE state = 'running' AND lease_expires_at <= :now
+ORDER BY lease_expires_at, id
+LIMIT :limit
 
 -- name: restore_next_queued
 -- The oldest queued restore of any workspace (index restores_queued), locked: on
 -- PostgreSQL one another runner holds locked is skipped; on SQLite the unit of work holds
 -- the one writer from this read (writes=True). Concurrent runners never take the same one.
 SELECT id, workspace_id, artifact_id, target, state, sealed_credentials, error, created_at,
-       started_at, finished_at
+       started_at, finished_at, attempt, lease_expires_at
 FROM restores
 WHERE state = 'queued'
 ORDER BY created_at, id
