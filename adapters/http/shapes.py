@@ -528,14 +528,21 @@ class WorkerWithToken(Worker):
 # Backups
 
 
-@view_of(backups.S3Source)
 @attrs.frozen
-class S3Source:
-    """An S3 bucket the service reads (cloud backups)."""
+class S3Location:
+    """The fields an S3 source and a `customer_s3` destination share (not a wire shape of
+    its own)."""
 
     endpoint: Endpoint = attrs.field(metadata=meta(ENDPOINT))
     bucket: NonEmpty
     prefix: str | None = attrs.field(default=None, metadata=meta("Null is the same as absent."))
+
+
+@view_of(backups.S3Source)
+@attrs.frozen
+class S3Source(S3Location):
+    """An S3 bucket the service reads (cloud backups)."""
+
     type: Literal["s3"] = "s3"
 
 
@@ -612,13 +619,10 @@ class ServiceDestination:
 
 @view_of(backups.CustomerS3Destination)
 @attrs.frozen
-class CustomerS3Destination:
+class CustomerS3Destination(S3Location):
     """Artifacts go only to the customer's own bucket and cannot be downloaded through the
     service."""
 
-    endpoint: Endpoint = attrs.field(metadata=meta(ENDPOINT))
-    bucket: NonEmpty
-    prefix: str | None = attrs.field(default=None, metadata=meta("Null is the same as absent."))
     type: Literal["customer_s3"] = "customer_s3"
 
 
