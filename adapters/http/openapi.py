@@ -516,7 +516,9 @@ def permission(*slugs: Permission) -> Reasons:
 
 
 def path_id(name: str) -> Reasons:
-    """Refusal for a malformed path id."""
+    """Refusal for a malformed path id (a role's ``slug`` is a slug, not a UUID)."""
+    if name == "slug":
+        return {"invalid_request": ["`slug` in the path is not a well-formed role slug"]}
     return {"invalid_request": [f"`{name}` in the path is not a UUID"]}
 
 
@@ -734,7 +736,7 @@ def operations(routes: list[BaseRoute] | None = None) -> list[Operation]:
 # The object a path names (by its id, or the segment before ``{id}``), for the 404 that
 # every operation on it can answer.
 OBJECTS = {"bid": "backup", "aid": "artifact", "run_id": "run", "api-keys": "API key"}
-OBJECTS |= {"workers": "worker", "restores": "restore"}
+OBJECTS |= {"workers": "worker", "restores": "restore", "members": "member", "roles": "role"}
 
 
 def object_of(path: str) -> str | None:
@@ -744,7 +746,7 @@ def object_of(path: str) -> str | None:
     if not ids:
         return None
     name = parts[ids[-1]][1:-1]
-    return OBJECTS.get(parts[ids[-1] - 1] if name == "id" else name)
+    return OBJECTS.get(parts[ids[-1] - 1] if name in ("id", "slug") else name)
 
 
 def reasons_of(operation: Operation) -> Reasons:
@@ -753,7 +755,7 @@ def reasons_of(operation: Operation) -> Reasons:
     if operation.auth != Auth.NONE:
         derived += [UNAUTHENTICATED, UPSTREAM]
     names = [part[1:-1] for part in operation.path.split("/") if part.startswith("{")]
-    derived += [path_id(name) for name in names if name not in ("slug", "key", "asset")]
+    derived += [path_id(name) for name in names if name not in ("key", "asset")]
     if operation.permissions:
         derived += [NO_WORKSPACE, permission(*operation.permissions)]
         derived += [permission(needed) for needed in operation.also_permissions]
@@ -775,7 +777,8 @@ def reasons_of(operation: Operation) -> Reasons:
         derived.append(BILLING_BY_GATE[operation.billing])
     noun = object_of(operation.path)
     if noun and "not_found" not in operation.errors:
-        derived.append(reason("not_found", f"no such {noun} in the caller's workspace"))
+        where = "the workspace" if "{wid}" in operation.path else "the caller's workspace"
+        derived.append(reason("not_found", f"no such {noun} in {where}"))
     return merge(*derived, {code: [text] for code, text in operation.errors.items()})
 
 

@@ -37,7 +37,6 @@ async def list_members(ctx: ApiContext) -> Response:
     Member,
     "The member.",
     READ_MEMBERS,
-    errors={"not_found": "no such member in the workspace"},
 )
 async def get_member(ctx: ApiContext) -> Response:
     """Read a member
@@ -59,7 +58,6 @@ async def get_member(ctx: ApiContext) -> Response:
         "forbidden": (
             "the new role, or the member's current role, holds a permission the caller lacks"
         ),
-        "not_found": "no such member of the workspace",
         "validation_failed": "the role does not exist in the workspace",
         "last_admin": "the member is the last admin",
     },
@@ -88,7 +86,6 @@ async def update_member(ctx: ApiContext) -> Response:
         "forbidden": (
             "the new role, or the member's current role, holds a permission the caller lacks"
         ),
-        "not_found": "no such member of the workspace",
         "last_admin": "the member is the last admin",
     },
 )
@@ -156,10 +153,6 @@ async def create_role(ctx: ApiContext) -> Response:
     Role,
     "The role.",
     READ_ROLES,
-    errors={
-        "invalid_request": "`slug` in the path is not a well-formed role slug",
-        "not_found": "no such role in the workspace",
-    },
 )
 async def get_role(ctx: ApiContext) -> Response:
     """Read a role
@@ -177,9 +170,7 @@ async def get_role(ctx: ApiContext) -> Response:
     UPDATE_ROLE,
     body=RoleUpdate,
     errors={
-        "invalid_request": "`slug` in the path is not a well-formed role slug",
         "forbidden": "a permission of the role, old or new, is not the caller's own",
-        "not_found": "no such role in the workspace",
         "validation_failed": "a permission outside the catalog",
         "invalid_state": "the role is built-in (`admin`, `member`, `viewer`)",
     },
@@ -209,9 +200,7 @@ async def update_role(ctx: ApiContext) -> Response:
     DELETE_ROLE,
     empty_body=True,
     errors={
-        "invalid_request": "`slug` in the path is not a well-formed role slug",
         "forbidden": "the role holds a permission the caller lacks",
-        "not_found": "no such role in the workspace",
         "invalid_state": (
             "the role is built-in (`admin`, `member`, `viewer`); members or pending "
             "invitations hold the role"
