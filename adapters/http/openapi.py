@@ -233,6 +233,21 @@ def _prose(doc: str | None) -> str:
     return inspect.cleandoc(doc or "").replace("``", "`")
 
 
+REFUSALS = "\n\nErrors:\n"
+
+
+def refusals(doc: str | None) -> tuple[str, dict[str, str]]:
+    """A handler's docstring without its ``Errors:`` section, and the section's refusals
+    as ``{code: reason}``: one ``- `code`: reason`` item a code, continued on indented lines."""
+    prose, _, section = _prose(doc).partition(REFUSALS)
+    items = re.split(r"^- ", section, flags=re.MULTILINE)[1:]
+    found = {}
+    for item in items:
+        code, _, reason = item.partition(":")
+        found[code.strip("` ")] = " ".join(reason.split())
+    return prose, found
+
+
 @attrs.frozen
 class Named:
     """A component ``name`` for a schema that is not a model (a union of models)."""
@@ -601,7 +616,7 @@ def api(
     ``needs`` its permissions, ``ok`` its success (status, model, description), ``errors``
     the reasons specific to it (``{code: reason}``), and ``Operation``'s other options.
     An ``EmptyBody`` body is optional; a ``Paged`` answer takes ``limit`` and ``cursor``."""
-    summary, _, description = _prose(endpoint.__doc__).partition("\n")
+    summary, _, description = refusals(endpoint.__doc__)[0].partition("\n")
     options.setdefault("body_required", options.get("body") is not shapes.EmptyBody)
     options.setdefault("paginated", isinstance(ok[1], Paged))
     operation = Operation(
@@ -661,7 +676,7 @@ class Routes(list[BaseRoute]):
 
     def route(self, method: str, path: str, answer: Any, said: str, **options: Any) -> Declare:
         """Declare the route of the decorated handler."""
-        errors = {**self.shared.get("errors", {}), **options.pop("errors", {})}
+        errors = options.pop("errors", {})
         status = options.pop("status", SUCCESS.get(method, 200))
         name = options.pop("operation_id", None)
         one_object = method == "GET" and path.endswith("}") and attrs.has(answer)
@@ -680,7 +695,9 @@ class Routes(list[BaseRoute]):
                 target = conventions.tagged(target)
             if no_store:
                 target = conventions.no_store(target)
-            merged = {**self.shared, **options, "errors": errors}
+            # The refusals a route adds: the shared ones, its docstring's, then ``errors``.
+            own = {**self.shared.get("errors", {}), **refusals(handler.__doc__)[1], **errors}
+            merged = {**self.shared, **options, "errors": own}
             if method == "GET":  # a shared billing gate refuses writes only
                 merged["billing"] = options.get("billing")
             ok = (status, answer, said)

@@ -104,20 +104,16 @@ async def get_dashboard(ctx: ApiContext) -> Response:
     return _serve(ctx, PAGE)
 
 
-@routes.get(
-    "/app/{asset}",
-    ASSETS,
-    "The file.",
-    errors={
-        "invalid_request": "`asset` is not a file name (letters, digits, `.`, `_`, `-`)",
-        "not_found": "no such file",
-    },
-)
+@routes.get("/app/{asset}", ASSETS, "The file.")
 async def get_dashboard_asset(ctx: ApiContext) -> Response:
     """Dashboard file
 
     A script, stylesheet or image of the dashboard, served with the same
-    Content-Security-Policy."""
+    Content-Security-Policy.
+
+    Errors:
+    - `invalid_request`: `asset` is not a file name (letters, digits, `.`, `_`, `-`)
+    - `not_found`: no such file"""
     name = ctx.request.path_params["asset"]
     if not ASSET_NAME.fullmatch(name):
         return error_response(ctx.request, 400, "invalid_request", "not a dashboard file name")

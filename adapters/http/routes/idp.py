@@ -627,12 +627,6 @@ def authorize_page(
         parameter("code_challenge_method", "query", "`S256` (the only method offered)."),
         parameter("state", "query", "Opaque; echoed in the redirect."),
     ),
-    errors={
-        "invalid_request": (
-            "an unknown `client_id` or a `redirect_uri` off this origin: an HTML page, never"
-            " a redirect"
-        ),
-    },
     html_errors=(400,),
     extra_responses={
         "303": {
@@ -649,7 +643,11 @@ async def idp_authorize_page(ctx: ApiContext) -> Response:
     """Authorization request (sign-in page)
 
     RFC 6749 section 4.1.1 with PKCE (RFC 7636, `S256` only), for the dashboard: an HTML
-    page where a person signs in; its form posts to `POST /idp/authorize`."""
+    page where a person signs in; its form posts to `POST /idp/authorize`.
+
+    Errors:
+    - `invalid_request`: an unknown `client_id` or a `redirect_uri` off this origin: an HTML
+      page, never a redirect"""
     if _builtin(ctx) is None:
         return _no_such_route(ctx.request)
     params = dict(ctx.request.query_params)
@@ -760,21 +758,18 @@ async def idp_token(idp: BuiltinIdentityProvider, ctx: ApiContext, form: Mapping
     AuthorizationServerMetadata,
     "The metadata.",
     operation_id="getAuthorizationServerMetadataOfIssuer",
-    errors={"not_found": "another identity provider is configured"},
 )
-@routes.get(
-    "/.well-known/oauth-authorization-server",
-    AuthorizationServerMetadata,
-    "The metadata.",
-    errors={"not_found": "another identity provider is configured"},
-)
+@routes.get("/.well-known/oauth-authorization-server", AuthorizationServerMetadata, "The metadata.")
 async def get_authorization_server_metadata(ctx: ApiContext) -> Response:
     """Authorization server metadata
 
     RFC 8414: the built-in identity provider's endpoints, grant types and client
     authentication methods, for OAuth clients that discover the server. Served at
     `/.well-known/oauth-authorization-server` and, as RFC 8414 section 3 derives it from
-    the issuer `{base}/idp`, at `/.well-known/oauth-authorization-server/idp`."""
+    the issuer `{base}/idp`, at `/.well-known/oauth-authorization-server/idp`.
+
+    Errors:
+    - `not_found`: another identity provider is configured"""
     idp = _builtin(ctx)
     if idp is None:
         return _no_such_route(ctx.request)
