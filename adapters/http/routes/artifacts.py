@@ -161,6 +161,10 @@ async def request_download(ctx: ApiContext) -> Response:
     "The artifact, its verification `pending` until its bytes are re-read.",
     VERIFY_ARTIFACT,
     status=202,
+    errors={
+        "conflict": "the artifact is deleted",
+        "invalid_state": "the artifact is not confirmed yet",
+    },
 )
 async def verify_artifact(ctx: ApiContext) -> Response:
     """Verify an artifact
@@ -169,11 +173,7 @@ async def verify_artifact(ctx: ApiContext) -> Response:
     with the recorded one. Answers at once with the artifact, its `verification` now
     `pending`; within `STRONGROOM_VERIFY_PENDING_INTERVAL` seconds (10 by default) the
     verifier records `verified_at` and `verification`: `ok`, `mismatch` or `missing`,
-    audited as `artifact.verify`. Never refused for billing.
-
-    Errors:
-    - `conflict`: the artifact is deleted
-    - `invalid_state`: the artifact is not confirmed yet"""
+    audited as `artifact.verify`. Never refused for billing."""
     grant = await ctx.grant(VERIFY_ARTIFACT, "aid")
     ctx.empty_body()
     return answer(await ctx.facade.artifacts.request_verification(grant, ctx.path_id("aid")), 202)
