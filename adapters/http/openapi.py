@@ -659,7 +659,7 @@ class Routes(list[BaseRoute]):
     writes) apply to every route.
     A handler of an ``ApiContext`` is adapted by ``endpoint``; ``located``, ``tagged`` and
     ``no_store`` apply those ``conventions`` to the route (``tagged`` by default for a read
-    of one object and for a PATCH).
+    of one object and for a PATCH, ``no_store`` for an answer whose shape is ``__secret__``).
     """
 
     def __init__(self, tag: str, **shared: Any) -> None:
@@ -682,7 +682,7 @@ class Routes(list[BaseRoute]):
         one_object = method == "GET" and path.endswith("}") and attrs.has(answer)
         location = options.pop("located", None)
         tagged = options.pop("tagged", method == "PATCH" or one_object)
-        no_store = options.pop("no_store", False)
+        no_store = options.pop("no_store", getattr(answer, "__secret__", False))
 
         def declare(handler: E) -> E:
             operation_id = name or re.sub(r"_(\w)", lambda m: m[1].upper(), handler.__name__)

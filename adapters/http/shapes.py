@@ -251,6 +251,8 @@ class SwitchWorkspace:
 class Session:
     """A session and its token."""
 
+    __secret__: ClassVar[bool] = True  # never stored by a cache (conventions.no_store)
+
     token: str = attrs.field(
         metadata=meta("The session token (`bks_...`), the bearer for `/v1`; shown only here.")
     )
@@ -488,6 +490,8 @@ class ApiKey:
 class ApiKeyWithToken(ApiKey):
     """A new API key with its token."""
 
+    __secret__: ClassVar[bool] = True  # never stored by a cache (conventions.no_store)
+
     token: str = attrs.field(
         default="", metadata=meta("The key's bearer token (`bkk_...`), shown only here.")
     )
@@ -514,6 +518,8 @@ class Worker:
 @attrs.frozen
 class WorkerWithToken(Worker):
     """A worker with its new token."""
+
+    __secret__: ClassVar[bool] = True  # never stored by a cache (conventions.no_store)
 
     token: str = attrs.field(
         default="",
@@ -993,6 +999,8 @@ UploadPlan = SingleUpload | MultipartUpload
 @attrs.frozen
 class Download:
     """A presigned download."""
+
+    __secret__: ClassVar[bool] = True  # never stored by a cache (conventions.no_store)
 
     method: Literal["GET"]
     url: Uri = attrs.field(metadata=meta(PRESIGNED))

@@ -132,11 +132,7 @@ async def list_artifacts(ctx: ApiContext) -> Response:
 
 
 @routes.action(
-    "/v1/artifacts/{aid}/download-url",
-    Download,
-    "The presigned download.",
-    DOWNLOAD_ARTIFACT,
-    no_store=True,
+    "/v1/artifacts/{aid}/download-url", Download, "The presigned download.", DOWNLOAD_ARTIFACT
 )
 async def request_download(ctx: ApiContext) -> Response:
     """Presign an artifact's download

@@ -49,7 +49,6 @@ def issued_worker(issued: IssuedWorker) -> Any:
     "The new key with its token.",
     CREATE_API_KEY,
     body=ApiKeyCreate,
-    no_store=True,
     located="/v1/api-keys/{id}",
 )
 async def create_api_key(ctx: ApiContext) -> Response:
@@ -109,7 +108,6 @@ async def delete_api_key(ctx: ApiContext) -> Response:
     "The new worker with its token.",
     CREATE_WORKER,
     body=WorkerCreate,
-    no_store=True,
     located="/v1/workers/{id}",
 )
 async def create_worker(ctx: ApiContext) -> Response:
@@ -149,11 +147,7 @@ async def get_worker(ctx: ApiContext) -> Response:
 
 
 @routes.action(
-    "/v1/workers/{id}/rotate",
-    WorkerWithToken,
-    "The worker with its new token.",
-    ROTATE_WORKER,
-    no_store=True,
+    "/v1/workers/{id}/rotate", WorkerWithToken, "The worker with its new token.", ROTATE_WORKER
 )
 async def rotate_worker(ctx: ApiContext) -> Response:
     """Rotate a worker's credential
