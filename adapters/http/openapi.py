@@ -659,7 +659,8 @@ class Routes(list[BaseRoute]):
     writes) apply to every route.
     A handler of an ``ApiContext`` is adapted by ``endpoint``; ``located``, ``tagged`` and
     ``no_store`` apply those ``conventions`` to the route (``tagged`` by default for a read
-    of one object and for a PATCH, ``no_store`` for an answer whose shape is ``__secret__``).
+    of one object and for a PATCH, ``no_store`` for an answer whose shape is ``__secret__``,
+    ``located`` at the answer's ``__location__`` for a 201 or 202).
     """
 
     def __init__(self, tag: str, **shared: Any) -> None:
@@ -680,7 +681,10 @@ class Routes(list[BaseRoute]):
         status = options.pop("status", SUCCESS.get(method, 200))
         name = options.pop("operation_id", None)
         one_object = method == "GET" and path.endswith("}") and attrs.has(answer)
-        location = options.pop("located", None)
+        created = status in conventions.LOCATED
+        location = options.pop(
+            "located", getattr(answer, "__location__", None) if created else None
+        )
         tagged = options.pop("tagged", method == "PATCH" or one_object)
         no_store = options.pop("no_store", getattr(answer, "__secret__", False))
 

@@ -251,6 +251,8 @@ class SwitchWorkspace:
 class Session:
     """A session and its token."""
 
+    __location__: ClassVar[str] = "/v1/me"
+
     __secret__: ClassVar[bool] = True  # never stored by a cache (conventions.no_store)
 
     token: str = attrs.field(
@@ -283,6 +285,8 @@ class WorkspaceUpdate(WorkspaceCreate):
 @attrs.frozen
 class Workspace:
     """A single workspace."""
+
+    __location__: ClassVar[str] = "/v1/workspaces/{id}"
 
     id: UUID
     name: str
@@ -390,6 +394,8 @@ class MemberUpdate:
 class Role:
     """A built-in or custom role."""
 
+    __location__: ClassVar[str] = "/v1/workspaces/{wid}/roles/{slug}"
+
     slug: RoleSlug
     name: str
     permissions: frozenset[Permission]
@@ -478,6 +484,8 @@ class ApiKeyCreate:
 class ApiKey:
     """An API key; its token is never shown again after creation."""
 
+    __location__: ClassVar[str] = "/v1/api-keys/{id}"
+
     id: UUID
     name: str
     permissions: frozenset[Permission]
@@ -508,6 +516,8 @@ class WorkerCreate:
 @attrs.frozen
 class Worker:
     """A worker; its token is never shown again."""
+
+    __location__: ClassVar[str] = "/v1/workers/{id}"
 
     id: UUID
     name: str
@@ -699,6 +709,8 @@ class BackupUpdate:
 class Backup:
     """A backup. Credentials are write-only and never appear."""
 
+    __location__: ClassVar[str] = "/v1/backups/{id}"
+
     id: UUID
     workspace_id: UUID
     name: str
@@ -760,6 +772,8 @@ class ProgressShape:
 @attrs.frozen
 class Run:
     """One execution of a backup."""
+
+    __location__: ClassVar[str] = "/v1/runs/{id}"
 
     id: UUID
     backup_id: UUID
@@ -1062,6 +1076,8 @@ class SignupForm:
 @attrs.frozen
 class SignupResult:
     """The new account."""
+
+    __location__: ClassVar[str] = "/v1/me"
 
     user_id: UUID = attrs.field(metadata=meta(get="id"))
     email: Email

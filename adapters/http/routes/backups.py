@@ -22,12 +22,7 @@ routes = Routes("Backups", billing="config")
 
 
 @routes.create(
-    "/v1/workspaces/{wid}/backups",
-    Backup,
-    "The new backup.",
-    CREATE_BACKUP,
-    body=BackupCreate,
-    located="/v1/backups/{id}",
+    "/v1/workspaces/{wid}/backups", Backup, "The new backup.", CREATE_BACKUP, body=BackupCreate
 )
 async def create_backup(ctx: ApiContext) -> Response:
     """Create a backup

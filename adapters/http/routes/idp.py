@@ -385,7 +385,6 @@ def device_page(
         "name_taken": "an account with this email exists",
         "upstream_unavailable": UPSTREAM,
     },
-    located="/v1/me",
 )
 async def idp_signup(ctx: ApiContext) -> Response:
     """Sign up

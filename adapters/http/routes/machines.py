@@ -49,7 +49,6 @@ def issued_worker(issued: IssuedWorker) -> Any:
     "The new key with its token.",
     CREATE_API_KEY,
     body=ApiKeyCreate,
-    located="/v1/api-keys/{id}",
 )
 async def create_api_key(ctx: ApiContext) -> Response:
     """Create an API key
@@ -108,7 +107,6 @@ async def delete_api_key(ctx: ApiContext) -> Response:
     "The new worker with its token.",
     CREATE_WORKER,
     body=WorkerCreate,
-    located="/v1/workers/{id}",
 )
 async def create_worker(ctx: ApiContext) -> Response:
     """Register a worker

@@ -101,14 +101,7 @@ async def list_roles(ctx: ApiContext) -> Response:
     return answer({"data": roles, "next_cursor": next_cursor})
 
 
-@routes.create(
-    "/v1/workspaces/{wid}/roles",
-    Role,
-    "The new role.",
-    CREATE_ROLE,
-    body=RoleCreate,
-    located="/v1/workspaces/{wid}/roles/{slug}",
-)
+@routes.create("/v1/workspaces/{wid}/roles", Role, "The new role.", CREATE_ROLE, body=RoleCreate)
 async def create_role(ctx: ApiContext) -> Response:
     """Create a custom role
 

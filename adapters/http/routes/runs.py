@@ -15,15 +15,7 @@ routes = Routes("Runs and artifacts")
 backups = routes.tagged("Backups")
 
 
-@routes.create(
-    "/v1/runs",
-    Run,
-    "The new run.",
-    START_RUN,
-    body=RunCreate,
-    billing="runs",
-    located="/v1/runs/{id}",
-)
+@routes.create("/v1/runs", Run, "The new run.", START_RUN, body=RunCreate, billing="runs")
 async def start_run(ctx: ApiContext) -> Response:
     """Start a manual run
 
@@ -112,7 +104,6 @@ async def cancel_run(ctx: ApiContext) -> Response:
     status=202,
     idempotent=True,
     billing="runs",
-    located="/v1/runs/{id}",
 )
 async def trigger_backup(ctx: ApiContext) -> Response:
     """Trigger a backup

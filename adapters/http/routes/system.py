@@ -91,7 +91,6 @@ async def get_cli_config(ctx: ApiContext) -> Response:
     status=201,
     auth=Auth.IDP,
     idempotent=True,
-    located="/v1/me",
 )
 async def create_session(ctx: ApiContext) -> Response:
     """Sign in
@@ -113,7 +112,6 @@ async def create_session(ctx: ApiContext) -> Response:
     Session,
     "The new session; its token is shown only here.",
     body=SwitchWorkspace,
-    located="/v1/me",
 )
 async def switch_workspace(ctx: ApiContext) -> Response:
     """Switch workspace

@@ -47,14 +47,7 @@ async def list_workspaces(ctx: ApiContext) -> Response:
     return answer(result)
 
 
-@routes.create(
-    "/v1/workspaces",
-    Workspace,
-    "The new workspace.",
-    body=WorkspaceCreate,
-    person=True,
-    located="/v1/workspaces/{id}",
-)
+@routes.create("/v1/workspaces", Workspace, "The new workspace.", body=WorkspaceCreate, person=True)
 async def create_workspace(ctx: ApiContext) -> Response:
     """Create a workspace
 
