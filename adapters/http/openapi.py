@@ -201,8 +201,11 @@ class Components:
             key = field.metadata.get("rename", field.name)
             prop = self.of(field.metadata.get("schema_type", field.type), inbound)
             prop = {**prop, **field.metadata.get("schema", {})}
-            if field.metadata.get("description"):
-                prop["description"] = field.metadata["description"]
+            description = field.metadata.get("description") or wire.field_docs(model).get(
+                field.name
+            )
+            if description:
+                prop["description"] = description
             properties[key] = prop
             always = get_origin(field.type) is Literal
             if (

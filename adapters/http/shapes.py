@@ -90,16 +90,13 @@ AUTHORIZATION_CODE_GRANT = "authorization_code"
 class ErrorBody:
     """What went wrong."""
 
-    code: str = attrs.field(
-        metadata=meta(
-            "Stable machine-readable code; branch on it, never on `message`. Every code and its "
-            "status is listed under `x-error-codes`."
-        )
-    )
-    message: str = attrs.field(metadata=meta("Human-readable; its wording may change."))
-    request_id: str = attrs.field(
-        metadata=meta("Equals the response's `X-Request-ID` header (`req_<uuid>` when generated).")
-    )
+    code: str
+    """Stable machine-readable code; branch on it, never on `message`. Every code and its status is
+    listed under `x-error-codes`."""
+    message: str
+    """Human-readable; its wording may change."""
+    request_id: str
+    """Equals the response's `X-Request-ID` header (`req_<uuid>` when generated)."""
     detail: str | None = attrs.field(
         default=None,
         metadata=meta(
@@ -130,8 +127,10 @@ class OAuthError:
         "slow_down",
         "expired_token",
         "access_denied",
-    ] = attrs.field(metadata=meta("RFC 6749 / RFC 8628 error code."))
-    error_description: str = attrs.field(metadata=meta("Human-readable explanation."))
+    ]
+    """RFC 6749 / RFC 8628 error code."""
+    error_description: str
+    """Human-readable explanation."""
 
 
 @attrs.frozen
@@ -208,9 +207,8 @@ class Me:
     user: User | None = attrs.field(
         metadata=meta("Present only when the caller is a person.", optional=True)
     )
-    workspace_id: UUID | None = attrs.field(
-        metadata=meta("The workspace the credential is scoped to.")
-    )
+    workspace_id: UUID | None
+    """The workspace the credential is scoped to."""
     permissions: list[Permission] = attrs.field(
         metadata=meta(
             "Sorted; empty when no workspace is selected.",
@@ -230,13 +228,9 @@ class CliConfig:
     device_authorization_endpoint: Uri
     token_endpoint: Uri
     scopes: list[str]
-    authorization_endpoint: Uri | None = attrs.field(
-        default=None,
-        metadata=meta(
-            "The authorization-code grant with PKCE, for browsers (the dashboard's client is"
-            " `strongroom-web` with the built-in provider); null when the provider has none."
-        ),
-    )
+    authorization_endpoint: Uri | None = None
+    """The authorization-code grant with PKCE, for browsers (the dashboard's client is
+    `strongroom-web` with the built-in provider); null when the provider has none."""
 
 
 @attrs.frozen
@@ -255,14 +249,12 @@ class Session:
 
     __secret__: ClassVar[bool] = True  # never stored by a cache (conventions.no_store)
 
-    token: str = attrs.field(
-        metadata=meta("The session token (`bks_...`), the bearer for `/v1`; shown only here.")
-    )
+    token: str
+    """The session token (`bks_...`), the bearer for `/v1`; shown only here."""
     expires_at: datetime
     user: User
-    workspace_id: UUID | None = attrs.field(
-        metadata=meta("The workspace the session is scoped to; null after sign-in.")
-    )
+    workspace_id: UUID | None
+    """The workspace the session is scoped to; null after sign-in."""
 
 
 # --------------------------------------------------------------------------------------
@@ -290,9 +282,8 @@ class Workspace:
 
     id: UUID
     name: str
-    idp_org_id: str = attrs.field(
-        metadata=meta("The workspace's organization at the identity provider.")
-    )
+    idp_org_id: str
+    """The workspace's organization at the identity provider."""
     created_at: datetime
     updated_at: datetime
 
@@ -305,7 +296,8 @@ class MemberWorkspace:
     id: UUID = attrs.field(metadata=meta(get="workspace.id"))
     name: str = attrs.field(metadata=meta(get="workspace.name"))
     idp_org_id: str = attrs.field(metadata=meta(get="workspace.idp_org_id"))
-    role: str = attrs.field(metadata=meta("The caller's role in the workspace, e.g. `admin`."))
+    role: str
+    """The caller's role in the workspace, e.g. `admin`."""
 
 
 @view_of(DomainQuota)
@@ -331,7 +323,8 @@ class Actor:
     """Who acted."""
 
     type: PrincipalType
-    id: UUID | None = attrs.field(metadata=meta("Null for the `system` actor."))
+    id: UUID | None
+    """Null for the `system` actor."""
 
 
 @attrs.frozen
@@ -359,15 +352,13 @@ class AuditEvent:
     id: UUID
     occurred_at: datetime
     actor: Actor
-    action: str = attrs.field(
-        metadata=meta("`<resource>.<verb>`, e.g. `workspace.create`, `backup.update`.")
-    )
+    action: str
+    """`<resource>.<verb>`, e.g. `workspace.create`, `backup.update`."""
     target: Target = attrs.field(metadata=meta(get=lambda event: event))
     request_id: str | None
     outcome: Outcome
-    changes: dict[str, Change] | None = attrs.field(
-        metadata=meta("`{field: {from, to}}`, never a secret.")
-    )
+    changes: dict[str, Change] | None
+    """`{field: {from, to}}`, never a secret."""
 
 
 @view_of(workspaces.Member)
@@ -399,9 +390,8 @@ class Role:
     slug: RoleSlug
     name: str
     permissions: frozenset[Permission]
-    builtin: bool = attrs.field(
-        metadata=meta("Built-in roles (`admin`, `member`, `viewer`) are immutable.")
-    )
+    builtin: bool
+    """Built-in roles (`admin`, `member`, `viewer`) are immutable."""
 
 
 PERMISSIONS = {"type": "array", "items": {"$ref": "#/components/schemas/PermissionSlug"}}
@@ -441,10 +431,10 @@ class Invitation:
     id: UUID
     email: Email
     role: RoleSlug
-    state: InvitationState = attrs.field(
-        metadata=meta("`expired` once `expires_at` has passed unused.")
-    )
-    expires_at: datetime = attrs.field(metadata=meta("Seven days after creation."))
+    state: InvitationState
+    """`expired` once `expires_at` has passed unused."""
+    expires_at: datetime
+    """Seven days after creation."""
     created_at: datetime
 
 
@@ -473,10 +463,8 @@ class ApiKeyCreate:
             f"{MINE}; slugs outside the catalog: 422 `validation_failed`.", schema=PERMISSIONS
         )
     )
-    expires_at: datetime | None = attrs.field(
-        default=None,
-        metadata=meta("Optional; after it the key answers 401. Must be in the future."),
-    )
+    expires_at: datetime | None = None
+    """Optional; after it the key answers 401. Must be in the future."""
 
 
 @view_of(DomainApiKey)
@@ -500,9 +488,8 @@ class ApiKeyWithToken(ApiKey):
 
     __secret__: ClassVar[bool] = True  # never stored by a cache (conventions.no_store)
 
-    token: str = attrs.field(
-        default="", metadata=meta("The key's bearer token (`bkk_...`), shown only here.")
-    )
+    token: str = ""
+    """The key's bearer token (`bkk_...`), shown only here."""
 
 
 @attrs.frozen
@@ -531,13 +518,9 @@ class WorkerWithToken(Worker):
 
     __secret__: ClassVar[bool] = True  # never stored by a cache (conventions.no_store)
 
-    token: str = attrs.field(
-        default="",
-        metadata=meta(
-            "The worker's bearer token (`bkw_...`), shown only here; a rotation ends the "
-            "previous one at once."
-        ),
-    )
+    token: str = ""
+    """The worker's bearer token (`bkw_...`), shown only here; a rotation ends the previous one at
+    once."""
 
 
 # --------------------------------------------------------------------------------------
@@ -551,7 +534,8 @@ class S3Location:
 
     endpoint: Endpoint = attrs.field(metadata=meta(ENDPOINT))
     bucket: NonEmpty
-    prefix: str | None = attrs.field(default=None, metadata=meta("Null is the same as absent."))
+    prefix: str | None = None
+    """Null is the same as absent."""
 
 
 @view_of(backups.S3Source)
@@ -616,7 +600,8 @@ class ScheduleShape:
 class Retention:
     """How long artifacts are kept, and how long nobody can remove them."""
 
-    expire_after: Duration = attrs.field(metadata=meta("Longer than zero."))
+    expire_after: Duration
+    """Longer than zero."""
     lock_for: Duration = attrs.field(
         metadata=meta(
             "`PT0S` means no lock; longer than `expire_after` gives 422 `lock_exceeds_expiry`.",
@@ -647,7 +632,8 @@ class BackupCreate:
     """`POST /v1/workspaces/{wid}/backups`."""
 
     name: Name
-    kind: BackupKind = attrs.field(metadata=meta("Immutable once set."))
+    kind: BackupKind
+    """Immutable once set."""
 
 
 @attrs.frozen
@@ -664,7 +650,8 @@ class BackupUpdate:
         "retention",
     )
     name: Name | Unset = UNSET
-    source: Source | Unset = attrs.field(default=UNSET, metadata=meta("Cloud backups only."))
+    source: Source | Unset = UNSET
+    """Cloud backups only."""
     credentials: Mapping[str, str] | Unset = attrs.field(
         default=UNSET,
         metadata=meta(
@@ -674,19 +661,13 @@ class BackupUpdate:
             schema={"writeOnly": True},
         ),
     )
-    schedule: Schedule | Unset | None = attrs.field(
-        default=UNSET, metadata=meta("Not on manual backups; null removes it.")
-    )
-    worker_id: UUID | Unset = attrs.field(
-        default=UNSET, metadata=meta("Local backups only: a worker of this workspace.")
-    )
-    retention: RetentionPolicy | Unset = attrs.field(
-        default=UNSET,
-        metadata=meta(
-            "Write-once: an identical policy is accepted again, another gives 409 "
-            "`retention_immutable`."
-        ),
-    )
+    schedule: Schedule | Unset | None = UNSET
+    """Not on manual backups; null removes it."""
+    worker_id: UUID | Unset = UNSET
+    """Local backups only: a worker of this workspace."""
+    retention: RetentionPolicy | Unset = UNSET
+    """Write-once: an identical policy is accepted again, another gives 409
+    `retention_immutable`."""
     destination: Destination | Unset = UNSET
     destination_credentials: Mapping[str, str] | Unset = attrs.field(
         default=UNSET,
@@ -715,20 +696,14 @@ class Backup:
     workspace_id: UUID
     name: str
     kind: BackupKind
-    state: BackupState = attrs.field(
-        metadata=meta(
-            "`active` once the kind's configuration is complete: cloud needs `source`, "
-            "`credentials` and `retention`; local needs `worker_id` and `retention`; manual "
-            "needs `retention`."
-        )
-    )
-    paused: bool = attrs.field(
-        metadata=meta("A paused backup keeps its state and is not scheduled.")
-    )
+    state: BackupState
+    """`active` once the kind's configuration is complete: cloud needs `source`, `credentials` and
+    `retention`; local needs `worker_id` and `retention`; manual needs `retention`."""
+    paused: bool
+    """A paused backup keeps its state and is not scheduled."""
     source: Source | None
-    has_credentials: bool = attrs.field(
-        metadata=meta("Whether source credentials are stored (never returned).")
-    )
+    has_credentials: bool
+    """Whether source credentials are stored (never returned)."""
     schedule: Schedule | None
     worker_id: UUID | None
     retention: RetentionPolicy | None
@@ -746,7 +721,8 @@ class Backup:
 class RunCreate:
     """`POST /v1/runs`."""
 
-    backup_id: UUID = attrs.field(metadata=meta("A manual backup."))
+    backup_id: UUID
+    """A manual backup."""
 
 
 @view_of(domain_runs.Progress)
@@ -765,7 +741,8 @@ class ProgressShape:
             schema={"maxLength": domain_runs.MAX_PROGRESS_MESSAGE},
         )
     )
-    updated_at: datetime = attrs.field(metadata=meta("The heartbeat that reported it."))
+    updated_at: datetime
+    """The heartbeat that reported it."""
 
 
 @view_of(domain_runs.Run)
@@ -778,15 +755,11 @@ class Run:
     id: UUID
     backup_id: UUID
     workspace_id: UUID
-    state: domain_runs.RunState = attrs.field(
-        metadata=meta(
-            "`running` from `POST /v1/runs`, `queued` from `trigger`; `succeeded` once `confirm` "
-            "found every announced artifact; `cancelled` by `cancel` (a queued run at once)."
-        )
-    )
-    trigger: domain_runs.RunTrigger = attrs.field(
-        metadata=meta("`manual` (`POST /v1/runs`), `api` (`trigger`) or `schedule`.")
-    )
+    state: domain_runs.RunState
+    """`running` from `POST /v1/runs`, `queued` from `trigger`; `succeeded` once `confirm` found
+    every announced artifact; `cancelled` by `cancel` (a queued run at once)."""
+    trigger: domain_runs.RunTrigger
+    """`manual` (`POST /v1/runs`), `api` (`trigger`) or `schedule`."""
     worker_id: UUID | None
     created_at: datetime
     started_at: datetime | None
@@ -805,18 +778,13 @@ class Run:
             schema={"minimum": 1},
         )
     )
-    lease_expires_at: datetime | None = attrs.field(
-        metadata=meta("When the holder's lease runs out; null unless the run is claimed.")
-    )
-    cancel_requested: bool = attrs.field(
-        metadata=meta(
-            "A cancel of the `running` run was asked for; it becomes `cancelled` when its "
-            "holder next heartbeats or fails, or its lease expires."
-        )
-    )
-    progress: domain_runs.Progress | None = attrs.field(
-        metadata=meta("What the run's holder last reported; null before any report.")
-    )
+    lease_expires_at: datetime | None
+    """When the holder's lease runs out; null unless the run is claimed."""
+    cancel_requested: bool
+    """A cancel of the `running` run was asked for; it becomes `cancelled` when its holder next
+    heartbeats or fails, or its lease expires."""
+    progress: domain_runs.Progress | None
+    """What the run's holder last reported; null before any report."""
 
 
 @attrs.frozen
@@ -878,12 +846,10 @@ class HeartbeatRequest:
 class Heartbeat:
     """The run's lease after a heartbeat."""
 
-    lease_expires_at: datetime | None = attrs.field(
-        metadata=meta("The extended lease; null once the run was cancelled.")
-    )
-    cancel_requested: bool = attrs.field(
-        metadata=meta("The run was cancelled: the holder stops its work now.")
-    )
+    lease_expires_at: datetime | None
+    """The extended lease; null once the run was cancelled."""
+    cancel_requested: bool
+    """The run was cancelled: the holder stops its work now."""
 
 
 @attrs.frozen
@@ -903,14 +869,11 @@ class RestoreCreate:
     """`POST /v1/artifacts/{aid}/restores`."""
 
     __example_fields__: ClassVar[tuple[str, ...]] = ("target", "credentials")
-    target: Source = attrs.field(
-        metadata=meta(
-            "Where to restore: a bucket (`s3`, for an artifact of an `s3` source; created when "
-            "it does not exist; objects go to `prefix` + their key) or an existing, empty "
-            "PostgreSQL database (`postgres`, for an artifact of a `postgres` source). The "
-            "type must be the artifact's source type (422 otherwise)."
-        )
-    )
+    target: Source
+    """Where to restore: a bucket (`s3`, for an artifact of an `s3` source; created when it does
+    not exist; objects go to `prefix` + their key) or an existing, empty PostgreSQL database
+    (`postgres`, for an artifact of a `postgres` source). The type must be the artifact's source
+    type (422 otherwise)."""
     credentials: Mapping[str, str] = attrs.field(
         metadata=meta(
             "The target's credentials, in the shape of its type. Write-only: never returned, "
@@ -928,12 +891,10 @@ class Restore:
 
     id: UUID
     artifact_id: UUID
-    state: RestoreState = attrs.field(
-        metadata=meta(
-            "`queued` until the service takes it, `running`, then `succeeded` or `failed`."
-        )
-    )
-    target: Source = attrs.field(metadata=meta("Where the artifact goes (never a secret)."))
+    state: RestoreState
+    """`queued` until the service takes it, `running`, then `succeeded` or `failed`."""
+    target: Source
+    """Where the artifact goes (never a secret)."""
     error: str | None = attrs.field(
         metadata=meta(
             "Why it failed, in words free of secrets; null unless `failed`.",
@@ -941,7 +902,8 @@ class Restore:
         )
     )
     created_at: datetime
-    finished_at: datetime | None = attrs.field(metadata=meta("Null until it succeeds or fails."))
+    finished_at: datetime | None
+    """Null until it succeeds or fails."""
 
 
 @attrs.frozen
@@ -1001,9 +963,8 @@ class MultipartUpload:
     upload_id: str = attrs.field(metadata=meta(get="artifact.upload_id"))
     part_size: int = attrs.field(metadata=meta(schema={"minimum": 1}))
     parts: list[UploadPart]
-    stored_parts: list[int] = attrs.field(
-        metadata=meta("Parts already stored: a resuming client skips them.")
-    )
+    stored_parts: list[int]
+    """Parts already stored: a resuming client skips them."""
     expires_at: datetime
 
 
@@ -1037,19 +998,15 @@ class Artifact:
     state: ArtifactState
     storage: ArtifactStorage
     created_at: datetime
-    expires_at: datetime | None = attrs.field(
-        metadata=meta("From the backup's retention at confirmation.")
-    )
-    locked_until: datetime | None = attrs.field(
-        metadata=meta("Nobody can remove it before (enforced by the storage itself).")
-    )
-    verification: Verification | None = attrs.field(
-        metadata=meta(
-            "What the last re-read of its bytes found: `pending` until a multipart upload "
-            "is verified in the background, `ok`, `mismatch` or `missing`; null if never."
-        )
-    )
-    verified_at: datetime | None = attrs.field(metadata=meta("When it was last verified."))
+    expires_at: datetime | None
+    """From the backup's retention at confirmation."""
+    locked_until: datetime | None
+    """Nobody can remove it before (enforced by the storage itself)."""
+    verification: Verification | None
+    """What the last re-read of its bytes found: `pending` until a multipart upload is verified in
+    the background, `ok`, `mismatch` or `missing`; null if never."""
+    verified_at: datetime | None
+    """When it was last verified."""
 
 
 # --------------------------------------------------------------------------------------
@@ -1107,7 +1064,8 @@ class DeviceCodeForm:
 class DeviceAuthorization:
     """RFC 8628 section 3.2."""
 
-    device_code: str = attrs.field(metadata=meta("Secret of the polling client."))
+    device_code: str
+    """Secret of the polling client."""
     user_code: str = attrs.field(
         metadata=meta(
             "8 letters shown as `XXXX-XXXX`.",
@@ -1119,8 +1077,10 @@ class DeviceAuthorization:
     )
     verification_uri: Uri
     verification_uri_complete: Uri
-    expires_in: int = attrs.field(metadata=meta("Seconds (600)."))
-    interval: int = attrs.field(metadata=meta("Seconds between polls (5)."))
+    expires_in: int
+    """Seconds (600)."""
+    interval: int
+    """Seconds between polls (5)."""
 
 
 @attrs.frozen
@@ -1219,11 +1179,11 @@ class AuthorizationForm:
 class AccessToken:
     """An identity provider access token."""
 
-    access_token: str = attrs.field(
-        metadata=meta("Accepted only by `POST /v1/auth/sessions`, never as a `/v1` bearer.")
-    )
+    access_token: str
+    """Accepted only by `POST /v1/auth/sessions`, never as a `/v1` bearer."""
     token_type: Literal["Bearer"]
-    expires_in: int = attrs.field(metadata=meta("Seconds."))
+    expires_in: int
+    """Seconds."""
 
 
 @attrs.frozen
@@ -1235,17 +1195,12 @@ class AuthorizationServerMetadata:
     device_authorization_endpoint: Uri
     token_endpoint: Uri
     grant_types_supported: list[str]
-    response_types_supported: list[str] = attrs.field(
-        metadata=meta("`code`: the authorization code grant, with PKCE.")
-    )
-    code_challenge_methods_supported: list[str] = attrs.field(
-        metadata=meta("`S256` only (RFC 7636).")
-    )
-    token_endpoint_auth_methods_supported: list[str] = attrs.field(
-        metadata=meta(
-            "`none` (`client_id` in the form) or `client_secret_basic` with an empty secret."
-        )
-    )
+    response_types_supported: list[str]
+    """`code`: the authorization code grant, with PKCE."""
+    code_challenge_methods_supported: list[str]
+    """`S256` only (RFC 7636)."""
+    token_endpoint_auth_methods_supported: list[str]
+    """`none` (`client_id` in the form) or `client_secret_basic` with an empty secret."""
     scopes_supported: list[str]
     service_documentation: Uri
 
