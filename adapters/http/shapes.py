@@ -97,14 +97,8 @@ class ErrorBody:
     """Human-readable; its wording may change."""
     request_id: str
     """Equals the response's `X-Request-ID` header (`req_<uuid>` when generated)."""
-    detail: str | None = attrs.field(
-        default=None,
-        metadata=meta(
-            "Only when the server does not run in production: the underlying failure of a 500 "
-            "or 502.",
-            optional=True,
-        ),
-    )
+    detail: str | None = attrs.field(default=None, metadata=meta(optional=True))
+    """Only when the server does not run in production: the underlying failure of a 500 or 502."""
 
 
 @attrs.frozen
@@ -204,17 +198,14 @@ class Me:
     """The caller."""
 
     principal: Principal = attrs.field(metadata=meta(get="actor"))
-    user: User | None = attrs.field(
-        metadata=meta("Present only when the caller is a person.", optional=True)
-    )
+    user: User | None = attrs.field(metadata=meta(optional=True))
+    """Present only when the caller is a person."""
     workspace_id: UUID | None
     """The workspace the credential is scoped to."""
     permissions: list[Permission] = attrs.field(
-        metadata=meta(
-            "Sorted; empty when no workspace is selected.",
-            get=lambda caller: sorted(caller.permissions),
-        )
+        metadata=meta(get=lambda caller: sorted(caller.permissions))
     )
+    """Sorted; empty when no workspace is selected."""
 
 
 @view_of(DomainCliConfig)
@@ -331,7 +322,8 @@ class Actor:
 class Target:
     """What was acted on."""
 
-    type: str = attrs.field(metadata=meta("The resource, e.g. `backup`.", get="target_type"))
+    type: str = attrs.field(metadata=meta(get="target_type"))
+    """The resource, e.g. `backup`."""
     id: str | None = attrs.field(metadata=meta(get="target_id"))
 
 
@@ -579,20 +571,14 @@ class ScheduleShape:
     """When a local or cloud backup runs."""
 
     __schema_name__: ClassVar[str] = "Schedule"
-    cron: str = attrs.field(
-        metadata=meta(
-            "A 5-field cron expression: numbers, `*`, ranges, steps within the field's range, "
-            "lists and English month and weekday names (`jan`, `mon`); `L`, `?`, `W`, `#` and "
-            "seconds are refused (400).",
-            schema={"format": "cron", "examples": ["0 3 * * *"]},
-        )
-    )
+    cron: str = attrs.field(metadata=meta(schema={"format": "cron", "examples": ["0 3 * * *"]}))
+    """A 5-field cron expression: numbers, `*`, ranges, steps within the field's range, lists and
+    English month and weekday names (`jan`, `mon`); `L`, `?`, `W`, `#` and seconds are refused
+    (400)."""
     timezone: str = attrs.field(
-        metadata=meta(
-            "An IANA time zone name, e.g. `Europe/Paris`.",
-            schema={"format": "time-zone", "examples": ["Europe/Paris"]},
-        )
+        metadata=meta(schema={"format": "time-zone", "examples": ["Europe/Paris"]})
     )
+    """An IANA time zone name, e.g. `Europe/Paris`."""
 
 
 @view_of(RetentionPolicy)
@@ -602,12 +588,8 @@ class Retention:
 
     expire_after: Duration
     """Longer than zero."""
-    lock_for: Duration = attrs.field(
-        metadata=meta(
-            "`PT0S` means no lock; longer than `expire_after` gives 422 `lock_exceeds_expiry`.",
-            schema={"examples": ["P7D"]},
-        )
-    )
+    lock_for: Duration = attrs.field(metadata=meta(schema={"examples": ["P7D"]}))
+    """`PT0S` means no lock; longer than `expire_after` gives 422 `lock_exceeds_expiry`."""
 
 
 @view_of(backups.ServiceDestination)
@@ -654,13 +636,10 @@ class BackupUpdate:
     """Cloud backups only."""
     credentials: Mapping[str, str] | Unset = attrs.field(
         default=UNSET,
-        metadata=meta(
-            "Cloud backups only; the shape follows the source type. Write-only: never returned, "
-            "logged or audited; encrypted at rest.",
-            schema_type=S3Credentials | PostgresCredentials,
-            schema={"writeOnly": True},
-        ),
+        metadata=meta(schema_type=S3Credentials | PostgresCredentials, schema={"writeOnly": True}),
     )
+    """Cloud backups only; the shape follows the source type. Write-only: never returned, logged
+    or audited; encrypted at rest."""
     schedule: Schedule | Unset | None = UNSET
     """Not on manual backups; null removes it."""
     worker_id: UUID | Unset = UNSET
@@ -670,13 +649,9 @@ class BackupUpdate:
     `retention_immutable`."""
     destination: Destination | Unset = UNSET
     destination_credentials: Mapping[str, str] | Unset = attrs.field(
-        default=UNSET,
-        metadata=meta(
-            "Only with a `customer_s3` destination (required when first setting one). Write-only.",
-            schema_type=S3Credentials,
-            schema={"writeOnly": True},
-        ),
+        default=UNSET, metadata=meta(schema_type=S3Credentials, schema={"writeOnly": True})
     )
+    """Only with a `customer_s3` destination (required when first setting one). Write-only."""
 
     def changes(self) -> BackupChanges:
         """The domain's changes: the fields share their names (the shapes of the
@@ -731,16 +706,14 @@ class ProgressShape:
     """How far a running run's holder says it got, as of its last heartbeat."""
 
     __schema_name__: ClassVar[str] = "Progress"
-    bytes_done: int = attrs.field(metadata=meta("Bytes processed so far.", schema={"minimum": 0}))
-    bytes_total: int | None = attrs.field(
-        metadata=meta("Bytes to process, when the holder knows.", schema={"minimum": 0})
-    )
+    bytes_done: int = attrs.field(metadata=meta(schema={"minimum": 0}))
+    """Bytes processed so far."""
+    bytes_total: int | None = attrs.field(metadata=meta(schema={"minimum": 0}))
+    """Bytes to process, when the holder knows."""
     message: str | None = attrs.field(
-        metadata=meta(
-            "What the holder is doing, in its own words.",
-            schema={"maxLength": domain_runs.MAX_PROGRESS_MESSAGE},
-        )
+        metadata=meta(schema={"maxLength": domain_runs.MAX_PROGRESS_MESSAGE})
     )
+    """What the holder is doing, in its own words."""
     updated_at: datetime
     """The heartbeat that reported it."""
 
@@ -764,12 +737,10 @@ class Run:
     created_at: datetime
     started_at: datetime | None
     finished_at: datetime | None
-    artifact_count: int = attrs.field(
-        metadata=meta("The run's `available` artifacts.", schema={"minimum": 0})
-    )
-    bytes: int = attrs.field(
-        metadata=meta("Total size of the run's `available` artifacts.", schema={"minimum": 0})
-    )
+    artifact_count: int = attrs.field(metadata=meta(schema={"minimum": 0}))
+    """The run's `available` artifacts."""
+    bytes: int = attrs.field(metadata=meta(schema={"minimum": 0}))
+    """Total size of the run's `available` artifacts."""
     error: str | None
     attempt: int = attrs.field(
         metadata=meta(
@@ -807,39 +778,33 @@ class Claim:
 
     run: Run
     backup: Backup
-    lease_expires_at: datetime = attrs.field(
-        metadata=meta(
-            "When the lease runs out unless a heartbeat extends it.", get="run.lease_expires_at"
-        )
-    )
+    lease_expires_at: datetime = attrs.field(metadata=meta(get="run.lease_expires_at"))
+    """When the lease runs out unless a heartbeat extends it."""
 
 
 @attrs.frozen
 class ProgressReport:
     """How far the holder got."""
 
-    bytes_done: int = attrs.field(metadata=meta("Bytes processed so far.", schema={"minimum": 0}))
+    bytes_done: int = attrs.field(metadata=meta(schema={"minimum": 0}))
+    """Bytes processed so far."""
     bytes_total: int | None = attrs.field(
-        default=None,
-        metadata=meta("Bytes to process, when known.", schema={"minimum": 0}, optional=True),
+        default=None, metadata=meta(schema={"minimum": 0}, optional=True)
     )
+    """Bytes to process, when known."""
     message: str | None = attrs.field(
         default=None,
-        metadata=meta(
-            "What the holder is doing.",
-            schema={"maxLength": domain_runs.MAX_PROGRESS_MESSAGE},
-            optional=True,
-        ),
+        metadata=meta(schema={"maxLength": domain_runs.MAX_PROGRESS_MESSAGE}, optional=True),
     )
+    """What the holder is doing."""
 
 
 @attrs.frozen
 class HeartbeatRequest:
     """`POST /v1/runs/{run_id}/heartbeat`."""
 
-    progress: ProgressReport | None = attrs.field(
-        default=None, metadata=meta("Recorded on the run as of this heartbeat.", optional=True)
-    )
+    progress: ProgressReport | None = attrs.field(default=None, metadata=meta(optional=True))
+    """Recorded on the run as of this heartbeat."""
 
 
 @attrs.frozen
@@ -857,11 +822,9 @@ class FailRequest:
     """`POST /v1/runs/{run_id}/fail`."""
 
     error: str = attrs.field(
-        metadata=meta(
-            "What went wrong, in the holder's words.",
-            schema={"minLength": 1, "maxLength": domain_runs.MAX_ERROR},
-        )
+        metadata=meta(schema={"minLength": 1, "maxLength": domain_runs.MAX_ERROR})
     )
+    """What went wrong, in the holder's words."""
 
 
 @attrs.frozen
@@ -875,13 +838,10 @@ class RestoreCreate:
     (`postgres`, for an artifact of a `postgres` source). The type must be the artifact's source
     type (422 otherwise)."""
     credentials: Mapping[str, str] = attrs.field(
-        metadata=meta(
-            "The target's credentials, in the shape of its type. Write-only: never returned, "
-            "logged or audited; encrypted at rest until the restore finishes, then erased.",
-            schema_type=S3Credentials | PostgresCredentials,
-            schema={"writeOnly": True},
-        )
+        metadata=meta(schema_type=S3Credentials | PostgresCredentials, schema={"writeOnly": True})
     )
+    """The target's credentials, in the shape of its type. Write-only: never returned, logged or
+    audited; encrypted at rest until the restore finishes, then erased."""
 
 
 @view_of(DomainRestore)
@@ -895,12 +855,8 @@ class Restore:
     """`queued` until the service takes it, `running`, then `succeeded` or `failed`."""
     target: Source
     """Where the artifact goes (never a secret)."""
-    error: str | None = attrs.field(
-        metadata=meta(
-            "Why it failed, in words free of secrets; null unless `failed`.",
-            schema={"maxLength": MAX_RESTORE_ERROR},
-        )
-    )
+    error: str | None = attrs.field(metadata=meta(schema={"maxLength": MAX_RESTORE_ERROR}))
+    """Why it failed, in words free of secrets; null unless `failed`."""
     created_at: datetime
     finished_at: datetime | None
     """Null until it succeeds or fails."""
@@ -921,15 +877,12 @@ class UploadRequest:
             },
         )
     )
-    size: int = attrs.field(
-        metadata=meta("Exact size in bytes.", schema={"minimum": 0, "maximum": MAX_ARTIFACT_SIZE})
-    )
+    size: int = attrs.field(metadata=meta(schema={"minimum": 0, "maximum": MAX_ARTIFACT_SIZE}))
+    """Exact size in bytes."""
     sha256: str = attrs.field(
-        metadata=meta(
-            "Hex digest of the bytes.",
-            schema={"pattern": "^[0-9a-fA-F]{64}$", "examples": [SHA256_EXAMPLE]},
-        )
+        metadata=meta(schema={"pattern": "^[0-9a-fA-F]{64}$", "examples": [SHA256_EXAMPLE]})
     )
+    """Hex digest of the bytes."""
 
 
 @attrs.frozen
@@ -939,9 +892,8 @@ class SingleUpload:
     artifact_id: UUID = attrs.field(metadata=meta(get="artifact.id"))
     method: Literal["PUT"] = attrs.field(metadata=meta(get="request.method"))
     url: Uri = attrs.field(metadata=meta(PRESIGNED))
-    headers: dict[str, str] = attrs.field(
-        metadata=meta("Headers to send with the PUT.", get="request.headers")
-    )
+    headers: dict[str, str] = attrs.field(metadata=meta(get="request.headers"))
+    """Headers to send with the PUT."""
     expires_at: datetime
 
 
@@ -1068,13 +1020,13 @@ class DeviceAuthorization:
     """Secret of the polling client."""
     user_code: str = attrs.field(
         metadata=meta(
-            "8 letters shown as `XXXX-XXXX`.",
             schema={
                 "pattern": "^[B-DF-HJ-NP-TV-XZ]{4}-[B-DF-HJ-NP-TV-XZ]{4}$",
                 "examples": ["WDJB-MJHT"],
-            },
+            }
         )
     )
+    """8 letters shown as `XXXX-XXXX`."""
     verification_uri: Uri
     verification_uri_complete: Uri
     expires_in: int
@@ -1087,9 +1039,8 @@ class DeviceAuthorization:
 class DeviceDecisionForm:
     """`POST /idp/device`."""
 
-    user_code: str = attrs.field(
-        metadata=meta("Case and hyphens do not matter.", schema={"minLength": 1})
-    )
+    user_code: str = attrs.field(metadata=meta(schema={"minLength": 1}))
+    """Case and hyphens do not matter."""
     email: Email
     password: str = attrs.field(metadata=meta(schema={"minLength": 1, "writeOnly": True}))
     decision: Literal["approve", "deny"]
@@ -1110,43 +1061,30 @@ class TokenForm:
     grant_type: str = attrs.field(
         metadata=meta(schema={"enum": [DEVICE_CODE_GRANT, AUTHORIZATION_CODE_GRANT]})
     )
-    device_code: str | None = attrs.field(
-        default=None,
-        metadata=meta("The device grant's device code.", schema={"minLength": 1}),
-    )
-    code: str | None = attrs.field(
-        default=None,
-        metadata=meta(
-            "`authorization_code`: the code of the redirect (single-use, 60 seconds).",
-            schema={"minLength": 1},
-        ),
-    )
+    device_code: str | None = attrs.field(default=None, metadata=meta(schema={"minLength": 1}))
+    """The device grant's device code."""
+    code: str | None = attrs.field(default=None, metadata=meta(schema={"minLength": 1}))
+    """`authorization_code`: the code of the redirect (single-use, 60 seconds)."""
     code_verifier: str | None = attrs.field(
         default=None,
         metadata=meta(
-            "`authorization_code`: the PKCE verifier (RFC 7636), 43 to 128 characters.",
             schema={
                 "pattern": "^[A-Za-z0-9._~-]{43,128}$",
                 "examples": ["dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk"],  # RFC 7636 B
-            },
+            }
         ),
     )
+    """`authorization_code`: the PKCE verifier (RFC 7636), 43 to 128 characters."""
     redirect_uri: str | None = attrs.field(
-        default=None,
-        metadata=meta(
-            "`authorization_code`: the `redirect_uri` of the authorization request.",
-            schema={"examples": ["http://127.0.0.1:8080/app"]},
-        ),
+        default=None, metadata=meta(schema={"examples": ["http://127.0.0.1:8080/app"]})
     )
+    """`authorization_code`: the `redirect_uri` of the authorization request."""
     client_id: str | None = attrs.field(
-        default=None,
-        metadata=meta(
-            "The public client's id (`strongroom-cli` for the device grant, `strongroom-web`"
-            " for the authorization code); or sent as the user name of HTTP Basic with an"
-            " empty password (RFC 6749 section 2.3.1).",
-            schema={"enum": [builtin.CLIENT_ID, builtin.WEB_CLIENT_ID]},
-        ),
+        default=None, metadata=meta(schema={"enum": [builtin.CLIENT_ID, builtin.WEB_CLIENT_ID]})
     )
+    """The public client's id (`strongroom-cli` for the device grant, `strongroom-web` for the
+    authorization code); or sent as the user name of HTTP Basic with an empty password (RFC
+    6749 section 2.3.1)."""
 
 
 @attrs.frozen
@@ -1156,10 +1094,9 @@ class AuthorizationForm:
     response_type: Literal["code"]
     client_id: str = attrs.field(metadata=meta(schema={"const": builtin.WEB_CLIENT_ID}))
     redirect_uri: str = attrs.field(
-        metadata=meta(
-            "On this server's own origin.", schema={"examples": ["http://127.0.0.1:8080/app"]}
-        )
+        metadata=meta(schema={"examples": ["http://127.0.0.1:8080/app"]})
     )
+    """On this server's own origin."""
     code_challenge: str = attrs.field(
         metadata=meta(
             schema={
