@@ -27,6 +27,7 @@ from strongroom.adapters.http.wire import (
     configure_views,
     meta,
     view_of,
+    write_only,
 )
 from strongroom.adapters.identity import builtin
 from strongroom.domain import audit, backups, principals, workspaces
@@ -636,7 +637,7 @@ class BackupUpdate:
     """Cloud backups only."""
     credentials: Mapping[str, str] | Unset = attrs.field(
         default=UNSET,
-        metadata=meta(schema_type=S3Credentials | PostgresCredentials, schema={"writeOnly": True}),
+        metadata=write_only(S3Credentials | PostgresCredentials),
     )
     """Cloud backups only; the shape follows the source type. Write-only: never returned, logged
     or audited; encrypted at rest."""
@@ -649,7 +650,7 @@ class BackupUpdate:
     `retention_immutable`."""
     destination: Destination | Unset = UNSET
     destination_credentials: Mapping[str, str] | Unset = attrs.field(
-        default=UNSET, metadata=meta(schema_type=S3Credentials, schema={"writeOnly": True})
+        default=UNSET, metadata=write_only(S3Credentials)
     )
     """Only with a `customer_s3` destination (required when first setting one). Write-only."""
 
@@ -838,7 +839,7 @@ class RestoreCreate:
     (`postgres`, for an artifact of a `postgres` source). The type must be the artifact's source
     type (422 otherwise)."""
     credentials: Mapping[str, str] = attrs.field(
-        metadata=meta(schema_type=S3Credentials | PostgresCredentials, schema={"writeOnly": True})
+        metadata=write_only(S3Credentials | PostgresCredentials)
     )
     """The target's credentials, in the shape of its type. Write-only: never returned, logged or
     audited; encrypted at rest until the restore finishes, then erased."""
@@ -971,12 +972,8 @@ class SignupForm:
 
     email: Email
     password: str = attrs.field(
-        metadata=meta(
-            schema={
-                "minLength": builtin.MIN_PASSWORD_LENGTH,
-                "maxLength": builtin.MAX_PASSWORD_LENGTH,
-                "writeOnly": True,
-            }
+        metadata=write_only(
+            minLength=builtin.MIN_PASSWORD_LENGTH, maxLength=builtin.MAX_PASSWORD_LENGTH
         )
     )
     name: Name
@@ -1042,7 +1039,7 @@ class DeviceDecisionForm:
     user_code: str = attrs.field(metadata=meta(schema={"minLength": 1}))
     """Case and hyphens do not matter."""
     email: Email
-    password: str = attrs.field(metadata=meta(schema={"minLength": 1, "writeOnly": True}))
+    password: str = attrs.field(metadata=write_only(minLength=1))
     decision: Literal["approve", "deny"]
 
 
@@ -1108,7 +1105,7 @@ class AuthorizationForm:
     code_challenge_method: Literal["S256"]
     state: str = attrs.field(metadata=meta(schema={"minLength": 1}))
     email: Email
-    password: str = attrs.field(metadata=meta(schema={"minLength": 1, "writeOnly": True}))
+    password: str = attrs.field(metadata=write_only(minLength=1))
 
 
 @view_of(builtin.AccessToken)

@@ -273,6 +273,13 @@ def meta(description: str | None = None, **options: Any) -> dict[str, Any]:
     return {"description": description, **options}
 
 
+def write_only(shown: Any = None, **schema: Any) -> dict[str, Any]:
+    """The metadata of a secret a request sends and no answer returns: ``writeOnly``, shown
+    in the document as ``shown`` when given, with more JSON Schema keywords."""
+    options = {"schema_type": shown} if shown is not None else {}
+    return meta(**options, schema={**schema, "writeOnly": True})
+
+
 @cache
 def field_docs(model: type) -> dict[str, str]:
     """The descriptions written as a string right below a field of ``model`` or of its
