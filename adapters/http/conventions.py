@@ -33,7 +33,7 @@ from strongroom.ports.driving.preconditions import Precondition
 Endpoint = Callable[[Request], Awaitable[Response]]
 
 _NO_STORE = (b"cache-control", b"no-store")
-_LOCATED = (201, 202)
+LOCATED = (201, 202)
 
 
 def etag_of(body: bytes | memoryview) -> str:
@@ -56,7 +56,7 @@ def located(template: str) -> Callable[[Endpoint], Endpoint]:
         @functools.wraps(endpoint)
         async def run(request: Request) -> Response:
             response = await endpoint(request)
-            if response.status_code in _LOCATED:
+            if response.status_code in LOCATED:
                 fields: dict[str, Any] = dict(request.path_params)
                 if not names <= fields.keys():
                     fields.update(orjson.loads(response.body))

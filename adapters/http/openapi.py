@@ -201,8 +201,11 @@ class Components:
             key = field.metadata.get("rename", field.name)
             prop = self.of(field.metadata.get("schema_type", field.type), inbound)
             prop = {**prop, **field.metadata.get("schema", {})}
-            if field.metadata.get("description"):
-                prop["description"] = field.metadata["description"]
+            description = field.metadata.get("description") or wire.field_docs(model).get(
+                field.name
+            )
+            if description:
+                prop["description"] = description
             properties[key] = prop
             always = get_origin(field.type) is Literal
             if (
@@ -231,6 +234,21 @@ def _tag(model: Any) -> str | None:
 
 def _prose(doc: str | None) -> str:
     return inspect.cleandoc(doc or "").replace("``", "`")
+
+
+REFUSALS = "\n\nErrors:\n"
+
+
+def refusals(doc: str | None) -> tuple[str, dict[str, str]]:
+    """A handler's docstring without its ``Errors:`` section, and the section's refusals
+    as ``{code: reason}``: one ``- `code`: reason`` item a code, continued on indented lines."""
+    prose, _, section = _prose(doc).partition(REFUSALS)
+    items = re.split(r"^- ", section, flags=re.MULTILINE)[1:]
+    found = {}
+    for item in items:
+        code, _, reason = item.partition(":")
+        found[code.strip("` ")] = " ".join(reason.split())
+    return prose, found
 
 
 @attrs.frozen
@@ -516,7 +534,9 @@ def permission(*slugs: Permission) -> Reasons:
 
 
 def path_id(name: str) -> Reasons:
-    """Refusal for a malformed path id."""
+    """Refusal for a malformed path id (a role's ``slug`` is a slug, not a UUID)."""
+    if name == "slug":
+        return {"invalid_request": ["`slug` in the path is not a well-formed role slug"]}
     return {"invalid_request": [f"`{name}` in the path is not a UUID"]}
 
 
@@ -599,7 +619,7 @@ def api(
     ``needs`` its permissions, ``ok`` its success (status, model, description), ``errors``
     the reasons specific to it (``{code: reason}``), and ``Operation``'s other options.
     An ``EmptyBody`` body is optional; a ``Paged`` answer takes ``limit`` and ``cursor``."""
-    summary, _, description = _prose(endpoint.__doc__).partition("\n")
+    summary, _, description = refusals(endpoint.__doc__)[0].partition("\n")
     options.setdefault("body_required", options.get("body") is not shapes.EmptyBody)
     options.setdefault("paginated", isinstance(ok[1], Paged))
     operation = Operation(
@@ -642,7 +662,8 @@ class Routes(list[BaseRoute]):
     writes) apply to every route.
     A handler of an ``ApiContext`` is adapted by ``endpoint``; ``located``, ``tagged`` and
     ``no_store`` apply those ``conventions`` to the route (``tagged`` by default for a read
-    of one object and for a PATCH).
+    of one object and for a PATCH, ``no_store`` for an answer whose shape is ``__secret__``,
+    ``located`` at the answer's ``__location__`` for a 201 or 202).
     """
 
     def __init__(self, tag: str, **shared: Any) -> None:
@@ -659,13 +680,16 @@ class Routes(list[BaseRoute]):
 
     def route(self, method: str, path: str, answer: Any, said: str, **options: Any) -> Declare:
         """Declare the route of the decorated handler."""
-        errors = {**self.shared.get("errors", {}), **options.pop("errors", {})}
+        errors = options.pop("errors", {})
         status = options.pop("status", SUCCESS.get(method, 200))
         name = options.pop("operation_id", None)
         one_object = method == "GET" and path.endswith("}") and attrs.has(answer)
-        location = options.pop("located", None)
+        created = status in conventions.LOCATED
+        location = options.pop(
+            "located", getattr(answer, "__location__", None) if created else None
+        )
         tagged = options.pop("tagged", method == "PATCH" or one_object)
-        no_store = options.pop("no_store", False)
+        no_store = options.pop("no_store", getattr(answer, "__secret__", False))
 
         def declare(handler: E) -> E:
             operation_id = name or re.sub(r"_(\w)", lambda m: m[1].upper(), handler.__name__)
@@ -678,7 +702,9 @@ class Routes(list[BaseRoute]):
                 target = conventions.tagged(target)
             if no_store:
                 target = conventions.no_store(target)
-            merged = {**self.shared, **options, "errors": errors}
+            # The refusals a route adds: the shared ones, its docstring's, then ``errors``.
+            own = {**self.shared.get("errors", {}), **refusals(handler.__doc__)[1], **errors}
+            merged = {**self.shared, **options, "errors": own}
             if method == "GET":  # a shared billing gate refuses writes only
                 merged["billing"] = options.get("billing")
             ok = (status, answer, said)
@@ -734,7 +760,7 @@ def operations(routes: list[BaseRoute] | None = None) -> list[Operation]:
 # The object a path names (by its id, or the segment before ``{id}``), for the 404 that
 # every operation on it can answer.
 OBJECTS = {"bid": "backup", "aid": "artifact", "run_id": "run", "api-keys": "API key"}
-OBJECTS |= {"workers": "worker", "restores": "restore"}
+OBJECTS |= {"workers": "worker", "restores": "restore", "members": "member", "roles": "role"}
 
 
 def object_of(path: str) -> str | None:
@@ -744,7 +770,7 @@ def object_of(path: str) -> str | None:
     if not ids:
         return None
     name = parts[ids[-1]][1:-1]
-    return OBJECTS.get(parts[ids[-1] - 1] if name == "id" else name)
+    return OBJECTS.get(parts[ids[-1] - 1] if name in ("id", "slug") else name)
 
 
 def reasons_of(operation: Operation) -> Reasons:
@@ -753,7 +779,7 @@ def reasons_of(operation: Operation) -> Reasons:
     if operation.auth != Auth.NONE:
         derived += [UNAUTHENTICATED, UPSTREAM]
     names = [part[1:-1] for part in operation.path.split("/") if part.startswith("{")]
-    derived += [path_id(name) for name in names if name not in ("slug", "key", "asset")]
+    derived += [path_id(name) for name in names if name not in ("key", "asset")]
     if operation.permissions:
         derived += [NO_WORKSPACE, permission(*operation.permissions)]
         derived += [permission(needed) for needed in operation.also_permissions]
@@ -775,7 +801,8 @@ def reasons_of(operation: Operation) -> Reasons:
         derived.append(BILLING_BY_GATE[operation.billing])
     noun = object_of(operation.path)
     if noun and "not_found" not in operation.errors:
-        derived.append(reason("not_found", f"no such {noun} in the caller's workspace"))
+        where = "the workspace" if "{wid}" in operation.path else "the caller's workspace"
+        derived.append(reason("not_found", f"no such {noun} in {where}"))
     return merge(*derived, {code: [text] for code, text in operation.errors.items()})
 
 

@@ -27,6 +27,7 @@ from strongroom.adapters.http.wire import (
     configure_views,
     meta,
     view_of,
+    write_only,
 )
 from strongroom.adapters.identity import builtin
 from strongroom.domain import audit, backups, principals, workspaces
@@ -90,24 +91,15 @@ AUTHORIZATION_CODE_GRANT = "authorization_code"
 class ErrorBody:
     """What went wrong."""
 
-    code: str = attrs.field(
-        metadata=meta(
-            "Stable machine-readable code; branch on it, never on `message`. Every code and its "
-            "status is listed under `x-error-codes`."
-        )
-    )
-    message: str = attrs.field(metadata=meta("Human-readable; its wording may change."))
-    request_id: str = attrs.field(
-        metadata=meta("Equals the response's `X-Request-ID` header (`req_<uuid>` when generated).")
-    )
-    detail: str | None = attrs.field(
-        default=None,
-        metadata=meta(
-            "Only when the server does not run in production: the underlying failure of a 500 "
-            "or 502.",
-            optional=True,
-        ),
-    )
+    code: str
+    """Stable machine-readable code; branch on it, never on `message`. Every code and its status is
+    listed under `x-error-codes`."""
+    message: str
+    """Human-readable; its wording may change."""
+    request_id: str
+    """Equals the response's `X-Request-ID` header (`req_<uuid>` when generated)."""
+    detail: str | None = attrs.field(default=None, metadata=meta(optional=True))
+    """Only when the server does not run in production: the underlying failure of a 500 or 502."""
 
 
 @attrs.frozen
@@ -130,8 +122,10 @@ class OAuthError:
         "slow_down",
         "expired_token",
         "access_denied",
-    ] = attrs.field(metadata=meta("RFC 6749 / RFC 8628 error code."))
-    error_description: str = attrs.field(metadata=meta("Human-readable explanation."))
+    ]
+    """RFC 6749 / RFC 8628 error code."""
+    error_description: str
+    """Human-readable explanation."""
 
 
 @attrs.frozen
@@ -205,18 +199,14 @@ class Me:
     """The caller."""
 
     principal: Principal = attrs.field(metadata=meta(get="actor"))
-    user: User | None = attrs.field(
-        metadata=meta("Present only when the caller is a person.", optional=True)
-    )
-    workspace_id: UUID | None = attrs.field(
-        metadata=meta("The workspace the credential is scoped to.")
-    )
+    user: User | None = attrs.field(metadata=meta(optional=True))
+    """Present only when the caller is a person."""
+    workspace_id: UUID | None
+    """The workspace the credential is scoped to."""
     permissions: list[Permission] = attrs.field(
-        metadata=meta(
-            "Sorted; empty when no workspace is selected.",
-            get=lambda caller: sorted(caller.permissions),
-        )
+        metadata=meta(get=lambda caller: sorted(caller.permissions))
     )
+    """Sorted; empty when no workspace is selected."""
 
 
 @view_of(DomainCliConfig)
@@ -230,13 +220,9 @@ class CliConfig:
     device_authorization_endpoint: Uri
     token_endpoint: Uri
     scopes: list[str]
-    authorization_endpoint: Uri | None = attrs.field(
-        default=None,
-        metadata=meta(
-            "The authorization-code grant with PKCE, for browsers (the dashboard's client is"
-            " `strongroom-web` with the built-in provider); null when the provider has none."
-        ),
-    )
+    authorization_endpoint: Uri | None = None
+    """The authorization-code grant with PKCE, for browsers (the dashboard's client is
+    `strongroom-web` with the built-in provider); null when the provider has none."""
 
 
 @attrs.frozen
@@ -251,14 +237,16 @@ class SwitchWorkspace:
 class Session:
     """A session and its token."""
 
-    token: str = attrs.field(
-        metadata=meta("The session token (`bks_...`), the bearer for `/v1`; shown only here.")
-    )
+    __location__: ClassVar[str] = "/v1/me"
+
+    __secret__: ClassVar[bool] = True  # never stored by a cache (conventions.no_store)
+
+    token: str
+    """The session token (`bks_...`), the bearer for `/v1`; shown only here."""
     expires_at: datetime
     user: User
-    workspace_id: UUID | None = attrs.field(
-        metadata=meta("The workspace the session is scoped to; null after sign-in.")
-    )
+    workspace_id: UUID | None
+    """The workspace the session is scoped to; null after sign-in."""
 
 
 # --------------------------------------------------------------------------------------
@@ -282,11 +270,12 @@ class WorkspaceUpdate(WorkspaceCreate):
 class Workspace:
     """A single workspace."""
 
+    __location__: ClassVar[str] = "/v1/workspaces/{id}"
+
     id: UUID
     name: str
-    idp_org_id: str = attrs.field(
-        metadata=meta("The workspace's organization at the identity provider.")
-    )
+    idp_org_id: str
+    """The workspace's organization at the identity provider."""
     created_at: datetime
     updated_at: datetime
 
@@ -299,7 +288,8 @@ class MemberWorkspace:
     id: UUID = attrs.field(metadata=meta(get="workspace.id"))
     name: str = attrs.field(metadata=meta(get="workspace.name"))
     idp_org_id: str = attrs.field(metadata=meta(get="workspace.idp_org_id"))
-    role: str = attrs.field(metadata=meta("The caller's role in the workspace, e.g. `admin`."))
+    role: str
+    """The caller's role in the workspace, e.g. `admin`."""
 
 
 @view_of(DomainQuota)
@@ -325,14 +315,16 @@ class Actor:
     """Who acted."""
 
     type: PrincipalType
-    id: UUID | None = attrs.field(metadata=meta("Null for the `system` actor."))
+    id: UUID | None
+    """Null for the `system` actor."""
 
 
 @attrs.frozen
 class Target:
     """What was acted on."""
 
-    type: str = attrs.field(metadata=meta("The resource, e.g. `backup`.", get="target_type"))
+    type: str = attrs.field(metadata=meta(get="target_type"))
+    """The resource, e.g. `backup`."""
     id: str | None = attrs.field(metadata=meta(get="target_id"))
 
 
@@ -353,15 +345,13 @@ class AuditEvent:
     id: UUID
     occurred_at: datetime
     actor: Actor
-    action: str = attrs.field(
-        metadata=meta("`<resource>.<verb>`, e.g. `workspace.create`, `backup.update`.")
-    )
+    action: str
+    """`<resource>.<verb>`, e.g. `workspace.create`, `backup.update`."""
     target: Target = attrs.field(metadata=meta(get=lambda event: event))
     request_id: str | None
     outcome: Outcome
-    changes: dict[str, Change] | None = attrs.field(
-        metadata=meta("`{field: {from, to}}`, never a secret.")
-    )
+    changes: dict[str, Change] | None
+    """`{field: {from, to}}`, never a secret."""
 
 
 @view_of(workspaces.Member)
@@ -388,12 +378,13 @@ class MemberUpdate:
 class Role:
     """A built-in or custom role."""
 
+    __location__: ClassVar[str] = "/v1/workspaces/{wid}/roles/{slug}"
+
     slug: RoleSlug
     name: str
     permissions: frozenset[Permission]
-    builtin: bool = attrs.field(
-        metadata=meta("Built-in roles (`admin`, `member`, `viewer`) are immutable.")
-    )
+    builtin: bool
+    """Built-in roles (`admin`, `member`, `viewer`) are immutable."""
 
 
 PERMISSIONS = {"type": "array", "items": {"$ref": "#/components/schemas/PermissionSlug"}}
@@ -433,10 +424,10 @@ class Invitation:
     id: UUID
     email: Email
     role: RoleSlug
-    state: InvitationState = attrs.field(
-        metadata=meta("`expired` once `expires_at` has passed unused.")
-    )
-    expires_at: datetime = attrs.field(metadata=meta("Seven days after creation."))
+    state: InvitationState
+    """`expired` once `expires_at` has passed unused."""
+    expires_at: datetime
+    """Seven days after creation."""
     created_at: datetime
 
 
@@ -465,16 +456,16 @@ class ApiKeyCreate:
             f"{MINE}; slugs outside the catalog: 422 `validation_failed`.", schema=PERMISSIONS
         )
     )
-    expires_at: datetime | None = attrs.field(
-        default=None,
-        metadata=meta("Optional; after it the key answers 401. Must be in the future."),
-    )
+    expires_at: datetime | None = None
+    """Optional; after it the key answers 401. Must be in the future."""
 
 
 @view_of(DomainApiKey)
 @attrs.frozen
 class ApiKey:
     """An API key; its token is never shown again after creation."""
+
+    __location__: ClassVar[str] = "/v1/api-keys/{id}"
 
     id: UUID
     name: str
@@ -488,9 +479,10 @@ class ApiKey:
 class ApiKeyWithToken(ApiKey):
     """A new API key with its token."""
 
-    token: str = attrs.field(
-        default="", metadata=meta("The key's bearer token (`bkk_...`), shown only here.")
-    )
+    __secret__: ClassVar[bool] = True  # never stored by a cache (conventions.no_store)
+
+    token: str = ""
+    """The key's bearer token (`bkk_...`), shown only here."""
 
 
 @attrs.frozen
@@ -505,6 +497,8 @@ class WorkerCreate:
 class Worker:
     """A worker; its token is never shown again."""
 
+    __location__: ClassVar[str] = "/v1/workers/{id}"
+
     id: UUID
     name: str
     created_at: datetime
@@ -515,27 +509,33 @@ class Worker:
 class WorkerWithToken(Worker):
     """A worker with its new token."""
 
-    token: str = attrs.field(
-        default="",
-        metadata=meta(
-            "The worker's bearer token (`bkw_...`), shown only here; a rotation ends the "
-            "previous one at once."
-        ),
-    )
+    __secret__: ClassVar[bool] = True  # never stored by a cache (conventions.no_store)
+
+    token: str = ""
+    """The worker's bearer token (`bkw_...`), shown only here; a rotation ends the previous one at
+    once."""
 
 
 # --------------------------------------------------------------------------------------
 # Backups
 
 
-@view_of(backups.S3Source)
 @attrs.frozen
-class S3Source:
-    """An S3 bucket the service reads (cloud backups)."""
+class S3Location:
+    """The fields an S3 source and a `customer_s3` destination share (not a wire shape of
+    its own)."""
 
     endpoint: Endpoint = attrs.field(metadata=meta(ENDPOINT))
     bucket: NonEmpty
-    prefix: str | None = attrs.field(default=None, metadata=meta("Null is the same as absent."))
+    prefix: str | None = None
+    """Null is the same as absent."""
+
+
+@view_of(backups.S3Source)
+@attrs.frozen
+class S3Source(S3Location):
+    """An S3 bucket the service reads (cloud backups)."""
+
     type: Literal["s3"] = "s3"
 
 
@@ -572,20 +572,14 @@ class ScheduleShape:
     """When a local or cloud backup runs."""
 
     __schema_name__: ClassVar[str] = "Schedule"
-    cron: str = attrs.field(
-        metadata=meta(
-            "A 5-field cron expression: numbers, `*`, ranges, steps within the field's range, "
-            "lists and English month and weekday names (`jan`, `mon`); `L`, `?`, `W`, `#` and "
-            "seconds are refused (400).",
-            schema={"format": "cron", "examples": ["0 3 * * *"]},
-        )
-    )
+    cron: str = attrs.field(metadata=meta(schema={"format": "cron", "examples": ["0 3 * * *"]}))
+    """A 5-field cron expression: numbers, `*`, ranges, steps within the field's range, lists and
+    English month and weekday names (`jan`, `mon`); `L`, `?`, `W`, `#` and seconds are refused
+    (400)."""
     timezone: str = attrs.field(
-        metadata=meta(
-            "An IANA time zone name, e.g. `Europe/Paris`.",
-            schema={"format": "time-zone", "examples": ["Europe/Paris"]},
-        )
+        metadata=meta(schema={"format": "time-zone", "examples": ["Europe/Paris"]})
     )
+    """An IANA time zone name, e.g. `Europe/Paris`."""
 
 
 @view_of(RetentionPolicy)
@@ -593,13 +587,10 @@ class ScheduleShape:
 class Retention:
     """How long artifacts are kept, and how long nobody can remove them."""
 
-    expire_after: Duration = attrs.field(metadata=meta("Longer than zero."))
-    lock_for: Duration = attrs.field(
-        metadata=meta(
-            "`PT0S` means no lock; longer than `expire_after` gives 422 `lock_exceeds_expiry`.",
-            schema={"examples": ["P7D"]},
-        )
-    )
+    expire_after: Duration
+    """Longer than zero."""
+    lock_for: Duration = attrs.field(metadata=meta(schema={"examples": ["P7D"]}))
+    """`PT0S` means no lock; longer than `expire_after` gives 422 `lock_exceeds_expiry`."""
 
 
 @view_of(backups.ServiceDestination)
@@ -612,13 +603,10 @@ class ServiceDestination:
 
 @view_of(backups.CustomerS3Destination)
 @attrs.frozen
-class CustomerS3Destination:
+class CustomerS3Destination(S3Location):
     """Artifacts go only to the customer's own bucket and cannot be downloaded through the
     service."""
 
-    endpoint: Endpoint = attrs.field(metadata=meta(ENDPOINT))
-    bucket: NonEmpty
-    prefix: str | None = attrs.field(default=None, metadata=meta("Null is the same as absent."))
     type: Literal["customer_s3"] = "customer_s3"
 
 
@@ -627,7 +615,8 @@ class BackupCreate:
     """`POST /v1/workspaces/{wid}/backups`."""
 
     name: Name
-    kind: BackupKind = attrs.field(metadata=meta("Immutable once set."))
+    kind: BackupKind
+    """Immutable once set."""
 
 
 @attrs.frozen
@@ -644,38 +633,26 @@ class BackupUpdate:
         "retention",
     )
     name: Name | Unset = UNSET
-    source: Source | Unset = attrs.field(default=UNSET, metadata=meta("Cloud backups only."))
+    source: Source | Unset = UNSET
+    """Cloud backups only."""
     credentials: Mapping[str, str] | Unset = attrs.field(
         default=UNSET,
-        metadata=meta(
-            "Cloud backups only; the shape follows the source type. Write-only: never returned, "
-            "logged or audited; encrypted at rest.",
-            schema_type=S3Credentials | PostgresCredentials,
-            schema={"writeOnly": True},
-        ),
+        metadata=write_only(S3Credentials | PostgresCredentials),
     )
-    schedule: Schedule | Unset | None = attrs.field(
-        default=UNSET, metadata=meta("Not on manual backups; null removes it.")
-    )
-    worker_id: UUID | Unset = attrs.field(
-        default=UNSET, metadata=meta("Local backups only: a worker of this workspace.")
-    )
-    retention: RetentionPolicy | Unset = attrs.field(
-        default=UNSET,
-        metadata=meta(
-            "Write-once: an identical policy is accepted again, another gives 409 "
-            "`retention_immutable`."
-        ),
-    )
+    """Cloud backups only; the shape follows the source type. Write-only: never returned, logged
+    or audited; encrypted at rest."""
+    schedule: Schedule | Unset | None = UNSET
+    """Not on manual backups; null removes it."""
+    worker_id: UUID | Unset = UNSET
+    """Local backups only: a worker of this workspace."""
+    retention: RetentionPolicy | Unset = UNSET
+    """Write-once: an identical policy is accepted again, another gives 409
+    `retention_immutable`."""
     destination: Destination | Unset = UNSET
     destination_credentials: Mapping[str, str] | Unset = attrs.field(
-        default=UNSET,
-        metadata=meta(
-            "Only with a `customer_s3` destination (required when first setting one). Write-only.",
-            schema_type=S3Credentials,
-            schema={"writeOnly": True},
-        ),
+        default=UNSET, metadata=write_only(S3Credentials)
     )
+    """Only with a `customer_s3` destination (required when first setting one). Write-only."""
 
     def changes(self) -> BackupChanges:
         """The domain's changes: the fields share their names (the shapes of the
@@ -689,24 +666,20 @@ class BackupUpdate:
 class Backup:
     """A backup. Credentials are write-only and never appear."""
 
+    __location__: ClassVar[str] = "/v1/backups/{id}"
+
     id: UUID
     workspace_id: UUID
     name: str
     kind: BackupKind
-    state: BackupState = attrs.field(
-        metadata=meta(
-            "`active` once the kind's configuration is complete: cloud needs `source`, "
-            "`credentials` and `retention`; local needs `worker_id` and `retention`; manual "
-            "needs `retention`."
-        )
-    )
-    paused: bool = attrs.field(
-        metadata=meta("A paused backup keeps its state and is not scheduled.")
-    )
+    state: BackupState
+    """`active` once the kind's configuration is complete: cloud needs `source`, `credentials` and
+    `retention`; local needs `worker_id` and `retention`; manual needs `retention`."""
+    paused: bool
+    """A paused backup keeps its state and is not scheduled."""
     source: Source | None
-    has_credentials: bool = attrs.field(
-        metadata=meta("Whether source credentials are stored (never returned).")
-    )
+    has_credentials: bool
+    """Whether source credentials are stored (never returned)."""
     schedule: Schedule | None
     worker_id: UUID | None
     retention: RetentionPolicy | None
@@ -724,7 +697,8 @@ class Backup:
 class RunCreate:
     """`POST /v1/runs`."""
 
-    backup_id: UUID = attrs.field(metadata=meta("A manual backup."))
+    backup_id: UUID
+    """A manual backup."""
 
 
 @view_of(domain_runs.Progress)
@@ -733,17 +707,16 @@ class ProgressShape:
     """How far a running run's holder says it got, as of its last heartbeat."""
 
     __schema_name__: ClassVar[str] = "Progress"
-    bytes_done: int = attrs.field(metadata=meta("Bytes processed so far.", schema={"minimum": 0}))
-    bytes_total: int | None = attrs.field(
-        metadata=meta("Bytes to process, when the holder knows.", schema={"minimum": 0})
-    )
+    bytes_done: int = attrs.field(metadata=meta(schema={"minimum": 0}))
+    """Bytes processed so far."""
+    bytes_total: int | None = attrs.field(metadata=meta(schema={"minimum": 0}))
+    """Bytes to process, when the holder knows."""
     message: str | None = attrs.field(
-        metadata=meta(
-            "What the holder is doing, in its own words.",
-            schema={"maxLength": domain_runs.MAX_PROGRESS_MESSAGE},
-        )
+        metadata=meta(schema={"maxLength": domain_runs.MAX_PROGRESS_MESSAGE})
     )
-    updated_at: datetime = attrs.field(metadata=meta("The heartbeat that reported it."))
+    """What the holder is doing, in its own words."""
+    updated_at: datetime
+    """The heartbeat that reported it."""
 
 
 @view_of(domain_runs.Run)
@@ -751,28 +724,24 @@ class ProgressShape:
 class Run:
     """One execution of a backup."""
 
+    __location__: ClassVar[str] = "/v1/runs/{id}"
+
     id: UUID
     backup_id: UUID
     workspace_id: UUID
-    state: domain_runs.RunState = attrs.field(
-        metadata=meta(
-            "`running` from `POST /v1/runs`, `queued` from `trigger`; `succeeded` once `confirm` "
-            "found every announced artifact; `cancelled` by `cancel` (a queued run at once)."
-        )
-    )
-    trigger: domain_runs.RunTrigger = attrs.field(
-        metadata=meta("`manual` (`POST /v1/runs`), `api` (`trigger`) or `schedule`.")
-    )
+    state: domain_runs.RunState
+    """`running` from `POST /v1/runs`, `queued` from `trigger`; `succeeded` once `confirm` found
+    every announced artifact; `cancelled` by `cancel` (a queued run at once)."""
+    trigger: domain_runs.RunTrigger
+    """`manual` (`POST /v1/runs`), `api` (`trigger`) or `schedule`."""
     worker_id: UUID | None
     created_at: datetime
     started_at: datetime | None
     finished_at: datetime | None
-    artifact_count: int = attrs.field(
-        metadata=meta("The run's `available` artifacts.", schema={"minimum": 0})
-    )
-    bytes: int = attrs.field(
-        metadata=meta("Total size of the run's `available` artifacts.", schema={"minimum": 0})
-    )
+    artifact_count: int = attrs.field(metadata=meta(schema={"minimum": 0}))
+    """The run's `available` artifacts."""
+    bytes: int = attrs.field(metadata=meta(schema={"minimum": 0}))
+    """Total size of the run's `available` artifacts."""
     error: str | None
     attempt: int = attrs.field(
         metadata=meta(
@@ -781,18 +750,13 @@ class Run:
             schema={"minimum": 1},
         )
     )
-    lease_expires_at: datetime | None = attrs.field(
-        metadata=meta("When the holder's lease runs out; null unless the run is claimed.")
-    )
-    cancel_requested: bool = attrs.field(
-        metadata=meta(
-            "A cancel of the `running` run was asked for; it becomes `cancelled` when its "
-            "holder next heartbeats or fails, or its lease expires."
-        )
-    )
-    progress: domain_runs.Progress | None = attrs.field(
-        metadata=meta("What the run's holder last reported; null before any report.")
-    )
+    lease_expires_at: datetime | None
+    """When the holder's lease runs out; null unless the run is claimed."""
+    cancel_requested: bool
+    """A cancel of the `running` run was asked for; it becomes `cancelled` when its holder next
+    heartbeats or fails, or its lease expires."""
+    progress: domain_runs.Progress | None
+    """What the run's holder last reported; null before any report."""
 
 
 @attrs.frozen
@@ -815,51 +779,43 @@ class Claim:
 
     run: Run
     backup: Backup
-    lease_expires_at: datetime = attrs.field(
-        metadata=meta(
-            "When the lease runs out unless a heartbeat extends it.", get="run.lease_expires_at"
-        )
-    )
+    lease_expires_at: datetime = attrs.field(metadata=meta(get="run.lease_expires_at"))
+    """When the lease runs out unless a heartbeat extends it."""
 
 
 @attrs.frozen
 class ProgressReport:
     """How far the holder got."""
 
-    bytes_done: int = attrs.field(metadata=meta("Bytes processed so far.", schema={"minimum": 0}))
+    bytes_done: int = attrs.field(metadata=meta(schema={"minimum": 0}))
+    """Bytes processed so far."""
     bytes_total: int | None = attrs.field(
-        default=None,
-        metadata=meta("Bytes to process, when known.", schema={"minimum": 0}, optional=True),
+        default=None, metadata=meta(schema={"minimum": 0}, optional=True)
     )
+    """Bytes to process, when known."""
     message: str | None = attrs.field(
         default=None,
-        metadata=meta(
-            "What the holder is doing.",
-            schema={"maxLength": domain_runs.MAX_PROGRESS_MESSAGE},
-            optional=True,
-        ),
+        metadata=meta(schema={"maxLength": domain_runs.MAX_PROGRESS_MESSAGE}, optional=True),
     )
+    """What the holder is doing."""
 
 
 @attrs.frozen
 class HeartbeatRequest:
     """`POST /v1/runs/{run_id}/heartbeat`."""
 
-    progress: ProgressReport | None = attrs.field(
-        default=None, metadata=meta("Recorded on the run as of this heartbeat.", optional=True)
-    )
+    progress: ProgressReport | None = attrs.field(default=None, metadata=meta(optional=True))
+    """Recorded on the run as of this heartbeat."""
 
 
 @attrs.frozen
 class Heartbeat:
     """The run's lease after a heartbeat."""
 
-    lease_expires_at: datetime | None = attrs.field(
-        metadata=meta("The extended lease; null once the run was cancelled.")
-    )
-    cancel_requested: bool = attrs.field(
-        metadata=meta("The run was cancelled: the holder stops its work now.")
-    )
+    lease_expires_at: datetime | None
+    """The extended lease; null once the run was cancelled."""
+    cancel_requested: bool
+    """The run was cancelled: the holder stops its work now."""
 
 
 @attrs.frozen
@@ -867,11 +823,9 @@ class FailRequest:
     """`POST /v1/runs/{run_id}/fail`."""
 
     error: str = attrs.field(
-        metadata=meta(
-            "What went wrong, in the holder's words.",
-            schema={"minLength": 1, "maxLength": domain_runs.MAX_ERROR},
-        )
+        metadata=meta(schema={"minLength": 1, "maxLength": domain_runs.MAX_ERROR})
     )
+    """What went wrong, in the holder's words."""
 
 
 @attrs.frozen
@@ -879,22 +833,16 @@ class RestoreCreate:
     """`POST /v1/artifacts/{aid}/restores`."""
 
     __example_fields__: ClassVar[tuple[str, ...]] = ("target", "credentials")
-    target: Source = attrs.field(
-        metadata=meta(
-            "Where to restore: a bucket (`s3`, for an artifact of an `s3` source; created when "
-            "it does not exist; objects go to `prefix` + their key) or an existing, empty "
-            "PostgreSQL database (`postgres`, for an artifact of a `postgres` source). The "
-            "type must be the artifact's source type (422 otherwise)."
-        )
-    )
+    target: Source
+    """Where to restore: a bucket (`s3`, for an artifact of an `s3` source; created when it does
+    not exist; objects go to `prefix` + their key) or an existing, empty PostgreSQL database
+    (`postgres`, for an artifact of a `postgres` source). The type must be the artifact's source
+    type (422 otherwise)."""
     credentials: Mapping[str, str] = attrs.field(
-        metadata=meta(
-            "The target's credentials, in the shape of its type. Write-only: never returned, "
-            "logged or audited; encrypted at rest until the restore finishes, then erased.",
-            schema_type=S3Credentials | PostgresCredentials,
-            schema={"writeOnly": True},
-        )
+        metadata=write_only(S3Credentials | PostgresCredentials)
     )
+    """The target's credentials, in the shape of its type. Write-only: never returned, logged or
+    audited; encrypted at rest until the restore finishes, then erased."""
 
 
 @view_of(DomainRestore)
@@ -904,20 +852,15 @@ class Restore:
 
     id: UUID
     artifact_id: UUID
-    state: RestoreState = attrs.field(
-        metadata=meta(
-            "`queued` until the service takes it, `running`, then `succeeded` or `failed`."
-        )
-    )
-    target: Source = attrs.field(metadata=meta("Where the artifact goes (never a secret)."))
-    error: str | None = attrs.field(
-        metadata=meta(
-            "Why it failed, in words free of secrets; null unless `failed`.",
-            schema={"maxLength": MAX_RESTORE_ERROR},
-        )
-    )
+    state: RestoreState
+    """`queued` until the service takes it, `running`, then `succeeded` or `failed`."""
+    target: Source
+    """Where the artifact goes (never a secret)."""
+    error: str | None = attrs.field(metadata=meta(schema={"maxLength": MAX_RESTORE_ERROR}))
+    """Why it failed, in words free of secrets; null unless `failed`."""
     created_at: datetime
-    finished_at: datetime | None = attrs.field(metadata=meta("Null until it succeeds or fails."))
+    finished_at: datetime | None
+    """Null until it succeeds or fails."""
 
 
 @attrs.frozen
@@ -935,15 +878,12 @@ class UploadRequest:
             },
         )
     )
-    size: int = attrs.field(
-        metadata=meta("Exact size in bytes.", schema={"minimum": 0, "maximum": MAX_ARTIFACT_SIZE})
-    )
+    size: int = attrs.field(metadata=meta(schema={"minimum": 0, "maximum": MAX_ARTIFACT_SIZE}))
+    """Exact size in bytes."""
     sha256: str = attrs.field(
-        metadata=meta(
-            "Hex digest of the bytes.",
-            schema={"pattern": "^[0-9a-fA-F]{64}$", "examples": [SHA256_EXAMPLE]},
-        )
+        metadata=meta(schema={"pattern": "^[0-9a-fA-F]{64}$", "examples": [SHA256_EXAMPLE]})
     )
+    """Hex digest of the bytes."""
 
 
 @attrs.frozen
@@ -953,9 +893,8 @@ class SingleUpload:
     artifact_id: UUID = attrs.field(metadata=meta(get="artifact.id"))
     method: Literal["PUT"] = attrs.field(metadata=meta(get="request.method"))
     url: Uri = attrs.field(metadata=meta(PRESIGNED))
-    headers: dict[str, str] = attrs.field(
-        metadata=meta("Headers to send with the PUT.", get="request.headers")
-    )
+    headers: dict[str, str] = attrs.field(metadata=meta(get="request.headers"))
+    """Headers to send with the PUT."""
     expires_at: datetime
 
 
@@ -977,9 +916,8 @@ class MultipartUpload:
     upload_id: str = attrs.field(metadata=meta(get="artifact.upload_id"))
     part_size: int = attrs.field(metadata=meta(schema={"minimum": 1}))
     parts: list[UploadPart]
-    stored_parts: list[int] = attrs.field(
-        metadata=meta("Parts already stored: a resuming client skips them.")
-    )
+    stored_parts: list[int]
+    """Parts already stored: a resuming client skips them."""
     expires_at: datetime
 
 
@@ -989,6 +927,8 @@ UploadPlan = SingleUpload | MultipartUpload
 @attrs.frozen
 class Download:
     """A presigned download."""
+
+    __secret__: ClassVar[bool] = True  # never stored by a cache (conventions.no_store)
 
     method: Literal["GET"]
     url: Uri = attrs.field(metadata=meta(PRESIGNED))
@@ -1011,19 +951,15 @@ class Artifact:
     state: ArtifactState
     storage: ArtifactStorage
     created_at: datetime
-    expires_at: datetime | None = attrs.field(
-        metadata=meta("From the backup's retention at confirmation.")
-    )
-    locked_until: datetime | None = attrs.field(
-        metadata=meta("Nobody can remove it before (enforced by the storage itself).")
-    )
-    verification: Verification | None = attrs.field(
-        metadata=meta(
-            "What the last re-read of its bytes found: `pending` until a multipart upload "
-            "is verified in the background, `ok`, `mismatch` or `missing`; null if never."
-        )
-    )
-    verified_at: datetime | None = attrs.field(metadata=meta("When it was last verified."))
+    expires_at: datetime | None
+    """From the backup's retention at confirmation."""
+    locked_until: datetime | None
+    """Nobody can remove it before (enforced by the storage itself)."""
+    verification: Verification | None
+    """What the last re-read of its bytes found: `pending` until a multipart upload is verified in
+    the background, `ok`, `mismatch` or `missing`; null if never."""
+    verified_at: datetime | None
+    """When it was last verified."""
 
 
 # --------------------------------------------------------------------------------------
@@ -1036,12 +972,8 @@ class SignupForm:
 
     email: Email
     password: str = attrs.field(
-        metadata=meta(
-            schema={
-                "minLength": builtin.MIN_PASSWORD_LENGTH,
-                "maxLength": builtin.MAX_PASSWORD_LENGTH,
-                "writeOnly": True,
-            }
+        metadata=write_only(
+            minLength=builtin.MIN_PASSWORD_LENGTH, maxLength=builtin.MAX_PASSWORD_LENGTH
         )
     )
     name: Name
@@ -1050,6 +982,8 @@ class SignupForm:
 @attrs.frozen
 class SignupResult:
     """The new account."""
+
+    __location__: ClassVar[str] = "/v1/me"
 
     user_id: UUID = attrs.field(metadata=meta(get="id"))
     email: Email
@@ -1079,31 +1013,33 @@ class DeviceCodeForm:
 class DeviceAuthorization:
     """RFC 8628 section 3.2."""
 
-    device_code: str = attrs.field(metadata=meta("Secret of the polling client."))
+    device_code: str
+    """Secret of the polling client."""
     user_code: str = attrs.field(
         metadata=meta(
-            "8 letters shown as `XXXX-XXXX`.",
             schema={
                 "pattern": "^[B-DF-HJ-NP-TV-XZ]{4}-[B-DF-HJ-NP-TV-XZ]{4}$",
                 "examples": ["WDJB-MJHT"],
-            },
+            }
         )
     )
+    """8 letters shown as `XXXX-XXXX`."""
     verification_uri: Uri
     verification_uri_complete: Uri
-    expires_in: int = attrs.field(metadata=meta("Seconds (600)."))
-    interval: int = attrs.field(metadata=meta("Seconds between polls (5)."))
+    expires_in: int
+    """Seconds (600)."""
+    interval: int
+    """Seconds between polls (5)."""
 
 
 @attrs.frozen
 class DeviceDecisionForm:
     """`POST /idp/device`."""
 
-    user_code: str = attrs.field(
-        metadata=meta("Case and hyphens do not matter.", schema={"minLength": 1})
-    )
+    user_code: str = attrs.field(metadata=meta(schema={"minLength": 1}))
+    """Case and hyphens do not matter."""
     email: Email
-    password: str = attrs.field(metadata=meta(schema={"minLength": 1, "writeOnly": True}))
+    password: str = attrs.field(metadata=write_only(minLength=1))
     decision: Literal["approve", "deny"]
 
 
@@ -1122,43 +1058,30 @@ class TokenForm:
     grant_type: str = attrs.field(
         metadata=meta(schema={"enum": [DEVICE_CODE_GRANT, AUTHORIZATION_CODE_GRANT]})
     )
-    device_code: str | None = attrs.field(
-        default=None,
-        metadata=meta("The device grant's device code.", schema={"minLength": 1}),
-    )
-    code: str | None = attrs.field(
-        default=None,
-        metadata=meta(
-            "`authorization_code`: the code of the redirect (single-use, 60 seconds).",
-            schema={"minLength": 1},
-        ),
-    )
+    device_code: str | None = attrs.field(default=None, metadata=meta(schema={"minLength": 1}))
+    """The device grant's device code."""
+    code: str | None = attrs.field(default=None, metadata=meta(schema={"minLength": 1}))
+    """`authorization_code`: the code of the redirect (single-use, 60 seconds)."""
     code_verifier: str | None = attrs.field(
         default=None,
         metadata=meta(
-            "`authorization_code`: the PKCE verifier (RFC 7636), 43 to 128 characters.",
             schema={
                 "pattern": "^[A-Za-z0-9._~-]{43,128}$",
                 "examples": ["dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk"],  # RFC 7636 B
-            },
+            }
         ),
     )
+    """`authorization_code`: the PKCE verifier (RFC 7636), 43 to 128 characters."""
     redirect_uri: str | None = attrs.field(
-        default=None,
-        metadata=meta(
-            "`authorization_code`: the `redirect_uri` of the authorization request.",
-            schema={"examples": ["http://127.0.0.1:8080/app"]},
-        ),
+        default=None, metadata=meta(schema={"examples": ["http://127.0.0.1:8080/app"]})
     )
+    """`authorization_code`: the `redirect_uri` of the authorization request."""
     client_id: str | None = attrs.field(
-        default=None,
-        metadata=meta(
-            "The public client's id (`strongroom-cli` for the device grant, `strongroom-web`"
-            " for the authorization code); or sent as the user name of HTTP Basic with an"
-            " empty password (RFC 6749 section 2.3.1).",
-            schema={"enum": [builtin.CLIENT_ID, builtin.WEB_CLIENT_ID]},
-        ),
+        default=None, metadata=meta(schema={"enum": [builtin.CLIENT_ID, builtin.WEB_CLIENT_ID]})
     )
+    """The public client's id (`strongroom-cli` for the device grant, `strongroom-web` for the
+    authorization code); or sent as the user name of HTTP Basic with an empty password (RFC
+    6749 section 2.3.1)."""
 
 
 @attrs.frozen
@@ -1168,10 +1091,9 @@ class AuthorizationForm:
     response_type: Literal["code"]
     client_id: str = attrs.field(metadata=meta(schema={"const": builtin.WEB_CLIENT_ID}))
     redirect_uri: str = attrs.field(
-        metadata=meta(
-            "On this server's own origin.", schema={"examples": ["http://127.0.0.1:8080/app"]}
-        )
+        metadata=meta(schema={"examples": ["http://127.0.0.1:8080/app"]})
     )
+    """On this server's own origin."""
     code_challenge: str = attrs.field(
         metadata=meta(
             schema={
@@ -1183,7 +1105,7 @@ class AuthorizationForm:
     code_challenge_method: Literal["S256"]
     state: str = attrs.field(metadata=meta(schema={"minLength": 1}))
     email: Email
-    password: str = attrs.field(metadata=meta(schema={"minLength": 1, "writeOnly": True}))
+    password: str = attrs.field(metadata=write_only(minLength=1))
 
 
 @view_of(builtin.AccessToken)
@@ -1191,11 +1113,11 @@ class AuthorizationForm:
 class AccessToken:
     """An identity provider access token."""
 
-    access_token: str = attrs.field(
-        metadata=meta("Accepted only by `POST /v1/auth/sessions`, never as a `/v1` bearer.")
-    )
+    access_token: str
+    """Accepted only by `POST /v1/auth/sessions`, never as a `/v1` bearer."""
     token_type: Literal["Bearer"]
-    expires_in: int = attrs.field(metadata=meta("Seconds."))
+    expires_in: int
+    """Seconds."""
 
 
 @attrs.frozen
@@ -1207,17 +1129,12 @@ class AuthorizationServerMetadata:
     device_authorization_endpoint: Uri
     token_endpoint: Uri
     grant_types_supported: list[str]
-    response_types_supported: list[str] = attrs.field(
-        metadata=meta("`code`: the authorization code grant, with PKCE.")
-    )
-    code_challenge_methods_supported: list[str] = attrs.field(
-        metadata=meta("`S256` only (RFC 7636).")
-    )
-    token_endpoint_auth_methods_supported: list[str] = attrs.field(
-        metadata=meta(
-            "`none` (`client_id` in the form) or `client_secret_basic` with an empty secret."
-        )
-    )
+    response_types_supported: list[str]
+    """`code`: the authorization code grant, with PKCE."""
+    code_challenge_methods_supported: list[str]
+    """`S256` only (RFC 7636)."""
+    token_endpoint_auth_methods_supported: list[str]
+    """`none` (`client_id` in the form) or `client_secret_basic` with an empty secret."""
     scopes_supported: list[str]
     service_documentation: Uri
 

@@ -10,6 +10,9 @@ framework, so other adapters may use it.
 
 from __future__ import annotations
 
+import ast
+import inspect
+import itertools
 import json
 import re
 from collections.abc import Callable, Iterator, Mapping
@@ -268,6 +271,39 @@ def meta(description: str | None = None, **options: Any) -> dict[str, Any]:
     ``rename`` (the wire key), ``get`` (a dotted attribute path, or a function, read from
     the domain object instead of the field's own name), ``optional`` (absent when null)."""
     return {"description": description, **options}
+
+
+def write_only(shown: Any = None, **schema: Any) -> dict[str, Any]:
+    """The metadata of a secret a request sends and no answer returns: ``writeOnly``, shown
+    in the document as ``shown`` when given, with more JSON Schema keywords."""
+    options = {"schema_type": shown} if shown is not None else {}
+    return meta(**options, schema={**schema, "writeOnly": True})
+
+
+@cache
+def field_docs(model: type) -> dict[str, str]:
+    """The descriptions written as a string right below a field of ``model`` or of its
+    bases (attribute docstrings, as pydantic's ``use_attribute_docstrings`` reads them);
+    ``meta(description)`` says the same for a field that needs other options too."""
+    docs: dict[str, str] = {}
+    for cls in reversed(model.__mro__):
+        if not attrs.has(cls):
+            continue
+        source = inspect.cleandoc("\n" + inspect.getsource(cls))
+        body = next(node for node in ast.parse(source).body if isinstance(node, ast.ClassDef)).body
+        for field, doc in itertools.pairwise(body):
+            text = (
+                doc.value.value
+                if isinstance(doc, ast.Expr) and isinstance(doc.value, ast.Constant)
+                else None
+            )
+            if (
+                isinstance(field, ast.AnnAssign)
+                and isinstance(field.target, ast.Name)
+                and isinstance(text, str)
+            ):
+                docs[field.target.id] = " ".join(text.split())
+    return docs
 
 
 def _reader(field: attrs.Attribute[Any]) -> Callable[[Any], Any]:

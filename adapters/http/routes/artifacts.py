@@ -55,14 +55,6 @@ def upload_plan(plan: Any, base_url: str) -> Response:
     status=201,
     body=UploadRequest,
     billing="uploads",
-    errors={
-        "invalid_request": "`size` out of range, `sha256` not 64 hex digits",
-        "quota_exceeded": "`storage_bytes` would be passed",
-        "invalid_state": (
-            "the run is finished, or the name is announced with another size or sha256"
-        ),
-        "upstream_unavailable": "the database or object storage failed; nothing was recorded",
-    },
     no_store=True,
     located="/v1/runs/{run_id}",
 )
@@ -73,7 +65,13 @@ async def request_upload(ctx: ApiContext) -> Response:
     below the multipart threshold (`STRONGROOM_MULTIPART_THRESHOLD`, 64 MiB by default),
     otherwise one PUT per 16 MiB part. URLs live 15 minutes. Asking again for the same
     name, size and sha256 gives the same artifact, fresh URLs and the parts already
-    stored."""
+    stored.
+
+    Errors:
+    - `invalid_request`: `size` out of range, `sha256` not 64 hex digits
+    - `quota_exceeded`: `storage_bytes` would be passed
+    - `invalid_state`: the run is finished, or the name is announced with another size or sha256
+    - `upstream_unavailable`: the database or object storage failed; nothing was recorded"""
     grant = await ctx.grant(REQUEST_UPLOAD, "run_id")
     body = ctx.json(UploadRequest)
     plan = await ctx.facade.artifacts.upload_url(
@@ -83,23 +81,19 @@ async def request_upload(ctx: ApiContext) -> Response:
 
 
 @routes.action(
-    "/v1/runs/{run_id}/confirm",
-    Run,
-    "The succeeded run.",
-    CONFIRM_RUN,
-    billing="uploads",
-    errors={
-        "invalid_state": "the run is finished",
-        "artifact_missing": "an announced artifact is absent or different",
-        "upstream_unavailable": "the database or object storage failed; nothing was recorded",
-    },
+    "/v1/runs/{run_id}/confirm", Run, "The succeeded run.", CONFIRM_RUN, billing="uploads"
 )
 async def confirm_run(ctx: ApiContext) -> Response:
     """Confirm a run's artifacts
 
     Checks every announced artifact in storage (present, same size, same sha256) and
     joins multipart uploads; all become `available` (locked and expiring per the
-    backup's retention) and the run `succeeded`, or nothing changes."""
+    backup's retention) and the run `succeeded`, or nothing changes.
+
+    Errors:
+    - `invalid_state`: the run is finished
+    - `artifact_missing`: an announced artifact is absent or different
+    - `upstream_unavailable`: the database or object storage failed; nothing was recorded"""
     grant = await ctx.grant(CONFIRM_RUN, "run_id")
     ctx.empty_body()
     return answer(await ctx.facade.artifacts.confirm(grant, ctx.path_id("run_id")))
@@ -118,13 +112,15 @@ async def confirm_run(ctx: ApiContext) -> Response:
             {"type": "string", "enum": ["deleted"]},
         ),
     ),
-    errors={"invalid_request": "`state` is not `deleted`"},
 )
 async def list_artifacts(ctx: ApiContext) -> Response:
     """List artifacts
 
     The workspace's artifacts, newest first; deleted ones only with `?state=deleted`.
-    Never refused for billing."""
+    Never refused for billing.
+
+    Errors:
+    - `invalid_request`: `state` is not `deleted`"""
     grant = await ctx.grant(LIST_ARTIFACTS)
     state = ctx.request.query_params.get("state")
     if state not in (None, "deleted"):
@@ -136,22 +132,18 @@ async def list_artifacts(ctx: ApiContext) -> Response:
 
 
 @routes.action(
-    "/v1/artifacts/{aid}/download-url",
-    Download,
-    "The presigned download.",
-    DOWNLOAD_ARTIFACT,
-    errors={
-        "conflict": "the artifact is deleted",
-        "not_in_our_storage": "the artifact went only to a customer bucket",
-        "invalid_state": "the artifact is not confirmed yet",
-    },
-    no_store=True,
+    "/v1/artifacts/{aid}/download-url", Download, "The presigned download.", DOWNLOAD_ARTIFACT
 )
 async def request_download(ctx: ApiContext) -> Response:
     """Presign an artifact's download
 
     A presigned GET (15 minutes) of an available artifact in service storage; the bytes
-    come from storage. Never refused for billing."""
+    come from storage. Never refused for billing.
+
+    Errors:
+    - `conflict`: the artifact is deleted
+    - `not_in_our_storage`: the artifact went only to a customer bucket
+    - `invalid_state`: the artifact is not confirmed yet"""
     grant = await ctx.grant(DOWNLOAD_ARTIFACT, "aid")
     ctx.empty_body()
     request, expires_at = await ctx.facade.artifacts.download_url(grant, ctx.path_id("aid"))
@@ -183,23 +175,18 @@ async def verify_artifact(ctx: ApiContext) -> Response:
     return answer(await ctx.facade.artifacts.request_verification(grant, ctx.path_id("aid")), 202)
 
 
-@routes.delete(
-    "/v1/artifacts/{aid}",
-    "Deleted.",
-    DELETE_ARTIFACT,
-    billing="config",
-    errors={
-        "conflict": "already deleted",
-        "artifact_locked": "inside its lock window (storage refuses too)",
-        "last_artifact": "the only available artifact of its backup",
-        "upstream_unavailable": "the database or object storage failed; nothing was recorded",
-    },
-)
+@routes.delete("/v1/artifacts/{aid}", "Deleted.", DELETE_ARTIFACT, billing="config")
 async def delete_artifact(ctx: ApiContext) -> Response:
     """Delete an artifact
 
     Removes the object; the record stays as `deleted`. Precedence: already deleted,
-    inside its lock, last of its backup."""
+    inside its lock, last of its backup.
+
+    Errors:
+    - `conflict`: already deleted
+    - `artifact_locked`: inside its lock window (storage refuses too)
+    - `last_artifact`: the only available artifact of its backup
+    - `upstream_unavailable`: the database or object storage failed; nothing was recorded"""
     grant = await ctx.grant(DELETE_ARTIFACT, "aid")
     await ctx.facade.artifacts.delete(grant, ctx.path_id("aid"))
     return no_content()

@@ -22,23 +22,18 @@ routes = Routes("Backups", billing="config")
 
 
 @routes.create(
-    "/v1/workspaces/{wid}/backups",
-    Backup,
-    "The new backup.",
-    CREATE_BACKUP,
-    body=BackupCreate,
-    errors={
-        "invalid_request": "`kind` is not one of the kinds",
-        "quota_exceeded": "`backups_per_workspace` is reached",
-        "name_taken": "a backup of this name (case-insensitive) exists",
-    },
-    located="/v1/backups/{id}",
+    "/v1/workspaces/{wid}/backups", Backup, "The new backup.", CREATE_BACKUP, body=BackupCreate
 )
 async def create_backup(ctx: ApiContext) -> Response:
     """Create a backup
 
     Reserves a backup in state `draft` with a name and a kind (immutable). The credential
-    is checked in the round trip that inserts."""
+    is checked in the round trip that inserts.
+
+    Errors:
+    - `invalid_request`: `kind` is not one of the kinds
+    - `quota_exceeded`: `backups_per_workspace` is reached
+    - `name_taken`: a backup of this name (case-insensitive) exists"""
     bearer = ctx.bearer()
     workspace_id = await ctx.path_id_after_credential("wid")
 
@@ -77,33 +72,25 @@ async def get_backup(ctx: ApiContext) -> Response:
 
 
 @routes.patch(
-    "/v1/backups/{bid}",
-    Backup,
-    "The whole updated backup.",
-    UPDATE_BACKUP,
-    body=BackupUpdate,
-    errors={
-        "invalid_request": (
-            "`kind` or another unknown field, a bad cron expression or time zone, a duration "
-            "with months or years, an `endpoint` that is not an http(s) URL, `credentials` or"
-            " `destination_credentials` of no known shape (a missing or unknown key)"
-        ),
-        "validation_failed": (
-            "a kind rule: `worker_id` on a non-local backup or naming no worker of this "
-            "workspace, `source` or `credentials` on a local or manual backup, `schedule` on "
-            "a manual backup, a source type not offered for the kind, credentials of the "
-            "other source type's shape"
-        ),
-        "name_taken": "another backup has this name (case-insensitive)",
-        "retention_immutable": "a different retention policy is already set",
-        "lock_exceeds_expiry": "`lock_for` is longer than `expire_after`",
-    },
+    "/v1/backups/{bid}", Backup, "The whole updated backup.", UPDATE_BACKUP, body=BackupUpdate
 )
 async def update_backup(ctx: ApiContext) -> Response:
     """Change a backup
 
     Supplies configuration; the backup becomes `active` in the PATCH that completes its
-    kind's configuration. There is no `kind` field."""
+    kind's configuration. There is no `kind` field.
+
+    Errors:
+    - `invalid_request`: `kind` or another unknown field, a bad cron expression or time zone, a
+      duration with months or years, an `endpoint` that is not an http(s) URL, `credentials`
+      or `destination_credentials` of no known shape (a missing or unknown key)
+    - `validation_failed`: a kind rule: `worker_id` on a non-local backup or naming no worker of
+      this workspace, `source` or `credentials` on a local or manual backup, `schedule` on a
+      manual backup, a source type not offered for the kind, credentials of the other source
+      type's shape
+    - `name_taken`: another backup has this name (case-insensitive)
+    - `retention_immutable`: a different retention policy is already set
+    - `lock_exceeds_expiry`: `lock_for` is longer than `expire_after`"""
     grant = await ctx.grant(UPDATE_BACKUP, "bid")
     changes = ctx.json(BackupUpdate).changes()
     precondition = if_match(ctx.request)
@@ -133,16 +120,14 @@ async def resume_backup(ctx: ApiContext) -> Response:
     return answer(await ctx.facade.backups.resume(grant, ctx.path_id("bid")))
 
 
-@routes.delete(
-    "/v1/backups/{bid}",
-    "Deleted.",
-    DELETE_BACKUP,
-    errors={"artifact_locked": "one of its artifacts is inside its lock window"},
-)
+@routes.delete("/v1/backups/{bid}", "Deleted.", DELETE_BACKUP)
 async def delete_backup(ctx: ApiContext) -> Response:
     """Delete a backup
 
-    Deletes the backup; refused while any of its artifacts is locked."""
+    Deletes the backup; refused while any of its artifacts is locked.
+
+    Errors:
+    - `artifact_locked`: one of its artifacts is inside its lock window"""
     grant = await ctx.grant(DELETE_BACKUP, "bid")
     await ctx.facade.backups.delete(grant, ctx.path_id("bid"))
     return no_content()

@@ -30,10 +30,6 @@ routes = Routes("Runs and artifacts")
     body=ClaimRequest,
     body_required=False,
     extra_responses={"204": {"description": "No run is queued for the worker (no body)."}},
-    errors={
-        "forbidden": "a person or an API key called it (only workers claim runs)",
-        "invalid_request": "`wait_seconds` is not 0 to 30",
-    },
 )
 async def claim_run(ctx: ApiContext) -> Response:
     """Claim a run
@@ -41,7 +37,11 @@ async def claim_run(ctx: ApiContext) -> Response:
     A worker takes the oldest `queued` run of a backup assigned to it: the run becomes
     `running` with the worker, `started_at` and a 60 s lease its heartbeats extend. With
     `wait_seconds`, waits up to that long for one; 204 with no body when none is queued.
-    Exactly one claimer gets a run. Never refused for billing."""
+    Exactly one claimer gets a run. Never refused for billing.
+
+    Errors:
+    - `forbidden`: a person or an API key called it (only workers claim runs)
+    - `invalid_request`: `wait_seconds` is not 0 to 30"""
     ensure_worker(await ctx.caller())
     grant = await ctx.grant(CLAIM_RUN)
     body = ctx.json(ClaimRequest, optional=True)
@@ -56,18 +56,18 @@ async def claim_run(ctx: ApiContext) -> Response:
     HEARTBEAT_RUN,
     body=HeartbeatRequest,
     body_required=False,
-    errors={
-        "not_found": "no such run held by the calling worker",
-        "invalid_state": "the run is finished (succeeded, failed or cancelled)",
-        "invalid_request": "`progress.bytes_done` is negative or beyond `bytes_total`",
-    },
 )
 async def heartbeat_run(ctx: ApiContext) -> Response:
     """Heartbeat a run
 
     The worker holding the run extends its lease by 60 s and may report its progress. A
     run whose cancel was requested becomes `cancelled`: the answer says
-    `cancel_requested: true` and the worker stops. Any other caller gets 404."""
+    `cancel_requested: true` and the worker stops. Any other caller gets 404.
+
+    Errors:
+    - `not_found`: no such run held by the calling worker
+    - `invalid_state`: the run is finished (succeeded, failed or cancelled)
+    - `invalid_request`: `progress.bytes_done` is negative or beyond `bytes_total`"""
     grant = await ctx.grant(HEARTBEAT_RUN, "run_id")
     body = ctx.json(HeartbeatRequest, optional=True)
     report = body.progress
@@ -84,17 +84,17 @@ async def heartbeat_run(ctx: ApiContext) -> Response:
     "The failed run (cancelled when its cancel was requested).",
     FAIL_RUN,
     body=FailRequest,
-    errors={
-        "not_found": "no such run held by the calling worker (or manual run of the caller)",
-        "invalid_state": "the run is finished (succeeded, failed or cancelled)",
-        "invalid_request": "`error` is not 1 to 2000 characters",
-    },
 )
 async def fail_run(ctx: ApiContext) -> Response:
     """Fail a run
 
     The worker holding the run, or the client of a manual run, reports that it failed:
-    the run becomes `failed` with the error and its pending artifacts are aborted."""
+    the run becomes `failed` with the error and its pending artifacts are aborted.
+
+    Errors:
+    - `not_found`: no such run held by the calling worker (or manual run of the caller)
+    - `invalid_state`: the run is finished (succeeded, failed or cancelled)
+    - `invalid_request`: `error` is not 1 to 2000 characters"""
     grant = await ctx.grant(FAIL_RUN, "run_id")
     body = ctx.json(FailRequest)
     return answer(await ctx.facade.claims.fail(grant, ctx.path_id("run_id"), body.error))

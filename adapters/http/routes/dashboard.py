@@ -20,6 +20,7 @@ from starlette.responses import Response
 from strongroom.adapters.http.context import ApiContext
 from strongroom.adapters.http.errors import error_response
 from strongroom.adapters.http.openapi import HTML, Auth, Routes
+from strongroom.adapters.http.pages import document
 
 CONNECT_SRC = "'self'"
 POLICY_TEMPLATE = (
@@ -46,6 +47,11 @@ ASSETS: dict[str, object] = {
     "image/svg+xml": {"schema": {"type": "string"}},
 }
 
+PAGE = "index.html"
+PAGE_HEAD = """<link rel="icon" href="data:,">
+<link rel="stylesheet" href="/app/style.css">
+<script type="module" src="/app/app.js"></script>"""
+
 ASSET_NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,99}")
 
 routes = Routes("Dashboard", auth=Auth.NONE)
@@ -53,13 +59,16 @@ routes = Routes("Dashboard", auth=Auth.NONE)
 
 @functools.cache
 def assets() -> dict[str, tuple[bytes, str]]:
-    """Every file of the dashboard directory by name, with its media type (read once)."""
+    """Every file of the dashboard directory by name, with its media type (read once); the
+    page's body is laid out in the shared document (``templates/page.html``)."""
     folder = resources.files("strongroom.adapters.http").joinpath("dashboard")
     found: dict[str, tuple[bytes, str]] = {}
     for entry in folder.iterdir():
         suffix = "." + entry.name.rpartition(".")[2]
         if entry.is_file() and suffix in MEDIA_TYPES:
             found[entry.name] = (entry.read_bytes(), MEDIA_TYPES[suffix])
+    body = found[PAGE][0].decode("utf-8")
+    found[PAGE] = (document("Strongroom", PAGE_HEAD, body).encode("utf-8"), MEDIA_TYPES[".html"])
     return found
 
 
@@ -92,23 +101,19 @@ async def get_dashboard(ctx: ApiContext) -> Response:
 
     The browser application (see docs/dashboard.md). It signs in with the authorization
     code grant and PKCE and then calls only `/v1`. No authentication to load it."""
-    return _serve(ctx, "index.html")
+    return _serve(ctx, PAGE)
 
 
-@routes.get(
-    "/app/{asset}",
-    ASSETS,
-    "The file.",
-    errors={
-        "invalid_request": "`asset` is not a file name (letters, digits, `.`, `_`, `-`)",
-        "not_found": "no such file",
-    },
-)
+@routes.get("/app/{asset}", ASSETS, "The file.")
 async def get_dashboard_asset(ctx: ApiContext) -> Response:
     """Dashboard file
 
     A script, stylesheet or image of the dashboard, served with the same
-    Content-Security-Policy."""
+    Content-Security-Policy.
+
+    Errors:
+    - `invalid_request`: `asset` is not a file name (letters, digits, `.`, `_`, `-`)
+    - `not_found`: no such file"""
     name = ctx.request.path_params["asset"]
     if not ASSET_NAME.fullmatch(name):
         return error_response(ctx.request, 400, "invalid_request", "not a dashboard file name")

@@ -25,10 +25,10 @@ import functools
 import html
 import string
 from collections.abc import Awaitable, Callable, Mapping
-from importlib import resources
 from typing import Any
 from urllib.parse import parse_qs, unquote_plus, urlencode, urlsplit
 
+import attrs
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
@@ -44,6 +44,7 @@ from strongroom.adapters.http.openapi import (
     parameter,
     ref,
 )
+from strongroom.adapters.http.pages import document, template_text
 from strongroom.adapters.http.shapes import (
     AUTHORIZATION_CODE_GRANT,
     DEVICE_CODE_GRANT,
@@ -87,6 +88,24 @@ HTML_HEADERS = {
 
 
 # Forms.
+
+
+UPSTREAM = "the database or another dependency failed"
+RATE_LIMITED = (
+    "too many failed attempts for this email from this address, or from this address"
+    " (`Retry-After` says when to try again)"
+)
+
+
+def sign_in_form(body: type, invalid: str) -> dict[str, Any]:
+    """The declaration of a form where a person signs in: its refusals (``invalid``, the
+    sign-in limits, a failing dependency) answer the page again."""
+    errors = {
+        "invalid_request": invalid,
+        "rate_limited": RATE_LIMITED,
+        "upstream_unavailable": UPSTREAM,
+    }
+    return {"body": body, "media_type": FORM, "errors": errors, "html_errors": (400, 429, 502)}
 
 
 IDP_OFF = "another identity provider is configured (every `/idp` route is 404)"
@@ -276,39 +295,72 @@ def _builtin(ctx: ApiContext) -> BuiltinIdentityProvider | None:
 
 
 @functools.cache
-def _template(name: str = "device.html") -> string.Template:
-    source = resources.files("strongroom.adapters.http").joinpath(f"templates/{name}")
-    return string.Template(source.read_text(encoding="utf-8"))
+def _template(name: str) -> string.Template:
+    """An IdP page's body in the shared document, with the IdP's style inlined."""
+    style = f"<style>\n{template_text('idp.css')}</style>"
+    return string.Template(document("$title · Strongroom", style, template_text(name)))
+
+
+@attrs.frozen
+class Notice:
+    """What a page says above its form (``error`` or ``success``), with the page's status
+    and, for a refusal, the error (its ``Retry-After`` goes on the page)."""
+
+    text: str = ""
+    kind: str = ""
+    status: int = 200
+    error: StrongroomError | None = None
+
+    @classmethod
+    def of(cls, error: StrongroomError) -> Notice:
+        """A refusal as a sentence, with the status its code answers."""
+        text = error.message[:1].upper() + error.message[1:] + "."
+        return cls(text, "error", STATUS_BY_CODE.get(error.code, 400), error)
+
+
+def _page(
+    ctx: ApiContext,
+    name: str,
+    words: tuple[str, str],
+    values: Mapping[str, str],
+    notice: Notice,
+    hidden: Mapping[str, bool],
+) -> Response:
+    """An IdP page: its heading and lead (``words``), the notice and ``values``, every one
+    HTML-escaped, each ``hidden`` flag to the ``hidden`` attribute or nothing."""
+    heading, lead = words
+    shown = {"heading": heading, "lead": lead, "notice": notice.text, **values}
+    escaped = {key: html.escape(value, quote=True) for key, value in shown.items()}
+    page = _template(name).substitute(
+        escaped,
+        **{flag: "hidden" if on else "" for flag, on in hidden.items()},
+        title=escaped["heading"],
+        notice_kind=notice.kind,
+        request_id=html.escape(ctx.request_id, quote=True),
+    )
+    response = HTMLResponse(page, status_code=notice.status, headers=HTML_HEADERS)
+    if notice.error is not None:
+        response.headers.update(retry_after(notice.error))
+    return response
+
+
+DEVICE_WORDS = (
+    "Approve a device",
+    "Enter the code shown on your device, then sign in to approve or deny it.",
+)
 
 
 def device_page(
     ctx: ApiContext,
-    *,
-    status: int = 200,
-    heading: str = "Approve a device",
-    lead: str = "Enter the code shown on your device, then sign in to approve or deny it.",
-    notice: str = "",
-    notice_kind: str = "",
-    user_code: str = "",
-    email: str = "",
-    show_form: bool = True,
+    form: Mapping[str, str],
+    notice: Notice = Notice(),
+    words: tuple[str, str] = DEVICE_WORDS,
 ) -> Response:
-    """The device page; every value is HTML-escaped before it reaches the template."""
-    values = {
-        "title": heading,
-        "heading": heading,
-        "lead": lead,
-        "notice": notice,
-        "notice_kind": notice_kind,
-        "user_code": user_code,
-        "email": email,
-        "request_id": ctx.request_id,
-    }
-    page = _template().substitute(
-        {name: html.escape(value, quote=True) for name, value in values.items()},
-        form_hidden="" if show_form else "hidden",
-    )
-    return HTMLResponse(page, status_code=status, headers=HTML_HEADERS)
+    """The device page, its form filled from ``form`` (shown unless the notice is a
+    success)."""
+    values = {"user_code": form.get("user_code", ""), "email": form.get("email", "")}
+    hidden = {"form_hidden": notice.kind == "success"}
+    return _page(ctx, "device.html", words, values, notice, hidden)
 
 
 # Endpoints.
@@ -331,9 +383,8 @@ def device_page(
             "sign-up is off; another identity provider is configured (every `/idp` route is 404)"
         ),
         "name_taken": "an account with this email exists",
-        "upstream_unavailable": "the database or another dependency failed",
+        "upstream_unavailable": UPSTREAM,
     },
-    located="/v1/me",
 )
 async def idp_signup(ctx: ApiContext) -> Response:
     """Sign up
@@ -355,7 +406,7 @@ async def idp_signup(ctx: ApiContext) -> Response:
     body=DeviceCodeForm,
     media_type=FORM,
     errors={
-        "upstream_unavailable": "the database or another dependency failed",
+        "upstream_unavailable": UPSTREAM,
     },
     extra_responses=oauth_responses("invalid_request", "invalid_client"),
 )
@@ -390,28 +441,18 @@ async def idp_device_page(ctx: ApiContext) -> Response:
     posts to `POST /idp/device`."""
     if _builtin(ctx) is None:
         return _no_such_route(ctx.request)
-    return device_page(ctx, user_code=ctx.request.query_params.get("user_code", ""))
+    return device_page(ctx, {"user_code": ctx.request.query_params.get("user_code", "")})
 
 
 @routes.post(
     "/idp/device",
     {**HTML, "application/json": {"schema": ref("DeviceDecision")}},
     "The decision is recorded.",
-    body=DeviceDecisionForm,
-    media_type=FORM,
-    errors={
-        "invalid_request": (
-            "wrong email or password, unknown or expired user code, a `decision` other "
-            "than `approve` or `deny`, or a body that is not a URL-encoded form of exactly "
-            "these fields"
-        ),
-        "rate_limited": (
-            "too many failed attempts for this email from this address, or from this "
-            "address (`Retry-After` says when to try again)"
-        ),
-        "upstream_unavailable": "the database or another dependency failed",
-    },
-    html_errors=(400, 429, 502),
+    **sign_in_form(
+        DeviceDecisionForm,
+        "wrong email or password, unknown or expired user code, a `decision` other than"
+        " `approve` or `deny`, or a body that is not a URL-encoded form of exactly these fields",
+    ),
 )
 async def idp_device_decision(ctx: ApiContext) -> Response:
     """Approve or deny a user code
@@ -441,36 +482,17 @@ async def idp_device_decision(ctx: ApiContext) -> Response:
     except StrongroomError as error:
         if wants_json:
             raise
-        page = device_page(
-            ctx,
-            status=STATUS_BY_CODE.get(error.code, 400),
-            notice=error.message[:1].upper() + error.message[1:] + ".",
-            notice_kind="error",
-            user_code=form.get("user_code", ""),
-            email=form.get("email", ""),
-        )
-        page.headers.update(retry_after(error))
-        return page
+        return device_page(ctx, form, Notice.of(error))
     outcome = "approved" if approve else "denied"
     if wants_json:
         return _json(present(DeviceDecision(outcome)), 200, NO_STORE)  # type: ignore[arg-type]
     if approve:
-        return device_page(
-            ctx,
-            heading="Device approved",
-            lead="Your device is now signing in.",
-            notice="You can close this window and return to your device.",
-            notice_kind="success",
-            show_form=False,
-        )
-    return device_page(
-        ctx,
-        heading="Request denied",
-        lead="The device was not signed in.",
-        notice="You can close this window.",
-        notice_kind="success",
-        show_form=False,
-    )
+        words = ("Device approved", "Your device is now signing in.")
+        notice = Notice("You can close this window and return to your device.", "success")
+    else:
+        words = ("Request denied", "The device was not signed in.")
+        notice = Notice("You can close this window.", "success")
+    return device_page(ctx, {}, notice, words)
 
 
 # The authorization code grant with PKCE.
@@ -561,49 +583,35 @@ def _refusal_response(
         if params.get("state"):
             query["state"] = params["state"]
         return _redirect_with(params["redirect_uri"], query)
-    return authorize_page(
-        ctx,
-        {},
-        status=400,
-        heading="Sign-in request refused",
-        lead="The application that sent you here made a request this server refuses.",
-        notice=f"{refusal.error}: {refusal.description}.",
-        notice_kind="error",
-        show_form=False,
+    words = (
+        "Sign-in request refused",
+        "The application that sent you here made a request this server refuses.",
     )
+    notice = Notice(f"{refusal.error}: {refusal.description}.", "error", 400)
+    return authorize_page(ctx, {}, notice, words, show_form=False)
+
+
+AUTHORIZE_WORDS = ("Sign in to Strongroom", "Sign in to continue to the Strongroom dashboard.")
 
 
 def authorize_page(
     ctx: ApiContext,
-    params: Mapping[str, str],
+    form: Mapping[str, str],
+    notice: Notice = Notice(),
+    words: tuple[str, str] = AUTHORIZE_WORDS,
     *,
-    status: int = 200,
-    heading: str = "Sign in to Strongroom",
-    lead: str = "Sign in to continue to the Strongroom dashboard.",
-    notice: str = "",
-    notice_kind: str = "",
-    email: str = "",
     show_form: bool = True,
 ) -> Response:
-    """The sign-in page of the authorization request; every value is HTML-escaped."""
+    """The sign-in page of the authorization request, its hidden fields from ``form``."""
     idp = _builtin(ctx)
     values = {
-        "title": heading,
-        "heading": heading,
-        "lead": lead,
-        "notice": notice,
-        "notice_kind": notice_kind,
-        "email": email,
-        "request_id": ctx.request_id,
+        "email": form.get("email", ""),
         "signup_url": f"{ctx.base_url}/app#/signup",
-        **{name: params.get(name, "") for name in AUTHORIZATION_PARAMETERS},
+        **{name: form.get(name, "") for name in AUTHORIZATION_PARAMETERS},
     }
-    page = _template("authorize.html").substitute(
-        {name: html.escape(value, quote=True) for name, value in values.items()},
-        form_hidden="" if show_form else "hidden",
-        signup_hidden="" if show_form and idp is not None and idp.signup_enabled else "hidden",
-    )
-    return HTMLResponse(page, status_code=status, headers=HTML_HEADERS)
+    signup = show_form and idp is not None and idp.signup_enabled
+    hidden = {"form_hidden": not show_form, "signup_hidden": not signup}
+    return _page(ctx, "authorize.html", words, values, notice, hidden)
 
 
 @routes.get(
@@ -618,12 +626,6 @@ def authorize_page(
         parameter("code_challenge_method", "query", "`S256` (the only method offered)."),
         parameter("state", "query", "Opaque; echoed in the redirect."),
     ),
-    errors={
-        "invalid_request": (
-            "an unknown `client_id` or a `redirect_uri` off this origin: an HTML page, never"
-            " a redirect"
-        ),
-    },
     html_errors=(400,),
     extra_responses={
         "303": {
@@ -640,7 +642,11 @@ async def idp_authorize_page(ctx: ApiContext) -> Response:
     """Authorization request (sign-in page)
 
     RFC 6749 section 4.1.1 with PKCE (RFC 7636, `S256` only), for the dashboard: an HTML
-    page where a person signs in; its form posts to `POST /idp/authorize`."""
+    page where a person signs in; its form posts to `POST /idp/authorize`.
+
+    Errors:
+    - `invalid_request`: an unknown `client_id` or a `redirect_uri` off this origin: an HTML
+      page, never a redirect"""
     if _builtin(ctx) is None:
         return _no_such_route(ctx.request)
     params = dict(ctx.request.query_params)
@@ -661,21 +667,12 @@ async def idp_authorize_page(ctx: ApiContext) -> Response:
     ),
     status=303,
     located="{redirect_uri}?code=...&state=...",
-    body=AuthorizationForm,
-    media_type=FORM,
-    errors={
-        "invalid_request": (
-            "wrong email or password (the page again, with the message), an unknown"
-            " `client_id`, a `redirect_uri` off this origin, or a body that is not a"
-            " URL-encoded form of exactly these fields"
-        ),
-        "rate_limited": (
-            "too many failed attempts for this email from this address, or from this "
-            "address (`Retry-After` says when to try again)"
-        ),
-        "upstream_unavailable": "the database or another dependency failed",
-    },
-    html_errors=(400, 429, 502),
+    **sign_in_form(
+        AuthorizationForm,
+        "wrong email or password (the page again, with the message), an unknown `client_id`,"
+        " a `redirect_uri` off this origin, or a body that is not a URL-encoded form of"
+        " exactly these fields",
+    ),
 )
 async def idp_authorize(ctx: ApiContext) -> Response:
     """Sign in and authorize
@@ -702,16 +699,7 @@ async def idp_authorize(ctx: ApiContext) -> Response:
             client_address=client_address(ctx.request),
         )
     except StrongroomError as error:
-        page = authorize_page(
-            ctx,
-            form,
-            status=STATUS_BY_CODE.get(error.code, 400),
-            notice=error.message[:1].upper() + error.message[1:] + ".",
-            notice_kind="error",
-            email=form.get("email", ""),
-        )
-        page.headers.update(retry_after(error))
-        return page
+        return authorize_page(ctx, form, Notice.of(error))
     return _redirect_with(checked["redirect_uri"], {"code": code, "state": checked["state"]})
 
 
@@ -722,7 +710,7 @@ async def idp_authorize(ctx: ApiContext) -> Response:
     body=TokenForm,
     media_type=FORM,
     errors={
-        "upstream_unavailable": "the database or another dependency failed",
+        "upstream_unavailable": UPSTREAM,
     },
     extra_responses=oauth_responses(*OAUTH_ERRORS),
 )
@@ -769,21 +757,18 @@ async def idp_token(idp: BuiltinIdentityProvider, ctx: ApiContext, form: Mapping
     AuthorizationServerMetadata,
     "The metadata.",
     operation_id="getAuthorizationServerMetadataOfIssuer",
-    errors={"not_found": "another identity provider is configured"},
 )
-@routes.get(
-    "/.well-known/oauth-authorization-server",
-    AuthorizationServerMetadata,
-    "The metadata.",
-    errors={"not_found": "another identity provider is configured"},
-)
+@routes.get("/.well-known/oauth-authorization-server", AuthorizationServerMetadata, "The metadata.")
 async def get_authorization_server_metadata(ctx: ApiContext) -> Response:
     """Authorization server metadata
 
     RFC 8414: the built-in identity provider's endpoints, grant types and client
     authentication methods, for OAuth clients that discover the server. Served at
     `/.well-known/oauth-authorization-server` and, as RFC 8414 section 3 derives it from
-    the issuer `{base}/idp`, at `/.well-known/oauth-authorization-server/idp`."""
+    the issuer `{base}/idp`, at `/.well-known/oauth-authorization-server/idp`.
+
+    Errors:
+    - `not_found`: another identity provider is configured"""
     idp = _builtin(ctx)
     if idp is None:
         return _no_such_route(ctx.request)

@@ -39,12 +39,6 @@ def listed(page: Page[DomainInvitation], now: datetime) -> Any:
     CREATE_INVITATION,
     body=InvitationCreate,
     billing="config",
-    errors={
-        "invalid_request": "`email` is not an email address; bad `role` slug",
-        "forbidden": "the role holds a permission the caller lacks",
-        "validation_failed": "the role does not exist in the workspace",
-        "quota_exceeded": "`members_per_workspace` is reached",
-    },
     located="/v1/workspaces/{wid}/invitations",
 )
 async def create_invitation(ctx: ApiContext) -> Response:
@@ -53,7 +47,13 @@ async def create_invitation(ctx: ApiContext) -> Response:
     Invites an email address with a role whose every permission the caller holds; the
     invitation is delivered by mail and is usable once, for seven days. Members plus
     pending invitations count against `members_per_workspace`. Needs
-    `invitations:write`."""
+    `invitations:write`.
+
+    Errors:
+    - `invalid_request`: `email` is not an email address; bad `role` slug
+    - `forbidden`: the role holds a permission the caller lacks
+    - `validation_failed`: the role does not exist in the workspace
+    - `quota_exceeded`: `members_per_workspace` is reached"""
     grant = await ctx.grant(CREATE_INVITATION)
     body = ctx.json(InvitationCreate)
     now = ctx.facade.now()
@@ -85,25 +85,19 @@ async def list_invitations(ctx: ApiContext) -> Response:
 
 
 @routes.action(
-    "/v1/invitations/{id}/accept",
-    Membership,
-    "The new membership.",
-    billing="config",
-    person=True,
-    errors={
-        "not_found": "no such invitation, or one addressed to another email",
-        "quota_exceeded": "`members_per_workspace` is reached",
-        "invalid_state": (
-            "the invitation is expired or already used, the person is already a member, or "
-            "its role no longer exists"
-        ),
-    },
+    "/v1/invitations/{id}/accept", Membership, "The new membership.", billing="config", person=True
 )
 async def accept_invitation(ctx: ApiContext) -> Response:
     """Accept an invitation
 
     Joins the invitation's workspace with its role. A signed-in person whose email is
-    the invited one (case-insensitively); no workspace scope needed, no permission."""
+    the invited one (case-insensitively); no workspace scope needed, no permission.
+
+    Errors:
+    - `not_found`: no such invitation, or one addressed to another email
+    - `quota_exceeded`: `members_per_workspace` is reached
+    - `invalid_state`: the invitation is expired or already used, the person is already a
+      member, or its role no longer exists"""
     caller = await ctx.caller()
     invitation_id = ctx.path_id("id")
     caller.person(ACCEPT_REFUSAL)

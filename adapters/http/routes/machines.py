@@ -49,24 +49,20 @@ def issued_worker(issued: IssuedWorker) -> Any:
     "The new key with its token.",
     CREATE_API_KEY,
     body=ApiKeyCreate,
-    errors={
-        "forbidden": "a requested permission is not the caller's own",
-        "invalid_request": (
-            "`name` is empty or longer than 100; `expires_at` is not an RFC 3339 timestamp "
-            "with a time zone, or its UTC instant falls outside the years 0001-9999"
-        ),
-        "validation_failed": "a permission outside the catalog, or `expires_at` not in the future",
-        "quota_exceeded": "`api_keys_per_workspace` is reached",
-    },
-    no_store=True,
-    located="/v1/api-keys/{id}",
 )
 async def create_api_key(ctx: ApiContext) -> Response:
     """Create an API key
 
     A machine credential of the caller's workspace with a fixed set of permissions, each
     of which the caller must hold itself. Needs `api_keys:write`. The token appears only
-    in this response."""
+    in this response.
+
+    Errors:
+    - `forbidden`: a requested permission is not the caller's own
+    - `invalid_request`: `name` is empty or longer than 100; `expires_at` is not an RFC 3339
+      timestamp with a time zone, or its UTC instant falls outside the years 0001-9999
+    - `validation_failed`: a permission outside the catalog, or `expires_at` not in the future
+    - `quota_exceeded`: `api_keys_per_workspace` is reached"""
     grant = await ctx.grant(CREATE_API_KEY)
     body = ctx.json(ApiKeyCreate)
     issued = await ctx.facade.api_keys.create(
@@ -111,12 +107,6 @@ async def delete_api_key(ctx: ApiContext) -> Response:
     "The new worker with its token.",
     CREATE_WORKER,
     body=WorkerCreate,
-    errors={
-        "invalid_request": "`name` is empty or longer than 100",
-        "quota_exceeded": "`workers_per_workspace` is reached",
-    },
-    no_store=True,
-    located="/v1/workers/{id}",
 )
 async def create_worker(ctx: ApiContext) -> Response:
     """Register a worker
@@ -124,7 +114,11 @@ async def create_worker(ctx: ApiContext) -> Response:
     A machine executor of local backups in the caller's workspace. Its credential holds
     exactly `backups:read`, `runs:read`, `artifacts:upload` and `artifacts:confirm`,
     limited to the backups assigned to it. Needs `workers:write`. The token appears only
-    in this response."""
+    in this response.
+
+    Errors:
+    - `invalid_request`: `name` is empty or longer than 100
+    - `quota_exceeded`: `workers_per_workspace` is reached"""
     grant = await ctx.grant(CREATE_WORKER)
     body = ctx.json(WorkerCreate)
     issued = await ctx.facade.workers.create(grant, body.name, idempotency=ctx.idempotency())
@@ -151,11 +145,7 @@ async def get_worker(ctx: ApiContext) -> Response:
 
 
 @routes.action(
-    "/v1/workers/{id}/rotate",
-    WorkerWithToken,
-    "The worker with its new token.",
-    ROTATE_WORKER,
-    no_store=True,
+    "/v1/workers/{id}/rotate", WorkerWithToken, "The worker with its new token.", ROTATE_WORKER
 )
 async def rotate_worker(ctx: ApiContext) -> Response:
     """Rotate a worker's credential
@@ -167,18 +157,15 @@ async def rotate_worker(ctx: ApiContext) -> Response:
     return json_response(issued_worker(await ctx.facade.workers.rotate(grant, ctx.path_id("id"))))
 
 
-@routes.delete(
-    "/v1/workers/{id}",
-    "Deleted.",
-    DELETE_WORKER,
-    empty_body=True,
-    errors={"invalid_state": "backups are assigned to the worker"},
-)
+@routes.delete("/v1/workers/{id}", "Deleted.", DELETE_WORKER, empty_body=True)
 async def delete_worker(ctx: ApiContext) -> Response:
     """Delete a worker
 
     Deletes the worker; its credential answers 401 from the next request on. Refused
-    while backups are assigned to it. Needs `workers:write`."""
+    while backups are assigned to it. Needs `workers:write`.
+
+    Errors:
+    - `invalid_state`: backups are assigned to the worker"""
     grant = await ctx.grant(DELETE_WORKER, "id")
     ctx.empty_body()
     await ctx.facade.workers.delete(grant, ctx.path_id("id"))

@@ -32,13 +32,7 @@ async def list_members(ctx: ApiContext) -> Response:
     return answer(page)
 
 
-@routes.get(
-    "/v1/workspaces/{wid}/members/{id}",
-    Member,
-    "The member.",
-    READ_MEMBERS,
-    errors={"not_found": "no such member in the workspace"},
-)
+@routes.get("/v1/workspaces/{wid}/members/{id}", Member, "The member.", READ_MEMBERS)
 async def get_member(ctx: ApiContext) -> Response:
     """Read a member
 
@@ -49,27 +43,21 @@ async def get_member(ctx: ApiContext) -> Response:
 
 
 @routes.patch(
-    "/v1/workspaces/{wid}/members/{id}",
-    Member,
-    "The member.",
-    UPDATE_MEMBER,
-    body=MemberUpdate,
-    errors={
-        "invalid_request": "`role` is not a well-formed role slug",
-        "forbidden": (
-            "the new role, or the member's current role, holds a permission the caller lacks"
-        ),
-        "not_found": "no such member of the workspace",
-        "validation_failed": "the role does not exist in the workspace",
-        "last_admin": "the member is the last admin",
-    },
+    "/v1/workspaces/{wid}/members/{id}", Member, "The member.", UPDATE_MEMBER, body=MemberUpdate
 )
 async def update_member(ctx: ApiContext) -> Response:
     """Change a member's role
 
     Gives the member another role (built-in or custom). Needs `members:write`; the
     caller must hold every permission of the new role and of the member's current one.
-    The last admin cannot be demoted."""
+    The last admin cannot be demoted.
+
+    Errors:
+    - `invalid_request`: `role` is not a well-formed role slug
+    - `forbidden`: the new role, or the member's current role, holds a permission the caller
+      lacks
+    - `validation_failed`: the role does not exist in the workspace
+    - `last_admin`: the member is the last admin"""
     grant = await ctx.grant(UPDATE_MEMBER, "id")
     body = ctx.json(MemberUpdate)
     precondition = if_match(ctx.request)
@@ -79,25 +67,18 @@ async def update_member(ctx: ApiContext) -> Response:
     return answer(member)
 
 
-@routes.delete(
-    "/v1/workspaces/{wid}/members/{id}",
-    "Removed.",
-    DELETE_MEMBER,
-    empty_body=True,
-    errors={
-        "forbidden": (
-            "the new role, or the member's current role, holds a permission the caller lacks"
-        ),
-        "not_found": "no such member of the workspace",
-        "last_admin": "the member is the last admin",
-    },
-)
+@routes.delete("/v1/workspaces/{wid}/members/{id}", "Removed.", DELETE_MEMBER, empty_body=True)
 async def delete_member(ctx: ApiContext) -> Response:
     """Remove a member
 
     Ends the membership; the person's sessions scoped to the workspace stop working.
     Needs `members:write`; the caller must hold every permission of the member's role.
-    The last admin cannot be removed."""
+    The last admin cannot be removed.
+
+    Errors:
+    - `forbidden`: the new role, or the member's current role, holds a permission the caller
+      lacks
+    - `last_admin`: the member is the last admin"""
     grant = await ctx.grant(DELETE_MEMBER, "id")
     ctx.empty_body()
     await ctx.facade.members.remove(grant, ctx.path_id("wid"), ctx.path_id("id"))
@@ -120,24 +101,17 @@ async def list_roles(ctx: ApiContext) -> Response:
     return answer({"data": roles, "next_cursor": next_cursor})
 
 
-@routes.create(
-    "/v1/workspaces/{wid}/roles",
-    Role,
-    "The new role.",
-    CREATE_ROLE,
-    body=RoleCreate,
-    errors={
-        "invalid_request": "`slug` is not a well-formed role slug; bad `name`",
-        "forbidden": "a permission of the role is not the caller's own",
-        "validation_failed": "a permission outside the catalog",
-        "name_taken": "the workspace has a role with this slug (built-in too)",
-    },
-    located="/v1/workspaces/{wid}/roles/{slug}",
-)
+@routes.create("/v1/workspaces/{wid}/roles", Role, "The new role.", CREATE_ROLE, body=RoleCreate)
 async def create_role(ctx: ApiContext) -> Response:
     """Create a custom role
 
-    A named set of permissions, each of which the caller must hold. Needs `roles:write`."""
+    A named set of permissions, each of which the caller must hold. Needs `roles:write`.
+
+    Errors:
+    - `invalid_request`: `slug` is not a well-formed role slug; bad `name`
+    - `forbidden`: a permission of the role is not the caller's own
+    - `validation_failed`: a permission outside the catalog
+    - `name_taken`: the workspace has a role with this slug (built-in too)"""
     grant = await ctx.grant(CREATE_ROLE)
     body = ctx.json(RoleCreate)
     role = await ctx.facade.roles.create(
@@ -151,16 +125,7 @@ async def create_role(ctx: ApiContext) -> Response:
     return answer(role, 201)
 
 
-@routes.get(
-    "/v1/workspaces/{wid}/roles/{slug}",
-    Role,
-    "The role.",
-    READ_ROLES,
-    errors={
-        "invalid_request": "`slug` in the path is not a well-formed role slug",
-        "not_found": "no such role in the workspace",
-    },
-)
+@routes.get("/v1/workspaces/{wid}/roles/{slug}", Role, "The role.", READ_ROLES)
 async def get_role(ctx: ApiContext) -> Response:
     """Read a role
 
@@ -170,25 +135,17 @@ async def get_role(ctx: ApiContext) -> Response:
     return answer(await ctx.facade.roles.get(grant, workspace_id, slug))
 
 
-@routes.patch(
-    "/v1/workspaces/{wid}/roles/{slug}",
-    Role,
-    "The role.",
-    UPDATE_ROLE,
-    body=RoleUpdate,
-    errors={
-        "invalid_request": "`slug` in the path is not a well-formed role slug",
-        "forbidden": "a permission of the role, old or new, is not the caller's own",
-        "not_found": "no such role in the workspace",
-        "validation_failed": "a permission outside the catalog",
-        "invalid_state": "the role is built-in (`admin`, `member`, `viewer`)",
-    },
-)
+@routes.patch("/v1/workspaces/{wid}/roles/{slug}", Role, "The role.", UPDATE_ROLE, body=RoleUpdate)
 async def update_role(ctx: ApiContext) -> Response:
     """Change a custom role
 
     Rename it or replace its permissions (each of which the caller must hold). Members
-    holding it get the new permissions on their next request. Needs `roles:write`."""
+    holding it get the new permissions on their next request. Needs `roles:write`.
+
+    Errors:
+    - `forbidden`: a permission of the role, old or new, is not the caller's own
+    - `validation_failed`: a permission outside the catalog
+    - `invalid_state`: the role is built-in (`admin`, `member`, `viewer`)"""
     grant = await ctx.grant(UPDATE_ROLE, "slug")
     workspace_id, slug = ctx.path_id("wid"), ctx.role_slug()
     body = ctx.json(RoleUpdate)
@@ -203,26 +160,17 @@ async def update_role(ctx: ApiContext) -> Response:
     return answer(role)
 
 
-@routes.delete(
-    "/v1/workspaces/{wid}/roles/{slug}",
-    "Deleted.",
-    DELETE_ROLE,
-    empty_body=True,
-    errors={
-        "invalid_request": "`slug` in the path is not a well-formed role slug",
-        "forbidden": "the role holds a permission the caller lacks",
-        "not_found": "no such role in the workspace",
-        "invalid_state": (
-            "the role is built-in (`admin`, `member`, `viewer`); members or pending "
-            "invitations hold the role"
-        ),
-    },
-)
+@routes.delete("/v1/workspaces/{wid}/roles/{slug}", "Deleted.", DELETE_ROLE, empty_body=True)
 async def delete_role(ctx: ApiContext) -> Response:
     """Delete a custom role
 
     Refused while members or pending invitations hold it. Needs `roles:write` and every
-    permission of the role."""
+    permission of the role.
+
+    Errors:
+    - `forbidden`: the role holds a permission the caller lacks
+    - `invalid_state`: the role is built-in (`admin`, `member`, `viewer`); members or pending
+      invitations hold the role"""
     grant = await ctx.grant(DELETE_ROLE, "slug")
     workspace_id, slug = ctx.path_id("wid"), ctx.role_slug()
     ctx.empty_body()

@@ -15,26 +15,18 @@ routes = Routes("Runs and artifacts")
 backups = routes.tagged("Backups")
 
 
-@routes.create(
-    "/v1/runs",
-    Run,
-    "The new run.",
-    START_RUN,
-    body=RunCreate,
-    billing="runs",
-    errors={
-        "not_found": "no such backup in the caller's workspace",
-        "validation_failed": "the backup is not manual",
-        "invalid_state": "the backup is a draft or paused",
-    },
-    located="/v1/runs/{id}",
-)
+@routes.create("/v1/runs", Run, "The new run.", START_RUN, body=RunCreate, billing="runs")
 async def start_run(ctx: ApiContext) -> Response:
     """Start a manual run
 
     A manual backup's client starts a run (state `running`, trigger `manual`); it then
     asks for upload URLs and confirms. Local and cloud backups get their runs from
-    `trigger` or the scheduler."""
+    `trigger` or the scheduler.
+
+    Errors:
+    - `not_found`: no such backup in the caller's workspace
+    - `validation_failed`: the backup is not manual
+    - `invalid_state`: the backup is a draft or paused"""
     grant = await ctx.grant(START_RUN)
     body = ctx.json(RunCreate)
     run = await ctx.facade.runs.start(grant, body.backup_id, idempotency=ctx.idempotency())
@@ -63,13 +55,15 @@ async def get_run(ctx: ApiContext) -> Response:
             {"type": "string", "enum": [state.value for state in RunState]},
         ),
     ),
-    errors={"invalid_request": "`state` is not a run state"},
 )
 async def list_runs(ctx: ApiContext) -> Response:
     """List a backup's runs
 
     The backup's runs, newest first; only those in one state with `?state=`. Never
-    refused for billing."""
+    refused for billing.
+
+    Errors:
+    - `invalid_request`: `state` is not a run state"""
     grant = await ctx.grant(READ_RUN, "bid")
     state = run_state(ctx.request.query_params.get("state"))
     page = await ctx.facade.runs.list_for_backup(grant, ctx.path_id("bid"), state, ctx.page())
@@ -87,19 +81,16 @@ def run_state(raw: str | None) -> RunState | None:
         raise InvalidRequestError(f"state must be one of {states} (or left out)") from error
 
 
-@routes.action(
-    "/v1/runs/{run_id}/cancel",
-    Run,
-    "The run, cancelled or asked to stop.",
-    CANCEL_RUN,
-    errors={"invalid_state": "the run is finished (succeeded, failed or cancelled)"},
-)
+@routes.action("/v1/runs/{run_id}/cancel", Run, "The run, cancelled or asked to stop.", CANCEL_RUN)
 async def cancel_run(ctx: ApiContext) -> Response:
     """Cancel a run
 
     A `queued` run becomes `cancelled` at once; a `running` one gets `cancel_requested:
     true` and becomes `cancelled` when its holder next heartbeats or fails, or its lease
-    expires. Never refused for billing."""
+    expires. Never refused for billing.
+
+    Errors:
+    - `invalid_state`: the run is finished (succeeded, failed or cancelled)"""
     grant = await ctx.grant(CANCEL_RUN, "run_id")
     ctx.empty_body()
     return answer(await ctx.facade.runs.cancel(grant, ctx.path_id("run_id")))
@@ -113,17 +104,16 @@ async def cancel_run(ctx: ApiContext) -> Response:
     status=202,
     idempotent=True,
     billing="runs",
-    errors={
-        "validation_failed": "the backup is manual (its client starts runs)",
-        "invalid_state": "the backup is a draft or paused",
-    },
-    located="/v1/runs/{id}",
 )
 async def trigger_backup(ctx: ApiContext) -> Response:
     """Trigger a backup
 
     Enqueues a run of an active, unpaused local or cloud backup (state `queued`, trigger
-    `api`); its worker or the service takes it."""
+    `api`); its worker or the service takes it.
+
+    Errors:
+    - `validation_failed`: the backup is manual (its client starts runs)
+    - `invalid_state`: the backup is a draft or paused"""
     grant = await ctx.grant(TRIGGER_BACKUP, "bid")
     ctx.empty_body()
     run = await ctx.facade.runs.trigger(grant, ctx.path_id("bid"), idempotency=ctx.idempotency())

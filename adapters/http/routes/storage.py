@@ -55,15 +55,15 @@ def _storage(request: Request) -> LocalDiskStorage | None:
     "Stored.",
     body={"type": "string", "format": "binary"},
     media_type="application/octet-stream",
-    errors={
-        "forbidden": ("a signature that does not match, or an expired URL; the object is locked"),
-    },
 )
 async def put_object(request: Request) -> Response:
     """Upload to a presigned URL
 
     Local-disk storage only: the body is streamed to disk and checked against the signed
-    size (and sha256); a locked object is never overwritten."""
+    size (and sha256); a locked object is never overwritten.
+
+    Errors:
+    - `forbidden`: a signature that does not match, or an expired URL; the object is locked"""
     storage = _storage(request)
     if storage is None:
         return error_response(request, 404, "not_found", "no such object")
@@ -85,18 +85,14 @@ async def put_object(request: Request) -> Response:
     return json_response({"status": "stored"})
 
 
-@routes.get(
-    "/storage/{key:path}",
-    BINARY,
-    "The bytes.",
-    errors={
-        "forbidden": "a signature that does not match, or an expired URL",
-    },
-)
+@routes.get("/storage/{key:path}", BINARY, "The bytes.")
 async def get_object(request: Request) -> Response:
     """Download from a presigned URL
 
-    Local-disk storage only: the object's bytes, streamed."""
+    Local-disk storage only: the object's bytes, streamed.
+
+    Errors:
+    - `forbidden`: a signature that does not match, or an expired URL"""
     storage = _storage(request)
     if storage is None:
         return error_response(request, 404, "not_found", "no such object")

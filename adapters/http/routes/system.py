@@ -91,8 +91,6 @@ async def get_cli_config(ctx: ApiContext) -> Response:
     status=201,
     auth=Auth.IDP,
     idempotent=True,
-    no_store=True,
-    located="/v1/me",
 )
 async def create_session(ctx: ApiContext) -> Response:
     """Sign in
@@ -114,18 +112,16 @@ async def create_session(ctx: ApiContext) -> Response:
     Session,
     "The new session; its token is shown only here.",
     body=SwitchWorkspace,
-    errors={
-        "forbidden": "a machine credential called it",
-        "not_found": "the caller is not a member of that workspace",
-    },
-    no_store=True,
-    located="/v1/me",
 )
 async def switch_workspace(ctx: ApiContext) -> Response:
     """Switch workspace
 
     A new session scoped to `workspace_id`; the session used for this request is revoked
-    (a failed switch revokes nothing). A person's session only."""
+    (a failed switch revokes nothing). A person's session only.
+
+    Errors:
+    - `forbidden`: a machine credential called it
+    - `not_found`: the caller is not a member of that workspace"""
     caller = await ctx.person(SWITCH_REFUSAL)
     body = ctx.json(SwitchWorkspace)
     issued = await ctx.facade.sessions.switch(
@@ -134,15 +130,14 @@ async def switch_workspace(ctx: ApiContext) -> Response:
     return answer(issued, 201)
 
 
-@routes.delete(
-    "/v1/auth/sessions/current",
-    "Signed out.",
-    errors={"forbidden": "a machine credential called it; revoke keys instead"},
-)
+@routes.delete("/v1/auth/sessions/current", "Signed out.")
 async def delete_current_session(ctx: ApiContext) -> Response:
     """Sign out
 
-    Revoke the session used for this request (and only that one)."""
+    Revoke the session used for this request (and only that one).
+
+    Errors:
+    - `forbidden`: a machine credential called it; revoke keys instead"""
     caller = await ctx.person(SIGN_OUT_REFUSAL)
     ctx.empty_body()
     await ctx.facade.sessions.sign_out(caller)

@@ -32,43 +32,33 @@ from strongroom.ports.driving.workspaces import (
 routes = Routes("Workspaces")
 
 
-@routes.get(
-    "/v1/workspaces",
-    Paged(MemberWorkspace),
-    "One page of memberships.",
-    errors={"forbidden": "a machine credential (API key or worker) called it"},
-)
+@routes.get("/v1/workspaces", Paged(MemberWorkspace), "One page of memberships.")
 async def list_workspaces(ctx: ApiContext) -> Response:
     """List my workspaces
 
     The caller's memberships, newest workspace first. A person only; no permission
-    check."""
+    check.
+
+    Errors:
+    - `forbidden`: a machine credential (API key or worker) called it"""
     caller = await ctx.person(LIST_REFUSAL)
     page = ctx.page()
     result = await ctx.facade.workspaces.memberships(caller, page)
     return answer(result)
 
 
-@routes.create(
-    "/v1/workspaces",
-    Workspace,
-    "The new workspace.",
-    body=WorkspaceCreate,
-    person=True,
-    errors={
-        "quota_exceeded": "the person already created 5 workspaces (`workspaces_per_user`)",
-        "upstream_unavailable": (
-            "the identity provider, billing or object storage failed; nothing is left behind"
-        ),
-    },
-    located="/v1/workspaces/{id}",
-)
+@routes.create("/v1/workspaces", Workspace, "The new workspace.", body=WorkspaceCreate, person=True)
 async def create_workspace(ctx: ApiContext) -> Response:
     """Create a workspace
 
     Provisions an organization, a customer record and a storage namespace
     (all-or-nothing); the creator becomes `admin`; the workspace starts in billing state
-    `trial`. A person only, no permission check; at most 5 workspaces per person."""
+    `trial`. A person only, no permission check; at most 5 workspaces per person.
+
+    Errors:
+    - `quota_exceeded`: the person already created 5 workspaces (`workspaces_per_user`)
+    - `upstream_unavailable`: the identity provider, billing or object storage failed; nothing
+      is left behind"""
     caller = await ctx.person(CREATE_REFUSAL)
     body = ctx.json(WorkspaceCreate)
     workspace = await ctx.facade.workspaces.create(caller, body.name, idempotency=ctx.idempotency())
@@ -91,16 +81,15 @@ async def get_workspace(ctx: ApiContext) -> Response:
     "The updated workspace.",
     UPDATE_WORKSPACE,
     body=WorkspaceUpdate,
-    errors={
-        "billing_restricted": (
-            "the workspace's billing state (`blocked`) refuses configuration changes"
-        )
-    },
 )
 async def update_workspace(ctx: ApiContext) -> Response:
     """Rename a workspace
 
-    Change the workspace's name."""
+    Change the workspace's name.
+
+    Errors:
+    - `billing_restricted`: the workspace's billing state (`blocked`) refuses configuration
+      changes"""
     grant = await ctx.grant(UPDATE_WORKSPACE, "wid")
     body = ctx.json(WorkspaceUpdate)
     precondition = if_match(ctx.request)
@@ -110,18 +99,16 @@ async def update_workspace(ctx: ApiContext) -> Response:
     return answer(workspace)
 
 
-@routes.delete(
-    "/v1/workspaces/{wid}",
-    "Deleted.",
-    DELETE_WORKSPACE,
-    errors={"artifact_locked": "an artifact in service storage is inside its lock window"},
-)
+@routes.delete("/v1/workspaces/{wid}", "Deleted.", DELETE_WORKSPACE)
 async def delete_workspace(ctx: ApiContext) -> Response:
     """Delete a workspace
 
     Removes the workspace and its records, its audit trail included; irreversible. Its
     sessions, API keys and workers stop working. Allowed in every billing state.
-    Artifacts already in the customer's own buckets stay there."""
+    Artifacts already in the customer's own buckets stay there.
+
+    Errors:
+    - `artifact_locked`: an artifact in service storage is inside its lock window"""
     grant = await ctx.grant(DELETE_WORKSPACE, "wid")
     ctx.empty_body()
     await ctx.facade.workspaces.delete(grant, ctx.path_id("wid"))
@@ -168,17 +155,16 @@ def _audit_filter(ctx: ApiContext) -> AuditFilter:
             {"type": "string", "format": "date-time"},
         ),
     ),
-    errors={
-        "invalid_request": (
-            "`actor_id` is not a UUID, or `since` is not an RFC 3339 timestamp with a time zone"
-        )
-    },
 )
 async def list_audit_events(ctx: ApiContext) -> Response:
     """Audit trail
 
     The workspace's audit events, newest first: every mutation and every mutation
-    refused for a missing permission (`outcome: denied`)."""
+    refused for a missing permission (`outcome: denied`).
+
+    Errors:
+    - `invalid_request`: `actor_id` is not a UUID, or `since` is not an RFC 3339 timestamp with
+      a time zone"""
     grant = await ctx.grant(READ_AUDIT)
     filters = _audit_filter(ctx)
     page = ctx.page()
