@@ -243,11 +243,16 @@ def refusals(doc: str | None) -> tuple[str, dict[str, str]]:
     """A handler's docstring without its ``Errors:`` section, and the section's refusals
     as ``{code: reason}``: one ``- `code`: reason`` item a code, continued on indented lines."""
     prose, _, section = _prose(doc).partition(REFUSALS)
-    items = re.split(r"^- ", section, flags=re.MULTILINE)[1:]
+    if re.search(r"^Errors:\s*$", prose, flags=re.MULTILINE):
+        raise ValueError(f"an Errors: section needs a blank line before it: {prose[:60]!r}")
+    if section and not section.startswith("- "):
+        raise ValueError(f"an Errors: section holds only '- `code`: reason' items: {section!r}")
     found = {}
-    for item in items:
-        code, _, reason = item.partition(":")
-        found[code.strip("` ")] = " ".join(reason.split())
+    for item in re.split(r"^- ", section, flags=re.MULTILINE)[1:]:
+        matched = re.fullmatch(r"`([a-z_]+)`:\s+(\S.*)", item.strip(), flags=re.DOTALL)
+        if matched is None:
+            raise ValueError(f"an Errors: item is not '- `code`: reason': {item!r}")
+        found[matched[1]] = " ".join(matched[2].split())
     return prose, found
 
 
