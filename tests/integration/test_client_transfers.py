@@ -454,6 +454,43 @@ class TestPushResumes:
         assert verification() == "ok"
         print(f"push resumed: {pushed['parts_sent']} sent, {pushed['parts_skipped']} skipped")
 
+    def test_a_backup_that_cannot_take_a_run_is_refused_before_reading(
+        self, sqlite_stack: Stack, tmp_path: Path
+    ) -> None:
+        """A draft manual backup, a local backup, an unknown id, a paused backup: exit 1
+        at once with the reason, though hashing the (sparse, 64 GiB) input would take
+        minutes; no run is started."""
+        stack = sqlite_stack
+        machine = machine_for(stack, tmp_path)
+        huge = tmp_path / "huge.img"
+        with huge.open("wb") as sparse:
+            sparse.truncate(64 * 1024 * MIB)
+        draft = call(
+            stack,
+            "POST",
+            f"/v1/workspaces/{stack.workspace_id}/backups",
+            201,
+            json={"name": "draft-dump", "kind": "manual"},
+        )
+        worker_id, _ = new_worker(stack)
+        local = new_backup(stack, "local", worker_id)
+        paused = new_backup(stack, "manual")
+        call(stack, "POST", f"/v1/backups/{paused}/pause", 200)
+        cases = {
+            draft["id"]: "is a draft until its configuration is complete; missing: retention",
+            local: "runs are started by the client only for manual backups",
+            str(UUID(int=7)): "backup not found (not_found",
+            paused: "is paused: resume it first",
+        }
+        for backup_id, reason in cases.items():
+            started = time.monotonic()
+            refused = machine.run("push", backup_id, str(huge), timeout=60)
+            assert refused.returncode == 1, refused.stderr
+            assert reason in refused.stderr
+            assert time.monotonic() - started < 10
+        for backup_id in (draft["id"], paused):
+            assert runs_of(stack, backup_id) == []
+
     def test_stdin_and_files_in_one_run(self, sqlite_stack: Stack, tmp_path: Path) -> None:
         """``-`` reads standard input; two files with one base name get distinct names."""
         machine = machine_for(sqlite_stack, tmp_path)
