@@ -70,8 +70,8 @@ def _configuration(extra: dict[str, str]) -> dict[str, str]:
         "STRONGROOM_SCHEDULER_INTERVAL": "1",
         "STRONGROOM_VERIFY_PENDING_INTERVAL": "1",
         "STRONGROOM_LOG_FORMAT": "text",
-        # An agent that went away may leave a claim's long poll open on the server, which
-        # a graceful stop would otherwise wait out.
+        # A stop answers waiting claims at once; a killed agent's upload still in flight
+        # should not hold it for long either.
         "STRONGROOM_SHUTDOWN_TIMEOUT": "3",
         **extra,
     }
