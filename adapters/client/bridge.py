@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from strongroom.client.clients import Client
-from strongroom.client.models import Claim, Heartbeat, ProgressReport, Run
+from strongroom.client.models import Backup, Claim, Heartbeat, ProgressReport, Run
 from strongroom.client.uploads import Plan
 
 
@@ -12,6 +12,10 @@ class ClientApi:
 
     def __init__(self, client: Client) -> None:
         self.client = client
+
+    def get_backup(self, backup_id: str) -> Backup:
+        """``GET /v1/backups/{id}``."""
+        return self.client.get_backup(backup_id)
 
     def create_run(self, backup_id: str) -> Run:
         """``POST /v1/runs``."""

@@ -59,9 +59,27 @@ class RunLike(Protocol):
     def state(self) -> str: ...
 
 
+class BackupLike(Protocol):
+    """What push reads of a backup."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def kind(self) -> str: ...
+    @property
+    def state(self) -> str: ...
+    @property
+    def paused(self) -> bool: ...
+
+
+class PushRefusedError(ValueError):
+    """The backup cannot take a push's run (said before any input is read)."""
+
+
 class PushApi(Protocol):
     """The API calls a push makes."""
 
+    def get_backup(self, backup_id: str) -> BackupLike: ...
     def create_run(self, backup_id: str) -> RunLike: ...
     def get_run(self, run_id: str) -> RunLike: ...
     def upload_url(self, run_id: str, name: str, size: int, sha256: str) -> Plan: ...
@@ -137,13 +155,16 @@ class Pusher:
         key = key_of(self.server, backup_id, *absolute)
         state_file = StateFile(state_home() / "push" / f"{key}.json")
         spool_dir = cache_home() / "push" / key
+        saved = state_file.load()
+        if saved is None:  # a new run: refuse a backup that cannot take one at once
+            self._check_backup(backup_id)
         warnings: list[str] = []
         prepared = self._prepare(absolute, spool_dir, warnings)
         items = [
             ItemState(src, p.name, p.size, p.sha256)
             for src, p in zip(absolute, prepared, strict=True)
         ]
-        state, resumed = self._run_for(state_file, backup_id, items)
+        state, resumed = self._run_for(state_file, saved, backup_id, items)
         pushed = []
         for ready, item in zip(prepared, state.items, strict=True):
             pushed.append(self._upload(state_file, state, ready, item))
@@ -153,6 +174,28 @@ class Pusher:
         return PushResult(str(run.id), run.state, resumed, pushed, warnings)
 
     # ----------------------------------------------------------------------------------
+
+    def _check_backup(self, backup_id: str) -> None:
+        """What ``POST /v1/runs`` would refuse for the backup itself (unknown: the API's
+        404; not manual, a draft, paused), before inputs are read and hashed; the billing
+        gate is left to the server."""
+        backup = self.api.get_backup(backup_id)
+        if backup.kind != "manual":
+            raise PushRefusedError(
+                f"backup {backup.name!r} is a {backup.kind} backup: runs are started by the "
+                "client only for manual backups"
+            )
+        if backup.state == "draft":
+            raise PushRefusedError(
+                f"backup {backup.name!r} is a draft until its configuration is complete; "
+                f"missing: retention (strongroom backup set {backup_id} --expire-after P30D "
+                "--lock-for P7D)"
+            )
+        if backup.paused:
+            raise PushRefusedError(
+                f"backup {backup.name!r} is paused: resume it first "
+                f"(strongroom backup resume {backup_id})"
+            )
 
     def _prepare(self, sources: list[str], spool_dir: Path, warnings: list[str]) -> list[Prepared]:
         taken: set[str] = set()
@@ -181,9 +224,12 @@ class Pusher:
         return prepared
 
     def _run_for(
-        self, state_file: StateFile, backup_id: str, items: list[ItemState]
+        self,
+        state_file: StateFile,
+        saved: UploadState | None,
+        backup_id: str,
+        items: list[ItemState],
     ) -> tuple[UploadState, bool]:
-        saved = state_file.load()
         if (
             saved is not None
             and (saved.server, saved.backup_id) == (self.server, backup_id)

@@ -77,9 +77,11 @@ def build_app(
         async with open_facade() as facade:
             integrity = VerificationFamilies(facade)
             metrics.registry.register(integrity)
+            app.state.stop_waiting = facade.claims.stop_waiting
             try:
                 yield {"facade": facade}
             finally:
+                app.state.stop_waiting = _nothing
                 metrics.registry.unregister(integrity)
 
     metrics = HttpMetrics()
@@ -99,9 +101,21 @@ def build_app(
     # Starlette builds its middleware stack around ``app.router`` on the first call.
     app.router = IndexedRouter(ROUTES, lifespan=lifespan)
     app.state.metrics = metrics
+    app.state.stop_waiting = _nothing
     app.state.environment = environment
     app.state.public_url = public_url
     return app
+
+
+def begin_drain(app: Starlette) -> None:
+    """The server has begun to stop and will wait for the requests in flight: long-polling
+    claims answer now (204 when nothing is queued) instead of holding the stop for up to
+    their ``wait_seconds``. Before the lifespan started or after it ended: nothing."""
+    app.state.stop_waiting()
+
+
+def _nothing() -> None:
+    """No facade is open: no claim waits."""
 
 
 def app_for(facade: Strongroom, **options: Any) -> Starlette:

@@ -139,9 +139,7 @@ def serve(
         access_log=access_log or None,
         shutdown_timeout=shutdown_timeout,
     )
-    import uvicorn  # noqa: PLC0415
-
-    from strongroom.entrypoints.http import create_app  # noqa: PLC0415
+    from strongroom.entrypoints.http import create_app, run_until_stopped  # noqa: PLC0415
     from strongroom.entrypoints.service import describe_storage  # noqa: PLC0415
 
     configure_logging(settings.log_format)
@@ -152,7 +150,7 @@ def serve(
         flush=True,
     )
     signal.signal(signal.SIGTERM, _after_drain)
-    uvicorn.run(
+    started = run_until_stopped(
         app,
         host=settings.host,
         port=settings.port,
@@ -162,7 +160,10 @@ def serve(
         log_config=None,  # configure_logging above formats every logger
         timeout_graceful_shutdown=settings.shutdown_timeout,
     )
-    return 0
+    return 0 if started else STARTUP_FAILURE
+
+
+STARTUP_FAILURE = 3  # uvicorn's exit status when the server could not start
 
 
 def _after_drain(_signal: int, _frame: FrameType | None) -> None:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import threading
 from uuid import UUID
 
 import attrs
@@ -13,6 +15,7 @@ from strongroom.domain.errors import ForbiddenError, NotFoundError
 from strongroom.domain.permissions import Permission
 from strongroom.domain.principals import Caller
 from strongroom.domain.runs import Progress, Run, RunTrigger, check_claim_wait
+from strongroom.ports.driven.signals import Wakeup
 from strongroom.ports.driving import lookups
 from strongroom.ports.driving.access import Access, Grant, Requirement
 from strongroom.ports.driving.artifacts import Artifacts
@@ -51,6 +54,20 @@ class Claims:
         self._deps = deps
         self._access = access
         self._artifacts = artifacts
+        self._stopping = False
+        self._guard = threading.Lock()
+        self._stop_waiters: set[asyncio.Future[None]] = set()
+
+    def stop_waiting(self) -> None:
+        """The process is stopping: every waiting claim looks once more and answers (204
+        when nothing is queued) instead of waiting out its ``wait_seconds``, and later
+        claims do not wait. Callable from any thread."""
+        with self._guard:
+            self._stopping = True
+            waiters, self._stop_waiters = self._stop_waiters, set()
+        for waiter in waiters:
+            with contextlib.suppress(RuntimeError):  # its loop closed meanwhile
+                waiter.get_loop().call_soon_threadsafe(_resolve, waiter)
 
     async def claim(self, caller: Caller | Grant, wait_seconds: int = 0) -> ClaimedRun | None:
         """``POST /v1/claims``: the oldest queued run of a backup assigned to the calling
@@ -73,11 +90,29 @@ class Claims:
             try:
                 claimed = await self._claim_once(caller, workspace_id, worker_id)
                 remaining = deadline - loop.time()
-                if claimed is not None or remaining <= 0:
+                if claimed is not None or remaining <= 0 or self._stopping:
                     return claimed
-                await wakeup.wait(min(remaining, RECHECK_SECONDS))
+                await self._wait(wakeup, min(remaining, RECHECK_SECONDS))
             finally:
                 wakeup.close()
+
+    async def _wait(self, wakeup: Wakeup, timeout: float) -> None:
+        """Until the wake-up, ``timeout`` or ``stop_waiting``, whichever comes first."""
+        stopped = asyncio.get_running_loop().create_future()
+        with self._guard:
+            if self._stopping:
+                return
+            self._stop_waiters.add(stopped)
+        waiting = asyncio.ensure_future(wakeup.wait(timeout))
+        try:
+            await asyncio.wait({waiting, stopped}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            with self._guard:
+                self._stop_waiters.discard(stopped)
+            if not waiting.done():
+                waiting.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await waiting
 
     async def _claim_once(
         self, caller: Caller, workspace_id: UUID, worker_id: UUID
@@ -127,3 +162,8 @@ class Claims:
             await self._artifacts.abort_pending(uow, failed)
             await change.done("run.fail", run.id, diff(run_snapshot(run), run_snapshot(failed)))
         return failed
+
+
+def _resolve(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)

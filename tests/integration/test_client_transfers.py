@@ -1,16 +1,19 @@
 """The client's transfers end to end over real sockets (contract 12): ``strongroom agent``
-backs up a directory tree on ``trigger``, ``strongroom restore`` brings it back equal;
-``strongroom push`` killed half-way resumes with the missing parts only; an agent killed
-mid-upload gets the run again after its lease expires; a refused token stops the agent.
+backs up a directory tree on ``trigger`` and on a schedule, ``strongroom restore`` brings
+it back equal; ``strongroom push`` of a 300 MiB file killed half-way resumes with the
+missing parts only; an agent killed mid-upload gets the run again after its lease
+expires; a refused token stops the agent.
 
 The server is ``strongroom serve`` as a process: on SQLite and local disk, and on
 PostgreSQL and SeaweedFS. The commands run as processes too, with their own state and
-cache directories. The tree holds thousands of small files and a large one (50 MiB by
-default; 200 MiB with ``STRONGROOM_BIG=1``).
+cache directories. The tree holds thousands of small files and a large one: the
+acceptance sizes (200 MiB in the tree, 300 MiB pushed) by default;
+``STRONGROOM_SMALL=1`` makes them 50 and 64 MiB for a quick local run.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import secrets
@@ -35,9 +38,12 @@ from support.trees import restored_root, snapshot
 from support.world import bearer
 
 MIB = 1024 * 1024
-BIG = (200 if os.environ.get("STRONGROOM_BIG") == "1" else 50) * MIB
+QUICK = os.environ.get("STRONGROOM_SMALL") == "1"
+BIG = (50 if QUICK else 200) * MIB
+PUSHED = (64 if QUICK else 300) * MIB
 SMALL_FILES = 2000
 PART = 16 * MIB
+SLOT_WAIT = 240.0  # a minute slot, a 1 s scheduler pass, the agent's upload, with room
 COMMAND = [str(Path(sys.executable).with_name("strongroom"))]
 LEASE_WAIT = 100.0  # a 60 s lease, noticed within the 1 s lease interval, with room
 
@@ -61,9 +67,11 @@ def _configuration(extra: dict[str, str]) -> dict[str, str]:
         "STRONGROOM_SIGNUP": "true",
         "STRONGROOM_MULTIPART_THRESHOLD": str(MIB),
         "STRONGROOM_LEASE_INTERVAL": "1",
+        "STRONGROOM_SCHEDULER_INTERVAL": "1",
+        "STRONGROOM_VERIFY_PENDING_INTERVAL": "1",
         "STRONGROOM_LOG_FORMAT": "text",
-        # An agent that went away may leave a claim's long poll open on the server, which
-        # a graceful stop would otherwise wait out.
+        # A stop answers waiting claims at once; a killed agent's upload still in flight
+        # should not hold it for long either.
         "STRONGROOM_SHUTDOWN_TIMEOUT": "3",
         **extra,
     }
@@ -149,6 +157,12 @@ def run_of(stack: Stack, run_id: str) -> dict[str, Any]:
     return run
 
 
+def runs_of(stack: Stack, backup_id: str) -> list[dict[str, Any]]:
+    listing = call(stack, "GET", f"/v1/backups/{backup_id}/runs", 200)
+    runs: list[dict[str, Any]] = listing["data"]
+    return runs
+
+
 def artifacts_of(stack: Stack, run_id: str) -> list[dict[str, Any]]:
     listing = call(stack, "GET", f"/v1/workspaces/{stack.workspace_id}/artifacts", 200)
     return [a for a in listing["data"] if a["run_id"] == run_id]
@@ -202,7 +216,9 @@ class Machine:
         stdout, stderr = process.communicate(timeout=timeout)
         return subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
 
-    def agent_config(self, worker_token: str, backup_id: str, paths: list[Path]) -> Path:
+    def agent_config(
+        self, worker_token: str, backup_id: str, paths: list[Path], wait_seconds: int = 0
+    ) -> Path:
         config = self.home / "agent.toml"
         token_file = self.home / "worker.token"
         token_file.write_text(worker_token + "\n")
@@ -211,7 +227,7 @@ class Machine:
             f'token_file = "{token_file}"\n'
             f'state_dir = "{self.home / "agent"}"\n'
             "heartbeat_seconds = 1\n"
-            "wait_seconds = 0\n"
+            f"wait_seconds = {wait_seconds}\n"
             f'[[backups]]\nid = "{backup_id}"\npaths = {json.dumps([str(p) for p in paths])}\n'
         )
         return config
@@ -286,9 +302,14 @@ def restore_and_compare(machine: Machine, artifact_id: str, source: Path, target
 class TestAgentBacksUpAndRestoreBringsBack:
     """The whole path of a local backup."""
 
-    def test_trigger_agent_restore_gives_the_same_tree(self, stack: Stack, tmp_path: Path) -> None:
-        """Trigger, ``agent --once``: the run succeeds with one archive; ``restore``
-        gives back content, modes, mtimes, links and empty directories."""
+    def test_trigger_and_schedule_agent_restore_give_the_same_tree(
+        self, stack: Stack, tmp_path: Path
+    ) -> None:
+        """Trigger, ``agent --once``: the run succeeds with one archive. Then a schedule of
+        every minute and a long-lived agent: the scheduler queues the slot's run
+        (``trigger: "schedule"``), the agent claims and uploads it, SIGTERM stops it.
+        ``restore`` of either archive gives back content, modes, mtimes, links and empty
+        directories."""
         machine = machine_for(stack, tmp_path)
         source = make_tree(tmp_path / "source")
         worker_id, worker_token = new_worker(stack)
@@ -300,13 +321,47 @@ class TestAgentBacksUpAndRestoreBringsBack:
         elapsed = time.monotonic() - started
         assert agent.returncode == 0, agent.stderr
         run = run_of(stack, run_id)
-        assert run["state"] == "succeeded", (run, agent.stderr)
+        assert (run["state"], run["trigger"]) == ("succeeded", "api"), (run, agent.stderr)
         assert run["worker_id"] == worker_id
         (artifact,) = artifacts_of(stack, run_id)
         assert artifact["name"].endswith(".tar.zst")
         assert artifact["size"] > BIG
-        print(f"agent: {elapsed:.1f} s for {artifact['size']} bytes")
-        restore_and_compare(machine, artifact["id"], source, tmp_path / "restored")
+        print(f"agent on trigger: {elapsed:.1f} s for {artifact['size']} bytes")
+
+        # The schedule's first slot is at most a minute away; the agent waits for it in
+        # its long poll while the triggered archive is restored and compared.
+        schedule = {"cron": "* * * * *", "timezone": "UTC"}
+        call(stack, "PATCH", f"/v1/backups/{backup_id}", 200, json={"schedule": schedule})
+        config = machine.agent_config(worker_token, backup_id, [source], wait_seconds=5)
+        started = time.monotonic()
+        long_lived = machine.start("agent", "--config", str(config))
+        try:
+            restore_and_compare(machine, artifact["id"], source, tmp_path / "restored")
+
+            def scheduled() -> list[dict[str, Any]]:
+                return [r for r in runs_of(stack, backup_id) if r["trigger"] == "schedule"]
+
+            wait_for(
+                lambda: (
+                    any(r["state"] not in ("queued", "running") for r in scheduled())
+                    or long_lived.poll() is not None
+                ),
+                SLOT_WAIT,
+                "the scheduled run",
+            )
+            print(f"slot run done {time.monotonic() - started:.1f} s after the schedule was set")
+        finally:
+            long_lived.send_signal(signal.SIGTERM)
+            _, stderr = long_lived.communicate(timeout=60)
+        assert long_lived.returncode == 0, stderr
+        (slot_run, *_) = scheduled()
+        assert (slot_run["state"], slot_run["worker_id"]) == ("succeeded", worker_id), (
+            slot_run,
+            stderr,
+        )
+        (slot_artifact,) = artifacts_of(stack, slot_run["id"])
+        assert slot_artifact["id"] != artifact["id"]
+        restore_and_compare(machine, slot_artifact["id"], source, tmp_path / "restored-slot")
 
     def test_restore_refuses_a_busy_target_and_other_bytes(
         self, sqlite_stack: Stack, tmp_path: Path
@@ -339,11 +394,18 @@ class TestPushResumes:
     """``push`` of a large file, killed half-way, sends only the missing parts."""
 
     def test_killed_push_resumes_with_the_missing_parts(self, stack: Stack, tmp_path: Path) -> None:
-        sqlite_stack = stack
+        """A 300 MiB file in 16 MiB parts, SIGKILL once about half the parts are stored;
+        the same command again sends only the others, and the stored artifact's sha256
+        is the file's."""
         machine = machine_for(stack, tmp_path)
         big = tmp_path / "big.bin"
-        write_random(big, 4 * PART - 12345)
-        backup_id = new_backup(sqlite_stack, "manual")
+        write_random(big, PUSHED)
+        total = -(-PUSHED // PART)
+        digest = hashlib.sha256()
+        with big.open("rb") as data:
+            while chunk := data.read(MIB):
+                digest.update(chunk)
+        backup_id = new_backup(stack, "manual")
         process = machine.start("push", backup_id, str(big), "--parallel", "1", "--json")
         state_dir = machine.home / "state" / "strongroom" / "push"
 
@@ -356,26 +418,78 @@ class TestPushResumes:
                 return len(items[0]["completed_parts"])
             return 0
 
-        wait_for(lambda: parts_done() >= 1 or process.poll() is not None, 120, "a part")
+        half = total // 2
+        wait_for(lambda: parts_done() >= half or process.poll() is not None, 300, "half the parts")
         process.send_signal(signal.SIGKILL)
         process.communicate()
         stored_before = parts_done()
         assert process.returncode == -signal.SIGKILL
-        assert 1 <= stored_before < 4, "the push finished before it could be interrupted"
+        assert half <= stored_before < total, "the push finished before it could be interrupted"
 
         resumed = machine.run("push", backup_id, str(big), "--parallel", "2", "--json")
         assert resumed.returncode == 0, resumed.stderr
         result = json.loads(resumed.stdout)
-        (artifact,) = result["artifacts"]
+        (pushed,) = result["artifacts"]
         assert result["resumed"] is True
         assert result["state"] == "succeeded"
-        assert artifact["parts_skipped"] >= stored_before
-        assert artifact["parts_sent"] == 4 - artifact["parts_skipped"]
-        assert artifact["parts_sent"] >= 1
+        assert pushed["parts_skipped"] >= stored_before
+        assert pushed["parts_sent"] + pushed["parts_skipped"] == total
+        assert pushed["parts_sent"] >= 1
         assert list(state_dir.glob("*.json")) == []
-        run = run_of(sqlite_stack, result["run_id"])
+        run = run_of(stack, result["run_id"])
         assert run["artifact_count"] == 1
-        assert run["bytes"] == big.stat().st_size
+        assert run["bytes"] == PUSHED
+        (stored,) = artifacts_of(stack, result["run_id"])
+        assert (stored["size"], stored["sha256"]) == (PUSHED, digest.hexdigest())
+        assert stored["state"] == "available"
+
+        # The server re-reads what storage holds against that sha256 (at once on local
+        # disk, in the background for an S3 multipart upload).
+        def verification() -> str | None:
+            (artifact,) = artifacts_of(stack, result["run_id"])
+            found: str | None = artifact["verification"]
+            return found
+
+        wait_for(lambda: verification() not in (None, "pending"), 120, "the verification")
+        assert verification() == "ok"
+        print(f"push resumed: {pushed['parts_sent']} sent, {pushed['parts_skipped']} skipped")
+
+    def test_a_backup_that_cannot_take_a_run_is_refused_before_reading(
+        self, sqlite_stack: Stack, tmp_path: Path
+    ) -> None:
+        """A draft manual backup, a local backup, an unknown id, a paused backup: exit 1
+        at once with the reason, though hashing the (sparse, 64 GiB) input would take
+        minutes; no run is started."""
+        stack = sqlite_stack
+        machine = machine_for(stack, tmp_path)
+        huge = tmp_path / "huge.img"
+        with huge.open("wb") as sparse:
+            sparse.truncate(64 * 1024 * MIB)
+        draft = call(
+            stack,
+            "POST",
+            f"/v1/workspaces/{stack.workspace_id}/backups",
+            201,
+            json={"name": "draft-dump", "kind": "manual"},
+        )
+        worker_id, _ = new_worker(stack)
+        local = new_backup(stack, "local", worker_id)
+        paused = new_backup(stack, "manual")
+        call(stack, "POST", f"/v1/backups/{paused}/pause", 200)
+        cases = {
+            draft["id"]: "is a draft until its configuration is complete; missing: retention",
+            local: "runs are started by the client only for manual backups",
+            str(UUID(int=7)): "backup not found (not_found",
+            paused: "is paused: resume it first",
+        }
+        for backup_id, reason in cases.items():
+            started = time.monotonic()
+            refused = machine.run("push", backup_id, str(huge), timeout=60)
+            assert refused.returncode == 1, refused.stderr
+            assert reason in refused.stderr
+            assert time.monotonic() - started < 10
+        for backup_id in (draft["id"], paused):
+            assert runs_of(stack, backup_id) == []
 
     def test_stdin_and_files_in_one_run(self, sqlite_stack: Stack, tmp_path: Path) -> None:
         """``-`` reads standard input; two files with one base name get distinct names."""

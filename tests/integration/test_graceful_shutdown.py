@@ -1,6 +1,7 @@
 """``strongroom serve`` drains on SIGTERM: a request in flight finishes with its answer,
 new connections are refused at once, and the process exits 0 after the lifespan closed
-the facade.
+the facade. A claim long-polling for a run answers 204 at once instead of holding the
+stop for up to its ``wait_seconds``.
 
 The request in flight is a real one: an artifact upload to the local-disk storage route
 whose body is still arriving when the signal comes.
@@ -11,12 +12,13 @@ from __future__ import annotations
 import hashlib
 import signal
 import socket
+import threading
 import time
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
-from integration_world import expect
+from integration_world import expect, workspace_admin
 from live_server import client_for
 from test_serve_restart import sign_up_and_in
 
@@ -111,3 +113,47 @@ def test_sigterm_lets_the_request_in_flight_finish(tmp_path: Path) -> None:
     output_text = log.read_text()
     assert "Application shutdown complete." in output_text
     assert "Cancel" not in output_text  # nothing was cut off by the timeout
+
+
+def test_sigterm_answers_a_waiting_claim_at_once(tmp_path: Path) -> None:
+    """A worker's claim waits 30 s for a run, SIGTERM comes: the claim gets 204 within a
+    moment and the process exits 0 well before the claim's wait (or the 30 s shutdown
+    timeout) would have ended."""
+    port, log = free_port(), tmp_path / "serve.log"
+    url = f"http://127.0.0.1:{port}"
+    process = start_serve(tmp_path / "data", port, log)
+    answers: list[int] = []
+    try:
+        wait_until_up(process, url, log)
+        with client_for(url) as client:
+            _, token = workspace_admin(client, "ada@example.com")
+            worker = expect(
+                client.post("/v1/workers", json={"name": "host"}, headers=bearer(token)), 201
+            )
+
+        def claim() -> None:
+            with client_for(url) as client:
+                answer = client.post(
+                    "/v1/claims",
+                    json={"wait_seconds": 30},
+                    headers=bearer(worker["token"]),
+                    timeout=60,
+                )
+                answers.append(answer.status_code)
+
+        waiting = threading.Thread(target=claim)
+        waiting.start()
+        time.sleep(1.0)  # the claim has looked once and waits
+        assert answers == []
+        started = time.monotonic()
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(STOP_TIMEOUT) == 0, log.read_text()
+        stopped = time.monotonic() - started
+        waiting.join(10)
+        assert answers == [204]
+        assert stopped < 5, f"the stop took {stopped:.1f} s"
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert "Cancel" not in log.read_text()  # the claim answered, nothing was cut off

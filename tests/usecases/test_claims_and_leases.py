@@ -5,6 +5,7 @@ aborted), each audited."""
 from __future__ import annotations
 
 import asyncio
+import threading
 from datetime import timedelta
 from uuid import UUID
 
@@ -95,6 +96,24 @@ class TestClaim:
         )
         assert claimed is not None
         assert claimed.run.id == run_id
+
+    async def test_stop_waiting_answers_waiting_claims_at_once(self, facade: Strongroom) -> None:
+        """The server stops (``stop_waiting``, from another thread): two claims waiting
+        30 s answer None at once, and a later claim does not wait either."""
+        ada, _ = await workspace_admin(facade, "ada@example.com")
+        rack = await worker_of(facade, ada)
+        await local_backup(facade, ada, rack, "Idle")
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        waiting = [asyncio.ensure_future(facade.claims.claim(rack, wait_seconds=30)) for _ in "ab"]
+        await asyncio.sleep(0.3)
+        assert not any(claim.done() for claim in waiting)
+        stopper = threading.Thread(target=facade.claims.stop_waiting)
+        stopper.start()
+        assert await asyncio.wait_for(asyncio.gather(*waiting), 5) == [None, None]
+        stopper.join()
+        assert await asyncio.wait_for(facade.claims.claim(rack, wait_seconds=30), 5) is None
+        assert loop.time() - started < 5
 
     async def test_only_workers_claim(self, facade: Strongroom) -> None:
         """Persons and API keys: 403, even with every permission."""
