@@ -244,6 +244,9 @@ CREATE TABLE runs (
         REFERENCES backups (workspace_id, id) ON DELETE CASCADE
 ) STRICT;
 CREATE INDEX runs_by_backup ON runs (workspace_id, backup_id, created_at DESC, id DESC);
+CREATE INDEX runs_queued ON runs (created_at, id) WHERE state = 'queued';
+CREATE INDEX runs_open ON runs (workspace_id, backup_id) WHERE state IN ('queued', 'running');
+CREATE INDEX runs_running ON runs (lease_expires_at) WHERE state = 'running';
 
 -- Artifacts: a run's files. The foreign key names workspace, backup and run together, so
 -- an artifact always belongs to a run of its own backup in its own workspace. Deleted

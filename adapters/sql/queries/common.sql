@@ -796,7 +796,7 @@ UPDATE backups SET next_run_at = :next_run_at
 WHERE workspace_id = :workspace_id AND id = :id AND next_run_at = :expected
 
 -- name: run_open_exists
--- Whether a backup has a queued or running run (index runs_by_backup).
+-- Whether a backup has a queued or running run (index runs_open).
 SELECT count(*) AS n FROM (
     SELECT 1 FROM runs
     WHERE workspace_id = :workspace_id AND backup_id = :backup_id
