@@ -23,9 +23,11 @@ from uuid import UUID
 
 import attrs
 from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
-from strongroom.adapters.http import conventions, shapes, wire
+from strongroom.adapters.http import conventions, declared, shapes, wire
 from strongroom.adapters.http.context import MAX_BODY_BYTES, ApiContext, endpoint
 from strongroom.adapters.http.errors import ERROR_CODES, STATUS_BY_CODE
 from strongroom.adapters.http.examples import add_examples
@@ -665,7 +667,10 @@ class Routes(list[BaseRoute]):
     the method implies it (200, 204 for DELETE); the operation id is the handler's name in
     camel case unless given; ``shared`` options (``errors`` merged; ``billing`` only for
     writes) apply to every route.
-    A handler of an ``ApiContext`` is adapted by ``endpoint``; ``located``, ``tagged`` and
+    A handler names the values it needs (``declared``: its ``body`` annotation is the
+    request body, ``person=`` a refusal for machines) and returns the answer; one that
+    takes only ``ctx`` and returns a ``Response`` is adapted by ``endpoint`` as it is, one
+    that takes a ``Request`` is a Starlette endpoint. ``located``, ``tagged`` and
     ``no_store`` apply those ``conventions`` to the route (``tagged`` by default for a read
     of one object and for a PATCH, ``no_store`` for an answer whose shape is ``__secret__``,
     ``located`` at the answer's ``__location__`` for a 201 or 202).
@@ -695,12 +700,34 @@ class Routes(list[BaseRoute]):
         )
         tagged = options.pop("tagged", method == "PATCH" or one_object)
         no_store = options.pop("no_store", getattr(answer, "__secret__", False))
+        person = options.get("person")  # a refusal: only a person may call it
+        options["person"] = bool(person)
 
         def declare(handler: E) -> E:
             operation_id = name or re.sub(r"_(\w)", lambda m: m[1].upper(), handler.__name__)
             params = list(inspect.signature(handler).parameters.values())
-            takes_context = params and params[0].annotation in ("ApiContext", ApiContext)
-            target = endpoint(handler) if takes_context else handler
+            body = options.get("body", declared.body_of(handler))
+            if body is not None:
+                options["body"] = body
+            target: Callable[..., Any] = handler
+            returns = inspect.signature(handler).return_annotation
+            whole = returns in ("Response", Response) and len(params) == 1
+            if whole and params[0].annotation in ("ApiContext", ApiContext):
+                target = endpoint(handler)  # the whole handler: no values, no presenting
+            elif not params or params[0].annotation not in ("Request", Request):
+                target = endpoint(
+                    declared.declared(
+                        handler,
+                        path,
+                        answer,
+                        status,
+                        options.get("needs"),
+                        person or None,
+                        body,
+                        options.get("body_required", body is not shapes.EmptyBody),
+                        body is shapes.EmptyBody or options.get("empty_body", False),
+                    )
+                )
             if location:
                 target = conventions.located(location)(target)
             if tagged:

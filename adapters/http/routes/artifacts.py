@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from typing import Any
+from uuid import UUID
 
 from starlette.responses import Response
 
-from strongroom.adapters.http.context import ApiContext, answer, no_content
+from strongroom.adapters.http.context import ApiContext, answer
 from strongroom.adapters.http.openapi import Named, Paged, Routes, parameter
 from strongroom.adapters.http.shapes import (
     Artifact,
@@ -19,7 +20,12 @@ from strongroom.adapters.http.shapes import (
     UploadRequest,
 )
 from strongroom.adapters.http.wire import present, timestamp
+from strongroom.domain.artifacts import Artifact as DomainArtifact
 from strongroom.domain.errors import InvalidRequestError
+from strongroom.domain.pagination import Page
+from strongroom.domain.runs import Run as DomainRun
+from strongroom.ports.driving import Strongroom
+from strongroom.ports.driving.access import Grant
 from strongroom.ports.driving.artifacts import (
     CONFIRM_RUN,
     DELETE_ARTIFACT,
@@ -53,12 +59,13 @@ def upload_plan(plan: Any, base_url: str) -> Response:
     "The upload plan.",
     REQUEST_UPLOAD,
     status=201,
-    body=UploadRequest,
     billing="uploads",
     no_store=True,
     located="/v1/runs/{run_id}",
 )
-async def request_upload(ctx: ApiContext) -> Response:
+async def request_upload(
+    ctx: ApiContext, grant: Grant, run_id: UUID, body: UploadRequest
+) -> Response:
     """Presign an artifact's upload
 
     Announces an artifact of the run (state `pending`) and presigns its upload: one PUT
@@ -72,18 +79,14 @@ async def request_upload(ctx: ApiContext) -> Response:
     - `quota_exceeded`: `storage_bytes` would be passed
     - `invalid_state`: the run is finished, or the name is announced with another size or sha256
     - `upstream_unavailable`: the database or object storage failed; nothing was recorded"""
-    grant = await ctx.grant(REQUEST_UPLOAD, "run_id")
-    body = ctx.json(UploadRequest)
-    plan = await ctx.facade.artifacts.upload_url(
-        grant, ctx.path_id("run_id"), body.name, body.size, body.sha256
-    )
+    plan = await ctx.facade.artifacts.upload_url(grant, run_id, body.name, body.size, body.sha256)
     return upload_plan(plan, ctx.base_url)
 
 
 @routes.action(
     "/v1/runs/{run_id}/confirm", Run, "The succeeded run.", CONFIRM_RUN, billing="uploads"
 )
-async def confirm_run(ctx: ApiContext) -> Response:
+async def confirm_run(facade: Strongroom, grant: Grant, run_id: UUID) -> DomainRun:
     """Confirm a run's artifacts
 
     Checks every announced artifact in storage (present, same size, same sha256) and
@@ -94,9 +97,7 @@ async def confirm_run(ctx: ApiContext) -> Response:
     - `invalid_state`: the run is finished
     - `artifact_missing`: an announced artifact is absent or different
     - `upstream_unavailable`: the database or object storage failed; nothing was recorded"""
-    grant = await ctx.grant(CONFIRM_RUN, "run_id")
-    ctx.empty_body()
-    return answer(await ctx.facade.artifacts.confirm(grant, ctx.path_id("run_id")))
+    return await facade.artifacts.confirm(grant, run_id)
 
 
 @routes.get(
@@ -113,7 +114,7 @@ async def confirm_run(ctx: ApiContext) -> Response:
         ),
     ),
 )
-async def list_artifacts(ctx: ApiContext) -> Response:
+async def list_artifacts(ctx: ApiContext, grant: Grant, wid: UUID) -> Page[DomainArtifact]:
     """List artifacts
 
     The workspace's artifacts, newest first; deleted ones only with `?state=deleted`.
@@ -121,20 +122,16 @@ async def list_artifacts(ctx: ApiContext) -> Response:
 
     Errors:
     - `invalid_request`: `state` is not `deleted`"""
-    grant = await ctx.grant(LIST_ARTIFACTS)
     state = ctx.request.query_params.get("state")
     if state not in (None, "deleted"):
         raise InvalidRequestError("state must be deleted (or left out)")
-    page = await ctx.facade.artifacts.list_in(
-        grant, ctx.path_id("wid"), state == "deleted", ctx.page()
-    )
-    return answer(page)
+    return await ctx.facade.artifacts.list_in(grant, wid, state == "deleted", ctx.page())
 
 
 @routes.action(
     "/v1/artifacts/{aid}/download-url", Download, "The presigned download.", DOWNLOAD_ARTIFACT
 )
-async def request_download(ctx: ApiContext) -> Response:
+async def request_download(ctx: ApiContext, grant: Grant, aid: UUID) -> Response:
     """Presign an artifact's download
 
     A presigned GET (15 minutes) of an available artifact in service storage; the bytes
@@ -144,9 +141,7 @@ async def request_download(ctx: ApiContext) -> Response:
     - `conflict`: the artifact is deleted
     - `not_in_our_storage`: the artifact went only to a customer bucket
     - `invalid_state`: the artifact is not confirmed yet"""
-    grant = await ctx.grant(DOWNLOAD_ARTIFACT, "aid")
-    ctx.empty_body()
-    request, expires_at = await ctx.facade.artifacts.download_url(grant, ctx.path_id("aid"))
+    request, expires_at = await ctx.facade.artifacts.download_url(grant, aid)
     url, expires = absolute(request.url, ctx.base_url), timestamp(expires_at)
     return answer(request, 200, Download, url=url, expires_at=expires)
 
@@ -162,7 +157,7 @@ async def request_download(ctx: ApiContext) -> Response:
         "invalid_state": "the artifact is not confirmed yet",
     },
 )
-async def verify_artifact(ctx: ApiContext) -> Response:
+async def verify_artifact(facade: Strongroom, grant: Grant, aid: UUID) -> DomainArtifact:
     """Verify an artifact
 
     Asks the service to re-read the artifact's bytes from storage and compare their sha256
@@ -170,13 +165,11 @@ async def verify_artifact(ctx: ApiContext) -> Response:
     `pending`; within `STRONGROOM_VERIFY_PENDING_INTERVAL` seconds (10 by default) the
     verifier records `verified_at` and `verification`: `ok`, `mismatch` or `missing`,
     audited as `artifact.verify`. Never refused for billing."""
-    grant = await ctx.grant(VERIFY_ARTIFACT, "aid")
-    ctx.empty_body()
-    return answer(await ctx.facade.artifacts.request_verification(grant, ctx.path_id("aid")), 202)
+    return await facade.artifacts.request_verification(grant, aid)
 
 
 @routes.delete("/v1/artifacts/{aid}", "Deleted.", DELETE_ARTIFACT, billing="config")
-async def delete_artifact(ctx: ApiContext) -> Response:
+async def delete_artifact(facade: Strongroom, grant: Grant, aid: UUID) -> None:
     """Delete an artifact
 
     Removes the object; the record stays as `deleted`. Precedence: already deleted,
@@ -187,6 +180,4 @@ async def delete_artifact(ctx: ApiContext) -> Response:
     - `artifact_locked`: inside its lock window (storage refuses too)
     - `last_artifact`: the only available artifact of its backup
     - `upstream_unavailable`: the database or object storage failed; nothing was recorded"""
-    grant = await ctx.grant(DELETE_ARTIFACT, "aid")
-    await ctx.facade.artifacts.delete(grant, ctx.path_id("aid"))
-    return no_content()
+    await facade.artifacts.delete(grant, aid)

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+from uuid import UUID
+
 from starlette.responses import Response
 
-from strongroom.adapters.http.context import ApiContext, answer, no_content
+from strongroom.adapters.http.context import ApiContext, answer
 from strongroom.adapters.http.conventions import if_match
 from strongroom.adapters.http.openapi import Paged, Routes
-from strongroom.adapters.http.shapes import Backup, BackupCreate, BackupUpdate, EmptyBody
-from strongroom.ports.driving import IdempotencyKey
+from strongroom.adapters.http.shapes import Backup, BackupCreate, BackupUpdate
+from strongroom.domain.backups import Backup as DomainBackup
+from strongroom.ports.driving import IdempotencyKey, Strongroom
+from strongroom.ports.driving.access import Grant
 from strongroom.ports.driving.backups import (
     CREATE_BACKUP,
     DELETE_BACKUP,
@@ -74,7 +78,7 @@ async def get_backup(ctx: ApiContext) -> Response:
 @routes.patch(
     "/v1/backups/{bid}", Backup, "The whole updated backup.", UPDATE_BACKUP, body=BackupUpdate
 )
-async def update_backup(ctx: ApiContext) -> Response:
+async def update_backup(ctx: ApiContext, grant: Grant, bid: UUID) -> DomainBackup:
     """Change a backup
 
     Supplies configuration; the backup becomes `active` in the PATCH that completes its
@@ -91,43 +95,33 @@ async def update_backup(ctx: ApiContext) -> Response:
     - `name_taken`: another backup has this name (case-insensitive)
     - `retention_immutable`: a different retention policy is already set
     - `lock_exceeds_expiry`: `lock_for` is longer than `expire_after`"""
-    grant = await ctx.grant(UPDATE_BACKUP, "bid")
-    changes = ctx.json(BackupUpdate).changes()
+    changes = ctx.json(BackupUpdate).changes()  # credentials' shapes before If-Match
     precondition = if_match(ctx.request)
-    backup = await ctx.facade.backups.update(
-        grant, ctx.path_id("bid"), changes, precondition=precondition
-    )
-    return answer(backup)
+    return await ctx.facade.backups.update(grant, bid, changes, precondition=precondition)
 
 
 @routes.action("/v1/backups/{bid}/pause", Backup, "The backup.", PAUSE_BACKUP, tagged=True)
-async def pause_backup(ctx: ApiContext) -> Response:
+async def pause_backup(facade: Strongroom, grant: Grant, bid: UUID) -> DomainBackup:
     """Pause a backup
 
     Stop scheduling the backup; it keeps its `state`. Idempotent; allowed on a draft."""
-    grant = await ctx.grant(PAUSE_BACKUP, "bid")
-    ctx.json(EmptyBody, optional=True)
-    return answer(await ctx.facade.backups.pause(grant, ctx.path_id("bid")))
+    return await facade.backups.pause(grant, bid)
 
 
 @routes.action("/v1/backups/{bid}/resume", Backup, "The backup.", RESUME_BACKUP, tagged=True)
-async def resume_backup(ctx: ApiContext) -> Response:
+async def resume_backup(facade: Strongroom, grant: Grant, bid: UUID) -> DomainBackup:
     """Resume a backup
 
     Resume scheduling the backup. Idempotent."""
-    grant = await ctx.grant(RESUME_BACKUP, "bid")
-    ctx.json(EmptyBody, optional=True)
-    return answer(await ctx.facade.backups.resume(grant, ctx.path_id("bid")))
+    return await facade.backups.resume(grant, bid)
 
 
 @routes.delete("/v1/backups/{bid}", "Deleted.", DELETE_BACKUP)
-async def delete_backup(ctx: ApiContext) -> Response:
+async def delete_backup(facade: Strongroom, grant: Grant, bid: UUID) -> None:
     """Delete a backup
 
     Deletes the backup; refused while any of its artifacts is locked.
 
     Errors:
     - `artifact_locked`: one of its artifacts is inside its lock window"""
-    grant = await ctx.grant(DELETE_BACKUP, "bid")
-    await ctx.facade.backups.delete(grant, ctx.path_id("bid"))
-    return no_content()
+    await facade.backups.delete(grant, bid)

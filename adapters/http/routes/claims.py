@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from uuid import UUID
+
 from starlette.responses import Response
 
 from strongroom.adapters.http.context import ApiContext, answer, no_content
@@ -15,6 +17,9 @@ from strongroom.adapters.http.shapes import (
     Run,
 )
 from strongroom.domain.runs import Progress
+from strongroom.domain.runs import Run as DomainRun
+from strongroom.ports.driving import Strongroom
+from strongroom.ports.driving.access import Grant
 from strongroom.ports.driving.claims import CLAIM_RUN, FAIL_RUN, HEARTBEAT_RUN, ensure_worker
 
 routes = Routes("Runs and artifacts")
@@ -54,10 +59,11 @@ async def claim_run(ctx: ApiContext) -> Response:
     Heartbeat,
     "The extended lease, and whether the run was cancelled.",
     HEARTBEAT_RUN,
-    body=HeartbeatRequest,
     body_required=False,
 )
-async def heartbeat_run(ctx: ApiContext) -> Response:
+async def heartbeat_run(
+    facade: Strongroom, grant: Grant, run_id: UUID, body: HeartbeatRequest
+) -> DomainRun:
     """Heartbeat a run
 
     The worker holding the run extends its lease by 60 s and may report its progress. A
@@ -68,14 +74,11 @@ async def heartbeat_run(ctx: ApiContext) -> Response:
     - `not_found`: no such run held by the calling worker
     - `invalid_state`: the run is finished (succeeded, failed or cancelled)
     - `invalid_request`: `progress.bytes_done` is negative or beyond `bytes_total`"""
-    grant = await ctx.grant(HEARTBEAT_RUN, "run_id")
-    body = ctx.json(HeartbeatRequest, optional=True)
     report = body.progress
     progress = (
         None if report is None else Progress(report.bytes_done, report.bytes_total, report.message)
     )
-    run = await ctx.facade.claims.heartbeat(grant, ctx.path_id("run_id"), progress)
-    return answer(run, model=Heartbeat)
+    return await facade.claims.heartbeat(grant, run_id, progress)
 
 
 @routes.post(
@@ -83,9 +86,8 @@ async def heartbeat_run(ctx: ApiContext) -> Response:
     Run,
     "The failed run (cancelled when its cancel was requested).",
     FAIL_RUN,
-    body=FailRequest,
 )
-async def fail_run(ctx: ApiContext) -> Response:
+async def fail_run(facade: Strongroom, grant: Grant, run_id: UUID, body: FailRequest) -> DomainRun:
     """Fail a run
 
     The worker holding the run, or the client of a manual run, reports that it failed:
@@ -95,6 +97,4 @@ async def fail_run(ctx: ApiContext) -> Response:
     - `not_found`: no such run held by the calling worker (or manual run of the caller)
     - `invalid_state`: the run is finished (succeeded, failed or cancelled)
     - `invalid_request`: `error` is not 1 to 2000 characters"""
-    grant = await ctx.grant(FAIL_RUN, "run_id")
-    body = ctx.json(FailRequest)
-    return answer(await ctx.facade.claims.fail(grant, ctx.path_id("run_id"), body.error))
+    return await facade.claims.fail(grant, run_id, body.error)

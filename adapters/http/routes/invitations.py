@@ -4,15 +4,18 @@ from __future__ import annotations
 
 from datetime import datetime
 from typing import Any
+from uuid import UUID
 
-from starlette.responses import Response
-
-from strongroom.adapters.http.context import ApiContext, answer
+from strongroom.adapters.http.context import ApiContext
 from strongroom.adapters.http.openapi import Paged, Routes
 from strongroom.adapters.http.shapes import Invitation, InvitationCreate, Membership
 from strongroom.adapters.http.wire import listing, present
 from strongroom.domain.invitations import Invitation as DomainInvitation
-from strongroom.domain.pagination import Page
+from strongroom.domain.pagination import Page, PageRequest
+from strongroom.domain.principals import Caller
+from strongroom.domain.workspaces import Membership as DomainMembership
+from strongroom.ports.driving import IdempotencyKey, Strongroom
+from strongroom.ports.driving.access import Grant
 from strongroom.ports.driving.invitations import (
     ACCEPT_REFUSAL,
     CREATE_INVITATION,
@@ -37,11 +40,16 @@ def listed(page: Page[DomainInvitation], now: datetime) -> Any:
     Invitation,
     "The invitation.",
     CREATE_INVITATION,
-    body=InvitationCreate,
     billing="config",
     located="/v1/workspaces/{wid}/invitations",
 )
-async def create_invitation(ctx: ApiContext) -> Response:
+async def create_invitation(
+    ctx: ApiContext,
+    grant: Grant,
+    wid: UUID,
+    body: InvitationCreate,
+    idempotency: IdempotencyKey | None,
+) -> Any:
     """Invite a person
 
     Invites an email address with a role whose every permission the caller holds; the
@@ -54,18 +62,11 @@ async def create_invitation(ctx: ApiContext) -> Response:
     - `forbidden`: the role holds a permission the caller lacks
     - `validation_failed`: the role does not exist in the workspace
     - `quota_exceeded`: `members_per_workspace` is reached"""
-    grant = await ctx.grant(CREATE_INVITATION)
-    body = ctx.json(InvitationCreate)
     now = ctx.facade.now()
     invitation = await ctx.facade.invitations.create(
-        grant,
-        ctx.path_id("wid"),
-        body.email,
-        body.role,
-        accept_url_base=ctx.base_url,
-        idempotency=ctx.idempotency(),
+        grant, wid, body.email, body.role, accept_url_base=ctx.base_url, idempotency=idempotency
     )
-    return answer(presented(invitation, now), 201)
+    return presented(invitation, now)
 
 
 @routes.get(
@@ -74,20 +75,22 @@ async def create_invitation(ctx: ApiContext) -> Response:
     "One page of invitations.",
     READ_INVITATIONS,
 )
-async def list_invitations(ctx: ApiContext) -> Response:
+async def list_invitations(facade: Strongroom, grant: Grant, wid: UUID, page: PageRequest) -> Any:
     """List invitations
 
     The workspace's invitations, newest first. Needs `invitations:read`."""
-    grant = await ctx.grant(READ_INVITATIONS)
-    page = await ctx.facade.invitations.list(grant, ctx.path_id("wid"), ctx.page())
-    now = ctx.facade.now()
-    return answer(listed(page, now))
+    invitations = await facade.invitations.list(grant, wid, page)
+    return listed(invitations, facade.now())
 
 
 @routes.action(
-    "/v1/invitations/{id}/accept", Membership, "The new membership.", billing="config", person=True
+    "/v1/invitations/{id}/accept",
+    Membership,
+    "The new membership.",
+    billing="config",
+    person=ACCEPT_REFUSAL,
 )
-async def accept_invitation(ctx: ApiContext) -> Response:
+async def accept_invitation(facade: Strongroom, caller: Caller, id: UUID) -> DomainMembership:
     """Accept an invitation
 
     Joins the invitation's workspace with its role. A signed-in person whose email is
@@ -98,9 +101,4 @@ async def accept_invitation(ctx: ApiContext) -> Response:
     - `quota_exceeded`: `members_per_workspace` is reached
     - `invalid_state`: the invitation is expired or already used, the person is already a
       member, or its role no longer exists"""
-    caller = await ctx.caller()
-    invitation_id = ctx.path_id("id")
-    caller.person(ACCEPT_REFUSAL)
-    ctx.empty_body()
-    membership = await ctx.facade.invitations.accept(caller, invitation_id)
-    return answer(membership)
+    return await facade.invitations.accept(caller, id)

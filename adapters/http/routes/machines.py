@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 from typing import Any
+from uuid import UUID
 
-from starlette.responses import Response
-
-from strongroom.adapters.http.context import ApiContext, answer, json_response, no_content
 from strongroom.adapters.http.openapi import Paged, Routes
 from strongroom.adapters.http.shapes import (
     ApiKey,
@@ -17,6 +15,11 @@ from strongroom.adapters.http.shapes import (
     WorkerWithToken,
 )
 from strongroom.adapters.http.wire import present
+from strongroom.domain.machines import ApiKey as DomainApiKey
+from strongroom.domain.machines import Worker as DomainWorker
+from strongroom.domain.pagination import Page, PageRequest
+from strongroom.ports.driving import IdempotencyKey, Strongroom
+from strongroom.ports.driving.access import Grant
 from strongroom.ports.driving.machines import (
     CREATE_API_KEY,
     CREATE_WORKER,
@@ -43,14 +46,10 @@ def issued_worker(issued: IssuedWorker) -> Any:
     return present(issued.worker, WorkerWithToken, token=issued.token)
 
 
-@keys.create(
-    "/v1/api-keys",
-    ApiKeyWithToken,
-    "The new key with its token.",
-    CREATE_API_KEY,
-    body=ApiKeyCreate,
-)
-async def create_api_key(ctx: ApiContext) -> Response:
+@keys.create("/v1/api-keys", ApiKeyWithToken, "The new key with its token.", CREATE_API_KEY)
+async def create_api_key(
+    facade: Strongroom, grant: Grant, body: ApiKeyCreate, idempotency: IdempotencyKey | None
+) -> Any:
     """Create an API key
 
     A machine credential of the caller's workspace with a fixed set of permissions, each
@@ -63,52 +62,40 @@ async def create_api_key(ctx: ApiContext) -> Response:
       timestamp with a time zone, or its UTC instant falls outside the years 0001-9999
     - `validation_failed`: a permission outside the catalog, or `expires_at` not in the future
     - `quota_exceeded`: `api_keys_per_workspace` is reached"""
-    grant = await ctx.grant(CREATE_API_KEY)
-    body = ctx.json(ApiKeyCreate)
-    issued = await ctx.facade.api_keys.create(
-        grant, body.name, body.permissions, body.expires_at, idempotency=ctx.idempotency()
+    issued = await facade.api_keys.create(
+        grant, body.name, body.permissions, body.expires_at, idempotency=idempotency
     )
-    return json_response(issued_api_key(issued), 201)
+    return issued_api_key(issued)
 
 
 @keys.get("/v1/api-keys", Paged(ApiKey), "One page of keys.", READ_API_KEYS)
-async def list_api_keys(ctx: ApiContext) -> Response:
+async def list_api_keys(facade: Strongroom, grant: Grant, page: PageRequest) -> Page[DomainApiKey]:
     """List API keys
 
     The workspace's API keys, newest first, without tokens. Needs `api_keys:read`."""
-    grant = await ctx.grant(READ_API_KEYS)
-    page = await ctx.facade.api_keys.list(grant, ctx.page())
-    return answer(page)
+    return await facade.api_keys.list(grant, page)
 
 
 @keys.get("/v1/api-keys/{id}", ApiKey, "The key.", READ_API_KEYS)
-async def get_api_key(ctx: ApiContext) -> Response:
+async def get_api_key(facade: Strongroom, grant: Grant, id: UUID) -> DomainApiKey:
     """Read an API key
 
     One API key of the caller's workspace. Needs `api_keys:read`."""
-    grant = await ctx.grant(READ_API_KEYS)
-    return answer(await ctx.facade.api_keys.get(grant, ctx.path_id("id")))
+    return await facade.api_keys.get(grant, id)
 
 
 @keys.delete("/v1/api-keys/{id}", "Revoked.", DELETE_API_KEY, empty_body=True)
-async def delete_api_key(ctx: ApiContext) -> Response:
+async def delete_api_key(facade: Strongroom, grant: Grant, id: UUID) -> None:
     """Revoke an API key
 
     Deletes the key; it answers 401 from the next request on. Needs `api_keys:write`."""
-    grant = await ctx.grant(DELETE_API_KEY, "id")
-    ctx.empty_body()
-    await ctx.facade.api_keys.revoke(grant, ctx.path_id("id"))
-    return no_content()
+    await facade.api_keys.revoke(grant, id)
 
 
-@routes.create(
-    "/v1/workers",
-    WorkerWithToken,
-    "The new worker with its token.",
-    CREATE_WORKER,
-    body=WorkerCreate,
-)
-async def create_worker(ctx: ApiContext) -> Response:
+@routes.create("/v1/workers", WorkerWithToken, "The new worker with its token.", CREATE_WORKER)
+async def create_worker(
+    facade: Strongroom, grant: Grant, body: WorkerCreate, idempotency: IdempotencyKey | None
+) -> Any:
     """Register a worker
 
     A machine executor of local backups in the caller's workspace. Its credential holds
@@ -119,46 +106,38 @@ async def create_worker(ctx: ApiContext) -> Response:
     Errors:
     - `invalid_request`: `name` is empty or longer than 100
     - `quota_exceeded`: `workers_per_workspace` is reached"""
-    grant = await ctx.grant(CREATE_WORKER)
-    body = ctx.json(WorkerCreate)
-    issued = await ctx.facade.workers.create(grant, body.name, idempotency=ctx.idempotency())
-    return json_response(issued_worker(issued), 201)
+    return issued_worker(await facade.workers.create(grant, body.name, idempotency=idempotency))
 
 
 @routes.get("/v1/workers", Paged(Worker), "One page of workers.", READ_WORKERS)
-async def list_workers(ctx: ApiContext) -> Response:
+async def list_workers(facade: Strongroom, grant: Grant, page: PageRequest) -> Page[DomainWorker]:
     """List workers
 
     The workspace's workers, newest first. Needs `workers:read`."""
-    grant = await ctx.grant(READ_WORKERS)
-    page = await ctx.facade.workers.list(grant, ctx.page())
-    return answer(page)
+    return await facade.workers.list(grant, page)
 
 
 @routes.get("/v1/workers/{id}", Worker, "The worker.", READ_WORKERS)
-async def get_worker(ctx: ApiContext) -> Response:
+async def get_worker(facade: Strongroom, grant: Grant, id: UUID) -> DomainWorker:
     """Read a worker
 
     One worker of the caller's workspace. Needs `workers:read`."""
-    grant = await ctx.grant(READ_WORKERS)
-    return answer(await ctx.facade.workers.get(grant, ctx.path_id("id")))
+    return await facade.workers.get(grant, id)
 
 
 @routes.action(
     "/v1/workers/{id}/rotate", WorkerWithToken, "The worker with its new token.", ROTATE_WORKER
 )
-async def rotate_worker(ctx: ApiContext) -> Response:
+async def rotate_worker(facade: Strongroom, grant: Grant, id: UUID) -> Any:
     """Rotate a worker's credential
 
     A new token for the worker; the previous one answers 401 from the next request on.
     Needs `workers:write`."""
-    grant = await ctx.grant(ROTATE_WORKER, "id")
-    ctx.empty_body()
-    return json_response(issued_worker(await ctx.facade.workers.rotate(grant, ctx.path_id("id"))))
+    return issued_worker(await facade.workers.rotate(grant, id))
 
 
 @routes.delete("/v1/workers/{id}", "Deleted.", DELETE_WORKER, empty_body=True)
-async def delete_worker(ctx: ApiContext) -> Response:
+async def delete_worker(facade: Strongroom, grant: Grant, id: UUID) -> None:
     """Delete a worker
 
     Deletes the worker; its credential answers 401 from the next request on. Refused
@@ -166,7 +145,4 @@ async def delete_worker(ctx: ApiContext) -> Response:
 
     Errors:
     - `invalid_state`: backups are assigned to the worker"""
-    grant = await ctx.grant(DELETE_WORKER, "id")
-    ctx.empty_body()
-    await ctx.facade.workers.delete(grant, ctx.path_id("id"))
-    return no_content()
+    await facade.workers.delete(grant, id)

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from starlette.responses import Response
+from uuid import UUID
 
-from strongroom.adapters.http.context import ApiContext, answer
 from strongroom.adapters.http.openapi import Routes
 from strongroom.adapters.http.shapes import Restore, RestoreCreate
+from strongroom.domain.restores import Restore as DomainRestore
+from strongroom.ports.driving import Strongroom
+from strongroom.ports.driving.access import Grant
 from strongroom.ports.driving.restores import CREATE_RESTORE, READ_RESTORE
 
 routes = Routes("Runs and artifacts")
@@ -18,7 +20,6 @@ routes = Routes("Runs and artifacts")
     "The queued restore; follow `Location` to see how it goes.",
     CREATE_RESTORE,
     status=202,
-    body=RestoreCreate,
     billing="config",
     errors={
         "not_found": "no such artifact in the caller's workspace",
@@ -33,7 +34,9 @@ routes = Routes("Runs and artifacts")
     },
     located="/v1/restores/{id}",
 )
-async def create_restore(ctx: ApiContext) -> Response:
+async def create_restore(
+    facade: Strongroom, grant: Grant, aid: UUID, body: RestoreCreate
+) -> DomainRestore:
     """Restore an artifact
 
     The service restores an available artifact of a cloud backup into a target of the
@@ -41,18 +44,12 @@ async def create_restore(ctx: ApiContext) -> Response:
     an existing empty database. It runs in the background (`queued`, `running`, then
     `succeeded` or `failed`). Local and manual artifacts are restored client-side from
     `download-url`."""
-    grant = await ctx.grant(CREATE_RESTORE, "aid")
-    body = ctx.json(RestoreCreate)
-    restore = await ctx.facade.restores.create(
-        grant, ctx.path_id("aid"), body.target, body.credentials
-    )
-    return answer(restore, 202)
+    return await facade.restores.create(grant, aid, body.target, body.credentials)
 
 
 @routes.get("/v1/restores/{id}", Restore, "The restore.", READ_RESTORE)
-async def get_restore(ctx: ApiContext) -> Response:
+async def get_restore(facade: Strongroom, grant: Grant, id: UUID) -> DomainRestore:
     """Read a restore
 
     One restore of the caller's workspace: its state and, once it failed, why."""
-    grant = await ctx.grant(READ_RESTORE, "id")
-    return answer(await ctx.facade.restores.get(grant, ctx.path_id("id")))
+    return await facade.restores.get(grant, id)

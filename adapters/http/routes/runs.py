@@ -2,21 +2,27 @@
 
 from __future__ import annotations
 
-from starlette.responses import Response
+from uuid import UUID
 
-from strongroom.adapters.http.context import ApiContext, answer
+from strongroom.adapters.http.context import ApiContext
 from strongroom.adapters.http.openapi import Paged, Routes, parameter
 from strongroom.adapters.http.shapes import Run, RunCreate
 from strongroom.domain.errors import InvalidRequestError
+from strongroom.domain.pagination import Page
+from strongroom.domain.runs import Run as DomainRun
 from strongroom.domain.runs import RunState
+from strongroom.ports.driving import IdempotencyKey, Strongroom
+from strongroom.ports.driving.access import Grant
 from strongroom.ports.driving.runs import CANCEL_RUN, READ_RUN, START_RUN, TRIGGER_BACKUP
 
 routes = Routes("Runs and artifacts")
 backups = routes.tagged("Backups")
 
 
-@routes.create("/v1/runs", Run, "The new run.", START_RUN, body=RunCreate, billing="runs")
-async def start_run(ctx: ApiContext) -> Response:
+@routes.create("/v1/runs", Run, "The new run.", START_RUN, billing="runs")
+async def start_run(
+    facade: Strongroom, grant: Grant, body: RunCreate, idempotency: IdempotencyKey | None
+) -> DomainRun:
     """Start a manual run
 
     A manual backup's client starts a run (state `running`, trigger `manual`); it then
@@ -27,19 +33,15 @@ async def start_run(ctx: ApiContext) -> Response:
     - `not_found`: no such backup in the caller's workspace
     - `validation_failed`: the backup is not manual
     - `invalid_state`: the backup is a draft or paused"""
-    grant = await ctx.grant(START_RUN)
-    body = ctx.json(RunCreate)
-    run = await ctx.facade.runs.start(grant, body.backup_id, idempotency=ctx.idempotency())
-    return answer(run, 201)
+    return await facade.runs.start(grant, body.backup_id, idempotency=idempotency)
 
 
 @routes.get("/v1/runs/{run_id}", Run, "The run.", READ_RUN)
-async def get_run(ctx: ApiContext) -> Response:
+async def get_run(facade: Strongroom, grant: Grant, run_id: UUID) -> DomainRun:
     """Read a run
 
     One run of the caller's workspace."""
-    grant = await ctx.grant(READ_RUN, "run_id")
-    return answer(await ctx.facade.runs.get(grant, ctx.path_id("run_id")))
+    return await facade.runs.get(grant, run_id)
 
 
 @routes.get(
@@ -56,7 +58,7 @@ async def get_run(ctx: ApiContext) -> Response:
         ),
     ),
 )
-async def list_runs(ctx: ApiContext) -> Response:
+async def list_runs(ctx: ApiContext, grant: Grant, bid: UUID) -> Page[DomainRun]:
     """List a backup's runs
 
     The backup's runs, newest first; only those in one state with `?state=`. Never
@@ -64,10 +66,8 @@ async def list_runs(ctx: ApiContext) -> Response:
 
     Errors:
     - `invalid_request`: `state` is not a run state"""
-    grant = await ctx.grant(READ_RUN, "bid")
     state = run_state(ctx.request.query_params.get("state"))
-    page = await ctx.facade.runs.list_for_backup(grant, ctx.path_id("bid"), state, ctx.page())
-    return answer(page)
+    return await ctx.facade.runs.list_for_backup(grant, bid, state, ctx.page())
 
 
 def run_state(raw: str | None) -> RunState | None:
@@ -82,7 +82,7 @@ def run_state(raw: str | None) -> RunState | None:
 
 
 @routes.action("/v1/runs/{run_id}/cancel", Run, "The run, cancelled or asked to stop.", CANCEL_RUN)
-async def cancel_run(ctx: ApiContext) -> Response:
+async def cancel_run(facade: Strongroom, grant: Grant, run_id: UUID) -> DomainRun:
     """Cancel a run
 
     A `queued` run becomes `cancelled` at once; a `running` one gets `cancel_requested:
@@ -91,9 +91,7 @@ async def cancel_run(ctx: ApiContext) -> Response:
 
     Errors:
     - `invalid_state`: the run is finished (succeeded, failed or cancelled)"""
-    grant = await ctx.grant(CANCEL_RUN, "run_id")
-    ctx.empty_body()
-    return answer(await ctx.facade.runs.cancel(grant, ctx.path_id("run_id")))
+    return await facade.runs.cancel(grant, run_id)
 
 
 @backups.action(
@@ -105,7 +103,9 @@ async def cancel_run(ctx: ApiContext) -> Response:
     idempotent=True,
     billing="runs",
 )
-async def trigger_backup(ctx: ApiContext) -> Response:
+async def trigger_backup(
+    facade: Strongroom, grant: Grant, bid: UUID, idempotency: IdempotencyKey | None
+) -> DomainRun:
     """Trigger a backup
 
     Enqueues a run of an active, unpaused local or cloud backup (state `queued`, trigger
@@ -114,7 +114,4 @@ async def trigger_backup(ctx: ApiContext) -> Response:
     Errors:
     - `validation_failed`: the backup is manual (its client starts runs)
     - `invalid_state`: the backup is a draft or paused"""
-    grant = await ctx.grant(TRIGGER_BACKUP, "bid")
-    ctx.empty_body()
-    run = await ctx.facade.runs.trigger(grant, ctx.path_id("bid"), idempotency=ctx.idempotency())
-    return answer(run, 202)
+    return await facade.runs.trigger(grant, bid, idempotency=idempotency)

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from strongroom.adapters.http.context import ApiContext, answer, no_content
+from strongroom.adapters.http.context import ApiContext, answer
 from strongroom.adapters.http.errors import UNAVAILABLE_RETRY_AFTER
 from strongroom.adapters.http.metrics import metrics_endpoint
 from strongroom.adapters.http.openapi import READINESS_503, Auth, OnePage, Routes
@@ -19,6 +21,8 @@ from strongroom.adapters.http.shapes import (
     SwitchWorkspace,
 )
 from strongroom.domain.errors import UnauthenticatedError
+from strongroom.domain.principals import Caller
+from strongroom.ports.driving import IdempotencyKey, Strongroom
 from strongroom.ports.driving.sessions import SIGN_OUT_REFUSAL, SWITCH_REFUSAL
 
 _ALIVE = b'{"status":"ok"}'
@@ -56,32 +60,30 @@ async def get_readiness(request: Request) -> Response:
     OnePage(PermissionEntry, "PermissionList", "The whole permission catalog."),
     "The catalog.",
 )
-async def list_permissions(ctx: ApiContext) -> Response:
+async def list_permissions(facade: Strongroom, caller: Caller) -> Any:
     """The permission catalog
 
     Every permission slug with its description. Any credential; no workspace and no
     permission needed. Always one page."""
-    await ctx.caller()
-    catalog = [{"slug": p, "description": d} for p, d in ctx.facade.permission_catalog()]
-    return answer({"data": catalog, "next_cursor": None})
+    catalog = [{"slug": p, "description": d} for p, d in facade.permission_catalog()]
+    return {"data": catalog, "next_cursor": None}
 
 
 @routes.get("/v1/me", Me, "The caller.")
-async def get_me(ctx: ApiContext) -> Response:
+async def get_me(caller: Caller) -> Caller:
     """Who am I
 
     The caller's principal, its workspace and its permissions. No permission needed."""
-    return answer(await ctx.caller(), 200, Me)
+    return caller
 
 
 @routes.get("/v1/auth/cli/config", CliConfig, "The configuration.", auth=Auth.NONE)
-async def get_cli_config(ctx: ApiContext) -> Response:
+async def get_cli_config(ctx: ApiContext) -> Any:
     """Device-code sign-in configuration
 
     What the command-line client needs to sign a person in with the OAuth 2.0 device
     authorization grant. No authentication."""
-    config = ctx.facade.identity.cli_config(ctx.base_url)
-    return answer(config)
+    return ctx.facade.identity.cli_config(ctx.base_url)
 
 
 @routes.action(
@@ -111,37 +113,28 @@ async def create_session(ctx: ApiContext) -> Response:
     "/v1/auth/switch",
     Session,
     "The new session; its token is shown only here.",
-    body=SwitchWorkspace,
+    person=SWITCH_REFUSAL,
 )
-async def switch_workspace(ctx: ApiContext) -> Response:
+async def switch_workspace(
+    facade: Strongroom, caller: Caller, body: SwitchWorkspace, idempotency: IdempotencyKey | None
+) -> Any:
     """Switch workspace
 
     A new session scoped to `workspace_id`; the session used for this request is revoked
     (a failed switch revokes nothing). A person's session only.
 
     Errors:
-    - `forbidden`: a machine credential called it
     - `not_found`: the caller is not a member of that workspace"""
-    caller = await ctx.person(SWITCH_REFUSAL)
-    body = ctx.json(SwitchWorkspace)
-    issued = await ctx.facade.sessions.switch(
-        caller, body.workspace_id, idempotency=ctx.idempotency()
-    )
-    return answer(issued, 201)
+    return await facade.sessions.switch(caller, body.workspace_id, idempotency=idempotency)
 
 
-@routes.delete("/v1/auth/sessions/current", "Signed out.")
-async def delete_current_session(ctx: ApiContext) -> Response:
+@routes.delete("/v1/auth/sessions/current", "Signed out.", person=SIGN_OUT_REFUSAL, empty_body=True)
+async def delete_current_session(facade: Strongroom, caller: Caller) -> None:
     """Sign out
 
-    Revoke the session used for this request (and only that one).
-
-    Errors:
-    - `forbidden`: a machine credential called it; revoke keys instead"""
-    caller = await ctx.person(SIGN_OUT_REFUSAL)
-    ctx.empty_body()
-    await ctx.facade.sessions.sign_out(caller)
-    return no_content()
+    Revoke the session used for this request (and only that one). A person's session
+    only; a machine credential is revoked by deleting its key or worker."""
+    await facade.sessions.sign_out(caller)
 
 
 system.get(

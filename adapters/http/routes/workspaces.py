@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Any
 from uuid import UUID
 
-from starlette.responses import Response
-
-from strongroom.adapters.http.context import ApiContext, answer, no_content
-from strongroom.adapters.http.conventions import if_match
+from strongroom.adapters.http.context import ApiContext
+from strongroom.adapters.http.declared import IfMatch
 from strongroom.adapters.http.openapi import UUID_SCHEMA, OnePage, Paged, Routes, parameter
 from strongroom.adapters.http.shapes import (
     AuditEvent,
@@ -17,9 +16,15 @@ from strongroom.adapters.http.shapes import (
     WorkspaceCreate,
     WorkspaceUpdate,
 )
+from strongroom.domain.audit import AuditEvent as DomainAuditEvent
 from strongroom.domain.errors import InvalidRequestError
+from strongroom.domain.pagination import Page, PageRequest
+from strongroom.domain.principals import Caller
 from strongroom.domain.timestamps import parse_timestamp
+from strongroom.domain.workspaces import Workspace as DomainWorkspace
 from strongroom.ports.driven.repositories import AuditFilter
+from strongroom.ports.driving import IdempotencyKey, Strongroom
+from strongroom.ports.driving.access import Grant
 from strongroom.ports.driving.audit_trail import READ_AUDIT
 from strongroom.ports.driving.workspaces import (
     CREATE_REFUSAL,
@@ -32,23 +37,21 @@ from strongroom.ports.driving.workspaces import (
 routes = Routes("Workspaces")
 
 
-@routes.get("/v1/workspaces", Paged(MemberWorkspace), "One page of memberships.")
-async def list_workspaces(ctx: ApiContext) -> Response:
+@routes.get(
+    "/v1/workspaces", Paged(MemberWorkspace), "One page of memberships.", person=LIST_REFUSAL
+)
+async def list_workspaces(facade: Strongroom, caller: Caller, page: PageRequest) -> Page[Any]:
     """List my workspaces
 
     The caller's memberships, newest workspace first. A person only; no permission
-    check.
-
-    Errors:
-    - `forbidden`: a machine credential (API key or worker) called it"""
-    caller = await ctx.person(LIST_REFUSAL)
-    page = ctx.page()
-    result = await ctx.facade.workspaces.memberships(caller, page)
-    return answer(result)
+    check."""
+    return await facade.workspaces.memberships(caller, page)
 
 
-@routes.create("/v1/workspaces", Workspace, "The new workspace.", body=WorkspaceCreate, person=True)
-async def create_workspace(ctx: ApiContext) -> Response:
+@routes.create("/v1/workspaces", Workspace, "The new workspace.", person=CREATE_REFUSAL)
+async def create_workspace(
+    facade: Strongroom, caller: Caller, body: WorkspaceCreate, idempotency: IdempotencyKey | None
+) -> DomainWorkspace:
     """Create a workspace
 
     Provisions an organization, a customer record and a storage namespace
@@ -59,30 +62,21 @@ async def create_workspace(ctx: ApiContext) -> Response:
     - `quota_exceeded`: the person already created 5 workspaces (`workspaces_per_user`)
     - `upstream_unavailable`: the identity provider, billing or object storage failed; nothing
       is left behind"""
-    caller = await ctx.person(CREATE_REFUSAL)
-    body = ctx.json(WorkspaceCreate)
-    workspace = await ctx.facade.workspaces.create(caller, body.name, idempotency=ctx.idempotency())
-    return answer(workspace, 201)
+    return await facade.workspaces.create(caller, body.name, idempotency=idempotency)
 
 
 @routes.get("/v1/workspaces/{wid}", Workspace, "The workspace.", READ_WORKSPACE)
-async def get_workspace(ctx: ApiContext) -> Response:
+async def get_workspace(facade: Strongroom, caller: Caller, wid: UUID) -> DomainWorkspace:
     """Read a workspace
 
     One workspace."""
-    caller = await ctx.caller()
-    workspace = await ctx.facade.workspaces.get(caller, ctx.path_id("wid"))
-    return answer(workspace)
+    return await facade.workspaces.get(caller, wid)
 
 
-@routes.patch(
-    "/v1/workspaces/{wid}",
-    Workspace,
-    "The updated workspace.",
-    UPDATE_WORKSPACE,
-    body=WorkspaceUpdate,
-)
-async def update_workspace(ctx: ApiContext) -> Response:
+@routes.patch("/v1/workspaces/{wid}", Workspace, "The updated workspace.", UPDATE_WORKSPACE)
+async def update_workspace(
+    facade: Strongroom, grant: Grant, wid: UUID, body: WorkspaceUpdate, precondition: IfMatch
+) -> DomainWorkspace:
     """Rename a workspace
 
     Change the workspace's name.
@@ -90,17 +84,11 @@ async def update_workspace(ctx: ApiContext) -> Response:
     Errors:
     - `billing_restricted`: the workspace's billing state (`blocked`) refuses configuration
       changes"""
-    grant = await ctx.grant(UPDATE_WORKSPACE, "wid")
-    body = ctx.json(WorkspaceUpdate)
-    precondition = if_match(ctx.request)
-    workspace = await ctx.facade.workspaces.rename(
-        grant, ctx.path_id("wid"), body.name, precondition=precondition
-    )
-    return answer(workspace)
+    return await facade.workspaces.rename(grant, wid, body.name, precondition=precondition)
 
 
-@routes.delete("/v1/workspaces/{wid}", "Deleted.", DELETE_WORKSPACE)
-async def delete_workspace(ctx: ApiContext) -> Response:
+@routes.delete("/v1/workspaces/{wid}", "Deleted.", DELETE_WORKSPACE, empty_body=True)
+async def delete_workspace(facade: Strongroom, grant: Grant, wid: UUID) -> None:
     """Delete a workspace
 
     Removes the workspace and its records, its audit trail included; irreversible. Its
@@ -109,23 +97,18 @@ async def delete_workspace(ctx: ApiContext) -> Response:
 
     Errors:
     - `artifact_locked`: an artifact in service storage is inside its lock window"""
-    grant = await ctx.grant(DELETE_WORKSPACE, "wid")
-    ctx.empty_body()
-    await ctx.facade.workspaces.delete(grant, ctx.path_id("wid"))
-    return no_content()
+    await facade.workspaces.delete(grant, wid)
 
 
 @routes.get(
     "/v1/workspaces/{wid}/quotas", OnePage(Quota, "QuotaList"), "The quotas.", READ_WORKSPACE
 )
-async def list_quotas(ctx: ApiContext) -> Response:
+async def list_quotas(facade: Strongroom, caller: Caller, wid: UUID) -> Any:
     """Quotas
 
     Every quota resource's effective limit (0 means unlimited) and current usage. Always
     one page."""
-    caller = await ctx.caller()
-    quotas = await ctx.facade.workspaces.quotas(caller, ctx.path_id("wid"))
-    return answer({"data": quotas, "next_cursor": None})
+    return {"data": await facade.workspaces.quotas(caller, wid), "next_cursor": None}
 
 
 def _audit_filter(ctx: ApiContext) -> AuditFilter:
@@ -156,7 +139,7 @@ def _audit_filter(ctx: ApiContext) -> AuditFilter:
         ),
     ),
 )
-async def list_audit_events(ctx: ApiContext) -> Response:
+async def list_audit_events(ctx: ApiContext, grant: Grant, wid: UUID) -> Page[DomainAuditEvent]:
     """Audit trail
 
     The workspace's audit events, newest first: every mutation and every mutation
@@ -165,8 +148,5 @@ async def list_audit_events(ctx: ApiContext) -> Response:
     Errors:
     - `invalid_request`: `actor_id` is not a UUID, or `since` is not an RFC 3339 timestamp with
       a time zone"""
-    grant = await ctx.grant(READ_AUDIT)
     filters = _audit_filter(ctx)
-    page = ctx.page()
-    events = await ctx.facade.audit.events(grant, ctx.path_id("wid"), filters, page)
-    return answer(events)
+    return await ctx.facade.audit.events(grant, wid, filters, ctx.page())
