@@ -3,11 +3,13 @@ and the service-side runner that does the work.
 
 ``create`` checks everything it can up front (the artifact, the kind rules, the target's
 literal address, billing) and records a ``queued`` restore with the target's credentials
-sealed. The runner (``run_queued``, in ``serve`` every ``STRONGROOM_RESTORE_POLL`` seconds)
-takes queued restores one at a time (a locking read that skips rows other runners hold, so
-one runner wins each), marks it ``running`` and commits, then streams the artifact from
-storage into the target outside any transaction, and records ``succeeded`` or ``failed``
-with the credentials erased, audited as ``restore.finish`` by ``system``.
+sealed, then wakes the runners (``wakeup``: the run signals, across processes on
+PostgreSQL). The runner (``run_queued``, in ``serve`` on a wake-up or at the latest every
+``STRONGROOM_RESTORE_POLL`` seconds) takes queued restores one at a time (a locking read
+that skips rows other runners hold, so one runner wins each), marks it ``running`` and
+commits, then streams the artifact from storage into the target outside any transaction,
+and records ``succeeded`` or ``failed`` with the credentials erased, audited as
+``restore.finish`` by ``system``.
 
 A running restore is held on a lease (``RESTORE_LEASE`` unless the runner is given
 another), renewed every quarter of it while the artifact streams. A runner that dies
@@ -43,6 +45,7 @@ from strongroom.domain.restores import (
     check_target_endpoint,
 )
 from strongroom.ports.driven.restore_targets import RestoreFailedError
+from strongroom.ports.driven.signals import Wakeup
 from strongroom.ports.driven.storage import ObjectReader
 from strongroom.ports.driven.unit_of_work import UnitOfWork
 from strongroom.ports.driving import lookups
@@ -168,9 +171,20 @@ class Restores:
             )
             await uow.restores.add(restore)
             await change.record("restore.create", restore.id, diff({}, restore_snapshot(restore)))
+            # Restore runners wait on the run signals' channel too (``wakeup``): the same
+            # NOTIFY at commit reaches those of other processes.
+            await uow.runs.announce_queued(workspace_id)
             return restore
 
-        return await run_idempotent(self._deps, caller, idempotency, now, store, CREATED_RESTORE)
+        restore = await run_idempotent(self._deps, caller, idempotency, now, store, CREATED_RESTORE)
+        self._deps.signals.announce(workspace_id)
+        return restore
+
+    def wakeup(self) -> Wakeup:
+        """A ticket for the next announcement of queued work in any workspace (a restore
+        asked for, and also a queued run: one spurious look): take it before looking for
+        queued restores, then wait on it with the poll interval as timeout."""
+        return self._deps.signals.watch_any()
 
     async def get(self, caller: Caller | Grant, restore_id: UUID) -> Restore:
         """``GET /v1/restores/{id}``: a restore of the caller's workspace (404 otherwise,
