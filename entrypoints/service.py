@@ -275,20 +275,26 @@ async def run_verification_every(
 
 
 async def run_restores_every(facade: Strongroom, poll: float, lease: float = 60.0) -> None:
-    """Run queued restores, forever (cancel the task to stop): every ``poll`` seconds, every
-    restore queued by then, one after another (contract 11), each held on a lease of
+    """Run queued restores, forever (cancel the task to stop): when a restore is asked for
+    (a wake-up, from any process on PostgreSQL) and at the latest every ``poll`` seconds,
+    every restore queued by then, one after another (contract 11), each held on a lease of
     ``lease`` seconds (``STRONGROOM_EXECUTOR_LEASE``) renewed as it streams; restores whose
     runner died are queued again first. Any number of processes may run this at once: each
     restore is taken by exactly one. ``strongroom serve`` starts it
     (``STRONGROOM_RESTORE_POLL``); a process of its own (``strongroom executor``) may too."""
     held = timedelta(seconds=lease)
     while True:
-        await asyncio.sleep(poll)
+        # Taken before the look, so a restore asked for during it still wakes the wait.
+        ticket = facade.restores.wakeup()
         try:
             while await facade.restores.run_queued(lease=held):
                 pass
         except Exception:
             logger.exception("the restore runner failed; it looks again next interval")
+        try:
+            await ticket.wait(poll)
+        finally:
+            ticket.close()
 
 
 @asynccontextmanager

@@ -427,9 +427,16 @@ class Operations:
 
     # -- restores ----------------------------------------------------------------------
 
-    @endpoint("POST", "/v1/artifacts/{artifact_id}/restores", body="json")
-    def create_restore(self, artifact_id: ID, target: Source, credentials: Credentials) -> Restore:
-        """Restore a cloud artifact into a bucket or an empty database (queued, 202)."""
+    @endpoint("POST", "/v1/artifacts/{artifact_id}/restores", body="json", creates=True)
+    def create_restore(
+        self,
+        artifact_id: ID,
+        target: Source,
+        credentials: Credentials,
+        idempotency_key: str | None = None,
+    ) -> Restore:
+        """Restore a cloud artifact into a bucket or an empty database (queued, 202). Its
+        retries reuse one ``Idempotency-Key``: a lost answer never starts a second restore."""
 
     @endpoint("GET", "/v1/restores/{restore_id}")
     def get_restore(self, restore_id: ID) -> Restore:

@@ -58,15 +58,20 @@ class ResultForm(Generic[T]):
 
     ``sealed`` names the field holding a credential's token: it is stored sealed with the
     secret key, never in clear, and a replay whose seal no longer opens (the secret key
-    was replaced) gets ``None`` there.
+    was replaced) gets ``None`` there. ``withheld`` names fields that are not kept at all
+    (a secret that must not outlive its own record, such as a restore's sealed target
+    credentials); a replay gets their defaults.
     """
 
     cls: type[T]
     sealed: str | None = None
+    withheld: tuple[str, ...] = ()
 
     def dump(self, result: T, box: SecretBox) -> str:
         """The stored text of ``result``."""
         data = snapshots.snapshot(result)
+        for name in self.withheld:
+            data.pop(name)
         if self.sealed is not None:
             token = data.pop(self.sealed)
             data[_SEALED] = base64.b64encode(box.seal({"token": token})).decode()

@@ -3,11 +3,13 @@ and the service-side runner that does the work.
 
 ``create`` checks everything it can up front (the artifact, the kind rules, the target's
 literal address, billing) and records a ``queued`` restore with the target's credentials
-sealed. The runner (``run_queued``, in ``serve`` every ``STRONGROOM_RESTORE_POLL`` seconds)
-takes queued restores one at a time (a locking read that skips rows other runners hold, so
-one runner wins each), marks it ``running`` and commits, then streams the artifact from
-storage into the target outside any transaction, and records ``succeeded`` or ``failed``
-with the credentials erased, audited as ``restore.finish`` by ``system``.
+sealed, then wakes the runners (``wakeup``: the run signals, across processes on
+PostgreSQL). The runner (``run_queued``, in ``serve`` on a wake-up or at the latest every
+``STRONGROOM_RESTORE_POLL`` seconds) takes queued restores one at a time (a locking read
+that skips rows other runners hold, so one runner wins each), marks it ``running`` and
+commits, then streams the artifact from storage into the target outside any transaction,
+and records ``succeeded`` or ``failed`` with the credentials erased, audited as
+``restore.finish`` by ``system``.
 
 A running restore is held on a lease (``RESTORE_LEASE`` unless the runner is given
 another), renewed every quarter of it while the artifact streams. A runner that dies
@@ -43,12 +45,15 @@ from strongroom.domain.restores import (
     check_target_endpoint,
 )
 from strongroom.ports.driven.restore_targets import RestoreFailedError
+from strongroom.ports.driven.signals import Wakeup
 from strongroom.ports.driven.storage import ObjectReader
+from strongroom.ports.driven.unit_of_work import UnitOfWork
 from strongroom.ports.driving import lookups
 from strongroom.ports.driving.access import Access, Grant, Requirement
 from strongroom.ports.driving.artifacts import Artifacts
-from strongroom.ports.driving.changes import changing
+from strongroom.ports.driving.changes import WorkspaceChange
 from strongroom.ports.driving.dependencies import Dependencies
+from strongroom.ports.driving.idempotency import IdempotencyKey, ResultForm, run_idempotent
 from strongroom.ports.driving.recording import record_by_system
 
 logger = logging.getLogger(__name__)
@@ -57,6 +62,9 @@ CREATE_RESTORE = Requirement(
     (Permission.BACKUPS_WRITE,), "restore.create", also=(Permission.ARTIFACTS_DOWNLOAD,)
 )
 READ_RESTORE = Requirement((Permission.ARTIFACTS_READ, Permission.BACKUPS_READ))
+# A replay of a create: the restore as first answered. Its sealed credentials stay only in
+# the restore's own record, which erases them when it finishes; the key does not keep them.
+CREATED_RESTORE = ResultForm(Restore, withheld=("sealed_credentials",))
 # Restores one call of the runner takes at most.
 BATCH = 10
 CHUNK = 1024 * 1024
@@ -123,6 +131,7 @@ class Restores:
         artifact_id: UUID,
         target: Source,
         credentials: Mapping[str, str],
+        idempotency: IdempotencyKey | None = None,
     ) -> Restore:
         """``POST /v1/artifacts/{aid}/restores``: a ``queued`` restore of the artifact
         into ``target``. Needs ``backups:write`` and ``artifacts:download``. Refused: an
@@ -130,14 +139,20 @@ class Restores:
         another type than the backup's source, credentials of another type's shape or a
         target at a disallowed literal address (422 ``validation_failed``); a blocked
         workspace (409 ``billing_restricted``); a deleted artifact (409 ``conflict``) or
-        one not confirmed yet (409 ``invalid_state``). Audited as ``restore.create``."""
+        one not confirmed yet (409 ``invalid_state``). Audited as ``restore.create``.
+
+        With ``idempotency``, a repeat of the same request within 24 h returns the first
+        restore as it was answered (without its sealed credentials, which are not kept
+        with the key) and creates nothing; the same key for another request is 409
+        ``idempotency_conflict``."""
         caller, workspace_id = await self._access.resolve(
             caller, CREATE_RESTORE, target_id=artifact_id
         )
         check_credentials_shape(credentials, "credentials")
         now = self._deps.clock.now()
-        async with changing(self._deps, caller, workspace_id) as change:
-            uow = change.uow
+
+        async def store(uow: UnitOfWork) -> Restore:
+            change = WorkspaceChange(self._deps, uow, caller, workspace_id)
             artifact = lookups.existing(
                 await uow.artifacts.get(workspace_id, artifact_id), "artifact"
             )
@@ -155,8 +170,21 @@ class Restores:
                 now,
             )
             await uow.restores.add(restore)
-            await change.done("restore.create", restore.id, diff({}, restore_snapshot(restore)))
+            await change.record("restore.create", restore.id, diff({}, restore_snapshot(restore)))
+            # Restore runners wait on the run signals' channel too (``wakeup``): the same
+            # NOTIFY at commit reaches those of other processes.
+            await uow.runs.announce_queued(workspace_id)
+            return restore
+
+        restore = await run_idempotent(self._deps, caller, idempotency, now, store, CREATED_RESTORE)
+        self._deps.signals.announce(workspace_id)
         return restore
+
+    def wakeup(self) -> Wakeup:
+        """A ticket for the next announcement of queued work in any workspace (a restore
+        asked for, and also a queued run: one spurious look): take it before looking for
+        queued restores, then wait on it with the poll interval as timeout."""
+        return self._deps.signals.watch_any()
 
     async def get(self, caller: Caller | Grant, restore_id: UUID) -> Restore:
         """``GET /v1/restores/{id}``: a restore of the caller's workspace (404 otherwise,

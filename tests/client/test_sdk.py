@@ -29,6 +29,8 @@ from strongroom.client import (
     RateLimitedError,
     Retention,
     RetryPolicy,
+    S3Credentials,
+    S3Source,
     ServerError,
     SingleUpload,
 )
@@ -186,9 +188,10 @@ class Faulty(httpx2.AsyncBaseTransport):
 
 
 @asynccontextmanager
-async def running_app(data_dir: Path) -> AsyncIterator[Faulty]:
-    """The app with its lifespan running in this event loop, behind a ``Faulty``."""
-    app = create_app(Settings(data_dir=data_dir))
+async def running_app(data_dir: Path, **settings: Any) -> AsyncIterator[Faulty]:
+    """The app (``settings`` beside the data dir) with its lifespan running in this event
+    loop, behind a ``Faulty``."""
+    app = create_app(Settings(data_dir=data_dir, **settings))
     async with app.router.lifespan_context(app) as state:
 
         async def with_state(scope: Any, receive: Any, send: Any) -> None:
@@ -225,11 +228,13 @@ async def async_admin(transport: Faulty) -> AsyncClient:
     return anonymous
 
 
-def run_async(data_dir: Path, scenario: Callable[[Faulty, AsyncClient], Awaitable[None]]) -> None:
-    """``scenario(transport, admin)`` against a fresh app."""
+def run_async(
+    data_dir: Path, scenario: Callable[[Faulty, AsyncClient], Awaitable[None]], **settings: Any
+) -> None:
+    """``scenario(transport, admin)`` against a fresh app (with ``settings``)."""
 
     async def main() -> None:
-        async with running_app(data_dir) as transport:
+        async with running_app(data_dir, **settings) as transport:
             client = await async_admin(transport)
             try:
                 await scenario(transport, client)
@@ -237,6 +242,27 @@ def run_async(data_dir: Path, scenario: Callable[[Faulty, AsyncClient], Awaitabl
                 await client.aclose()
 
     asyncio.run(main())
+
+
+async def cloud_artifact(admin: AsyncClient) -> UUID:
+    """A confirmed artifact of a cloud backup of an S3 source (its run triggered, its bytes
+    uploaded by the admin): what the service restores."""
+    workspace_id = (await admin.get_me()).workspace_id
+    assert workspace_id is not None
+    backup = await admin.create_backup(workspace_id, "cloud", "cloud")
+    await admin.update_backup(
+        backup.id,
+        source=S3Source("https://s3.example.com", "source"),
+        credentials=S3Credentials("AKIA-SOURCE", "source-secret"),
+        retention=Retention("P30D"),
+    )
+    run = await admin.trigger_backup(backup.id)
+    content = b"archive bytes"
+    plan = await admin.request_upload(run.id, "archive", len(content), sha(content))
+    assert isinstance(plan, SingleUpload)
+    await admin.upload(plan.url, content, plan.headers)
+    await admin.confirm_run(run.id)
+    return plan.artifact_id
 
 
 class TestAsyncClientAndRetries:
@@ -288,6 +314,35 @@ class TestAsyncClientAndRetries:
             assert None not in keys
 
         run_async(data_dir, scenario)
+
+    def test_a_lost_answer_to_a_restore_is_retried_with_the_same_key(self, data_dir: Path) -> None:
+        """The server queued the restore but the answer was lost: the retry carries the
+        same Idempotency-Key and gets that restore back, so one restore writes into the
+        target; the next call has a key of its own."""
+
+        async def scenario(transport: Faulty, admin: AsyncClient) -> None:
+            artifact_id = await cloud_artifact(admin)
+            target = S3Source("https://s3.example.net", "restored")
+            keys = S3Credentials("AKIA-TARGET", "target-secret")
+            transport.lose_answer_of = {len(transport.seen) + 1}
+            before = len(transport.seen)
+            restore = await admin.create_restore(artifact_id, target, keys)
+            attempts = transport.seen[before:]
+            assert len(attempts) == 2
+            assert len({request.headers["Idempotency-Key"] for request in attempts}) == 1
+            assert (await admin.get_restore(restore.id)).artifact_id == artifact_id
+            workspace_id = (await admin.get_me()).workspace_id
+            assert workspace_id is not None
+            events = await admin.list_audit_events(workspace_id, action="restore.create")
+            assert [event.target.id for event in events.data] == [str(restore.id)]
+            another = await admin.create_restore(artifact_id, target, keys)
+            assert another.id != restore.id
+            assert transport.seen[-1].headers["Idempotency-Key"] not in {
+                request.headers["Idempotency-Key"] for request in attempts
+            }
+
+        # No executor (the test uploads the cloud run itself) and no restore runner.
+        run_async(data_dir, scenario, executors=0, restore_poll=0)
 
     def test_a_lost_answer_to_a_keyless_post_is_not_repeated(self, data_dir: Path) -> None:
         """A POST without an Idempotency-Key whose answer was lost is not sent twice."""

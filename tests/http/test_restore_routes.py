@@ -6,14 +6,18 @@ buckets and databases, tests/integration/test_restores_real.py."""
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterator
 from typing import Any
-from uuid import uuid4
+from uuid import UUID, uuid4
 
 import pytest
 
 from strongroom.domain.billing import BillingState
+from strongroom.ports.driving import Strongroom
+from strongroom.ports.driving.blocking import blocking_call, unwrapped
 from support.checks import assert_error
-from support.world import Api, bearer
+from support.pg_facade import postgres_facade
+from support.world import Api, bearer, make_client, make_facade
 
 SECRET = "restore-target-secret-9f2c"
 TARGET = {"type": "s3", "endpoint": "https://s3.example.net", "bucket": "restored"}
@@ -71,17 +75,72 @@ class Workspace:
         artifact_id: str = plan["artifact_id"]
         return artifact_id
 
-    def restore(self, artifact_id: str, body: Any = None, token: str | None = None) -> Any:
+    def restore(
+        self,
+        artifact_id: str,
+        body: Any = None,
+        token: str | None = None,
+        key: str | None = None,
+        request_id: str | None = None,
+    ) -> Any:
+        headers = bearer(token or self.token)
+        if key is not None:
+            headers["Idempotency-Key"] = key
+        if request_id is not None:
+            headers["X-Request-ID"] = request_id
         return self.api.client.post(
             f"/v1/artifacts/{artifact_id}/restores",
             json=BODY if body is None else body,
-            headers=bearer(token or self.token),
+            headers=headers,
         )
+
+    def created_events(self) -> list[dict[str, Any]]:
+        """The workspace's ``restore.create`` audit events."""
+        listing = self.api.client.get(
+            f"/v1/workspaces/{self.workspace_id}/audit",
+            params={"action": "restore.create"},
+            headers=self.headers,
+        )
+        assert listing.status_code == 200, listing.text
+        events: list[dict[str, Any]] = listing.json()["data"]
+        return events
 
 
 @pytest.fixture
 def ada(api: Api) -> Workspace:
     return Workspace(api)
+
+
+@pytest.fixture(params=["memory", "postgres"])
+def any_api(request: pytest.FixtureRequest) -> Iterator[Api]:
+    """An HTTP client over a fresh in-memory Strongroom or one on a scratch PostgreSQL
+    database (where the key is reserved on the unique index, in the restore's transaction)."""
+    if request.param == "memory":
+        facade = make_facade()
+        with make_client(facade) as client:
+            yield Api(facade, client)
+        return
+    with postgres_facade("strongroom_restore_keys") as facade, make_client(facade) as client:
+        yield Api(facade, client)
+
+
+async def _take_queued(facade: Strongroom) -> list[UUID]:
+    """Every queued restore of every workspace, taken (``running``) as a runner would take
+    them, without running them: how many restores a request really queued."""
+    taken: list[UUID] = []
+    while True:
+        async with facade.deps.uow() as uow:
+            queued = await uow.restores.next_queued()
+            if queued is None:
+                return taken
+            await uow.restores.update(queued.start(facade.now()))
+            await uow.commit()
+        taken.append(queued.id)
+
+
+def take_queued(api: Api) -> list[str]:
+    """``_take_queued`` on the API's facade, as id strings."""
+    return [str(found) for found in blocking_call(_take_queued(unwrapped(api.facade)))]
 
 
 class TestCreate:
@@ -161,6 +220,101 @@ class TestCreate:
             headers=ada.headers,
         ).json()["token"]
         assert_error(ada.restore(ada.cloud, token=writer), 403, "forbidden", "artifacts:download")
+
+
+class TestIdempotency:
+    """``Idempotency-Key`` on a restore (contract 8): a client's retry after a lost answer
+    must not start a second restore into the same target."""
+
+    def test_a_repeat_returns_the_first_answer_and_queues_one_restore(self, any_api: Api) -> None:
+        """Same key and body: the same 202, body and ``Location``, with the repeat's own
+        request id; one restore queued, one ``restore.create`` event."""
+        ada = Workspace(any_api)
+        first = ada.restore(ada.cloud, key="restore-1", request_id="first")
+        second = ada.restore(ada.cloud, key="restore-1", request_id="second")
+        assert first.status_code == second.status_code == 202, second.text
+        assert second.content == first.content
+        assert second.headers["location"] == first.headers["location"]
+        assert second.headers["x-request-id"] == "second"
+        assert SECRET not in second.text
+        assert take_queued(any_api) == [first.json()["id"]]
+        [event] = ada.created_events()
+        assert event["target"]["id"] == first.json()["id"]
+
+    def test_a_repeat_after_the_restore_started_still_answers_the_first_response(
+        self, any_api: Api
+    ) -> None:
+        """The replay is the first answer unchanged (``queued``), not the restore as it now
+        is, which its ``GET`` shows; and it starts nothing."""
+        ada = Workspace(any_api)
+        first = ada.restore(ada.cloud, key="restore-1")
+        assert take_queued(any_api) == [first.json()["id"]]
+        replay = ada.restore(ada.cloud, key="restore-1")
+        assert replay.status_code == 202
+        assert replay.json() == first.json()
+        assert replay.json()["state"] == "queued"
+        now = any_api.client.get(first.headers["location"], headers=ada.headers).json()
+        assert now["state"] == "running"
+        assert take_queued(any_api) == []
+
+    def test_the_same_key_with_another_body_is_a_conflict(self, any_api: Api) -> None:
+        """Another target under the same key: 409 ``idempotency_conflict``, nothing more
+        queued or audited."""
+        ada = Workspace(any_api)
+        first = ada.restore(ada.cloud, key="restore-1")
+        assert first.status_code == 202
+        other = {"target": {**TARGET, "bucket": "elsewhere"}, "credentials": KEYS}
+        assert_error(ada.restore(ada.cloud, other, key="restore-1"), 409, "idempotency_conflict")
+        assert take_queued(any_api) == [first.json()["id"]]
+        assert len(ada.created_events()) == 1
+
+    def test_without_a_key_each_request_queues_a_restore(self, ada: Workspace) -> None:
+        """No key, no deduplication: two requests, two restores."""
+        first, second = ada.restore(ada.cloud), ada.restore(ada.cloud)
+        assert first.json()["id"] != second.json()["id"]
+        assert sorted(take_queued(ada.api)) == sorted([first.json()["id"], second.json()["id"]])
+
+    @pytest.mark.parametrize("key", ["", "k" * 256])
+    def test_a_key_outside_1_to_255_characters_is_400(self, ada: Workspace, key: str) -> None:
+        """An empty or overlong key: 400 ``invalid_request``, nothing queued."""
+        assert_error(ada.restore(ada.cloud, key=key), 400, "invalid_request")
+        assert take_queued(ada.api) == []
+        assert ada.restore(ada.cloud, key="k" * 255).status_code == 202
+
+    def test_a_refused_request_does_not_hold_its_key(self, ada: Workspace) -> None:
+        """A restore refused for billing stores nothing under its key: once the workspace
+        is unblocked the same key creates the restore."""
+        facade = ada.api.facade
+        facade.workspaces.set_billing_state(ada.workspace_id, BillingState.BLOCKED)
+        assert_error(ada.restore(ada.cloud, key="k"), 409, "billing_restricted")
+        facade.workspaces.set_billing_state(ada.workspace_id, BillingState.ACTIVE)
+        created = ada.restore(ada.cloud, key="k")
+        assert created.status_code == 202, created.text
+        assert take_queued(ada.api) == [created.json()["id"]]
+
+    def test_keys_belong_to_their_principal(self, api: Api, ada: Workspace) -> None:
+        """Another credential of the same workspace using the same key gets a restore of
+        its own, not Ada's answer."""
+        robot = api.client.post(
+            "/v1/api-keys",
+            json={"name": "r", "permissions": ["backups:write", "artifacts:download"]},
+            headers=ada.headers,
+        ).json()["token"]
+        mine = ada.restore(ada.cloud, key="shared")
+        theirs = ada.restore(ada.cloud, token=robot, key="shared")
+        assert theirs.status_code == 202, theirs.text
+        assert theirs.json()["id"] != mine.json()["id"]
+
+    def test_the_document_shows_the_header(self, api: Api) -> None:
+        """The operation takes ``Idempotency-Key`` and documents its 409."""
+        document = api.client.get("/openapi.json").json()
+        operation = document["paths"]["/v1/artifacts/{aid}/restores"]["post"]
+        names = {
+            (parameter.get("$ref") or parameter["name"]).split("/")[-1]
+            for parameter in operation["parameters"]
+        }
+        assert "Idempotency-Key" in names
+        assert "idempotency_conflict" in operation["responses"]["409"]["description"]
 
 
 class TestRead:

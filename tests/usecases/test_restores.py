@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+from datetime import timedelta
 from uuid import uuid4
 
+import attrs
 import pytest
 
 from strongroom.adapters.memory.services import ManualClock
@@ -19,6 +21,7 @@ from strongroom.domain.billing import BillingState
 from strongroom.domain.errors import (
     BillingRestrictedError,
     ConflictError,
+    IdempotencyConflictError,
     InvalidRequestError,
     InvalidStateError,
     MissingPermissionError,
@@ -27,7 +30,7 @@ from strongroom.domain.errors import (
 )
 from strongroom.domain.principals import SYSTEM_ACTOR, Caller
 from strongroom.domain.restores import RestoreState
-from strongroom.ports.driving import Strongroom
+from strongroom.ports.driving import IdempotencyKey, Strongroom
 from support.people import active_manual, api_key, audit_events, upload, workspace_admin
 from support.restores import RecordingTargets, cloud_backup, confirmed_artifact
 from support.world import memory_facade
@@ -270,3 +273,74 @@ class TestRunner:
         assert stopped.error is not None
         assert "interrupted" in stopped.error
         assert stopped.sealed_credentials is None
+
+
+ROUTE = "POST /v1/artifacts/restores"
+
+
+class TestIdempotency:
+    """A restore asked again under the same ``Idempotency-Key`` (contract 8): a client's
+    retry after a lost answer gets the first restore and writes into the target once."""
+
+    async def test_a_repeat_returns_the_first_restore_and_restores_once(
+        self, facade: Strongroom, targets: RecordingTargets, clock: ManualClock
+    ) -> None:
+        """The repeat (an hour later) is the first restore as first answered, without the
+        sealed credentials (the key does not keep them); one ``restore.create``; the runner
+        writes into the target once."""
+        ada, _ = await workspace_admin(facade, "ada@example.com")
+        artifact = await s3_artifact(facade, ada)
+        key = IdempotencyKey("retry-1", ROUTE, "request-1")
+        first = await facade.restores.create(ada, artifact.id, TARGET, S3_KEYS, idempotency=key)
+        clock.advance(timedelta(hours=1))
+        again = await facade.restores.create(ada, artifact.id, TARGET, S3_KEYS, idempotency=key)
+        assert again == attrs.evolve(first, sealed_credentials=None)
+        assert len(await audit_events(facade, ada, "restore.create")) == 1
+        [done] = await facade.restores.run_queued()
+        assert done.id == first.id
+        assert len(targets.restored) == 1
+        late = await facade.restores.create(ada, artifact.id, TARGET, S3_KEYS, idempotency=key)
+        assert late.state is RestoreState.QUEUED
+        assert await facade.restores.run_queued() == []
+
+    async def test_the_same_key_for_another_request_is_a_conflict(
+        self, facade: Strongroom, targets: RecordingTargets
+    ) -> None:
+        """Another request under a used key: ``IdempotencyConflictError``, nothing queued."""
+        ada, _ = await workspace_admin(facade, "ada@example.com")
+        artifact = await s3_artifact(facade, ada)
+        await facade.restores.create(
+            ada, artifact.id, TARGET, S3_KEYS, idempotency=IdempotencyKey("k", ROUTE, "one")
+        )
+        with pytest.raises(IdempotencyConflictError):
+            await facade.restores.create(
+                ada, artifact.id, TARGET, S3_KEYS, idempotency=IdempotencyKey("k", ROUTE, "two")
+            )
+        assert len(await facade.restores.run_queued()) == 1
+        assert len(await audit_events(facade, ada, "restore.create")) == 1
+
+    async def test_a_key_expires_after_24_hours(
+        self, facade: Strongroom, clock: ManualClock
+    ) -> None:
+        """A day later the key is free again: the same request queues a new restore."""
+        ada, _ = await workspace_admin(facade, "ada@example.com")
+        artifact = await s3_artifact(facade, ada)
+        key = IdempotencyKey("k", ROUTE, "one")
+        first = await facade.restores.create(ada, artifact.id, TARGET, S3_KEYS, idempotency=key)
+        clock.advance(timedelta(hours=24, seconds=1))
+        later = await facade.restores.create(ada, artifact.id, TARGET, S3_KEYS, idempotency=key)
+        assert later.id != first.id
+        assert len(await audit_events(facade, ada, "restore.create")) == 2
+
+    async def test_a_replay_outlives_a_block(self, facade: Strongroom) -> None:
+        """As for every create (docs/decisions.md): the replay of a restore made before the
+        workspace was blocked answers the restore, and queues nothing more."""
+        ada, wid = await workspace_admin(facade, "ada@example.com")
+        artifact = await s3_artifact(facade, ada)
+        key = IdempotencyKey("k", ROUTE, "one")
+        first = await facade.restores.create(ada, artifact.id, TARGET, S3_KEYS, idempotency=key)
+        await facade.workspaces.set_billing_state(wid, BillingState.BLOCKED)
+        again = await facade.restores.create(ada, artifact.id, TARGET, S3_KEYS, idempotency=key)
+        assert again.id == first.id
+        with pytest.raises(BillingRestrictedError):
+            await facade.restores.create(ada, artifact.id, TARGET, S3_KEYS)

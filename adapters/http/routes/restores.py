@@ -7,7 +7,7 @@ from uuid import UUID
 from strongroom.adapters.http.openapi import Routes
 from strongroom.adapters.http.shapes import Restore, RestoreCreate
 from strongroom.domain.restores import Restore as DomainRestore
-from strongroom.ports.driving import Strongroom
+from strongroom.ports.driving import IdempotencyKey, Strongroom
 from strongroom.ports.driving.access import Grant
 from strongroom.ports.driving.restores import CREATE_RESTORE, READ_RESTORE
 
@@ -20,6 +20,7 @@ routes = Routes("Runs and artifacts")
     "The queued restore; follow `Location` to see how it goes.",
     CREATE_RESTORE,
     status=202,
+    idempotent=True,
     billing="config",
     errors={
         "not_found": "no such artifact in the caller's workspace",
@@ -35,7 +36,11 @@ routes = Routes("Runs and artifacts")
     located="/v1/restores/{id}",
 )
 async def create_restore(
-    facade: Strongroom, grant: Grant, aid: UUID, body: RestoreCreate
+    facade: Strongroom,
+    grant: Grant,
+    aid: UUID,
+    body: RestoreCreate,
+    idempotency: IdempotencyKey | None,
 ) -> DomainRestore:
     """Restore an artifact
 
@@ -43,8 +48,12 @@ async def create_restore(
     backup's source type: an `s3` artifact's objects into a bucket, a `postgres` dump into
     an existing empty database. It runs in the background (`queued`, `running`, then
     `succeeded` or `failed`). Local and manual artifacts are restored client-side from
-    `download-url`."""
-    return await facade.restores.create(grant, aid, body.target, body.credentials)
+    `download-url`. A client that retries after a lost answer sends the same
+    `Idempotency-Key`: it gets the first restore back instead of starting a second one into
+    the same target."""
+    return await facade.restores.create(
+        grant, aid, body.target, body.credentials, idempotency=idempotency
+    )
 
 
 @routes.get("/v1/restores/{id}", Restore, "The restore.", READ_RESTORE)
