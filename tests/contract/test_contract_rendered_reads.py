@@ -298,3 +298,15 @@ def test_the_postgres_read_models_fit_psycopgs_parse_cache() -> None:
         (Q.SESSION_FIND_WITH_BACKUPS_JSON, [Q.FILTER_BACKUP_AFTER]),
     ):
         assert len(queries.text(statement, filters).encode()) <= MAX_CACHED_STATEMENT_LENGTH
+
+
+def test_full_pages_keep_the_list_order(world: World) -> None:
+    """Pages of 50 and of 7 over 120 backups created in scrambled order (some in the same
+    millisecond): every item in the presenter's order, every cursor the same."""
+    created = [
+        backup(world.workspace_id, created_at=T0 + timedelta(microseconds=(n * 7919) % 120 * 300))
+        for n in range(120)
+    ]
+    world.adapter.store(*created)
+    for limit in (50, 7):
+        _pages_agree(world, limit, 20)
