@@ -14,6 +14,8 @@ from uuid import UUID
 
 from attrs import evolve
 
+from strongroom.adapters.http import shapes  # noqa: F401 (registers the wire views)
+from strongroom.adapters.http.wire import render
 from strongroom.adapters.memory.store import Transaction
 from strongroom.domain.accounts import Account, DeviceGrant
 from strongroom.domain.artifacts import Artifact, ArtifactState, ArtifactStorage, Verification
@@ -42,6 +44,7 @@ from strongroom.ports.driven.repositories import (
     IdempotencyKeyTakenError,
     IdempotencyRecord,
     IntegrityViolationError,
+    Rendered,
     SessionGrant,
 )
 
@@ -259,6 +262,21 @@ class MemorySessionRepository(_Repository):
         if grant.session.workspace_id != workspace_id:
             return grant, keyset_page((), page)
         return grant, await MemoryBackupRepository(self._tx).list(workspace_id, page)
+
+    async def find_with_backup_json(
+        self, token_hash: str, backup_id: UUID
+    ) -> tuple[SessionGrant, Rendered | None] | None:
+        found = await self.find_with_backup(token_hash, backup_id)
+        if found is None:
+            return None
+        grant, backup = found
+        return grant, None if backup is None else Rendered(render(backup))
+
+    async def find_with_backups_json(
+        self, token_hash: str, workspace_id: UUID, page: PageRequest
+    ) -> tuple[SessionGrant, Rendered] | None:
+        found = await self.find_with_backups(token_hash, workspace_id, page)
+        return None if found is None else (found[0], Rendered(render(found[1])))
 
     async def find_adding_backup(
         self, token_hash: str, backup: Backup, event: AuditEvent, admission: Admission

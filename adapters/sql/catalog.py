@@ -19,6 +19,8 @@ FILTERS_MARKER = "/*filters*/"
 LOCK_MARKER = "/*lock*/"
 # A claim's lock: the rows of one table, skipping rows another transaction holds.
 SKIP_LOCK_MARKER = re.compile(r"/\*lock of (?P<table>\w+), skip locked\*/")
+# A named fragment's text, put in place (the expression of a backup's JSON, say).
+FRAGMENT_MARKER = re.compile(r"/\*fragment (?P<name>[a-z_]+)\*/")
 
 
 class Dialect(StrEnum):
@@ -54,6 +56,9 @@ class Q(StrEnum):
     SESSION_FIND = "session_find"
     SESSION_FIND_WITH_BACKUP = "session_find_with_backup"
     SESSION_FIND_WITH_BACKUPS = "session_find_with_backups"
+    SESSION_FIND_WITH_BACKUP_JSON = "session_find_with_backup_json"
+    SESSION_FIND_WITH_BACKUPS_JSON = "session_find_with_backups_json"
+    BACKUP_JSON = "backup_json"
     SESSION_REVOKE = "session_revoke"
     BACKUP_INSERT = "backup_insert"
     BACKUP_INSERT_ADMITTED = "backup_insert_admitted"
@@ -218,6 +223,7 @@ class Queries:
 
     def _compile(self, name: Q, filters: tuple[Q, ...], lock: bool) -> str:
         text = self._texts[name].replace(LOCK_MARKER, _ROW_LOCK[self.dialect] if lock else "")
+        text = FRAGMENT_MARKER.sub(lambda marker: self._texts[marker["name"]], text)
         text = SKIP_LOCK_MARKER.sub(
             lambda marker: _skip_lock(self.dialect, marker["table"]) if lock else "", text
         )

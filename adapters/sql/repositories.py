@@ -48,6 +48,7 @@ from strongroom.ports.driven.repositories import (
     IdempotencyKeyTakenError,
     IdempotencyRecord,
     IntegrityViolationError,
+    Rendered,
     SessionGrant,
 )
 
@@ -310,6 +311,37 @@ class SqlSessionRepository(_Repository):
         backups = [rows.backup_from_row(row, self._codec) for row in found if row["id"] is not None]
         grant = rows.session_grant_from_row(_joined_session(found[0]), self._codec)
         return grant, page_of(backups, page)
+
+    async def find_with_backup_json(
+        self, token_hash: str, backup_id: UUID
+    ) -> tuple[SessionGrant, Rendered | None] | None:
+        """``find`` and one backup of the session's workspace as the API's JSON, rendered
+        by the database, in one statement."""
+        params = {"token_hash": token_hash, "id": self._codec.uuid(backup_id)}
+        row = await self._db.fetch_one(Q.SESSION_FIND_WITH_BACKUP_JSON, params)
+        if row is None:
+            return None
+        body = row["body"]
+        return (
+            rows.session_grant_from_row(_joined_session(row), self._codec),
+            None if body is None else Rendered(body.encode()),
+        )
+
+    async def find_with_backups_json(
+        self, token_hash: str, workspace_id: UUID, page: PageRequest
+    ) -> tuple[SessionGrant, Rendered] | None:
+        """``find`` and a page of the session's workspace's backups as the API's JSON: the
+        database renders and joins the items, this wraps them in the list's envelope."""
+        params, after = _page_params(page, self._codec)
+        params["page_size"] = page.limit
+        params["token_hash"] = token_hash
+        params["workspace_id"] = self._codec.uuid(workspace_id)
+        filters = [Q.FILTER_BACKUP_AFTER] if after else []
+        row = await self._db.fetch_one(Q.SESSION_FIND_WITH_BACKUPS_JSON, params, filters=filters)
+        if row is None:
+            return None
+        grant = rows.session_grant_from_row(_joined_session(row), self._codec)
+        return grant, Rendered(rows.page_json(row, self._codec))
 
     async def find_adding_backup(
         self, token_hash: str, backup: Backup, event: AuditEvent, admission: Admission

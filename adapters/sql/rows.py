@@ -32,6 +32,7 @@ from strongroom.domain.durations import Duration
 from strongroom.domain.invitations import Invitation
 from strongroom.domain.machines import ApiKey, Worker, in_catalog_order
 from strongroom.domain.names import email_key, name_key
+from strongroom.domain.pagination import Cursor
 from strongroom.domain.permissions import BUILTIN_ROLES, Permission, Role
 from strongroom.domain.principals import Actor, PrincipalType, Session
 from strongroom.domain.quotas import QuotaResource
@@ -434,6 +435,21 @@ def backup_params(backup: Backup, codec: Codec) -> Params:
         "created_at": codec.timestamp(backup.created_at),
         "updated_at": codec.timestamp(backup.updated_at),
     }
+
+
+def page_json(row: Row, codec: Codec) -> bytes:
+    """The list envelope of a page whose items the database rendered (``items``: their JSON
+    texts joined by commas, or NULL) around them, with the cursor of ``next_created_at``
+    and ``next_id`` (NULL on the last page), as ``wire.listing`` writes it."""
+    items, next_id = row["items"], row["next_id"]
+    cursor = (
+        "null"
+        if next_id is None
+        else '"'
+        + Cursor(codec.read_timestamp(row["next_created_at"]), codec.read_uuid(next_id)).encode()
+        + '"'
+    )
+    return f'{{"data":[{items or ""}],"next_cursor":{cursor}}}'.encode()
 
 
 def backup_from_row(row: Row, codec: Codec) -> Backup:

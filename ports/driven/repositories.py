@@ -127,6 +127,14 @@ class SessionGrant:
     role: Role | None
 
 
+@attrs.frozen
+class Rendered:
+    """An answer already in the API's JSON form, as the store wrote it (a read model): the
+    HTTP adapter sends ``body`` as it is, byte for byte what its presenter would write."""
+
+    body: bytes
+
+
 class SessionRepository(Protocol):
     """People's sessions."""
 
@@ -150,6 +158,20 @@ class SessionRepository(Protocol):
     ) -> tuple[SessionGrant, Page[Backup]] | None:
         """``find``, and a page of ``workspace_id``'s backups (as ``BackupRepository.list``)
         when it is the session's workspace, else an empty page, in one look-up."""
+        ...
+
+    async def find_with_backup_json(
+        self, token_hash: str, backup_id: UUID
+    ) -> tuple[SessionGrant, Rendered | None] | None:
+        """``find_with_backup`` with the backup as the API's JSON (its wire shape) instead
+        of a ``Backup``: what ``GET /v1/backups/{id}`` answers, rendered by the store."""
+        ...
+
+    async def find_with_backups_json(
+        self, token_hash: str, workspace_id: UUID, page: PageRequest
+    ) -> tuple[SessionGrant, Rendered] | None:
+        """``find_with_backups`` with the page as the API's JSON (``{"data": [...],
+        "next_cursor": ...}``) instead of a ``Page``, rendered by the store."""
         ...
 
     async def find_adding_backup(

@@ -18,6 +18,7 @@ from strongroom.domain.principals import Caller
 from strongroom.domain.quotas import QuotaResource
 from strongroom.domain.tokens import hash_token
 from strongroom.domain.workspaces import Admission
+from strongroom.ports.driven.repositories import Rendered
 from strongroom.ports.driven.unit_of_work import UnitOfWork
 from strongroom.ports.driving import lookups
 from strongroom.ports.driving.access import Access, Bearer, Grant, Requirement, is_session
@@ -216,6 +217,40 @@ class Backups:
             return lookups.visible_backup(
                 caller, await lookups.backup(uow, workspace_id, backup_id)
             )
+
+    async def list_rendered(
+        self, caller: Caller | Bearer, workspace_id: UUID, page: PageRequest
+    ) -> Page[Backup] | Rendered:
+        """``list_in``, with a session's ``Bearer`` answered by the read model: the page
+        as the API's JSON, rendered by the store in the look-up that checks the credential.
+        The checks, their order and their errors are ``list_in``'s; other callers get the
+        ``Page`` of ``list_in``."""
+        if isinstance(caller, Bearer) and is_session(caller):
+            listed = await self._access.authorize_joined(
+                caller,
+                READ_BACKUPS,
+                lambda uow, token_hash: uow.sessions.find_with_backups_json(
+                    token_hash, workspace_id, page
+                ),
+                workspace_id=workspace_id,
+            )
+            assert listed is not None  # authorized: the session's own workspace
+            return listed
+        return await self.list_in(caller, workspace_id, page)
+
+    async def get_rendered(self, caller: Caller | Bearer, backup_id: UUID) -> Backup | Rendered:
+        """``get``, with a session's ``Bearer`` answered by the read model: the backup as
+        the API's JSON, rendered by the store in the look-up that checks the credential.
+        The checks, their order and their errors are ``get``'s; other callers get the
+        ``Backup`` of ``get``."""
+        if isinstance(caller, Bearer) and is_session(caller):
+            rendered = await self._access.authorize_joined(
+                caller,
+                READ_BACKUPS,
+                lambda uow, token_hash: uow.sessions.find_with_backup_json(token_hash, backup_id),
+            )
+            return lookups.existing(rendered, "backup")
+        return await self.get(caller, backup_id)
 
     async def update(
         self,

@@ -150,6 +150,21 @@ class TestPostgresRoundTrips:
         ]
         assert [statement.split()[0] for statement in counter.sent] == ["SELECT", "SELECT"]
 
+    def test_a_session_read_model_is_one_statement(
+        self, counted: tuple[PostgresDatabase, CountingCursor]
+    ) -> None:
+        """The read models of both reads (the JSON rendered by PostgreSQL): one statement
+        each, no BEGIN, no COMMIT."""
+        database, counter = counted
+        target, token = _member_with_session(database, "viewer")
+        kept = backup(target.id)
+        SqlAdapter("postgres", database.uow).store(kept)
+        facade = blocking(bootstrap(uow=database.uow))
+        counter.sent.clear()
+        facade.backups.get_rendered(Bearer(token), kept.id)
+        facade.backups.list_rendered(Bearer(token), target.id, PageRequest(50, None))
+        assert [statement.split()[0] for statement in counter.sent] == ["SELECT", "WITH"]
+
     def test_a_create_reads_no_workspace_and_counts_nothing(
         self, counted: tuple[PostgresDatabase, CountingCursor]
     ) -> None:

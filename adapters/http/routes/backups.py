@@ -11,6 +11,7 @@ from strongroom.adapters.http.conventions import if_match
 from strongroom.adapters.http.openapi import Paged, Routes
 from strongroom.adapters.http.shapes import Backup, BackupCreate, BackupUpdate
 from strongroom.domain.backups import Backup as DomainBackup
+from strongroom.ports.driven.repositories import Rendered
 from strongroom.ports.driving import IdempotencyKey, Strongroom
 from strongroom.ports.driving.access import Grant
 from strongroom.ports.driving.backups import (
@@ -23,6 +24,11 @@ from strongroom.ports.driving.backups import (
 )
 
 routes = Routes("Backups", billing="config")
+
+
+def rendered(result: Rendered) -> Response:
+    """A 200 of JSON the store rendered (the read models of the two reads), sent as is."""
+    return Response(result.body, media_type="application/json")
 
 
 @routes.create(
@@ -61,8 +67,8 @@ async def list_backups(ctx: ApiContext) -> Response:
     bearer = ctx.bearer()
     workspace_id = await ctx.path_id_after_credential("wid")
     requested = await ctx.parsed_after_permission(ctx.page, READ_BACKUPS, workspace_id=workspace_id)
-    page = await ctx.facade.backups.list_in(bearer, workspace_id, requested)
-    return answer(page)
+    page = await ctx.facade.backups.list_rendered(bearer, workspace_id, requested)
+    return rendered(page) if isinstance(page, Rendered) else answer(page)
 
 
 @routes.get("/v1/backups/{bid}", Backup, "The backup.", READ_BACKUPS)
@@ -72,7 +78,8 @@ async def get_backup(ctx: ApiContext) -> Response:
     One backup of the caller's workspace (the credential is checked in the read)."""
     bearer = ctx.bearer()
     backup_id = await ctx.path_id_after_credential("bid")
-    return answer(await ctx.facade.backups.get(bearer, backup_id))
+    backup = await ctx.facade.backups.get_rendered(bearer, backup_id)
+    return rendered(backup) if isinstance(backup, Rendered) else answer(backup)
 
 
 @routes.patch(

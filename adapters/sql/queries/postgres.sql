@@ -43,3 +43,91 @@ WHERE backup_limit = 0 OR backup_count < backup_limit
 -- Waiting claims of every process hear of new queued runs of the workspace: the
 -- notification is delivered when the transaction commits, and never if it rolls back.
 SELECT pg_notify('strongroom_runs', CAST(:workspace_id AS text)) AS announced
+
+-- name: backup_json
+-- The API's JSON of the backup b (its wire shape, byte for byte what the Python presenter
+-- writes: keys in the view's order, no spaces, timestamps in milliseconds with Z, durations
+-- in ISO 8601, secrets never shown). A fragment of the *_json reads (/*fragment backup_json*/).
+-- Text by concatenation: json_build_object writes spaces and jsonb reorders keys. Kept
+-- under 4 096 characters with the statements around it: psycopg parses a longer statement's
+-- text again at every execution instead of caching it (concat() skips NULLs: durations).
+concat('{"id":"', b.id, '","workspace_id":"', b.workspace_id, '","name":', to_json(b.name),
+',"kind":"', b.kind, '","state":"', b.state, '","paused":',
+CASE WHEN b.paused THEN 'true' ELSE 'false' END,
+',"source":', CASE
+    WHEN b.source IS NULL THEN 'null'
+    WHEN b.source->>'type' = 's3' THEN '{"endpoint":' || (b.source->'endpoint')::text || ',"bucket":' || (b.source->'bucket')::text
+        || ',"prefix":' || coalesce((b.source->'prefix')::text, 'null') || ',"type":"s3"}'
+    WHEN b.source->>'type' = 'postgres' THEN '{"host":' || (b.source->'host')::text
+        || ',"port":' || (b.source->'port')::text || ',"database":' || (b.source->'database')::text
+        || ',"type":"postgres"}'
+    ELSE '{"type":' || (b.source->'type')::text || '}'
+END,
+',"has_credentials":', CASE WHEN b.sealed_credentials IS NULL THEN 'false' ELSE 'true' END,
+',"schedule":', coalesce('{"cron":' || to_json(b.schedule_cron) || ',"timezone":'
+    || to_json(b.schedule_timezone) || '}', 'null'),
+',"worker_id":', coalesce('"' || b.worker_id || '"', 'null'),
+',"retention":', CASE WHEN b.retention_expire_after_seconds IS NULL THEN 'null'
+    ELSE concat('{"expire_after":"', CASE b.retention_expire_after_seconds WHEN 0 THEN 'PT0S' ELSE concat('P', nullif(b.retention_expire_after_seconds / 86400, 0) || 'D', CASE WHEN b.retention_expire_after_seconds % 86400 > 0 THEN concat('T', nullif(b.retention_expire_after_seconds % 86400 / 3600, 0) || 'H', nullif(b.retention_expire_after_seconds % 3600 / 60, 0) || 'M', nullif(b.retention_expire_after_seconds % 60, 0) || 'S') END) END,
+        '","lock_for":"', CASE b.retention_lock_for_seconds WHEN 0 THEN 'PT0S' ELSE concat('P', nullif(b.retention_lock_for_seconds / 86400, 0) || 'D', CASE WHEN b.retention_lock_for_seconds % 86400 > 0 THEN concat('T', nullif(b.retention_lock_for_seconds % 86400 / 3600, 0) || 'H', nullif(b.retention_lock_for_seconds % 3600 / 60, 0) || 'M', nullif(b.retention_lock_for_seconds % 60, 0) || 'S') END) END, '"}') END,
+',"destination":', CASE WHEN b.destination->>'type' = 'customer_s3'
+    THEN '{"endpoint":' || (b.destination->'endpoint')::text || ',"bucket":' || (b.destination->'bucket')::text
+        || ',"prefix":' || coalesce((b.destination->'prefix')::text, 'null') || ',"type":"customer_s3"}'
+    ELSE '{"type":' || (b.destination->'type')::text || '}' END,
+',"next_run_at":', coalesce('"' || to_char(b.next_run_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') || '"', 'null'),
+',"created_at":"', to_char(b.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
+'","updated_at":"', to_char(b.updated_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), '"}')
+
+-- name: session_find_with_backup_json
+-- session_find_with_backup with the backup as the API's JSON text (body; NULL when the
+-- session's workspace has no backup of this id): the read model of GET /v1/backups/{id}.
+SELECT s.id AS g_id, s.token_hash AS g_token_hash, s.user_id AS g_user_id,
+       s.workspace_id AS g_workspace_id, s.created_at AS g_created_at,
+       s.expires_at AS g_expires_at, s.revoked_at AS g_revoked_at, u.email AS g_user_email,
+       u.name AS g_user_name, u.idp_subject AS g_user_idp_subject,
+       u.created_at AS g_user_created_at, m.role AS g_role_slug, r.name AS g_role_name,
+       r.permissions AS g_role_permissions,
+       CASE WHEN b.id IS NULL THEN NULL ELSE /*fragment backup_json*/ END AS body
+FROM sessions AS s
+JOIN users AS u ON u.id = s.user_id
+LEFT JOIN memberships AS m ON m.workspace_id = s.workspace_id AND m.user_id = s.user_id
+LEFT JOIN roles AS r ON r.workspace_id = m.workspace_id AND r.slug = m.role
+LEFT JOIN backups AS b ON b.workspace_id = s.workspace_id AND b.id = :id
+WHERE s.token_hash = :token_hash
+LIMIT 1
+
+-- name: session_find_with_backups_json
+-- session_find_with_backups as one row: the session's columns (g_*), the page's items as
+-- the API's JSON texts joined by commas in list order (items; NULL when none), and the
+-- sort key of the last one shown when another follows (next_created_at, next_id): the
+-- read model of GET /v1/workspaces/{wid}/backups. No row without a session; no items
+-- unless :workspace_id is the session's workspace. :limit is :page_size + 1. Written
+-- tight: under 4 096 characters, psycopg caches its parse (see backup_json).
+WITH g AS (
+SELECT s.id AS g_id, s.token_hash AS g_token_hash, s.user_id AS g_user_id,
+s.workspace_id AS g_workspace_id, s.created_at AS g_created_at, s.expires_at AS g_expires_at,
+s.revoked_at AS g_revoked_at, u.email AS g_user_email, u.name AS g_user_name,
+u.idp_subject AS g_user_idp_subject, u.created_at AS g_user_created_at,
+m.role AS g_role_slug, r.name AS g_role_name, r.permissions AS g_role_permissions
+FROM sessions AS s
+JOIN users AS u ON u.id = s.user_id
+LEFT JOIN memberships AS m ON m.workspace_id = s.workspace_id AND m.user_id = s.user_id
+LEFT JOIN roles AS r ON r.workspace_id = m.workspace_id AND r.slug = m.role
+WHERE s.token_hash = :token_hash
+), page AS MATERIALIZED (
+SELECT row_number() OVER (ORDER BY b.created_at DESC, b.id DESC) AS n, b.created_at, b.id,
+/*fragment backup_json*/ AS body
+FROM (
+SELECT * FROM backups
+WHERE workspace_id = :workspace_id AND workspace_id = (SELECT g_workspace_id FROM g) /*filters*/
+ORDER BY created_at DESC, id DESC LIMIT :limit
+) AS b
+), p AS (
+SELECT string_agg(body, ',' ORDER BY n) FILTER (WHERE n <= :page_size) AS items,
+count(*) > :page_size AS more, max(created_at) FILTER (WHERE n = :page_size) AS last_at,
+(array_agg(id) FILTER (WHERE n = :page_size))[1] AS last_id
+FROM page
+)
+SELECT g.*, p.items, CASE WHEN p.more THEN p.last_at END AS next_created_at,
+CASE WHEN p.more THEN p.last_id END AS next_id
+FROM g, p

@@ -43,3 +43,116 @@ WHERE backup_limit = 0 OR backup_count < backup_limit
 -- One process serves a SQLite database: its in-process signals wake waiting claims after
 -- the commit, so there is nothing to say to the database.
 SELECT NULL AS announced
+
+-- name: backup_json
+-- The API's JSON of the backup b (its wire shape, byte for byte what the Python presenter
+-- writes: keys in the view's order, no spaces, timestamps in milliseconds with Z, durations
+-- in ISO 8601, secrets never shown). A fragment of the *_json reads (/*fragment backup_json*/).
+-- One printf per backup, strings by json_quote (NULL is null): json_object() and json()
+-- parse each nested value again, and each || copies the text so far.
+printf(
+    '{"id":"%s","workspace_id":"%s","name":%s,"kind":"%s","state":"%s","paused":%s,'
+    || '"source":%s,"has_credentials":%s,"schedule":%s,"worker_id":%s,"retention":%s,'
+    || '"destination":%s,"next_run_at":%s,"created_at":"%.23sZ","updated_at":"%.23sZ"}',
+    b.id, b.workspace_id, json_quote(b.name), b.kind, b.state,
+    CASE WHEN b.paused THEN 'true' ELSE 'false' END,
+    CASE
+        WHEN b.source IS NULL THEN 'null'
+        WHEN b.source ->> '$.type' = 's3' THEN printf('{"endpoint":%s,"bucket":%s,"prefix":%s,"type":"s3"}',
+        json_quote(b.source ->> '$.endpoint'), json_quote(b.source ->> '$.bucket'),
+        json_quote(b.source ->> '$.prefix'))
+        WHEN b.source ->> '$.type' = 'postgres' THEN printf(
+            '{"host":%s,"port":%s,"database":%s,"type":"postgres"}',
+            json_quote(b.source ->> '$.host'), b.source ->> '$.port',
+            json_quote(b.source ->> '$.database'))
+        ELSE printf('{"type":%s}', json_quote(b.source ->> '$.type'))
+    END,
+    CASE WHEN b.sealed_credentials IS NULL THEN 'false' ELSE 'true' END,
+    CASE WHEN b.schedule_cron IS NULL THEN 'null'
+        ELSE printf('{"cron":%s,"timezone":%s}',
+            json_quote(b.schedule_cron), json_quote(b.schedule_timezone)) END,
+    json_quote(b.worker_id),
+    CASE WHEN b.retention_expire_after_seconds IS NULL THEN 'null'
+        ELSE printf('{"expire_after":"%s","lock_for":"%s"}',
+            CASE WHEN b.retention_expire_after_seconds = 0 THEN 'PT0S' ELSE 'P'
+            || CASE WHEN b.retention_expire_after_seconds >= 86400 THEN (b.retention_expire_after_seconds / 86400) || 'D' ELSE '' END
+            || CASE WHEN b.retention_expire_after_seconds % 86400 = 0 THEN '' ELSE 'T'
+                || CASE WHEN b.retention_expire_after_seconds % 86400 >= 3600 THEN (b.retention_expire_after_seconds % 86400 / 3600) || 'H' ELSE '' END
+                || CASE WHEN b.retention_expire_after_seconds % 3600 >= 60 THEN (b.retention_expire_after_seconds % 3600 / 60) || 'M' ELSE '' END
+                || CASE WHEN b.retention_expire_after_seconds % 60 > 0 THEN (b.retention_expire_after_seconds % 60) || 'S' ELSE '' END END END,
+            CASE WHEN b.retention_lock_for_seconds = 0 THEN 'PT0S' ELSE 'P'
+            || CASE WHEN b.retention_lock_for_seconds >= 86400 THEN (b.retention_lock_for_seconds / 86400) || 'D' ELSE '' END
+            || CASE WHEN b.retention_lock_for_seconds % 86400 = 0 THEN '' ELSE 'T'
+                || CASE WHEN b.retention_lock_for_seconds % 86400 >= 3600 THEN (b.retention_lock_for_seconds % 86400 / 3600) || 'H' ELSE '' END
+                || CASE WHEN b.retention_lock_for_seconds % 3600 >= 60 THEN (b.retention_lock_for_seconds % 3600 / 60) || 'M' ELSE '' END
+                || CASE WHEN b.retention_lock_for_seconds % 60 > 0 THEN (b.retention_lock_for_seconds % 60) || 'S' ELSE '' END END END) END,
+    CASE
+        -- The common one, as the codec writes it: no JSON parse (a third of a page's time).
+        WHEN b.destination = '{"type":"service"}' THEN b.destination
+        WHEN b.destination ->> '$.type' = 'customer_s3' THEN printf('{"endpoint":%s,"bucket":%s,"prefix":%s,"type":"customer_s3"}',
+        json_quote(b.destination ->> '$.endpoint'), json_quote(b.destination ->> '$.bucket'),
+        json_quote(b.destination ->> '$.prefix'))
+        ELSE printf('{"type":%s}', json_quote(b.destination ->> '$.type'))
+    END,
+    CASE WHEN b.next_run_at IS NULL THEN 'null' ELSE printf('"%.23sZ"', b.next_run_at) END,
+    b.created_at, b.updated_at
+)
+
+-- name: session_find_with_backup_json
+-- session_find_with_backup with the backup as the API's JSON text (body; NULL when the
+-- session's workspace has no backup of this id): the read model of GET /v1/backups/{id}.
+SELECT s.id AS g_id, s.token_hash AS g_token_hash, s.user_id AS g_user_id,
+       s.workspace_id AS g_workspace_id, s.created_at AS g_created_at,
+       s.expires_at AS g_expires_at, s.revoked_at AS g_revoked_at, u.email AS g_user_email,
+       u.name AS g_user_name, u.idp_subject AS g_user_idp_subject,
+       u.created_at AS g_user_created_at, m.role AS g_role_slug, r.name AS g_role_name,
+       r.permissions AS g_role_permissions,
+       CASE WHEN b.id IS NULL THEN NULL ELSE /*fragment backup_json*/ END AS body
+FROM sessions AS s
+JOIN users AS u ON u.id = s.user_id
+LEFT JOIN memberships AS m ON m.workspace_id = s.workspace_id AND m.user_id = s.user_id
+LEFT JOIN roles AS r ON r.workspace_id = m.workspace_id AND r.slug = m.role
+LEFT JOIN backups AS b ON b.workspace_id = s.workspace_id AND b.id = :id
+WHERE s.token_hash = :token_hash
+LIMIT 1
+
+-- name: session_find_with_backups_json
+-- session_find_with_backups as one row: the session's columns (g_*), the page's items as
+-- the API's JSON texts joined by commas in list order (items; NULL when none), and the
+-- sort key of the last one shown when another follows (next_created_at, next_id): the
+-- read model of GET /v1/workspaces/{wid}/backups. No row without a session; no items
+-- unless :workspace_id is the session's workspace. :limit is :page_size + 1.
+-- A materialized CTE is read back in the order it was written (page's ORDER BY), and
+-- group_concat joins rows in the order it reads them: SQLite 3.40 has no ORDER BY inside
+-- an aggregate, and a window over the rows cost as much as rendering them. The contract
+-- test compares every page with the presenter's, in order.
+WITH g AS MATERIALIZED (
+    SELECT s.id AS g_id, s.token_hash AS g_token_hash, s.user_id AS g_user_id,
+           s.workspace_id AS g_workspace_id, s.created_at AS g_created_at,
+           s.expires_at AS g_expires_at, s.revoked_at AS g_revoked_at,
+           u.email AS g_user_email, u.name AS g_user_name,
+           u.idp_subject AS g_user_idp_subject, u.created_at AS g_user_created_at,
+           m.role AS g_role_slug, r.name AS g_role_name, r.permissions AS g_role_permissions
+    FROM sessions AS s
+    JOIN users AS u ON u.id = s.user_id
+    LEFT JOIN memberships AS m ON m.workspace_id = s.workspace_id AND m.user_id = s.user_id
+    LEFT JOIN roles AS r ON r.workspace_id = m.workspace_id AND r.slug = m.role
+    WHERE s.token_hash = :token_hash
+),
+page AS MATERIALIZED (
+    SELECT created_at, id, /*fragment backup_json*/ AS body
+    FROM backups AS b
+    WHERE workspace_id = :workspace_id
+      AND workspace_id = (SELECT g_workspace_id FROM g) /*filters*/
+    ORDER BY created_at DESC, id DESC
+    LIMIT :limit
+),
+shown AS MATERIALIZED (SELECT created_at, id, body FROM page LIMIT :page_size),
+last AS (
+    SELECT created_at, id FROM shown
+    WHERE (SELECT count(*) FROM page) > :page_size
+    LIMIT 1 OFFSET :page_size - 1
+)
+SELECT g.*, (SELECT group_concat(body, ',') FROM shown) AS items,
+       (SELECT created_at FROM last) AS next_created_at, (SELECT id FROM last) AS next_id
+FROM g
