@@ -43,3 +43,52 @@ WHERE backup_limit = 0 OR backup_count < backup_limit
 -- One process serves a SQLite database: its in-process signals wake waiting claims after
 -- the commit, so there is nothing to say to the database.
 SELECT NULL AS announced
+
+-- name: backup_create_in_session
+-- A session's create as a transaction of its own, its three statements in one hop to the
+-- database's thread (see the PostgreSQL text for the checks, which are the same): the
+-- backup only if the session authorizes it and the workspace admits it; its event only if
+-- the backup was added; created is 1 when the backup exists afterwards (a second run
+-- of the same create writes nothing twice, as on PostgreSQL).
+INSERT INTO backups (
+    id, workspace_id, name, name_key, kind, state, paused, source, sealed_credentials,
+    schedule_cron, schedule_timezone, worker_id, retention_expire_after_seconds,
+    retention_lock_for_seconds, destination, sealed_destination_credentials, next_run_at,
+    created_at, updated_at
+)
+SELECT :id, :workspace_id, :name, :name_key, :kind, :state, :paused, :source,
+       :sealed_credentials, :schedule_cron, :schedule_timezone, :worker_id,
+       :retention_expire_after_seconds, :retention_lock_for_seconds, :destination,
+       :sealed_destination_credentials, :next_run_at, :created_at, :updated_at
+FROM (
+    SELECT s.user_id, s.workspace_id, s.expires_at, s.revoked_at, m.role, r.permissions
+    FROM sessions AS s
+    JOIN users AS u ON u.id = s.user_id
+    LEFT JOIN memberships AS m ON m.workspace_id = s.workspace_id AND m.user_id = s.user_id
+    LEFT JOIN roles AS r ON r.workspace_id = m.workspace_id AND r.slug = m.role
+    WHERE s.token_hash = :token_hash
+    LIMIT 1
+) AS g
+JOIN workspaces AS w ON w.id = g.workspace_id
+WHERE g.workspace_id = :workspace_id AND g.revoked_at IS NULL AND :now < g.expires_at
+  AND (g.role IN (SELECT value FROM json_each(:granting_builtin))
+       OR (g.role NOT IN (SELECT value FROM json_each(:builtin))
+           AND EXISTS (SELECT 1 FROM json_each(g.permissions) AS held
+                       WHERE held.value IN (SELECT value FROM json_each(:permissions)))))
+  AND w.billing_state IN (SELECT value FROM json_each(:billing_states))
+  AND (COALESCE(w.quota_overrides ->> '$.backups_per_workspace', :default_limit) = 0
+       OR w.backup_count
+          < COALESCE(w.quota_overrides ->> '$.backups_per_workspace', :default_limit))
+  AND NOT EXISTS (SELECT 1 FROM backups WHERE id = :id);
+INSERT INTO audit_events (
+    id, workspace_id, occurred_at, actor_type, actor_id, action, target_type, target_id,
+    request_id, outcome, changes
+)
+SELECT :event_id, :workspace_id, :occurred_at, :actor_type, s.user_id, :action,
+       :target_type, :target_id, :request_id, :outcome, :changes
+FROM sessions AS s
+WHERE s.token_hash = :token_hash
+  AND EXISTS (SELECT 1 FROM backups WHERE workspace_id = :workspace_id AND id = :id)
+  AND NOT EXISTS (SELECT 1 FROM audit_events WHERE id = :event_id)
+LIMIT 1;
+SELECT count(*) AS created FROM backups WHERE workspace_id = :workspace_id AND id = :id;
