@@ -50,11 +50,14 @@ SELECT pg_notify('strongroom_runs', CAST(:workspace_id AS text)) AS announced
 -- and the backup are written only if every check passes, the checks of a session caller
 -- (``Access.session_caller``, ``Access.permits``) and of the workspace's admission
 -- (``Workspace.admit``) as SQL conditions:
---   the session of :token_hash (the first row, as session_find) is live at :now and scoped
+--   (lists are comma-separated text)
+--   the session of :token_hash (the first row, as session_find; its person exists by the
+--   foreign key) is live at :now and scoped
 --   to :workspace_id; its person is a member there, whose role is a built-in one among
 --   :granting_builtin, or a custom one (a slug not among :builtin) holding one of
 --   :permissions; the workspace's billing state is among :billing_states and it holds
---   fewer backups than its limit (an override, else :default_limit; 0 is unlimited).
+--   fewer backups than its limit (an override, else :default_limit; 0 is unlimited,
+--   taken as 1e18).
 -- The lock makes a concurrent create wait and then see the new count (the conditions are
 -- checked again on the row as it is once locked). The backup's insert follows the event's
 -- (kept short: pg_stat_activity shows the first 1024 bytes, and the statement waiting to
@@ -65,19 +68,19 @@ SELECT pg_notify('strongroom_runs', CAST(:workspace_id AS text)) AS announced
 -- goes unseen here (created 0), and the repository looks again.
 WITH g AS (
   SELECT s.user_id, s.workspace_id, s.expires_at, s.revoked_at, m.role, r.permissions
-  FROM sessions s JOIN users u ON u.id = s.user_id
+  FROM sessions s
   LEFT JOIN memberships m ON m.workspace_id = s.workspace_id AND m.user_id = s.user_id
   LEFT JOIN roles r ON r.workspace_id = m.workspace_id AND r.slug = m.role
   WHERE s.token_hash = :token_hash LIMIT 1
 ), a AS (
   SELECT g.user_id FROM workspaces w, g
   WHERE w.id = :workspace_id AND g.workspace_id = :workspace_id AND g.revoked_at IS NULL
-    AND :now < g.expires_at AND (g.role = ANY(:granting_builtin) OR (NOT g.role = ANY(:builtin)
-      AND g.permissions && CAST(:permissions AS text[])))
-    AND w.billing_state = ANY(:billing_states)
-    AND (COALESCE((w.quota_overrides ->> 'backups_per_workspace')::bigint, :default_limit)
-      = 0 OR w.backup_count
-      < COALESCE((w.quota_overrides ->> 'backups_per_workspace')::bigint, :default_limit))
+    AND :now < g.expires_at AND (g.role = ANY(string_to_array(:granting_builtin, ','))
+      OR (NOT g.role = ANY(string_to_array(:builtin, ','))
+      AND g.permissions && string_to_array(:permissions, ',')))
+    AND w.billing_state = ANY(string_to_array(:billing_states, ','))
+    AND w.backup_count < COALESCE(NULLIF(COALESCE(
+      (w.quota_overrides ->> 'backups_per_workspace')::bigint, :default_limit), 0), 1e18)
   FOR NO KEY UPDATE OF w
 ), e AS (
   INSERT INTO audit_events (id, workspace_id, occurred_at, actor_type, actor_id, action,

@@ -46,7 +46,8 @@ SELECT NULL AS announced
 
 -- name: backup_create_in_session
 -- A session's create as a transaction of its own, its three statements in one hop to the
--- database's thread (see the PostgreSQL text for the checks, which are the same): the
+-- database's thread (see the PostgreSQL text for the checks, which are the same; lists are
+-- comma-separated text, matched whole between commas): the
 -- backup only if the session authorizes it and the workspace admits it; its event only if
 -- the backup was added; created is 1 when the backup exists afterwards (a second run
 -- of the same create writes nothing twice, as on PostgreSQL).
@@ -71,11 +72,11 @@ FROM (
 ) AS g
 JOIN workspaces AS w ON w.id = g.workspace_id
 WHERE g.workspace_id = :workspace_id AND g.revoked_at IS NULL AND :now < g.expires_at
-  AND (g.role IN (SELECT value FROM json_each(:granting_builtin))
-       OR (g.role NOT IN (SELECT value FROM json_each(:builtin))
+  AND (instr(',' || :granting_builtin || ',', ',' || g.role || ',') > 0
+       OR (instr(',' || :builtin || ',', ',' || g.role || ',') = 0
            AND EXISTS (SELECT 1 FROM json_each(g.permissions) AS held
-                       WHERE held.value IN (SELECT value FROM json_each(:permissions)))))
-  AND w.billing_state IN (SELECT value FROM json_each(:billing_states))
+                       WHERE instr(',' || :permissions || ',', ',' || held.value || ',') > 0)))
+  AND instr(',' || :billing_states || ',', ',' || w.billing_state || ',') > 0
   AND (COALESCE(w.quota_overrides ->> '$.backups_per_workspace', :default_limit) = 0
        OR w.backup_count
           < COALESCE(w.quota_overrides ->> '$.backups_per_workspace', :default_limit))
