@@ -46,11 +46,11 @@ SELECT NULL AS announced
 
 -- name: backup_create_in_session
 -- A session's create as a transaction of its own, its three statements in one hop to the
--- database's thread (see the PostgreSQL text for the checks, which are the same; lists are
--- comma-separated text, matched whole between commas): the
--- backup only if the session authorizes it and the workspace admits it; its event only if
--- the backup was added; created is 1 when the backup exists afterwards (a second run
--- of the same create writes nothing twice, as on PostgreSQL).
+-- database's thread (see the PostgreSQL text for the checks, which are the same; lists
+-- are comma-separated text, matched whole between commas: role slugs and permission
+-- names hold no comma): the backup only if the session authorizes it and the workspace
+-- admits it; its event only if the backup was added; created is 1 when the backup exists
+-- afterwards (a second run of the same create writes nothing twice, as on PostgreSQL).
 INSERT INTO backups (
     id, workspace_id, name, name_key, kind, state, paused, source, sealed_credentials,
     schedule_cron, schedule_timezone, worker_id, retention_expire_after_seconds,
