@@ -16,6 +16,10 @@ def clean_name(raw: str, field: str = "name") -> str:
         raise InvalidRequestError(
             f"{field} must be 1 to {MAX_NAME_LENGTH} characters after trimming"
         )
+    if name.isprintable():
+        # No character of category C* or Z* but the space, so no Cc and no Cs: the
+        # scans below, a lookup per character, are for the rare names that fail this.
+        return name
     if any(unicodedata.category(char) == "Cc" for char in name):
         raise InvalidRequestError(f"{field} must not contain control characters")
     if any(unicodedata.category(char) == "Cs" for char in name):

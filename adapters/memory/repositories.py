@@ -26,7 +26,7 @@ from strongroom.domain.invitations import Invitation, InvitationState
 from strongroom.domain.machines import ApiKey, Worker
 from strongroom.domain.names import email_key, name_key
 from strongroom.domain.pagination import K, Page, PageRequest, page_of, sort_key
-from strongroom.domain.permissions import BUILTIN_ROLES, Role
+from strongroom.domain.permissions import BUILTIN_ROLES, Permission, Role
 from strongroom.domain.principals import Actor, PrincipalType, Session
 from strongroom.domain.restores import Restore, RestoreState
 from strongroom.domain.runs import Run, RunState
@@ -289,6 +289,27 @@ class MemorySessionRepository(_Repository):
         by_person = evolve(event, actor=Actor(PrincipalType.USER, grant.session.user_id))
         added = await MemoryBackupRepository(self._tx).add_admitted(backup, by_person, admission)
         return grant, added
+
+    async def create_backup(
+        self,
+        token_hash: str,
+        backup: Backup,
+        event: AuditEvent,
+        admission: Admission,
+        permissions: Sequence[Permission],
+        now: datetime,
+    ) -> bool:
+        grant = await self.find(token_hash)
+        if (
+            grant is None
+            or not grant.session.is_live(now)
+            or grant.session.workspace_id != backup.workspace_id
+            or grant.role is None
+            or not any(permission in grant.role.permissions for permission in permissions)
+        ):
+            return False
+        by_person = evolve(event, actor=Actor(PrincipalType.USER, grant.session.user_id))
+        return await MemoryBackupRepository(self._tx).add_admitted(backup, by_person, admission)
 
     async def revoke(self, session_id: UUID, at: datetime) -> None:
         session = self._tx.read(self.table).get(session_id)

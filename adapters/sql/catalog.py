@@ -62,6 +62,7 @@ class Q(StrEnum):
     SESSION_REVOKE = "session_revoke"
     BACKUP_INSERT = "backup_insert"
     BACKUP_INSERT_ADMITTED = "backup_insert_admitted"
+    BACKUP_CREATE_IN_SESSION = "backup_create_in_session"
     BACKUP_GET = "backup_get"
     BACKUP_UPDATE = "backup_update"
     BACKUP_DELETE = "backup_delete"

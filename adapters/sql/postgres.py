@@ -118,6 +118,12 @@ ADAPTERS = AdaptersMap(psycopg.adapters)
 set_json_loads(orjson.loads, ADAPTERS)
 
 
+CLIENT_CHECK_MS = 100
+"""How often the server checks, while a statement runs, that its client is still there
+(PostgreSQL 14 and later): a statement committed on its own (``write_alone``) whose client
+went away stops instead of committing unseen."""
+
+
 def create_pool(
     conninfo: str,
     *,
@@ -139,6 +145,7 @@ def create_pool(
         "-c TimeZone=UTC"
         f" -c statement_timeout={round(statement_timeout * 1000)}"
         f" -c idle_in_transaction_session_timeout={round(idle_in_transaction_timeout * 1000)}"
+        f" -c client_connection_check_interval={CLIENT_CHECK_MS}"
     )
     return AsyncConnectionPool(
         conninfo,
@@ -643,6 +650,54 @@ class PostgresTransaction:
                 # first's winning, name the refusal (constraint names tell them apart).
                 merged = {k: v for _, params in reversed(texts) for k, v in params.items()}
                 raise translate(error, merged) from error
+
+    async def write_alone(self, query: Q, params: Params) -> Row | None:
+        """``query``, one statement, in autocommit: committed when it answers, one round
+        trip.
+
+        Retried on another connection when this one was found dead before the server
+        answered (a restarted server costs no request). The earlier attempt may still be
+        running on the server, or have committed: the statement must do nothing twice and
+        say so (``backup_create_in_session`` inserts ``ON CONFLICT (id) DO NOTHING``). The
+        retry waits for locks at most ``RETRY_LOCK_TIMEOUT`` (as ``write_all``'s), in a
+        transaction of its own sent with its ``COMMIT``: still one round trip. The server
+        drops a statement whose client has gone within ``CLIENT_CHECK_MS``
+        (``client_connection_check_interval``), so an attempt cut while it waits for a
+        lock does not commit once the lock is free.
+        """
+        if self._writing:
+            raise RuntimeError("write_alone is a transaction of its own: none may be open")
+        text = self._queries.text(query).encode()
+        retried = False
+        while True:
+            deadline: _Deadline | None = None
+            cursor: psycopg.AsyncCursor[DictRow] | None = None
+            try:
+                connection = await self._take_connection()
+                with self._deadline(connection) as deadline:
+                    cursor = connection.cursor(row_factory=dict_row)
+                    if not retried:
+                        await cursor.execute(text, params)
+                    else:
+                        try:
+                            async with connection.pipeline():
+                                await connection.execute(b"BEGIN")
+                                await connection.execute(RETRY_LOCK_TIMEOUT)
+                                await cursor.execute(text, params)
+                                await connection.execute(b"COMMIT")
+                        finally:
+                            status = connection.info.transaction_status
+                            self._writing = status != TransactionStatus.IDLE
+                    found: Row | None = await cursor.fetchone()
+                    return found
+            except psycopg.Error as error:
+                unanswered = cursor is None or cursor.pgresult is None
+                if unanswered and await self._may_retry(error, False, deadline):
+                    retried = True
+                    continue
+                if deadline is not None and deadline.cut:
+                    await self._discard()
+                raise translate(error, params) from error
 
     async def commit(self) -> None:
         """Commit the transaction, if one is open."""

@@ -14,6 +14,7 @@ read-only unit of work.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, Literal, Protocol
@@ -30,7 +31,7 @@ from strongroom.domain.invitations import Invitation
 from strongroom.domain.machines import ApiKey, Worker
 from strongroom.domain.names import email_key
 from strongroom.domain.pagination import Page, PageRequest, page_of
-from strongroom.domain.permissions import Role
+from strongroom.domain.permissions import BUILTIN_ROLES, Permission, Role
 from strongroom.domain.principals import Session
 from strongroom.domain.quotas import QuotaResource
 from strongroom.domain.restores import Restore
@@ -92,6 +93,18 @@ class Statements(Protocol):
         """
         ...
 
+    async def write_alone(self, query: Q, params: Params) -> Row | None:
+        """Run ``query`` as a transaction of its own, committed before it returns, as the
+        unit's first statement; the first row of its last statement.
+
+        On PostgreSQL it is one statement in autocommit (data-modifying CTEs): one round
+        trip, its locks held only while it runs and commits. On SQLite the text may be a
+        script of several statements, run between ``BEGIN IMMEDIATE`` and ``COMMIT`` in one
+        hop to a thread. It may be retried after a lost connection, so it must be written
+        to do nothing twice.
+        """
+        ...
+
 
 def _require(present: bool, what: str) -> None:
     if not present:
@@ -116,15 +129,57 @@ def _admitted_backup_params(
     if admission.resource is not QuotaResource.BACKUPS_PER_WORKSPACE:
         raise ValueError(f"backups are admitted against their own quota, not {admission}")
     insert = rows.backup_params(backup, codec)
-    insert["billing_states"] = codec.text_list(
-        sorted(state.value for state in admission.billing_states)
-    )
+    insert["billing_states"] = codec.text_list(_billing_states(admission))
     insert["default_limit"] = admission.default_limit
     insert["token_hash"] = None
     audit = rows.audit_params(event, codec)
     audit["backup_id"] = codec.uuid(backup.id)
     audit["token_hash"] = None
     return insert, audit
+
+
+@functools.cache
+def _billing_states(admission: Admission) -> list[str]:
+    """The billing states that admit (worked out once per admission, not per create)."""
+    return sorted(state.value for state in admission.billing_states)
+
+
+# The columns of a session's create's event that it takes as they are (the id becomes
+# ``event_id``; the workspace is the backup's; the actor is the session's person).
+_EVENT_COLUMNS = (
+    "occurred_at",
+    "actor_type",
+    "action",
+    "target_type",
+    "target_id",
+    "request_id",
+    "outcome",
+    "changes",
+)
+
+
+@functools.cache
+def _create_lists(
+    admission: Admission, permissions: tuple[Permission, ...]
+) -> tuple[str, str, str, str]:
+    """The list parameters of ``backup_create_in_session``, comma-separated: the billing
+    states that admit, the built-in roles holding one of ``permissions``, every built-in
+    role, and the permissions."""
+    granting = [
+        slug
+        for slug, role in BUILTIN_ROLES.items()
+        if any(permission in role.permissions for permission in permissions)
+    ]
+    lists = (
+        _billing_states(admission),
+        sorted(granting),
+        sorted(BUILTIN_ROLES),
+        [permission.value for permission in permissions],
+    )
+    if any("," in value for values in lists for value in values):
+        raise ValueError("a comma inside a value of a comma-separated list")
+    first, second, third, fourth = (",".join(values) for values in lists)
+    return first, second, third, fourth
 
 
 def _joined_session(row: Row) -> Row:
@@ -360,6 +415,37 @@ class SqlSessionRepository(_Repository):
         if row is None:
             return None
         return rows.session_grant_from_row(row, self._codec), inserted == 1
+
+    async def create_backup(
+        self,
+        token_hash: str,
+        backup: Backup,
+        event: AuditEvent,
+        admission: Admission,
+        permissions: Sequence[Permission],
+        now: datetime,
+    ) -> bool:
+        """The checks and the writes in one statement committed on its own (PostgreSQL:
+        one round trip) or one script in one hop (SQLite): ``backup_create_in_session``."""
+        codec = self._codec
+        params, audit = _admitted_backup_params(backup, event, admission, codec)
+        for column in _EVENT_COLUMNS:
+            params[column] = audit[column]
+        params["event_id"] = audit["id"]
+        params["token_hash"] = token_hash
+        params["now"] = codec.timestamp(now)
+        # Lists as comma-separated text (none of these values holds a comma): psycopg
+        # adapts a list as an array, a few times the cost of a string.
+        lists = _create_lists(admission, tuple(permissions))
+        params["billing_states"] = lists[0]
+        params["granting_builtin"], params["builtin"], params["permissions"] = lists[1:]
+        row = await self._db.write_alone(Q.BACKUP_CREATE_IN_SESSION, params)
+        if row is not None and int(row["created"]) == 1:
+            return True
+        # Refused, or a retried statement that found its earlier attempt committed after
+        # its snapshot: a fresh look tells them apart (refusals only; each costs more).
+        key = {"workspace_id": params["workspace_id"], "id": params["id"]}
+        return await self._db.fetch_one(Q.BACKUP_GET, key) is not None
 
     async def revoke(self, session_id: UUID, at: datetime) -> None:
         """End a session (a second revocation keeps the first time)."""

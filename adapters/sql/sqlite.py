@@ -27,6 +27,7 @@ seconds, in the queue or for another process's write lock, gives up with
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import os
 import re
@@ -427,6 +428,42 @@ class SqliteTransaction:
         ]
         return await self._run_steps(texts, True) if texts else []
 
+    async def write_alone(self, query: Q, params: Params) -> Row | None:
+        """The statements of ``query`` (a script) between ``BEGIN IMMEDIATE`` and
+        ``COMMIT``, in one hop to a thread; the first row of the last one."""
+        if self._writing:
+            raise RuntimeError("write_alone is a transaction of its own: none may be open")
+        statements = _script(self._queries.text(query))
+        if not self._holds_writer:
+            await self._take_writer()
+
+        def work(connection: sqlite3.Connection) -> Row | None:
+            connection.execute("BEGIN IMMEDIATE")
+            self._writing = True
+            found: Row | None = None
+            for text in statements:
+                cursor = connection.cursor()
+                cursor.row_factory = None
+                try:
+                    cursor.execute(text, params)
+                    row = cursor.fetchone()
+                    names = [column[0] for column in cursor.description or ()]
+                finally:
+                    cursor.close()
+                found = None if row is None else dict(zip(names, row, strict=True))
+            connection.execute("COMMIT")
+            self._writing = False
+            return found
+
+        try:
+            written = await self._call(work, params)
+        except Exception:
+            if not self._writing:  # BEGIN IMMEDIATE failed: nothing is held
+                self._drop_writer()
+            raise
+        self._drop_writer()
+        return written
+
     async def commit(self) -> None:
         """Commit the write transaction, if one is open, and let the next writer in."""
         if self._connection is None or not self._writing:
@@ -519,6 +556,12 @@ class _SqliteMigrationTarget:
                 connection.execute("ROLLBACK")
             raise
         return done is None
+
+
+@functools.cache
+def _script(text: str) -> tuple[str, ...]:
+    """The statements of a query's text, split once."""
+    return tuple(split_statements(text))
 
 
 def split_statements(script: str) -> Iterator[str]:

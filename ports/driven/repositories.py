@@ -22,7 +22,7 @@ from strongroom.domain.backups import Backup
 from strongroom.domain.invitations import Invitation
 from strongroom.domain.machines import ApiKey, Worker
 from strongroom.domain.pagination import Page, PageRequest
-from strongroom.domain.permissions import Role
+from strongroom.domain.permissions import Permission, Role
 from strongroom.domain.principals import Session
 from strongroom.domain.restores import Restore
 from strongroom.domain.runs import Run, RunState
@@ -183,6 +183,28 @@ class SessionRepository(Protocol):
 
         Nothing is visible before the unit commits: commit only once the grant authorizes
         the create. None when there is no such session (and nothing was added).
+        """
+        ...
+
+    async def create_backup(
+        self,
+        token_hash: str,
+        backup: Backup,
+        event: AuditEvent,
+        admission: Admission,
+        permissions: Sequence[Permission],
+        now: datetime,
+    ) -> bool:
+        """Add ``backup`` and ``event`` (its actor the session's person) only if the
+        session of ``token_hash`` would authorize the create and the workspace admits it,
+        decided in the write itself: the session is live at ``now``, scoped to the
+        backup's workspace, its person's role there (built-in or custom) holds one of
+        ``permissions``; the workspace's billing state and backups quota admit one more
+        (``admission``). False, with nothing written, otherwise (the caller finds out why
+        with the ordinary checks). ``NameTakenError`` for a name in use.
+
+        Adapters may commit it at once, as a transaction of its own (one round trip on
+        PostgreSQL): it must be the unit's first write, and the unit's commit follows.
         """
         ...
 

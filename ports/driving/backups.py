@@ -10,7 +10,7 @@ import attrs
 from strongroom.domain.audit import JsonValue, diff
 from strongroom.domain.backups import UNSET, Backup, BackupChanges, BackupKind
 from strongroom.domain.billing import GatedOperation
-from strongroom.domain.errors import ArtifactLockedError, StrongroomError, UnauthenticatedError
+from strongroom.domain.errors import ArtifactLockedError, StrongroomError
 from strongroom.domain.names import clean_name
 from strongroom.domain.pagination import Page, PageRequest
 from strongroom.domain.permissions import Permission
@@ -112,17 +112,16 @@ class Backups:
     async def _create_in_session(
         self, bearer: Bearer, workspace_id: UUID, name: str, kind: BackupKind
     ) -> Backup | None:
-        """The create of a session in two round trips: the session look-up with the
-        admitted insert and its event, then the commit. None, with nothing written, when
-        anything is amiss (credential, permission, name, admission): the full path then
-        says what, in the contract's order."""
+        """The create of a session in one write that checks what ``Access`` and the
+        workspace's admission would (credential, scope, permission, billing, quota) and
+        commits on its own: one round trip on PostgreSQL. None, with nothing written, when
+        anything is amiss: the full path then says what, in the contract's order."""
         try:
             name = clean_name(name)
         except StrongroomError:
             return None
-        backup = Backup.draft(
-            self._deps.ids.new_id(), workspace_id, name, kind, self._deps.clock.now()
-        )
+        now = self._deps.clock.now()
+        backup = Backup.draft(self._deps.ids.new_id(), workspace_id, name, kind, now)
         event = session_event(
             self._deps,
             bearer.request_id,
@@ -131,16 +130,16 @@ class Backups:
             backup.id,
             diff({}, audit_snapshot(backup)),
         )
-        token_hash = hash_token(bearer.token)
         async with self._deps.uow() as uow:
-            found = await uow.sessions.find_adding_backup(token_hash, backup, event, ADMIT_BACKUP)
-            if found is None or not found[1]:
-                return None
-            try:
-                caller = self._access.session_caller(found[0], token_hash, bearer.request_id)
-            except UnauthenticatedError:
-                return None
-            if not self._access.permits(caller, CREATE_BACKUP, workspace_id):
+            created = await uow.sessions.create_backup(
+                hash_token(bearer.token),
+                backup,
+                event,
+                ADMIT_BACKUP,
+                CREATE_BACKUP.permissions,
+                now,
+            )
+            if not created:
                 return None
             await uow.commit()
         return backup

@@ -52,6 +52,26 @@ class TestCleanName:
         assert not any(unicodedata.category(c) in ("Cc", "Cs") for c in name)
         assert clean_name(name) == name
 
+    @given(st.text(max_size=120))
+    @example("tab\there")
+    @example("zero\u200bwidth")
+    @example("line\u2028separator")
+    @example("private\ue000use")
+    def test_accepts_exactly_what_the_category_rule_accepts(self, raw: str) -> None:
+        """Accepted exactly when, trimmed, it has 1 to 100 characters none of which is
+        of category Cc or Cs (however the check is made fast: other unprintable
+        characters, such as format characters and separators, are fine)."""
+        name = raw.strip()
+        allowed = 1 <= len(name) <= 100 and not any(
+            unicodedata.category(c) in ("Cc", "Cs") for c in name
+        )
+        try:
+            assert clean_name(raw) == name
+        except InvalidRequestError:
+            assert not allowed
+        else:
+            assert allowed
+
     @pytest.mark.parametrize("length", [1, 99, 100])
     def test_lengths_up_to_a_hundred_are_accepted(self, length: int) -> None:
         """The limits are inclusive: 1 and 100 characters are fine."""

@@ -131,3 +131,65 @@ FROM page
 SELECT g.*, p.items, CASE WHEN p.more THEN p.last_at END AS next_created_at,
 CASE WHEN p.more THEN p.last_id END AS next_id
 FROM g, p
+
+-- name: backup_create_in_session
+-- A session's create in one statement, committed on its own (autocommit): one round trip,
+-- and the workspace row is locked only while this statement runs and commits. The event
+-- and the backup are written only if every check passes, the checks of a session caller
+-- (``Access.session_caller``, ``Access.permits``) and of the workspace's admission
+-- (``Workspace.admit``) as SQL conditions:
+--   (lists are comma-separated text)
+--   the session of :token_hash (the first row, as session_find; its person exists by the
+--   foreign key) is live at :now and scoped
+--   to :workspace_id; its person is a member there, whose role is a built-in one among
+--   :granting_builtin, or a custom one (a slug not among :builtin) holding one of
+--   :permissions; the workspace's billing state is among :billing_states and it holds
+--   fewer backups than its limit (an override, else :default_limit; 0 is unlimited,
+--   taken as 1e18).
+-- The lock makes a concurrent create wait and then see the new count (the conditions are
+-- checked again on the row as it is once locked). The backup's insert follows the event's
+-- (kept short: pg_stat_activity shows the first 1024 bytes, and the statement waiting to
+-- insert an event must be recognisable there). created is 1 when both were written.
+-- A retry of a statement whose answer was lost with its connection writes nothing twice:
+-- the event's insert waits for the earlier attempt, if it is still running, and does
+-- nothing if that committed; its backup, committed after this statement's snapshot, then
+-- goes unseen here (created 0), and the repository looks again.
+WITH g AS (
+  SELECT s.user_id, s.workspace_id, s.expires_at, s.revoked_at, m.role, r.permissions
+  FROM sessions s
+  LEFT JOIN memberships m ON m.workspace_id = s.workspace_id AND m.user_id = s.user_id
+  LEFT JOIN roles r ON r.workspace_id = m.workspace_id AND r.slug = m.role
+  WHERE s.token_hash = :token_hash LIMIT 1
+), a AS (
+  SELECT g.user_id FROM workspaces w, g
+  WHERE w.id = :workspace_id AND g.workspace_id = :workspace_id AND g.revoked_at IS NULL
+    AND :now < g.expires_at AND (g.role = ANY(string_to_array(:granting_builtin, ','))
+      OR (NOT g.role = ANY(string_to_array(:builtin, ','))
+      AND g.permissions && string_to_array(:permissions, ',')))
+    AND w.billing_state = ANY(string_to_array(:billing_states, ','))
+    AND w.backup_count < COALESCE(NULLIF(COALESCE(
+      (w.quota_overrides ->> 'backups_per_workspace')::bigint, :default_limit), 0), 1e18)
+  FOR NO KEY UPDATE OF w
+), e AS (
+  INSERT INTO audit_events (id, workspace_id, occurred_at, actor_type, actor_id, action,
+    target_type, target_id, request_id, outcome, changes)
+  SELECT :event_id, :workspace_id, :occurred_at, :actor_type, user_id, :action, :target_type,
+    :target_id, :request_id, :outcome, :changes
+  FROM a
+  ON CONFLICT (id) DO NOTHING
+  RETURNING id
+), b AS (
+  INSERT INTO backups (
+    id, workspace_id, name, name_key, kind, state, paused, source, sealed_credentials,
+    schedule_cron, schedule_timezone, worker_id, retention_expire_after_seconds,
+    retention_lock_for_seconds, destination, sealed_destination_credentials, next_run_at,
+    created_at, updated_at
+  )
+  SELECT :id, :workspace_id, :name, :name_key, :kind, :state, :paused, :source,
+    :sealed_credentials, :schedule_cron, :schedule_timezone, :worker_id,
+    :retention_expire_after_seconds, :retention_lock_for_seconds, :destination,
+    :sealed_destination_credentials, :next_run_at, :created_at, :updated_at
+  FROM e
+  RETURNING id
+)
+SELECT count(*) AS created FROM b
