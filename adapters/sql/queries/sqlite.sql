@@ -122,10 +122,11 @@ LIMIT 1
 -- sort key of the last one shown when another follows (next_created_at, next_id): the
 -- read model of GET /v1/workspaces/{wid}/backups. No row without a session; no items
 -- unless :workspace_id is the session's workspace. :limit is :page_size + 1.
--- A materialized CTE is read back in the order it was written (page's ORDER BY), and
--- group_concat joins rows in the order it reads them: SQLite 3.40 has no ORDER BY inside
--- an aggregate, and a window over the rows cost as much as rendering them. The contract
--- test compares every page with the presenter's, in order.
+-- Every step that takes rows by position orders them itself (LIMIT and OFFSET of a
+-- materialized CTE do not promise its written order). SQLite 3.40 has no ORDER BY inside
+-- an aggregate: group_concat reads an ordered subquery, SQLite's usual idiom for it (a
+-- window over the rows cost as much as rendering them). The contract test compares every
+-- page with the presenter's, in order.
 WITH g AS MATERIALIZED (
     SELECT s.id AS g_id, s.token_hash AS g_token_hash, s.user_id AS g_user_id,
            s.workspace_id AS g_workspace_id, s.created_at AS g_created_at,
@@ -147,13 +148,17 @@ page AS MATERIALIZED (
     ORDER BY created_at DESC, id DESC
     LIMIT :limit
 ),
-shown AS MATERIALIZED (SELECT created_at, id, body FROM page LIMIT :page_size),
+shown AS MATERIALIZED (
+    SELECT created_at, id, body FROM page ORDER BY created_at DESC, id DESC LIMIT :page_size
+),
 last AS (
     SELECT created_at, id FROM shown
     WHERE (SELECT count(*) FROM page) > :page_size
-    LIMIT 1 OFFSET :page_size - 1
+    ORDER BY created_at DESC, id DESC LIMIT 1 OFFSET :page_size - 1
 )
-SELECT g.*, (SELECT group_concat(body, ',') FROM shown) AS items,
+SELECT g.*,
+       (SELECT group_concat(body, ',')
+        FROM (SELECT body FROM shown ORDER BY created_at DESC, id DESC)) AS items,
        (SELECT created_at FROM last) AS next_created_at, (SELECT id FROM last) AS next_id
 FROM g
 
