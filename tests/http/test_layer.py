@@ -127,3 +127,15 @@ def test_middleware_an_embedder_adds_runs_inside_the_layer(facade: Strongroom) -
             assert response.status_code == status
             assert response.headers["x-stamp"] == "1"
             assert response.headers["x-request-id"].startswith("req_")
+
+
+def test_repeated_answers_do_not_accumulate_headers(cors_api: Api) -> None:
+    """An answer the application reuses (the liveness probe's) gets the layer's headers
+    afresh each time, never on top of the previous request's."""
+    for number in range(3):
+        response = cors_api.client.get(
+            "/healthz", headers={"Origin": ORIGIN, "X-Request-ID": f"n{number}"}
+        )
+        assert request_ids(response.headers) == [f"n{number}"]
+        assert response.headers.get_list("access-control-allow-origin") == [ORIGIN]
+        assert response.headers["vary"] == "Origin"
