@@ -19,8 +19,8 @@ from uuid import UUID
 import orjson
 from starlette.requests import Request
 from starlette.responses import Response
+from starlette.types import Scope
 
-from strongroom.adapters.http.errors import request_id_of
 from strongroom.adapters.http.shapes import EmptyBody
 from strongroom.adapters.http.wire import parse_json_object, present, structure
 from strongroom.domain.errors import InvalidRequestError, StrongroomError, UnauthenticatedError
@@ -67,18 +67,22 @@ class ApiContext:
         self.request = request
         self._body = body
         self._oversized = oversized
-        self.facade: Strongroom = request.state.facade
-        self.request_id = request_id_of(request)
+        # The request's state as the layer and the lifespan filled it in (read directly:
+        # ``request.state`` would build a view of it on every request).
+        self._state: dict[str, Any] = request.scope.setdefault("state", {})
+        self.facade: Strongroom = self._state["facade"]
+        self.request_id = str(self._state.get("request_id", ""))
         self._caller: Caller | None = None
 
     def bearer(self) -> Bearer:
         """The request's bearer credential, not checked yet (401 when there is none)."""
-        scheme, _, token = self.request.headers.get("authorization", "").partition(" ")
-        if scheme.lower() != "bearer" or not token.strip():
+        scheme, _, token = _header(self.request.scope, b"authorization").partition(" ")
+        token = token.strip()
+        if scheme.lower() != "bearer" or not token:
             raise UnauthenticatedError("missing bearer credential")
         # For the access log: the kind of credential presented (a 401 is logged anonymous).
-        self.request.state.principal = _PRINCIPALS.get(token_kind(token.strip()))
-        return Bearer(token.strip(), self.request_id)
+        self._state["principal"] = _PRINCIPALS.get(token_kind(token))
+        return Bearer(token, self.request_id)
 
     @property
     def body(self) -> bytes:
@@ -202,6 +206,15 @@ class ApiContext:
         if configured:
             return configured.rstrip("/")
         return f"{self.request.url.scheme}://{self.request.url.netloc}"
+
+
+def _header(scope: Scope, name: bytes) -> str:
+    """The first value of the request header ``name`` (lower case), or ``""`` (as
+    ``request.headers.get``, without building the headers' view)."""
+    for key, value in scope["headers"]:
+        if key == name:
+            return str(value.decode("latin-1"))
+    return ""
 
 
 def render_json_canonical(data: Any) -> str:
