@@ -5,11 +5,17 @@ middleware an embedder adds still runs inside it."""
 from __future__ import annotations
 
 import gzip
+import json
 from collections.abc import Iterator
 
 import pytest
+from hypothesis import example, given
+from hypothesis import strategies as st
+from starlette.applications import Starlette
+from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from strongroom.adapters.http import errors
 from strongroom.domain.pagination import Page, PageRequest
 from strongroom.domain.principals import Caller
 from strongroom.domain.workspaces import MemberWorkspace
@@ -139,3 +145,19 @@ def test_repeated_answers_do_not_accumulate_headers(cors_api: Api) -> None:
         assert request_ids(response.headers) == [f"n{number}"]
         assert response.headers.get_list("access-control-allow-origin") == [ORIGIN]
         assert response.headers["vary"] == "Origin"
+
+
+class TestErrorBodies:
+    """Error envelopes are encoded whatever text their message holds."""
+
+    @given(message=st.text(st.characters(exclude_categories=())))
+    @example(message="unknown field: \ud800")
+    def test_any_message_renders_as_its_envelope(self, message: str) -> None:
+        """Any text, a lone surrogate included (which orjson refuses), gives a JSON
+        envelope that reads back as the message."""
+        app = Starlette()
+        request = Request({"type": "http", "method": "GET", "path": "/", "headers": [], "app": app})
+        response = errors.error_response(request, 409, "conflict", message)
+        envelope = json.loads(bytes(response.body))
+        assert envelope["error"]["code"] == "conflict"
+        assert envelope["error"]["message"] == message
