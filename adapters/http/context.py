@@ -10,6 +10,7 @@ which is after the credential: an unauthenticated oversized body is 401 (contrac
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from collections.abc import Awaitable, Callable
@@ -60,6 +61,12 @@ def no_content() -> Response:
     return Response(status_code=204)
 
 
+def principal_of(token: str) -> str | None:
+    """The kind of principal a well-formed ``token`` stands for (``user``, ``api_key``,
+    ``worker``), or ``None``."""
+    return _PRINCIPALS.get(token_kind(token))
+
+
 class ApiContext:
     """One request, with helpers that each perform one of the contract's checks."""
 
@@ -80,8 +87,9 @@ class ApiContext:
         token = token.strip()
         if scheme.lower() != "bearer" or not token:
             raise UnauthenticatedError("missing bearer credential")
-        # For the access log: the kind of credential presented (a 401 is logged anonymous).
-        self._state["principal"] = _PRINCIPALS.get(token_kind(token))
+        # For the access log: the kind of credential presented (a 401 is logged anonymous),
+        # worked out only if an access event is written.
+        self._state["principal"] = functools.partial(principal_of, token)
         return Bearer(token, self.request_id)
 
     @property
@@ -229,10 +237,12 @@ _BODILESS = ("GET", "HEAD")
 async def _read_capped(request: Request) -> tuple[bytes, bool]:
     """The body, or (once it passes the cap, without reading further) nothing and True."""
     scope = request.scope
-    if scope["method"] in _BODILESS and not any(
-        name in _BODY_HEADERS for name, _ in scope["headers"]
-    ):
-        return b"", False  # a GET without either header has no body in HTTP/1.1
+    if scope["method"] in _BODILESS:
+        for name, _ in scope["headers"]:
+            if name in _BODY_HEADERS:
+                break
+        else:
+            return b"", False  # a GET without either header has no body in HTTP/1.1
     chunks: list[bytes] = []
     size = 0
     async for chunk in request.stream():

@@ -124,6 +124,8 @@ def record(
 def _log_access(scope: Scope, template: str, status: int, seconds: float) -> None:
     state = scope.get("state") or {}
     principal = state.get("principal") if status != 401 else None
+    if callable(principal):  # the handler left it to be worked out when needed
+        principal = principal()
     ACCESS.info(
         "%s %s %d",
         scope["method"],
