@@ -46,9 +46,31 @@ def render_json(data: Any) -> str:
     return orjson.dumps(data).decode()
 
 
+class JsonResponse(Response):
+    """A JSON answer whose headers are built as they will be sent: ``Response``'s own
+    constructor renders the content and works out generic headers, the same two headers
+    at a higher cost on every answer."""
+
+    media_type = "application/json"
+
+    def __init__(self, body: bytes, status_code: int = 200) -> None:
+        self.status_code = status_code
+        self.background = None
+        self.body = body
+        self.raw_headers = [
+            (b"content-length", str(len(body)).encode()),
+            (b"content-type", b"application/json"),
+        ]
+
+
+_NO_LENGTH = frozenset({204, 304})
+
+
 def json_response(data: Any, status: int = 200) -> Response:
     """A JSON response (orjson: a 50-item page encodes ten times faster than with json)."""
-    return Response(orjson.dumps(data), status_code=status, media_type="application/json")
+    if status < 200 or status in _NO_LENGTH:
+        return Response(orjson.dumps(data), status_code=status, media_type="application/json")
+    return JsonResponse(orjson.dumps(data), status)
 
 
 def answer(result: Any, status: int = 200, model: type | None = None, **extra: Any) -> Response:
