@@ -13,9 +13,11 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 from starlette.applications import Starlette
 from starlette.requests import Request
+from starlette.responses import PlainTextResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from strongroom.adapters.http import errors
+from strongroom.domain.errors import UnauthenticatedError
 from strongroom.domain.pagination import Page, PageRequest
 from strongroom.domain.principals import Caller
 from strongroom.domain.workspaces import MemberWorkspace
@@ -161,3 +163,28 @@ class TestErrorBodies:
         envelope = json.loads(bytes(response.body))
         assert envelope["error"]["code"] == "conflict"
         assert envelope["error"]["message"] == message
+
+
+def test_handlers_an_embedder_adds_answer_their_errors(facade: Strongroom) -> None:
+    """``add_exception_handler`` still works, by exception class (over ours) and by the
+    status of the router's refusals; their answers carry the request id."""
+
+    async def teapot(_request: Request, _exc: Exception) -> Response:
+        return PlainTextResponse("no credential here", status_code=418)
+
+    async def lost(_request: Request, _exc: Exception) -> Response:
+        return PlainTextResponse("lost", status_code=404)
+
+    client = make_client(facade)
+    client.app.add_exception_handler(UnauthenticatedError, teapot)  # type: ignore[attr-defined]
+    client.app.add_exception_handler(404, lost)  # type: ignore[attr-defined]
+    with client:
+        refused = client.get("/v1/me")
+        missing = client.get("/nowhere")
+        not_allowed = client.put("/v1/me")
+    assert (refused.status_code, refused.text) == (418, "no credential here")
+    assert (missing.status_code, missing.text) == (404, "lost")
+    assert not_allowed.status_code == 405
+    assert not_allowed.json()["error"]["code"] == "invalid_request"
+    for response in (refused, missing, not_allowed):
+        assert response.headers["x-request-id"].startswith("req_")
