@@ -61,6 +61,18 @@ def describe_storage(settings: Settings) -> str:
     return f"in PostgreSQL at {parts.hostname or 'localhost'}:{parts.port or 5432}{parts.path}"
 
 
+def serving_pool_options() -> dict[str, int]:
+    """The pool of a serving process: all of its connections opened at the start and kept
+    while idle (``min_size`` is ``max_size``). A pool that starts with one connection, or
+    shrinks back to it after ten idle minutes, grows one connection at a time when requests
+    arrive, and each new connection costs a connect and an authentication: the first
+    requests of a burst would wait for them while the database idles."""
+    from strongroom.adapters.sql.postgres import default_max_size  # noqa: PLC0415
+
+    size = default_max_size()
+    return {"min_size": size, "max_size": size}
+
+
 def _postgres_adapter() -> type[PostgresDatabase]:
     """The PostgreSQL adapter, imported only when configured (it is an optional extra)."""
     try:
@@ -75,13 +87,14 @@ def _postgres_adapter() -> type[PostgresDatabase]:
 
 @asynccontextmanager
 async def open_database(
-    settings: Settings, *, migrate: bool | None = None
+    settings: Settings, *, migrate: bool | None = None, serving: bool = False
 ) -> AsyncIterator[SqliteDatabase | PostgresDatabase]:
     """The configured database, open for the block, migrated when ``migrate`` says so.
 
     ``None`` is the default policy: SQLite is migrated (zero set-up), PostgreSQL is not
     (``serve`` passes True unless ``--no-migrate``). A migration lock makes concurrent
-    starts of several instances safe.
+    starts of several instances safe. A ``serving`` PostgreSQL pool opens all its
+    connections at the start and keeps them (``serving_pool_options``).
     """
     url = database_url(settings)
     if url.startswith("sqlite:"):
@@ -97,7 +110,7 @@ async def open_database(
         return
     if not url.startswith(("postgresql://", "postgres://")):
         raise ValueError("STRONGROOM_DATABASE_URL must start with postgresql:// or sqlite:///")
-    postgres = _postgres_adapter().from_url(url)
+    postgres = _postgres_adapter().from_url(url, **(serving_pool_options() if serving else {}))
     await postgres.open()
     try:
         if migrate:
@@ -169,10 +182,11 @@ def open_storage(settings: Settings, secret_key: str) -> ObjectStorage:
 
 @asynccontextmanager
 async def open_facade(
-    settings: Settings, *, migrate: bool | None = None
+    settings: Settings, *, migrate: bool | None = None, serving: bool = False
 ) -> AsyncIterator[Strongroom]:
-    """A facade for ``settings``; what it opens is closed when the block ends."""
-    async with open_database(settings, migrate=migrate) as database:
+    """A facade for ``settings``; what it opens is closed when the block ends (``serving``:
+    see ``open_database``)."""
+    async with open_database(settings, migrate=migrate, serving=serving) as database:
         secret_key = settings.resolved_secret_key()
         signals = None
         if not isinstance(database, SqliteDatabase):
@@ -308,8 +322,9 @@ async def open_serving_facade(
     artifact verification (``STRONGROOM_VERIFY_PENDING_INTERVAL`` and
     ``STRONGROOM_VERIFY_INTERVAL``; both 0 turn it off), the restore runner
     (``STRONGROOM_RESTORE_POLL`` seconds; 0 turns it off), and the service executor of
-    cloud runs (``STRONGROOM_EXECUTORS`` at once; 0 turns it off)."""
-    async with open_facade(settings, migrate=migrate) as facade:
+    cloud runs (``STRONGROOM_EXECUTORS`` at once; 0 turns it off). A PostgreSQL pool is
+    opened whole (``serving_pool_options``)."""
+    async with open_facade(settings, migrate=migrate, serving=True) as facade:
         jobs = []
         if settings.retention_interval > 0:
             jobs.append(

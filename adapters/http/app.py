@@ -6,20 +6,20 @@ and reaches requests through ``request.state.facade``.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext
 from typing import Any
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
-from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.types import ASGIApp
 
 from strongroom.adapters.http import errors
-from strongroom.adapters.http.compression import GzipMiddleware
-from strongroom.adapters.http.cors import CorsMiddleware
 from strongroom.adapters.http.integrity_metrics import VerificationFamilies
+from strongroom.adapters.http.layer import ErrorHandler, ErrorRendering, HttpLayer
 from strongroom.adapters.http.metrics import HttpMetrics
-from strongroom.adapters.http.request_ids import RequestIdMiddleware
 from strongroom.adapters.http.routes import (
     artifacts,
     backups,
@@ -59,6 +59,64 @@ ROUTES = [
     *docs.routes,
     *dashboard.routes,
 ]
+# One handler per error family; anything else is the layer's logged 500.
+ERROR_HANDLERS: dict[type[Exception], ErrorHandler] = {
+    StrongroomError: errors.strongroom_error,
+    HTTPException: errors.http_error,
+}
+
+
+class Application(Starlette):
+    """A Starlette application whose stack is one layer of ours (``HttpLayer``) around any
+    middleware an embedder adds and the router: Starlette's two exception layers would
+    only repeat what the layer does, at a cost every request pays. Handlers an embedder
+    adds (``add_exception_handler``) are the layer's too, over ours."""
+
+    def __init__(
+        self,
+        layer: Callable[[ASGIApp, Mapping[type[Exception], ErrorHandler]], HttpLayer],
+        **options: Any,
+    ) -> None:
+        super().__init__(**options)
+        self._layer = layer
+
+    def build_middleware_stack(self) -> ASGIApp:
+        """``HttpLayer`` around the added middleware (``add_middleware``) and the router;
+        with added middleware, the error families are rendered inside it too."""
+        handlers = handlers_with(self.exception_handlers)
+        # The router's own stack (``Router.__call__`` only calls it): one frame less.
+        app: ASGIApp = self.router.middleware_stack
+        if self.user_middleware:
+            app = ErrorRendering(app, handlers)
+        for cls, args, kwargs in reversed(self.user_middleware):
+            app = cls(app, *args, **kwargs)
+        return self._layer(app, handlers)
+
+
+def handlers_with(added: Mapping[Any, ErrorHandler]) -> dict[type[Exception], ErrorHandler]:
+    """``ERROR_HANDLERS`` with the handlers added as Starlette takes them: by exception
+    class (``Exception`` or ``500`` the last resort), or by the status of an
+    ``HTTPException``."""
+    handlers = dict(ERROR_HANDLERS)
+    statuses: dict[int, ErrorHandler] = {}
+    for key, handler in added.items():
+        if key == 500:  # Starlette's key for the last resort
+            handlers[Exception] = handler
+        elif isinstance(key, int):
+            statuses[key] = handler
+        else:
+            handlers[key] = handler
+    if statuses:
+        handlers[HTTPException] = _by_status(statuses, handlers[HTTPException])
+    return handlers
+
+
+def _by_status(statuses: Mapping[int, ErrorHandler], otherwise: ErrorHandler) -> ErrorHandler:
+    async def handle(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, HTTPException)
+        return await statuses.get(exc.status_code, otherwise)(request, exc)
+
+    return handle
 
 
 def build_app(
@@ -68,9 +126,11 @@ def build_app(
     public_url: str | None = None,
     access_log: bool = False,
     cors_origins: Iterable[str] = (),
+    compress: bool = True,
 ) -> Starlette:
     """The ASGI application over the facade that ``open_facade`` yields for its lifetime;
-    browsers may call it from ``cors_origins`` (none by default)."""
+    browsers may call it from ``cors_origins`` (none by default); answers are gzipped for
+    clients that accept it unless ``compress`` is false (to measure what that costs)."""
 
     @asynccontextmanager
     async def lifespan(_app: Starlette) -> AsyncIterator[dict[str, Any]]:
@@ -86,17 +146,15 @@ def build_app(
 
     metrics = HttpMetrics()
     origins = tuple(cors_origins)
-    app = Starlette(
-        middleware=[
-            Middleware(RequestIdMiddleware, metrics=metrics, access_log=access_log),
-            *([Middleware(CorsMiddleware, origins=origins)] if origins else []),
-            Middleware(GzipMiddleware),
-        ],
-        exception_handlers={
-            StrongroomError: errors.strongroom_error,
-            HTTPException: errors.http_error,
-            Exception: errors.internal_error,
-        },
+    app = Application(
+        lambda inner, handlers: HttpLayer(
+            inner,
+            metrics=metrics,
+            handlers=handlers,
+            access_log=access_log,
+            cors_origins=origins,
+            compress=compress,
+        )
     )
     # Starlette builds its middleware stack around ``app.router`` on the first call.
     app.router = IndexedRouter(ROUTES, lifespan=lifespan)

@@ -1,10 +1,12 @@
 """gzip for answers of 1 KiB and more when the client accepts it (contract 13).
 
-A pure ASGI middleware that costs a scan of the request headers and nothing else when the
-client does not accept gzip (``wrk`` and most service clients), and that compresses only
-what is worth it and safe to: a whole JSON or text body sent in one message. A streamed
-body (a download, which is already packed or is a database dump) and any body of another
-type, or already encoded, goes out untouched with its ``Content-Length``.
+The application's layer (``layer.py``) reads ``Accept-Encoding`` in its one scan of the
+request headers and wraps ``send`` in ``compressing`` only when the client accepts gzip,
+so a client that does not (``wrk`` and most service clients) costs nothing here. It
+compresses only what is worth it and safe to: a whole JSON or text body sent in one
+message. A streamed body (a download, which is already packed or is a database dump) and
+any body of another type, or already encoded, goes out untouched with its
+``Content-Length``.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import functools
 import zlib
 
 from starlette.datastructures import MutableHeaders
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import Message, Send
 
 MINIMUM_SIZE = 1024
 LEVEL = 1  # JSON pages shrink about 10x already; level 6 takes 1.7 times as long for 8 % less
@@ -51,72 +53,54 @@ def _quality(params: str) -> float:
     return 1.0
 
 
-class GzipMiddleware:
-    """Compress single-message JSON and text answers of ``minimum_size`` bytes and more for
-    clients whose ``Accept-Encoding`` allows gzip; adds ``Vary: Accept-Encoding`` to them."""
+def compressing(send: Send, minimum_size: int = MINIMUM_SIZE, level: int = LEVEL) -> Send:
+    """``send`` for a client whose ``Accept-Encoding`` allows gzip (and not to a ``HEAD``):
+    a single-message JSON or text answer of ``minimum_size`` bytes and more goes out
+    compressed, with ``Content-Encoding``, its new ``Content-Length`` and ``Vary:
+    Accept-Encoding``; anything else as it comes."""
+    start: Message | None = None
 
-    def __init__(self, app: ASGIApp, minimum_size: int = MINIMUM_SIZE, level: int = LEVEL) -> None:
-        self.app = app
-        self.minimum_size = minimum_size
-        self.level = level
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["method"] == "HEAD":
-            await self.app(scope, receive, send)
-            return
-        for name, value in scope["headers"]:
-            if name == b"accept-encoding":
-                if accepts_gzip(value.decode("latin-1")):
-                    break
-                await self.app(scope, receive, send)
+    async def compressed(message: Message) -> None:
+        nonlocal start
+        kind = message["type"]
+        if kind == "http.response.start":
+            if _eligible(message, minimum_size):
+                start = message  # held until the body says whether to compress
                 return
+            await send(message)
+        elif start is not None:
+            held, start = start, None
+            body = message.get("body", b"")
+            if (
+                kind == "http.response.body"
+                and not message.get("more_body", False)
+                and len(body) >= minimum_size
+            ):
+                packed = zlib.compress(body, level, wbits=_GZIP_WBITS)
+                headers = MutableHeaders(scope=held)
+                headers["Content-Encoding"] = "gzip"
+                headers["Content-Length"] = str(len(packed))
+                headers.add_vary_header("Accept-Encoding")
+                message = {**message, "body": packed}
+            await send(held)
+            await send(message)
         else:
-            await self.app(scope, receive, send)
-            return
+            await send(message)
 
-        start: Message | None = None
+    return compressed
 
-        async def compressing(message: Message) -> None:
-            nonlocal start
-            kind = message["type"]
-            if kind == "http.response.start":
-                if self._eligible(message, self.minimum_size):
-                    start = message  # held until the body says whether to compress
-                    return
-                await send(message)
-            elif start is not None:
-                held, start = start, None
-                body = message.get("body", b"")
-                if (
-                    kind == "http.response.body"
-                    and not message.get("more_body", False)
-                    and len(body) >= self.minimum_size
-                ):
-                    packed = zlib.compress(body, self.level, wbits=_GZIP_WBITS)
-                    headers = MutableHeaders(scope=held)
-                    headers["Content-Encoding"] = "gzip"
-                    headers["Content-Length"] = str(len(packed))
-                    headers.add_vary_header("Accept-Encoding")
-                    message = {**message, "body": packed}
-                await send(held)
-                await send(message)
-            else:
-                await send(message)
 
-        await self.app(scope, receive, compressing)
-
-    @staticmethod
-    def _eligible(start: Message, minimum_size: int) -> bool:
-        """Whether the answer may be compressed: JSON or text, not encoded already, and
-        not announced (``Content-Length``) as smaller than ``minimum_size``."""
-        if start["status"] in _NO_BODY_STATUSES:
+def _eligible(start: Message, minimum_size: int) -> bool:
+    """Whether the answer may be compressed: JSON or text, not encoded already, and not
+    announced (``Content-Length``) as smaller than ``minimum_size``."""
+    if start["status"] in _NO_BODY_STATUSES:
+        return False
+    content_type = b""
+    for name, value in start.get("headers", ()):
+        if name == b"content-encoding":
             return False
-        content_type = b""
-        for name, value in start.get("headers", ()):
-            if name == b"content-encoding":
-                return False
-            if name == b"content-type":
-                content_type = value.lower()
-            elif name == b"content-length" and value.isdigit() and int(value) < minimum_size:
-                return False
-        return content_type.startswith(_COMPRESSIBLE)
+        if name == b"content-type":
+            content_type = value.lower()
+        elif name == b"content-length" and value.isdigit() and int(value) < minimum_size:
+            return False
+    return content_type.startswith(_COMPRESSIBLE)

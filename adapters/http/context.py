@@ -10,6 +10,7 @@ which is after the credential: an unauthenticated oversized body is 401 (contrac
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from collections.abc import Awaitable, Callable
@@ -19,8 +20,8 @@ from uuid import UUID
 import orjson
 from starlette.requests import Request
 from starlette.responses import Response
+from starlette.types import Scope
 
-from strongroom.adapters.http.errors import request_id_of
 from strongroom.adapters.http.shapes import EmptyBody
 from strongroom.adapters.http.wire import parse_json_object, present, structure
 from strongroom.domain.errors import InvalidRequestError, StrongroomError, UnauthenticatedError
@@ -45,9 +46,31 @@ def render_json(data: Any) -> str:
     return orjson.dumps(data).decode()
 
 
+class JsonResponse(Response):
+    """A JSON answer whose headers are built as they will be sent: ``Response``'s own
+    constructor renders the content and works out generic headers, the same two headers
+    at a higher cost on every answer."""
+
+    media_type = "application/json"
+
+    def __init__(self, body: bytes, status_code: int = 200) -> None:
+        self.status_code = status_code
+        self.background = None
+        self.body = body
+        self.raw_headers = [
+            (b"content-length", str(len(body)).encode()),
+            (b"content-type", b"application/json"),
+        ]
+
+
+_NO_LENGTH = frozenset({204, 304})
+
+
 def json_response(data: Any, status: int = 200) -> Response:
     """A JSON response (orjson: a 50-item page encodes ten times faster than with json)."""
-    return Response(orjson.dumps(data), status_code=status, media_type="application/json")
+    if status < 200 or status in _NO_LENGTH:
+        return Response(orjson.dumps(data), status_code=status, media_type="application/json")
+    return JsonResponse(orjson.dumps(data), status)
 
 
 def answer(result: Any, status: int = 200, model: type | None = None, **extra: Any) -> Response:
@@ -60,6 +83,12 @@ def no_content() -> Response:
     return Response(status_code=204)
 
 
+def principal_of(token: str) -> str | None:
+    """The kind of principal a well-formed ``token`` stands for (``user``, ``api_key``,
+    ``worker``), or ``None``."""
+    return _PRINCIPALS.get(token_kind(token))
+
+
 class ApiContext:
     """One request, with helpers that each perform one of the contract's checks."""
 
@@ -67,18 +96,23 @@ class ApiContext:
         self.request = request
         self._body = body
         self._oversized = oversized
-        self.facade: Strongroom = request.state.facade
-        self.request_id = request_id_of(request)
+        # The request's state as the layer and the lifespan filled it in (read directly:
+        # ``request.state`` would build a view of it on every request).
+        self._state: dict[str, Any] = request.scope.setdefault("state", {})
+        self.facade: Strongroom = self._state["facade"]
+        self.request_id = str(self._state.get("request_id", ""))
         self._caller: Caller | None = None
 
     def bearer(self) -> Bearer:
         """The request's bearer credential, not checked yet (401 when there is none)."""
-        scheme, _, token = self.request.headers.get("authorization", "").partition(" ")
-        if scheme.lower() != "bearer" or not token.strip():
+        scheme, _, token = _header(self.request.scope, b"authorization").partition(" ")
+        token = token.strip()
+        if scheme.lower() != "bearer" or not token:
             raise UnauthenticatedError("missing bearer credential")
-        # For the access log: the kind of credential presented (a 401 is logged anonymous).
-        self.request.state.principal = _PRINCIPALS.get(token_kind(token.strip()))
-        return Bearer(token.strip(), self.request_id)
+        # For the access log: the kind of credential presented (a 401 is logged anonymous),
+        # worked out only if an access event is written.
+        self._state["principal"] = functools.partial(principal_of, token)
+        return Bearer(token, self.request_id)
 
     @property
     def body(self) -> bytes:
@@ -204,6 +238,15 @@ class ApiContext:
         return f"{self.request.url.scheme}://{self.request.url.netloc}"
 
 
+def _header(scope: Scope, name: bytes) -> str:
+    """The first value of the request header ``name`` (lower case), or ``""`` (as
+    ``request.headers.get``, without building the headers' view)."""
+    for key, value in scope["headers"]:
+        if key == name:
+            return str(value.decode("latin-1"))
+    return ""
+
+
 def render_json_canonical(data: Any) -> str:
     """A canonical JSON text (sorted keys), so equal bodies fingerprint equally."""
     return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
@@ -216,10 +259,12 @@ _BODILESS = ("GET", "HEAD")
 async def _read_capped(request: Request) -> tuple[bytes, bool]:
     """The body, or (once it passes the cap, without reading further) nothing and True."""
     scope = request.scope
-    if scope["method"] in _BODILESS and not any(
-        name in _BODY_HEADERS for name, _ in scope["headers"]
-    ):
-        return b"", False  # a GET without either header has no body in HTTP/1.1
+    if scope["method"] in _BODILESS:
+        for name, _ in scope["headers"]:
+            if name in _BODY_HEADERS:
+                break
+        else:
+            return b"", False  # a GET without either header has no body in HTTP/1.1
     chunks: list[bytes] = []
     size = 0
     async for chunk in request.stream():

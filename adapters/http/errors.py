@@ -6,6 +6,7 @@ import json
 import logging
 from typing import NamedTuple
 
+import orjson
 from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
@@ -159,11 +160,20 @@ def error_response(
     production = getattr(request.app.state, "environment", "development") == "production"
     error = ErrorBody(code, message, request_id, None if production else detail)
     return Response(
-        json.dumps(present(Error(error))),
+        _encoded(present(Error(error))),
         status_code=status,
         media_type="application/json",
         headers={"X-Request-ID": request_id, **(headers or {})},
     )
+
+
+def _encoded(envelope: object) -> bytes:
+    """The envelope's JSON: orjson's, or the standard library's for text orjson refuses (a
+    lone surrogate that reached a message), so that rendering an error never fails."""
+    try:
+        return orjson.dumps(envelope)
+    except TypeError:
+        return json.dumps(envelope).encode()
 
 
 async def strongroom_error(request: Request, exc: Exception) -> Response:

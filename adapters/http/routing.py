@@ -8,19 +8,56 @@ filed under its own first two segments, under its first segment alone, and those
 literal start, in their declared order. No other route could match the path, so the
 outcome (the route, a 405 for a partial match, the trailing-slash redirect, the 404) is
 the one Starlette's scan would give.
+
+It also serves a plain route (an async function of a ``Request``) without Starlette's
+per-route wrapper, which builds a second ``Request`` view and wraps ``send`` to hand
+exceptions to handlers that the application's one layer (``layer.py``) already applies.
 """
 
 from __future__ import annotations
 
+import inspect
 from collections import defaultdict
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Awaitable, Callable, Sequence
 
 from starlette._utils import get_route_path
-from starlette.routing import BaseRoute, Match, Router
-from starlette.types import Receive, Scope, Send
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import BaseRoute, Match, Route, Router, request_response
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 _DEPTH = 2
+
+
+async def _probe(_request: Request) -> Response:
+    return Response()  # pragma: no cover - never called: its wrapper's code is the point
+
+
+# Starlette's wrapper of a function endpoint: a route whose ``app`` runs this code has no
+# middleware of its own, so serving its endpoint directly changes nothing else.
+_WRAPPER_CODE = getattr(request_response(_probe), "__code__", None)
+
+
+def lean_app(endpoint: Callable[[Request], Awaitable[Response]]) -> ASGIApp:
+    """An async function endpoint as an ASGI app: the request in, its response out.
+    Exceptions go up to the application's layer, which renders them."""
+
+    async def app(scope: Scope, receive: Receive, send: Send) -> None:
+        response = await endpoint(Request(scope, receive, send))
+        await response(scope, receive, send)
+
+    return app
+
+
+def _served_app(route: BaseRoute) -> ASGIApp | None:
+    """The lean app of a plain async route, or ``None`` to let the route handle itself."""
+    if (
+        isinstance(route, Route)
+        and getattr(route.app, "__code__", None) is _WRAPPER_CODE
+        and inspect.iscoroutinefunction(route.endpoint)
+    ):
+        return lean_app(route.endpoint)
+    return None
 
 
 def literal_start(route: BaseRoute) -> tuple[str, ...]:
@@ -58,6 +95,14 @@ class IndexedRouter(Router):
             if len(key) == 2
         }
         self._anywhere = in_order(anywhere)
+        # By ``id``: routes compare by value and are not hashable.
+        self._apps = {id(r): app for r in self.routes if (app := _served_app(r)) is not None}
+        # Routes whose matching is ``Route.matches`` itself, which ``resolve`` inlines.
+        self._plain = {
+            id(r): r
+            for r in self.routes
+            if isinstance(r, Route) and type(r).matches is Route.matches
+        }
 
     def candidates(self, path: str) -> tuple[BaseRoute, ...]:
         """The routes that could match ``path``, in their declared order."""
@@ -70,27 +115,54 @@ class IndexedRouter(Router):
             return self._by_first.get(segments[0], self._anywhere)
         return self._anywhere
 
+    def resolve(self, scope: Scope) -> tuple[BaseRoute | None, Match, Scope]:
+        """The route a full scan would hand the HTTP request to: the first full match, else
+        the first partial one (a 405), with its child scope; ``(None, Match.NONE, {})``
+        when none matches (the redirect or the 404 are ``Router``'s)."""
+        path = get_route_path(scope)
+        method = scope["method"]
+        partial: tuple[BaseRoute | None, Match, Scope] = (None, Match.NONE, {})
+        for route in self.candidates(path):
+            plain = self._plain.get(id(route))
+            if plain is None:
+                match, child_scope = route.matches(scope)
+                if match is Match.FULL:
+                    return route, match, child_scope
+                if match is Match.PARTIAL and partial[0] is None:
+                    partial = (route, match, child_scope)
+                continue
+            # ``Route.matches``, inlined: the path from above, no scope built for a miss.
+            found = plain.path_regex.match(path)
+            if found is None:
+                continue
+            params = found.groupdict()
+            for key, value in params.items():
+                params[key] = plain.param_convertors[key].convert(value)
+            path_params = dict(scope.get("path_params", {}))
+            path_params.update(params)
+            child_scope = {"endpoint": plain.endpoint, "path_params": path_params}
+            if not plain.methods or method in plain.methods:
+                return route, Match.FULL, child_scope
+            if partial[0] is None:
+                partial = (route, Match.PARTIAL, child_scope)
+        return partial
+
     async def app(self, scope: Scope, receive: Receive, send: Send) -> None:
-        """Dispatch an HTTP request among its candidates; anything else (the lifespan, a
-        request no candidate matches) as ``Router`` does."""
+        """Dispatch an HTTP request to the route ``resolve`` finds; anything else (the
+        lifespan, a request no route matches) as ``Router`` does."""
         if scope["type"] != "http":
             await super().app(scope, receive, send)
             return
         scope.setdefault("router", self)
-        partial = None
-        partial_scope: Any = {}
-        for route in self.candidates(get_route_path(scope)):
-            match, child_scope = route.matches(scope)
-            if match is Match.FULL:
-                scope["route"] = route
-                scope.update(child_scope)
-                await route.handle(scope, receive, send)
-                return
-            if match is Match.PARTIAL and partial is None:
-                partial, partial_scope = route, child_scope
-        if partial is not None:
-            scope["route"] = partial
-            scope.update(partial_scope)
-            await partial.handle(scope, receive, send)
+        route, match, child_scope = self.resolve(scope)
+        if route is None:
+            await super().app(scope, receive, send)  # the redirect or the 404, after a full scan
             return
-        await super().app(scope, receive, send)  # the redirect or the 404, after a full scan
+        scope["route"] = route
+        scope.update(child_scope)
+        # A full match of a plain route: its method is one it serves.
+        app = self._apps.get(id(route)) if match is Match.FULL else None
+        if app is None:
+            await route.handle(scope, receive, send)
+        else:
+            await app(scope, receive, send)

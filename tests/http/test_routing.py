@@ -7,7 +7,11 @@ from typing import Any
 
 from hypothesis import given
 from hypothesis import strategies as st
-from starlette.routing import BaseRoute, Match
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import BaseRoute, Match, Route
+from starlette.testclient import TestClient
 
 from strongroom.adapters.http.app import ROUTES
 from strongroom.adapters.http.routing import IndexedRouter
@@ -83,3 +87,44 @@ def test_every_route_is_found_by_its_own_path() -> None:
 def test_a_request_tries_few_routes() -> None:
     # The point of the index: a backup's read does not try every route of the API.
     assert len(ROUTER.candidates("/v1/backups/x1")) < len(ROUTES) // 4
+
+
+def full_scan(scope: dict[str, Any]) -> tuple[Any, Match, dict[str, Any]]:
+    """What Starlette's scan of every route hands on: the route, the kind of match and the
+    child scope (the endpoint and the path parameters)."""
+    partial: tuple[Any, Match, dict[str, Any]] = (None, Match.NONE, {})
+    for route in ROUTES:
+        match, child_scope = route.matches(scope)
+        if match is Match.FULL:
+            return route, match, child_scope
+        if match is Match.PARTIAL and partial[0] is None:
+            partial = (route, match, child_scope)
+    return partial
+
+
+@given(method=st.sampled_from(METHODS), path=paths())
+def test_resolving_finds_what_a_full_scan_finds(method: str, path: str) -> None:
+    """The router's own matching (``Route.matches`` inlined) gives the same route, kind of
+    match and path parameters as Starlette's scan, for real and bent paths."""
+    request = scope(method, path)
+    route, match, child_scope = ROUTER.resolve(request)
+    expected_route, expected_match, expected_scope = full_scan(request)
+    assert route is expected_route
+    assert match is expected_match
+    assert child_scope == expected_scope
+
+
+async def echo(request: Request) -> Response:
+    return JSONResponse(request.path_params)
+
+
+def test_a_matched_route_is_served_and_a_partial_one_refused() -> None:
+    """Through the router, a route's own path reaches its endpoint with its parameters; a
+    method the path does not serve is the router's 405 (an ``HTTPException``)."""
+    app = Starlette()
+    app.router = IndexedRouter([Route("/items/{iid}", echo, methods=["GET"])])
+    served = TestClient(app)
+    answer = served.get("/items/a1")
+    assert (answer.status_code, answer.json()) == (200, {"iid": "a1"})
+    assert served.post("/items/a1").status_code == 405
+    assert served.get("/items").status_code == 404

@@ -25,7 +25,9 @@ from strongroom.domain.principals import Caller
 from strongroom.ports.driving import IdempotencyKey, Strongroom
 from strongroom.ports.driving.sessions import SIGN_OUT_REFUSAL, SWITCH_REFUSAL
 
-_ALIVE = b'{"status":"ok"}'
+# One answer for every liveness probe: a response holds no per-request state, and the
+# layers that add headers to it add them to a copy.
+_ALIVE = Response(b'{"status":"ok"}', media_type="application/json")
 
 
 routes = Routes("Access")
@@ -37,7 +39,7 @@ async def get_health(_request: Request) -> Response:
     """Liveness
 
     200 while the process runs. No authentication."""
-    return Response(_ALIVE, media_type="application/json")
+    return _ALIVE
 
 
 @system.get("/readyz", Readiness, "Ready.", extra_responses=READINESS_503)
