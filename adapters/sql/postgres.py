@@ -459,6 +459,20 @@ RETRY_LOCK_TIMEOUT = b"SET LOCAL lock_timeout = '1s'"
 """How long a retried pipeline waits for a lock (see ``PostgresTransaction.write_all``)."""
 
 
+def _may_prepare(step: int) -> bool | None:
+    """Whether a pipeline's ``step`` (from 0) may be prepared: only the first (``None``:
+    psycopg's choice, by its ``prepare_threshold``).
+
+    A later step is aborted unrun when an earlier one fails (a refusal such as
+    ``name_taken``), its ``PREPARE`` with it, and psycopg 3.3 records a statement as
+    prepared when it queues the ``PREPARE``, not when the server answers it: every later
+    execution of that statement on the connection, whoever borrows it next, would fail
+    with ``prepared statement "_pg3_N" does not exist``. BEGIN, and the lock timeout of a
+    retry, run before the first step and do not fail.
+    """
+    return None if step == 0 else False
+
+
 @attrs.define
 class _Deadline:
     cut: bool = False
@@ -627,9 +641,9 @@ class PostgresTransaction:
                                 await connection.execute(b"BEGIN")
                                 if retried:
                                     await connection.execute(RETRY_LOCK_TIMEOUT)
-                            for text, params in texts:
+                            for index, (text, params) in enumerate(texts):
                                 cursor = connection.cursor(row_factory=dict_row)
-                                await cursor.execute(text, params)
+                                await cursor.execute(text, params, prepare=_may_prepare(index))
                                 cursors.append(cursor)
                     finally:
                         # Open if BEGIN went through (aborted if a step failed).
