@@ -473,6 +473,15 @@ def _may_prepare(step: int) -> bool | None:
     return None if step == 0 else False
 
 
+def _may_spoil_prepared(error: psycopg.Error) -> bool:
+    """Whether a pipeline's ``error`` may have come from a ``PREPARE`` that psycopg 3.3
+    nevertheless records as done (see ``_may_prepare``): anything but a refusal by a
+    constraint, which fails a statement's execution, after its ``PREPARE``. The connection
+    is then discarded; such errors (a lock or statement timeout, a deadlock) are rare.
+    """
+    return not isinstance(error, psycopg.IntegrityError)
+
+
 @attrs.define
 class _Deadline:
     cut: bool = False
@@ -552,7 +561,10 @@ class PostgresTransaction:
             except psycopg.Error as error:
                 if await self._may_retry(error, began_writing, deadline):
                     continue
-                if deadline is not None and deadline.cut:
+                pipelined = writes and not began_writing  # ``_begin_with``
+                if (deadline is not None and deadline.cut) or (
+                    pipelined and _may_spoil_prepared(error)
+                ):
                     await self._discard()
                 raise translate(error, params) from error
 
@@ -658,7 +670,7 @@ class PostgresTransaction:
                 if unanswered and await self._may_retry(error, began_writing, deadline):
                     retried = True
                     continue
-                if deadline is not None and deadline.cut:
+                if (deadline is not None and deadline.cut) or _may_spoil_prepared(error):
                     await self._discard()
                 # Which step failed is not known here: every step's parameters, the
                 # first's winning, name the refusal (constraint names tell them apart).

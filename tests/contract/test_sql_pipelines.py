@@ -1,8 +1,8 @@
 """PostgreSQL pipelines after a refusal: a statement refused inside a pipeline leaves the
 connection as good as before, for every later request that borrows it.
 
-psycopg prepares a statement on its ``prepare_threshold``-th execution (5) and records the
-name before the server has answered. Inside a pipeline, the statements queued behind a
+psycopg prepares a statement on its execution after ``prepare_threshold`` (5) and records
+the name before the server has answered. Inside a pipeline, the statements queued behind a
 refused one are never run (``PIPELINE_ABORTED``), their ``PREPARE`` included, yet psycopg
 3.3 keeps the name: every later execution of that statement on that connection failed
 with ``prepared statement "_pg3_N" does not exist`` (a 500 to whoever borrowed it next).
@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from typing import Any
 from uuid import uuid4
 
+import psycopg
 import pytest
 from contract_records import T0, SqlAdapter, user, workspace
 from hypothesis import HealthCheck, given, settings
@@ -22,7 +23,7 @@ from hypothesis import strategies as st
 
 from strongroom.adapters.sql.postgres import PostgresDatabase
 from strongroom.domain.backups import BackupChanges, BackupKind
-from strongroom.domain.errors import NameTakenError
+from strongroom.domain.errors import NameTakenError, UpstreamUnavailableError
 from strongroom.domain.principals import Session
 from strongroom.domain.tokens import TokenKind, format_token, hash_token
 from strongroom.domain.workspaces import Membership
@@ -123,3 +124,24 @@ def test_any_sequence_of_requests_on_one_connection(
                     creator.facade.backups.update(
                         creator.admin, created.id, BackupChanges(name=first.name)
                     )
+
+
+def test_a_create_that_times_out_while_prepared_leaves_no_bad_connection(pg_conninfo: str) -> None:
+    """The create whose statement psycopg prepares waits on a lock past the statement
+    timeout (its ``PREPARE`` fails, not a refusal): it is ``upstream_unavailable``, and the
+    next create, once the lock is gone, succeeds."""
+    with PostgresDatabase.from_url(
+        pg_conninfo, min_size=1, max_size=1, statement_timeout=0.3
+    ) as database:
+        creator = Creator(database)
+        creator.create("taken")
+        with pytest.raises(NameTakenError):  # a rollback before anything is prepared
+            creator.create("taken")
+        for number in range(3):  # 5 executions: psycopg prepares on the next one
+            creator.create(f"before {number} {uuid4().hex}")
+        with psycopg.connect(pg_conninfo) as locker:
+            locker.execute("LOCK TABLE backups IN ACCESS EXCLUSIVE MODE")
+            with pytest.raises(UpstreamUnavailableError):
+                creator.create(f"locked out {uuid4().hex}")
+        for number in range(3):
+            creator.create(f"after {number} {uuid4().hex}")
