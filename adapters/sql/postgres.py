@@ -710,7 +710,8 @@ class PostgresTransaction:
                                 await connection.execute(b"BEGIN")
                                 await connection.execute(RETRY_LOCK_TIMEOUT)
                                 await cursor.execute(text, params)
-                                await connection.execute(b"COMMIT")
+                                # Behind a statement that may fail: unprepared (``_may_prepare``).
+                                await connection.execute(b"COMMIT", prepare=False)
                         finally:
                             status = connection.info.transaction_status
                             self._writing = status != TransactionStatus.IDLE
@@ -721,7 +722,9 @@ class PostgresTransaction:
                 if unanswered and await self._may_retry(error, False, deadline):
                     retried = True
                     continue
-                if deadline is not None and deadline.cut:
+                if (deadline is not None and deadline.cut) or (
+                    retried and _may_spoil_prepared(error)
+                ):
                     await self._discard()
                 raise translate(error, params) from error
 

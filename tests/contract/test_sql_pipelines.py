@@ -15,18 +15,21 @@ from collections.abc import Iterator
 from typing import Any
 from uuid import uuid4
 
+import attrs
 import psycopg
 import pytest
-from contract_records import T0, SqlAdapter, user, workspace
+from contract_records import T0, SqlAdapter, audit_event, backup, session, user, workspace
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from strongroom.adapters.sql.postgres import PostgresDatabase
 from strongroom.domain.backups import BackupChanges, BackupKind
+from strongroom.domain.billing import GatedOperation
 from strongroom.domain.errors import NameTakenError, UpstreamUnavailableError
 from strongroom.domain.principals import Session
+from strongroom.domain.quotas import QuotaResource
 from strongroom.domain.tokens import TokenKind, format_token, hash_token
-from strongroom.domain.workspaces import Membership
+from strongroom.domain.workspaces import Admission, Membership
 from strongroom.entrypoints.bootstrap import bootstrap
 from strongroom.ports.driving.access import Bearer
 from strongroom.ports.driving.blocking import blocking
@@ -35,6 +38,7 @@ from support.postgres import truncate_all
 # More than twice psycopg's default prepare_threshold (5): every statement of a create
 # reaches the execution that prepares it, whatever the count it started from.
 ROUNDS = 14
+ADMIT = Admission(GatedOperation.CONFIG_WRITE, QuotaResource.BACKUPS_PER_WORKSPACE)
 
 
 @pytest.fixture
@@ -48,7 +52,8 @@ def one_connection(pg_conninfo: str) -> Iterator[PostgresDatabase]:
 
 class Creator:
     """An admin of a fresh workspace, creating backups by the use case (as the API does),
-    as a signed-in ``Caller`` and as a session's ``Bearer`` (the other pipeline)."""
+    as a signed-in ``Caller`` (``add_admitted``: a pipeline) and as a session's ``Bearer``
+    (one autocommit statement)."""
 
     def __init__(self, database: PostgresDatabase) -> None:
         adapter = SqlAdapter("postgres", database.uow)
@@ -87,6 +92,33 @@ def test_a_refused_create_leaves_the_connection_usable(
             creator.create("taken", by_bearer=by_bearer)
         created = creator.create(f"fresh {round_}", by_bearer=by_bearer)
         assert created.name == f"fresh {round_}"
+
+
+def test_a_refused_step_behind_another_leaves_the_connection_usable(
+    one_connection: PostgresDatabase,
+) -> None:
+    """``find_adding_backup``: the session look-up, then the admitted insert (refused with
+    ``name_taken`` here) and its audit event, in one pipeline, again and again on the same
+    connection: each refusal is ``name_taken``, each valid one adds its backup."""
+    adapter = SqlAdapter("postgres", one_connection.uow)
+    ada = user()
+    target = workspace(ada)
+    mine = session(ada.id, target.id)
+    adapter.store(ada, target, Membership(target.id, ada.id, "admin", T0), mine)
+
+    def add(name: str) -> bool | None:
+        candidate = backup(target.id, name)
+        event = attrs.evolve(audit_event(target.id), target_id=str(candidate.id))
+        with adapter.uow() as uow:
+            found = uow.sessions.find_adding_backup(mine.token_hash, candidate, event, ADMIT)
+            uow.commit()
+        return None if found is None else bool(found[1])
+
+    assert add("taken")
+    for round_ in range(ROUNDS):
+        with pytest.raises(NameTakenError):
+            add("taken")
+        assert add(f"fresh {round_}")
 
 
 @settings(
