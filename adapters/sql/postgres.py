@@ -459,6 +459,29 @@ RETRY_LOCK_TIMEOUT = b"SET LOCAL lock_timeout = '1s'"
 """How long a retried pipeline waits for a lock (see ``PostgresTransaction.write_all``)."""
 
 
+def _may_prepare(step: int) -> bool | None:
+    """Whether a pipeline's ``step`` (from 0) may be prepared: only the first (``None``:
+    psycopg's choice, by its ``prepare_threshold``).
+
+    A later step is aborted unrun when an earlier one fails (a refusal such as
+    ``name_taken``), its ``PREPARE`` with it, and psycopg 3.3 records a statement as
+    prepared when it queues the ``PREPARE``, not when the server answers it: every later
+    execution of that statement on the connection, whoever borrows it next, would fail
+    with ``prepared statement "_pg3_N" does not exist``. BEGIN, and the lock timeout of a
+    retry, run before the first step and do not fail.
+    """
+    return None if step == 0 else False
+
+
+def _may_spoil_prepared(error: psycopg.Error) -> bool:
+    """Whether a pipeline's ``error`` may have come from a ``PREPARE`` that psycopg 3.3
+    nevertheless records as done (see ``_may_prepare``): anything but a refusal by a
+    constraint, which fails a statement's execution, after its ``PREPARE``. The connection
+    is then discarded; such errors (a lock or statement timeout, a deadlock) are rare.
+    """
+    return not isinstance(error, psycopg.IntegrityError)
+
+
 @attrs.define
 class _Deadline:
     cut: bool = False
@@ -538,7 +561,10 @@ class PostgresTransaction:
             except psycopg.Error as error:
                 if await self._may_retry(error, began_writing, deadline):
                     continue
-                if deadline is not None and deadline.cut:
+                pipelined = writes and not began_writing  # ``_begin_with``
+                if (deadline is not None and deadline.cut) or (
+                    pipelined and _may_spoil_prepared(error)
+                ):
                     await self._discard()
                 raise translate(error, params) from error
 
@@ -627,9 +653,9 @@ class PostgresTransaction:
                                 await connection.execute(b"BEGIN")
                                 if retried:
                                     await connection.execute(RETRY_LOCK_TIMEOUT)
-                            for text, params in texts:
+                            for index, (text, params) in enumerate(texts):
                                 cursor = connection.cursor(row_factory=dict_row)
-                                await cursor.execute(text, params)
+                                await cursor.execute(text, params, prepare=_may_prepare(index))
                                 cursors.append(cursor)
                     finally:
                         # Open if BEGIN went through (aborted if a step failed).
@@ -644,7 +670,7 @@ class PostgresTransaction:
                 if unanswered and await self._may_retry(error, began_writing, deadline):
                     retried = True
                     continue
-                if deadline is not None and deadline.cut:
+                if (deadline is not None and deadline.cut) or _may_spoil_prepared(error):
                     await self._discard()
                 # Which step failed is not known here: every step's parameters, the
                 # first's winning, name the refusal (constraint names tell them apart).
@@ -684,7 +710,8 @@ class PostgresTransaction:
                                 await connection.execute(b"BEGIN")
                                 await connection.execute(RETRY_LOCK_TIMEOUT)
                                 await cursor.execute(text, params)
-                                await connection.execute(b"COMMIT")
+                                # Behind a statement that may fail: unprepared (``_may_prepare``).
+                                await connection.execute(b"COMMIT", prepare=False)
                         finally:
                             status = connection.info.transaction_status
                             self._writing = status != TransactionStatus.IDLE
@@ -695,7 +722,9 @@ class PostgresTransaction:
                 if unanswered and await self._may_retry(error, False, deadline):
                     retried = True
                     continue
-                if deadline is not None and deadline.cut:
+                if (deadline is not None and deadline.cut) or (
+                    retried and _may_spoil_prepared(error)
+                ):
                     await self._discard()
                 raise translate(error, params) from error
 
