@@ -172,7 +172,8 @@ class TestManySchedulers:
     ) -> None:
         """200 backups, half in New York, for the 16 minutes around its fall-back (New
         York's slots stop at 06:00 UTC for the repeated hour); the whole day, both ends
-        of the repeated hour included, with ``STRONGROOM_FULL_DAY=1``.
+        of the repeated hour included, with ``STRONGROOM_FULL_DAY=1`` (its first
+        ``STRONGROOM_SIMULATED_MINUTES`` only, when set; progress printed every 30).
 
         The cloud backups' source is a counting fake of the source port (a few bytes per
         run): what is under test is the lifecycle around it (the real claim, lease,
