@@ -118,8 +118,9 @@ def check_executions(conninfo: str, scenario: Any, readers: CountingReaders) -> 
 def simulate(conninfo: str, objects: Path, backups: int, start: datetime, minutes: int) -> float:
     """Two instances over ``minutes`` of minute schedules (half UTC, half New York; half
     of each a worker's, half cloud backups), each with a scheduler, a worker claimer and a
-    service executor (two runs at once, as ``serve`` by default); checks one run per slot,
-    each claimed, read and confirmed once; the seconds it took."""
+    service executor (two runs at once, as ``serve`` by default), the database vacuumed
+    every simulated hour; checks one run per slot, each claimed, read and confirmed once;
+    the seconds it took."""
 
     async def scenario() -> tuple[float, Any, CountingReaders]:
         clock = ManualClock(start)
@@ -131,7 +132,7 @@ def simulate(conninfo: str, objects: Path, backups: int, start: datetime, minute
             began = time.monotonic()
             async with executing(facades, readers, concurrency=2, heartbeat=0.03) as executors:
                 scheduled, finished = await minute_by_minute(
-                    facades, clock, made.worker, minutes, executors, report_every=30
+                    facades, clock, made.worker, minutes, executors, 30, conninfo
                 )
             took = time.monotonic() - began
         assert scheduled == finished
