@@ -117,11 +117,12 @@ class Artifacts:
             backup = await lookups.backup(uow, workspace_id, run.backup_id)
             ensure_allowed(workspace.billing_state, GatedOperation.UPLOAD)
             artifact = await uow.artifacts.find_in_run(workspace_id, run_id, name)
-            if artifact is None:
-                resource = QuotaResource.STORAGE_BYTES
+            limit = workspace.limit(QuotaResource.STORAGE_BYTES)
+            # The usage sums every artifact of the workspace: only a set limit needs it.
+            if artifact is None and limit:
                 ensure_room(
-                    resource,
-                    workspace.limit(resource),
+                    QuotaResource.STORAGE_BYTES,
+                    limit,
                     await uow.artifacts.storage_bytes(workspace_id, with_pending=True),
                     adding=size,
                 )

@@ -212,10 +212,12 @@ class ServiceRuns:
             if current is None:
                 raise LostRunError(f"artifact {artifact.id} is gone")
             written = current.written(size, sha256)
-            if written.storage is ArtifactStorage.SERVICE:
-                resource = QuotaResource.STORAGE_BYTES
+            limit = workspace.limit(QuotaResource.STORAGE_BYTES)
+            # The usage is a sum over every artifact of the workspace, a cost that grows
+            # with each run: only a set limit (0 is none) needs it.
+            if written.storage is ArtifactStorage.SERVICE and limit:
                 used = await uow.artifacts.storage_bytes(run.workspace_id, with_pending=True)
-                ensure_room(resource, workspace.limit(resource), used - current.size, adding=size)
+                ensure_room(QuotaResource.STORAGE_BYTES, limit, used - current.size, adding=size)
             await uow.artifacts.update(written)
             finished = await self._artifacts.confirm_pending(uow, run, now)
             await record_by_system(

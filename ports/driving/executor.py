@@ -8,6 +8,10 @@ source's failure fails the run with the reader's message (no secret in it); any 
 failure with a message that names what failed. ``stop`` releases runs in flight to their
 lease: their work is cancelled and nothing more is written, so the lease job requeues
 them (their partial uploads aborted) and another executor takes them up.
+
+A heartbeat may meet the run already ended by its own confirm (committed, the work not yet
+resumed): once the work is confirming, a lost heartbeat leaves the outcome to the confirm
+(which itself fails when the run was really lost) instead of cancelling it.
 """
 
 from __future__ import annotations
@@ -16,6 +20,8 @@ import asyncio
 import contextlib
 import logging
 from typing import Any
+
+import attrs
 
 from strongroom.domain.errors import StrongroomError, UpstreamUnavailableError
 from strongroom.domain.runs import Progress, Run, RunState
@@ -26,6 +32,15 @@ from strongroom.ports.driving.uploads import StreamedUpload
 logger = logging.getLogger(__name__)
 
 INTERNAL_FAILURE = "the service failed while executing the run"
+
+
+@attrs.define
+class _Work:
+    """What the heartbeat learns of a run's work: bytes written, and whether the work is
+    confirming the run."""
+
+    bytes_done: int = 0
+    confirming: bool = False
 
 
 class Executor:
@@ -111,17 +126,19 @@ class Executor:
         """Execute one claimed run to its end: the run as it ended, or None when it was
         lost (requeued elsewhere) or released."""
         logger.info("executor: run %s of backup %s started", held.run.id, held.run.backup_id)
-        progress = [0]
-        work = asyncio.ensure_future(self._work(held, progress))
+        state = _Work()
+        work = asyncio.ensure_future(self._work(held, state))
         try:
             while True:
                 done, _ = await asyncio.wait({work}, timeout=self.heartbeat_every)
                 if done:
                     break
                 try:
-                    beaten = await self._runs.heartbeat(held, Progress(progress[0]))
+                    beaten = await self._runs.heartbeat(held, Progress(state.bytes_done))
                 except LostRunError:
-                    if work.done():  # the work ended (and confirmed) during the heartbeat
+                    if work.done() or state.confirming:
+                        # Ended by its confirm, or the confirm tells (lost, it fails too).
+                        await asyncio.wait({work})
                         break
                     logger.warning("executor: run %s was lost (its lease ran out)", held.run.id)
                     await _cancelled(work)
@@ -163,7 +180,7 @@ class Executor:
         except LostRunError:
             return None
 
-    async def _work(self, held: HeldRun, progress: list[int]) -> Run:
+    async def _work(self, held: HeldRun, state: _Work) -> Run:
         artifact, storage = await self._runs.open_artifact(held)
 
         async def started(upload_id: str) -> None:
@@ -174,12 +191,13 @@ class Executor:
         try:
             async for chunk in stream:
                 await upload.write(chunk)
-                progress[0] = upload.size
+                state.bytes_done = upload.size
         finally:
             close = getattr(stream, "aclose", None)
             if close is not None:
                 await close()
         size, sha256 = await upload.finish()
+        state.confirming = True
         return await self._runs.finish(held, artifact, size, sha256)
 
 
