@@ -75,6 +75,13 @@ class Statements(Protocol):
         read's ``/*lock*/`` marker then becomes the dialect's row lock)."""
         ...
 
+    async def fetch_alone(
+        self, query: Q, params: Params, *, filters: Sequence[Q] = ()
+    ) -> Row | None:
+        """``fetch_one`` of a read after which the unit runs no other statement (a joined
+        look-up answered as it is): the connection may be released at once."""
+        ...
+
     async def fetch_all(self, query: Q, params: Params, *, filters: Sequence[Q] = ()) -> list[Row]:
         """Every row of a read."""
         ...
@@ -373,7 +380,7 @@ class SqlSessionRepository(_Repository):
         """``find`` and one backup of the session's workspace as the API's JSON, rendered
         by the database, in one statement."""
         params = {"token_hash": token_hash, "id": self._codec.uuid(backup_id)}
-        row = await self._db.fetch_one(Q.SESSION_FIND_WITH_BACKUP_JSON, params)
+        row = await self._db.fetch_alone(Q.SESSION_FIND_WITH_BACKUP_JSON, params)
         if row is None:
             return None
         body = row["body"]
@@ -392,7 +399,7 @@ class SqlSessionRepository(_Repository):
         params["token_hash"] = token_hash
         params["workspace_id"] = self._codec.uuid(workspace_id)
         filters = [Q.FILTER_BACKUP_AFTER] if after else []
-        row = await self._db.fetch_one(Q.SESSION_FIND_WITH_BACKUPS_JSON, params, filters=filters)
+        row = await self._db.fetch_alone(Q.SESSION_FIND_WITH_BACKUPS_JSON, params, filters=filters)
         if row is None:
             return None
         grant = rows.session_grant_from_row(_joined_session(row), self._codec)
