@@ -313,6 +313,9 @@ class PostgresDatabase:
         """The running event loop's pool, created (and opened, if it is the database's)
         on the loop's first use."""
         loop = asyncio.get_running_loop()
+        entry = self._pools.get(loop)  # the usual case, without the lock
+        if entry is not None and entry.opened:
+            return entry.pool
         with self._lock:
             entry = self._pools.get(loop)
             if entry is None:
@@ -616,6 +619,19 @@ class PostgresTransaction:
     ) -> Row | None:
         """The first row of ``query``."""
         found: Row | None = await self._run(query, params, filters, writes, "one")
+        return found
+
+    async def fetch_alone(
+        self, query: Q, params: Params, *, filters: Sequence[Q] = ()
+    ) -> Row | None:
+        """``fetch_one`` of a read that is the unit's last statement: a connection taken
+        for it goes back to the pool as soon as the row is read, not when the unit ends."""
+        taken = self._connection is None
+        try:
+            found: Row | None = await self._run(query, params, filters, False, "one")
+        finally:
+            if taken and not self._writing:
+                await self._give_back()
         return found
 
     async def fetch_all(self, query: Q, params: Params, *, filters: Sequence[Q] = ()) -> list[Row]:

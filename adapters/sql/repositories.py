@@ -75,6 +75,13 @@ class Statements(Protocol):
         read's ``/*lock*/`` marker then becomes the dialect's row lock)."""
         ...
 
+    async def fetch_alone(
+        self, query: Q, params: Params, *, filters: Sequence[Q] = ()
+    ) -> Row | None:
+        """``fetch_one`` of a read after which the unit runs no other statement (a joined
+        look-up answered as it is): the connection may be released at once."""
+        ...
+
     async def fetch_all(self, query: Q, params: Params, *, filters: Sequence[Q] = ()) -> list[Row]:
         """Every row of a read."""
         ...
@@ -186,6 +193,33 @@ def _joined_session(row: Row) -> Row:
     """The session's columns (``g_*``) of a row that joins a session with its read."""
     # keys(): iterating a sqlite3.Row yields its values, not its column names.
     return {name[2:]: row[name] for name in row.keys() if name.startswith("g_")}  # noqa: SIM118
+
+
+_GRANTS_KEPT = 4096
+# Decoded grants by their joined columns' values (see ``_joined_grant``).
+_grants: dict[tuple[object, ...], SessionGrant] = {}
+
+
+def _joined_grant(row: Row, codec: Codec) -> SessionGrant:
+    """``session_grant_from_row`` of a row's ``g_*`` columns, decoded once per distinct
+    set of values: the grant is a pure function of them (frozen values; every column that
+    a check reads, the revocation and expiry included, is part of the key), so this
+    caches no decision, only the decoding (the database is asked at every request)."""
+    key = (
+        type(codec),
+        *(
+            tuple(row[name]) if isinstance(row[name], list) else row[name]
+            for name in row.keys()  # noqa: SIM118 (a sqlite3.Row iterates its values)
+            if name.startswith("g_")
+        ),
+    )
+    grant = _grants.get(key)
+    if grant is None:
+        grant = rows.session_grant_from_row(_joined_session(row), codec)
+        if len(_grants) >= _GRANTS_KEPT:
+            _grants.clear()
+        _grants[key] = grant
+    return grant
 
 
 def _count(row: Row | None) -> int:
@@ -373,12 +407,12 @@ class SqlSessionRepository(_Repository):
         """``find`` and one backup of the session's workspace as the API's JSON, rendered
         by the database, in one statement."""
         params = {"token_hash": token_hash, "id": self._codec.uuid(backup_id)}
-        row = await self._db.fetch_one(Q.SESSION_FIND_WITH_BACKUP_JSON, params)
+        row = await self._db.fetch_alone(Q.SESSION_FIND_WITH_BACKUP_JSON, params)
         if row is None:
             return None
         body = row["body"]
         return (
-            rows.session_grant_from_row(_joined_session(row), self._codec),
+            _joined_grant(row, self._codec),
             None if body is None else Rendered(body.encode()),
         )
 
@@ -392,11 +426,10 @@ class SqlSessionRepository(_Repository):
         params["token_hash"] = token_hash
         params["workspace_id"] = self._codec.uuid(workspace_id)
         filters = [Q.FILTER_BACKUP_AFTER] if after else []
-        row = await self._db.fetch_one(Q.SESSION_FIND_WITH_BACKUPS_JSON, params, filters=filters)
+        row = await self._db.fetch_alone(Q.SESSION_FIND_WITH_BACKUPS_JSON, params, filters=filters)
         if row is None:
             return None
-        grant = rows.session_grant_from_row(_joined_session(row), self._codec)
-        return grant, Rendered(rows.page_json(row, self._codec))
+        return _joined_grant(row, self._codec), Rendered(rows.page_json(row, self._codec))
 
     async def find_adding_backup(
         self, token_hash: str, backup: Backup, event: AuditEvent, admission: Admission

@@ -410,6 +410,13 @@ class SqliteTransaction:
         row: Row | None = await self._statement(query, params, filters, writes, "one")
         return row
 
+    async def fetch_alone(
+        self, query: Q, params: Params, *, filters: Sequence[Q] = ()
+    ) -> Row | None:
+        """``fetch_one`` (a unit that has not written already gives its connection back on
+        the loop's thread when it ends)."""
+        return await self.fetch_one(query, params, filters=filters)
+
     async def fetch_all(self, query: Q, params: Params, *, filters: Sequence[Q] = ()) -> list[Row]:
         """Every row of a read."""
         found: list[Row] = await self._statement(query, params, filters, False, "all")

@@ -105,35 +105,30 @@ class SqlUnitOfWork:
     statistics: StatisticsRepository
 
     def __init__(self, begin: Callable[[], Transaction], guard: OneUnitPerTask) -> None:
+        # Repositories are built on first use (``__getattr__``): most units use one or two.
         self._begin = begin
         self._guard = guard
         self._tx: Transaction | None = None
+        # The transaction the repositories use (kept after the unit ends, as they were).
+        self._entered: Transaction | None = None
 
     async def __aenter__(self) -> Self:
         self._guard.enter()
         try:
-            tx = self._tx = self._begin()
+            self._tx = self._entered = self._begin()
         except BaseException:
             self._guard.leave()
             raise
-        self.workspaces = SqlWorkspaceRepository(tx)
-        self.memberships = SqlMembershipRepository(tx)
-        self.users = SqlUserRepository(tx)
-        self.sessions = SqlSessionRepository(tx)
-        self.backups = SqlBackupRepository(tx)
-        self.runs = SqlRunRepository(tx)
-        self.artifacts = SqlArtifactRepository(tx)
-        self.restores = SqlRestoreRepository(tx)
-        self.workers = SqlWorkerRepository(tx)
-        self.api_keys = SqlApiKeyRepository(tx)
-        self.invitations = SqlInvitationRepository(tx)
-        self.roles = SqlRoleRepository(tx)
-        self.audit = SqlAuditRepository(tx)
-        self.idempotency = SqlIdempotencyRepository(tx)
-        self.accounts = SqlAccountRepository(tx)
-        self.device_grants = SqlDeviceGrantRepository(tx)
-        self.statistics = SqlStatisticsRepository(tx)
         return self
+
+    def __getattr__(self, name: str) -> object:
+        """A repository of this unit, built the first time it is asked for."""
+        build = _REPOSITORIES.get(name)
+        tx = self.__dict__.get("_entered")
+        if build is None or tx is None:
+            raise AttributeError(name)
+        repository = self.__dict__[name] = build(tx)
+        return repository
 
     async def __aexit__(
         self,
@@ -160,6 +155,28 @@ class SqlUnitOfWork:
         if self._tx is None:
             raise RuntimeError("ping outside a unit of work")
         await self._tx.ping()
+
+
+_REPOSITORIES: dict[str, Callable[[Transaction], object]] = {
+    "workspaces": SqlWorkspaceRepository,
+    "memberships": SqlMembershipRepository,
+    "users": SqlUserRepository,
+    "sessions": SqlSessionRepository,
+    "backups": SqlBackupRepository,
+    "runs": SqlRunRepository,
+    "artifacts": SqlArtifactRepository,
+    "restores": SqlRestoreRepository,
+    "workers": SqlWorkerRepository,
+    "api_keys": SqlApiKeyRepository,
+    "invitations": SqlInvitationRepository,
+    "roles": SqlRoleRepository,
+    "audit": SqlAuditRepository,
+    "idempotency": SqlIdempotencyRepository,
+    "accounts": SqlAccountRepository,
+    "device_grants": SqlDeviceGrantRepository,
+    "statistics": SqlStatisticsRepository,
+}
+"""Each repository attribute of a unit and how it is built over the unit's transaction."""
 
 
 if TYPE_CHECKING:

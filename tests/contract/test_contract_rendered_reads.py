@@ -289,6 +289,26 @@ def test_the_read_models_refuse_as_the_reads_do(world: World) -> None:
     )
 
 
+def test_a_session_revoked_after_a_read_is_refused_at_the_next(world: World) -> None:
+    """The session's grant is decoded once per distinct row (an adapter may keep it), but
+    the database is asked at every read: a revocation between two reads refuses the second."""
+    facade = world.facade
+    mine = facade.backups.create(world.admin, world.workspace_id, "Mine", BackupKind.MANUAL)
+    own = Bearer(world.token)
+    request = PageRequest(10, None)
+    for _ in range(2):  # twice: the second read finds whatever the first one kept
+        assert _rendered_get(world, mine.id) == render(facade.backups.get(own, mine.id))
+        assert isinstance(facade.backups.list_rendered(own, world.workspace_id, request), Rendered)
+    with world.adapter.uow() as uow:
+        found = uow.sessions.find(hash_token(world.token))
+        uow.sessions.revoke(found.session.id, datetime.now(UTC))
+        uow.commit()
+    with pytest.raises(UnauthenticatedError):
+        facade.backups.get_rendered(own, mine.id)
+    with pytest.raises(UnauthenticatedError):
+        facade.backups.list_rendered(own, world.workspace_id, request)
+
+
 def test_the_postgres_read_models_fit_psycopgs_parse_cache() -> None:
     """psycopg parses a statement's text again at every execution when it is longer than
     its cache's limit (a sixth of a GET's CPU): both read models stay under it."""
