@@ -175,10 +175,8 @@ INSERT INTO backups (
     retention_lock_for_seconds, destination, sealed_destination_credentials, next_run_at,
     created_at, updated_at
 )
-SELECT :id, :workspace_id, :name, :name_key, :kind, :state, :paused, :source,
-       :sealed_credentials, :schedule_cron, :schedule_timezone, :worker_id,
-       :retention_expire_after_seconds, :retention_lock_for_seconds, :destination,
-       :sealed_destination_credentials, :next_run_at, :created_at, :updated_at
+SELECT :id, :workspace_id, :name, :name_key, :kind, :state, :paused, NULL, NULL, NULL,
+       NULL, NULL, NULL, NULL, :destination, NULL, NULL, :created_at, :updated_at
 FROM (
     SELECT s.user_id, s.workspace_id, s.expires_at, s.revoked_at, m.role, r.permissions
     FROM sessions AS s
