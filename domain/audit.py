@@ -62,3 +62,11 @@ def diff(before: Mapping[str, JsonValue], after: Mapping[str, JsonValue]) -> dic
         for field in sorted(set(before) | set(after))
         if before.get(field) != after.get(field)
     }
+
+
+def creation(after: Mapping[str, JsonValue]) -> dict[str, Change]:
+    """``diff({}, after)``, the changes of a creation: the fields ``after`` gives a value,
+    in their sorted order; without the union of key sets and the look-ups of a diff."""
+    return {
+        field: Change(None, after[field]) for field in sorted(after) if after[field] is not None
+    }

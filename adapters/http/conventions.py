@@ -59,7 +59,8 @@ def located(template: str) -> Callable[[Endpoint], Endpoint]:
             if response.status_code in LOCATED:
                 fields: dict[str, Any] = dict(request.path_params)
                 if not names <= fields.keys():
-                    fields.update(orjson.loads(response.body))
+                    presented = getattr(response, "fields", None)
+                    fields.update(orjson.loads(response.body) if presented is None else presented)
                 location = template.format_map(fields).encode("latin-1")
                 response.raw_headers.append((b"location", location))
             return response

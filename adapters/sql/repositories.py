@@ -29,7 +29,7 @@ from strongroom.domain.audit import AuditEvent
 from strongroom.domain.backups import Backup
 from strongroom.domain.invitations import Invitation
 from strongroom.domain.machines import ApiKey, Worker
-from strongroom.domain.names import email_key
+from strongroom.domain.names import email_key, name_key
 from strongroom.domain.pagination import Page, PageRequest, page_of
 from strongroom.domain.permissions import BUILTIN_ROLES, Permission, Role
 from strongroom.domain.principals import Session
@@ -151,18 +151,70 @@ def _billing_states(admission: Admission) -> list[str]:
     return sorted(state.value for state in admission.billing_states)
 
 
-# The columns of a session's create's event that it takes as they are (the id becomes
-# ``event_id``; the workspace is the backup's; the actor is the session's person).
-_EVENT_COLUMNS = (
-    "occurred_at",
-    "actor_type",
-    "action",
-    "target_type",
-    "target_id",
-    "request_id",
-    "outcome",
-    "changes",
+# The columns a draft leaves NULL: ``backup_create_in_session`` writes them as NULL itself
+# (fewer parameters to build and adapt on every create).
+_DRAFT_NULLS = (
+    "source",
+    "sealed_credentials",
+    "schedule",
+    "worker_id",
+    "retention",
+    "sealed_destination_credentials",
+    "next_run_at",
 )
+
+
+def _session_create_params(
+    backup: Backup,
+    event: AuditEvent,
+    token_hash: str,
+    now: datetime,
+    lists: tuple[str, str, str, str],
+    admission: Admission,
+    codec: Codec,
+) -> Params:
+    """The parameters of ``backup_create_in_session``: the draft's columns (those it
+    leaves NULL are in the text), the event's own, the session's token and the checks'.
+    Lists are comma-separated text (none of these values holds a comma): psycopg adapts a
+    list as an array, a few times the cost of a string."""
+    if admission.resource is not QuotaResource.BACKUPS_PER_WORKSPACE:
+        raise ValueError(f"backups are admitted against their own quota, not {admission}")
+    for field in _DRAFT_NULLS:
+        if getattr(backup, field) is not None:
+            raise ValueError(f"a session's create writes a draft: {field} is set")
+    changes = event.changes
+    return {
+        "id": codec.uuid(backup.id),
+        "workspace_id": codec.uuid(backup.workspace_id),
+        "name": backup.name,
+        "name_key": name_key(backup.name),
+        "kind": backup.kind.value,
+        "state": backup.state.value,
+        "paused": backup.paused,
+        "destination": codec.json(rows.destination_to_json(backup.destination)),
+        "created_at": codec.timestamp(backup.created_at),
+        "updated_at": codec.timestamp(backup.updated_at),
+        "event_id": codec.uuid(event.id),
+        "occurred_at": codec.timestamp(event.occurred_at),
+        "actor_type": event.actor.type.value,
+        "action": event.action,
+        "target_type": event.target_type,
+        "target_id": event.target_id,
+        "request_id": event.request_id,
+        "outcome": event.outcome.value,
+        "changes": None
+        if changes is None
+        else codec.json(
+            {field: {"before": c.before, "after": c.after} for field, c in changes.items()}
+        ),
+        "token_hash": token_hash,
+        "now": codec.timestamp(now),
+        "billing_states": lists[0],
+        "granting_builtin": lists[1],
+        "builtin": lists[2],
+        "permissions": lists[3],
+        "default_limit": admission.default_limit,
+    }
 
 
 @functools.cache
@@ -460,18 +512,15 @@ class SqlSessionRepository(_Repository):
     ) -> bool:
         """The checks and the writes in one statement committed on its own (PostgreSQL:
         one round trip) or one script in one hop (SQLite): ``backup_create_in_session``."""
-        codec = self._codec
-        params, audit = _admitted_backup_params(backup, event, admission, codec)
-        for column in _EVENT_COLUMNS:
-            params[column] = audit[column]
-        params["event_id"] = audit["id"]
-        params["token_hash"] = token_hash
-        params["now"] = codec.timestamp(now)
-        # Lists as comma-separated text (none of these values holds a comma): psycopg
-        # adapts a list as an array, a few times the cost of a string.
-        lists = _create_lists(admission, tuple(permissions))
-        params["billing_states"] = lists[0]
-        params["granting_builtin"], params["builtin"], params["permissions"] = lists[1:]
+        params = _session_create_params(
+            backup,
+            event,
+            token_hash,
+            now,
+            _create_lists(admission, tuple(permissions)),
+            admission,
+            self._codec,
+        )
         row = await self._db.write_alone(Q.BACKUP_CREATE_IN_SESSION, params)
         if row is not None and int(row["created"]) == 1:
             return True

@@ -444,23 +444,24 @@ class SqliteTransaction:
         if not self._holds_writer:
             await self._take_writer()
 
+        *leading, last = statements
+
         def work(connection: sqlite3.Connection) -> Row | None:
             connection.execute("BEGIN IMMEDIATE")
             self._writing = True
-            found: Row | None = None
-            for text in statements:
-                cursor = connection.cursor()
-                cursor.row_factory = None
-                try:
-                    cursor.execute(text, params)
-                    row = cursor.fetchone()
-                    names = [column[0] for column in cursor.description or ()]
-                finally:
-                    cursor.close()
-                found = None if row is None else dict(zip(names, row, strict=True))
+            for text in leading:  # their rows are not read: no cursor of ours, no names
+                connection.execute(text, params).close()
+            cursor = connection.cursor()
+            cursor.row_factory = None
+            try:
+                cursor.execute(last, params)
+                row = cursor.fetchone()
+                names = [column[0] for column in cursor.description or ()]
+            finally:
+                cursor.close()
             connection.execute("COMMIT")
             self._writing = False
-            return found
+            return None if row is None else dict(zip(names, row, strict=True))
 
         try:
             written = await self._call(work, params)

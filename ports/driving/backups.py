@@ -7,7 +7,7 @@ from uuid import UUID
 
 import attrs
 
-from strongroom.domain.audit import JsonValue, diff
+from strongroom.domain.audit import JsonValue, creation, diff
 from strongroom.domain.backups import UNSET, Backup, BackupChanges, BackupKind
 from strongroom.domain.billing import GatedOperation
 from strongroom.domain.errors import ArtifactLockedError, StrongroomError
@@ -104,7 +104,7 @@ class Backups:
             workspace.admit(ADMIT_BACKUP, await uow.backups.count(workspace_id))
             backup = Backup.draft(self._deps.ids.new_id(), workspace_id, name, kind, now)
             await uow.backups.add(backup)
-            await change.record("backup.create", backup.id, diff({}, audit_snapshot(backup)))
+            await change.record("backup.create", backup.id, creation(audit_snapshot(backup)))
             return backup
 
         return await run_idempotent(self._deps, caller, idempotency, now, store, ResultForm(Backup))
@@ -128,7 +128,7 @@ class Backups:
             workspace_id,
             "backup.create",
             backup.id,
-            diff({}, audit_snapshot(backup)),
+            creation(audit_snapshot(backup)),
         )
         async with self._deps.uow() as uow:
             created = await uow.sessions.create_backup(
@@ -160,7 +160,7 @@ class Backups:
             workspace_id,
             "backup.create",
             backup.id,
-            diff({}, audit_snapshot(backup)),
+            creation(audit_snapshot(backup)),
         )
         async with self._deps.uow() as uow:
             if await uow.backups.add_admitted(backup, event, ADMIT_BACKUP):

@@ -150,6 +150,7 @@ FROM g, p
 -- checked again on the row as it is once locked). The backup's insert follows the event's
 -- (kept short: pg_stat_activity shows the first 1024 bytes, and the statement waiting to
 -- insert an event must be recognisable there). created is 1 when both were written.
+-- The backup is a draft: the columns a draft leaves NULL are NULL here, not parameters.
 -- A retry of a statement whose answer was lost with its connection writes nothing twice:
 -- the event's insert waits for the earlier attempt, if it is still running, and does
 -- nothing if that committed; its backup, committed after this statement's snapshot, then
@@ -185,10 +186,8 @@ WITH g AS (
     retention_lock_for_seconds, destination, sealed_destination_credentials, next_run_at,
     created_at, updated_at
   )
-  SELECT :id, :workspace_id, :name, :name_key, :kind, :state, :paused, :source,
-    :sealed_credentials, :schedule_cron, :schedule_timezone, :worker_id,
-    :retention_expire_after_seconds, :retention_lock_for_seconds, :destination,
-    :sealed_destination_credentials, :next_run_at, :created_at, :updated_at
+  SELECT :id, :workspace_id, :name, :name_key, :kind, :state, :paused, NULL, NULL, NULL,
+    NULL, NULL, NULL, NULL, :destination, NULL, NULL, :created_at, :updated_at
   FROM e
   RETURNING id
 )

@@ -167,18 +167,18 @@ FROM g
 -- database's thread (see the PostgreSQL text for the checks, which are the same; lists
 -- are comma-separated text, matched whole between commas: role slugs and permission
 -- names hold no comma): the backup only if the session authorizes it and the workspace
--- admits it; its event only if the backup was added; created is 1 when the backup exists
--- afterwards (a second run of the same create writes nothing twice, as on PostgreSQL).
+-- admits it; its event only if the backup was added (``changes()`` is the count of the
+-- statement before: the backup's insert, which adds a row only if none has its id); created
+-- is 1 when the event was added, so when both were (a second run of the same create
+-- writes nothing twice, as on PostgreSQL, and answers 0: the repository looks again).
 INSERT INTO backups (
     id, workspace_id, name, name_key, kind, state, paused, source, sealed_credentials,
     schedule_cron, schedule_timezone, worker_id, retention_expire_after_seconds,
     retention_lock_for_seconds, destination, sealed_destination_credentials, next_run_at,
     created_at, updated_at
 )
-SELECT :id, :workspace_id, :name, :name_key, :kind, :state, :paused, :source,
-       :sealed_credentials, :schedule_cron, :schedule_timezone, :worker_id,
-       :retention_expire_after_seconds, :retention_lock_for_seconds, :destination,
-       :sealed_destination_credentials, :next_run_at, :created_at, :updated_at
+SELECT :id, :workspace_id, :name, :name_key, :kind, :state, :paused, NULL, NULL, NULL,
+       NULL, NULL, NULL, NULL, :destination, NULL, NULL, :created_at, :updated_at
 FROM (
     SELECT s.user_id, s.workspace_id, s.expires_at, s.revoked_at, m.role, r.permissions
     FROM sessions AS s
@@ -206,8 +206,6 @@ INSERT INTO audit_events (
 SELECT :event_id, :workspace_id, :occurred_at, :actor_type, s.user_id, :action,
        :target_type, :target_id, :request_id, :outcome, :changes
 FROM sessions AS s
-WHERE s.token_hash = :token_hash
-  AND EXISTS (SELECT 1 FROM backups WHERE workspace_id = :workspace_id AND id = :id)
-  AND NOT EXISTS (SELECT 1 FROM audit_events WHERE id = :event_id)
+WHERE s.token_hash = :token_hash AND changes() = 1
 LIMIT 1;
-SELECT count(*) AS created FROM backups WHERE workspace_id = :workspace_id AND id = :id;
+SELECT changes() AS created;
