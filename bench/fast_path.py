@@ -789,6 +789,20 @@ class RoundTrips:
         return [(count, shape) for shape, count in names.most_common()]
 
 
+# The counting server runs none of the service's background jobs (scheduler, lease
+# expiry, restore runner, executors, verification, retention): their statements share the
+# pool and the proxy, and would be counted against whichever request they met.
+QUIET_BACKGROUND = {
+    "STRONGROOM_SCHEDULER_INTERVAL": "0",
+    "STRONGROOM_LEASE_INTERVAL": "0",
+    "STRONGROOM_RESTORE_POLL": "0",
+    "STRONGROOM_EXECUTORS": "0",
+    "STRONGROOM_VERIFY_PENDING_INTERVAL": "0",
+    "STRONGROOM_VERIFY_INTERVAL": "0",
+    "STRONGROOM_RETENTION_INTERVAL": "0",
+}
+
+
 def count_round_trips(
     deployment: Deployment, proxy: RoundTripProxy, options: argparse.Namespace
 ) -> dict[str, RoundTrips]:
@@ -1286,7 +1300,11 @@ def proxied_round_trips(
     stack.callback(proxy.close)
     assert deployment.dbname is not None
     url = database_url(options.postgres, deployment.dbname, proxy.port)
-    env = {**extra_env, "STRONGROOM_DATABASE_URL": f"{url}?sslmode=disable&gssencmode=disable"}
+    env = {
+        **extra_env,
+        **QUIET_BACKGROUND,
+        "STRONGROOM_DATABASE_URL": f"{url}?sslmode=disable&gssencmode=disable",
+    }
     counting = start_strongroom(stack, "postgres-via-proxy", options.workdir, env, [])
     counting.workspace_id, counting.token = deployment.workspace_id, deployment.token
     counting.backup_id = deployment.backup_id
