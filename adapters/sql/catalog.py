@@ -53,6 +53,8 @@ class Q(StrEnum):
     USER_GET = "user_get"
     USER_GET_BY_SUBJECT = "user_get_by_subject"
     SESSION_INSERT = "session_insert"
+    SESSION_GRANT_COLUMNS = "session_grant_columns"
+    SESSION_GRANT_JOINS = "session_grant_joins"
     SESSION_FIND = "session_find"
     SESSION_FIND_WITH_BACKUP = "session_find_with_backup"
     SESSION_FIND_WITH_BACKUPS = "session_find_with_backups"

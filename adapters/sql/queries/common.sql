@@ -98,36 +98,54 @@ SELECT id, email, name, idp_subject, created_at FROM users WHERE idp_subject = :
 INSERT INTO sessions (id, token_hash, user_id, workspace_id, created_at, expires_at, revoked_at)
 VALUES (:id, :token_hash, :user_id, :workspace_id, :created_at, :expires_at, :revoked_at)
 
+-- name: session_grant_columns
+-- session_find's columns prefixed g_ (a fragment, after a SELECT: /*fragment
+-- session_grant_columns*/) of the reads that check a session in the statement that reads.
+-- Written tight: it counts towards the 4 096 characters of the *_json reads (backup_json).
+s.id AS g_id, s.token_hash AS g_token_hash, s.user_id AS g_user_id,
+s.workspace_id AS g_workspace_id, s.created_at AS g_created_at, s.expires_at AS g_expires_at,
+s.revoked_at AS g_revoked_at, u.email AS g_user_email, u.name AS g_user_name,
+u.idp_subject AS g_user_idp_subject, u.created_at AS g_user_created_at,
+m.role AS g_role_slug, r.name AS g_role_name, r.permissions AS g_role_permissions
+
+-- name: session_grant_joins
+-- A session (s), its person (u), their membership (m) and role (r) in its workspace: the
+-- FROM of session_find and of the reads and writes that check a session (a fragment).
+FROM sessions AS s
+JOIN users AS u ON u.id = s.user_id
+LEFT JOIN memberships AS m ON m.workspace_id = s.workspace_id AND m.user_id = s.user_id
+LEFT JOIN roles AS r ON r.workspace_id = m.workspace_id AND r.slug = m.role
+
 -- name: session_find
 -- The session, its person, and their role in its workspace: one round trip per request.
 SELECT s.id, s.token_hash, s.user_id, s.workspace_id, s.created_at, s.expires_at,
        s.revoked_at, u.email AS user_email, u.name AS user_name,
        u.idp_subject AS user_idp_subject, u.created_at AS user_created_at,
        m.role AS role_slug, r.name AS role_name, r.permissions AS role_permissions
-FROM sessions AS s
-JOIN users AS u ON u.id = s.user_id
-LEFT JOIN memberships AS m ON m.workspace_id = s.workspace_id AND m.user_id = s.user_id
-LEFT JOIN roles AS r ON r.workspace_id = m.workspace_id AND r.slug = m.role
+/*fragment session_grant_joins*/
 WHERE s.token_hash = :token_hash
 LIMIT 1
 
 -- name: session_find_with_backup
 -- session_find (its columns g_*) joined with one backup of the session's workspace (NULL
 -- when it has none with this id): the credential check and the read in one statement.
-SELECT s.id AS g_id, s.token_hash AS g_token_hash, s.user_id AS g_user_id,
-       s.workspace_id AS g_workspace_id, s.created_at AS g_created_at,
-       s.expires_at AS g_expires_at, s.revoked_at AS g_revoked_at, u.email AS g_user_email,
-       u.name AS g_user_name, u.idp_subject AS g_user_idp_subject,
-       u.created_at AS g_user_created_at, m.role AS g_role_slug, r.name AS g_role_name,
-       r.permissions AS g_role_permissions, b.id, b.workspace_id, b.name, b.kind, b.state,
-       b.paused, b.source, b.sealed_credentials, b.schedule_cron, b.schedule_timezone,
+SELECT /*fragment session_grant_columns*/,
+       b.id, b.workspace_id, b.name, b.kind, b.state, b.paused, b.source, b.sealed_credentials, b.schedule_cron, b.schedule_timezone,
        b.worker_id, b.retention_expire_after_seconds, b.retention_lock_for_seconds,
        b.destination, b.sealed_destination_credentials, b.next_run_at, b.created_at,
        b.updated_at
-FROM sessions AS s
-JOIN users AS u ON u.id = s.user_id
-LEFT JOIN memberships AS m ON m.workspace_id = s.workspace_id AND m.user_id = s.user_id
-LEFT JOIN roles AS r ON r.workspace_id = m.workspace_id AND r.slug = m.role
+/*fragment session_grant_joins*/
+LEFT JOIN backups AS b ON b.workspace_id = s.workspace_id AND b.id = :id
+WHERE s.token_hash = :token_hash
+LIMIT 1
+
+-- name: session_find_with_backup_json
+-- session_find_with_backup with the backup as the API's JSON text (body; NULL when the
+-- session's workspace has no backup of this id): the read model of GET /v1/backups/{id}.
+-- backup_json is the dialect's own (postgres.sql, sqlite.sql).
+SELECT /*fragment session_grant_columns*/,
+       CASE WHEN b.id IS NULL THEN NULL ELSE /*fragment backup_json*/ END AS body
+/*fragment session_grant_joins*/
 LEFT JOIN backups AS b ON b.workspace_id = s.workspace_id AND b.id = :id
 WHERE s.token_hash = :token_hash
 LIMIT 1
@@ -140,16 +158,8 @@ LIMIT 1
 -- its fetch loading 50 copies of them (the role's permissions array above all).
 SELECT * FROM (
 WITH g AS (
-    SELECT s.id AS g_id, s.token_hash AS g_token_hash, s.user_id AS g_user_id,
-           s.workspace_id AS g_workspace_id, s.created_at AS g_created_at,
-           s.expires_at AS g_expires_at, s.revoked_at AS g_revoked_at,
-           u.email AS g_user_email, u.name AS g_user_name,
-           u.idp_subject AS g_user_idp_subject, u.created_at AS g_user_created_at,
-           m.role AS g_role_slug, r.name AS g_role_name, r.permissions AS g_role_permissions
-    FROM sessions AS s
-    JOIN users AS u ON u.id = s.user_id
-    LEFT JOIN memberships AS m ON m.workspace_id = s.workspace_id AND m.user_id = s.user_id
-    LEFT JOIN roles AS r ON r.workspace_id = m.workspace_id AND r.slug = m.role
+    SELECT /*fragment session_grant_columns*/
+/*fragment session_grant_joins*/
     WHERE s.token_hash = :token_hash
 )
 SELECT 0 AS part, g_id, g_token_hash, g_user_id, g_workspace_id, g_created_at, g_expires_at,
