@@ -62,6 +62,9 @@ class Q(StrEnum):
     SESSION_FIND_WITH_BACKUPS_JSON = "session_find_with_backups_json"
     BACKUP_JSON = "backup_json"
     SESSION_REVOKE = "session_revoke"
+    BACKUP_COLUMNS = "backup_columns"
+    BACKUP_INSERT_COLUMNS = "backup_insert_columns"
+    BACKUP_INSERT_VALUES = "backup_insert_values"
     BACKUP_INSERT = "backup_insert"
     BACKUP_INSERT_ADMITTED = "backup_insert_admitted"
     BACKUP_CREATE_IN_SESSION = "backup_create_in_session"
@@ -158,6 +161,7 @@ class Q(StrEnum):
     FAILED_LOGIN_RECENT_BY_ADDRESS = "failed_login_recent_by_address"
     FAILED_LOGIN_PURGE = "failed_login_purge"
     DEVICE_GRANT_INSERT = "device_grant_insert"
+    DEVICE_GRANT_COLUMNS = "device_grant_columns"
     DEVICE_GRANT_BY_DEVICE_CODE = "device_grant_by_device_code"
     DEVICE_GRANT_BY_USER_CODE = "device_grant_by_user_code"
     DEVICE_GRANT_BY_ACCESS_TOKEN = "device_grant_by_access_token"  # noqa: S105 (a name)

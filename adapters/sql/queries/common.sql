@@ -180,10 +180,7 @@ SELECT 1, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
        b.sealed_destination_credentials, b.next_run_at, b.created_at, b.updated_at
 FROM g
 JOIN (
-    SELECT id, workspace_id, name, kind, state, paused, source, sealed_credentials,
-           schedule_cron, schedule_timezone, worker_id, retention_expire_after_seconds,
-           retention_lock_for_seconds, destination, sealed_destination_credentials, next_run_at,
-           created_at, updated_at
+    SELECT /*fragment backup_columns*/
     FROM backups
     WHERE workspace_id = :workspace_id /*filters*/
     ORDER BY created_at DESC, id DESC
@@ -196,24 +193,37 @@ ORDER BY part, created_at DESC, id DESC
 -- The first revocation time stays.
 UPDATE sessions SET revoked_at = :revoked_at WHERE id = :id AND revoked_at IS NULL
 
--- name: backup_insert
-INSERT INTO backups (
+-- name: backup_columns
+-- A backup's columns as the repositories read them (a fragment, after a SELECT).
+id, workspace_id, name, kind, state, paused, source, sealed_credentials,
+       schedule_cron, schedule_timezone, worker_id, retention_expire_after_seconds,
+       retention_lock_for_seconds, destination, sealed_destination_credentials, next_run_at,
+       created_at, updated_at
+
+-- name: backup_insert_columns
+-- Every column of a backup (name_key too), in the order of backup_insert_values: the
+-- column list of its inserts (a fragment).
     id, workspace_id, name, name_key, kind, state, paused, source, sealed_credentials,
     schedule_cron, schedule_timezone, worker_id, retention_expire_after_seconds,
     retention_lock_for_seconds, destination, sealed_destination_credentials, next_run_at,
     created_at, updated_at
-) VALUES (
+
+-- name: backup_insert_values
+-- The parameters of backup_insert_columns, in their order (a fragment).
     :id, :workspace_id, :name, :name_key, :kind, :state, :paused, :source, :sealed_credentials,
     :schedule_cron, :schedule_timezone, :worker_id, :retention_expire_after_seconds,
     :retention_lock_for_seconds, :destination, :sealed_destination_credentials, :next_run_at,
     :created_at, :updated_at
+
+-- name: backup_insert
+INSERT INTO backups (
+/*fragment backup_insert_columns*/
+) VALUES (
+/*fragment backup_insert_values*/
 )
 
 -- name: backup_get
-SELECT id, workspace_id, name, kind, state, paused, source, sealed_credentials,
-       schedule_cron, schedule_timezone, worker_id, retention_expire_after_seconds,
-       retention_lock_for_seconds, destination, sealed_destination_credentials, next_run_at,
-       created_at, updated_at
+SELECT /*fragment backup_columns*/
 FROM backups
 WHERE workspace_id = :workspace_id AND id = :id
 /*lock*/
@@ -233,10 +243,7 @@ WHERE workspace_id = :workspace_id AND id = :id
 DELETE FROM backups WHERE workspace_id = :workspace_id AND id = :id
 
 -- name: backup_list
-SELECT id, workspace_id, name, kind, state, paused, source, sealed_credentials,
-       schedule_cron, schedule_timezone, worker_id, retention_expire_after_seconds,
-       retention_lock_for_seconds, destination, sealed_destination_credentials, next_run_at,
-       created_at, updated_at
+SELECT /*fragment backup_columns*/
 FROM backups
 WHERE workspace_id = :workspace_id /*filters*/
 ORDER BY created_at DESC, id DESC
@@ -610,10 +617,14 @@ INSERT INTO device_grants (
     :access_expires_at
 )
 
--- name: device_grant_by_device_code
-SELECT id, device_code_hash, user_code, client_id, created_at, expires_at, poll_interval,
+-- name: device_grant_columns
+-- A device grant's columns as the repositories read them (a fragment, after a SELECT).
+id, device_code_hash, user_code, client_id, created_at, expires_at, poll_interval,
        state, account_id, failed_approvals, last_polled_at, access_token_hash,
        access_expires_at
+
+-- name: device_grant_by_device_code
+SELECT /*fragment device_grant_columns*/
 FROM device_grants
 WHERE device_code_hash = :device_code_hash
 ORDER BY created_at DESC, id DESC
@@ -621,9 +632,7 @@ LIMIT 1
 /*lock*/
 
 -- name: device_grant_by_user_code
-SELECT id, device_code_hash, user_code, client_id, created_at, expires_at, poll_interval,
-       state, account_id, failed_approvals, last_polled_at, access_token_hash,
-       access_expires_at
+SELECT /*fragment device_grant_columns*/
 FROM device_grants
 WHERE user_code = :user_code
 ORDER BY created_at DESC, id DESC
@@ -631,9 +640,7 @@ LIMIT 1
 /*lock*/
 
 -- name: device_grant_by_access_token
-SELECT id, device_code_hash, user_code, client_id, created_at, expires_at, poll_interval,
-       state, account_id, failed_approvals, last_polled_at, access_token_hash,
-       access_expires_at
+SELECT /*fragment device_grant_columns*/
 FROM device_grants
 WHERE access_token_hash = :access_token_hash
 ORDER BY created_at DESC, id DESC
@@ -789,10 +796,7 @@ LIMIT 1
 -- Scheduled backups of every workspace whose next_run_at has come, soonest first, through
 -- the partial index backups_due (0009): the cost grows with the number due, not with the
 -- number of backups. Only scheduled backups have a next_run_at; the rest is a safeguard.
-SELECT id, workspace_id, name, kind, state, paused, source, sealed_credentials,
-       schedule_cron, schedule_timezone, worker_id, retention_expire_after_seconds,
-       retention_lock_for_seconds, destination, sealed_destination_credentials, next_run_at,
-       created_at, updated_at
+SELECT /*fragment backup_columns*/
 FROM backups
 WHERE next_run_at <= :now AND state = 'active' AND NOT paused AND schedule_cron IS NOT NULL
 ORDER BY next_run_at

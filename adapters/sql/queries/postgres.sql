@@ -27,15 +27,9 @@ WITH admitting AS (
     FOR NO KEY UPDATE
 )
 INSERT INTO backups (
-    id, workspace_id, name, name_key, kind, state, paused, source, sealed_credentials,
-    schedule_cron, schedule_timezone, worker_id, retention_expire_after_seconds,
-    retention_lock_for_seconds, destination, sealed_destination_credentials, next_run_at,
-    created_at, updated_at
+/*fragment backup_insert_columns*/
 )
-SELECT :id, :workspace_id, :name, :name_key, :kind, :state, :paused, :source,
-       :sealed_credentials, :schedule_cron, :schedule_timezone, :worker_id,
-       :retention_expire_after_seconds, :retention_lock_for_seconds, :destination,
-       :sealed_destination_credentials, :next_run_at, :created_at, :updated_at
+SELECT /*fragment backup_insert_values*/
 FROM admitting
 WHERE backup_limit = 0 OR backup_count < backup_limit
 
@@ -156,10 +150,7 @@ WITH g AS (
   RETURNING id
 ), b AS (
   INSERT INTO backups (
-    id, workspace_id, name, name_key, kind, state, paused, source, sealed_credentials,
-    schedule_cron, schedule_timezone, worker_id, retention_expire_after_seconds,
-    retention_lock_for_seconds, destination, sealed_destination_credentials, next_run_at,
-    created_at, updated_at
+/*fragment backup_insert_columns*/
   )
   SELECT :id, :workspace_id, :name, :name_key, :kind, :state, :paused, NULL, NULL, NULL,
     NULL, NULL, NULL, NULL, :destination, NULL, NULL, :created_at, :updated_at

@@ -18,15 +18,9 @@ ORDER BY slug
 -- :default_limit; 0 is unlimited). The unit holds the database's one writer.
 -- With :token_hash, only into that session's workspace.
 INSERT INTO backups (
-    id, workspace_id, name, name_key, kind, state, paused, source, sealed_credentials,
-    schedule_cron, schedule_timezone, worker_id, retention_expire_after_seconds,
-    retention_lock_for_seconds, destination, sealed_destination_credentials, next_run_at,
-    created_at, updated_at
+/*fragment backup_insert_columns*/
 )
-SELECT :id, :workspace_id, :name, :name_key, :kind, :state, :paused, :source,
-       :sealed_credentials, :schedule_cron, :schedule_timezone, :worker_id,
-       :retention_expire_after_seconds, :retention_lock_for_seconds, :destination,
-       :sealed_destination_credentials, :next_run_at, :created_at, :updated_at
+SELECT /*fragment backup_insert_values*/
 FROM (
     SELECT backup_count,
            COALESCE(quota_overrides ->> '$.backups_per_workspace', :default_limit)
@@ -146,10 +140,7 @@ FROM g
 -- is 1 when the event was added, so when both were (a second run of the same create
 -- writes nothing twice, as on PostgreSQL, and answers 0: the repository looks again).
 INSERT INTO backups (
-    id, workspace_id, name, name_key, kind, state, paused, source, sealed_credentials,
-    schedule_cron, schedule_timezone, worker_id, retention_expire_after_seconds,
-    retention_lock_for_seconds, destination, sealed_destination_credentials, next_run_at,
-    created_at, updated_at
+/*fragment backup_insert_columns*/
 )
 SELECT :id, :workspace_id, :name, :name_key, :kind, :state, :paused, NULL, NULL, NULL,
        NULL, NULL, NULL, NULL, :destination, NULL, NULL, :created_at, :updated_at
