@@ -5,7 +5,10 @@
 -- with a /*filters*/ marker takes optional "-- name: filter_*" fragments there. A read
 -- with a /*lock*/ marker may lock what it reads until the unit of work ends: asked to lock,
 -- the marker is FOR NO KEY UPDATE on PostgreSQL and nothing on SQLite, whose unit holds the
--- one writer (see catalog.py); otherwise it is nothing.
+-- one writer (see catalog.py); otherwise it is nothing. A /*fragment name*/ marker is
+-- replaced by the text of the named query "name" (a piece several statements share: the
+-- session check's columns and joins, a table's column list); a fragment's own /*lock*/ or
+-- /*fragment*/ markers would stay as they are, so it holds none.
 
 -- name: workspace_insert
 INSERT INTO workspaces (
