@@ -245,7 +245,7 @@ class Backups:
         joined: JoinedRead[Listed],
     ) -> Listed | Page[Backup]:
         """``list_in`` and ``list_rendered``: a session's page is what ``joined`` reads
-        with the credential (its own workspace's page, or an empty one)."""
+        in the look-up that checks the credential."""
         if isinstance(caller, Bearer):
             if is_session(caller):
                 listed = await self._access.authorize_joined(
@@ -261,8 +261,8 @@ class Backups:
     async def _get(
         self, caller: Caller | Bearer, backup_id: UUID, joined: JoinedRead[Found | None]
     ) -> Found | Backup:
-        """``get`` and ``get_rendered``: a session's backup is what ``joined`` reads with
-        the credential (None: 404)."""
+        """``get`` and ``get_rendered``: a session's backup is what ``joined`` reads in
+        the look-up that checks the credential (None: 404)."""
         if isinstance(caller, Bearer):
             if is_session(caller):
                 found = await self._access.authorize_joined(caller, READ_BACKUPS, joined)
