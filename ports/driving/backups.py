@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from typing import TypeVar
 from uuid import UUID
 
 import attrs
@@ -21,7 +22,14 @@ from strongroom.domain.workspaces import Admission
 from strongroom.ports.driven.repositories import Rendered
 from strongroom.ports.driven.unit_of_work import UnitOfWork
 from strongroom.ports.driving import lookups
-from strongroom.ports.driving.access import Access, Bearer, Grant, Requirement, is_session
+from strongroom.ports.driving.access import (
+    Access,
+    Bearer,
+    Grant,
+    JoinedRead,
+    Requirement,
+    is_session,
+)
 from strongroom.ports.driving.changes import WorkspaceChange, changing
 from strongroom.ports.driving.dependencies import Dependencies
 from strongroom.ports.driving.idempotency import IdempotencyKey, ResultForm, run_idempotent
@@ -38,6 +46,10 @@ RESUME_BACKUP = Requirement((Permission.BACKUPS_WRITE,), "backup.resume")
 DELETE_BACKUP = Requirement((Permission.BACKUPS_WRITE,), "backup.delete")
 ADMIT_BACKUP = Admission(GatedOperation.CONFIG_WRITE, QuotaResource.BACKUPS_PER_WORKSPACE)
 ADMISSION_ATTEMPTS = 3
+
+# What a session's joined read answers: a page (or its JSON), a backup (or its JSON).
+Listed = TypeVar("Listed")
+Found = TypeVar("Found")
 
 
 def audit_snapshot(backup: Backup) -> dict[str, JsonValue]:
@@ -179,22 +191,12 @@ class Backups:
         With a session's ``Bearer`` the credential is checked in the same look-up as the
         page (one round trip); the checks and their order are those of a ``Caller``.
         """
-        if isinstance(caller, Bearer):
-            if is_session(caller):
-                listed = await self._access.authorize_joined(
-                    caller,
-                    READ_BACKUPS,
-                    lambda uow, token_hash: uow.sessions.find_with_backups(
-                        token_hash, workspace_id, page
-                    ),
-                    workspace_id=workspace_id,
-                )
-                assert listed is not None  # authorized: the session's own workspace
-                return listed
-            caller = await self._access.authenticate(caller.token, caller.request_id)
-        caller, _ = await self._access.resolve(caller, READ_BACKUPS, workspace_id=workspace_id)
-        async with self._deps.uow() as uow:
-            return await uow.backups.list(workspace_id, page, worker_id=caller.worker_id)
+        return await self._list(
+            caller,
+            workspace_id,
+            page,
+            lambda uow, token_hash: uow.sessions.find_with_backups(token_hash, workspace_id, page),
+        )
 
     async def get(self, caller: Caller | Bearer, backup_id: UUID) -> Backup:
         """One backup of the caller's workspace (a worker sees only those assigned to it).
@@ -202,20 +204,11 @@ class Backups:
         With a session's ``Bearer`` the credential is checked in the same look-up as the
         backup (one round trip); the checks and their order are those of a ``Caller``.
         """
-        if isinstance(caller, Bearer):
-            if is_session(caller):
-                backup = await self._access.authorize_joined(
-                    caller,
-                    READ_BACKUPS,
-                    lambda uow, token_hash: uow.sessions.find_with_backup(token_hash, backup_id),
-                )
-                return lookups.existing(backup, "backup")
-            caller = await self._access.authenticate(caller.token, caller.request_id)
-        caller, workspace_id = await self._access.resolve(caller, READ_BACKUPS)
-        async with self._deps.uow() as uow:
-            return lookups.visible_backup(
-                caller, await lookups.backup(uow, workspace_id, backup_id)
-            )
+        return await self._get(
+            caller,
+            backup_id,
+            lambda uow, token_hash: uow.sessions.find_with_backup(token_hash, backup_id),
+        )
 
     async def list_rendered(
         self, caller: Caller | Bearer, workspace_id: UUID, page: PageRequest
@@ -224,32 +217,62 @@ class Backups:
         as the API's JSON, rendered by the store in the look-up that checks the credential.
         The checks, their order and their errors are ``list_in``'s; other callers get the
         ``Page`` of ``list_in``."""
-        if isinstance(caller, Bearer) and is_session(caller):
-            listed = await self._access.authorize_joined(
-                caller,
-                READ_BACKUPS,
-                lambda uow, token_hash: uow.sessions.find_with_backups_json(
-                    token_hash, workspace_id, page
-                ),
-                workspace_id=workspace_id,
-            )
-            assert listed is not None  # authorized: the session's own workspace
-            return listed
-        return await self.list_in(caller, workspace_id, page)
+        return await self._list(
+            caller,
+            workspace_id,
+            page,
+            lambda uow, token_hash: uow.sessions.find_with_backups_json(
+                token_hash, workspace_id, page
+            ),
+        )
 
     async def get_rendered(self, caller: Caller | Bearer, backup_id: UUID) -> Backup | Rendered:
         """``get``, with a session's ``Bearer`` answered by the read model: the backup as
         the API's JSON, rendered by the store in the look-up that checks the credential.
         The checks, their order and their errors are ``get``'s; other callers get the
         ``Backup`` of ``get``."""
-        if isinstance(caller, Bearer) and is_session(caller):
-            rendered = await self._access.authorize_joined(
-                caller,
-                READ_BACKUPS,
-                lambda uow, token_hash: uow.sessions.find_with_backup_json(token_hash, backup_id),
+        return await self._get(
+            caller,
+            backup_id,
+            lambda uow, token_hash: uow.sessions.find_with_backup_json(token_hash, backup_id),
+        )
+
+    async def _list(
+        self,
+        caller: Caller | Bearer,
+        workspace_id: UUID,
+        page: PageRequest,
+        joined: JoinedRead[Listed],
+    ) -> Listed | Page[Backup]:
+        """``list_in`` and ``list_rendered``: a session's page is what ``joined`` reads
+        in the look-up that checks the credential."""
+        if isinstance(caller, Bearer):
+            if is_session(caller):
+                listed = await self._access.authorize_joined(
+                    caller, READ_BACKUPS, joined, workspace_id=workspace_id
+                )
+                assert listed is not None  # authorized: the session's own workspace
+                return listed
+            caller = await self._access.authenticate(caller.token, caller.request_id)
+        caller, _ = await self._access.resolve(caller, READ_BACKUPS, workspace_id=workspace_id)
+        async with self._deps.uow() as uow:
+            return await uow.backups.list(workspace_id, page, worker_id=caller.worker_id)
+
+    async def _get(
+        self, caller: Caller | Bearer, backup_id: UUID, joined: JoinedRead[Found | None]
+    ) -> Found | Backup:
+        """``get`` and ``get_rendered``: a session's backup is what ``joined`` reads in
+        the look-up that checks the credential (None: 404)."""
+        if isinstance(caller, Bearer):
+            if is_session(caller):
+                found = await self._access.authorize_joined(caller, READ_BACKUPS, joined)
+                return lookups.existing(found, "backup")
+            caller = await self._access.authenticate(caller.token, caller.request_id)
+        caller, workspace_id = await self._access.resolve(caller, READ_BACKUPS)
+        async with self._deps.uow() as uow:
+            return lookups.visible_backup(
+                caller, await lookups.backup(uow, workspace_id, backup_id)
             )
-            return lookups.existing(rendered, "backup")
-        return await self.get(caller, backup_id)
 
     async def update(
         self,

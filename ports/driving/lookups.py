@@ -14,7 +14,7 @@ from strongroom.domain.backups import Backup
 from strongroom.domain.errors import NotFoundError
 from strongroom.domain.principals import Caller
 from strongroom.domain.runs import Run
-from strongroom.domain.workspaces import Workspace
+from strongroom.domain.workspaces import Membership, Workspace
 from strongroom.ports.driven.unit_of_work import UnitOfWork
 
 T = TypeVar("T")
@@ -30,6 +30,11 @@ def existing(found: T | None, what: str) -> T:
 async def workspace(uow: UnitOfWork, workspace_id: UUID, *, for_update: bool = False) -> Workspace:
     """The workspace, locked until the unit of work ends when ``for_update``."""
     return existing(await uow.workspaces.get(workspace_id, for_update=for_update), "workspace")
+
+
+async def membership(uow: UnitOfWork, workspace_id: UUID, user_id: UUID) -> Membership:
+    """A person's membership of the workspace (404 names the member)."""
+    return existing(await uow.memberships.get(workspace_id, user_id), "member")
 
 
 async def backup(

@@ -12,7 +12,7 @@ import attrs
 
 from strongroom.domain.audit import Change
 from strongroom.domain.billing import GatedOperation
-from strongroom.domain.errors import InvalidStateError, NotFoundError
+from strongroom.domain.errors import InvalidStateError
 from strongroom.domain.machines import ApiKey, Worker, check_expiry, in_catalog_order
 from strongroom.domain.names import clean_name
 from strongroom.domain.pagination import Page, PageRequest
@@ -123,18 +123,14 @@ class ApiKeys:
         caller, workspace_id = await self._access.resolve(caller, READ_API_KEYS)
         async with self._deps.uow() as uow:
             key = await uow.api_keys.get(workspace_id, key_id)
-        if key is None:
-            raise NotFoundError("API key")
-        return key
+        return lookups.existing(key, "API key")
 
     async def revoke(self, caller: Caller | Grant, key_id: UUID) -> None:
         """Delete a key; it stops working on the very next request."""
         caller, workspace_id = await self._access.resolve(caller, DELETE_API_KEY, target_id=key_id)
         async with changing(self._deps, caller, workspace_id) as change:
             uow = change.uow
-            key = await uow.api_keys.get(workspace_id, key_id)
-            if key is None:
-                raise NotFoundError("API key")
+            key = lookups.existing(await uow.api_keys.get(workspace_id, key_id), "API key")
             await change.gate()
             await uow.api_keys.remove(workspace_id, key_id)
             await change.done("api_key.delete", key_id, {"name": Change(key.name, None)})

@@ -34,6 +34,7 @@ from strongroom.domain.permissions import (
 from strongroom.domain.principals import Caller
 from strongroom.domain.workspaces import Member, Membership
 from strongroom.ports.driven.unit_of_work import UnitOfWork
+from strongroom.ports.driving import lookups
 from strongroom.ports.driving.access import Access, Grant, Requirement, lacking_permissions
 from strongroom.ports.driving.changes import WorkspaceChange, changing
 from strongroom.ports.driving.dependencies import Dependencies
@@ -84,9 +85,7 @@ class Members:
         """One member of the workspace."""
         caller, _ = await self._access.resolve(caller, READ_MEMBERS, workspace_id=workspace_id)
         async with self._deps.uow() as uow:
-            membership = await uow.memberships.get(workspace_id, user_id)
-            if membership is None:
-                raise NotFoundError("member")
+            membership = await lookups.membership(uow, workspace_id, user_id)
             return await _member(uow, membership)
 
     async def change_role(
@@ -107,9 +106,7 @@ class Members:
         async with changing(self._deps, caller, workspace_id) as change:
             uow = change.uow
             await change.locked()
-            membership = await uow.memberships.get(workspace_id, user_id)
-            if membership is None:
-                raise NotFoundError("member")
+            membership = await lookups.membership(uow, workspace_id, user_id)
             current_member = await _member(uow, membership)
             check_precondition(precondition, current_member, "member")
             new_role = await resolve_role(uow, workspace_id, role)
@@ -145,9 +142,7 @@ class Members:
         async with changing(self._deps, caller, workspace_id) as change:
             uow = change.uow
             await change.locked()
-            membership = await uow.memberships.get(workspace_id, user_id)
-            if membership is None:
-                raise NotFoundError("member")
+            membership = await lookups.membership(uow, workspace_id, user_id)
             current = await resolve_role(uow, workspace_id, membership.role)
             granting = current.permissions if current else frozenset()
             if not lacking_permissions(caller, granting):

@@ -46,7 +46,9 @@ def caller_event(
 ) -> AuditEvent:
     """The audit event of a successful mutation by ``caller``, for repositories that write
     it together with the change (``record_by_caller`` adds it to a unit of work)."""
-    return _success(deps, caller.actor, caller.request_id, workspace_id, action, target_id, changes)
+    return _resource_event(
+        deps, caller.actor, caller.request_id, workspace_id, action, target_id, changes
+    )
 
 
 def session_event(
@@ -60,10 +62,10 @@ def session_event(
     """``caller_event`` for a write joined with its session's look-up: the actor is
     ``SESSION_PERSON``, which the repository replaces with the session's person."""
     actor = Actor(PrincipalType.USER, SESSION_PERSON)
-    return _success(deps, actor, request_id, workspace_id, action, target_id, changes)
+    return _resource_event(deps, actor, request_id, workspace_id, action, target_id, changes)
 
 
-def _success(
+def _resource_event(
     deps: Dependencies,
     actor: Actor,
     request_id: str | None,
@@ -71,9 +73,13 @@ def _success(
     action: str,
     target_id: UUID | str | None,
     changes: Mapping[str, Change] | None,
+    outcome: Outcome = Outcome.SUCCESS,
 ) -> AuditEvent:
+    """An event whose target type is its action's resource (``backup`` of ``backup.create``)."""
     target_type = action.partition(".")[0]
-    return _event(deps, actor, request_id, workspace_id, action, target_type, target_id, changes)
+    return _event(
+        deps, actor, request_id, workspace_id, action, target_type, target_id, changes, outcome
+    )
 
 
 def _event(
@@ -114,17 +120,10 @@ async def record_by_caller(
 ) -> None:
     """Audit a mutation by ``caller`` (or its refusal); the target type is the action's
     resource."""
-    await record(
-        deps,
-        uow,
-        workspace_id=workspace_id,
-        actor=caller.actor,
-        action=action,
-        target_type=action.partition(".")[0],
-        target_id=target_id,
-        request_id=caller.request_id,
-        changes=changes,
-        outcome=outcome,
+    await uow.audit.add(
+        _resource_event(
+            deps, caller.actor, caller.request_id, workspace_id, action, target_id, changes, outcome
+        )
     )
 
 
@@ -137,14 +136,6 @@ async def record_by_system(
     changes: Mapping[str, Change] | None = None,
 ) -> None:
     """Audit an operator's or a job's change, made by the ``system`` actor."""
-    await record(
-        deps,
-        uow,
-        workspace_id=workspace_id,
-        actor=SYSTEM_ACTOR,
-        action=action,
-        target_type=action.partition(".")[0],
-        target_id=target_id,
-        request_id=None,
-        changes=changes,
+    await uow.audit.add(
+        _resource_event(deps, SYSTEM_ACTOR, None, workspace_id, action, target_id, changes)
     )

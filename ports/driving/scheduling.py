@@ -25,7 +25,7 @@ from strongroom.domain.runs import Run, RunTrigger
 from strongroom.domain.schedules import NotDue, ScheduleRun, Skip, decide_slot
 from strongroom.ports.driven.unit_of_work import UnitOfWork
 from strongroom.ports.driving.dependencies import Dependencies
-from strongroom.ports.driving.recording import record
+from strongroom.ports.driving.recording import record, record_by_system
 from strongroom.ports.driving.runs import run_snapshot
 
 logger = logging.getLogger(__name__)
@@ -142,16 +142,8 @@ class Scheduler:
         run = Run.queued(self._deps.ids.new_id(), backup, RunTrigger.SCHEDULE, now)
         await uow.runs.add(run)
         changes = diff({}, run_snapshot(run)) | diff({}, {"slot": slot})
-        await record(
-            self._deps,
-            uow,
-            workspace_id=backup.workspace_id,
-            actor=SYSTEM_ACTOR,
-            action="run.schedule",
-            target_type="run",
-            target_id=run.id,
-            request_id=None,
-            changes=changes,
+        await record_by_system(
+            self._deps, uow, backup.workspace_id, "run.schedule", run.id, changes
         )
         await uow.runs.announce_queued(backup.workspace_id)
         return "scheduled"

@@ -5,7 +5,10 @@
 -- with a /*filters*/ marker takes optional "-- name: filter_*" fragments there. A read
 -- with a /*lock*/ marker may lock what it reads until the unit of work ends: asked to lock,
 -- the marker is FOR NO KEY UPDATE on PostgreSQL and nothing on SQLite, whose unit holds the
--- one writer (see catalog.py); otherwise it is nothing.
+-- one writer (see catalog.py); otherwise it is nothing. A /*fragment name*/ marker is
+-- replaced by the text of the named query "name" (a piece several statements share: the
+-- session check's columns and joins, a table's column list); a fragment's own /*lock*/ or
+-- /*fragment*/ markers would stay as they are, so it holds none.
 
 -- name: workspace_insert
 INSERT INTO workspaces (
@@ -98,36 +101,54 @@ SELECT id, email, name, idp_subject, created_at FROM users WHERE idp_subject = :
 INSERT INTO sessions (id, token_hash, user_id, workspace_id, created_at, expires_at, revoked_at)
 VALUES (:id, :token_hash, :user_id, :workspace_id, :created_at, :expires_at, :revoked_at)
 
+-- name: session_grant_columns
+-- session_find's columns prefixed g_ (a fragment, after a SELECT: /*fragment
+-- session_grant_columns*/) of the reads that check a session in the statement that reads.
+-- Written tight: it counts towards the 4 096 characters of the *_json reads (backup_json).
+s.id AS g_id, s.token_hash AS g_token_hash, s.user_id AS g_user_id,
+s.workspace_id AS g_workspace_id, s.created_at AS g_created_at, s.expires_at AS g_expires_at,
+s.revoked_at AS g_revoked_at, u.email AS g_user_email, u.name AS g_user_name,
+u.idp_subject AS g_user_idp_subject, u.created_at AS g_user_created_at,
+m.role AS g_role_slug, r.name AS g_role_name, r.permissions AS g_role_permissions
+
+-- name: session_grant_joins
+-- A session (s), its person (u), their membership (m) and role (r) in its workspace: the
+-- FROM of session_find and of the reads and writes that check a session (a fragment).
+FROM sessions AS s
+JOIN users AS u ON u.id = s.user_id
+LEFT JOIN memberships AS m ON m.workspace_id = s.workspace_id AND m.user_id = s.user_id
+LEFT JOIN roles AS r ON r.workspace_id = m.workspace_id AND r.slug = m.role
+
 -- name: session_find
 -- The session, its person, and their role in its workspace: one round trip per request.
 SELECT s.id, s.token_hash, s.user_id, s.workspace_id, s.created_at, s.expires_at,
        s.revoked_at, u.email AS user_email, u.name AS user_name,
        u.idp_subject AS user_idp_subject, u.created_at AS user_created_at,
        m.role AS role_slug, r.name AS role_name, r.permissions AS role_permissions
-FROM sessions AS s
-JOIN users AS u ON u.id = s.user_id
-LEFT JOIN memberships AS m ON m.workspace_id = s.workspace_id AND m.user_id = s.user_id
-LEFT JOIN roles AS r ON r.workspace_id = m.workspace_id AND r.slug = m.role
+/*fragment session_grant_joins*/
 WHERE s.token_hash = :token_hash
 LIMIT 1
 
 -- name: session_find_with_backup
 -- session_find (its columns g_*) joined with one backup of the session's workspace (NULL
 -- when it has none with this id): the credential check and the read in one statement.
-SELECT s.id AS g_id, s.token_hash AS g_token_hash, s.user_id AS g_user_id,
-       s.workspace_id AS g_workspace_id, s.created_at AS g_created_at,
-       s.expires_at AS g_expires_at, s.revoked_at AS g_revoked_at, u.email AS g_user_email,
-       u.name AS g_user_name, u.idp_subject AS g_user_idp_subject,
-       u.created_at AS g_user_created_at, m.role AS g_role_slug, r.name AS g_role_name,
-       r.permissions AS g_role_permissions, b.id, b.workspace_id, b.name, b.kind, b.state,
-       b.paused, b.source, b.sealed_credentials, b.schedule_cron, b.schedule_timezone,
+SELECT /*fragment session_grant_columns*/,
+       b.id, b.workspace_id, b.name, b.kind, b.state, b.paused, b.source, b.sealed_credentials, b.schedule_cron, b.schedule_timezone,
        b.worker_id, b.retention_expire_after_seconds, b.retention_lock_for_seconds,
        b.destination, b.sealed_destination_credentials, b.next_run_at, b.created_at,
        b.updated_at
-FROM sessions AS s
-JOIN users AS u ON u.id = s.user_id
-LEFT JOIN memberships AS m ON m.workspace_id = s.workspace_id AND m.user_id = s.user_id
-LEFT JOIN roles AS r ON r.workspace_id = m.workspace_id AND r.slug = m.role
+/*fragment session_grant_joins*/
+LEFT JOIN backups AS b ON b.workspace_id = s.workspace_id AND b.id = :id
+WHERE s.token_hash = :token_hash
+LIMIT 1
+
+-- name: session_find_with_backup_json
+-- session_find_with_backup with the backup as the API's JSON text (body; NULL when the
+-- session's workspace has no backup of this id): the read model of GET /v1/backups/{id}.
+-- backup_json is the dialect's own (postgres.sql, sqlite.sql).
+SELECT /*fragment session_grant_columns*/,
+       CASE WHEN b.id IS NULL THEN NULL ELSE /*fragment backup_json*/ END AS body
+/*fragment session_grant_joins*/
 LEFT JOIN backups AS b ON b.workspace_id = s.workspace_id AND b.id = :id
 WHERE s.token_hash = :token_hash
 LIMIT 1
@@ -140,16 +161,8 @@ LIMIT 1
 -- its fetch loading 50 copies of them (the role's permissions array above all).
 SELECT * FROM (
 WITH g AS (
-    SELECT s.id AS g_id, s.token_hash AS g_token_hash, s.user_id AS g_user_id,
-           s.workspace_id AS g_workspace_id, s.created_at AS g_created_at,
-           s.expires_at AS g_expires_at, s.revoked_at AS g_revoked_at,
-           u.email AS g_user_email, u.name AS g_user_name,
-           u.idp_subject AS g_user_idp_subject, u.created_at AS g_user_created_at,
-           m.role AS g_role_slug, r.name AS g_role_name, r.permissions AS g_role_permissions
-    FROM sessions AS s
-    JOIN users AS u ON u.id = s.user_id
-    LEFT JOIN memberships AS m ON m.workspace_id = s.workspace_id AND m.user_id = s.user_id
-    LEFT JOIN roles AS r ON r.workspace_id = m.workspace_id AND r.slug = m.role
+    SELECT /*fragment session_grant_columns*/
+/*fragment session_grant_joins*/
     WHERE s.token_hash = :token_hash
 )
 SELECT 0 AS part, g_id, g_token_hash, g_user_id, g_workspace_id, g_created_at, g_expires_at,
@@ -170,10 +183,7 @@ SELECT 1, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
        b.sealed_destination_credentials, b.next_run_at, b.created_at, b.updated_at
 FROM g
 JOIN (
-    SELECT id, workspace_id, name, kind, state, paused, source, sealed_credentials,
-           schedule_cron, schedule_timezone, worker_id, retention_expire_after_seconds,
-           retention_lock_for_seconds, destination, sealed_destination_credentials, next_run_at,
-           created_at, updated_at
+    SELECT /*fragment backup_columns*/
     FROM backups
     WHERE workspace_id = :workspace_id /*filters*/
     ORDER BY created_at DESC, id DESC
@@ -186,24 +196,37 @@ ORDER BY part, created_at DESC, id DESC
 -- The first revocation time stays.
 UPDATE sessions SET revoked_at = :revoked_at WHERE id = :id AND revoked_at IS NULL
 
--- name: backup_insert
-INSERT INTO backups (
+-- name: backup_columns
+-- A backup's columns as the repositories read them (a fragment, after a SELECT).
+id, workspace_id, name, kind, state, paused, source, sealed_credentials,
+       schedule_cron, schedule_timezone, worker_id, retention_expire_after_seconds,
+       retention_lock_for_seconds, destination, sealed_destination_credentials, next_run_at,
+       created_at, updated_at
+
+-- name: backup_insert_columns
+-- Every column of a backup (name_key too), in the order of backup_insert_values: the
+-- column list of its inserts (a fragment).
     id, workspace_id, name, name_key, kind, state, paused, source, sealed_credentials,
     schedule_cron, schedule_timezone, worker_id, retention_expire_after_seconds,
     retention_lock_for_seconds, destination, sealed_destination_credentials, next_run_at,
     created_at, updated_at
-) VALUES (
+
+-- name: backup_insert_values
+-- The parameters of backup_insert_columns, in their order (a fragment).
     :id, :workspace_id, :name, :name_key, :kind, :state, :paused, :source, :sealed_credentials,
     :schedule_cron, :schedule_timezone, :worker_id, :retention_expire_after_seconds,
     :retention_lock_for_seconds, :destination, :sealed_destination_credentials, :next_run_at,
     :created_at, :updated_at
+
+-- name: backup_insert
+INSERT INTO backups (
+/*fragment backup_insert_columns*/
+) VALUES (
+/*fragment backup_insert_values*/
 )
 
 -- name: backup_get
-SELECT id, workspace_id, name, kind, state, paused, source, sealed_credentials,
-       schedule_cron, schedule_timezone, worker_id, retention_expire_after_seconds,
-       retention_lock_for_seconds, destination, sealed_destination_credentials, next_run_at,
-       created_at, updated_at
+SELECT /*fragment backup_columns*/
 FROM backups
 WHERE workspace_id = :workspace_id AND id = :id
 /*lock*/
@@ -223,10 +246,7 @@ WHERE workspace_id = :workspace_id AND id = :id
 DELETE FROM backups WHERE workspace_id = :workspace_id AND id = :id
 
 -- name: backup_list
-SELECT id, workspace_id, name, kind, state, paused, source, sealed_credentials,
-       schedule_cron, schedule_timezone, worker_id, retention_expire_after_seconds,
-       retention_lock_for_seconds, destination, sealed_destination_credentials, next_run_at,
-       created_at, updated_at
+SELECT /*fragment backup_columns*/
 FROM backups
 WHERE workspace_id = :workspace_id /*filters*/
 ORDER BY created_at DESC, id DESC
@@ -600,10 +620,14 @@ INSERT INTO device_grants (
     :access_expires_at
 )
 
--- name: device_grant_by_device_code
-SELECT id, device_code_hash, user_code, client_id, created_at, expires_at, poll_interval,
+-- name: device_grant_columns
+-- A device grant's columns as the repositories read them (a fragment, after a SELECT).
+id, device_code_hash, user_code, client_id, created_at, expires_at, poll_interval,
        state, account_id, failed_approvals, last_polled_at, access_token_hash,
        access_expires_at
+
+-- name: device_grant_by_device_code
+SELECT /*fragment device_grant_columns*/
 FROM device_grants
 WHERE device_code_hash = :device_code_hash
 ORDER BY created_at DESC, id DESC
@@ -611,9 +635,7 @@ LIMIT 1
 /*lock*/
 
 -- name: device_grant_by_user_code
-SELECT id, device_code_hash, user_code, client_id, created_at, expires_at, poll_interval,
-       state, account_id, failed_approvals, last_polled_at, access_token_hash,
-       access_expires_at
+SELECT /*fragment device_grant_columns*/
 FROM device_grants
 WHERE user_code = :user_code
 ORDER BY created_at DESC, id DESC
@@ -621,9 +643,7 @@ LIMIT 1
 /*lock*/
 
 -- name: device_grant_by_access_token
-SELECT id, device_code_hash, user_code, client_id, created_at, expires_at, poll_interval,
-       state, account_id, failed_approvals, last_polled_at, access_token_hash,
-       access_expires_at
+SELECT /*fragment device_grant_columns*/
 FROM device_grants
 WHERE access_token_hash = :access_token_hash
 ORDER BY created_at DESC, id DESC
@@ -779,10 +799,7 @@ LIMIT 1
 -- Scheduled backups of every workspace whose next_run_at has come, soonest first, through
 -- the partial index backups_due (0009): the cost grows with the number due, not with the
 -- number of backups. Only scheduled backups have a next_run_at; the rest is a safeguard.
-SELECT id, workspace_id, name, kind, state, paused, source, sealed_credentials,
-       schedule_cron, schedule_timezone, worker_id, retention_expire_after_seconds,
-       retention_lock_for_seconds, destination, sealed_destination_credentials, next_run_at,
-       created_at, updated_at
+SELECT /*fragment backup_columns*/
 FROM backups
 WHERE next_run_at <= :now AND state = 'active' AND NOT paused AND schedule_cron IS NOT NULL
 ORDER BY next_run_at

@@ -27,15 +27,9 @@ WITH admitting AS (
     FOR NO KEY UPDATE
 )
 INSERT INTO backups (
-    id, workspace_id, name, name_key, kind, state, paused, source, sealed_credentials,
-    schedule_cron, schedule_timezone, worker_id, retention_expire_after_seconds,
-    retention_lock_for_seconds, destination, sealed_destination_credentials, next_run_at,
-    created_at, updated_at
+/*fragment backup_insert_columns*/
 )
-SELECT :id, :workspace_id, :name, :name_key, :kind, :state, :paused, :source,
-       :sealed_credentials, :schedule_cron, :schedule_timezone, :worker_id,
-       :retention_expire_after_seconds, :retention_lock_for_seconds, :destination,
-       :sealed_destination_credentials, :next_run_at, :created_at, :updated_at
+SELECT /*fragment backup_insert_values*/
 FROM admitting
 WHERE backup_limit = 0 OR backup_count < backup_limit
 
@@ -78,24 +72,6 @@ END,
 ',"created_at":"', to_char(b.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
 '","updated_at":"', to_char(b.updated_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), '"}')
 
--- name: session_find_with_backup_json
--- session_find_with_backup with the backup as the API's JSON text (body; NULL when the
--- session's workspace has no backup of this id): the read model of GET /v1/backups/{id}.
-SELECT s.id AS g_id, s.token_hash AS g_token_hash, s.user_id AS g_user_id,
-       s.workspace_id AS g_workspace_id, s.created_at AS g_created_at,
-       s.expires_at AS g_expires_at, s.revoked_at AS g_revoked_at, u.email AS g_user_email,
-       u.name AS g_user_name, u.idp_subject AS g_user_idp_subject,
-       u.created_at AS g_user_created_at, m.role AS g_role_slug, r.name AS g_role_name,
-       r.permissions AS g_role_permissions,
-       CASE WHEN b.id IS NULL THEN NULL ELSE /*fragment backup_json*/ END AS body
-FROM sessions AS s
-JOIN users AS u ON u.id = s.user_id
-LEFT JOIN memberships AS m ON m.workspace_id = s.workspace_id AND m.user_id = s.user_id
-LEFT JOIN roles AS r ON r.workspace_id = m.workspace_id AND r.slug = m.role
-LEFT JOIN backups AS b ON b.workspace_id = s.workspace_id AND b.id = :id
-WHERE s.token_hash = :token_hash
-LIMIT 1
-
 -- name: session_find_with_backups_json
 -- session_find_with_backups as one row: the session's columns (g_*), the page's items as
 -- the API's JSON texts joined by commas in list order (items; NULL when none), and the
@@ -104,15 +80,8 @@ LIMIT 1
 -- unless :workspace_id is the session's workspace. :limit is :page_size + 1. Written
 -- tight: under 4 096 characters, psycopg caches its parse (see backup_json).
 WITH g AS (
-SELECT s.id AS g_id, s.token_hash AS g_token_hash, s.user_id AS g_user_id,
-s.workspace_id AS g_workspace_id, s.created_at AS g_created_at, s.expires_at AS g_expires_at,
-s.revoked_at AS g_revoked_at, u.email AS g_user_email, u.name AS g_user_name,
-u.idp_subject AS g_user_idp_subject, u.created_at AS g_user_created_at,
-m.role AS g_role_slug, r.name AS g_role_name, r.permissions AS g_role_permissions
-FROM sessions AS s
-JOIN users AS u ON u.id = s.user_id
-LEFT JOIN memberships AS m ON m.workspace_id = s.workspace_id AND m.user_id = s.user_id
-LEFT JOIN roles AS r ON r.workspace_id = m.workspace_id AND r.slug = m.role
+SELECT /*fragment session_grant_columns*/
+/*fragment session_grant_joins*/
 WHERE s.token_hash = :token_hash
 ), page AS MATERIALIZED (
 SELECT row_number() OVER (ORDER BY b.created_at DESC, b.id DESC) AS n, b.created_at, b.id,
@@ -181,10 +150,7 @@ WITH g AS (
   RETURNING id
 ), b AS (
   INSERT INTO backups (
-    id, workspace_id, name, name_key, kind, state, paused, source, sealed_credentials,
-    schedule_cron, schedule_timezone, worker_id, retention_expire_after_seconds,
-    retention_lock_for_seconds, destination, sealed_destination_credentials, next_run_at,
-    created_at, updated_at
+/*fragment backup_insert_columns*/
   )
   SELECT :id, :workspace_id, :name, :name_key, :kind, :state, :paused, NULL, NULL, NULL,
     NULL, NULL, NULL, NULL, :destination, NULL, NULL, :created_at, :updated_at

@@ -18,15 +18,9 @@ ORDER BY slug
 -- :default_limit; 0 is unlimited). The unit holds the database's one writer.
 -- With :token_hash, only into that session's workspace.
 INSERT INTO backups (
-    id, workspace_id, name, name_key, kind, state, paused, source, sealed_credentials,
-    schedule_cron, schedule_timezone, worker_id, retention_expire_after_seconds,
-    retention_lock_for_seconds, destination, sealed_destination_credentials, next_run_at,
-    created_at, updated_at
+/*fragment backup_insert_columns*/
 )
-SELECT :id, :workspace_id, :name, :name_key, :kind, :state, :paused, :source,
-       :sealed_credentials, :schedule_cron, :schedule_timezone, :worker_id,
-       :retention_expire_after_seconds, :retention_lock_for_seconds, :destination,
-       :sealed_destination_credentials, :next_run_at, :created_at, :updated_at
+SELECT /*fragment backup_insert_values*/
 FROM (
     SELECT backup_count,
            COALESCE(quota_overrides ->> '$.backups_per_workspace', :default_limit)
@@ -98,24 +92,6 @@ printf(
     b.created_at, b.updated_at
 )
 
--- name: session_find_with_backup_json
--- session_find_with_backup with the backup as the API's JSON text (body; NULL when the
--- session's workspace has no backup of this id): the read model of GET /v1/backups/{id}.
-SELECT s.id AS g_id, s.token_hash AS g_token_hash, s.user_id AS g_user_id,
-       s.workspace_id AS g_workspace_id, s.created_at AS g_created_at,
-       s.expires_at AS g_expires_at, s.revoked_at AS g_revoked_at, u.email AS g_user_email,
-       u.name AS g_user_name, u.idp_subject AS g_user_idp_subject,
-       u.created_at AS g_user_created_at, m.role AS g_role_slug, r.name AS g_role_name,
-       r.permissions AS g_role_permissions,
-       CASE WHEN b.id IS NULL THEN NULL ELSE /*fragment backup_json*/ END AS body
-FROM sessions AS s
-JOIN users AS u ON u.id = s.user_id
-LEFT JOIN memberships AS m ON m.workspace_id = s.workspace_id AND m.user_id = s.user_id
-LEFT JOIN roles AS r ON r.workspace_id = m.workspace_id AND r.slug = m.role
-LEFT JOIN backups AS b ON b.workspace_id = s.workspace_id AND b.id = :id
-WHERE s.token_hash = :token_hash
-LIMIT 1
-
 -- name: session_find_with_backups_json
 -- session_find_with_backups as one row: the session's columns (g_*), the page's items as
 -- the API's JSON texts joined by commas in list order (items; NULL when none), and the
@@ -128,16 +104,8 @@ LIMIT 1
 -- window over the rows cost as much as rendering them). The contract test compares every
 -- page with the presenter's, in order.
 WITH g AS MATERIALIZED (
-    SELECT s.id AS g_id, s.token_hash AS g_token_hash, s.user_id AS g_user_id,
-           s.workspace_id AS g_workspace_id, s.created_at AS g_created_at,
-           s.expires_at AS g_expires_at, s.revoked_at AS g_revoked_at,
-           u.email AS g_user_email, u.name AS g_user_name,
-           u.idp_subject AS g_user_idp_subject, u.created_at AS g_user_created_at,
-           m.role AS g_role_slug, r.name AS g_role_name, r.permissions AS g_role_permissions
-    FROM sessions AS s
-    JOIN users AS u ON u.id = s.user_id
-    LEFT JOIN memberships AS m ON m.workspace_id = s.workspace_id AND m.user_id = s.user_id
-    LEFT JOIN roles AS r ON r.workspace_id = m.workspace_id AND r.slug = m.role
+    SELECT /*fragment session_grant_columns*/
+/*fragment session_grant_joins*/
     WHERE s.token_hash = :token_hash
 ),
 page AS MATERIALIZED (
@@ -172,19 +140,13 @@ FROM g
 -- is 1 when the event was added, so when both were (a second run of the same create
 -- writes nothing twice, as on PostgreSQL, and answers 0: the repository looks again).
 INSERT INTO backups (
-    id, workspace_id, name, name_key, kind, state, paused, source, sealed_credentials,
-    schedule_cron, schedule_timezone, worker_id, retention_expire_after_seconds,
-    retention_lock_for_seconds, destination, sealed_destination_credentials, next_run_at,
-    created_at, updated_at
+/*fragment backup_insert_columns*/
 )
 SELECT :id, :workspace_id, :name, :name_key, :kind, :state, :paused, NULL, NULL, NULL,
        NULL, NULL, NULL, NULL, :destination, NULL, NULL, :created_at, :updated_at
 FROM (
     SELECT s.user_id, s.workspace_id, s.expires_at, s.revoked_at, m.role, r.permissions
-    FROM sessions AS s
-    JOIN users AS u ON u.id = s.user_id
-    LEFT JOIN memberships AS m ON m.workspace_id = s.workspace_id AND m.user_id = s.user_id
-    LEFT JOIN roles AS r ON r.workspace_id = m.workspace_id AND r.slug = m.role
+/*fragment session_grant_joins*/
     WHERE s.token_hash = :token_hash
     LIMIT 1
 ) AS g
