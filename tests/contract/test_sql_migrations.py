@@ -79,11 +79,13 @@ def sqlite_schema(connection: sqlite3.Connection) -> Schema:
 
 
 def postgres_schema(connection: psycopg.Connection[Any]) -> Schema:
-    """Columns, constraints, indexes, sequences and views of the public schema."""
+    """Columns (generated ones' expressions too), constraints, indexes, sequences, views,
+    triggers and functions of the public schema."""
     queries = {
         "columns": """
             SELECT table_name, column_name, data_type, udt_name, is_nullable, column_default,
-                   is_identity, identity_generation, character_maximum_length
+                   is_identity, identity_generation, character_maximum_length, is_generated,
+                   generation_expression
             FROM information_schema.columns
             WHERE table_schema = 'public' AND table_name != 'schema_migrations'
         """,
@@ -109,6 +111,12 @@ def postgres_schema(connection: psycopg.Connection[Any]) -> Schema:
         "triggers": """
             SELECT event_object_table, trigger_name, action_statement
             FROM information_schema.triggers WHERE trigger_schema = 'public'
+        """,
+        "functions": """
+            SELECT p.proname, pg_get_function_identity_arguments(p.oid), p.provolatile,
+                   p.proparallel, p.prosrc
+            FROM pg_proc AS p JOIN pg_namespace AS ns ON ns.oid = p.pronamespace
+            WHERE ns.nspname = 'public'
         """,
     }
     return {

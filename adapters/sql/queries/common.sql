@@ -145,7 +145,8 @@ LIMIT 1
 -- name: session_find_with_backup_json
 -- session_find_with_backup with the backup as the API's JSON text (body; NULL when the
 -- session's workspace has no backup of this id): the read model of GET /v1/backups/{id}.
--- backup_json is the dialect's own (postgres.sql, sqlite.sql).
+-- backup_json is the dialect's own: the stored column body on PostgreSQL (postgres.sql,
+-- migration 0013), rendered here on SQLite (sqlite.sql).
 SELECT /*fragment session_grant_columns*/,
        CASE WHEN b.id IS NULL THEN NULL ELSE /*fragment backup_json*/ END AS body
 /*fragment session_grant_joins*/

@@ -39,38 +39,11 @@ WHERE backup_limit = 0 OR backup_count < backup_limit
 SELECT pg_notify('strongroom_runs', CAST(:workspace_id AS text)) AS announced
 
 -- name: backup_json
--- The API's JSON of the backup b (its wire shape, byte for byte what the Python presenter
--- writes: keys in the view's order, no spaces, timestamps in milliseconds with Z, durations
--- in ISO 8601, secrets never shown). A fragment of the *_json reads (/*fragment backup_json*/).
--- Text by concatenation: json_build_object writes spaces and jsonb reorders keys. Kept
--- under 4 096 characters with the statements around it: psycopg parses a longer statement's
--- text again at every execution instead of caching it (concat() skips NULLs: durations).
-concat('{"id":"', b.id, '","workspace_id":"', b.workspace_id, '","name":', to_json(b.name),
-',"kind":"', b.kind, '","state":"', b.state, '","paused":',
-CASE WHEN b.paused THEN 'true' ELSE 'false' END,
-',"source":', CASE
-    WHEN b.source IS NULL THEN 'null'
-    WHEN b.source->>'type' = 's3' THEN '{"endpoint":' || (b.source->'endpoint')::text || ',"bucket":' || (b.source->'bucket')::text
-        || ',"prefix":' || coalesce((b.source->'prefix')::text, 'null') || ',"type":"s3"}'
-    WHEN b.source->>'type' = 'postgres' THEN '{"host":' || (b.source->'host')::text
-        || ',"port":' || (b.source->'port')::text || ',"database":' || (b.source->'database')::text
-        || ',"type":"postgres"}'
-    ELSE '{"type":' || (b.source->'type')::text || '}'
-END,
-',"has_credentials":', CASE WHEN b.sealed_credentials IS NULL THEN 'false' ELSE 'true' END,
-',"schedule":', coalesce('{"cron":' || to_json(b.schedule_cron) || ',"timezone":'
-    || to_json(b.schedule_timezone) || '}', 'null'),
-',"worker_id":', coalesce('"' || b.worker_id || '"', 'null'),
-',"retention":', CASE WHEN b.retention_expire_after_seconds IS NULL THEN 'null'
-    ELSE concat('{"expire_after":"', CASE b.retention_expire_after_seconds WHEN 0 THEN 'PT0S' ELSE concat('P', nullif(b.retention_expire_after_seconds / 86400, 0) || 'D', CASE WHEN b.retention_expire_after_seconds % 86400 > 0 THEN concat('T', nullif(b.retention_expire_after_seconds % 86400 / 3600, 0) || 'H', nullif(b.retention_expire_after_seconds % 3600 / 60, 0) || 'M', nullif(b.retention_expire_after_seconds % 60, 0) || 'S') END) END,
-        '","lock_for":"', CASE b.retention_lock_for_seconds WHEN 0 THEN 'PT0S' ELSE concat('P', nullif(b.retention_lock_for_seconds / 86400, 0) || 'D', CASE WHEN b.retention_lock_for_seconds % 86400 > 0 THEN concat('T', nullif(b.retention_lock_for_seconds % 86400 / 3600, 0) || 'H', nullif(b.retention_lock_for_seconds % 3600 / 60, 0) || 'M', nullif(b.retention_lock_for_seconds % 60, 0) || 'S') END) END, '"}') END,
-',"destination":', CASE WHEN b.destination->>'type' = 'customer_s3'
-    THEN '{"endpoint":' || (b.destination->'endpoint')::text || ',"bucket":' || (b.destination->'bucket')::text
-        || ',"prefix":' || coalesce((b.destination->'prefix')::text, 'null') || ',"type":"customer_s3"}'
-    ELSE '{"type":' || (b.destination->'type')::text || '}' END,
-',"next_run_at":', coalesce('"' || to_char(b.next_run_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') || '"', 'null'),
-',"created_at":"', to_char(b.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
-'","updated_at":"', to_char(b.updated_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), '"}')
+-- The API's JSON of the backup b: its column body, rendered when the row is written by the
+-- function backup_json (migration 0013, schema_postgres.sql), the one definition of the
+-- wire shape on PostgreSQL. A fragment of session_find_with_backup_json (common.sql), whose
+-- SQLite twin renders at the read (sqlite.sql).
+b.body
 
 -- name: session_find_with_backups_json
 -- session_find_with_backups as one row: the session's columns (g_*), the page's items as
@@ -78,16 +51,17 @@ END,
 -- sort key of the last one shown when another follows (next_created_at, next_id): the
 -- read model of GET /v1/workspaces/{wid}/backups. No row without a session; no items
 -- unless :workspace_id is the session's workspace. :limit is :page_size + 1. Written
--- tight: under 4 096 characters, psycopg caches its parse (see backup_json).
+-- tight: psycopg parses a statement over 4 096 characters again at every execution
+-- instead of caching it. Each body was rendered when its row was written (0013).
 WITH g AS (
 SELECT /*fragment session_grant_columns*/
 /*fragment session_grant_joins*/
 WHERE s.token_hash = :token_hash
 ), page AS MATERIALIZED (
 SELECT row_number() OVER (ORDER BY b.created_at DESC, b.id DESC) AS n, b.created_at, b.id,
-/*fragment backup_json*/ AS body
+b.body
 FROM (
-SELECT * FROM backups
+SELECT created_at, id, body FROM backups
 WHERE workspace_id = :workspace_id AND workspace_id = (SELECT g_workspace_id FROM g) /*filters*/
 ORDER BY created_at DESC, id DESC LIMIT :limit
 ) AS b

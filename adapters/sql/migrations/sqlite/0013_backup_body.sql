@@ -1,0 +1,6 @@
+-- 0013 a backup's body: nothing on SQLite. PostgreSQL stores a backup's API JSON in a
+-- generated column (its 0013); SQLite keeps rendering it at the read (queries/sqlite.sql,
+-- backup_json). SQLite cannot ADD a STORED generated column with ALTER TABLE: it would take
+-- rebuilding backups, and a migration runs inside a transaction, where PRAGMA foreign_keys
+-- cannot be turned off, so dropping the old table would delete its runs (ON DELETE CASCADE,
+-- and theirs in turn). The number is kept so that both dialects have the same migrations.
