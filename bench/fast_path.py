@@ -852,14 +852,16 @@ def seed_backups(
     options: argparse.Namespace, dbname: str, template: UUID, workspace_id: UUID, count: int
 ) -> None:
     """``count`` copies of the ``template`` backup in ``workspace_id``, by one INSERT ...
-    SELECT: new ids and names, created 1 ms apart before the template (oldest last)."""
+    SELECT: new ids and names, created 1 ms apart before the template (oldest last). Generated
+    columns (the stored JSON body) are left to the database."""
     with admin_connection(options.postgres, dbname) as conn:
         conn.execute("SET statement_timeout = '15min'")
         columns = [
             name
             for (name,) in conn.execute(
                 "SELECT column_name FROM information_schema.columns WHERE table_schema ="
-                " current_schema() AND table_name = 'backups' ORDER BY ordinal_position"
+                " current_schema() AND table_name = 'backups' AND is_generated = 'NEVER'"
+                " ORDER BY ordinal_position"
             ).fetchall()
         ]
         assert SEED_PREFIX.casefold() == SEED_PREFIX
