@@ -109,13 +109,18 @@ CREATE TABLE roles (
 
 -- A backup's API JSON, byte for byte the presenter's: the expression of backups.body (0013;
 -- why it may be IMMUTABLE, and how to change it, there and in docs/decisions.md).
+-- PL/pgSQL, not SQL: an SQL function this long is not inlined (its body is less immutable
+-- than declared), and PostgreSQL 15 parses and plans a non-inlined SQL function's body
+-- again in every statement that calls it (every create and update of a backup: its
+-- database CPU per create doubled). PL/pgSQL keeps the planned expression per session.
 CREATE FUNCTION backup_json(
     id uuid, workspace_id uuid, name text, kind text, state text, paused boolean,
     source jsonb, has_credentials boolean, schedule_cron text, schedule_timezone text,
     worker_id uuid, expire_after bigint, lock_for bigint, destination jsonb,
     next_run_at timestamptz, created_at timestamptz, updated_at timestamptz
-) RETURNS text LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
-SELECT concat('{"id":"', id, '","workspace_id":"', workspace_id, '","name":', to_json(name),
+) RETURNS text LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $$
+BEGIN
+RETURN concat('{"id":"', id, '","workspace_id":"', workspace_id, '","name":', to_json(name),
 ',"kind":"', kind, '","state":"', state, '","paused":',
 CASE WHEN paused THEN 'true' ELSE 'false' END,
 ',"source":', CASE
@@ -140,7 +145,8 @@ END,
     ELSE '{"type":' || (destination->'type')::text || '}' END,
 ',"next_run_at":', coalesce('"' || to_char(next_run_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') || '"', 'null'),
 ',"created_at":"', to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
-'","updated_at":"', to_char(updated_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), '"}')
+'","updated_at":"', to_char(updated_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), '"}');
+END
 $$;
 
 CREATE TABLE backups (
