@@ -60,7 +60,6 @@ class Q(StrEnum):
     SESSION_FIND_WITH_BACKUPS = "session_find_with_backups"
     SESSION_FIND_WITH_BACKUP_JSON = "session_find_with_backup_json"
     SESSION_FIND_WITH_BACKUPS_JSON = "session_find_with_backups_json"
-    BACKUP_JSON = "backup_json"
     SESSION_REVOKE = "session_revoke"
     BACKUP_COLUMNS = "backup_columns"
     BACKUP_INSERT_COLUMNS = "backup_insert_columns"

@@ -238,8 +238,9 @@ def test_a_changed_backup_renders_as_changed(world: World, data: st.DataObject) 
     """A backup read, then changed and read again after each change: renamed, PATCHed
     (schedule, retention, source, destination, worker), paused and resumed, its next slot
     moved by the scheduler's compare-and-set. Each body (and page) is the presenter's of
-    the backup as it now is: on PostgreSQL the body is a column rendered when the row is
-    written, so every write path must render it again."""
+    the backup as it now is: in both SQL dialects the body is a column rendered when the
+    row is written (PostgreSQL's generated column, SQLite's triggers), so every write path
+    must render it again."""
     kind = data.draw(backup_kinds(), "kind")
     name, rename = data.draw(unique_names, "name"), data.draw(unique_names, "rename")
     changes = data.draw(

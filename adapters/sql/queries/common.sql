@@ -104,7 +104,7 @@ VALUES (:id, :token_hash, :user_id, :workspace_id, :created_at, :expires_at, :re
 -- name: session_grant_columns
 -- session_find's columns prefixed g_ (a fragment, after a SELECT: /*fragment
 -- session_grant_columns*/) of the reads that check a session in the statement that reads.
--- Written tight: it counts towards the 4 096 characters of the *_json reads (backup_json).
+-- Written tight: it counts towards the 4 096 characters of the *_json reads (see postgres.sql).
 s.id AS g_id, s.token_hash AS g_token_hash, s.user_id AS g_user_id,
 s.workspace_id AS g_workspace_id, s.created_at AS g_created_at, s.expires_at AS g_expires_at,
 s.revoked_at AS g_revoked_at, u.email AS g_user_email, u.name AS g_user_name,
@@ -145,10 +145,9 @@ LIMIT 1
 -- name: session_find_with_backup_json
 -- session_find_with_backup with the backup as the API's JSON text (body; NULL when the
 -- session's workspace has no backup of this id): the read model of GET /v1/backups/{id}.
--- backup_json is the dialect's own: the stored column body on PostgreSQL (postgres.sql,
--- migration 0013), rendered here on SQLite (sqlite.sql).
-SELECT /*fragment session_grant_columns*/,
-       CASE WHEN b.id IS NULL THEN NULL ELSE /*fragment backup_json*/ END AS body
+-- The body was rendered when the backup's row was written (migration 0013 on PostgreSQL,
+-- 0014 on SQLite).
+SELECT /*fragment session_grant_columns*/, b.body
 /*fragment session_grant_joins*/
 LEFT JOIN backups AS b ON b.workspace_id = s.workspace_id AND b.id = :id
 WHERE s.token_hash = :token_hash

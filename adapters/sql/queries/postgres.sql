@@ -38,13 +38,6 @@ WHERE backup_limit = 0 OR backup_count < backup_limit
 -- notification is delivered when the transaction commits, and never if it rolls back.
 SELECT pg_notify('strongroom_runs', CAST(:workspace_id AS text)) AS announced
 
--- name: backup_json
--- The API's JSON of the backup b: its column body, rendered when the row is written by the
--- function backup_json (migration 0013, schema_postgres.sql), the one definition of the
--- wire shape on PostgreSQL. A fragment of session_find_with_backup_json (common.sql), whose
--- SQLite twin renders at the read (sqlite.sql).
-b.body
-
 -- name: session_find_with_backups_json
 -- session_find_with_backups as one row: the session's columns (g_*), the page's items as
 -- the API's JSON texts joined by commas in list order (items; NULL when none), and the

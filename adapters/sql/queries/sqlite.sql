@@ -38,96 +38,41 @@ WHERE backup_limit = 0 OR backup_count < backup_limit
 -- the commit, so there is nothing to say to the database.
 SELECT NULL AS announced
 
--- name: backup_json
--- The API's JSON of the backup b (its wire shape, byte for byte what the Python presenter
--- writes: keys in the view's order, no spaces, timestamps in milliseconds with Z, durations
--- in ISO 8601, secrets never shown). A fragment of the *_json reads (/*fragment backup_json*/).
--- One printf per backup, strings by json_quote (NULL is null): json_object() and json()
--- parse each nested value again, and each || copies the text so far.
-printf(
-    '{"id":"%s","workspace_id":"%s","name":%s,"kind":"%s","state":"%s","paused":%s,'
-    || '"source":%s,"has_credentials":%s,"schedule":%s,"worker_id":%s,"retention":%s,'
-    || '"destination":%s,"next_run_at":%s,"created_at":"%.23sZ","updated_at":"%.23sZ"}',
-    b.id, b.workspace_id, json_quote(b.name), b.kind, b.state,
-    CASE WHEN b.paused THEN 'true' ELSE 'false' END,
-    CASE
-        WHEN b.source IS NULL THEN 'null'
-        WHEN b.source ->> '$.type' = 's3' THEN printf('{"endpoint":%s,"bucket":%s,"prefix":%s,"type":"s3"}',
-        json_quote(b.source ->> '$.endpoint'), json_quote(b.source ->> '$.bucket'),
-        json_quote(b.source ->> '$.prefix'))
-        WHEN b.source ->> '$.type' = 'postgres' THEN printf(
-            '{"host":%s,"port":%s,"database":%s,"type":"postgres"}',
-            json_quote(b.source ->> '$.host'), b.source ->> '$.port',
-            json_quote(b.source ->> '$.database'))
-        ELSE printf('{"type":%s}', json_quote(b.source ->> '$.type'))
-    END,
-    CASE WHEN b.sealed_credentials IS NULL THEN 'false' ELSE 'true' END,
-    CASE WHEN b.schedule_cron IS NULL THEN 'null'
-        ELSE printf('{"cron":%s,"timezone":%s}',
-            json_quote(b.schedule_cron), json_quote(b.schedule_timezone)) END,
-    json_quote(b.worker_id),
-    CASE WHEN b.retention_expire_after_seconds IS NULL THEN 'null'
-        ELSE printf('{"expire_after":"%s","lock_for":"%s"}',
-            CASE WHEN b.retention_expire_after_seconds = 0 THEN 'PT0S' ELSE 'P'
-            || CASE WHEN b.retention_expire_after_seconds >= 86400 THEN (b.retention_expire_after_seconds / 86400) || 'D' ELSE '' END
-            || CASE WHEN b.retention_expire_after_seconds % 86400 = 0 THEN '' ELSE 'T'
-                || CASE WHEN b.retention_expire_after_seconds % 86400 >= 3600 THEN (b.retention_expire_after_seconds % 86400 / 3600) || 'H' ELSE '' END
-                || CASE WHEN b.retention_expire_after_seconds % 3600 >= 60 THEN (b.retention_expire_after_seconds % 3600 / 60) || 'M' ELSE '' END
-                || CASE WHEN b.retention_expire_after_seconds % 60 > 0 THEN (b.retention_expire_after_seconds % 60) || 'S' ELSE '' END END END,
-            CASE WHEN b.retention_lock_for_seconds = 0 THEN 'PT0S' ELSE 'P'
-            || CASE WHEN b.retention_lock_for_seconds >= 86400 THEN (b.retention_lock_for_seconds / 86400) || 'D' ELSE '' END
-            || CASE WHEN b.retention_lock_for_seconds % 86400 = 0 THEN '' ELSE 'T'
-                || CASE WHEN b.retention_lock_for_seconds % 86400 >= 3600 THEN (b.retention_lock_for_seconds % 86400 / 3600) || 'H' ELSE '' END
-                || CASE WHEN b.retention_lock_for_seconds % 3600 >= 60 THEN (b.retention_lock_for_seconds % 3600 / 60) || 'M' ELSE '' END
-                || CASE WHEN b.retention_lock_for_seconds % 60 > 0 THEN (b.retention_lock_for_seconds % 60) || 'S' ELSE '' END END END) END,
-    CASE
-        -- The common one, as the codec writes it: no JSON parse (a third of a page's time).
-        WHEN b.destination = '{"type":"service"}' THEN b.destination
-        WHEN b.destination ->> '$.type' = 'customer_s3' THEN printf('{"endpoint":%s,"bucket":%s,"prefix":%s,"type":"customer_s3"}',
-        json_quote(b.destination ->> '$.endpoint'), json_quote(b.destination ->> '$.bucket'),
-        json_quote(b.destination ->> '$.prefix'))
-        ELSE printf('{"type":%s}', json_quote(b.destination ->> '$.type'))
-    END,
-    CASE WHEN b.next_run_at IS NULL THEN 'null' ELSE printf('"%.23sZ"', b.next_run_at) END,
-    b.created_at, b.updated_at
-)
-
 -- name: session_find_with_backups_json
 -- session_find_with_backups as one row: the session's columns (g_*), the page's items as
 -- the API's JSON texts joined by commas in list order (items; NULL when none), and the
 -- sort key of the last one shown when another follows (next_created_at, next_id): the
 -- read model of GET /v1/workspaces/{wid}/backups. No row without a session; no items
--- unless :workspace_id is the session's workspace. :limit is :page_size + 1.
--- Every step that takes rows by position orders them itself (LIMIT and OFFSET of a
--- materialized CTE do not promise its written order). SQLite 3.40 has no ORDER BY inside
--- an aggregate: group_concat reads an ordered subquery, SQLite's usual idiom for it (a
--- window over the rows cost as much as rendering them). The contract test compares every
--- page with the presenter's, in order.
+-- unless :workspace_id is the session's workspace. :limit (:page_size + 1) is unused here.
+-- Each body was rendered when its row was written (0014). Both scans walk
+-- backups_by_workspace in the list's order, so nothing is sorted or copied: the items are
+-- the first :page_size bodies (group_concat reads an ordered subquery, SQLite 3.40's idiom
+-- for an ordered aggregate), and last holds the rows at positions :page_size and
+-- :page_size + 1 from the index alone (two of them: another follows the page). Every step
+-- that takes rows by position orders them itself. The contract test compares every page
+-- with the presenter's, in order.
 WITH g AS MATERIALIZED (
     SELECT /*fragment session_grant_columns*/
 /*fragment session_grant_joins*/
     WHERE s.token_hash = :token_hash
 ),
-page AS MATERIALIZED (
-    SELECT created_at, id, /*fragment backup_json*/ AS body
-    FROM backups AS b
+last AS MATERIALIZED (
+    SELECT created_at, id FROM backups
     WHERE workspace_id = :workspace_id
       AND workspace_id = (SELECT g_workspace_id FROM g) /*filters*/
-    ORDER BY created_at DESC, id DESC
-    LIMIT :limit
+    ORDER BY created_at DESC, id DESC LIMIT 2 OFFSET :page_size - 1
 ),
-shown AS MATERIALIZED (
-    SELECT created_at, id, body FROM page ORDER BY created_at DESC, id DESC LIMIT :page_size
-),
-last AS (
-    SELECT created_at, id FROM shown
-    WHERE (SELECT count(*) FROM page) > :page_size
-    ORDER BY created_at DESC, id DESC LIMIT 1 OFFSET :page_size - 1
+next AS (
+    SELECT created_at, id FROM last WHERE (SELECT count(*) FROM last) = 2
+    ORDER BY created_at DESC, id DESC LIMIT 1
 )
 SELECT g.*,
-       (SELECT group_concat(body, ',')
-        FROM (SELECT body FROM shown ORDER BY created_at DESC, id DESC)) AS items,
-       (SELECT created_at FROM last) AS next_created_at, (SELECT id FROM last) AS next_id
+       (SELECT group_concat(body, ',') FROM (
+            SELECT body FROM backups
+            WHERE workspace_id = :workspace_id
+              AND workspace_id = (SELECT g_workspace_id FROM g) /*filters*/
+            ORDER BY created_at DESC, id DESC LIMIT :page_size)) AS items,
+       (SELECT created_at FROM next) AS next_created_at, (SELECT id FROM next) AS next_id
 FROM g
 
 -- name: backup_create_in_session

@@ -1,0 +1,3 @@
+-- 0014 a backup's body on SQLite: nothing on PostgreSQL, which stores it since its 0013 (a
+-- generated column). SQLite's 0014 stores it too, in a column its triggers fill. The
+-- number is kept so that both dialects have the same migrations.
