@@ -21,7 +21,8 @@ blocks no loop and no thread), then takes SQLite's write lock (``BEGIN IMMEDIATE
 holds both to its end. Writers are serialised, which is exactly what a locking read
 (``get(..., for_update=True)``) needs. A writer that waits longer than ``busy_timeout``
 seconds, in the queue or for another process's write lock, gives up with
-``UpstreamUnavailableError``.
+``UpstreamUnavailableError``. A transaction of one script (``write_alone``: a session's
+create) is committed together with those that arrive while it waits (``GroupCommit``).
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import UTC, datetime
 from types import TracebackType
 from typing import Any, Self, TypeVar
@@ -54,6 +55,7 @@ from strongroom.adapters.sql.migrate import (
 )
 from strongroom.adapters.sql.repositories import Fetch, Step
 from strongroom.adapters.sql.rows import Codec, Params, Row
+from strongroom.adapters.sql.sqlite_group_commit import GroupCommit
 from strongroom.adapters.sql.unit_of_work import OneUnitPerTask, SqlUnitOfWork
 from strongroom.domain.errors import UpstreamUnavailableError
 from strongroom.ports.driven.statistics import PoolUse
@@ -172,6 +174,8 @@ class SqliteDatabase:
         # Held by the one unit of work that writes, from its BEGIN IMMEDIATE to its end.
         self.writer = AnyLoopLock()
         self._guard = OneUnitPerTask()
+        # Transactions of one script (``write_alone``), committed together.
+        self.group_commit = GroupCommit(self, translate)
         self.queries = queries_for(Dialect.SQLITE)
         self.codec = SqliteCodec()
 
@@ -188,15 +192,21 @@ class SqliteDatabase:
         ``finishing`` work (giving a connection back) still runs once the database is
         closed, on the caller's thread: the threads are gone by then.
         """
-        with self._lock:
-            closed = self._closed
-            if not closed:
-                future = self._executor.submit(work)
-        if closed:
+        try:
+            future = self.submit(work)
+        except RuntimeError:
             if finishing:
                 return work()
-            raise RuntimeError("this SqliteDatabase is closed")
+            raise
         return await asyncio.wrap_future(future)
+
+    def submit(self, work: Callable[[], T]) -> Future[T]:
+        """``work`` queued for one of the database's threads; ``RuntimeError`` once the
+        database is closed."""
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("this SqliteDatabase is closed")
+            return self._executor.submit(work)
 
     def migrate(self) -> list[Migration]:
         """Switch the file to WAL and apply every pending migration; the ones applied."""
@@ -436,41 +446,12 @@ class SqliteTransaction:
         return await self._run_steps(texts, True) if texts else []
 
     async def write_alone(self, query: Q, params: Params) -> Row | None:
-        """The statements of ``query`` (a script) between ``BEGIN IMMEDIATE`` and
-        ``COMMIT``, in one hop to a thread; the first row of the last one."""
-        if self._writing:
+        """The statements of ``query`` (a script) as a transaction of its own, committed
+        with the scripts of other units that arrive meanwhile (``GroupCommit``); the first
+        row of the last one, once committed."""
+        if self._writing or self._holds_writer:
             raise RuntimeError("write_alone is a transaction of its own: none may be open")
-        statements = _script(self._queries.text(query))
-        if not self._holds_writer:
-            await self._take_writer()
-
-        *leading, last = statements
-
-        def work(connection: sqlite3.Connection) -> Row | None:
-            connection.execute("BEGIN IMMEDIATE")
-            self._writing = True
-            for text in leading:  # their rows are not read: no cursor of ours, no names
-                connection.execute(text, params).close()
-            cursor = connection.cursor()
-            cursor.row_factory = None
-            try:
-                cursor.execute(last, params)
-                row = cursor.fetchone()
-                names = [column[0] for column in cursor.description or ()]
-            finally:
-                cursor.close()
-            connection.execute("COMMIT")
-            self._writing = False
-            return None if row is None else dict(zip(names, row, strict=True))
-
-        try:
-            written = await self._call(work, params)
-        except Exception:
-            if not self._writing:  # BEGIN IMMEDIATE failed: nothing is held
-                self._drop_writer()
-            raise
-        self._drop_writer()
-        return written
+        return await self._database.group_commit.run(_script(self._queries.text(query)), params)
 
     async def commit(self) -> None:
         """Commit the write transaction, if one is open, and let the next writer in."""
