@@ -53,7 +53,6 @@ class _Script:
     loop: asyncio.AbstractEventLoop
     signal: asyncio.Future[tuple[str, Any]]
     leads: bool = False  # told to lead, and has not started to
-    answered: bool = False
 
 
 def _tell(script: _Script, kind: str, value: Any) -> bool:
@@ -204,11 +203,11 @@ class GroupCommit:
         connection.execute("RELEASE script")
         return (_DONE, None if row is None else dict(zip(names, row, strict=True)))
 
-    def _answer(self, batch: list[_Script], outcomes: list[tuple[str, Any]]) -> None:
-        for script, (kind, value) in zip(batch, outcomes, strict=True):
-            if not script.answered:
-                script.answered = True
-                _tell(script, kind, value)
+    def _answer(self, scripts: list[_Script], outcomes: list[tuple[str, Any]]) -> None:
+        """Each script's outcome to its caller (every script is answered once: it leaves
+        the waiting queue for one batch, or for ``_fail_waiting``)."""
+        for script, (kind, value) in zip(scripts, outcomes, strict=True):
+            _tell(script, kind, value)
 
     def _finish_batch(self) -> None:
         """Let the writer go and pass the lead on (or end it)."""
