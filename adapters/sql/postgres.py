@@ -41,6 +41,7 @@ from collections.abc import Iterator, Sequence
 from concurrent.futures import TimeoutError as FutureTimeoutError
 from contextlib import contextmanager, suppress
 from datetime import UTC, datetime
+from functools import partial
 from types import TracebackType
 from typing import Any, Self
 from uuid import UUID
@@ -61,6 +62,12 @@ from strongroom.adapters.sql.migrate import (
     Migration,
     migrations_for,
     run_migrations,
+)
+from strongroom.adapters.sql.postgres_group_commit import (
+    FailWaiting,
+    GroupCommit,
+    RunAlone,
+    Statement,
 )
 from strongroom.adapters.sql.repositories import Fetch, Step
 from strongroom.adapters.sql.rows import Codec, Params, Row
@@ -265,6 +272,7 @@ class _LoopPool:
 
     pool: AsyncConnectionPool[Any]
     owned: bool
+    group_commit: GroupCommit
     keeper: asyncio.Task[None] | None = None
     opened: bool = False
 
@@ -326,15 +334,21 @@ class PostgresDatabase:
             entry.opened = True
         return entry.pool
 
+    async def group_commit_of_this_loop(self) -> GroupCommit:
+        """The running event loop's group commit (of its pool's connections)."""
+        await self.pool_of_this_loop()
+        return self._pools[asyncio.get_running_loop()].group_commit
+
     def _new_entry(self, loop: asyncio.AbstractEventLoop) -> _LoopPool:
         if self._closed:
             raise PoolClosed("this PostgresDatabase is closed")
         serves = _loop_of(self.pool)
+        group_commit = GroupCommit(partial(_run_batch, self))
         if not self._given_pool_taken and serves in (None, loop):
             self._given_pool_taken = True
-            entry = _LoopPool(self.pool, owned=self.owns_pool)
+            entry = _LoopPool(self.pool, self.owns_pool, group_commit)
         else:
-            entry = _LoopPool(_like(self.pool), owned=True)
+            entry = _LoopPool(_like(self.pool), True, group_commit)
         if entry.owned:
             entry.keeper = loop.create_task(
                 self._keep(loop, entry), name="strongroom-postgres-pool-keeper"
@@ -490,6 +504,28 @@ class _Deadline:
     cut: bool = False
 
 
+@contextmanager
+def _deadline(connection: psycopg.AsyncConnection[Any], seconds: float) -> Iterator[_Deadline]:
+    """Shut the connection's socket if the block outlives ``seconds``.
+
+    Not ``asyncio.timeout``: psycopg answers the cancellation of a running statement by
+    asking the server to cancel it and waiting for that, up to 10 s more, which a paused
+    server never answers. A shut socket fails the statement at once.
+    """
+    deadline = _Deadline()
+    fileno = connection.fileno()
+
+    def cut() -> None:
+        deadline.cut = True
+        _shut(fileno)
+
+    timer = asyncio.get_running_loop().call_later(seconds, cut)
+    try:
+        yield deadline
+    finally:
+        timer.cancel()
+
+
 class PostgresTransaction:
     """The statements of one unit of work on one pooled connection of its loop's pool."""
 
@@ -524,27 +560,6 @@ class PostgresTransaction:
             assert self._pool is not None
             await _give_back(self._pool, connection, self._was_autocommit)
 
-    @contextmanager
-    def _deadline(self, connection: psycopg.AsyncConnection[Any]) -> Iterator[_Deadline]:
-        """Shut the connection's socket if the block outlives the statement deadline.
-
-        Not ``asyncio.timeout``: psycopg answers the cancellation of a running statement
-        by asking the server to cancel it and waiting for that, up to 10 s more, which a
-        paused server never answers. A shut socket fails the statement at once.
-        """
-        deadline = _Deadline()
-        fileno = connection.fileno()
-
-        def cut() -> None:
-            deadline.cut = True
-            _shut(fileno)
-
-        timer = asyncio.get_running_loop().call_later(self._database.statement_deadline, cut)
-        try:
-            yield deadline
-        finally:
-            timer.cancel()
-
     async def _run(
         self, query: Q, params: Params, filters: Sequence[Q], writes: bool, fetch: Fetch
     ) -> Any:
@@ -554,7 +569,7 @@ class PostgresTransaction:
             deadline: _Deadline | None = None
             try:
                 connection = await self._take_connection()
-                with self._deadline(connection) as deadline:
+                with _deadline(connection, self._database.statement_deadline) as deadline:
                     async with connection.cursor(row_factory=dict_row) as cursor:
                         if writes and not self._writing:
                             await self._begin_with(connection, cursor, text, params)
@@ -662,7 +677,7 @@ class PostgresTransaction:
             cursors: list[psycopg.AsyncCursor[DictRow]] = []
             try:
                 connection = await self._take_connection()
-                with self._deadline(connection) as deadline:
+                with _deadline(connection, self._database.statement_deadline) as deadline:
                     try:
                         async with connection.pipeline():
                             if not self._writing:
@@ -694,8 +709,21 @@ class PostgresTransaction:
                 raise translate(error, merged) from error
 
     async def write_alone(self, query: Q, params: Params) -> Row | None:
-        """``query``, one statement, in autocommit: committed when it answers, one round
-        trip.
+        """``query``, one statement, committed before it answers: one round trip. Run in
+        the next batch of this loop's group commit (``postgres_group_commit``), which
+        commits concurrent ones together and runs a lone one in autocommit."""
+        if self._writing:
+            raise RuntimeError("write_alone is a transaction of its own: none may be open")
+        text = self._queries.text(query).encode()
+        group_commit = await self._database.group_commit_of_this_loop()
+        return await group_commit.run(
+            (text, params), lambda retry: self._write_alone_now(text, params, retry)
+        )
+
+    async def _write_alone_now(self, text: bytes, params: Params, retried: bool) -> Row | None:
+        """``text``, one statement, in autocommit on this unit's connection: committed
+        when it answers, one round trip (its batch failed as a whole; ``retried``: its
+        batch's connection was lost, so this is a retry).
 
         Retried on another connection when this one was found dead before the server
         answered (a restarted server costs no request). The earlier attempt may still be
@@ -707,16 +735,12 @@ class PostgresTransaction:
         (``client_connection_check_interval``), so an attempt cut while it waits for a
         lock does not commit once the lock is free.
         """
-        if self._writing:
-            raise RuntimeError("write_alone is a transaction of its own: none may be open")
-        text = self._queries.text(query).encode()
-        retried = False
         while True:
             deadline: _Deadline | None = None
             cursor: psycopg.AsyncCursor[DictRow] | None = None
             try:
                 connection = await self._take_connection()
-                with self._deadline(connection) as deadline:
+                with _deadline(connection, self._database.statement_deadline) as deadline:
                     cursor = connection.cursor(row_factory=dict_row)
                     if not retried:
                         await cursor.execute(text, params)
@@ -755,7 +779,7 @@ class PostgresTransaction:
         assert connection is not None
         deadline: _Deadline | None = None
         try:
-            with self._deadline(connection) as deadline:
+            with _deadline(connection, self._database.statement_deadline) as deadline:
                 await connection.execute(command)
         except psycopg.Error as error:
             if deadline is not None and deadline.cut:
@@ -791,6 +815,67 @@ class PostgresTransaction:
             pass  # the connection is gone, and its transaction with it
         finally:
             await self._give_back()
+
+
+async def _run_batch(
+    database: PostgresDatabase, statements: Sequence[Statement]
+) -> list[Row | None]:
+    """The runner of ``postgres_group_commit``: ``statements`` on one connection of this
+    loop's pool, a lone one in autocommit, several between ``BEGIN`` and ``COMMIT`` in one
+    pipeline; the first row of each.
+
+    A lone statement's error is its answer, as ``write_alone``'s, except a connection lost
+    before the server answered: ``RunAlone`` retries it. A batch's error rolls back all of
+    it: ``RunAlone``, so that each statement answers for itself. No connection to be had,
+    or no answer by the deadline: ``FailWaiting`` with ``UpstreamUnavailableError``.
+    """
+    pool = await database.pool_of_this_loop()
+    try:
+        connection = await pool.getconn()
+    except psycopg.Error as error:
+        raise FailWaiting(UpstreamUnavailableError(DATABASE_UNAVAILABLE)) from error
+    was_autocommit, keep = connection.autocommit, True
+    cursors: list[psycopg.AsyncCursor[DictRow]] = []
+    deadline: _Deadline | None = None
+    try:
+        if not was_autocommit:
+            await connection.set_autocommit(True)
+        with _deadline(connection, database.statement_deadline) as deadline:
+            if len(statements) == 1:
+                (text, params), cursor = statements[0], connection.cursor(row_factory=dict_row)
+                cursors.append(cursor)
+                await cursor.execute(text, params)
+            else:
+                async with connection.pipeline():
+                    await connection.execute(b"BEGIN")
+                    for index, (text, params) in enumerate(statements):
+                        cursor = connection.cursor(row_factory=dict_row)
+                        cursors.append(cursor)
+                        # The first step prepares the statement if psycopg would (see
+                        # ``_may_prepare``); the later ones then run it prepared.
+                        await cursor.execute(text, params, prepare=True if index == 0 else None)
+                    await connection.execute(b"COMMIT", prepare=False)
+            return [await cursor.fetchone() for cursor in cursors]
+    except psycopg.Error as error:
+        lone = len(statements) == 1
+        if deadline is not None and deadline.cut:
+            keep = False
+            raise FailWaiting(UpstreamUnavailableError(DATABASE_UNAVAILABLE)) from error
+        keep = lone or not _may_spoil_prepared(error)
+        lost = connection.broken or connection.closed
+        if not lone or (lost and all(cursor.pgresult is None for cursor in cursors)):
+            raise RunAlone(after_lost_connection=lost) from error
+        raise translate(error, statements[0][1]) from error
+    finally:
+        if keep and connection.info.transaction_status != TransactionStatus.IDLE:
+            try:
+                await connection.execute(b"ROLLBACK")
+            except psycopg.Error:
+                keep = False
+        if not keep:
+            with suppress(psycopg.Error):
+                await connection.close()
+        await _give_back(pool, connection, was_autocommit)
 
 
 async def _result(cursor: psycopg.AsyncCursor[DictRow], fetch: Fetch) -> Any:

@@ -9,63 +9,14 @@ import asyncio
 import sqlite3
 import threading
 from collections.abc import Callable
-from datetime import timedelta
 from typing import Any
-from uuid import UUID
 
 import attrs
 import pytest
-from contract_records import T0, SqlAdapter, audit_event, backup, session, user, workspace
+from create_scene import new_scene
 
 from strongroom.adapters.sql.sqlite import SqliteDatabase
-from strongroom.domain.billing import GatedOperation
 from strongroom.domain.errors import NameTakenError, UpstreamUnavailableError
-from strongroom.domain.pagination import PageRequest
-from strongroom.domain.permissions import Permission
-from strongroom.domain.quotas import QuotaResource
-from strongroom.domain.workspaces import Admission, Membership
-from strongroom.ports.driven.repositories import AuditFilter
-
-NOW = T0 + timedelta(hours=1)
-ADMIT = Admission(GatedOperation.CONFIG_WRITE, QuotaResource.BACKUPS_PER_WORKSPACE)
-WRITE = (Permission.BACKUPS_WRITE,)
-
-
-@attrs.frozen
-class Scene:
-    database: SqliteDatabase
-    workspace_id: UUID
-    token_hash: str
-
-    async def create(self, name: str | None = None) -> bool:
-        """One session's create of a new backup, in a unit of work of its own."""
-        candidate = backup(self.workspace_id, name, created_at=NOW)
-        event = attrs.evolve(audit_event(self.workspace_id, NOW), target_id=str(candidate.id))
-        async with self.database.uow() as uow:
-            created = await uow.sessions.create_backup(
-                self.token_hash, candidate, event, ADMIT, WRITE, NOW
-            )
-            await uow.commit()
-        return created
-
-    def stored(self) -> tuple[int, int, int]:
-        """The usage counter, the backups listed and the create events recorded."""
-        adapter = SqlAdapter("sqlite", self.database.uow)
-        with adapter.uow() as uow:
-            counted = uow.backups.count(self.workspace_id)
-            listed = len(uow.backups.list(self.workspace_id, PageRequest(200, None)).items)
-            events = uow.audit.list(self.workspace_id, AuditFilter(), PageRequest(200, None))
-        return counted, listed, sum(e.action == "backup.create" for e in events.items)
-
-
-def _scene(database: SqliteDatabase, limit: int = 0) -> Scene:
-    ada = user()
-    target = workspace(ada, quota_overrides={QuotaResource.BACKUPS_PER_WORKSPACE: limit})
-    mine = session(ada.id, target.id)
-    SqlAdapter("sqlite", database.uow).store(
-        ada, target, mine, Membership(target.id, ada.id, "admin", T0)
-    )
-    return Scene(database, target.id, mine.token_hash)
 
 
 def _counting_batches(database: SqliteDatabase, monkeypatch: pytest.MonkeyPatch) -> list[int]:
@@ -86,7 +37,7 @@ def test_concurrent_creates_fill_the_quota_exactly_in_fewer_commits(
 ) -> None:
     """60 creates at once against a limit of 10: exactly 10 are created (counter, list
     and events agree), and the 60 scripts took fewer transactions than 60."""
-    scene = _scene(sqlite_database, limit=10)
+    scene = new_scene(sqlite_database, limit=10)
     jobs = _counting_batches(sqlite_database, monkeypatch)
 
     async def all_at_once() -> list[bool]:
@@ -101,7 +52,7 @@ def test_concurrent_creates_fill_the_quota_exactly_in_fewer_commits(
 def test_a_taken_name_refuses_its_own_script_only(sqlite_database: SqliteDatabase) -> None:
     """Ten names, each asked for twice at once: one create of each is refused with
     NameTakenError, the other ten are written with their events."""
-    scene = _scene(sqlite_database)
+    scene = new_scene(sqlite_database)
 
     async def all_at_once() -> list[bool | BaseException]:
         creates = [scene.create(f"name {n % 10}") for n in range(20)]
@@ -117,7 +68,7 @@ def test_cancelled_callers_hold_up_nobody(sqlite_database: SqliteDatabase) -> No
     """A third of 45 creates are cancelled while they wait: every other one is created
     (none waits forever for a lead that a cancelled caller held), what was written is
     counted exactly, and the next create goes through."""
-    scene = _scene(sqlite_database)
+    scene = new_scene(sqlite_database)
 
     async def with_cancellations() -> list[bool | BaseException]:
         tasks = [asyncio.ensure_future(scene.create()) for _ in range(45)]
@@ -143,7 +94,7 @@ def test_a_held_write_lock_fails_waiting_creates_in_time_then_they_recover(
     """Another process holds SQLite's write lock: ten creates at once answer unavailable
     within seconds and write nothing; once it lets go, creates go through again."""
     impatient = SqliteDatabase(sqlite_database.path, busy_timeout=0.3)
-    scene = attrs.evolve(_scene(sqlite_database), database=impatient)
+    scene = attrs.evolve(new_scene(sqlite_database), database=impatient)
     blocker = sqlite3.connect(sqlite_database.path, isolation_level=None)
 
     async def all_at_once() -> list[bool | BaseException]:
@@ -168,7 +119,7 @@ def test_a_held_write_lock_fails_waiting_creates_in_time_then_they_recover(
 def test_creates_from_two_event_loops_are_all_written(sqlite_database: SqliteDatabase) -> None:
     """Two threads, each with its own loop, create at once (a server beside a blocking
     facade): batches mix their scripts and each caller hears back on its own loop."""
-    scene = _scene(sqlite_database)
+    scene = new_scene(sqlite_database)
     results: list[list[bool]] = []
 
     def one_loop() -> None:

@@ -1,0 +1,64 @@
+"""A workspace with a session allowed to create backups, and that session's creates: the
+scene of the group-commit tests (SQLite's and PostgreSQL's)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from uuid import UUID
+
+import attrs
+from contract_records import T0, SqlAdapter, audit_event, backup, session, user, workspace
+
+from strongroom.adapters.sql.postgres import PostgresDatabase
+from strongroom.adapters.sql.sqlite import SqliteDatabase
+from strongroom.domain.billing import GatedOperation
+from strongroom.domain.pagination import PageRequest
+from strongroom.domain.permissions import Permission
+from strongroom.domain.quotas import QuotaResource
+from strongroom.domain.workspaces import Admission, Membership
+from strongroom.ports.driven.repositories import AuditFilter
+
+NOW = T0 + timedelta(hours=1)
+ADMIT = Admission(GatedOperation.CONFIG_WRITE, QuotaResource.BACKUPS_PER_WORKSPACE)
+WRITE = (Permission.BACKUPS_WRITE,)
+
+
+@attrs.frozen
+class Scene:
+    database: SqliteDatabase | PostgresDatabase
+    workspace_id: UUID
+    token_hash: str
+
+    async def create(self, name: str | None = None) -> bool:
+        """One session's create of a new backup, in a unit of work of its own."""
+        candidate = backup(self.workspace_id, name, created_at=NOW)
+        event = attrs.evolve(audit_event(self.workspace_id, NOW), target_id=str(candidate.id))
+        async with self.database.uow() as uow:
+            created = await uow.sessions.create_backup(
+                self.token_hash, candidate, event, ADMIT, WRITE, NOW
+            )
+            await uow.commit()
+        return created
+
+    def stored(self) -> tuple[int, int, int]:
+        """The usage counter, the backups listed and the create events recorded."""
+        with _adapter(self.database).uow() as uow:
+            counted = uow.backups.count(self.workspace_id)
+            listed = len(uow.backups.list(self.workspace_id, PageRequest(200, None)).items)
+            events = uow.audit.list(self.workspace_id, AuditFilter(), PageRequest(200, None))
+        return counted, listed, sum(e.action == "backup.create" for e in events.items)
+
+
+def _adapter(database: SqliteDatabase | PostgresDatabase) -> SqlAdapter:
+    name = "sqlite" if isinstance(database, SqliteDatabase) else "postgres"
+    return SqlAdapter(name, database.uow)
+
+
+def new_scene(database: SqliteDatabase | PostgresDatabase, limit: int = 0) -> Scene:
+    """A person, their workspace (backups limited to ``limit``; 0: unlimited), their
+    membership as admin and a session scoped to it."""
+    ada = user()
+    target = workspace(ada, quota_overrides={QuotaResource.BACKUPS_PER_WORKSPACE: limit})
+    mine = session(ada.id, target.id)
+    _adapter(database).store(ada, target, mine, Membership(target.id, ada.id, "admin", T0))
+    return Scene(database, target.id, mine.token_hash)
