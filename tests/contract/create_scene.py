@@ -1,15 +1,21 @@
-"""A workspace with a session allowed to create backups, and that session's creates: the
-scene of the group-commit tests (SQLite's and PostgreSQL's)."""
+"""A workspace with a session allowed to create backups, that session's creates, and a
+count of the batches they were committed in: the scene of the group-commit tests."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from datetime import timedelta
+from typing import Any
 from uuid import UUID
 
 import attrs
+import pytest
 from contract_records import T0, SqlAdapter, audit_event, backup, session, user, workspace
 
+from strongroom.adapters.sql import postgres
 from strongroom.adapters.sql.postgres import PostgresDatabase
+from strongroom.adapters.sql.postgres_group_commit import Statement
+from strongroom.adapters.sql.rows import Row
 from strongroom.adapters.sql.sqlite import SqliteDatabase
 from strongroom.domain.billing import GatedOperation
 from strongroom.domain.pagination import PageRequest
@@ -62,3 +68,29 @@ def new_scene(database: SqliteDatabase | PostgresDatabase, limit: int = 0) -> Sc
     mine = session(ada.id, target.id)
     _adapter(database).store(ada, target, mine, Membership(target.id, ada.id, "admin", T0))
     return Scene(database, target.id, mine.token_hash)
+
+
+def count_batches(
+    database: SqliteDatabase | PostgresDatabase, monkeypatch: pytest.MonkeyPatch
+) -> list[int]:
+    """The size of every batch ``database`` runs from now on (SQLite: 1 per batch handed
+    to its threads, whatever its size)."""
+    sizes: list[int] = []
+    if isinstance(database, SqliteDatabase):
+        submit = database.submit
+
+        def submitted(work: Callable[[], Any]) -> Any:
+            sizes.append(1)
+            return submit(work)
+
+        monkeypatch.setattr(database, "submit", submitted)
+        return sizes
+    run_batch = postgres._run_batch
+
+    async def counted(database: PostgresDatabase, statements: Sequence[Statement]) -> Any:
+        sizes.append(len(statements))
+        rows: list[Row | None] = await run_batch(database, statements)
+        return rows
+
+    monkeypatch.setattr(postgres, "_run_batch", counted)
+    return sizes
