@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import gc
 import socket
 from functools import partial
 from typing import Any
@@ -28,13 +29,32 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Sta
     )
 
 
+def freeze_start_up_objects() -> None:
+    """Keep the objects alive once the server has started (modules, the app, its pools and
+    caches: they live as long as the process) out of every later garbage collection
+    (``gc.freeze``), after collecting what start-up left behind.
+
+    A full collection walks every tracked object: on a started server it took 53-59 ms,
+    several times in a few seconds under a thousand creates a second, and each one held up
+    every request of the process (a p99 of 70-120 ms at half the maximum rate). Frozen,
+    those objects are never walked again; only what is allocated later is.
+    """
+    gc.collect()
+    gc.freeze()
+
+
 def run_until_stopped(app: Starlette, **options: Any) -> bool:
     """``uvicorn.run(app, **options)`` (``options`` are ``uvicorn.Config``'s) whose graceful
     stop first lets long-polling claims answer, so they do not hold the drain for up to
-    their ``wait_seconds``; whether the server started."""
+    their ``wait_seconds``, and whose start ends with ``freeze_start_up_objects``; whether
+    the server started."""
     import uvicorn  # noqa: PLC0415
 
     class DrainingServer(uvicorn.Server):
+        async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+            await super().startup(sockets)
+            freeze_start_up_objects()
+
         async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
             begin_drain(app)
             await super().shutdown(sockets)
