@@ -851,8 +851,8 @@ async def _run_batch(
                     for index, (text, params) in enumerate(statements):
                         cursor = connection.cursor(row_factory=dict_row)
                         cursors.append(cursor)
-                        # The first step prepares the statement if psycopg would (see
-                        # ``_may_prepare``); the later ones then run it prepared.
+                        # The first step is prepared (unless the pool never prepares), so
+                        # the later ones, the same text, run prepared (``_may_prepare``).
                         await cursor.execute(text, params, prepare=True if index == 0 else None)
                     await connection.execute(b"COMMIT", prepare=False)
             return [await cursor.fetchone() for cursor in cursors]
