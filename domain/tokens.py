@@ -6,6 +6,7 @@ real token from noise without a database look-up. Only the SHA-256 of a token is
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 import zlib
@@ -52,6 +53,7 @@ def format_token(kind: TokenKind, random_bytes: bytes) -> str:
     return kind.value + body + _checksum(kind.value + body)
 
 
+@functools.lru_cache(maxsize=4096)  # asked at every request; a pure function of the text
 def token_kind(token: str) -> TokenKind | None:
     """The kind of a well-formed token with a valid checksum, else ``None``."""
     matched = _WELL_FORMED.fullmatch(token)

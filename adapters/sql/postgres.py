@@ -317,13 +317,19 @@ class PostgresDatabase:
         pool = create_pool(conninfo, statement_timeout=statement_timeout, **pool_options)
         return cls(pool, statement_timeout=statement_timeout, owns_pool=True)
 
+    def opened_pool_of_this_loop(self) -> AsyncConnectionPool[Any] | None:
+        """The running event loop's pool once it is open, else ``None``: the usual case,
+        without the lock and without a coroutine (``pool_of_this_loop`` opens it)."""
+        entry = self._pools.get(asyncio.get_running_loop())
+        return entry.pool if entry is not None and entry.opened else None
+
     async def pool_of_this_loop(self) -> AsyncConnectionPool[Any]:
         """The running event loop's pool, created (and opened, if it is the database's)
         on the loop's first use."""
+        pool = self.opened_pool_of_this_loop()
+        if pool is not None:
+            return pool
         loop = asyncio.get_running_loop()
-        entry = self._pools.get(loop)  # the usual case, without the lock
-        if entry is not None and entry.opened:
-            return entry.pool
         with self._lock:
             entry = self._pools.get(loop)
             if entry is None:
@@ -499,31 +505,32 @@ def _may_spoil_prepared(error: psycopg.Error) -> bool:
     return not isinstance(error, psycopg.IntegrityError)
 
 
-@attrs.define
 class _Deadline:
-    cut: bool = False
-
-
-@contextmanager
-def _deadline(connection: psycopg.AsyncConnection[Any], seconds: float) -> Iterator[_Deadline]:
-    """Shut the connection's socket if the block outlives ``seconds``.
+    """Shut the connection's socket if the block outlives ``seconds``; ``cut`` says
+    whether it did.
 
     Not ``asyncio.timeout``: psycopg answers the cancellation of a running statement by
     asking the server to cancel it and waiting for that, up to 10 s more, which a paused
-    server never answers. A shut socket fails the statement at once.
+    server never answers. A shut socket fails the statement at once. A class, not a
+    generator-based context manager: every statement enters one.
     """
-    deadline = _Deadline()
-    fileno = connection.fileno()
 
-    def cut() -> None:
-        deadline.cut = True
-        _shut(fileno)
+    __slots__ = ("_fileno", "_timer", "cut")
 
-    timer = asyncio.get_running_loop().call_later(seconds, cut)
-    try:
-        yield deadline
-    finally:
-        timer.cancel()
+    def __init__(self, connection: psycopg.AsyncConnection[Any], seconds: float) -> None:
+        self.cut = False
+        self._fileno = connection.fileno()
+        self._timer = asyncio.get_running_loop().call_later(seconds, self._shut)
+
+    def _shut(self) -> None:
+        self.cut = True
+        _shut(self._fileno)
+
+    def __enter__(self) -> _Deadline:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self._timer.cancel()
 
 
 class PostgresTransaction:
@@ -541,7 +548,10 @@ class PostgresTransaction:
 
     async def _take_connection(self) -> psycopg.AsyncConnection[Any]:
         if self._connection is None:
-            pool = self._pool = await self._database.pool_of_this_loop()
+            pool = self._database.opened_pool_of_this_loop()
+            if pool is None:
+                pool = await self._database.pool_of_this_loop()
+            self._pool = pool
             connection = await pool.getconn()
             self._was_autocommit = connection.autocommit
             if not self._was_autocommit:
@@ -569,7 +579,7 @@ class PostgresTransaction:
             deadline: _Deadline | None = None
             try:
                 connection = await self._take_connection()
-                with _deadline(connection, self._database.statement_deadline) as deadline:
+                with _Deadline(connection, self._database.statement_deadline) as deadline:
                     async with connection.cursor(row_factory=dict_row) as cursor:
                         if writes and not self._writing:
                             await self._begin_with(connection, cursor, text, params)
@@ -677,7 +687,7 @@ class PostgresTransaction:
             cursors: list[psycopg.AsyncCursor[DictRow]] = []
             try:
                 connection = await self._take_connection()
-                with _deadline(connection, self._database.statement_deadline) as deadline:
+                with _Deadline(connection, self._database.statement_deadline) as deadline:
                     try:
                         async with connection.pipeline():
                             if not self._writing:
@@ -740,7 +750,7 @@ class PostgresTransaction:
             cursor: psycopg.AsyncCursor[DictRow] | None = None
             try:
                 connection = await self._take_connection()
-                with _deadline(connection, self._database.statement_deadline) as deadline:
+                with _Deadline(connection, self._database.statement_deadline) as deadline:
                     cursor = connection.cursor(row_factory=dict_row)
                     if not retried:
                         await cursor.execute(text, params)
@@ -779,7 +789,7 @@ class PostgresTransaction:
         assert connection is not None
         deadline: _Deadline | None = None
         try:
-            with _deadline(connection, self._database.statement_deadline) as deadline:
+            with _Deadline(connection, self._database.statement_deadline) as deadline:
                 await connection.execute(command)
         except psycopg.Error as error:
             if deadline is not None and deadline.cut:
@@ -840,7 +850,7 @@ async def _run_batch(
     try:
         if not was_autocommit:
             await connection.set_autocommit(True)
-        with _deadline(connection, database.statement_deadline) as deadline:
+        with _Deadline(connection, database.statement_deadline) as deadline:
             if len(statements) == 1:
                 (text, params), cursor = statements[0], connection.cursor(row_factory=dict_row)
                 cursors.append(cursor)
