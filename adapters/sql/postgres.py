@@ -349,7 +349,7 @@ class PostgresDatabase:
         if self._closed:
             raise PoolClosed("this PostgresDatabase is closed")
         serves = _loop_of(self.pool)
-        group_commit = GroupCommit(partial(_run_batch, self))
+        group_commit = GroupCommit(partial(_run_batch, self), _workspace_of)
         if not self._given_pool_taken and serves in (None, loop):
             self._given_pool_taken = True
             entry = _LoopPool(self.pool, self.owns_pool, group_commit)
@@ -825,6 +825,11 @@ class PostgresTransaction:
             pass  # the connection is gone, and its transaction with it
         finally:
             await self._give_back()
+
+
+def _workspace_of(statement: Statement) -> str:
+    """The workspace whose row a ``write_alone`` statement (a session's create) locks."""
+    return str(statement[1]["workspace_id"])
 
 
 async def _run_batch(

@@ -17,9 +17,15 @@ statements; each caller then runs its statement on its own, as without group com
 (no connection, or no answer by the deadline) that error answers the batch and every
 statement waiting for the next one (``FailWaiting``): each would only wait for it again.
 
-One batch runs at a time per event loop (per pool): at most one connection writes creates,
-and a waiting statement is answered after at most the batch before it and its own. No
-caller is answered before its batch has committed. A caller cancelled before its batch
+Two batches run at a time per event loop (per pool): while one commits, the next is sent.
+psycopg's pipeline returns to the event loop after each statement it sends, so a batch
+takes a turn of a busy loop per statement; with one batch at a time, the statements that
+arrived meanwhile made the next batch larger and slower still, and at half the maximum
+rate a slow commit grew into a queue of 100-150 ms. A batch takes its statements in the
+order of the workspaces they lock (``order``; arrival order within one workspace), so two
+batches take workspace rows in the same order and cannot deadlock; the second waits for
+the first's commit only where both lock a row. No caller is answered before its batch has
+committed. A caller cancelled before its batch
 starts is dropped; once its batch has started, the batch runs on (in a task of its own)
 and only its answer is dropped. When the loop ends, the running batch is cancelled and
 every waiting caller with it.
@@ -36,9 +42,12 @@ from strongroom.adapters.sql.rows import Params, Row
 
 # How many statements one batch takes at most (each waits for the batch's one commit).
 MAX_BATCH = 64
+# How many batches of one event loop run at once (one commits while the next is sent).
+MAX_RUNNING = 2
 
 Statement = tuple[bytes, Params]
 BatchRunner = Callable[[Sequence[Statement]], Awaitable[list[Row | None]]]
+LockOrder = Callable[[Statement], str]
 RunOwn = Callable[[bool], Awaitable[Row | None]]
 
 
@@ -70,20 +79,22 @@ class _Waiting:
 class GroupCommit:
     """The ``write_alone`` statements of one event loop, in shared commits."""
 
-    def __init__(self, run_batch: BatchRunner) -> None:
+    def __init__(self, run_batch: BatchRunner, order: LockOrder) -> None:
         """``run_batch`` runs statements as one transaction (one alone, in autocommit):
         their first rows, or raises ``RunAlone``, ``FailWaiting`` or the error that
-        answers them all."""
+        answers them all. ``order`` is the key of the row a statement locks first (its
+        workspace): a batch runs its statements in that order."""
         self._run_batch = run_batch
+        self._order = order
         self._waiting: deque[_Waiting] = deque()
-        self._running: asyncio.Task[None] | None = None
+        self._running: set[asyncio.Task[None]] = set()
 
     async def run(self, statement: Statement, run_own: RunOwn) -> Row | None:
         """``statement`` in the next batch; its first row. ``run_own(retry)`` runs it on
         the caller's own if its batch failed as a whole."""
         waiting = _Waiting(statement, asyncio.get_running_loop().create_future())
         self._waiting.append(waiting)
-        if self._running is None:
+        if len(self._running) < MAX_RUNNING:
             self._start_next()
         try:
             return await waiting.answer
@@ -97,9 +108,11 @@ class GroupCommit:
     def _start_next(self) -> None:
         count = min(MAX_BATCH, len(self._waiting))
         batch = [self._waiting.popleft() for _ in range(count)]
-        self._running = asyncio.get_running_loop().create_task(
+        batch.sort(key=lambda waiting: self._order(waiting.statement))  # stable
+        task = asyncio.get_running_loop().create_task(
             self._batch(batch), name="strongroom-group-commit"
         )
+        self._running.add(task)
 
     async def _batch(self, batch: list[_Waiting]) -> None:
         """Run ``batch``, answer each of its callers, then start the next batch, if any."""
@@ -121,8 +134,10 @@ class GroupCommit:
             for waiting, row in zip(batch, rows, strict=True):
                 _settle(waiting.answer, row=row)
         finally:
-            self._running = None
-        if self._waiting:
+            current = asyncio.current_task()
+            assert current is not None
+            self._running.discard(current)
+        if self._waiting and len(self._running) < MAX_RUNNING:
             self._start_next()
 
 

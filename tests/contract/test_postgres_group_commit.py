@@ -7,14 +7,17 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from typing import Any
 
 import psycopg
 import pytest
 from contract_proxy import TcpProxy
 from create_scene import count_batches, new_scene
 
+from strongroom.adapters.sql import postgres
 from strongroom.adapters.sql.postgres import PostgresDatabase
+from strongroom.adapters.sql.postgres_group_commit import MAX_BATCH, Statement
 from strongroom.domain.errors import UpstreamUnavailableError
 from support.postgres import truncate_all
 
@@ -95,3 +98,52 @@ def test_a_paused_database_fails_every_waiting_create_at_one_deadline(
     assert elapsed < database.statement_deadline + 1.0
     counted, listed, events = scene.stored()
     assert counted == listed == events >= 2
+
+
+def test_two_batches_of_two_workspaces_never_deadlock(
+    postgres_database: PostgresDatabase, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two full batches of two workspaces' creates (arrived in opposite orders) start at
+    the same moment: the second waits for the first's locks where both lock a row, neither
+    fails (a failed batch's creates would run on their own), every create is written once
+    and both counters are exact. (That a batch takes its workspaces in one order is
+    ``test_group_commit_batches``'s.)"""
+    scenes = [new_scene(postgres_database), new_scene(postgres_database)]
+    ran_alone: list[bool] = []
+    write_alone_now = postgres.PostgresTransaction._write_alone_now
+
+    async def alone(self: postgres.PostgresTransaction, *args: Any) -> Any:
+        ran_alone.append(True)
+        return await write_alone_now(self, *args)
+
+    monkeypatch.setattr(postgres.PostgresTransaction, "_write_alone_now", alone)
+    run_batch = postgres._run_batch
+    full_batches: list[asyncio.Event] = []
+
+    async def together(database: PostgresDatabase, statements: Sequence[Statement]) -> Any:
+        """Full batches wait for each other, then run at once."""
+        if len(statements) == MAX_BATCH:
+            arrived = asyncio.Event()
+            full_batches.append(arrived)
+            arrived.set()
+            for other in full_batches:
+                await other.wait()
+            while len(full_batches) < 2:
+                await asyncio.sleep(0.001)
+        return await run_batch(database, statements)
+
+    monkeypatch.setattr(postgres, "_run_batch", together)
+    one, other = scenes
+    # Two lone batches, then two full ones: the first as it arrived meets ``one`` first,
+    # the second ``other`` first.
+    arrivals = [one, other, *[one, other] * (MAX_BATCH // 2), *[other, one] * (MAX_BATCH // 2)]
+
+    async def interleaved() -> list[bool]:
+        async with asyncio.timeout(30):
+            return await asyncio.gather(*(scene.create() for scene in arrivals))
+
+    assert asyncio.run(interleaved()) == [True] * len(arrivals)
+    assert len(full_batches) == 2
+    assert ran_alone == []
+    each = len(arrivals) // 2
+    assert [scene.stored() for scene in scenes] == [(each, each, each)] * 2
