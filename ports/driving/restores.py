@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import hashlib
 import logging
 from collections.abc import Mapping
@@ -55,6 +56,7 @@ from strongroom.ports.driving.changes import WorkspaceChange
 from strongroom.ports.driving.dependencies import Dependencies
 from strongroom.ports.driving.idempotency import IdempotencyKey, ResultForm, run_idempotent
 from strongroom.ports.driving.recording import record_by_system
+from strongroom.ports.driving.threads import run_to_the_end
 
 logger = logging.getLogger(__name__)
 
@@ -331,7 +333,9 @@ class Restores:
         """Stream the artifact into the target, hashing what is read: bytes that are not
         the artifact's recorded size and sha256 (changed in storage) fail the restore."""
         storage = self._artifacts.storage_for(artifact, backup)
-        opened = await asyncio.to_thread(storage.open_object, artifact.object_key)
+        opened = await run_to_the_end(
+            functools.partial(storage.open_object, artifact.object_key), _close_if_opened
+        )
         if opened is None:
             raise RestoreFailedError("the artifact's object is missing from storage")
         reader = _Hashing(opened)
@@ -339,7 +343,7 @@ class Restores:
             await self._deps.restore_targets.restore(reader, restore.target, credentials)
             await asyncio.to_thread(reader.drain)
         finally:
-            await asyncio.to_thread(opened.close)
+            await run_to_the_end(opened.close)
         if (reader.size, reader.sha256) != (artifact.size, artifact.sha256):
             raise RestoreFailedError(
                 "the artifact's bytes in storage do not match its recorded size and sha256 "
@@ -370,3 +374,9 @@ class Restores:
         else:
             logger.warning("restore %s failed: %s", after.id, error)
         return after
+
+
+def _close_if_opened(opened: ObjectReader | None) -> None:
+    """Close the object a cancelled restore opened after it stopped waiting for it."""
+    if opened is not None:
+        opened.close()
