@@ -56,7 +56,7 @@ def bootstrap(
     """Build a ``Strongroom`` facade. Every argument left out gets the in-memory default.
 
     With no identity provider given, the built-in one runs on the same unit of work; it is
-    then reachable as ``facade.deps.identity`` (the HTTP adapter mounts its ``/idp`` pages).
+    then reachable as ``facade.identity`` (the HTTP adapter mounts its ``/idp`` pages).
     With no object storage given, objects go to local disk in a temporary directory made on
     first use (and namespaces are kept in memory); a given storage also provisions the
     namespaces unless ``namespaces`` says otherwise. ``endpoint_policy`` (default: public

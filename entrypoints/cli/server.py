@@ -270,10 +270,10 @@ def user_add(
 
     password = sys.stdin.readline().rstrip("\r\n")
     with _blocking_facade(data_dir, database_url) as facade:
-        if not isinstance(facade.deps.identity, BuiltinIdentityProvider):
+        if not isinstance(facade.identity, BuiltinIdentityProvider):
             raise click.ClickException("accounts exist only in the built-in provider")
         # A blocking view: add_account returns the account, not a coroutine.
-        provider: Any = facade.deps.identity
+        provider: Any = facade.identity
         account = provider.add_account(email, password, name or email)
     print(f"account {account.id} added for {account.email}")
     return 0
