@@ -91,3 +91,27 @@ def test_a_batch_takes_its_statements_in_workspace_order_and_answers_each_caller
         assert answers == [{"name": n} for n in "xypqrst"]
 
     asyncio.run(scenario())
+
+
+def test_a_batch_whose_order_key_fails_answers_its_callers_with_the_error() -> None:
+    async def scenario() -> None:
+        runner = HeldRunner()
+        commits = group_commit(runner)
+        blockers = [asyncio.create_task(commits.run(statement("w0", n), never_alone)) for n in "xy"]
+        await settle()  # two batches running: the next statements wait together
+        keyless: Statement = (b"INSERT", {"name": "k"})
+        waiting = [
+            asyncio.create_task(commits.run(statement("w1", "p"), never_alone)),
+            asyncio.create_task(commits.run(keyless, never_alone)),
+        ]
+        await settle()
+        runner.release(0)  # its end takes the next batch: "p" and the keyless statement
+        answers = await asyncio.wait_for(
+            asyncio.gather(*waiting, return_exceptions=True), timeout=5
+        )
+        assert [type(answer) for answer in answers] == [KeyError, KeyError]
+        assert runner.batches == [["x"], ["y"]]  # the failed batch never reached the database
+        runner.release(1)
+        assert await asyncio.gather(*blockers) == [{"name": n} for n in "xy"]
+
+    asyncio.run(scenario())

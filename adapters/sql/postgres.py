@@ -828,7 +828,8 @@ class PostgresTransaction:
 
 
 def _workspace_of(statement: Statement) -> str:
-    """The workspace whose row a ``write_alone`` statement (a session's create) locks."""
+    """The workspace whose row a ``write_alone`` statement (a backup's create in a session)
+    locks."""
     return str(statement[1]["workspace_id"])
 
 

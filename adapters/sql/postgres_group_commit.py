@@ -108,7 +108,6 @@ class GroupCommit:
     def _start_next(self) -> None:
         count = min(MAX_BATCH, len(self._waiting))
         batch = [self._waiting.popleft() for _ in range(count)]
-        batch.sort(key=lambda waiting: self._order(waiting.statement))  # stable
         task = asyncio.get_running_loop().create_task(
             self._batch(batch), name="strongroom-group-commit"
         )
@@ -117,6 +116,8 @@ class GroupCommit:
     async def _batch(self, batch: list[_Waiting]) -> None:
         """Run ``batch``, answer each of its callers, then start the next batch, if any."""
         try:
+            # Here, not where the batch is taken: a failing key answers its callers.
+            batch.sort(key=lambda waiting: self._order(waiting.statement))  # stable
             rows = await self._run_batch([waiting.statement for waiting in batch])
         except FailWaiting as unreachable:
             for waiting in [*batch, *self._waiting]:
