@@ -1,0 +1,1 @@
+"""Outbound webhooks: Standard Webhooks signatures and the sender of the outbox."""
