@@ -119,7 +119,8 @@ def test_a_session_replay_returns_the_first_session_and_keeps_the_token_sealed()
 
 
 def test_a_replay_under_another_secret_key_shows_no_token() -> None:
-    """Sealed under a secret key since replaced, the replay has no token (decisions.md)."""
+    """Sealed under a secret key since replaced, the replay has no token
+    (docs/decisions/idempotency.md)."""
     uow = partial(MemoryUnitOfWork, MemoryStore())
     clock = ManualClock()
     key = IdempotencyKey("k-1", "POST /v1/auth/sessions", "fingerprint")

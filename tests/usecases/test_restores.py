@@ -333,8 +333,8 @@ class TestIdempotency:
         assert len(await audit_events(facade, ada, "restore.create")) == 2
 
     async def test_a_replay_outlives_a_block(self, facade: Strongroom) -> None:
-        """As for every create (docs/decisions.md): the replay of a restore made before the
-        workspace was blocked answers the restore, and queues nothing more."""
+        """As for every create (docs/decisions/idempotency.md): the replay of a restore made
+        before the workspace was blocked answers the restore, and queues nothing more."""
         ada, wid = await workspace_admin(facade, "ada@example.com")
         artifact = await s3_artifact(facade, ada)
         key = IdempotencyKey("k", ROUTE, "one")
