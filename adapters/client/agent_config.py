@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import stat
+import sys
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -12,7 +14,7 @@ import attrs
 EXAMPLE_CONFIG = """\
 # strongroom agent --config /etc/strongroom/agent.toml
 server = "https://backups.example.com"   # the Strongroom API's base URL
-token_file = "/etc/strongroom/worker.token"   # a file holding the worker's bkw_ token
+token_file = "/etc/strongroom/worker.token"   # the worker's bkw_ token (chmod 600)
 # token = "bkw_..."                      # or the token itself (not both)
 
 # Optional:
@@ -113,11 +115,19 @@ def _token(data: dict[str, Any], base: Path, where: str) -> str:
     else:
         token_path = base / str(data["token_file"])
         try:
+            mode = stat.S_IMODE(token_path.stat().st_mode)
             token = token_path.read_text().strip()
         except OSError as error:
             raise ConfigError(
                 f"{where}: `token_file` {token_path}: cannot read: {error.strerror}"
             ) from error
+        # The same rule as the CLI's own credentials file: a token others can read is
+        # refused, not used.
+        if sys.platform != "win32" and mode & 0o077:
+            raise ConfigError(
+                f"{where}: `token_file` {token_path} is readable by others (mode {mode:04o});"
+                f" run: chmod 600 {token_path}"
+            )
     if not isinstance(token, str) or not token.startswith("bkw_"):
         raise ConfigError(f"{where}: the token must be a worker credential (bkw_...)")
     return token

@@ -32,13 +32,27 @@ class TestConfig:
         data = tomllib.loads(EXAMPLE_CONFIG)
         data["token_file"] = str(tmp_path / "worker.token")
         (tmp_path / "worker.token").write_text("bkw_example\n")
+        (tmp_path / "worker.token").chmod(0o600)
         config = parse_config(data, tmp_path)
         assert config.token == "bkw_example"
         assert config.backups[UUID(BACKUP)] == (Path("/srv/www"), Path("/etc/nginx"))
         assert (config.heartbeat_seconds, config.wait_seconds, config.parallel) == (15, 30, 4)
 
+    @pytest.mark.parametrize("mode", [0o644, 0o640, 0o604])
+    def test_a_token_file_others_can_read_is_refused(self, tmp_path: Path, mode: int) -> None:
+        """Like the CLI's credentials file: the agent refuses a token file with group or
+        other bits, and says how to fix it."""
+        (tmp_path / "worker.token").write_text("bkw_example\n")
+        (tmp_path / "worker.token").chmod(mode)
+        data = {**tomllib.loads(EXAMPLE_CONFIG), "token_file": "worker.token"}
+        with pytest.raises(
+            ConfigError, match=f"readable by others \\(mode 0{mode:o}\\).*chmod 600"
+        ):
+            parse_config(data, tmp_path)
+
     def test_relative_paths_are_relative_to_the_file(self, tmp_path: Path) -> None:
         (tmp_path / "secret").write_text("bkw_x")
+        (tmp_path / "secret").chmod(0o600)
         path = write(
             tmp_path,
             f'server = "http://127.0.0.1:1/"\ntoken_file = "secret"\n'

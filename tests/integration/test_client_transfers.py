@@ -222,6 +222,7 @@ class Machine:
         config = self.home / "agent.toml"
         token_file = self.home / "worker.token"
         token_file.write_text(worker_token + "\n")
+        token_file.chmod(0o600)
         config.write_text(
             f'server = "{self.stack.url}"\n'
             f'token_file = "{token_file}"\n'
