@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 import zoneinfo
 from collections.abc import Mapping
@@ -229,12 +230,24 @@ def _valid_cron(expression: str) -> str:
     return expression
 
 
+# Names the time zone database holds that are not zones of the world: the host's own
+# zone, the database's template and placeholder, and the alternative trees.
+_NOT_ZONES = frozenset({"localtime", "posixrules", "Factory"})
+
+
+@functools.cache
+def canonical_timezones() -> frozenset[str]:
+    """The IANA names a schedule may use (contract 13)."""
+    return frozenset(
+        name
+        for name in zoneinfo.available_timezones()
+        if name not in _NOT_ZONES and not name.startswith(("posix/", "right/"))
+    )
+
+
 def _valid_timezone(name: str) -> str:
-    try:
-        zoneinfo.ZoneInfo(name)
-    except (zoneinfo.ZoneInfoNotFoundError, ValueError, OSError) as error:
-        # OSError: a key naming a folder of the time zone database, such as "America".
-        raise InvalidRequestError("schedule.timezone must be an IANA time zone name") from error
+    if name not in canonical_timezones():
+        raise InvalidRequestError("schedule.timezone must be an IANA time zone name")
     return name
 
 
