@@ -3,6 +3,7 @@ name win. Nothing is read at import time."""
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import secrets
 from collections.abc import Iterable, Mapping
@@ -29,6 +30,23 @@ def _origins(value: str | Iterable[str]) -> tuple[str, ...]:
     from strongroom.adapters.http.cors import parse_origins  # noqa: PLC0415
 
     return parse_origins(value if isinstance(value, str) else ",".join(value))
+
+
+def _proxies(value: str | Iterable[str]) -> tuple[str, ...]:
+    """``STRONGROOM_TRUSTED_PROXIES``: CIDRs (or addresses) whose ``X-Forwarded-For`` is
+    believed; none by default (contract 13)."""
+    items = value.split(",") if isinstance(value, str) else list(value)
+    networks = []
+    for item in (part.strip() for part in items):
+        if not item:
+            continue
+        try:
+            networks.append(str(ipaddress.ip_network(item, strict=False)))
+        except ValueError as error:
+            raise ValueError(
+                "STRONGROOM_TRUSTED_PROXIES must be a comma list of CIDRs or addresses"
+            ) from error
+    return tuple(networks)
 
 
 @attrs.frozen
@@ -80,6 +98,7 @@ class Settings:
     shutdown_timeout: int = 30
     endpoint_networks: str = DEFAULT_ENDPOINT_NETWORKS
     cors_origins: tuple[str, ...] = attrs.field(default=(), converter=_origins)
+    trusted_proxies: tuple[str, ...] = attrs.field(default=(), converter=_proxies)
 
     def __attrs_post_init__(self) -> None:
         EndpointPolicy.parse(self.endpoint_networks)  # ValueError names the setting
@@ -159,6 +178,7 @@ class Settings:
             or DEFAULT_ENDPOINT_NETWORKS,
             "log_format": env.get("STRONGROOM_LOG_FORMAT") or "auto",
             "cors_origins": env.get("STRONGROOM_CORS_ORIGINS") or "",
+            "trusted_proxies": env.get("STRONGROOM_TRUSTED_PROXIES") or "",
         }
         values.update({key: value for key, value in overrides.items() if value is not None})
         return cls(**values)
@@ -167,6 +187,14 @@ class Settings:
     def embedded(self) -> bool:
         """Whether this is the zero-set-up default (no external database configured)."""
         return self.database_url is None or self.database_url.startswith("sqlite:")
+
+    @property
+    def proxy_options(self) -> dict[str, object]:
+        """uvicorn's options for forwarded headers: believed only from trusted proxies
+        (uvicorn's own default believes any loopback client)."""
+        if not self.trusted_proxies:
+            return {"proxy_headers": False}
+        return {"proxy_headers": True, "forwarded_allow_ips": list(self.trusted_proxies)}
 
     @property
     def endpoint_policy(self) -> EndpointPolicy:

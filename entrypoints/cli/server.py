@@ -159,6 +159,7 @@ def serve(
         access_log=False,  # Strongroom's own access events replace uvicorn's
         log_config=None,  # configure_logging above formats every logger
         timeout_graceful_shutdown=settings.shutdown_timeout,
+        **settings.proxy_options,
     )
     return 0 if started else STARTUP_FAILURE
 
