@@ -16,27 +16,29 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import ASGIApp
 
-from strongroom.adapters.http import errors
-from strongroom.adapters.http.integrity_metrics import VerificationFamilies
-from strongroom.adapters.http.layer import ErrorHandler, ErrorRendering, HttpLayer
-from strongroom.adapters.http.metrics import HttpMetrics
+from strongroom.adapters.dashboard import routes as dashboard
+from strongroom.adapters.http import openapi
 from strongroom.adapters.http.routes import (
     artifacts,
     backups,
     claims,
-    dashboard,
     docs,
-    idp,
     invitations,
     machines,
     members,
     restores,
     runs,
-    storage,
     system,
     workspaces,
 )
-from strongroom.adapters.http.routing import IndexedRouter
+from strongroom.adapters.identity.web import routes as idp
+from strongroom.adapters.metrics.http import HttpMetrics
+from strongroom.adapters.metrics.integrity import VerificationFamilies
+from strongroom.adapters.storage import local_routes as storage
+from strongroom.adapters.webkit import errors
+from strongroom.adapters.webkit.declare import Json, Operation
+from strongroom.adapters.webkit.layer import ErrorHandler, ErrorRendering, HttpLayer
+from strongroom.adapters.webkit.routing import IndexedRouter
 from strongroom.domain.errors import StrongroomError
 from strongroom.ports.driving import Strongroom
 from strongroom.ports.driving.blocking import unwrapped
@@ -59,6 +61,19 @@ ROUTES = [
     *docs.routes,
     *dashboard.routes,
 ]
+
+
+def operations() -> list[Operation]:
+    """Every documented operation of the application's route table."""
+    return openapi.operations(ROUTES)
+
+
+def document(server_url: str | None = None) -> Json:
+    """The OpenAPI document of the application's route table (``document_for`` caches an
+    application's own)."""
+    return openapi.build_document(ROUTES, server_url)
+
+
 # One handler per error family; anything else is the layer's logged 500.
 ERROR_HANDLERS: dict[type[Exception], ErrorHandler] = {
     StrongroomError: errors.strongroom_error,

@@ -22,11 +22,11 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from strongroom.adapters.http.compression import accepts_gzip, compressing
-from strongroom.adapters.http.cors import allowed_origins, answer_preflight, readable
-from strongroom.adapters.http.errors import client_disconnected, internal_error
-from strongroom.adapters.http.metrics import HttpMetrics, record
-from strongroom.adapters.http.request_ids import choose_request_id
+from strongroom.adapters.metrics.http import HttpMetrics, record
+from strongroom.adapters.webkit.compression import accepts_gzip, compressing
+from strongroom.adapters.webkit.cors import allowed_origins, answer_preflight, readable
+from strongroom.adapters.webkit.errors import client_disconnected, internal_error
+from strongroom.adapters.webkit.request_ids import choose_request_id
 
 ErrorHandler = Callable[[Request, Exception], Awaitable[Response]]
 _REQUEST_ID = b"x-request-id"
