@@ -5,7 +5,7 @@ origin of a cross-origin call (``cors.py``) and whether the client accepts gzip
 (``compression.py``), and wraps ``send`` only for what applies: the request id always,
 CORS and compression only for a request that asks for them. Around the router it renders
 the exceptions of the error families (``errors.py``), answers the last-resort 500, ends a
-request whose client went away, and counts and times every request (``metrics.py``).
+request whose client went away, and counts and times every request (``adapters/metrics``).
 
 One layer, not one per concern: Starlette's own stack put two exception layers and a
 per-route exception wrapper around ours, and our concerns were a layer each; every layer
