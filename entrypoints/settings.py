@@ -27,7 +27,7 @@ def _flag(value: str | None, default: bool) -> bool:
 def _origins(value: str | Iterable[str]) -> tuple[str, ...]:
     """``STRONGROOM_CORS_ORIGINS``: a comma-separated list, or the origins themselves."""
     # Imported here: the client's commands import the settings without the HTTP adapter.
-    from strongroom.adapters.http.cors import parse_origins  # noqa: PLC0415
+    from strongroom.adapters.webkit.cors import parse_origins  # noqa: PLC0415
 
     return parse_origins(value if isinstance(value, str) else ",".join(value))
 

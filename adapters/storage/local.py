@@ -6,7 +6,7 @@ Every write goes to a temporary file in ``<root>/tmp`` and is renamed into place
 reader never sees half an object.
 
 Presigned URLs are paths below ``/storage/`` (outside ``/v1``) served by the same process
-(``strongroom.adapters.http.routes.storage``). Their signature is an HMAC-SHA256 over the
+(``strongroom.adapters.storage.local_routes``). Their signature is an HMAC-SHA256 over the
 method, the object key, the expiry, the exact size and sha256 where known, and the upload
 id and part number of a part: a URL is good for one method on one object (or part) until
 it expires, and the check is constant-time. Keys are checked against a strict pattern and

@@ -23,7 +23,8 @@ import attrs
 import httpx2
 import pytest
 
-from strongroom.adapters.http.openapi import Auth, Operation, operations
+from strongroom.adapters.http.app import operations
+from strongroom.adapters.webkit.declare import Auth, Operation
 from strongroom.domain.backups import S3Source
 from strongroom.domain.permissions import BUILTIN_ROLES, WORKER_PERMISSIONS, Permission
 from strongroom.domain.restores import Restore

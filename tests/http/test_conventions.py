@@ -17,10 +17,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 from starlette.requests import Request
 
-from strongroom.adapters.http.conventions import etag_of_object, if_match
-from strongroom.adapters.http.openapi import build_document, operations
+from strongroom.adapters.http.app import document as build_document
+from strongroom.adapters.http.app import operations
 from strongroom.adapters.identity.builtin import CLIENT_ID
 from strongroom.adapters.memory.services import MemoryNamespaces
+from strongroom.adapters.webkit.conventions import etag_of_object, if_match
 from strongroom.domain.backups import BackupChanges, BackupKind
 from strongroom.domain.errors import InvalidRequestError, UpstreamUnavailableError
 from strongroom.ports.driving import Strongroom

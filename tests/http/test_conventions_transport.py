@@ -18,10 +18,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from strongroom.adapters.http.compression import accepts_gzip
-from strongroom.adapters.http.cors import parse_origins
 from strongroom.adapters.storage.disposition import content_disposition
 from strongroom.adapters.storage.local import LocalDiskStorage
+from strongroom.adapters.webkit.compression import accepts_gzip
+from strongroom.adapters.webkit.cors import parse_origins
 from strongroom.entrypoints.settings import Settings
 from strongroom.ports.driving import Strongroom
 from support.seaweed import SeaweedServer, s3_storage

@@ -9,7 +9,7 @@ from importlib import resources
 from strongroom.ports.driven.identity import CliConfig, Identity
 from support.world import Api, make_client, make_facade
 
-ASSETS = resources.files("strongroom.adapters.http").joinpath("dashboard")
+ASSETS = resources.files("strongroom.adapters.dashboard").joinpath("static")
 # A path literal or template in the scripts: "/v1/..." or `/v1/...${x}...`, also /idp.
 PATH_LITERAL = re.compile(r"[\"`](/(?:v1|idp)/[^\"`?]*)[\"`?]")
 

@@ -16,10 +16,10 @@ from starlette.routing import Route
 from starlette.testclient import TestClient
 from starlette.types import Message
 
-from strongroom.adapters.http import errors
 from strongroom.adapters.http.app import app_for
 from strongroom.adapters.memory.store import MemoryStore
 from strongroom.adapters.memory.unit_of_work import MemoryUnitOfWork
+from strongroom.adapters.webkit import errors
 from strongroom.domain.billing import BillingState
 from strongroom.domain.errors import StrongroomError
 from strongroom.domain.workspaces import Membership, Workspace

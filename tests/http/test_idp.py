@@ -15,9 +15,9 @@ import pytest
 from starlette.testclient import TestClient
 
 from strongroom.adapters.http.app import app_for
-from strongroom.adapters.http.context import MAX_BODY_BYTES
 from strongroom.adapters.identity.builtin import CLIENT_ID, BuiltinIdentityProvider
 from strongroom.adapters.memory.services import ManualClock
+from strongroom.adapters.webkit.context import MAX_BODY_BYTES
 from strongroom.ports.driven.identity import CliConfig, Identity
 from strongroom.ports.driving import Strongroom
 from support.world import PASSWORD, bearer, make_client, make_facade

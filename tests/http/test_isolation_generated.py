@@ -34,7 +34,8 @@ from uuid import UUID, uuid4
 import attrs
 import pytest
 
-from strongroom.adapters.http.openapi import Auth, Operation, operations
+from strongroom.adapters.http.app import operations
+from strongroom.adapters.webkit.declare import Auth, Operation
 from support.pg_facade import postgres_facade
 from support.tenants import UUID_POOLS, Tenant, build_tenant, pool_of
 from support.world import Api, bearer, make_client, make_facade

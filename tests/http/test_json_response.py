@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from starlette.responses import Response
 
-from strongroom.adapters.http.context import json_response
+from strongroom.adapters.webkit.context import json_response
 
 JSON = st.recursive(
     st.none() | st.booleans() | st.integers(-(2**53), 2**53) | st.text(),

@@ -16,7 +16,7 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from strongroom.adapters.http import errors
+from strongroom.adapters.webkit import errors
 from strongroom.domain.errors import UnauthenticatedError
 from strongroom.domain.pagination import Page, PageRequest
 from strongroom.domain.principals import Caller

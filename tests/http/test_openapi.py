@@ -24,10 +24,11 @@ from referencing.jsonschema import DRAFT202012
 from starlette.applications import Starlette
 from starlette.routing import BaseRoute, Mount, Route
 
-from strongroom.adapters.http.errors import STATUS_BY_CODE
-from strongroom.adapters.http.openapi import DURATION_PATTERN, NAME_PATTERN, document_for
+from strongroom.adapters.http.openapi import document_for
 from strongroom.adapters.http.routes.docs import CONTENT_SECURITY_POLICY, published, render_page
+from strongroom.adapters.http.schemas import DURATION_PATTERN, NAME_PATTERN
 from strongroom.adapters.http.wire import present
+from strongroom.adapters.webkit.errors import STATUS_BY_CODE
 from strongroom.domain.backups import (
     Backup,
     BackupKind,

@@ -20,7 +20,8 @@ from jsonschema import Draft202012Validator
 from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
 
-from strongroom.adapters.http.openapi import build_document, operations
+from strongroom.adapters.http.app import document as build_document
+from strongroom.adapters.http.app import operations
 from strongroom.adapters.http.wire import structure
 from support.world import Api, bearer
 

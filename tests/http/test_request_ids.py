@@ -8,7 +8,7 @@ from uuid import UUID
 
 import pytest
 
-from strongroom.adapters.http.request_ids import new_request_id
+from strongroom.adapters.webkit.request_ids import new_request_id
 from strongroom.domain.pagination import Page, PageRequest
 from strongroom.domain.principals import Caller
 from strongroom.domain.workspaces import MemberWorkspace

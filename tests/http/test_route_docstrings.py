@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from strongroom.adapters.http.openapi import refusals
+from strongroom.adapters.webkit.declare import refusals
 
 
 def test_an_errors_section_gives_each_code_its_reason() -> None:

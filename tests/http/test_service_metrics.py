@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from strongroom.adapters.http.metrics import HttpMetrics
-from strongroom.adapters.http.service_metrics import STORAGE_BUCKETS
+from strongroom.adapters.metrics.http import HttpMetrics
+from strongroom.adapters.metrics.service import STORAGE_BUCKETS
 from strongroom.domain.errors import UpstreamUnavailableError
 from strongroom.domain.runs import RunState
 from strongroom.ports.driven.statistics import ServiceStatistics

@@ -7,8 +7,6 @@ from uuid import UUID
 
 from starlette.responses import Response
 
-from strongroom.adapters.http.context import ApiContext, answer
-from strongroom.adapters.http.openapi import Named, Paged, Routes, parameter
 from strongroom.adapters.http.shapes import (
     Artifact,
     Download,
@@ -20,6 +18,8 @@ from strongroom.adapters.http.shapes import (
     UploadRequest,
 )
 from strongroom.adapters.http.wire import present, timestamp
+from strongroom.adapters.webkit.context import ApiContext, answer
+from strongroom.adapters.webkit.declare import Named, Paged, Routes, parameter
 from strongroom.domain.artifacts import Artifact as DomainArtifact
 from strongroom.domain.errors import InvalidRequestError
 from strongroom.domain.pagination import Page

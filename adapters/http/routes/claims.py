@@ -6,8 +6,6 @@ from uuid import UUID
 
 from starlette.responses import Response
 
-from strongroom.adapters.http.context import ApiContext, answer, no_content
-from strongroom.adapters.http.openapi import Routes
 from strongroom.adapters.http.shapes import (
     Claim,
     ClaimRequest,
@@ -16,6 +14,8 @@ from strongroom.adapters.http.shapes import (
     HeartbeatRequest,
     Run,
 )
+from strongroom.adapters.webkit.context import ApiContext, answer, no_content
+from strongroom.adapters.webkit.declare import Routes
 from strongroom.domain.runs import Progress
 from strongroom.domain.runs import Run as DomainRun
 from strongroom.ports.driving import Strongroom

@@ -18,8 +18,9 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response
 
-from strongroom.adapters.http.openapi import HTML, Auth, Routes, document_for
+from strongroom.adapters.http.openapi import document_for
 from strongroom.adapters.http.reference import STYLE, render_page
+from strongroom.adapters.webkit.declare import HTML, Auth, Routes
 
 _STATE_KEY = "openapi_published"
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 from uuid import UUID
 
-from strongroom.adapters.http.openapi import Paged, Routes
 from strongroom.adapters.http.shapes import (
     ApiKey,
     ApiKeyCreate,
@@ -15,6 +14,7 @@ from strongroom.adapters.http.shapes import (
     WorkerWithToken,
 )
 from strongroom.adapters.http.wire import present
+from strongroom.adapters.webkit.declare import Paged, Routes
 from strongroom.domain.machines import ApiKey as DomainApiKey
 from strongroom.domain.machines import Worker as DomainWorker
 from strongroom.domain.pagination import Page, PageRequest

@@ -7,10 +7,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from strongroom.adapters.http.context import ApiContext, answer
-from strongroom.adapters.http.errors import UNAVAILABLE_RETRY_AFTER
-from strongroom.adapters.http.metrics import metrics_endpoint
-from strongroom.adapters.http.openapi import READINESS_503, Auth, OnePage, Routes
+from strongroom.adapters.http.openapi import READINESS_503
 from strongroom.adapters.http.shapes import (
     CliConfig,
     Health,
@@ -20,6 +17,10 @@ from strongroom.adapters.http.shapes import (
     Session,
     SwitchWorkspace,
 )
+from strongroom.adapters.metrics.http import metrics_endpoint
+from strongroom.adapters.webkit.context import ApiContext, answer
+from strongroom.adapters.webkit.declare import Auth, OnePage, Routes
+from strongroom.adapters.webkit.errors import UNAVAILABLE_RETRY_AFTER
 from strongroom.domain.errors import UnauthenticatedError
 from strongroom.domain.principals import Caller
 from strongroom.ports.driving import IdempotencyKey, Strongroom

@@ -5,9 +5,6 @@ from __future__ import annotations
 from typing import Any
 from uuid import UUID
 
-from strongroom.adapters.http.context import ApiContext
-from strongroom.adapters.http.declared import IfMatch
-from strongroom.adapters.http.openapi import UUID_SCHEMA, OnePage, Paged, Routes, parameter
 from strongroom.adapters.http.shapes import (
     AuditEvent,
     MemberWorkspace,
@@ -16,6 +13,9 @@ from strongroom.adapters.http.shapes import (
     WorkspaceCreate,
     WorkspaceUpdate,
 )
+from strongroom.adapters.webkit.context import ApiContext
+from strongroom.adapters.webkit.declare import UUID_SCHEMA, OnePage, Paged, Routes, parameter
+from strongroom.adapters.webkit.declared import IfMatch
 from strongroom.domain.audit import AuditEvent as DomainAuditEvent
 from strongroom.domain.errors import InvalidRequestError
 from strongroom.domain.pagination import Page, PageRequest

@@ -11,8 +11,8 @@ from importlib import resources
 
 @functools.cache
 def template_text(name: str) -> str:
-    """A file of ``adapters/http/templates`` (read once)."""
-    source = resources.files("strongroom.adapters.http").joinpath(f"templates/{name}")
+    """A file of ``adapters/webkit/templates`` (read once)."""
+    source = resources.files("strongroom.adapters.webkit").joinpath(f"templates/{name}")
     return source.read_text(encoding="utf-8")
 
 

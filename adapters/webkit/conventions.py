@@ -1,5 +1,5 @@
 """HTTP conventions of contract 13 that a route declares beside its handler (the
-``located=``, ``tagged=`` and ``no_store=`` options of ``openapi.Routes`` apply them).
+``located=``, ``tagged=`` and ``no_store=`` options of ``declare.Routes`` apply them).
 
 - ``@located(template)``: a 201 (and a 202) carries ``Location``, the path of the created
   resource, filled in from the route's path parameters and the answer's own fields.

@@ -22,9 +22,9 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import Scope
 
-from strongroom.adapters.http.conventions import LOCATED
 from strongroom.adapters.http.shapes import EmptyBody
 from strongroom.adapters.http.wire import parse_json_object, present, structure
+from strongroom.adapters.webkit.conventions import LOCATED
 from strongroom.domain.errors import InvalidRequestError, StrongroomError, UnauthenticatedError
 from strongroom.domain.pagination import DEFAULT_LIMIT, Cursor, PageRequest
 from strongroom.domain.permissions import check_role_slug

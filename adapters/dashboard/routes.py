@@ -1,5 +1,5 @@
 """``GET /app`` and ``GET /app/{asset}``: the dashboard, a browser application of plain ES
-modules, one stylesheet and one HTML page, shipped in the package (``adapters/http/dashboard``)
+modules, one stylesheet and one HTML page, shipped in the package (``adapters/dashboard/static``)
 and served as they are: no build step.
 
 Every answer carries a strict Content-Security-Policy (only this origin's scripts, styles,
@@ -17,10 +17,10 @@ from urllib.parse import urlsplit
 
 from starlette.responses import Response
 
-from strongroom.adapters.http.context import ApiContext
-from strongroom.adapters.http.errors import error_response
-from strongroom.adapters.http.openapi import HTML, Auth, Routes
-from strongroom.adapters.http.pages import document
+from strongroom.adapters.webkit.context import ApiContext
+from strongroom.adapters.webkit.declare import HTML, Auth, Routes
+from strongroom.adapters.webkit.errors import error_response
+from strongroom.adapters.webkit.pages import document
 
 CONNECT_SRC = "'self'"
 POLICY_TEMPLATE = (
@@ -61,7 +61,7 @@ routes = Routes("Dashboard", auth=Auth.NONE)
 def assets() -> dict[str, tuple[bytes, str]]:
     """Every file of the dashboard directory by name, with its media type (read once); the
     page's body is laid out in the shared document (``templates/page.html``)."""
-    folder = resources.files("strongroom.adapters.http").joinpath("dashboard")
+    folder = resources.files("strongroom.adapters.dashboard").joinpath("static")
     found: dict[str, tuple[bytes, str]] = {}
     for entry in folder.iterdir():
         suffix = "." + entry.name.rpartition(".")[2]

@@ -20,7 +20,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import Scope
 
-from strongroom.adapters.http.service_metrics import ServiceFamilies
+from strongroom.adapters.metrics.service import ServiceFamilies
 from strongroom.domain.errors import StrongroomError
 from strongroom.ports.driven.statistics import ServiceStatistics
 from strongroom.ports.driving import Strongroom

@@ -5,7 +5,7 @@ origin of a cross-origin call (``cors.py``) and whether the client accepts gzip
 (``compression.py``), and wraps ``send`` only for what applies: the request id always,
 CORS and compression only for a request that asks for them. Around the router it renders
 the exceptions of the error families (``errors.py``), answers the last-resort 500, ends a
-request whose client went away, and counts and times every request (``metrics.py``).
+request whose client went away, and counts and times every request (``adapters/metrics``).
 
 One layer, not one per concern: Starlette's own stack put two exception layers and a
 per-route exception wrapper around ours, and our concerns were a layer each; every layer
@@ -22,11 +22,11 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from strongroom.adapters.http.compression import accepts_gzip, compressing
-from strongroom.adapters.http.cors import allowed_origins, answer_preflight, readable
-from strongroom.adapters.http.errors import client_disconnected, internal_error
-from strongroom.adapters.http.metrics import HttpMetrics, record
-from strongroom.adapters.http.request_ids import choose_request_id
+from strongroom.adapters.metrics.http import HttpMetrics, record
+from strongroom.adapters.webkit.compression import accepts_gzip, compressing
+from strongroom.adapters.webkit.cors import allowed_origins, answer_preflight, readable
+from strongroom.adapters.webkit.errors import client_disconnected, internal_error
+from strongroom.adapters.webkit.request_ids import choose_request_id
 
 ErrorHandler = Callable[[Request, Exception], Awaitable[Response]]
 _REQUEST_ID = b"x-request-id"

@@ -14,7 +14,7 @@ from starlette.routing import BaseRoute, Match, Route
 from starlette.testclient import TestClient
 
 from strongroom.adapters.http.app import ROUTES
-from strongroom.adapters.http.routing import IndexedRouter
+from strongroom.adapters.webkit.routing import IndexedRouter
 
 METHODS = ["GET", "POST", "PATCH", "PUT", "DELETE", "HEAD", "OPTIONS"]
 SEGMENT = st.text("abcdefghijklmnopqrstuvwxyz0123456789-_.~%", min_size=0, max_size=12)
