@@ -53,22 +53,24 @@ class Aead:
 
 
 class BlobCodec:
-    """Compresses and seals chunks into blobs, and back; one per thread."""
+    """Compresses and seals chunks into blobs, and back; not shared between threads."""
 
     def __init__(self, level: int = DEFAULT_COMPRESSION_LEVEL) -> None:
         self._compressor = zstandard.ZstdCompressor(level=level, write_content_size=True)
         self._decompressor = zstandard.ZstdDecompressor()
 
+    def compress(self, data: bytes | memoryview) -> bytes:
+        """A blob's plaintext: the encoding byte, then the zstd frame when it is smaller."""
+        compressed = self._compressor.compress(data)
+        if len(compressed) < len(data):
+            return bytes([ENCODING_ZSTD]) + compressed
+        return bytes([ENCODING_STORED]) + bytes(data)
+
     def encode(
         self, aead: Aead, cid: bytes, data: bytes | memoryview, nonce: bytes | None = None
     ) -> bytes:
         """The blob of a chunk: compressed when that makes it smaller, then sealed."""
-        compressed = self._compressor.compress(data)
-        if len(compressed) < len(data):
-            plaintext = bytes([ENCODING_ZSTD]) + compressed
-        else:
-            plaintext = bytes([ENCODING_STORED]) + bytes(data)
-        return aead.seal(plaintext, cid, nonce)
+        return aead.seal(self.compress(data), cid, nonce)
 
     def decode(self, aead: Aead, cid: bytes, blob: bytes | memoryview, id_key: bytes) -> bytes:
         """The chunk of a blob, after checking its tag and that its keyed hash is ``cid``."""

@@ -87,11 +87,17 @@ class PackBuilder:
     def add(
         self, cid: bytes, data: bytes | memoryview, nonce: bytes | None = None
     ) -> tuple[int, int]:
-        """Seals a chunk into the pack; returns the blob's offset and length."""
-        blob = self._codec.encode(self._aead, cid, data, nonce)
+        """Compresses and seals a chunk into the pack; returns the blob's offset and length."""
+        return self.add_plaintext(cid, self._codec.compress(data), len(data), nonce)
+
+    def add_plaintext(
+        self, cid: bytes, plaintext: bytes, raw_length: int, nonce: bytes | None = None
+    ) -> tuple[int, int]:
+        """Seals a blob plaintext (``BlobCodec.compress``'s) into the pack."""
+        blob = self._aead.seal(plaintext, cid, nonce)
         offset = len(self._buf)
         self._buf += blob
-        self._entries.append((cid, offset, len(blob), len(data)))
+        self._entries.append((cid, offset, len(blob), raw_length))
         return offset, len(blob)
 
     def finish(self, table_nonce: bytes | None = None) -> Pack:

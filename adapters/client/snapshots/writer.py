@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import os
 import stat
+import threading
 import time
+from collections import deque
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 
 import attrs
 
@@ -26,6 +29,8 @@ from strongroom.client.snapshots.pack import ChunkLocation, Pack, PackBuilder, P
 from strongroom.client.snapshots.scan import Excludes, Found, read_xattrs, walk
 
 DEFAULT_PACK_SIZE = 32 << 20
+_IN_FLIGHT = 8
+_THREADS = min(2, os.cpu_count() or 1)
 
 
 @attrs.frozen
@@ -61,40 +66,69 @@ class SnapshotWrite:
 
 
 class _Packer:
-    """The current pack, and where this run's new chunks ended up."""
+    """The current pack, and where this run's new chunks ended up.
+
+    Compression, the slow step, runs on a small thread pool (zstd releases the GIL); blobs
+    are sealed and appended in submission order, with a bounded number in flight so memory
+    stays near one pack plus ``_IN_FLIGHT`` chunks."""
 
     def __init__(
-        self, recipients: Sequence[str], options: WriteOptions, emit: Callable[[Pack], None]
+        self,
+        recipients: Sequence[str],
+        options: WriteOptions,
+        emit: Callable[[Pack], None],
+        pool: ThreadPoolExecutor,
     ) -> None:
         self._recipients = recipients
         self._options = options
         self._emit = emit
+        self._pool = pool
+        self._codecs = threading.local()
         self._codec = BlobCodec(options.compression_level)
         self._builder: PackBuilder | None = None
+        self._queue: deque[tuple[bytes, int, Future[bytes]]] = deque()
         self.pending: set[bytes] = set()
         self.located: dict[bytes, ChunkLocation] = {}
         self.packs: list[PackInfo] = []
         self.bytes_packed = 0
 
+    def _compress(self, data: bytes) -> bytes:
+        codec = getattr(self._codecs, "codec", None)
+        if codec is None:
+            codec = self._codecs.codec = BlobCodec(self._options.compression_level)
+        plaintext: bytes = codec.compress(data)
+        return plaintext
+
     def add(self, cid: bytes, data: memoryview | bytes) -> None:
+        self.pending.add(cid)
+        self._queue.append((cid, len(data), self._pool.submit(self._compress, bytes(data))))
+        while len(self._queue) > _IN_FLIGHT:
+            self._append()
+
+    def _append(self) -> None:
+        cid, raw_length, future = self._queue.popleft()
         if self._builder is None:
             self._builder = PackBuilder(self._recipients, self._codec)
-        self._builder.add(cid, data)
-        self.pending.add(cid)
+        self._builder.add_plaintext(cid, future.result(), raw_length)
         if self._builder.size >= self._options.pack_size:
-            self.flush()
+            self._finish()
 
     def __contains__(self, cid: bytes) -> bool:
         return cid in self.pending or cid in self.located
 
     def flush(self) -> None:
+        while self._queue:
+            self._append()
+        self._finish()
+
+    def _finish(self) -> None:
         if self._builder is None or self._builder.empty:
             return
         pack = self._builder.finish()
         self._builder = None
         self._emit(pack)
         self.located.update(pack.chunks)
-        self.pending.clear()
+        self.pending.difference_update(cid for cid, _ in pack.chunks)
         self.packs.append(pack.info)
         self.bytes_packed += pack.info.length
 
@@ -206,14 +240,14 @@ def write_snapshot(
     """Snapshots the tree at ``root``; packs go to ``emit_pack`` while it runs."""
     recipients = check_recipients(recipients)
     options = options or WriteOptions()
-    packer = _Packer(recipients, options, emit_pack)
-    run = _Run(repository_key, catalog, cache or LocalCache(), packer, on_bytes, on_file)
     skipped: list[bytes] = []
     created_ns = time.time_ns()
-    entries = [
-        run.entry(found) for found in walk(os.fsencode(root), Excludes(options.excludes), skipped)
-    ]
-    packer.flush()
+    with ThreadPoolExecutor(_THREADS, thread_name_prefix="snapshot-zstd") as pool:
+        packer = _Packer(recipients, options, emit_pack, pool)
+        run = _Run(repository_key, catalog, cache or LocalCache(), packer, on_bytes, on_file)
+        found = walk(os.fsencode(root), Excludes(options.excludes), skipped)
+        entries = [run.entry(item) for item in found]
+        packer.flush()
     locations: dict[bytes, ChunkLocation] = dict(packer.located)
     references: dict[str, None] = {}
     for entry in entries:
