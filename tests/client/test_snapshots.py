@@ -6,6 +6,7 @@ fetches only what it needs; check --read-data names the files a damaged pack aff
 from __future__ import annotations
 
 import os
+import random
 import stat
 import tempfile
 from pathlib import Path
@@ -278,7 +279,7 @@ def test_an_edit_in_the_middle_of_a_large_file_writes_about_one_chunk(tmp_path: 
     root = tmp_path / "src"
     root.mkdir()
     big = root / "big.bin"
-    big.write_bytes(os.urandom(24 * MIB))
+    big.write_bytes(random.Random(24).randbytes(24 * MIB))  # fixed: the cut points too
     store, indexes = Store(), []
     first = backup(root, store, indexes)
     with open(big, "r+b") as f:
@@ -356,7 +357,8 @@ def test_partial_restore_fetches_only_the_ranges_it_needs(tmp_path: Path) -> Non
     wanted = opened.manifest.by_path()[b"file-07"]
     locs = [opened.manifest.locations[c] for c in wanted.chunks]
     assert {p for p, _, _ in store.fetched} == {loc.pack.id for loc in locs}
-    needed = sum(loc.length + loc.pack.header_length for loc in locs)
+    headers = {loc.pack.id: loc.pack.header_length for loc in locs}
+    needed = sum(loc.length for loc in locs) + sum(headers.values())
     assert stats.bytes_fetched == sum(n for _, _, n in store.fetched) == needed
     assert [p.name for p in (tmp_path / "out").iterdir()] == ["file-07"]
     assert (tmp_path / "out" / "file-07").read_bytes() == (root / "file-07").read_bytes()
@@ -392,3 +394,47 @@ def test_excludes_leave_out_names_and_directories(tree: Path) -> None:
     assert "docs/random.bin" not in paths
     assert not any(p.startswith(("docs/deep", "empty-dir")) for p in paths)
     assert "docs/letter.txt" in paths
+
+
+def test_diff_names_added_removed_and_modified_paths(tree: Path) -> None:
+    store, indexes = Store(), []
+    first = backup(tree, store, indexes)
+    (tree / "docs" / "empty").unlink()
+    (tree / "new-file").write_bytes(b"new")
+    (tree / "script").chmod(0o700)
+    second = backup(tree, store, indexes, cache=first.cache)
+    changes = diff(reader(store, first).manifest, reader(store, second).manifest)
+    assert [(c.path, c.change, c.fields) for c in changes] == [
+        ("", "modified", ("mtime_ns",)),
+        ("docs", "modified", ("mtime_ns",)),
+        ("docs/empty", "removed", ()),
+        ("new-file", "added", ()),
+        ("script", "modified", ("mode",)),
+    ]
+
+
+def test_restoring_only_a_second_hard_link_name_restores_its_content(
+    tree: Path, tmp_path: Path
+) -> None:
+    store = Store()
+    written = backup(tree, store, [])
+    reader(store, written).restore(tmp_path / "out", include=["hardlink-to-letter"])
+    restored = tmp_path / "out" / "hardlink-to-letter"
+    assert restored.read_bytes() == (tree / "docs" / "letter.txt").read_bytes()
+    assert [p.name for p in (tmp_path / "out").iterdir()] == ["hardlink-to-letter"]
+
+
+def test_a_path_that_escapes_the_target_is_refused(tmp_path: Path) -> None:
+    """A manifest is sealed, not signed: anyone with a recipient can make one, so restore
+    refuses names with ``..`` or outside a directory of the manifest."""
+    from strongroom.client.snapshots import FormatError, Manifest
+    from strongroom.client.snapshots.manifest import Entry, seal_manifest
+
+    for bad in (b"../outside", b"a/../../x", b"/etc/passwd", b"missing-dir/file"):
+        entries = (Entry(b"", "dir", 0o755, 0), Entry(bad, "symlink", 0o777, 0, target=b"x"))
+        sealed = seal_manifest(Manifest(0, entries, {}), RECIPIENTS)
+        opened = SnapshotReader(IDENTITY, KEY.seal(RECIPIENTS), sealed, Store().fetch)
+        with pytest.raises(FormatError):
+            opened.restore(tmp_path / "out")
+        assert not opened.check().ok
+    assert not (tmp_path / "outside").exists()

@@ -32,8 +32,10 @@ class CheckReport:
 def _users(manifest: Manifest) -> dict[bytes, set[str]]:
     """For each chunk id, the names of the files holding it (hard links included)."""
     users: dict[bytes, set[str]] = defaultdict(set)
+    files = {e.path: e for e in manifest.entries if e.kind == "file"}
     for entry in manifest.entries:
-        for cid in manifest.file_chunks(entry):
+        source = files.get(entry.target or b"") if entry.kind == "hardlink" else entry
+        for cid in source.chunks if source is not None else ():
             users[cid].add(entry.name)
     return users
 
