@@ -248,12 +248,18 @@ def build(root: Path, rows: list[tuple[str, bytes, bytes, int, int]]) -> None:
 
 
 @settings(suppress_health_check=[HealthCheck.too_slow])
-@given(rows=trees())
-def test_generated_trees_round_trip(rows: list[tuple[str, bytes, bytes, int, int]]) -> None:
+@given(rows=trees(), xattr_values=st.lists(st.binary(max_size=40), max_size=4))
+def test_generated_trees_round_trip(
+    rows: list[tuple[str, bytes, bytes, int, int]], xattr_values: list[bytes]
+) -> None:
     with tempfile.TemporaryDirectory() as scratch:
         src, out = Path(scratch) / "src", Path(scratch) / "out"
         src.mkdir()
         build(src, rows)
+        if xattrs_supported(Path(scratch)):
+            carriers = [r[1] for r in rows if r[0] in ("dir", "file")]
+            for path, value in zip(carriers, xattr_values, strict=False):
+                os.setxattr(os.fsencode(src) + b"/" + path, "user.generated", value)
         store = Store()
         written = backup(src, store, [])
         reader(store, written).restore(out)
@@ -438,3 +444,11 @@ def test_a_path_that_escapes_the_target_is_refused(tmp_path: Path) -> None:
             opened.restore(tmp_path / "out")
         assert not opened.check().ok
     assert not (tmp_path / "outside").exists()
+
+
+def test_fifos_are_skipped_and_reported(tree: Path) -> None:
+    os.mkfifo(tree / "docs" / "a-fifo")
+    store = Store()
+    written = backup(tree, store, [])
+    assert written.skipped == (("docs/a-fifo", "not a file, directory or symbolic link"),)
+    assert "docs/a-fifo" not in {e.name for e in reader(store, written).ls()}

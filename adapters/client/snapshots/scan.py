@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import errno
 import fnmatch
 import os
 import stat
@@ -45,11 +44,14 @@ class Found:
     st: os.stat_result
 
 
-def walk(root: bytes, excludes: Excludes, skipped: list[bytes]) -> Iterator[Found]:
-    """The root, then every name below it depth first, sorted by bytes; devices, sockets
-    and FIFOs are not kept (their paths go to ``skipped``)."""
+Skipped = list[tuple[str, str]]
+
+
+def walk(root: bytes, excludes: Excludes, skipped: Skipped) -> Iterator[Found]:
+    """The root, then every name below it depth first, sorted by bytes. Devices, sockets,
+    FIFOs and what cannot be read are not kept: (path, reason) goes to ``skipped``."""
     yield Found(b"", root, os.stat(root))
-    stack: list[Iterator[tuple[bytes, bytes]]] = [_children(root, b"")]
+    stack: list[Iterator[tuple[bytes, bytes]]] = [_children(root, b"", skipped)]
     while stack:
         item = next(stack[-1], None)
         if item is None:
@@ -60,33 +62,33 @@ def walk(root: bytes, excludes: Excludes, skipped: list[bytes]) -> Iterator[Foun
             continue
         try:
             st = os.lstat(path)
-        except FileNotFoundError:
+        except OSError as error:
+            skipped.append((os.fsdecode(rel), error.strerror or str(error)))
             continue
         if not (stat.S_ISDIR(st.st_mode) or stat.S_ISREG(st.st_mode) or stat.S_ISLNK(st.st_mode)):
-            skipped.append(rel)
+            skipped.append((os.fsdecode(rel), "not a file, directory or symbolic link"))
             continue
         yield Found(rel, path, st)
         if stat.S_ISDIR(st.st_mode):
-            stack.append(_children(path, rel))
+            stack.append(_children(path, rel, skipped))
 
 
-def _children(path: bytes, rel: bytes) -> Iterator[tuple[bytes, bytes]]:
+def _children(path: bytes, rel: bytes, skipped: Skipped) -> Iterator[tuple[bytes, bytes]]:
     try:
         names = sorted(os.listdir(path))
-    except (FileNotFoundError, NotADirectoryError):
+    except OSError as error:
+        skipped.append((os.fsdecode(rel) + "/", error.strerror or str(error)))
         return
     for name in names:
         yield (rel + b"/" + name if rel else name), path + b"/" + name
 
 
 def read_xattrs(path: bytes) -> tuple[tuple[str, bytes], ...]:
-    """A name's extended attributes, sorted; none where the filesystem has none."""
+    """A name's extended attributes, sorted; none where they cannot be read."""
     try:
         names = os.listxattr(path, follow_symlinks=False)
-    except OSError as error:
-        if error.errno in (errno.ENOTSUP, errno.EPERM, errno.ENOENT):
-            return ()
-        raise
+    except OSError:  # unsupported here, or gone: the entry is kept without them
+        return ()
     values = []
     for name in sorted(names):
         try:

@@ -26,7 +26,7 @@ from strongroom.client.snapshots.index import Catalog, encode_index
 from strongroom.client.snapshots.keys import RepositoryKey, check_recipients
 from strongroom.client.snapshots.manifest import Entry, make_manifest, seal_manifest
 from strongroom.client.snapshots.pack import ChunkLocation, Pack, PackBuilder, PackInfo
-from strongroom.client.snapshots.scan import Excludes, Found, read_xattrs, walk
+from strongroom.client.snapshots.scan import Excludes, Found, Skipped, read_xattrs, walk
 
 DEFAULT_PACK_SIZE = 32 << 20
 _IN_FLIGHT = 8
@@ -61,7 +61,7 @@ class SnapshotWrite:
     cache: LocalCache
     new_packs: tuple[PackInfo, ...]
     references: tuple[str, ...]
-    skipped: tuple[bytes, ...]
+    skipped: tuple[tuple[str, str], ...]
     stats: WriteStats
 
 
@@ -148,7 +148,15 @@ class _Run:
     def known(self, cid: bytes) -> bool:
         return cid in self.packer or cid in self.catalog
 
-    def entry(self, found: Found) -> Entry:
+    def entry(self, found: Found, skipped: Skipped) -> Entry | None:
+        """The entry of a name; None (and a line in ``skipped``) when it cannot be read."""
+        try:
+            return self._entry(found)
+        except OSError as error:
+            skipped.append((os.fsdecode(found.rel), error.strerror or str(error)))
+            return None
+
+    def _entry(self, found: Found) -> Entry:
         st = found.st
         base = Entry(
             path=found.rel,
@@ -163,12 +171,12 @@ class _Run:
             return base
         if stat.S_ISLNK(st.st_mode):
             return attrs.evolve(base, kind="symlink", target=os.readlink(found.path))
-        if st.st_nlink > 1:
-            first = self.links.get((st.st_dev, st.st_ino))
-            if first is not None:
-                return attrs.evolve(base, kind="hardlink", target=first)
-            self.links[(st.st_dev, st.st_ino)] = found.rel
+        inode = (st.st_dev, st.st_ino)
+        if st.st_nlink > 1 and inode in self.links:
+            return attrs.evolve(base, kind="hardlink", target=self.links[inode])
         size, ids = self.file_chunks(found)
+        if st.st_nlink > 1:  # only once read: a later name must not link to a skipped file
+            self.links[inode] = found.rel
         return attrs.evolve(base, kind="file", size=size, chunks=ids)
 
     def file_chunks(self, found: Found) -> tuple[int, tuple[bytes, ...]]:
@@ -240,13 +248,13 @@ def write_snapshot(
     """Snapshots the tree at ``root``; packs go to ``emit_pack`` while it runs."""
     recipients = check_recipients(recipients)
     options = options or WriteOptions()
-    skipped: list[bytes] = []
+    skipped: Skipped = []
     created_ns = time.time_ns()
     with ThreadPoolExecutor(_THREADS, thread_name_prefix="snapshot-zstd") as pool:
         packer = _Packer(recipients, options, emit_pack, pool)
         run = _Run(repository_key, catalog, cache or LocalCache(), packer, on_bytes, on_file)
         found = walk(os.fsencode(root), Excludes(options.excludes), skipped)
-        entries = [run.entry(item) for item in found]
+        entries = [e for e in (run.entry(item, skipped) for item in found) if e is not None]
         packer.flush()
     locations: dict[bytes, ChunkLocation] = dict(packer.located)
     references: dict[str, None] = {}
