@@ -132,7 +132,7 @@ class RepositoryKey:
             raise SnapshotKeyError("not a strongroom repository key")
         try:
             return cls.from_bytes(base64.urlsafe_b64decode(text[len(_TEXT_PREFIX) :]))
-        except ValueError as error:
+        except (ValueError, FormatError) as error:
             raise SnapshotKeyError("not a strongroom repository key") from error
 
     def seal(self, recipients: Sequence[str]) -> bytes:
