@@ -452,3 +452,31 @@ def test_fifos_are_skipped_and_reported(tree: Path) -> None:
     written = backup(tree, store, [])
     assert written.skipped == (("docs/a-fifo", "not a file, directory or symbolic link"),)
     assert "docs/a-fifo" not in {e.name for e in reader(store, written).ls()}
+
+
+def test_progress_counts_bytes_and_files_and_duplicates_are_stored_once(tmp_path: Path) -> None:
+    root = tmp_path / "src"
+    root.mkdir()
+    content = random.Random(3).randbytes(3 * MIB)
+    for name in ("one", "two", "three"):
+        (root / name).write_bytes(content)
+    seen_bytes: list[int] = []
+    seen_files: list[str] = []
+    store = Store()
+    written = write_snapshot(
+        root,
+        repository_key=KEY,
+        recipients=RECIPIENTS,
+        catalog=Catalog(),
+        emit_pack=store.put,
+        on_bytes=seen_bytes.append,
+        on_file=seen_files.append,
+    )
+    assert seen_files == ["one", "three", "two"]
+    assert sum(seen_bytes) == 3 * len(content)
+    assert written.stats.chunks_reused == 2 * written.stats.chunks_new
+    assert sum(len(d) for d in store.packs.values()) < len(content) + 4096
+    restored: list[int] = []
+    reader(store, written).restore(tmp_path / "out", on_bytes=restored.append)
+    assert sum(restored) == 3 * len(content)
+    assert (tmp_path / "out" / "two").read_bytes() == content
