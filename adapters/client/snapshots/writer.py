@@ -203,7 +203,11 @@ class _Run:
         return size, ids
 
     def read_file(self, path: bytes) -> tuple[int, tuple[bytes, ...]]:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_NOATIME", 0))
+        flags = os.O_RDONLY | os.O_NOFOLLOW
+        try:
+            fd = os.open(path, flags | getattr(os, "O_NOATIME", 0))
+        except PermissionError:  # O_NOATIME needs the file's owner: read it anyway
+            fd = os.open(path, flags)
         with os.fdopen(fd, "rb", buffering=0) as stream:
             head = stream.read(MIN_SIZE + 1)
             if len(head) <= MIN_SIZE:
