@@ -26,7 +26,17 @@ ALLOWED = {
 CLIENT = ROOT / "adapters" / "client"
 # What the SDK may import besides the standard library and itself.
 # zstandard: the directory archives of push, the agent and restore (strongroom.client.archive).
-CLIENT_THIRD_PARTY = {"httpx2", "attrs", "cattrs", "zstandard"}
+# pyfastcdc, blake3, pyrage, cryptography: the snapshot format (strongroom.client.snapshots).
+CLIENT_THIRD_PARTY = {
+    "httpx2",
+    "attrs",
+    "cattrs",
+    "zstandard",
+    "pyfastcdc",
+    "blake3",
+    "pyrage",
+    "cryptography",
+}
 IO_LIBRARIES = {
     "socket",
     "sqlite3",
