@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator, Iterator
 from types import TracebackType
 from typing import Any, Self, TypeVar
 
+import attrs
 import httpx2
 
 from strongroom.client.calls import (
@@ -34,7 +35,6 @@ from strongroom.client.endpoints import (
     SyncPagedMethod,
 )
 from strongroom.client.errors import ConnectionFailedError
-from strongroom.client.models import Stored
 from strongroom.client.operations import Operations
 
 T = TypeVar("T")
@@ -44,6 +44,14 @@ P = Any
 DEFAULT_TIMEOUT = 60.0  # above the longest long poll (claims wait up to 30 s)
 CHUNK = 1024 * 1024
 USER_AGENT = "strongroom-client"
+
+
+@attrs.frozen
+class Stored:
+    """What storage answered to an upload (``etag`` identifies a stored part)."""
+
+    status: int
+    etag: str | None
 
 
 def _stored(response: httpx2.Response) -> Stored:

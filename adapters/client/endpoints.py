@@ -22,9 +22,9 @@ from urllib.parse import quote
 import attrs
 import httpx2
 
+from strongroom.adapters.wire.pages import Page
 from strongroom.client.calls import Call
 from strongroom.client.converter import converter
-from strongroom.client.models import Page
 
 if TYPE_CHECKING:
     from strongroom.client.clients import AsyncClient, Client

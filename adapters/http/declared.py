@@ -29,7 +29,7 @@ from starlette.responses import Response
 
 from strongroom.adapters.http.context import ApiContext, json_response, no_content
 from strongroom.adapters.http.conventions import if_match
-from strongroom.adapters.http.wire import present
+from strongroom.adapters.wire.present import present
 from strongroom.ports.driving.access import Requirement
 from strongroom.ports.driving.preconditions import Precondition
 

@@ -27,7 +27,9 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
-from strongroom.adapters.http import conventions, declared, shapes, wire
+from strongroom.adapters import wire
+from strongroom.adapters import wire as shapes  # the models' former home; the code below names both
+from strongroom.adapters.http import conventions, declared
 from strongroom.adapters.http.context import MAX_BODY_BYTES, ApiContext, endpoint
 from strongroom.adapters.http.errors import ERROR_CODES, STATUS_BY_CODE
 from strongroom.adapters.http.examples import add_examples

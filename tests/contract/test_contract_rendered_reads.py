@@ -27,8 +27,8 @@ from strategies import (
     valid_names,
 )
 from strongroom.adapters.http.conventions import etag_of, etag_of_object
-from strongroom.adapters.http.wire import render
 from strongroom.adapters.sql.catalog import Dialect, Q, queries_for
+from strongroom.adapters.wire import render
 from strongroom.domain.backups import (
     Backup,
     BackupChanges,

@@ -8,7 +8,7 @@ import pytest
 
 from strongroom.adapters.http.declared import path_parameters, target_of
 from strongroom.adapters.http.openapi import Routes
-from strongroom.adapters.http.shapes import Run
+from strongroom.adapters.wire.runs import Run
 from strongroom.ports.driving import Strongroom
 from strongroom.ports.driving.runs import READ_RUN
 

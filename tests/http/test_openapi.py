@@ -27,7 +27,7 @@ from starlette.routing import BaseRoute, Mount, Route
 from strongroom.adapters.http.errors import STATUS_BY_CODE
 from strongroom.adapters.http.openapi import DURATION_PATTERN, NAME_PATTERN, document_for
 from strongroom.adapters.http.routes.docs import CONTENT_SECURITY_POLICY, published, render_page
-from strongroom.adapters.http.wire import present
+from strongroom.adapters.wire.present import present
 from strongroom.domain.backups import (
     Backup,
     BackupKind,

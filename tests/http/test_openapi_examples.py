@@ -21,7 +21,7 @@ from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
 
 from strongroom.adapters.http.openapi import build_document, operations
-from strongroom.adapters.http.wire import structure
+from strongroom.adapters.wire.converter import structure
 from support.world import Api, bearer
 
 Json = dict[str, Any]

@@ -9,17 +9,18 @@ from starlette.responses import Response
 
 from strongroom.adapters.http.context import ApiContext, answer
 from strongroom.adapters.http.openapi import Named, Paged, Routes, parameter
-from strongroom.adapters.http.shapes import (
+from strongroom.adapters.wire.artifacts import (
     Artifact,
     Download,
     MultipartUpload,
-    Run,
     SingleUpload,
     UploadPart,
     UploadPlan,
     UploadRequest,
 )
-from strongroom.adapters.http.wire import present, timestamp
+from strongroom.adapters.wire.converter import timestamp
+from strongroom.adapters.wire.present import present
+from strongroom.adapters.wire.runs import Run
 from strongroom.domain.artifacts import Artifact as DomainArtifact
 from strongroom.domain.errors import InvalidRequestError
 from strongroom.domain.pagination import Page

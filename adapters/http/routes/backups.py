@@ -9,7 +9,7 @@ from starlette.responses import Response
 from strongroom.adapters.http.context import ApiContext, answer
 from strongroom.adapters.http.conventions import if_match
 from strongroom.adapters.http.openapi import Paged, Routes
-from strongroom.adapters.http.shapes import Backup, BackupCreate, BackupUpdate
+from strongroom.adapters.wire.backups import Backup, BackupCreate, BackupUpdate
 from strongroom.domain.backups import Backup as DomainBackup
 from strongroom.ports.driven.repositories import Rendered
 from strongroom.ports.driving import IdempotencyKey, Strongroom

@@ -8,14 +8,8 @@ from starlette.responses import Response
 
 from strongroom.adapters.http.context import ApiContext, answer, no_content
 from strongroom.adapters.http.openapi import Routes
-from strongroom.adapters.http.shapes import (
-    Claim,
-    ClaimRequest,
-    FailRequest,
-    Heartbeat,
-    HeartbeatRequest,
-    Run,
-)
+from strongroom.adapters.wire.claims import Claim, ClaimRequest
+from strongroom.adapters.wire.runs import FailRequest, Heartbeat, HeartbeatRequest, Run
 from strongroom.domain.runs import Progress
 from strongroom.domain.runs import Run as DomainRun
 from strongroom.ports.driving import Strongroom

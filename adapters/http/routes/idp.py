@@ -32,6 +32,7 @@ import attrs
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
+from strongroom.adapters.http.bodies import is_media_type
 from strongroom.adapters.http.context import ApiContext, endpoint, render_json
 from strongroom.adapters.http.errors import STATUS_BY_CODE, error_response, retry_after
 from strongroom.adapters.http.openapi import (
@@ -45,7 +46,10 @@ from strongroom.adapters.http.openapi import (
     ref,
 )
 from strongroom.adapters.http.pages import document, template_text
-from strongroom.adapters.http.shapes import (
+from strongroom.adapters.identity.builtin import BuiltinIdentityProvider, is_s256_challenge
+from strongroom.adapters.identity.builtin import OAuthError as OAuthRefusal
+from strongroom.adapters.wire.errors import OAuthError
+from strongroom.adapters.wire.idp import (
     AUTHORIZATION_CODE_GRANT,
     DEVICE_CODE_GRANT,
     AccessToken,
@@ -55,19 +59,14 @@ from strongroom.adapters.http.shapes import (
     DeviceCodeForm,
     DeviceDecision,
     DeviceDecisionForm,
-    OAuthError,
     SignupForm,
     SignupResult,
     TokenForm,
 )
-from strongroom.adapters.http.wire import Uri, is_media_type, present
-from strongroom.adapters.identity.builtin import (
-    WEB_CLIENT_ID,
-    BuiltinIdentityProvider,
-    is_s256_challenge,
-)
-from strongroom.adapters.identity.builtin import OAuthError as OAuthRefusal
+from strongroom.adapters.wire.present import present
+from strongroom.adapters.wire.scalars import Uri
 from strongroom.domain.errors import InvalidRequestError, StrongroomError
+from strongroom.domain.oauth import WEB_CLIENT_ID
 
 FORM_MEDIA_TYPE = "application/x-www-form-urlencoded"
 DEVICE_CODE_GRANT_TYPE = DEVICE_CODE_GRANT

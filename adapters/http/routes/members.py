@@ -8,7 +8,7 @@ from uuid import UUID
 from strongroom.adapters.http.context import ApiContext
 from strongroom.adapters.http.declared import IfMatch
 from strongroom.adapters.http.openapi import Paged, Routes
-from strongroom.adapters.http.shapes import Member, MemberUpdate, Role, RoleCreate, RoleUpdate
+from strongroom.adapters.wire.members import Member, MemberUpdate, Role, RoleCreate, RoleUpdate
 from strongroom.domain.pagination import Page, PageRequest
 from strongroom.domain.permissions import Role as DomainRole
 from strongroom.domain.role_pages import decode_role_cursor, page_of_roles

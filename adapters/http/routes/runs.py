@@ -6,7 +6,7 @@ from uuid import UUID
 
 from strongroom.adapters.http.context import ApiContext
 from strongroom.adapters.http.openapi import Paged, Routes, parameter
-from strongroom.adapters.http.shapes import Run, RunCreate
+from strongroom.adapters.wire.runs import Run, RunCreate
 from strongroom.domain.errors import InvalidRequestError
 from strongroom.domain.pagination import Page
 from strongroom.domain.runs import Run as DomainRun

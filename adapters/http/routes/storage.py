@@ -14,9 +14,9 @@ from starlette.responses import FileResponse, Response
 from strongroom.adapters.http.context import json_response
 from strongroom.adapters.http.errors import error_response
 from strongroom.adapters.http.openapi import BINARY, Auth, Routes, parameter
-from strongroom.adapters.http.shapes import StoredResult
 from strongroom.adapters.storage.disposition import content_disposition
 from strongroom.adapters.storage.local import LocalDiskStorage, StorageRefusalError
+from strongroom.adapters.wire.system import StoredResult
 from strongroom.ports.driving import Strongroom
 
 _CODES = {400: "invalid_request", 403: "forbidden", 404: "not_found"}

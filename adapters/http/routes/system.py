@@ -11,15 +11,14 @@ from strongroom.adapters.http.context import ApiContext, answer
 from strongroom.adapters.http.errors import UNAVAILABLE_RETRY_AFTER
 from strongroom.adapters.http.metrics import metrics_endpoint
 from strongroom.adapters.http.openapi import READINESS_503, Auth, OnePage, Routes
-from strongroom.adapters.http.shapes import (
+from strongroom.adapters.wire.sessions import (
     CliConfig,
-    Health,
     Me,
     PermissionEntry,
-    Readiness,
     Session,
     SwitchWorkspace,
 )
+from strongroom.adapters.wire.system import Health, Readiness
 from strongroom.domain.errors import UnauthenticatedError
 from strongroom.domain.principals import Caller
 from strongroom.ports.driving import IdempotencyKey, Strongroom

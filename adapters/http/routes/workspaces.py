@@ -8,8 +8,8 @@ from uuid import UUID
 from strongroom.adapters.http.context import ApiContext
 from strongroom.adapters.http.declared import IfMatch
 from strongroom.adapters.http.openapi import UUID_SCHEMA, OnePage, Paged, Routes, parameter
-from strongroom.adapters.http.shapes import (
-    AuditEvent,
+from strongroom.adapters.wire.audit import AuditEvent
+from strongroom.adapters.wire.workspaces import (
     MemberWorkspace,
     Quota,
     Workspace,
