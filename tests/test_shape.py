@@ -21,7 +21,6 @@ KNOWN_CYCLES: set[str] = {
     "strongroom.ports.driving",
     "strongroom.adapters.sql.sqlite",
     "strongroom.adapters.http.app",
-    "strongroom.client.endpoints",  # with clients and operations (TYPE_CHECKING only)
     "strongroom.entrypoints.executor",
     "strongroom.entrypoints.cli",
 }

@@ -29,10 +29,12 @@ from strongroom.client.calls import (
 from strongroom.client.endpoints import (
     AsyncMethod,
     AsyncPagedMethod,
+    AsyncPerformer,
     Endpoint,
     PagedEndpoint,
     SyncMethod,
     SyncPagedMethod,
+    SyncPerformer,
 )
 from strongroom.client.errors import ConnectionFailedError
 from strongroom.client.operations import Operations
@@ -77,7 +79,7 @@ class _Base(Operations):
         return path if "://" in path else f"{self.base_url}{path}"
 
 
-class Client(_Base):
+class Client(_Base, SyncPerformer):
     """The Strongroom API, blocking. ``Client(base_url, token)``; every operation is a
     method (``client.get_backup(backup_id)``), list operations also ``.iterate(...)``.
 
@@ -157,7 +159,7 @@ class Client(_Base):
         self.close()
 
 
-class AsyncClient(_Base):
+class AsyncClient(_Base, AsyncPerformer):
     """The Strongroom API, for asyncio: as ``Client``, every method a coroutine, list
     operations also ``.iterate(...)`` (an async iterator).
 

@@ -8,11 +8,7 @@ from uuid import UUID
 
 import attrs
 
-from strongroom.adapters.wire.scalars import (
-    PRESIGNED,
-    SHA256_EXAMPLE,
-    Uri,
-)
+from strongroom.adapters.wire.scalars import PRESIGNED, SHA256_EXAMPLE, Uri
 from strongroom.adapters.wire.views import meta, view_of
 from strongroom.domain.artifacts import (
     MAX_ARTIFACT_NAME,

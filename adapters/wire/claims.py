@@ -25,6 +25,7 @@ class ClaimRequest:
     )
 
 
+# The view of a class outside the domain: bound in adapters/http/bindings.py.
 @attrs.frozen
 class Claim:
     """A claimed run, its backup and its lease."""

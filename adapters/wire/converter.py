@@ -130,10 +130,6 @@ def register_unstructure_hooks(converter: cattrs.Converter) -> None:
 CONVERTER = make_converter()
 
 
-# --------------------------------------------------------------------------------------
-# Structuring with the contract's messages.
-
-
 def _leaves(
     error: BaseException, path: tuple[str, ...] = ()
 ) -> Iterator[tuple[str, BaseException]]:

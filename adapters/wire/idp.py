@@ -7,11 +7,7 @@ from uuid import UUID
 
 import attrs
 
-from strongroom.adapters.wire.scalars import (
-    Email,
-    Name,
-    Uri,
-)
+from strongroom.adapters.wire.scalars import Email, Name, Uri
 from strongroom.adapters.wire.views import meta, write_only
 from strongroom.domain.oauth import (
     CLIENT_ID,
@@ -22,9 +18,6 @@ from strongroom.domain.oauth import (
 
 DEVICE_CODE_GRANT = "urn:ietf:params:oauth:grant-type:device_code"
 AUTHORIZATION_CODE_GRANT = "authorization_code"
-
-# --------------------------------------------------------------------------------------
-# The built-in identity provider (URL-encoded forms in, JSON out)
 
 
 @attrs.frozen
@@ -67,6 +60,7 @@ class DeviceCodeForm:
     client_id: str | None = CLIENT_ID_FIELD
 
 
+# The view of a class outside the domain: bound in adapters/http/bindings.py.
 @attrs.frozen
 class DeviceAuthorization:
     """RFC 8628 section 3.2."""
@@ -166,6 +160,7 @@ class AuthorizationForm:
     password: str = attrs.field(metadata=write_only(minLength=1))
 
 
+# The view of a class outside the domain: bound in adapters/http/bindings.py.
 @attrs.frozen
 class AccessToken:
     """An identity provider access token."""

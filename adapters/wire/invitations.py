@@ -7,10 +7,7 @@ from uuid import UUID
 
 import attrs
 
-from strongroom.adapters.wire.scalars import (
-    Email,
-    RoleSlug,
-)
+from strongroom.adapters.wire.scalars import Email, RoleSlug
 from strongroom.adapters.wire.views import view_of
 from strongroom.domain import workspaces
 from strongroom.domain.invitations import Invitation as DomainInvitation

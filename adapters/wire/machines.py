@@ -9,10 +9,7 @@ from uuid import UUID
 import attrs
 
 from strongroom.adapters.wire.members import MINE, PERMISSIONS
-from strongroom.adapters.wire.scalars import (
-    SEEN,
-    Name,
-)
+from strongroom.adapters.wire.scalars import SEEN, Name
 from strongroom.adapters.wire.views import meta, view_of
 from strongroom.domain.machines import ApiKey as DomainApiKey
 from strongroom.domain.machines import Worker as DomainWorker

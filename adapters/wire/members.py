@@ -8,17 +8,10 @@ from uuid import UUID
 
 import attrs
 
-from strongroom.adapters.wire.scalars import (
-    Email,
-    Name,
-    RoleSlug,
-)
+from strongroom.adapters.wire.scalars import Email, Name, RoleSlug
 from strongroom.adapters.wire.views import meta, view_of
 from strongroom.domain import workspaces
-from strongroom.domain.backups import (
-    UNSET,
-    Unset,
-)
+from strongroom.domain.backups import UNSET, Unset
 from strongroom.domain.permissions import Permission
 from strongroom.domain.permissions import Role as DomainRole
 

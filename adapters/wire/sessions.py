@@ -8,10 +8,7 @@ from uuid import UUID
 
 import attrs
 
-from strongroom.adapters.wire.scalars import (
-    Email,
-    Uri,
-)
+from strongroom.adapters.wire.scalars import Email, Uri
 from strongroom.adapters.wire.views import meta, view_of
 from strongroom.domain.oauth import CLIENT_ID
 from strongroom.domain.permissions import Permission
@@ -60,6 +57,7 @@ class Me:
     """Sorted; empty when no workspace is selected."""
 
 
+# The view of a class outside the domain: bound in adapters/http/bindings.py.
 @attrs.frozen
 class CliConfig:
     """Absolute URLs built from `STRONGROOM_PUBLIC_URL`, else from the request's own scheme
@@ -82,6 +80,7 @@ class SwitchWorkspace:
     workspace_id: UUID
 
 
+# The view of a class outside the domain: bound in adapters/http/bindings.py.
 @attrs.frozen
 class Session:
     """A session and its token."""

@@ -7,12 +7,7 @@ from typing import ClassVar, Literal
 
 import attrs
 
-from strongroom.adapters.wire.scalars import (
-    ENDPOINT,
-    Endpoint,
-    NonEmpty,
-    Port,
-)
+from strongroom.adapters.wire.scalars import ENDPOINT, Endpoint, NonEmpty, Port
 from strongroom.adapters.wire.views import meta, view_of
 from strongroom.domain import backups
 from strongroom.domain.backups import RetentionPolicy

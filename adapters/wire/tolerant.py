@@ -97,7 +97,7 @@ def _tagged_union(kind: Any) -> bool:
     return (
         bool(members)
         and all(m in _TAGGED or m in VIEWS.values() for m in members)
-        and (all(attrs.has(m) and "type" in attrs.fields_dict(m) for m in members))
+        and all(attrs.has(m) and "type" in attrs.fields_dict(m) for m in members)
     )
 
 
@@ -138,9 +138,7 @@ def make_tolerant_converter() -> cattrs.Converter:
     converter.register_structure_hook(Duration, lambda value, _: Duration.parse(str(value)))
     converter.register_structure_hook(StrEnum, _enum_or_text)
     converter.register_structure_hook_func(_literal, lambda value, _: value)
-    converter.register_structure_hook_factory(
-        lambda kind: attrs.has(_class(kind)), _models(converter)
-    )
+    converter.register_structure_hook_factory(_model, _models(converter))
     converter.register_structure_hook_func(
         lambda kind: kind in VIEWS, lambda value, kind: converter.structure(value, VIEWS[kind])
     )
