@@ -1,9 +1,10 @@
 """Dependencies point inward: domain <- ports <- adapters <- entrypoints.
 
 The test reads every module's imports (including imports inside functions) and fails when
-a layer imports outward, or when the domain imports an I/O library. The SDK
-(``adapters/client``, installed as ``strongroom.client``) stands apart: it imports nothing
-of the server, so it installs without the server's drivers.
+a layer imports outward, or when the domain imports an I/O library. No adapter imports
+the HTTP adapter: the wire shapes live in ``adapters/wire``. The SDK (``adapters/client``,
+installed as ``strongroom.client``) stands apart: of the server it imports only the wire
+models and the pure domain, so it installs without the server's drivers.
 """
 
 from __future__ import annotations
@@ -37,6 +38,10 @@ CLIENT_THIRD_PARTY = {
     "pyrage",
     "cryptography",
 }
+# The parts of the server the SDK shares: the wire's models and the domain they bind to.
+CLIENT_SHARED = ("strongroom.adapters.wire", "strongroom.domain")
+# What neither the SDK nor the wire and domain it shares may load: the server's drivers.
+SERVER_DRIVERS = ("starlette", "psycopg", "psycopg_pool", "minio", "sqlite3", "uvicorn")
 IO_LIBRARIES = {
     "socket",
     "sqlite3",
@@ -139,21 +144,50 @@ def test_the_checker_sees_an_outward_import(tmp_path: Path) -> None:
 
 
 def test_the_sdk_imports_nothing_of_the_server() -> None:
-    """``strongroom.client`` imports only itself, the standard library, httpx2, attrs,
-    cattrs and zstandard: never another part of strongroom, never a server-side library."""
+    """``strongroom.client`` imports only itself, the wire models, the domain, the standard
+    library, httpx2, attrs, cattrs and zstandard: never another part of strongroom, never a
+    server-side library."""
     stdlib = sys.stdlib_module_names | {"__future__"}
     offences = [
         f"{path.relative_to(ROOT)} imports {module}"
         for path in sorted(CLIENT.rglob("*.py"))
         for module in imported_modules(path)
         if not (
-            module.startswith("strongroom.client")
+            module.startswith(("strongroom.client", *CLIENT_SHARED))
             or module.split(".")[0] in stdlib
             or module.split(".")[0] in CLIENT_THIRD_PARTY
         )
     ]
     assert offences == []
     assert [p.name for p in CLIENT.rglob("*.py")], "the SDK has modules"
+
+
+def test_what_the_sdk_shares_loads_no_server_driver() -> None:
+    """The wire package and the domain import no web framework, database or storage
+    driver, no port, no other adapter: the SDK can share them."""
+    offences = [
+        f"{path.relative_to(ROOT)} imports {module}"
+        for folder in (ROOT / "adapters" / "wire", ROOT / "domain")
+        for path in sorted(folder.rglob("*.py"))
+        for module in imported_modules(path)
+        if module.split(".")[0] in SERVER_DRIVERS
+        or (module.startswith("strongroom.") and not module.startswith(CLIENT_SHARED))
+    ]
+    assert offences == []
+
+
+def test_no_adapter_imports_the_http_adapter() -> None:
+    """The HTTP adapter is a leaf among adapters: wire shapes and their converter live in
+    ``adapters/wire``, so a store or the SDK never reaches into it."""
+    http = ROOT / "adapters" / "http"
+    offences = [
+        f"{path.relative_to(ROOT)} imports {module}"
+        for path in sorted((ROOT / "adapters").rglob("*.py"))
+        if http not in path.parents
+        for module in imported_modules(path)
+        if module == "strongroom.adapters.http" or module.startswith("strongroom.adapters.http.")
+    ]
+    assert offences == []
 
 
 def test_nothing_server_side_imports_the_sdk_except_entrypoints() -> None:

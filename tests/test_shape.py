@@ -20,7 +20,6 @@ KNOWN_CYCLES: set[str] = {
     "strongroom.domain.backups",
     "strongroom.ports.driving",
     "strongroom.adapters.sql.sqlite",
-    "strongroom.client",
     "strongroom.entrypoints.executor",
     "strongroom.entrypoints.cli",
 }
@@ -29,24 +28,9 @@ KNOWN_LONG: set[str] = {
     "adapters/sql/repositories.py",
     "adapters/sql/postgres.py",
     "adapters/sql/rows.py",
-    "adapters/http/shapes.py",
-    "adapters/client/models.py",
     "adapters/memory/repositories.py",
 }
-KNOWN_HTTP_IMPORTERS: set[str] = {
-    "adapters/sql/rows.py",
-    "adapters/memory/repositories.py",
-    # Moved out of adapters/http; they import only http.shapes and http.wire, whose move
-    # to adapters/wire ends these entries.
-    "adapters/identity/web/oauth.py",
-    "adapters/identity/web/routes.py",
-    "adapters/storage/local_routes.py",
-    "adapters/webkit/context.py",
-    "adapters/webkit/conventions.py",
-    "adapters/webkit/declare.py",
-    "adapters/webkit/declared.py",
-    "adapters/webkit/errors.py",
-}
+KNOWN_HTTP_IMPORTERS: set[str] = set()
 
 
 def module_name(path: Path) -> str:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from strongroom.adapters.wire.backups import Backup
+from strongroom.adapters.wire.claims import Claim
+from strongroom.adapters.wire.runs import Heartbeat, ProgressReport, Run
 from strongroom.client.clients import Client
-from strongroom.client.models import Backup, Claim, Heartbeat, ProgressReport, Run
 from strongroom.client.uploads import Plan
 
 

@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator, Iterator
 from types import TracebackType
 from typing import Any, Self, TypeVar
 
+import attrs
 import httpx2
 
 from strongroom.client.calls import (
@@ -28,13 +29,14 @@ from strongroom.client.calls import (
 from strongroom.client.endpoints import (
     AsyncMethod,
     AsyncPagedMethod,
+    AsyncPerformer,
     Endpoint,
     PagedEndpoint,
     SyncMethod,
     SyncPagedMethod,
+    SyncPerformer,
 )
 from strongroom.client.errors import ConnectionFailedError
-from strongroom.client.models import Stored
 from strongroom.client.operations import Operations
 
 T = TypeVar("T")
@@ -44,6 +46,14 @@ P = Any
 DEFAULT_TIMEOUT = 60.0  # above the longest long poll (claims wait up to 30 s)
 CHUNK = 1024 * 1024
 USER_AGENT = "strongroom-client"
+
+
+@attrs.frozen
+class Stored:
+    """What storage answered to an upload (``etag`` identifies a stored part)."""
+
+    status: int
+    etag: str | None
 
 
 def _stored(response: httpx2.Response) -> Stored:
@@ -69,7 +79,7 @@ class _Base(Operations):
         return path if "://" in path else f"{self.base_url}{path}"
 
 
-class Client(_Base):
+class Client(_Base, SyncPerformer):
     """The Strongroom API, blocking. ``Client(base_url, token)``; every operation is a
     method (``client.get_backup(backup_id)``), list operations also ``.iterate(...)``.
 
@@ -149,7 +159,7 @@ class Client(_Base):
         self.close()
 
 
-class AsyncClient(_Base):
+class AsyncClient(_Base, AsyncPerformer):
     """The Strongroom API, for asyncio: as ``Client``, every method a coroutine, list
     operations also ``.iterate(...)`` (an async iterator).
 

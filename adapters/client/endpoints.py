@@ -16,18 +16,15 @@ import typing
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from datetime import UTC, datetime
 from enum import Enum
-from typing import TYPE_CHECKING, Any, Concatenate, Generic, ParamSpec, TypeVar, overload
+from typing import Any, Concatenate, Generic, ParamSpec, TypeVar, overload
 from urllib.parse import quote
 
 import attrs
 import httpx2
 
+from strongroom.adapters.wire.pages import Page
 from strongroom.client.calls import Call
 from strongroom.client.converter import converter
-from strongroom.client.models import Page
-
-if TYPE_CHECKING:
-    from strongroom.client.clients import AsyncClient, Client
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -46,6 +43,22 @@ class Unset(Enum):
 UNSET = Unset.UNSET
 _HEADERS = {"if_match": "If-Match", "idempotency_key": "Idempotency-Key"}
 _PLACEHOLDER = re.compile(r"\{(\w+)\}")
+
+
+class SyncPerformer:
+    """What a blocking client is to its endpoints: it carries out a call (``Client``)."""
+
+    def perform(self, call: Call[T]) -> T:
+        """Carry out ``call``, with retries."""
+        raise NotImplementedError
+
+
+class AsyncPerformer:
+    """What an asyncio client is to its endpoints (``AsyncClient``)."""
+
+    def perform(self, call: Call[T]) -> Awaitable[T]:
+        """Carry out ``call``, with retries."""
+        raise NotImplementedError
 
 
 @attrs.frozen
@@ -144,9 +157,9 @@ class Endpoint(Generic[P, T]):
     @overload
     def __get__(self, client: None, owner: type[Any]) -> Endpoint[P, T]: ...
     @overload
-    def __get__(self, client: AsyncClient, owner: type[Any]) -> AsyncMethod[P, T]: ...
+    def __get__(self, client: AsyncPerformer, owner: type[Any]) -> AsyncMethod[P, T]: ...
     @overload
-    def __get__(self, client: Client, owner: type[Any]) -> SyncMethod[P, T]: ...
+    def __get__(self, client: SyncPerformer, owner: type[Any]) -> SyncMethod[P, T]: ...
     def __get__(self, client: Any, owner: type[Any]) -> Any:
         if client is None:
             return self
@@ -159,9 +172,9 @@ class PagedEndpoint(Endpoint[P, Page[I]]):
     @overload
     def __get__(self, client: None, owner: type[Any]) -> PagedEndpoint[P, I]: ...
     @overload
-    def __get__(self, client: AsyncClient, owner: type[Any]) -> AsyncPagedMethod[P, I]: ...
+    def __get__(self, client: AsyncPerformer, owner: type[Any]) -> AsyncPagedMethod[P, I]: ...
     @overload
-    def __get__(self, client: Client, owner: type[Any]) -> SyncPagedMethod[P, I]: ...
+    def __get__(self, client: SyncPerformer, owner: type[Any]) -> SyncPagedMethod[P, I]: ...
     def __get__(self, client: Any, owner: type[Any]) -> Any:
         if client is None:
             return self
@@ -171,7 +184,7 @@ class PagedEndpoint(Endpoint[P, Page[I]]):
 class SyncMethod(Generic[P, T]):
     """An endpoint bound to a ``Client``."""
 
-    def __init__(self, client: Client, endpoint: Endpoint[P, T]) -> None:
+    def __init__(self, client: SyncPerformer, endpoint: Endpoint[P, T]) -> None:
         self._client = client
         self._endpoint = endpoint
         self.__doc__ = endpoint.__doc__
@@ -199,7 +212,7 @@ class SyncPagedMethod(SyncMethod[P, Page[I]]):
 class AsyncMethod(Generic[P, T]):
     """An endpoint bound to an ``AsyncClient``."""
 
-    def __init__(self, client: AsyncClient, endpoint: Endpoint[P, T]) -> None:
+    def __init__(self, client: AsyncPerformer, endpoint: Endpoint[P, T]) -> None:
         self._client = client
         self._endpoint = endpoint
         self.__doc__ = endpoint.__doc__

@@ -19,47 +19,31 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
-from strongroom.client.endpoints import UNSET, Unset, endpoint, paged
-from strongroom.client.models import (
+from strongroom.adapters.wire.artifacts import Artifact, Download, UploadPlan
+from strongroom.adapters.wire.audit import AuditEvent
+from strongroom.adapters.wire.backups import Backup
+from strongroom.adapters.wire.claims import Claim
+from strongroom.adapters.wire.idp import (
     AccessToken,
-    ApiKey,
-    ApiKeyWithToken,
-    Artifact,
-    AuditEvent,
     AuthorizationServerMetadata,
-    Backup,
-    Claim,
-    CliConfig,
-    Credentials,
-    Destination,
     DeviceAuthorization,
-    Download,
-    Health,
-    Heartbeat,
-    Invitation,
-    Me,
-    Member,
-    Membership,
-    MemberWorkspace,
-    Page,
-    Permission,
-    ProgressReport,
-    Quota,
-    Readiness,
-    Restore,
-    Retention,
-    Role,
-    Run,
-    S3Credentials,
-    Schedule,
-    Session,
     SignupResult,
-    Source,
-    UploadPlan,
-    Worker,
-    WorkerWithToken,
-    Workspace,
 )
+from strongroom.adapters.wire.invitations import Invitation, Membership
+from strongroom.adapters.wire.machines import ApiKey, ApiKeyWithToken, Worker, WorkerWithToken
+from strongroom.adapters.wire.members import Member, Role
+from strongroom.adapters.wire.pages import Page
+from strongroom.adapters.wire.restores import Restore
+from strongroom.adapters.wire.runs import Heartbeat, ProgressReport, Run
+from strongroom.adapters.wire.sessions import CliConfig, Me, Session
+from strongroom.adapters.wire.sessions import PermissionEntry as Permission
+from strongroom.adapters.wire.sources import Credentials, Retention, S3Credentials
+from strongroom.adapters.wire.sources import DestinationShape as Destination
+from strongroom.adapters.wire.sources import ScheduleShape as Schedule
+from strongroom.adapters.wire.sources import SourceShape as Source
+from strongroom.adapters.wire.system import Health, Readiness
+from strongroom.adapters.wire.workspaces import MemberWorkspace, Quota, Workspace
+from strongroom.client.endpoints import UNSET, Unset, endpoint, paged
 
 ID = UUID | str
 

@@ -14,7 +14,10 @@ from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 
 from strongroom.adapters.dashboard import routes as dashboard
-from strongroom.adapters.http import openapi
+from strongroom.adapters.http import (
+    bindings,  # noqa: F401 (binds the answers of classes outside the domain to their shapes)
+    openapi,
+)
 from strongroom.adapters.http.routes import (
     artifacts,
     backups,

@@ -18,7 +18,7 @@ from typing import Any
 from starlette.applications import Starlette
 from starlette.routing import BaseRoute
 
-from strongroom.adapters.http import shapes
+from strongroom.adapters import wire as shapes
 from strongroom.adapters.http.examples import add_examples
 from strongroom.adapters.http.openapi_errors import RETRY_AFTER_HEADER, error_responses
 from strongroom.adapters.http.schemas import Components

@@ -12,7 +12,8 @@ from uuid import UUID
 
 import attrs
 
-from strongroom.adapters.http import shapes, wire
+from strongroom.adapters import wire
+from strongroom.adapters import wire as shapes
 from strongroom.adapters.webkit.declare import Json, prose, ref
 from strongroom.domain.backups import UnsupportedSource
 from strongroom.domain.durations import Duration

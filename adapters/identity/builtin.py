@@ -35,13 +35,17 @@ from strongroom.domain.errors import (
     UnauthenticatedError,
 )
 from strongroom.domain.names import clean_name, email_key
+from strongroom.domain.oauth import (
+    CLIENT_ID,
+    MAX_PASSWORD_LENGTH,
+    MIN_PASSWORD_LENGTH,
+    WEB_CLIENT_ID,
+)
 from strongroom.domain.tokens import TokenKind, format_token, hash_token, token_kind
 from strongroom.ports.driven.clock import Clock, IdGenerator
 from strongroom.ports.driven.identity import CliConfig, Identity
 from strongroom.ports.driven.unit_of_work import UnitOfWork, UnitOfWorkFactory
 
-CLIENT_ID = "strongroom-cli"
-WEB_CLIENT_ID = "strongroom-web"  # the dashboard: authorization code with PKCE (RFC 7636)
 AUTHORIZATION_CODE_LIFETIME = timedelta(seconds=60)
 _PKCE_VALUE = re.compile(r"[A-Za-z0-9\-._~]{43,128}")  # RFC 7636 section 4.1
 _S256_CHALLENGE = re.compile(r"[A-Za-z0-9\-_]{43}")  # base64url of a SHA-256, no padding
@@ -55,8 +59,6 @@ MAX_USER_CODE_DRAWS = 16
 MAX_FAILED_PER_CODE = 5
 MAX_FAILED_PER_EMAIL = 10  # per email and client address
 MAX_FAILED_PER_ADDRESS = 100
-MIN_PASSWORD_LENGTH = 8
-MAX_PASSWORD_LENGTH = 1024
 _EMAIL = re.compile(r"[^@\s]{1,64}@[^@\s]{1,253}")
 
 

@@ -14,9 +14,8 @@ from uuid import UUID
 
 from attrs import evolve
 
-from strongroom.adapters.http import shapes  # noqa: F401 (registers the wire views)
-from strongroom.adapters.http.wire import render
 from strongroom.adapters.memory.store import Transaction
+from strongroom.adapters.wire import render
 from strongroom.domain.accounts import Account, DeviceGrant
 from strongroom.domain.artifacts import Artifact, ArtifactState, ArtifactStorage, Verification
 from strongroom.domain.audit import AuditEvent

@@ -13,8 +13,7 @@ from datetime import UTC, datetime
 from typing import Any, Protocol
 from uuid import UUID
 
-from strongroom.adapters.http import shapes  # noqa: F401 (registers the wire views)
-from strongroom.adapters.http.wire import CONVERTER, present
+from strongroom.adapters.wire import CONVERTER, present
 from strongroom.domain.accounts import Account, DeviceGrant, GrantState
 from strongroom.domain.artifacts import Artifact, ArtifactState, ArtifactStorage, Verification
 from strongroom.domain.audit import AuditEvent, Change, JsonValue, Outcome

@@ -11,12 +11,12 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import FileResponse, Response
 
-from strongroom.adapters.http.shapes import StoredResult
 from strongroom.adapters.storage.disposition import content_disposition
 from strongroom.adapters.storage.local import LocalDiskStorage, StorageRefusalError
 from strongroom.adapters.webkit.context import json_response
 from strongroom.adapters.webkit.declare import BINARY, Auth, Routes, parameter
 from strongroom.adapters.webkit.errors import error_response
+from strongroom.adapters.wire.system import StoredResult
 from strongroom.ports.driving import Strongroom
 
 _CODES = {400: "invalid_request", 403: "forbidden", 404: "not_found"}

@@ -22,9 +22,11 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import Scope
 
-from strongroom.adapters.http.shapes import EmptyBody
-from strongroom.adapters.http.wire import parse_json_object, present, structure
+from strongroom.adapters.webkit.bodies import parse_json_object
 from strongroom.adapters.webkit.conventions import LOCATED
+from strongroom.adapters.wire.converter import structure
+from strongroom.adapters.wire.present import present
+from strongroom.adapters.wire.system import EmptyBody
 from strongroom.domain.errors import InvalidRequestError, StrongroomError, UnauthenticatedError
 from strongroom.domain.pagination import DEFAULT_LIMIT, Cursor, PageRequest
 from strongroom.domain.permissions import check_role_slug

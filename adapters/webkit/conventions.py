@@ -26,7 +26,7 @@ import orjson
 from starlette.requests import Request
 from starlette.responses import Response
 
-from strongroom.adapters.http.wire import present
+from strongroom.adapters.wire.present import present
 from strongroom.domain.errors import InvalidRequestError
 from strongroom.ports.driving.preconditions import Precondition
 

@@ -20,9 +20,9 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
-from strongroom.adapters.http.shapes import EmptyBody
 from strongroom.adapters.webkit import conventions, declared
 from strongroom.adapters.webkit.context import ApiContext, endpoint
+from strongroom.adapters.wire.system import EmptyBody
 from strongroom.domain.permissions import Permission
 from strongroom.ports.driving.access import Requirement
 

@@ -27,9 +27,9 @@ from typing import Any
 import attrs
 from starlette.responses import Response
 
-from strongroom.adapters.http.wire import present
 from strongroom.adapters.webkit.context import ApiContext, json_response, no_content
 from strongroom.adapters.webkit.conventions import if_match
+from strongroom.adapters.wire.present import present
 from strongroom.ports.driving.access import Requirement
 from strongroom.ports.driving.preconditions import Precondition
 

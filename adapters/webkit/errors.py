@@ -12,8 +12,8 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.routing import Match, Route
 
-from strongroom.adapters.http.shapes import Error, ErrorBody
-from strongroom.adapters.http.wire import present
+from strongroom.adapters.wire.errors import Error, ErrorBody
+from strongroom.adapters.wire.present import present
 from strongroom.domain.errors import RateLimitedError, StrongroomError
 
 logger = logging.getLogger("strongroom.http")

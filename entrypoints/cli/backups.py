@@ -8,6 +8,8 @@ from typing import Any
 
 import click
 
+from strongroom.adapters.wire.sources import DestinationShape as Destination
+from strongroom.adapters.wire.sources import SourceShape as Source
 from strongroom.client import (
     UNSET,
     Backup,
@@ -17,7 +19,6 @@ from strongroom.client import (
     Schedule,
 )
 from strongroom.client.converter import converter
-from strongroom.client.models import Destination, Source
 from strongroom.entrypoints.cli.context import Session, client_command, emit
 
 COLUMNS = ["id", "name", "kind", "state", "paused", "schedule", "next_run_at"]

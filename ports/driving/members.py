@@ -13,6 +13,8 @@ from uuid import UUID
 import attrs
 
 from strongroom.domain.audit import Change, JsonValue, diff
+from strongroom.domain.backups import UNSET
+from strongroom.domain.backups import Unset as _Unset
 from strongroom.domain.errors import (
     InvalidStateError,
     LastAdminError,
@@ -48,13 +50,6 @@ READ_ROLES = Requirement((Permission.ROLES_READ,))
 CREATE_ROLE = Requirement((Permission.ROLES_WRITE,), "role.create")
 UPDATE_ROLE = Requirement((Permission.ROLES_WRITE,), "role.update")
 DELETE_ROLE = Requirement((Permission.ROLES_WRITE,), "role.delete")
-
-
-class _Unset:
-    """A PATCH field that was not sent."""
-
-
-UNSET = _Unset()
 
 
 async def resolve_role(uow: UnitOfWork, workspace_id: UUID, slug: str) -> Role | None:

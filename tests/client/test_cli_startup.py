@@ -7,7 +7,8 @@ import sys
 
 SERVER_MODULES = (
     "strongroom.adapters.http.app",
-    "strongroom.adapters.http.shapes",
+    "strongroom.adapters.http.context",
+    "starlette",
     "strongroom.entrypoints.service",
     "strongroom.adapters.sql.postgres",
     "uvicorn",

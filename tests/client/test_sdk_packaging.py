@@ -94,12 +94,14 @@ def test_the_wheel_ships_every_package_of_the_tree(wheel: Path) -> None:
 
 
 def test_importing_the_sdk_loads_nothing_of_the_server() -> None:
-    """``import strongroom.client`` pulls in no database, storage or web-server module."""
+    """``import strongroom.client`` pulls in no database, storage or web-server module; of
+    the server only the wire models and the pure domain they bind to."""
     probe = (
         "import sys, strongroom.client\n"
-        "server = ('psycopg', 'minio', 'starlette', 'uvicorn', 'sqlite3', 'strongroom.domain',"
-        " 'strongroom.adapters', 'strongroom.ports', 'strongroom.entrypoints')\n"
-        "print(sorted(m for m in sys.modules if m.startswith(server)))\n"
+        "server = ('psycopg', 'minio', 'starlette', 'uvicorn', 'sqlite3',"
+        " 'strongroom.adapters.', 'strongroom.ports', 'strongroom.entrypoints')\n"
+        "print(sorted(m for m in sys.modules if m.startswith(server)"
+        " and not m.startswith('strongroom.adapters.wire')))\n"
     )
     loaded = subprocess.run(
         [sys.executable, "-c", probe], check=True, capture_output=True, text=True

@@ -26,9 +26,9 @@ from strategies import (
     schedules,
     valid_names,
 )
-from strongroom.adapters.http.wire import render
 from strongroom.adapters.sql.catalog import Dialect, Q, queries_for
 from strongroom.adapters.webkit.conventions import etag_of, etag_of_object
+from strongroom.adapters.wire.present import render
 from strongroom.domain.backups import (
     Backup,
     BackupChanges,

@@ -8,7 +8,7 @@ from typing import Any
 import attrs
 import pytest
 
-from strongroom.adapters.http.wire import structure
+from strongroom.adapters.wire.converter import structure
 from strongroom.domain.backups import BackupKind
 from strongroom.domain.errors import InvalidRequestError
 from support.world import Api, bearer, idp_access_token

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from test_runs import RETENTION, RUN_FIELDS, Tenant
 
-from strongroom.adapters.http.wire import present
+from strongroom.adapters.wire.present import present
 from strongroom.domain.billing import BillingState
 from support.backups_http import FixedClock
 from support.checks import assert_error

@@ -27,8 +27,8 @@ from starlette.routing import BaseRoute, Mount, Route
 from strongroom.adapters.http.openapi import document_for
 from strongroom.adapters.http.routes.docs import CONTENT_SECURITY_POLICY, published, render_page
 from strongroom.adapters.http.schemas import DURATION_PATTERN, NAME_PATTERN
-from strongroom.adapters.http.wire import present
 from strongroom.adapters.webkit.errors import STATUS_BY_CODE
+from strongroom.adapters.wire.present import present
 from strongroom.domain.backups import (
     Backup,
     BackupKind,

@@ -22,7 +22,7 @@ from referencing.jsonschema import DRAFT202012
 
 from strongroom.adapters.http.app import document as build_document
 from strongroom.adapters.http.app import operations
-from strongroom.adapters.http.wire import structure
+from strongroom.adapters.wire.converter import structure
 from support.world import Api, bearer
 
 Json = dict[str, Any]

@@ -12,7 +12,7 @@ from uuid import uuid4
 import pytest
 from test_runs import RUN_FIELDS, Tenant
 
-from strongroom.adapters.http.wire import present
+from strongroom.adapters.wire.present import present
 from strongroom.domain.billing import BillingState
 from strongroom.domain.runs import Progress, Run, RunState, RunTrigger
 from support.backups_http import FixedClock

@@ -29,9 +29,10 @@ from schemathesis.specs.openapi.checks import positive_data_acceptance
 
 from strongroom.adapters.http.app import app_for
 from strongroom.adapters.http.openapi import IF_MATCH_PATTERN
-from strongroom.adapters.http.wire import CONVERTER, Endpoint
 from strongroom.adapters.sql.postgres import PostgresDatabase
 from strongroom.adapters.sql.sqlite import SqliteDatabase
+from strongroom.adapters.wire.converter import CONVERTER
+from strongroom.adapters.wire.scalars import Endpoint
 from strongroom.domain.durations import Duration
 from strongroom.domain.errors import InvalidRequestError
 from strongroom.domain.pagination import Cursor

@@ -1,5 +1,5 @@
-"""The wire module and the models are plain Python: the SQL adapter maps its JSON columns
-with the same converter, so neither may import the web framework."""
+"""The wire package is plain Python: the SQL and memory adapters write stored bodies and
+the SDK reads answers with its models, so none of them may import the web framework."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ import pytest
 @pytest.mark.parametrize(
     "module",
     [
-        "strongroom.adapters.http.wire",
-        "strongroom.adapters.http.shapes",
+        "strongroom.adapters.wire",
+        "strongroom.adapters.memory.repositories",
         "strongroom.adapters.sql.rows",
     ],
 )

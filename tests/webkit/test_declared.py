@@ -6,9 +6,9 @@ from uuid import UUID
 
 import pytest
 
-from strongroom.adapters.http.shapes import Run
 from strongroom.adapters.webkit.declare import Routes
 from strongroom.adapters.webkit.declared import path_parameters, target_of
+from strongroom.adapters.wire.runs import Run
 from strongroom.ports.driving import Strongroom
 from strongroom.ports.driving.runs import READ_RUN
 

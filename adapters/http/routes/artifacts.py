@@ -7,19 +7,20 @@ from uuid import UUID
 
 from starlette.responses import Response
 
-from strongroom.adapters.http.shapes import (
+from strongroom.adapters.webkit.context import ApiContext, answer
+from strongroom.adapters.webkit.declare import Named, Paged, Routes, parameter
+from strongroom.adapters.wire.artifacts import (
     Artifact,
     Download,
     MultipartUpload,
-    Run,
     SingleUpload,
     UploadPart,
     UploadPlan,
     UploadRequest,
 )
-from strongroom.adapters.http.wire import present, timestamp
-from strongroom.adapters.webkit.context import ApiContext, answer
-from strongroom.adapters.webkit.declare import Named, Paged, Routes, parameter
+from strongroom.adapters.wire.converter import timestamp
+from strongroom.adapters.wire.present import present
+from strongroom.adapters.wire.runs import Run
 from strongroom.domain.artifacts import Artifact as DomainArtifact
 from strongroom.domain.errors import InvalidRequestError
 from strongroom.domain.pagination import Page

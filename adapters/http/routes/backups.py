@@ -6,10 +6,10 @@ from uuid import UUID
 
 from starlette.responses import Response
 
-from strongroom.adapters.http.shapes import Backup, BackupCreate, BackupUpdate
 from strongroom.adapters.webkit.context import ApiContext, answer
 from strongroom.adapters.webkit.conventions import if_match
 from strongroom.adapters.webkit.declare import Paged, Routes
+from strongroom.adapters.wire.backups import Backup, BackupCreate, BackupUpdate
 from strongroom.domain.backups import Backup as DomainBackup
 from strongroom.ports.driven.repositories import Rendered
 from strongroom.ports.driving import IdempotencyKey, Strongroom

@@ -6,16 +6,10 @@ from uuid import UUID
 
 from starlette.responses import Response
 
-from strongroom.adapters.http.shapes import (
-    Claim,
-    ClaimRequest,
-    FailRequest,
-    Heartbeat,
-    HeartbeatRequest,
-    Run,
-)
 from strongroom.adapters.webkit.context import ApiContext, answer, no_content
 from strongroom.adapters.webkit.declare import Routes
+from strongroom.adapters.wire.claims import Claim, ClaimRequest
+from strongroom.adapters.wire.runs import FailRequest, Heartbeat, HeartbeatRequest, Run
 from strongroom.domain.runs import Progress
 from strongroom.domain.runs import Run as DomainRun
 from strongroom.ports.driving import Strongroom

@@ -6,10 +6,10 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
-from strongroom.adapters.http.shapes import Invitation, InvitationCreate, Membership
-from strongroom.adapters.http.wire import listing, present
 from strongroom.adapters.webkit.context import ApiContext
 from strongroom.adapters.webkit.declare import Paged, Routes
+from strongroom.adapters.wire.invitations import Invitation, InvitationCreate, Membership
+from strongroom.adapters.wire.present import listing, present
 from strongroom.domain.invitations import Invitation as DomainInvitation
 from strongroom.domain.pagination import Page, PageRequest
 from strongroom.domain.principals import Caller

@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 from uuid import UUID
 
-from strongroom.adapters.http.shapes import (
+from strongroom.adapters.webkit.declare import Paged, Routes
+from strongroom.adapters.wire.machines import (
     ApiKey,
     ApiKeyCreate,
     ApiKeyWithToken,
@@ -13,8 +14,7 @@ from strongroom.adapters.http.shapes import (
     WorkerCreate,
     WorkerWithToken,
 )
-from strongroom.adapters.http.wire import present
-from strongroom.adapters.webkit.declare import Paged, Routes
+from strongroom.adapters.wire.present import present
 from strongroom.domain.machines import ApiKey as DomainApiKey
 from strongroom.domain.machines import Worker as DomainWorker
 from strongroom.domain.pagination import Page, PageRequest

@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Any
 from uuid import UUID
 
-from strongroom.adapters.http.shapes import Member, MemberUpdate, Role, RoleCreate, RoleUpdate
 from strongroom.adapters.webkit.context import ApiContext
 from strongroom.adapters.webkit.declare import Paged, Routes
 from strongroom.adapters.webkit.declared import IfMatch
+from strongroom.adapters.wire.members import Member, MemberUpdate, Role, RoleCreate, RoleUpdate
 from strongroom.domain.pagination import Page, PageRequest
 from strongroom.domain.permissions import Role as DomainRole
 from strongroom.domain.role_pages import decode_role_cursor, page_of_roles

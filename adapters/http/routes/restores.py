@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from uuid import UUID
 
-from strongroom.adapters.http.shapes import Restore, RestoreCreate
 from strongroom.adapters.webkit.declare import Routes
+from strongroom.adapters.wire.restores import Restore, RestoreCreate
 from strongroom.domain.restores import Restore as DomainRestore
 from strongroom.ports.driving import IdempotencyKey, Strongroom
 from strongroom.ports.driving.access import Grant

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from uuid import UUID
 
-from strongroom.adapters.http.shapes import Run, RunCreate
 from strongroom.adapters.webkit.context import ApiContext
 from strongroom.adapters.webkit.declare import Paged, Routes, parameter
+from strongroom.adapters.wire.runs import Run, RunCreate
 from strongroom.domain.errors import InvalidRequestError
 from strongroom.domain.pagination import Page
 from strongroom.domain.runs import Run as DomainRun

@@ -8,19 +8,18 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from strongroom.adapters.http.openapi import READINESS_503
-from strongroom.adapters.http.shapes import (
-    CliConfig,
-    Health,
-    Me,
-    PermissionEntry,
-    Readiness,
-    Session,
-    SwitchWorkspace,
-)
 from strongroom.adapters.metrics.http import metrics_endpoint
 from strongroom.adapters.webkit.context import ApiContext, answer
 from strongroom.adapters.webkit.declare import Auth, OnePage, Routes
 from strongroom.adapters.webkit.errors import UNAVAILABLE_RETRY_AFTER
+from strongroom.adapters.wire.sessions import (
+    CliConfig,
+    Me,
+    PermissionEntry,
+    Session,
+    SwitchWorkspace,
+)
+from strongroom.adapters.wire.system import Health, Readiness
 from strongroom.domain.errors import UnauthenticatedError
 from strongroom.domain.principals import Caller
 from strongroom.ports.driving import IdempotencyKey, Strongroom

@@ -5,17 +5,17 @@ from __future__ import annotations
 from typing import Any
 from uuid import UUID
 
-from strongroom.adapters.http.shapes import (
-    AuditEvent,
+from strongroom.adapters.webkit.context import ApiContext
+from strongroom.adapters.webkit.declare import UUID_SCHEMA, OnePage, Paged, Routes, parameter
+from strongroom.adapters.webkit.declared import IfMatch
+from strongroom.adapters.wire.audit import AuditEvent
+from strongroom.adapters.wire.workspaces import (
     MemberWorkspace,
     Quota,
     Workspace,
     WorkspaceCreate,
     WorkspaceUpdate,
 )
-from strongroom.adapters.webkit.context import ApiContext
-from strongroom.adapters.webkit.declare import UUID_SCHEMA, OnePage, Paged, Routes, parameter
-from strongroom.adapters.webkit.declared import IfMatch
 from strongroom.domain.audit import AuditEvent as DomainAuditEvent
 from strongroom.domain.errors import InvalidRequestError
 from strongroom.domain.pagination import Page, PageRequest

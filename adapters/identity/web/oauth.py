@@ -13,13 +13,15 @@ from urllib.parse import parse_qs, unquote_plus
 from starlette.requests import Request
 from starlette.responses import Response
 
-from strongroom.adapters.http.shapes import DEVICE_CODE_GRANT, OAuthError
-from strongroom.adapters.http.wire import is_media_type, present
 from strongroom.adapters.identity.builtin import BuiltinIdentityProvider
 from strongroom.adapters.identity.builtin import OAuthError as OAuthRefusal
+from strongroom.adapters.webkit.bodies import is_media_type
 from strongroom.adapters.webkit.context import ApiContext, render_json
 from strongroom.adapters.webkit.declare import NO_STORE_HEADER, REQUEST_ID_HEADER, Json, ref
 from strongroom.adapters.webkit.errors import error_response
+from strongroom.adapters.wire.errors import OAuthError
+from strongroom.adapters.wire.idp import DEVICE_CODE_GRANT
+from strongroom.adapters.wire.present import present
 from strongroom.domain.errors import InvalidRequestError
 
 FORM_MEDIA_TYPE = "application/x-www-form-urlencoded"

@@ -15,12 +15,13 @@ from urllib.parse import urlencode, urlsplit
 import attrs
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
-from strongroom.adapters.identity.builtin import WEB_CLIENT_ID, is_s256_challenge
+from strongroom.adapters.identity.builtin import is_s256_challenge
 from strongroom.adapters.identity.web.oauth import NO_STORE, builtin_of
 from strongroom.adapters.webkit.context import ApiContext
 from strongroom.adapters.webkit.errors import STATUS_BY_CODE, retry_after
 from strongroom.adapters.webkit.pages import document
 from strongroom.domain.errors import StrongroomError
+from strongroom.domain.oauth import WEB_CLIENT_ID
 
 HTML_HEADERS = {
     "Content-Security-Policy": (

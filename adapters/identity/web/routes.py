@@ -25,22 +25,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response
 
-from strongroom.adapters.http.shapes import (
-    AUTHORIZATION_CODE_GRANT,
-    DEVICE_CODE_GRANT,
-    AccessToken,
-    AuthorizationForm,
-    AuthorizationServerMetadata,
-    DeviceAuthorization,
-    DeviceCodeForm,
-    DeviceDecision,
-    DeviceDecisionForm,
-    SignupForm,
-    SignupResult,
-    TokenForm,
-)
-from strongroom.adapters.http.wire import Uri, present
-from strongroom.adapters.identity.builtin import WEB_CLIENT_ID, BuiltinIdentityProvider
+from strongroom.adapters.identity.builtin import BuiltinIdentityProvider
 from strongroom.adapters.identity.builtin import OAuthError as OAuthRefusal
 from strongroom.adapters.identity.web.oauth import (
     NO_STORE,
@@ -71,7 +56,24 @@ from strongroom.adapters.identity.web.pages import (
 )
 from strongroom.adapters.webkit.context import ApiContext, endpoint
 from strongroom.adapters.webkit.declare import FORM, HTML, Auth, Routes, parameter, ref
+from strongroom.adapters.wire.idp import (
+    AUTHORIZATION_CODE_GRANT,
+    DEVICE_CODE_GRANT,
+    AccessToken,
+    AuthorizationForm,
+    AuthorizationServerMetadata,
+    DeviceAuthorization,
+    DeviceCodeForm,
+    DeviceDecision,
+    DeviceDecisionForm,
+    SignupForm,
+    SignupResult,
+    TokenForm,
+)
+from strongroom.adapters.wire.present import present
+from strongroom.adapters.wire.scalars import Uri
 from strongroom.domain.errors import InvalidRequestError, StrongroomError
+from strongroom.domain.oauth import WEB_CLIENT_ID
 
 DEVICE_CODE_GRANT_TYPE = DEVICE_CODE_GRANT
 DECISIONS = {"approve": True, "deny": False}

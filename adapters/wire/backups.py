@@ -1,0 +1,105 @@
+"""Backups: the create and update requests and the backup itself."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime
+from typing import ClassVar
+from uuid import UUID
+
+import attrs
+
+from strongroom.adapters.wire.scalars import Name
+from strongroom.adapters.wire.sources import PostgresCredentials, S3Credentials
+from strongroom.adapters.wire.views import view_of, write_only
+from strongroom.domain import backups
+from strongroom.domain.backups import (
+    UNSET,
+    BackupChanges,
+    BackupKind,
+    BackupState,
+    Destination,
+    RetentionPolicy,
+    Schedule,
+    Source,
+    Unset,
+)
+
+
+@attrs.frozen
+class BackupCreate:
+    """`POST /v1/workspaces/{wid}/backups`."""
+
+    name: Name
+    kind: BackupKind
+    """Immutable once set."""
+
+
+@attrs.frozen
+class BackupUpdate:
+    """Every field is optional; `kind` cannot be changed."""
+
+    __unknown_notes__: ClassVar[Mapping[str, str]] = {
+        "kind": " (the kind of a backup cannot be changed)"
+    }
+    __example_fields__: ClassVar[tuple[str, ...]] = (
+        "source",
+        "credentials",
+        "schedule",
+        "retention",
+    )
+    name: Name | Unset = UNSET
+    source: Source | Unset = UNSET
+    """Cloud backups only."""
+    credentials: Mapping[str, str] | Unset = attrs.field(
+        default=UNSET,
+        metadata=write_only(S3Credentials | PostgresCredentials),
+    )
+    """Cloud backups only; the shape follows the source type. Write-only: never returned, logged
+    or audited; encrypted at rest."""
+    schedule: Schedule | Unset | None = UNSET
+    """Not on manual backups; null removes it."""
+    worker_id: UUID | Unset = UNSET
+    """Local backups only: a worker of this workspace."""
+    retention: RetentionPolicy | Unset = UNSET
+    """Write-once: an identical policy is accepted again, another gives 409
+    `retention_immutable`."""
+    destination: Destination | Unset = UNSET
+    destination_credentials: Mapping[str, str] | Unset = attrs.field(
+        default=UNSET, metadata=write_only(S3Credentials)
+    )
+    """Only with a `customer_s3` destination (required when first setting one). Write-only."""
+
+    def changes(self) -> BackupChanges:
+        """The domain's changes: the fields share their names (the shapes of the
+        credentials are checked as they are built)."""
+        fields = attrs.fields(BackupUpdate)
+        return BackupChanges(**{field.name: getattr(self, field.name) for field in fields})
+
+
+@view_of(backups.Backup)
+@attrs.frozen
+class Backup:
+    """A backup. Credentials are write-only and never appear."""
+
+    __location__: ClassVar[str] = "/v1/backups/{id}"
+
+    id: UUID
+    workspace_id: UUID
+    name: str
+    kind: BackupKind
+    state: BackupState
+    """`active` once the kind's configuration is complete: cloud needs `source`, `credentials` and
+    `retention`; local needs `worker_id` and `retention`; manual needs `retention`."""
+    paused: bool
+    """A paused backup keeps its state and is not scheduled."""
+    source: Source | None
+    has_credentials: bool
+    """Whether source credentials are stored (never returned)."""
+    schedule: Schedule | None
+    worker_id: UUID | None
+    retention: RetentionPolicy | None
+    destination: Destination
+    next_run_at: datetime | None
+    created_at: datetime
+    updated_at: datetime
