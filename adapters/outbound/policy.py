@@ -58,6 +58,8 @@ class Budget:
     floor: float = 5.0
 
     def __attrs_post_init__(self) -> None:
+        # (PostgreSQL paths wait at least libpq's 2 s: keep ``exchange`` at 2 s or more
+        # where they must answer at the floor too.)
         if self.floor < self.resolve + self.exchange:
             raise ValueError("an outbound budget's floor must cover resolving and exchanging")
 

@@ -18,13 +18,12 @@ import contextlib
 from collections.abc import Iterator, Mapping
 from urllib.parse import urlsplit
 
-import urllib3
 from minio import Minio
 from minio.error import S3Error
 
+from strongroom.adapters.outbound.http import outbound_http
 from strongroom.adapters.outbound.policy import Outbound, Stage, outbound_for
 from strongroom.adapters.resolver import Resolver
-from strongroom.adapters.storage.outbound import guarded_pool_manager
 from strongroom.adapters.storage.s3 import S3Storage
 from strongroom.domain.backups import CustomerS3Destination
 from strongroom.domain.endpoints import EndpointPolicy
@@ -39,24 +38,6 @@ def _parts(endpoint: str) -> tuple[str, bool]:
     """``host[:port]`` of an endpoint, and whether it is HTTPS (the default scheme)."""
     parts = urlsplit(endpoint if "://" in endpoint else f"https://{endpoint}")
     return parts.netloc, parts.scheme == "https"
-
-
-def outbound_http(outbound: Outbound, maxsize: int = 4) -> urllib3.PoolManager:
-    """The HTTP client of a customer's S3 endpoint: judged addresses only, the budget's
-    ``exchange`` for connecting and each answer, no retry of a failed connection."""
-    return guarded_pool_manager(
-        outbound,
-        timeout=urllib3.Timeout(total=outbound.budget.exchange),
-        retries=urllib3.Retry(
-            total=2,
-            connect=0,
-            read=0,
-            status=2,
-            backoff_factor=0.2,
-            status_forcelist=[502, 503, 504],
-        ),
-        maxsize=maxsize,
-    )
 
 
 def s3_client(endpoint: str, credentials: Mapping[str, str], outbound: Outbound) -> Minio:
