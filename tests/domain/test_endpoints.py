@@ -28,6 +28,7 @@ from strongroom.domain.endpoints import (
     parse_networks,
 )
 from strongroom.domain.errors import ValidationFailedError
+from strongroom.domain.restores import check_target_endpoint
 
 # Refused by default: loopback, link-local (cloud metadata), unspecified and other special
 # addresses, in both families and in IPv4-mapped form.
@@ -287,3 +288,9 @@ class TestHosts:
                 cloud.check_kind_rules(changes, worker_exists=False)
         allowed = BackupChanges(source=PostgresSource(host="db.internal", port=5432, database="d"))
         cloud.check_kind_rules(allowed, worker_exists=False)
+
+    @pytest.mark.parametrize("host", ["127.1", "0x7f.0.0.1", "[fd00:ec2::254]", "2002:a9fe:a9fe::"])
+    def test_a_restore_targets_host_is_judged_the_same_way(self, host: str) -> None:
+        target = PostgresSource(host=host, port=5432, database="d")
+        with pytest.raises(ValidationFailedError, match=r"target\.host"):
+            check_target_endpoint(target, EndpointPolicy.parse("10.0.0.0/8,fc00::/7"))
