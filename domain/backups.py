@@ -412,6 +412,8 @@ class Backup:
         self._check_destination_rules(changes)
         if isinstance(changes.source, S3Source):
             endpoints.check_endpoint(changes.source.endpoint, "source.endpoint")
+        if isinstance(changes.source, PostgresSource):
+            endpoints.check_host(changes.source.host, "source.host")
         if isinstance(changes.destination, CustomerS3Destination):
             endpoints.check_endpoint(changes.destination.endpoint, "destination.endpoint")
         return CheckedChanges(self, changes, _CHECKED)

@@ -12,7 +12,6 @@ their client (``download-url``); the service refuses them as a kind rule (422).
 
 from __future__ import annotations
 
-import ipaddress
 from collections.abc import Mapping
 from datetime import datetime, timedelta
 from enum import StrEnum
@@ -216,14 +215,7 @@ def check_target_endpoint(target: RestoreTarget, policy: EndpointPolicy) -> None
     if isinstance(target, S3Source):
         policy.check_endpoint(target.endpoint, "target.endpoint")
         return
-    try:
-        address = ipaddress.ip_address(target.host.strip("[]").split("%", 1)[0])
-    except ValueError:
-        return
-    if not policy.allows(address):
-        raise ValidationFailedError(
-            "target.host names an address outside the networks the service connects to"
-        )
+    policy.check_host(target.host, "target.host")
 
 
 def check_restorable(artifact: Artifact) -> None:

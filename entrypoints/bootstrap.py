@@ -101,6 +101,6 @@ def _customer_s3(
 ) -> ObjectStorage:
     """A customer's bucket through the S3 adapter (minio, the ``s3`` extra, loaded on use),
     connecting only where ``policy`` allows."""
-    from strongroom.adapters.storage.s3 import customer_bucket  # noqa: PLC0415
+    from strongroom.adapters.outbound.s3 import customer_bucket  # noqa: PLC0415
 
     return customer_bucket(destination, credentials, policy)

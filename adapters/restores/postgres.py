@@ -8,33 +8,37 @@ system ones, and nothing in ``public``), checked with ``psql`` first.
 
 Secrets: the user name and password reach the child processes only as ``PGUSER`` and
 ``PGPASSWORD`` in their environment (never argv, which any local user may read); the
-environment is built from nothing, so the service's own ``PG*`` settings never leak in;
-whatever the tools print is scrubbed of every credential value before it is reported. The
-host is resolved here, every address checked against the outbound policy, and the tools
-are given the checked address (``hostaddr``) so that they never resolve the name again.
+environment is built from nothing, so the service's own ``PG*`` settings never leak in.
+The host goes through the outbound policy (``strongroom.adapters.outbound``): resolved
+within the budget, every address judged, the tools given the judged address
+(``hostaddr``) and the budget's ``connect_timeout``. What the tools print is never
+reported (only their exit code is logged): failing to connect or to check the database
+is "the restore target could not be reached" (at the budget's floor), a ``pg_restore``
+that fails is "the restore target refused the restore".
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import shutil
 import subprocess
-import threading
-from collections import deque
 from collections.abc import Mapping
 
-from strongroom.adapters.resolver import Resolver, system_resolver
-from strongroom.adapters.restores.scrub import scrubbed
+from strongroom.adapters.outbound.policy import Outbound, Stage, outbound_for
+from strongroom.adapters.resolver import Resolver
 from strongroom.domain.backups import PostgresSource
 from strongroom.domain.endpoints import EndpointPolicy
 from strongroom.ports.driven.restore_targets import RestoreFailedError
 from strongroom.ports.driven.storage import ObjectReader
 
+logger = logging.getLogger(__name__)
+
 CHUNK = 1024 * 1024
-# The tail of a tool's stderr kept for the error message.
-STDERR_TAIL = 4096
-CONNECT_TIMEOUT = 10
+# The empty check runs one small query: connecting is bounded by the budget, this by
+# the whole of it.
+CHECK_TIMEOUT = 60
 # What "empty" means for a target database: no schema of its own (only public and the
 # system schemas), and no relation, function, type or extension-owned object in public.
 EMPTY_CHECK = """
@@ -50,10 +54,14 @@ SELECT
 """
 
 
+class _MissingToolError(RestoreFailedError):
+    """A client tool is not installed (the service's fault, said as it is)."""
+
+
 def _tool(name: str) -> str:
     found = shutil.which(name)
     if found is None:
-        raise RestoreFailedError(
+        raise _MissingToolError(
             f"{name} is not installed on the service (Debian: postgresql-client)"
         )
     return found
@@ -65,31 +73,17 @@ def _quoted(value: str) -> str:
 
 
 def connection(
-    target: PostgresSource,
-    credentials: Mapping[str, str],
-    policy: EndpointPolicy,
-    resolve: Resolver | None = None,
+    target: PostgresSource, credentials: Mapping[str, str], outbound: Outbound
 ) -> tuple[str, dict[str, str]]:
     """The connection string (no secret in it) and the child environment (the password)
-    for ``target``, at an address ``policy`` allows."""
-    # A name that does not resolve and one that resolves outside the policy get the same
-    # answer, as for S3 endpoints: a restore is no probe of what a name points at.
-    unreachable = RestoreFailedError(
-        f"could not connect to the target database: {target.host} cannot be reached"
-    )
-    try:
-        addresses = (resolve or system_resolver)(target.host, target.port)
-    except OSError:
-        raise unreachable from None
-    allowed = [address for address in addresses if policy.allows(address)]
-    if not addresses or len(allowed) != len(addresses):
-        raise unreachable
+    for ``target``, at an address the policy allows (``UnreachableError`` otherwise)."""
+    addresses = outbound.addresses(target.host, target.port)
     parts = {
         "host": target.host,
-        "hostaddr": allowed[0],
+        "hostaddr": addresses[0],
         "port": str(target.port),
         "dbname": target.database,
-        "connect_timeout": str(CONNECT_TIMEOUT),
+        "connect_timeout": str(outbound.budget.libpq_timeout),
         "application_name": "strongroom-restore",
     }
     conninfo = " ".join(f"{key}={_quoted(value)}" for key, value in parts.items())
@@ -102,40 +96,51 @@ def connection(
     return conninfo, env
 
 
-def check_empty(conninfo: str, env: Mapping[str, str], credentials: Mapping[str, str]) -> None:
-    """Refuse a target database that holds anything (see ``EMPTY_CHECK``)."""
+class _ToolFailedError(Exception):
+    """A client tool exited with an error (its words are not reported)."""
+
+
+def is_empty(conninfo: str, env: Mapping[str, str]) -> bool:
+    """Whether the target database holds nothing (see ``EMPTY_CHECK``);
+    ``_ToolFailedError`` when ``psql`` cannot tell."""
     result = subprocess.run(  # noqa: S603 (argv of our own, no shell)
         [_tool("psql"), "-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-d", conninfo],
         input=EMPTY_CHECK,
         capture_output=True,
         text=True,
         env=dict(env),
-        timeout=CONNECT_TIMEOUT * 6,
+        timeout=CHECK_TIMEOUT,
         check=False,
     )
     if result.returncode != 0:
-        raise RestoreFailedError(
-            "could not connect to the target database: "
-            + scrubbed(_last_lines(result.stderr), credentials)
-        )
-    if result.stdout.strip() != "0":
-        raise RestoreFailedError(
-            "the target database is not empty: a restore needs an existing empty database "
-            "(no schema but public, and nothing in public)"
-        )
+        logger.info("a postgres restore target failed: psql exited with %d", result.returncode)
+        raise _ToolFailedError()
+    return result.stdout.strip() == "0"
 
 
 def restore_postgres(
     artifact: ObjectReader,
     target: PostgresSource,
     credentials: Mapping[str, str],
-    policy: EndpointPolicy,
+    policy: EndpointPolicy | Outbound,
     *,
     resolve: Resolver | None = None,
 ) -> None:
     """Blocking: ``pg_restore`` the dump ``artifact`` into the empty database ``target``."""
-    conninfo, env = connection(target, credentials, policy, resolve)
-    check_empty(conninfo, env, credentials)
+    outbound = outbound_for(policy, resolve)
+    with outbound.stage(Stage.RESTORE_TARGET, RestoreFailedError, keep=(_MissingToolError,)):
+        conninfo, env = connection(target, credentials, outbound)
+        empty = is_empty(conninfo, env)
+    if not empty:
+        raise RestoreFailedError(
+            "the target database is not empty: a restore needs an existing empty database "
+            "(no schema but public, and nothing in public)"
+        )
+    with outbound.stage(Stage.RESTORE_WRITE, RestoreFailedError, keep=(RestoreFailedError,)):
+        _pg_restore(artifact, conninfo, env)
+
+
+def _pg_restore(artifact: ObjectReader, conninfo: str, env: Mapping[str, str]) -> None:
     argv = [
         _tool("pg_restore"),
         "--no-owner",
@@ -145,24 +150,18 @@ def restore_postgres(
         "--single-transaction",
         f"--dbname={conninfo}",
     ]
-    tail: deque[bytes] = deque(maxlen=64)
     with subprocess.Popen(  # noqa: S603 (argv of our own, no shell)
         argv,
         stdin=subprocess.PIPE,
         stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        env=env,
+        stderr=subprocess.DEVNULL,
+        env=dict(env),
     ) as process:
-        stderr = process.stderr
-        assert stderr is not None
-        drain = threading.Thread(target=lambda: tail.extend(stderr), daemon=True)
-        drain.start()
         fed = _feed(artifact, process)
         code = process.wait()
-        drain.join()
     if code != 0:
-        said = scrubbed(_last_lines(b"".join(tail).decode("utf-8", "replace")), credentials)
-        raise RestoreFailedError(f"pg_restore failed (exit {code}): {said}")
+        logger.info("a postgres restore target failed: pg_restore exited with %d", code)
+        raise _ToolFailedError()
     if not fed:
         raise RestoreFailedError("pg_restore stopped before reading the whole dump")
 
@@ -183,10 +182,3 @@ def _feed(artifact: ObjectReader, process: subprocess.Popen[bytes]) -> bool:
         process.kill()
         raise
     return True
-
-
-def _last_lines(text: str) -> str:
-    """The end of a tool's output, on one line, short enough for an error message."""
-    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
-    joined = " | ".join(lines[-5:])
-    return joined[-STDERR_TAIL:] or "no message"

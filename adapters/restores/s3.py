@@ -9,6 +9,11 @@ streamed: the archive is read once, front to back, and each object goes to
 so memory stays at about one part whatever the archive's size. At the end the objects
 written are held against the manifest; a truncated or damaged archive, or one that does
 not match its manifest, fails the restore (objects written before stay in the target).
+
+The endpoint is reached through the outbound policy (``strongroom.adapters.outbound``):
+until the bucket answered, any failure is "the restore target could not be reached" (at
+the budget's floor), afterwards a store's refusal is "the restore target refused the
+restore"; never the store's own words. What is wrong with the archive is said plainly.
 """
 
 from __future__ import annotations
@@ -18,16 +23,15 @@ import tarfile
 from collections.abc import Mapping
 from typing import IO, Any, cast
 
-import urllib3.exceptions
 import zstandard
 from minio import Minio
-from minio.error import MinioException, S3Error
+from minio.helpers import check_bucket_name
 
+from strongroom.adapters.outbound.policy import Outbound, Stage, outbound_for
+from strongroom.adapters.outbound.s3 import s3_client
 from strongroom.adapters.resolver import Resolver
-from strongroom.adapters.restores.scrub import scrubbed
-from strongroom.adapters.storage.s3 import customer_bucket
 from strongroom.domain.artifacts import DEFAULT_PART_SIZE
-from strongroom.domain.backups import CustomerS3Destination, S3Source
+from strongroom.domain.backups import S3Source
 from strongroom.domain.endpoints import EndpointPolicy
 from strongroom.ports.driven.restore_targets import RestoreFailedError
 from strongroom.ports.driven.storage import ObjectReader
@@ -45,52 +49,34 @@ MAX_MANIFEST = 1024**3
 def target_client(
     target: S3Source,
     credentials: Mapping[str, str],
-    policy: EndpointPolicy,
+    policy: EndpointPolicy | Outbound,
     resolve: Resolver | None = None,
 ) -> Minio:
-    """A client of the target's endpoint that connects only where ``policy`` allows."""
-    destination = CustomerS3Destination(target.endpoint, target.bucket, target.prefix)
-    return customer_bucket(destination, credentials, policy, resolve).client
+    """A client of the target's endpoint that connects only where the policy allows."""
+    return s3_client(target.endpoint, credentials, outbound_for(policy, resolve))
 
 
 def restore_s3(
     artifact: ObjectReader,
     target: S3Source,
     credentials: Mapping[str, str],
-    policy: EndpointPolicy,
+    policy: EndpointPolicy | Outbound,
     *,
     part_size: int = DEFAULT_PART_SIZE,
     resolve: Resolver | None = None,
 ) -> int:
     """Blocking: put every object of the archive ``artifact`` into ``target``; how many.
-    ``RestoreFailedError`` (its message free of ``credentials``) on any failure."""
+    ``RestoreFailedError`` with a fixed message (see the module documentation)."""
     try:
-        client = target_client(target, credentials, policy, resolve)
+        check_bucket_name(target.bucket)
+    except ValueError as error:  # the customer's own input, said back
+        raise RestoreFailedError(f"the target is not valid: {error}") from None
+    outbound = outbound_for(policy, resolve)
+    with outbound.stage(Stage.RESTORE_TARGET, RestoreFailedError):
+        client = target_client(target, credentials, outbound)
         _ensure_bucket(client, target.bucket)
+    with outbound.stage(Stage.RESTORE_WRITE, RestoreFailedError, keep=(RestoreFailedError,)):
         return _restore(client, artifact, target, max(part_size, MIN_PART_SIZE))
-    except RestoreFailedError as error:
-        raise RestoreFailedError(scrubbed(str(error), credentials)) from None
-    except S3Error as error:
-        raise RestoreFailedError(
-            f"the target bucket refused the restore: {error.code}"
-            + (" (check the credentials)" if error.code in _CREDENTIAL_CODES else "")
-        ) from None
-    except ValueError as error:  # minio refuses a malformed bucket name or key
-        raise RestoreFailedError(
-            scrubbed(f"the target is not valid: {error}", credentials)
-        ) from None
-    except (MinioException, urllib3.exceptions.HTTPError, OSError) as error:
-        reason = type(error).__name__
-        raise RestoreFailedError(
-            scrubbed(
-                f"could not reach the target endpoint {target.endpoint} ({reason})", credentials
-            )
-        ) from None
-
-
-_CREDENTIAL_CODES = frozenset(
-    {"AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch", "InvalidToken"}
-)
 
 
 def _ensure_bucket(client: Minio, bucket: str) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Mapping
 
+from strongroom.adapters.outbound.policy import Outbound
 from strongroom.adapters.resolver import Resolver
 from strongroom.adapters.restores.postgres import restore_postgres
 from strongroom.domain.artifacts import DEFAULT_PART_SIZE
@@ -16,12 +17,12 @@ from strongroom.ports.driven.storage import ObjectReader
 
 class ServiceRestoreTargets:
     """S3 buckets (through minio, the ``s3`` extra, loaded on use) and PostgreSQL databases
-    (through ``pg_restore``), reached only where ``policy`` allows. The blocking work runs
+    (through ``pg_restore``), reached through the outbound policy. The blocking work runs
     in a worker thread."""
 
     def __init__(
         self,
-        policy: EndpointPolicy,
+        policy: EndpointPolicy | Outbound,
         *,
         part_size: int = DEFAULT_PART_SIZE,
         resolve: Resolver | None = None,

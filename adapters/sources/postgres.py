@@ -3,25 +3,28 @@
 The password reaches ``pg_dump`` only through ``PGPASSWORD`` in the child's own
 environment (never its arguments, never this process's environment), with
 ``--no-password`` so it never waits for a prompt, and no password file is read. The host
-is resolved here and every address checked against the endpoint policy (contract 13);
-``pg_dump`` is then given the checked address as ``hostaddr`` (the name stays ``host`` for
-TLS), so it connects nowhere else. Its standard error is kept (the last ``STDERR_KEPT``
-bytes) and, scrubbed of the password, becomes the run's error when it fails. Closing the
-stream early kills the process.
+goes through the outbound policy (``strongroom.adapters.outbound``): resolved within the
+budget, every address judged, and ``pg_dump`` given the judged address as ``hostaddr``
+(the name stays ``host`` for TLS) with the budget's ``connect_timeout``, so it connects
+nowhere else. A failure before the dump's first byte is "the source could not be
+reached" (answered at the budget's floor: a closed port, a silent one, another protocol,
+a wrong database or role all look alike), after it "the source failed while it was
+read"; ``pg_dump``'s own words stay out of the run (only its exit code is logged).
+Closing the stream early kills the process.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import ipaddress
 import logging
 import os
 import shutil
-import socket
+import time
 from collections.abc import AsyncIterator, Mapping
 
-from strongroom.adapters.resolver import Resolver, system_resolver
+from strongroom.adapters.outbound.policy import Outbound, Stage, UnreachableError, outbound_for
+from strongroom.adapters.resolver import Resolver
 from strongroom.domain.backups import PostgresSource
 from strongroom.domain.endpoints import EndpointPolicy
 from strongroom.ports.driven.sources import SourceError
@@ -30,16 +33,6 @@ logger = logging.getLogger(__name__)
 
 CHUNK = 1024 * 1024
 STDERR_KEPT = 16 * 1024
-CONNECT_TIMEOUT = 10
-UNREACHABLE = "source postgres: the database server is unreachable"
-_UNREACHABLE_SIGNS = (
-    "could not connect",
-    "connection refused",
-    "could not translate host name",
-    "timeout expired",
-    "no route to host",
-    "network is unreachable",
-)
 
 
 def _quote(value: str) -> str:
@@ -47,53 +40,22 @@ def _quote(value: str) -> str:
     return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
-def scrubbed(text: str, secrets: list[str]) -> str:
-    """``text`` with every secret replaced by ``***``."""
-    for secret in secrets:
-        if secret:
-            text = text.replace(secret, "***")
-    return text
-
-
-def failure_message(stderr: str, secrets: list[str]) -> str:
-    """The run's error for a failed ``pg_dump``: unreachable servers in one answer, other
-    failures with ``pg_dump``'s first error line, scrubbed of the secrets."""
-    clean = scrubbed(stderr, secrets)
-    lowered = clean.lower()
-    if any(sign in lowered for sign in _UNREACHABLE_SIGNS) and "authentication" not in lowered:
-        return UNREACHABLE
-    lines = [line.strip() for line in clean.splitlines() if line.strip()]
-    errors = [line for line in lines if "error:" in line or "FATAL" in line] or lines
-    detail = errors[0].removeprefix("pg_dump: error: ") if errors else "no message"
-    if "password authentication failed" in lowered:
-        return f"source postgres: authentication failed ({detail})"[:2000]
-    return f"source postgres: pg_dump failed ({detail})"[:2000]
-
-
 class PostgresSourceReader:
     """Dumps PostgreSQL sources with ``pg_dump`` (see the module documentation)."""
 
     def __init__(
         self,
-        policy: EndpointPolicy,
+        policy: EndpointPolicy | Outbound,
         resolve: Resolver | None = None,
         pg_dump: str | None = None,
     ) -> None:
-        self._policy = policy
-        self._resolve = resolve or system_resolver
+        self._outbound = outbound_for(policy, resolve)
         self._pg_dump = pg_dump
 
-    async def _address(self, source: PostgresSource) -> str:
-        """The first address of the host, when every address it has is allowed."""
-        try:
-            addresses = await asyncio.to_thread(self._resolve, source.host, source.port)
-        except (OSError, socket.gaierror):
-            raise SourceError(UNREACHABLE) from None
-        allowed = [a for a in addresses if self._policy.allows(ipaddress.ip_address(a))]
-        if not addresses or len(allowed) != len(addresses):
-            logger.info("a postgres source names an address outside the endpoint policy")
-            raise SourceError(UNREACHABLE)
-        return allowed[0]
+    async def _unreached(self, started: float) -> SourceError:
+        """The stage's one failure, once the budget's floor has passed."""
+        await asyncio.sleep(self._outbound.until_floor(started))
+        return SourceError(Stage.SOURCE.message)
 
     def read(self, source: PostgresSource, credentials: Mapping[str, str]) -> AsyncIterator[bytes]:
         """The custom-format dump of ``source.database``."""
@@ -105,17 +67,21 @@ class PostgresSourceReader:
         program = self._pg_dump or shutil.which("pg_dump")
         if program is None:
             raise SourceError("source postgres: pg_dump is not installed on this executor")
-        address = await self._address(source)
+        started = time.monotonic()
+        try:
+            addresses = await asyncio.to_thread(self._outbound.addresses, source.host, source.port)
+        except UnreachableError:
+            raise await self._unreached(started) from None
         password = credentials["password"]
         conninfo = " ".join(
             f"{name}={_quote(value)}"
             for name, value in (
                 ("host", source.host),
-                ("hostaddr", address),
+                ("hostaddr", addresses[0]),
                 ("port", str(source.port)),
                 ("dbname", source.database),
                 ("user", credentials["username"]),
-                ("connect_timeout", str(CONNECT_TIMEOUT)),
+                ("connect_timeout", str(self._outbound.budget.libpq_timeout)),
                 ("application_name", "strongroom"),
             )
         )
@@ -147,8 +113,10 @@ class PostgresSourceReader:
 
         collecting = asyncio.ensure_future(collect())
         finished = False
+        reached = False
         try:
             while chunk := await process.stdout.read(CHUNK):
+                reached = True
                 yield chunk
             await collecting
             code = await process.wait()
@@ -161,5 +129,7 @@ class PostgresSourceReader:
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await asyncio.shield(process.wait())
         if code != 0:
-            text = stderr.decode("utf-8", "replace")
-            raise SourceError(failure_message(text, [password]))
+            logger.info("a postgres source failed: pg_dump exited with %d", code)
+            if not reached:
+                raise await self._unreached(started)
+            raise SourceError(Stage.SOURCE_READ.message)

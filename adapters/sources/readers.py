@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping
 
+from strongroom.adapters.outbound.policy import Outbound
 from strongroom.adapters.resolver import Resolver
 from strongroom.domain.backups import PostgresSource, S3Source
 from strongroom.domain.endpoints import EndpointPolicy
@@ -11,10 +12,10 @@ from strongroom.domain.endpoints import EndpointPolicy
 
 class Readers:
     """S3 prefixes as tar.zst archives, PostgreSQL databases as ``pg_dump`` custom dumps;
-    every connection within ``policy`` (the S3 reader needs the ``s3`` extra, loaded on
+    every connection through the outbound policy (the S3 reader needs the ``s3`` extra, loaded on
     first use)."""
 
-    def __init__(self, policy: EndpointPolicy, resolve: Resolver | None = None) -> None:
+    def __init__(self, policy: EndpointPolicy | Outbound, resolve: Resolver | None = None) -> None:
         self._policy = policy
         self._resolve = resolve
 

@@ -1,11 +1,12 @@
-"""Connections to customer endpoints that honour the outbound endpoint policy (contract 13).
+"""urllib3 connections that follow the outbound policy (contract 13,
+``strongroom.adapters.outbound``).
 
 A PATCH refuses an endpoint naming a disallowed literal address, but a name can resolve to
 anything, and to something else on the next look-up (DNS rebinding). So every connection
-resolves the name itself, checks every address it gets with ``EndpointPolicy.allows`` and
-connects only to a checked address: a name with any disallowed address is refused before a
-packet leaves, exactly as an unreachable host is (urllib3's ``NewConnectionError``, retried
-and reported like a refused port). TLS still verifies the certificate against the name.
+resolves the name itself within the policy's budget, checks every address it gets and
+connects only to a checked one: a name with any disallowed address is refused before a
+packet leaves, exactly as an unreachable host is (urllib3's ``NewConnectionError``). TLS
+still verifies the certificate against the name.
 """
 
 from __future__ import annotations
@@ -16,26 +17,24 @@ from typing import Any
 import urllib3
 from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
-from urllib3.exceptions import NameResolutionError, NewConnectionError
+from urllib3.exceptions import NewConnectionError
 
-from strongroom.adapters.resolver import Resolver, system_resolver
+from strongroom.adapters.outbound.policy import Outbound, UnreachableError, outbound_for
+from strongroom.adapters.resolver import Resolver
 from strongroom.domain.endpoints import EndpointPolicy
 
 
 class _Guard:
     """Resolve, check every address, connect to a checked one (mixed into urllib3's
-    connection classes; ``policy`` and ``resolve`` are set by ``guarded_pool_manager``)."""
+    connection classes; ``outbound`` is set by ``guarded_pool_manager``)."""
 
-    policy: EndpointPolicy
-    resolve: Resolver
+    outbound: Outbound
 
     def _guarded_connection(self, connection: HTTPConnection) -> socket.socket:
         try:
-            addresses = type(self).resolve(connection._dns_host, connection.port or 80)
-        except socket.gaierror as error:
-            raise NameResolutionError(connection.host, connection, error) from error
-        if not addresses or not all(self.policy.allows(address) for address in addresses):
-            raise NewConnectionError(connection, "Failed to establish a new connection")
+            addresses = self.outbound.addresses(connection._dns_host, connection.port or 80)
+        except UnreachableError:
+            raise NewConnectionError(connection, "Failed to establish a new connection") from None
         failure: Exception | None = None
         name = connection._dns_host
         for address in addresses:
@@ -64,14 +63,11 @@ class _GuardedHTTPSConnection(_Guard, HTTPSConnection):
 
 
 def guarded_pool_manager(
-    policy: EndpointPolicy, resolve: Resolver | None = None, **options: Any
+    policy: EndpointPolicy | Outbound, resolve: Resolver | None = None, **options: Any
 ) -> urllib3.PoolManager:
     """A ``PoolManager`` (``options`` as urllib3 takes them) whose every connection goes
     only to addresses ``policy`` allows, checked after each resolution."""
-    bound: dict[str, Any] = {
-        "policy": policy,
-        "resolve": staticmethod(resolve or system_resolver),
-    }
+    bound: dict[str, Any] = {"outbound": outbound_for(policy, resolve)}
     http_connection = type("PolicyHTTPConnection", (_GuardedHTTPConnection,), bound)
     https_connection = type("PolicyHTTPSConnection", (_GuardedHTTPSConnection,), bound)
     http_pool = type("PolicyHTTPPool", (HTTPConnectionPool,), {"ConnectionCls": http_connection})

@@ -47,7 +47,6 @@ from strongroom.adapters.resolver import Resolver
 from strongroom.adapters.storage.digest import hash_stream
 from strongroom.adapters.storage.disposition import content_disposition
 from strongroom.adapters.storage.outbound import guarded_pool_manager
-from strongroom.domain.backups import CustomerS3Destination
 from strongroom.domain.endpoints import EndpointPolicy
 from strongroom.domain.errors import UpstreamUnavailableError
 from strongroom.ports.driven.storage import (
@@ -195,6 +194,7 @@ class S3Storage:
         timeout: float = 10.0,
         endpoint_policy: EndpointPolicy | None = None,
         resolve: Resolver | None = None,
+        http_client: urllib3.PoolManager | None = None,
     ) -> None:
         parts = urlsplit(endpoint if "://" in endpoint else f"https://{endpoint}")
         self.bucket = bucket
@@ -214,8 +214,8 @@ class S3Storage:
         }
         # A customer's endpoint (``endpoint_policy`` given): every connection is checked
         # after resolution, and failures to reach it do not say why.
-        self._opaque = endpoint_policy is not None
-        http = (
+        self._opaque = endpoint_policy is not None or http_client is not None
+        http = http_client or (
             urllib3.PoolManager(**options)
             if endpoint_policy is None
             else guarded_pool_manager(endpoint_policy, resolve, **options)
@@ -560,22 +560,3 @@ class S3Storage:
                 self.client.list_objects(self.bucket, prefix=key, include_version=True)
             )
         return [item.version_id for item in listed if not exact or item.object_name == key]
-
-
-def customer_bucket(
-    destination: CustomerS3Destination,
-    credentials: Mapping[str, str],
-    policy: EndpointPolicy,
-    resolve: Resolver | None = None,
-) -> S3Storage:
-    """The storage of a ``customer_s3`` destination, with its own credentials (no Object
-    Lock is assumed: the bucket is the customer's), reached only at addresses ``policy``
-    allows (contract 13)."""
-    return S3Storage(
-        destination.endpoint,
-        credentials["access_key_id"],
-        credentials["secret_access_key"],
-        destination.bucket,
-        endpoint_policy=policy,
-        resolve=resolve,
-    )

@@ -24,8 +24,8 @@ import pytest
 import uvicorn
 from minio import Minio
 
+from strongroom.adapters import resolver
 from strongroom.adapters.http.app import app_for
-from strongroom.adapters.storage import outbound
 from strongroom.adapters.storage.local import LocalDiskStorage
 from strongroom.adapters.storage.s3 import S3Storage
 from strongroom.domain.billing import BillingState
@@ -942,7 +942,7 @@ class TestUnreachableEndpoints(LocalOnly):
                 raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
             return names[host]
 
-        monkeypatch.setattr(outbound, "system_resolver", resolve)
+        monkeypatch.setattr(resolver, "system_resolver", resolve)
         endpoints = [
             f"http://rebind.test:{store_port}",
             "http://metadata.test",

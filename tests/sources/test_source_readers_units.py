@@ -1,5 +1,5 @@
 """The pieces of the source readers without a source: the archive format, the thread
-bridge's back-pressure and stop, and ``pg_dump`` failures turned into run errors."""
+bridge's back-pressure and stop, and what a failing ``pg_dump`` becomes."""
 
 from __future__ import annotations
 
@@ -9,15 +9,20 @@ import json
 import tarfile
 import threading
 import time
+from pathlib import Path
 
 import pytest
 import zstandard
 from hypothesis import given
 from hypothesis import strategies as st
 
+from strongroom.adapters.outbound.policy import Budget, Outbound, Stage
 from strongroom.adapters.sources.archive import CHUNK, ArchiveWriter, ZstdSink
-from strongroom.adapters.sources.postgres import UNREACHABLE, failure_message
+from strongroom.adapters.sources.postgres import PostgresSourceReader
 from strongroom.adapters.sources.threaded import ConsumerGoneError, Emit, thread_stream
+from strongroom.domain.backups import PostgresSource
+from strongroom.domain.endpoints import EndpointPolicy
+from strongroom.ports.driven.sources import SourceError
 
 keys = st.text(
     st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"), max_size=120
@@ -123,30 +128,59 @@ class TestThreadStream:
         assert len(emitted) < 20
 
 
+def fake_pg_dump(tmp_path: Path, stdout: str, stderr: str) -> str:
+    """A ``pg_dump`` that writes ``stdout`` and ``stderr`` and exits 1."""
+    script = tmp_path / "pg_dump"
+    script.write_text(f"#!/bin/sh\nprintf '{stdout}'\nprintf '{stderr}' >&2\nexit 1\n")
+    script.chmod(0o755)
+    return str(script)
+
+
 class TestPgDumpFailures:
-    """``pg_dump``'s standard error as a run's error."""
+    """``pg_dump``'s standard error never becomes a run's error (issue 27, findings 1
+    and 9): the stage's fixed message does, at the budget's floor before the first byte."""
 
-    def test_the_password_is_scrubbed(self) -> None:
-        stderr = (
-            'pg_dump: error: connection to server at "db" (10.0.0.5), port 5432 failed: '
-            'FATAL:  password authentication failed for user "backup" hunter2-pw\n'
-        )
-        message = failure_message(stderr, ["hunter2-pw"])
-        assert "hunter2-pw" not in message
-        assert message.startswith("source postgres: authentication failed (")
+    outbound = Outbound(EndpointPolicy(), lambda _host, _port: ["10.0.0.5"], Budget(0.1, 0.2, 0.5))
+    source = PostgresSource("db.example.com", 5432, "d")
+    said = 'FATAL:  password authentication failed for user "backup" hunter2-pw does not exist'
 
-    def test_unreachable_servers_are_one_answer(self) -> None:
-        stderr = (
-            'pg_dump: error: connection to server at "db" (10.0.0.5), port 5432 failed: '
-            "Connection refused\n\tIs the server running on that host?\n"
-        )
-        assert failure_message(stderr, ["x"]) == UNREACHABLE
+    def failure(self, program: str) -> tuple[str, float]:
+        reader = PostgresSourceReader(self.outbound, pg_dump=program)
 
-    def test_other_failures_name_pg_dumps_first_error(self) -> None:
-        stderr = (
-            "pg_dump: error: aborting because of server version mismatch\n"
-            "pg_dump: detail: server version: 17.0; pg_dump version: 15.2\n"
+        async def consume() -> None:
+            async for _ in reader.read(self.source, {"username": "u", "password": "hunter2-pw"}):
+                pass
+
+        started = time.monotonic()
+        with pytest.raises(SourceError) as failed:
+            asyncio.run(consume())
+        return str(failed.value), time.monotonic() - started
+
+    def test_before_the_first_byte_it_could_not_be_reached(self, tmp_path: Path) -> None:
+        message, took = self.failure(fake_pg_dump(tmp_path, "", self.said))
+        assert message == Stage.SOURCE.message
+        assert took >= 0.45
+
+    def test_after_the_first_byte_it_failed_while_read(self, tmp_path: Path) -> None:
+        message, _ = self.failure(fake_pg_dump(tmp_path, "PGDMP", self.said))
+        assert message == Stage.SOURCE_READ.message
+
+    def test_a_disallowed_address_is_the_same_answer_without_starting_pg_dump(
+        self, tmp_path: Path
+    ) -> None:
+        outbound = Outbound(
+            EndpointPolicy(), lambda _host, _port: ["169.254.169.254"], Budget(0.1, 0.2, 0.5)
         )
-        assert failure_message(stderr, ["x"]) == (
-            "source postgres: pg_dump failed (aborting because of server version mismatch)"
-        )
+        marker = tmp_path / "started"
+        script = tmp_path / "pg_dump"
+        script.write_text(f"#!/bin/sh\ntouch {marker}\nexit 1\n")
+        script.chmod(0o755)
+        reader = PostgresSourceReader(outbound, pg_dump=str(script))
+
+        async def consume() -> None:
+            async for _ in reader.read(self.source, {"username": "u", "password": "p"}):
+                pass
+
+        with pytest.raises(SourceError, match=f"^{Stage.SOURCE.message}$"):
+            asyncio.run(consume())
+        assert not marker.exists()

@@ -8,11 +8,19 @@ the listener never sees a connection.
 from __future__ import annotations
 
 import socket
+import time
 from collections.abc import Iterator, Sequence
 
 import pytest
 import urllib3
 
+from strongroom.adapters.outbound.policy import (
+    Budget,
+    Outbound,
+    Stage,
+    UnreachableError,
+    resolve_within,
+)
 from strongroom.adapters.resolver import Resolver
 from strongroom.adapters.storage.outbound import guarded_pool_manager
 from strongroom.domain.endpoints import DEFAULT_POLICY, EndpointPolicy
@@ -139,3 +147,49 @@ class TestSetting:
         """A typo must not silently open or close the network."""
         with pytest.raises(ValueError, match="STRONGROOM_ENDPOINT_NETWORKS"):
             Settings.from_env({"STRONGROOM_ENDPOINT_NETWORKS": "127.0.0.1/40"})
+
+
+class TestPolicyMechanics:
+    """``Outbound``: a bounded resolution, and failures that are one message at one time."""
+
+    def test_a_slow_name_server_is_cut_at_the_budget(self) -> None:
+        def slow(_host: str, _port: int) -> Sequence[str]:
+            time.sleep(2)
+            return ["8.8.8.8"]
+
+        started = time.monotonic()
+        with pytest.raises(UnreachableError):
+            resolve_within(slow, "slow.test", 80, 0.2)
+        assert time.monotonic() - started < 1
+
+    def test_a_name_with_one_disallowed_address_is_unreachable(self) -> None:
+        outbound = Outbound(resolve=resolving({"mixed.test": ["8.8.8.8", "::ffff:a9fe:a9fe"]}))
+        with pytest.raises(UnreachableError):
+            outbound.addresses("mixed.test", 80)
+        assert Outbound(resolve=resolving({"ok.test": ["8.8.8.8"]})).addresses("ok.test", 80) == [
+            "8.8.8.8"
+        ]
+
+    def test_a_failure_is_the_stage_message_at_the_floor_without_its_cause(self) -> None:
+        outbound = Outbound(budget=Budget(0.1, 0.2, 0.4))
+        started = time.monotonic()
+        with (
+            pytest.raises(RuntimeError) as failed,
+            outbound.stage(Stage.WEBHOOK, RuntimeError),
+        ):
+            raise ConnectionRefusedError("connection to 10.0.0.5 port 5432 refused, pw=hunter2")
+        assert time.monotonic() - started >= 0.39
+        assert str(failed.value) == "the webhook could not be reached"
+        assert failed.value.__cause__ is None
+        assert failed.value.__suppress_context__
+
+    def test_kept_errors_pass_at_once(self) -> None:
+        outbound = Outbound(budget=Budget(0.1, 0.2, 5.0))
+        started = time.monotonic()
+        with pytest.raises(KeyError), outbound.stage(Stage.SOURCE, RuntimeError, keep=(KeyError,)):
+            raise KeyError("ours")
+        assert time.monotonic() - started < 1
+
+    def test_a_floor_shorter_than_the_budget_is_refused(self) -> None:
+        with pytest.raises(ValueError, match="floor"):
+            Budget(resolve=1, exchange=3, floor=2)
