@@ -19,7 +19,7 @@ from strongroom.adapters.memory.services import ManualClock
 from strongroom.domain.audit import Change, Outcome
 from strongroom.domain.backups import BackupChanges, BackupKind, S3Source, Schedule
 from strongroom.domain.billing import BillingState
-from strongroom.domain.errors import BillingRestrictedError
+from strongroom.domain.errors import BillingRestrictedError, NameTakenError
 from strongroom.domain.pagination import PageRequest
 from strongroom.domain.principals import Caller
 from strongroom.domain.quotas import QuotaResource
@@ -175,6 +175,31 @@ class TestCreateAndDelete:
         assert again.id != first.id
         [event] = await audit_events(facade, ada, "backup.delete")
         assert (event.target_type, event.target_id) == ("backup", str(first.id))
+
+
+class TestChange:
+    """What a change that names no field or a taken name does."""
+
+    async def test_a_change_naming_nothing_changes_nothing(self, facade: Strongroom) -> None:
+        """An empty change answers the backup as it was."""
+        ada, wid = await workspace_admin(facade, "ada@example.com")
+        backup = await facade.backups.create(ada, wid, "Nightly", BackupKind.MANUAL)
+        assert await facade.backups.update(ada, backup.id, BackupChanges()) == backup
+        assert await facade.backups.get(ada, backup.id) == backup
+
+    async def test_a_rename_to_a_taken_name_conflicts_but_the_own_name_is_free(
+        self, facade: Strongroom
+    ) -> None:
+        """Another backup's name in any case is ``name_taken`` and the name stays; the own
+        name in another case is accepted."""
+        ada, wid = await workspace_admin(facade, "ada@example.com")
+        await facade.backups.create(ada, wid, "Nightly", BackupKind.MANUAL)
+        weekly = await facade.backups.create(ada, wid, "Weekly", BackupKind.MANUAL)
+        with pytest.raises(NameTakenError):
+            await facade.backups.update(ada, weekly.id, BackupChanges(name="NIGHTLY"))
+        assert (await facade.backups.get(ada, weekly.id)).name == "Weekly"
+        renamed = await facade.backups.update(ada, weekly.id, BackupChanges(name="WEEKLY"))
+        assert renamed.name == "WEEKLY"
 
 
 class TestBilling:
