@@ -591,7 +591,7 @@ class TestDelete(LocalOnly):
     """The delete route's answers: 204 with no body, and each refusal of contract 10's
     precedence as 409 with its code (the precedence itself, what a delete changes and the
     billing gate: ``tests/usecases/test_artifact_rules.py`` and
-    ``tests/domain/test_artifact_rules.py``)."""
+    ``tests/domain/test_artifact_windows.py``)."""
 
     def test_refusals_are_409_with_their_code_and_a_delete_is_204(
         self, ada: Tenant, clock: MovableClock

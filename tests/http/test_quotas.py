@@ -1,5 +1,5 @@
 """``GET /v1/workspaces/{wid}/quotas`` (contract section 4): its wire shape and order of
-checks. Usage, the operator's limits and their audit: ``tests/usecases/test_quotas.py``."""
+checks. Usage, the operator's limits and their audit: ``tests/usecases/test_quota_usage.py``."""
 
 from __future__ import annotations
 

@@ -244,6 +244,7 @@ class TestRetention:
         ada, _ = await workspace_admin(facade, "ada@example.com")
         backup = await active_manual(facade, ada, expire_after="P1D", lock_for="PT0S")
         first = await stored(facade, storage, ada, backup, "a", b"one")
+        clock.advance(timedelta(seconds=1))  # the second is the backup's last
         await stored(facade, storage, ada, backup, "b", b"two")
         await storage.lock(first.object_key, clock.now() + 30 * DAY)
         clock.advance(2 * DAY)

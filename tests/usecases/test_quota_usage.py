@@ -6,8 +6,11 @@ checks of ``GET /v1/workspaces/{wid}/quotas``."""
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 
+from strongroom.adapters.memory.services import ManualClock
 from strongroom.domain.audit import Change, Outcome
 from strongroom.domain.backups import BackupKind
 from strongroom.domain.principals import SYSTEM_ACTOR, Caller
@@ -48,11 +51,14 @@ async def test_usage_counts_backups_and_members(facade: Strongroom) -> None:
     assert await by_resource(facade, vera) == entries
 
 
-async def test_operator_limit_is_effective_and_audited_as_system(facade: Strongroom) -> None:
+async def test_operator_limit_is_effective_and_audited_as_system(
+    facade: Strongroom, clock: ManualClock
+) -> None:
     """``set_quota`` changes the reported limit and is audited ``quota.update`` by the
     system, with the change of that resource, no request id, the workspace as target."""
     ada, wid = await workspace_admin(facade, "ada@example.com")
     await facade.workspaces.set_quota(wid, QuotaResource.BACKUPS_PER_WORKSPACE, 3)
+    clock.advance(timedelta(seconds=1))
     await facade.workspaces.set_quota(wid, QuotaResource.STORAGE_BYTES, 1024)
     entries = await by_resource(facade, ada)
     assert entries[QuotaResource.BACKUPS_PER_WORKSPACE].limit == 3
