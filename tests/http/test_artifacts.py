@@ -1,6 +1,9 @@
-"""HTTP tests of artifacts on local-disk storage, end to end with real bytes (contract
-sections 4, 6 and 10): upload-url, PUT to the presigned URL, confirm, list, download-url,
-GET, delete, locks, quotas, and refusals of tampered, expired or reused URLs."""
+"""HTTP tests of artifacts on local-disk storage and S3, end to end with real bytes
+(contract sections 4, 6 and 10): upload-url, PUT to the presigned URL, confirm, list,
+download-url, GET, delete's answers, the stores' own locks, and refusals of tampered,
+expired or reused URLs. The rules (delete precedence, lock and expiry windows, billing
+gates, the storage quota, the retention job, a worker's reach):
+``tests/usecases/test_artifact_rules.py`` and ``tests/domain/test_artifact_windows.py``."""
 
 from __future__ import annotations
 
@@ -305,23 +308,6 @@ class TestSingleUpload:
         assert ada.confirm(run_id).status_code == 200
         (listed,) = ada.artifacts()
         assert (listed["state"], listed["sha256"]) == ("available", sha(data))
-
-    def test_a_finished_run_takes_nothing_more(self, ada: Tenant) -> None:
-        """upload-url and confirm on a succeeded run: 409 ``invalid_state``."""
-        backup_id = ada.backup()
-        run_id = ada.run(backup_id)
-        ada.upload(run_id, "a", b"x")
-        assert ada.confirm(run_id).status_code == 200
-        assert_error(ada.confirm(run_id), 409, "invalid_state")
-        assert_error(ada.ask_upload(run_id, "b", b"y"), 409, "invalid_state")
-
-    def test_asking_again_gives_the_same_artifact(self, ada: Tenant) -> None:
-        """Same name, size and sha256: same artifact id; another size: ``invalid_state``."""
-        run_id = ada.run(ada.backup())
-        first = ada.ask_upload(run_id, "a", b"abc").json()
-        again = ada.ask_upload(run_id, "a", b"abc").json()
-        assert first["artifact_id"] == again["artifact_id"]
-        assert_error(ada.ask_upload(run_id, "a", b"abcd"), 409, "invalid_state")
 
     @pytest.mark.parametrize(
         "body",
@@ -908,49 +894,6 @@ class TestOverARealSocket(LocalOnly):
         finally:
             server.should_exit = True
             thread.join(10)
-
-
-class TestWorkers(LocalOnly):
-    """A worker reaches only the runs of backups assigned to it; any other is 404."""
-
-    def test_a_worker_uploads_into_its_own_runs_only(self, ada: Tenant) -> None:
-        """Read, upload-url and confirm: its backup's run works, another's is 404."""
-        tokens, runs = [], []
-        for name in ("rack-1", "rack-2"):
-            worker = ada.client.post("/v1/workers", json={"name": name}, headers=ada.headers)
-            assert worker.status_code == 201, worker.text
-            tokens.append(worker.json()["token"])
-            backup = ada.client.post(
-                f"/v1/workspaces/{ada.workspace_id}/backups",
-                json={"name": f"local-{name}", "kind": "local"},
-                headers=ada.headers,
-            ).json()["id"]
-            patched = ada.client.patch(
-                f"/v1/backups/{backup}",
-                json={
-                    "worker_id": worker.json()["id"],
-                    "retention": {"expire_after": "P1D", "lock_for": "PT0S"},
-                },
-                headers=ada.headers,
-            )
-            assert patched.status_code == 200, patched.text
-            triggered = ada.client.post(f"/v1/backups/{backup}/trigger", headers=ada.headers)
-            assert triggered.status_code == 202, triggered.text
-            runs.append(triggered.json()["id"])
-        worker = attrs.evolve(ada, token=tokens[0])
-        assert worker.client.get(f"/v1/runs/{runs[0]}", headers=worker.headers).status_code == 200
-        assert_error(
-            worker.client.get(f"/v1/runs/{runs[1]}", headers=worker.headers), 404, "not_found"
-        )
-        assert_error(worker.ask_upload(runs[1], "a", b"x"), 404, "not_found")
-        assert_error(worker.confirm(runs[1]), 404, "not_found")
-        worker.upload(runs[0], "a", b"x")
-        confirmed = worker.confirm(runs[0])
-        assert confirmed.status_code == 200, confirmed.text
-        assert confirmed.json()["state"] == "succeeded"
-        manual = ada.backup("Manual")
-        started = worker.client.post("/v1/runs", json={"backup_id": manual}, headers=worker.headers)
-        assert_error(started, 404, "not_found")
 
 
 class TestVerifyRequest(LocalOnly):

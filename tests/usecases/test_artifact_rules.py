@@ -18,19 +18,23 @@ from hypothesis import strategies as st
 from strongroom.adapters.memory.services import ManualClock
 from strongroom.adapters.storage.local import LocalDiskStorage
 from strongroom.domain.artifacts import Artifact, ArtifactState
+from strongroom.domain.backups import BackupChanges, BackupKind
 from strongroom.domain.billing import BillingState
 from strongroom.domain.errors import (
     ArtifactLockedError,
     BillingRestrictedError,
     ConflictError,
+    InvalidStateError,
     LastArtifactError,
+    NotFoundError,
     QuotaExceededError,
 )
 from strongroom.domain.pagination import PageRequest
 from strongroom.domain.principals import SYSTEM_ACTOR, Caller
 from strongroom.domain.quotas import QuotaResource
+from strongroom.domain.runs import RunState
 from strongroom.ports.driving import Strongroom
-from support.people import active_manual, audit_events, upload, workspace_admin
+from support.people import active_manual, audit_events, retention, upload, workspace_admin
 from support.world import memory_facade
 
 DAY = timedelta(days=1)
@@ -143,6 +147,55 @@ class TestDelete:
             await facade.artifacts.delete(ada, first.id)
         assert len(await listed(facade, ada)) == 2
         await facade.artifacts.download_url(ada, first.id)
+
+
+class TestUploads:
+    """What a run takes once it is finished."""
+
+    async def test_a_finished_run_takes_nothing_more(
+        self, facade: Strongroom, storage: LocalDiskStorage
+    ) -> None:
+        """Confirm and upload-url on a succeeded run: ``invalid_state``."""
+        ada, _ = await workspace_admin(facade, "ada@example.com")
+        run = await facade.runs.start(ada, await active_manual(facade, ada))
+        await upload(facade, storage, ada, run.id, "a", b"x")
+        await facade.artifacts.confirm(ada, run.id)
+        with pytest.raises(InvalidStateError):
+            await facade.artifacts.confirm(ada, run.id)
+        with pytest.raises(InvalidStateError):
+            await facade.artifacts.upload_url(ada, run.id, "b", 1, "ab" * 32)
+
+
+class TestWorkerReach:
+    """A worker reaches only the runs of the backups assigned to it."""
+
+    async def test_a_worker_uploads_into_its_own_runs_only(
+        self, facade: Strongroom, storage: LocalDiskStorage
+    ) -> None:
+        """Read, upload-url and confirm: its backup's run works (succeeded); another
+        worker's run is ``not_found``, and so is starting a manual backup's run."""
+        ada, wid = await workspace_admin(facade, "ada@example.com")
+        tokens, runs = [], []
+        for name in ("rack-1", "rack-2"):
+            issued = await facade.workers.create(ada, name)
+            tokens.append(issued.token)
+            backup = await facade.backups.create(ada, wid, f"local-{name}", BackupKind.LOCAL)
+            changes = BackupChanges(worker_id=issued.worker.id, retention=retention("P1D", "PT0S"))
+            await facade.backups.update(ada, backup.id, changes)
+            runs.append((await facade.runs.trigger(ada, backup.id)).id)
+        worker = await facade.access.authenticate(tokens[0])
+        assert (await facade.runs.get(worker, runs[0])).id == runs[0]
+        with pytest.raises(NotFoundError):
+            await facade.runs.get(worker, runs[1])
+        with pytest.raises(NotFoundError):
+            await facade.artifacts.upload_url(worker, runs[1], "a", 1, "ab" * 32)
+        with pytest.raises(NotFoundError):
+            await facade.artifacts.confirm(worker, runs[1])
+        await upload(facade, storage, worker, runs[0], "a", b"x")
+        assert (await facade.artifacts.confirm(worker, runs[0])).state is RunState.SUCCEEDED
+        manual = await active_manual(facade, ada, "Manual")
+        with pytest.raises(NotFoundError):
+            await facade.runs.start(worker, manual)
 
 
 class TestGates:
