@@ -69,6 +69,14 @@ class TestApiKeys:
         denied = [e for e in events if e.outcome is Outcome.DENIED]
         assert [e.actor for e in denied] == [minter.actor]
 
+    async def test_a_members_refused_key_is_audited_as_denied(self, facade: Strongroom) -> None:
+        """``member`` lacks ``api_keys:write``: refused naming it, one denied event."""
+        ada, wid = await workspace_admin(facade, "ada@example.com")
+        mia = await join(facade, ada, wid, "mia@example.com", "member")
+        with pytest.raises(MissingPermissionError, match="missing permission api_keys:write"):
+            await facade.api_keys.create(mia, "x", [])
+        assert await outcomes(facade, ada, "api_key.create") == [Outcome.DENIED]
+
     async def test_the_quota_refuses_the_key_beyond_it_and_counts_keys(
         self, facade: Strongroom
     ) -> None:
@@ -278,6 +286,25 @@ class TestWorkers:
             "worker.rotate": [Outcome.DENIED],
             "worker.delete": [Outcome.DENIED],
         }
+
+    async def test_a_worker_sees_no_other_workers_backup(self, facade: Strongroom) -> None:
+        """A backup assigned to another worker, or to none, is ``not_found`` to it; the
+        list holds its own only."""
+        ada, wid = await workspace_admin(facade, "ada@example.com")
+        ids = []
+        for name in ("mine", "other"):
+            issued = await facade.workers.create(ada, name)
+            backup = await facade.backups.create(ada, wid, name, BackupKind.LOCAL)
+            await facade.backups.update(ada, backup.id, BackupChanges(worker_id=issued.worker.id))
+            ids.append((issued.token, backup.id))
+        unassigned = await facade.backups.create(ada, wid, "unassigned", BackupKind.LOCAL)
+        worker = await facade.access.authenticate(ids[0][0])
+        assert (await facade.backups.get(worker, ids[0][1])).name == "mine"
+        for backup_id in (ids[1][1], unassigned.id):
+            with pytest.raises(NotFoundError):
+                await facade.backups.get(worker, backup_id)
+        page = await facade.backups.list_in(worker, wid, PageRequest())
+        assert [b.id for b in page.items] == [ids[0][1]]
 
     async def test_a_stolen_worker_credential_changes_nothing(self, facade: Strongroom) -> None:
         """Changing, pausing or deleting its own backup, deleting the workspace, reading
