@@ -10,13 +10,12 @@ use, audit without secrets): ``tests/usecases/test_machine_rules.py`` and
 from __future__ import annotations
 
 from typing import Any
-from uuid import UUID, uuid4
+from uuid import uuid4
 
 import pytest
 
 from strongroom.domain.permissions import WORKER_PERMISSIONS
 from strongroom.domain.tokens import TokenKind, token_kind
-from strongroom.domain.workspaces import Membership
 from support.checks import assert_error
 from support.world import Api, bearer, idp_access_token
 
@@ -79,18 +78,6 @@ class Admin:
         assert response.status_code == 200, response.text
         events: list[dict[str, Any]] = response.json()["data"]
         return events
-
-
-def member_in(api: Api, admin: Admin, email: str, role: str) -> str:
-    """A session of ``email`` scoped to the admin's workspace with ``role``."""
-    token = api.person(email)
-    user_id = UUID(api.client.get("/v1/me", headers=bearer(token)).json()["principal"]["id"])
-    with api.facade.deps.uow() as uow:
-        uow.memberships.add(
-            Membership(admin.workspace_id, user_id, role, api.facade.deps.clock.now())
-        )
-        uow.commit()
-    return api.switch(token, admin.workspace_id)
 
 
 @pytest.fixture

@@ -25,11 +25,6 @@ def quotas(api: Api, token: str, workspace_id: UUID) -> dict[str, Any]:
     return body
 
 
-def by_resource(body: dict[str, Any]) -> dict[str, dict[str, int]]:
-    """The quota entries keyed by resource."""
-    return {item["resource"]: item for item in body["data"]}
-
-
 class TestQuotas:
     """Every resource, its effective limit and its usage."""
 
