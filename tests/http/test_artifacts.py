@@ -1,6 +1,9 @@
-"""HTTP tests of artifacts on local-disk storage, end to end with real bytes (contract
-sections 4, 6 and 10): upload-url, PUT to the presigned URL, confirm, list, download-url,
-GET, delete, locks, quotas, and refusals of tampered, expired or reused URLs."""
+"""HTTP tests of artifacts on local-disk storage and S3, end to end with real bytes
+(contract sections 4, 6 and 10): upload-url, PUT to the presigned URL, confirm, list,
+download-url, GET, delete's answers, the stores' own locks, and refusals of tampered,
+expired or reused URLs. The rules (delete precedence, lock and expiry windows, billing
+gates, the storage quota, the retention job, a worker's reach):
+``tests/usecases/test_artifact_rules.py`` and ``tests/domain/test_artifact_windows.py``."""
 
 from __future__ import annotations
 
@@ -28,10 +31,8 @@ from strongroom.adapters import resolver
 from strongroom.adapters.http.app import app_for
 from strongroom.adapters.storage.local import LocalDiskStorage
 from strongroom.adapters.storage.s3 import S3Storage
-from strongroom.domain.billing import BillingState
 from strongroom.domain.endpoints import EndpointPolicy
 from strongroom.domain.pagination import PageRequest
-from strongroom.domain.quotas import QuotaResource
 from strongroom.ports.driven.storage import ObjectLockedError, ObjectStorage
 from strongroom.ports.driving import Strongroom
 from strongroom.ports.driving.blocking import blocking, unwrapped
@@ -308,23 +309,6 @@ class TestSingleUpload:
         (listed,) = ada.artifacts()
         assert (listed["state"], listed["sha256"]) == ("available", sha(data))
 
-    def test_a_finished_run_takes_nothing_more(self, ada: Tenant) -> None:
-        """upload-url and confirm on a succeeded run: 409 ``invalid_state``."""
-        backup_id = ada.backup()
-        run_id = ada.run(backup_id)
-        ada.upload(run_id, "a", b"x")
-        assert ada.confirm(run_id).status_code == 200
-        assert_error(ada.confirm(run_id), 409, "invalid_state")
-        assert_error(ada.ask_upload(run_id, "b", b"y"), 409, "invalid_state")
-
-    def test_asking_again_gives_the_same_artifact(self, ada: Tenant) -> None:
-        """Same name, size and sha256: same artifact id; another size: ``invalid_state``."""
-        run_id = ada.run(ada.backup())
-        first = ada.ask_upload(run_id, "a", b"abc").json()
-        again = ada.ask_upload(run_id, "a", b"abc").json()
-        assert first["artifact_id"] == again["artifact_id"]
-        assert_error(ada.ask_upload(run_id, "a", b"abcd"), 409, "invalid_state")
-
     @pytest.mark.parametrize(
         "body",
         [
@@ -590,37 +574,27 @@ class TestLocalDigest(LocalOnly):
 
 
 class TestDelete(LocalOnly):
-    """Delete precedence: deleted, locked, last; backups and workspaces with locks."""
+    """The delete route's answers: 204 with no body, and each refusal of contract 10's
+    precedence as 409 with its code (the precedence itself, what a delete changes and the
+    billing gate: ``tests/usecases/test_artifact_rules.py`` and
+    ``tests/domain/test_artifact_windows.py``)."""
 
-    def test_precedence_conflict_locked_last(self, ada: Tenant, clock: MovableClock) -> None:
-        """Locked first; once unlocked, the last one is kept; then deleted and conflict."""
+    def test_refusals_are_409_with_their_code_and_a_delete_is_204(
+        self, ada: Tenant, clock: MovableClock
+    ) -> None:
+        """``artifact_locked``, ``last_artifact``, then 204 with no body, then ``conflict``
+        for the delete and the download of a deleted artifact."""
         backup_id = ada.backup(lock_for="P1D")
         first = ada.stored(backup_id, "a", b"one")
         assert_error(ada.delete(first), 409, "artifact_locked")
         clock.offset = timedelta(days=2)
         assert_error(ada.delete(first), 409, "last_artifact")
-        second = ada.stored(backup_id, "b", b"two")
-        clock.offset = timedelta(days=4)
-        assert ada.delete(first).status_code == 204
+        ada.stored(backup_id, "b", b"two")
+        deleted = ada.delete(first)
+        assert deleted.status_code == 204
+        assert deleted.content == b""
         assert_error(ada.delete(first), 409, "conflict")
         assert_error(ada.download_url(first), 409, "conflict")
-        assert [a["id"] for a in ada.artifacts()] == [second]
-        assert [a["id"] for a in ada.artifacts(state="deleted")] == [first]
-        assert ada.usage() == 3
-        assert_error(ada.delete(second), 409, "last_artifact")
-
-    def test_a_run_counts_only_its_available_artifacts(self, ada: Tenant) -> None:
-        """Contract 10: ``artifact_count`` and ``bytes`` of a run count its ``available``
-        artifacts, so deleting one lowers them (issue 12, finding 8)."""
-        backup_id = ada.backup(lock_for="PT0S")
-        run_id = ada.run(backup_id)
-        first = ada.upload(run_id, "a", b"first!")
-        ada.upload(run_id, "b", b"second artifact")
-        confirmed = ada.confirm(run_id).json()
-        assert (confirmed["artifact_count"], confirmed["bytes"]) == (2, 21)
-        assert ada.delete(first).status_code == 204
-        run = ada.client.get(f"/v1/runs/{run_id}", headers=ada.headers).json()
-        assert (run["artifact_count"], run["bytes"]) == (1, 15)
 
     def test_storage_itself_refuses_to_delete_a_locked_object(
         self, ada: Tenant, storage: LocalDiskStorage
@@ -635,119 +609,6 @@ class TestDelete(LocalOnly):
         with pytest.raises(ObjectLockedError):
             storage.lock(artifact.object_key, datetime.now(UTC))
         assert storage.stat(artifact.object_key) is not None
-
-    def test_backup_and_workspace_delete_are_refused_while_locked(
-        self, ada: Tenant, clock: MovableClock
-    ) -> None:
-        """409 ``artifact_locked``; after the lock, both go."""
-        backup_id = ada.backup(lock_for="P1D")
-        ada.stored(backup_id, "a", b"one")
-        response = ada.client.delete(f"/v1/backups/{backup_id}", headers=ada.headers)
-        assert_error(response, 409, "artifact_locked")
-        response = ada.client.delete(f"/v1/workspaces/{ada.workspace_id}", headers=ada.headers)
-        assert_error(response, 409, "artifact_locked")
-        clock.offset = timedelta(days=2)
-        response = ada.client.delete(f"/v1/backups/{backup_id}", headers=ada.headers)
-        assert response.status_code == 204
-        assert ada.artifacts() == []
-
-    def test_blocked_refuses_delete_but_not_list_or_download(self, ada: Tenant) -> None:
-        """Billing: delete is a write, list and download-url are reads."""
-        backup_id = ada.backup(lock_for="PT0S")
-        first = ada.stored(backup_id, "a", b"one")
-        ada.stored(backup_id, "b", b"two")
-        ada.api.facade.workspaces.set_billing_state(ada.workspace_id, BillingState.BLOCKED)
-        assert_error(ada.delete(first), 409, "billing_restricted")
-        assert len(ada.artifacts()) == 2
-        assert ada.download_url(first).status_code == 200
-
-
-class TestGates:
-    """Billing and quota on uploads."""
-
-    def test_stopped_still_uploads_into_existing_runs_blocked_does_not(self, ada: Tenant) -> None:
-        """Contract 4: uploads into an existing run are refused only when blocked."""
-        run_id = ada.run(ada.backup())
-        ada.api.facade.workspaces.set_billing_state(ada.workspace_id, BillingState.STOPPED)
-        ada.upload(run_id, "a", b"x")
-        assert ada.confirm(run_id).status_code == 200
-        ada.api.facade.workspaces.set_billing_state(ada.workspace_id, BillingState.ACTIVE)
-        open_run = ada.run(ada.backup("Second"))
-        ada.api.facade.workspaces.set_billing_state(ada.workspace_id, BillingState.BLOCKED)
-        assert_error(ada.ask_upload(open_run, "a", b"x"), 409, "billing_restricted", "blocked")
-        assert_error(ada.confirm(open_run), 409, "billing_restricted")
-
-    def test_storage_quota_counts_available_and_pending_bytes(self, ada: Tenant) -> None:
-        """A limit of 10 bytes: 6 stored, 4 more fit, then ``quota_exceeded``."""
-        ada.api.facade.workspaces.set_quota(ada.workspace_id, QuotaResource.STORAGE_BYTES, 10)
-        backup_id = ada.backup()
-        ada.stored(backup_id, "a", b"sixsix")
-        run_id = ada.run(backup_id)
-        assert ada.ask_upload(run_id, "b", b"four").status_code == 201
-        assert_error(ada.ask_upload(run_id, "c", b"1"), 409, "quota_exceeded", "storage_bytes")
-
-
-class TestRetention(LocalOnly):
-    """The retention job: expired ones go, never the last nor a locked one."""
-
-    def test_expired_artifacts_go_but_never_a_backups_last(
-        self, ada: Tenant, clock: MovableClock
-    ) -> None:
-        """Two expired of one backup: the older goes (audited as system), the last stays."""
-        backup_id = ada.backup(lock_for="P1D", expire="P2D")
-        older = ada.stored(backup_id, "a", b"one")
-        clock.offset = timedelta(hours=1)
-        newer = ada.stored(backup_id, "b", b"two")
-        clock.offset = timedelta(days=3)
-        report = ada.api.facade.retention.run()
-        assert (report.removed, report.kept_last) == (1, 1)
-        assert [a["id"] for a in ada.artifacts()] == [newer]
-        assert [a["id"] for a in ada.artifacts(state="deleted")] == [older]
-        counts = []
-        for artifact in ada.artifacts() + ada.artifacts(state="deleted"):
-            run = ada.client.get(f"/v1/runs/{artifact['run_id']}", headers=ada.headers).json()
-            counts.append((run["artifact_count"], run["bytes"]))
-        # The newer run keeps its artifact; the older one counts none now (contract 10).
-        assert counts == [(1, 3), (0, 0)]
-        events = ada.client.get(
-            f"/v1/workspaces/{ada.workspace_id}/audit",
-            params={"action": "artifact.delete"},
-            headers=ada.headers,
-        ).json()["data"]
-        assert [(e["actor"], e["target"]["id"]) for e in events] == [
-            ({"type": "system", "id": None}, older)
-        ]
-        assert ada.api.facade.retention.run().removed == 0
-
-    def test_an_object_storage_keeps_locked_stays(
-        self, ada: Tenant, clock: MovableClock, storage: ObjectStorage
-    ) -> None:
-        """If storage still holds a lock, the record stays available."""
-        backup_id = ada.backup(lock_for="PT0S", expire="P1D")
-        first = ada.stored(backup_id, "a", b"one")
-        ada.stored(backup_id, "b", b"two")
-        with ada.api.facade.deps.uow() as uow:
-            artifact = uow.artifacts.get(ada.workspace_id, UUID(first))
-        assert artifact is not None
-        storage.lock(artifact.object_key, datetime.now(UTC) + timedelta(days=30))
-        clock.offset = timedelta(days=2)
-        report = ada.api.facade.retention.run()
-        assert report.kept_locked == 1
-        assert first in [a["id"] for a in ada.artifacts()]
-
-    def test_stale_multipart_uploads_are_aborted(
-        self, ada: Tenant, clock: MovableClock, storage: ObjectStorage
-    ) -> None:
-        """An upload begun more than a day ago is aborted; asking again starts a new one."""
-        data = os.urandom(64 * MIB)
-        run_id = ada.run(ada.backup())
-        plan = ada.ask_upload(run_id, "big", data).json()
-        clock.offset = timedelta(days=2)
-        assert ada.api.facade.retention.run().aborted_uploads == 1
-        again = ada.ask_upload(run_id, "big", data).json()
-        assert again["artifact_id"] == plan["artifact_id"]
-        assert again["upload_id"] != plan["upload_id"]
-        assert again["stored_parts"] == []
 
 
 class TestCustomerBucket(LocalOnly):
@@ -1033,49 +894,6 @@ class TestOverARealSocket(LocalOnly):
         finally:
             server.should_exit = True
             thread.join(10)
-
-
-class TestWorkers(LocalOnly):
-    """A worker reaches only the runs of backups assigned to it; any other is 404."""
-
-    def test_a_worker_uploads_into_its_own_runs_only(self, ada: Tenant) -> None:
-        """Read, upload-url and confirm: its backup's run works, another's is 404."""
-        tokens, runs = [], []
-        for name in ("rack-1", "rack-2"):
-            worker = ada.client.post("/v1/workers", json={"name": name}, headers=ada.headers)
-            assert worker.status_code == 201, worker.text
-            tokens.append(worker.json()["token"])
-            backup = ada.client.post(
-                f"/v1/workspaces/{ada.workspace_id}/backups",
-                json={"name": f"local-{name}", "kind": "local"},
-                headers=ada.headers,
-            ).json()["id"]
-            patched = ada.client.patch(
-                f"/v1/backups/{backup}",
-                json={
-                    "worker_id": worker.json()["id"],
-                    "retention": {"expire_after": "P1D", "lock_for": "PT0S"},
-                },
-                headers=ada.headers,
-            )
-            assert patched.status_code == 200, patched.text
-            triggered = ada.client.post(f"/v1/backups/{backup}/trigger", headers=ada.headers)
-            assert triggered.status_code == 202, triggered.text
-            runs.append(triggered.json()["id"])
-        worker = attrs.evolve(ada, token=tokens[0])
-        assert worker.client.get(f"/v1/runs/{runs[0]}", headers=worker.headers).status_code == 200
-        assert_error(
-            worker.client.get(f"/v1/runs/{runs[1]}", headers=worker.headers), 404, "not_found"
-        )
-        assert_error(worker.ask_upload(runs[1], "a", b"x"), 404, "not_found")
-        assert_error(worker.confirm(runs[1]), 404, "not_found")
-        worker.upload(runs[0], "a", b"x")
-        confirmed = worker.confirm(runs[0])
-        assert confirmed.status_code == 200, confirmed.text
-        assert confirmed.json()["state"] == "succeeded"
-        manual = ada.backup("Manual")
-        started = worker.client.post("/v1/runs", json={"backup_id": manual}, headers=worker.headers)
-        assert_error(started, 404, "not_found")
 
 
 class TestVerifyRequest(LocalOnly):

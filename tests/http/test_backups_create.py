@@ -108,58 +108,10 @@ class TestCreate:
         )
         assert response.status_code == 201, response.text
 
-    @pytest.mark.parametrize("second", ["Nightly", "NIGHTLY", "  nightly "])
-    def test_refuses_a_duplicate_name_case_insensitively(self, ada: Tenant, second: str) -> None:
-        """A name already used in the workspace, in any case, is 409 ``name_taken``."""
-        ada.backup("Nightly")
-        assert_error(ada.create({"name": second, "kind": "cloud"}), 409, "name_taken")
-        assert [b["name"] for b in ada.list().json()["data"]] == ["Nightly"]
-
-    def test_the_same_name_is_free_in_another_workspace(self, ada: Tenant, bob: Tenant) -> None:
-        """Names are unique per workspace only."""
-        ada.backup("Nightly")
-        assert bob.backup("Nightly")["workspace_id"] == str(bob.workspace_id)
-
-    def test_is_audited(self, ada: Tenant) -> None:
-        """A creation writes a ``backup.create`` event by the caller, naming the backup."""
-        record = ada.backup("Nightly")
-        events = ada.audit(action="backup.create").json()["data"]
-        assert len(events) == 1
-        event = events[0]
-        me = ada.api.client.get("/v1/me", headers=ada.headers).json()["principal"]
-        assert event["actor"] == me
-        assert event["outcome"] == "success"
-        assert event["target"] == {"type": "backup", "id": record["id"]}
-        assert event["changes"]["name"] == {"from": None, "to": "Nightly"}
-
 
 class TestQuota:
-    """``backups_per_workspace`` is checked before a backup is created."""
-
-    def test_refuses_the_backup_beyond_the_limit(self, ada: Tenant) -> None:
-        """With a limit of 2, the third creation is 409 naming the resource and the limit."""
-        ada.api.facade.workspaces.set_quota(
-            ada.workspace_id, QuotaResource.BACKUPS_PER_WORKSPACE, 2
-        )
-        ada.backup("one")
-        ada.backup("two")
-        assert_error(
-            ada.create({"name": "three", "kind": "manual"}),
-            409,
-            "quota_exceeded",
-            "backups_per_workspace",
-            "2",
-        )
-        assert len(ada.list().json()["data"]) == 2
-
-    def test_a_deleted_backup_frees_its_place_and_its_name(self, ada: Tenant) -> None:
-        """Deleting a backup lowers the usage and releases its name."""
-        ada.api.facade.workspaces.set_quota(
-            ada.workspace_id, QuotaResource.BACKUPS_PER_WORKSPACE, 1
-        )
-        first = ada.backup("Nightly")
-        assert ada.delete(first["id"]).status_code == 204
-        assert ada.backup("Nightly")["id"] != first["id"]
+    """``backups_per_workspace`` in the order of checks (the quota's rule:
+    ``tests/usecases/test_backups.py::TestCreate``)."""
 
     def test_quota_is_checked_before_the_name(self, ada: Tenant) -> None:
         """A full workspace answers ``quota_exceeded`` even for a duplicate name."""

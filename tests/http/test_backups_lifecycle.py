@@ -1,9 +1,11 @@
-"""HTTP tests of a backup's life after creation: schedules and ``next_run_at``, pause
-and resume, delete, and the billing gates on every write."""
+"""HTTP tests of a backup's life after creation: the schedule's wire form and
+``next_run_at`` as a timestamp, pause and resume bodies, delete's answer, and the billing
+gate's status on every write route. When ``next_run_at`` is planned, pause and resume
+themselves, their audit and the gate's lifting: ``tests/usecases/test_backup_lifecycle.py``
+and ``tests/usecases/test_backups.py``."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
 from uuid import uuid4
 
 import pytest
@@ -15,14 +17,14 @@ from support.backups_http import (
     RECORD_FIELDS,
     RETENTION,
     SCHEDULE,
-    FixedClock,
     Tenant,
 )
 from support.checks import assert_error
 
 
 class TestSchedule:
-    """``next_run_at`` is set only while a backup is active, scheduled and not paused."""
+    """The schedule as sent and ``next_run_at`` in the API's timestamp form (when it is
+    planned: ``tests/usecases/test_backup_lifecycle.py::TestSchedule``)."""
 
     @pytest.mark.parametrize(
         "cron",
@@ -53,65 +55,15 @@ class TestSchedule:
         schedule = {"cron": "*/30 9-17 * jan-jun/2 MON-FRI", "timezone": "UTC"}
         assert timed.patched(record["id"], {"schedule": schedule})["schedule"] == schedule
 
-    def test_a_draft_has_no_next_run(self, timed: Tenant) -> None:
-        """A schedule on a draft is stored but nothing is planned."""
-        record = timed.backup("Nightly", "cloud")
-        patched = timed.patched(record["id"], {"schedule": SCHEDULE})
-        assert patched["schedule"] == SCHEDULE
-        assert patched["state"] == "draft"
-        assert patched["next_run_at"] is None
-
     def test_activation_plans_the_next_run(self, timed: Tenant) -> None:
-        """03:00 in Paris (UTC+1 in January) after 12:00 UTC is 02:00 UTC the next day."""
+        """``next_run_at`` in the API's form, in the answer and on a later read: 03:00 in
+        Paris after 12:00 UTC is 02:00 UTC the next day."""
         record = timed.backup("Nightly", "cloud")
         timed.patched(record["id"], {"schedule": SCHEDULE})
         active = timed.patched(record["id"], CLOUD_COMPLETE)
         assert active["state"] == "active"
         assert active["next_run_at"] == "2030-01-03T02:00:00.000Z"
         assert timed.read(record["id"])["next_run_at"] == "2030-01-03T02:00:00.000Z"
-
-    def test_a_schedule_in_the_activating_patch(self, timed: Tenant) -> None:
-        """Schedule and completion in one PATCH give a next run at once."""
-        record = timed.backup("Nightly", "cloud")
-        body = {**CLOUD_COMPLETE, "schedule": {"cron": "30 * * * *", "timezone": "UTC"}}
-        assert timed.patched(record["id"], body)["next_run_at"] == "2030-01-02T12:30:00.000Z"
-
-    def test_clearing_the_schedule_clears_the_next_run(self, timed: Tenant) -> None:
-        """``schedule: null`` removes the schedule and the planned run."""
-        record = timed.backup("Nightly", "cloud")
-        timed.patched(record["id"], {**CLOUD_COMPLETE, "schedule": SCHEDULE})
-        cleared = timed.patched(record["id"], {"schedule": None})
-        assert cleared["schedule"] is None
-        assert cleared["next_run_at"] is None
-        assert cleared["state"] == "active"
-
-    def test_pause_stops_planning_and_resume_plans_again(
-        self, timed: Tenant, clock: FixedClock
-    ) -> None:
-        """Paused: no next run, state kept; resumed later: the next run after that moment."""
-        record = timed.backup("Nightly", "cloud")
-        timed.patched(record["id"], {**CLOUD_COMPLETE, "schedule": SCHEDULE})
-        clock.moment += timedelta(hours=1)
-        paused = timed.action(record["id"], "pause")
-        assert paused.status_code == 200
-        assert paused.json()["paused"] is True
-        assert paused.json()["state"] == "active"
-        assert paused.json()["next_run_at"] is None
-        assert paused.json()["updated_at"] == "2030-01-02T13:00:00.000Z"
-        clock.moment = datetime(2030, 1, 3, 5, 0, tzinfo=UTC)
-        resumed = timed.action(record["id"], "resume").json()
-        assert resumed["paused"] is False
-        assert resumed["next_run_at"] == "2030-01-04T02:00:00.000Z"
-        assert timed.read(record["id"]) == resumed
-
-    def test_a_schedule_set_while_paused_plans_nothing(self, timed: Tenant) -> None:
-        """A paused active backup keeps its schedule but no next run."""
-        record = timed.backup("Nightly", "cloud")
-        timed.patched(record["id"], CLOUD_COMPLETE)
-        timed.action(record["id"], "pause")
-        patched = timed.patched(record["id"], {"schedule": SCHEDULE})
-        assert patched["schedule"] == SCHEDULE
-        assert patched["next_run_at"] is None
 
 
 class TestPauseResume:
@@ -126,26 +78,6 @@ class TestPauseResume:
         assert response.json()["paused"] is True
         assert response.json()["state"] == "draft"
         assert ada.read(record["id"])["paused"] is True
-
-    @pytest.mark.parametrize("verb", ["pause", "resume"])
-    def test_is_idempotent(self, ada: Tenant, verb: str) -> None:
-        """Repeating the action returns the same backup and keeps its state."""
-        record = ada.backup()
-        ada.patched(record["id"], {"retention": RETENTION})
-        first = ada.action(record["id"], verb)
-        second = ada.action(record["id"], verb)
-        assert first.status_code == second.status_code == 200
-        assert first.json() == second.json()
-        assert first.json()["paused"] is (verb == "pause")
-        assert first.json()["state"] == "active"
-
-    def test_resume_of_an_active_backup_is_not_an_error(self, ada: Tenant) -> None:
-        """Resuming a backup that is not paused is 200 with it unchanged."""
-        record = ada.backup()
-        active = ada.patched(record["id"], {"retention": RETENTION})
-        response = ada.action(record["id"], "resume")
-        assert response.status_code == 200
-        assert response.json() == active
 
     @pytest.mark.parametrize("verb", ["pause", "resume"])
     @pytest.mark.parametrize(
@@ -198,17 +130,6 @@ class TestPauseResume:
         """Pausing or resuming an id that names no backup is 404."""
         assert_error(ada.action(str(uuid4()), verb), 404, "not_found")
 
-    def test_actions_are_audited(self, ada: Tenant) -> None:
-        """Pause and resume write ``backup.pause`` and ``backup.resume`` events."""
-        record = ada.backup()
-        ada.action(record["id"], "pause")
-        ada.action(record["id"], "resume")
-        for action, after in (("backup.pause", True), ("backup.resume", False)):
-            events = ada.audit(action=action).json()["data"]
-            assert len(events) == 1
-            assert events[0]["target"] == {"type": "backup", "id": record["id"]}
-            assert events[0]["changes"]["paused"] == {"from": not after, "to": after}
-
 
 class TestDelete:
     """``DELETE /v1/backups/{bid}``."""
@@ -224,31 +145,9 @@ class TestDelete:
         assert_error(ada.patch(record["id"], {"name": "x"}), 404, "not_found")
         assert ada.list().json()["data"] == []
 
-    def test_is_audited(self, ada: Tenant) -> None:
-        """A deletion writes a ``backup.delete`` event naming the backup."""
-        record = ada.backup()
-        ada.delete(record["id"])
-        events = ada.audit(action="backup.delete").json()["data"]
-        assert len(events) == 1
-        assert events[0]["target"] == {"type": "backup", "id": record["id"]}
-        assert events[0]["outcome"] == "success"
-
 
 class TestBilling:
     """Billing gates configuration writes in ``blocked`` only; reads are never refused."""
-
-    @pytest.mark.parametrize(
-        "state",
-        [BillingState.TRIAL, BillingState.ACTIVE, BillingState.WARNED, BillingState.STOPPED],
-    )
-    def test_configuration_changes_are_allowed(self, ada: Tenant, state: BillingState) -> None:
-        """Create, PATCH, pause, resume and delete succeed outside ``blocked``."""
-        ada.set_billing(state)
-        record = ada.backup()
-        assert ada.patched(record["id"], {"retention": RETENTION})["state"] == "active"
-        assert ada.action(record["id"], "pause").json()["paused"] is True
-        assert ada.action(record["id"], "resume").json()["paused"] is False
-        assert ada.delete(record["id"]).status_code == 204
 
     def test_blocked_refuses_every_write_naming_the_state(self, ada: Tenant) -> None:
         """Blocked: every write is 409 ``billing_restricted`` naming the state; nothing changes."""
@@ -272,10 +171,3 @@ class TestBilling:
         ada.set_billing(BillingState.BLOCKED)
         assert_error(ada.patch(str(uuid4()), {"name": "x"}), 404, "not_found")
         assert_error(ada.delete(str(uuid4())), 404, "not_found")
-
-    def test_writes_resume_when_unblocked(self, ada: Tenant) -> None:
-        """Leaving ``blocked`` allows writes again on the next request."""
-        ada.set_billing(BillingState.BLOCKED)
-        assert_error(ada.create({"name": "n", "kind": "manual"}), 409, "billing_restricted")
-        ada.set_billing(BillingState.ACTIVE)
-        assert ada.create({"name": "n", "kind": "manual"}).status_code == 201

@@ -158,14 +158,6 @@ class TestPatchBody:
         assert patched["name"] == "Weekly"
         assert ada.read(record["id"])["name"] == "Weekly"
 
-    def test_renaming_to_a_taken_name_conflicts(self, ada: Tenant) -> None:
-        """Another backup's name, in any case, is 409 ``name_taken``; the own name is fine."""
-        ada.backup("Nightly")
-        weekly = ada.backup("Weekly")
-        assert_error(ada.patch(weekly["id"], {"name": "NIGHTLY"}), 409, "name_taken")
-        assert ada.read(weekly["id"])["name"] == "Weekly"
-        assert ada.patched(weekly["id"], {"name": "WEEKLY"})["name"] == "WEEKLY"
-
     @pytest.mark.parametrize(
         ("source", "shown"),
         [
