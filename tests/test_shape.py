@@ -19,22 +19,16 @@ MAX_LINES = 600
 KNOWN_CYCLES: set[str] = {
     "strongroom.domain.backups",
     "strongroom.ports.driving",
-    "strongroom.adapters.sql.sqlite",
     "strongroom.adapters.http.app",
     "strongroom.client",
     "strongroom.entrypoints.executor",
     "strongroom.entrypoints.cli",
 }
 KNOWN_LONG: set[str] = {
-    "ports/driven/repositories.py",
-    "adapters/sql/repositories.py",
-    "adapters/sql/postgres.py",
-    "adapters/sql/rows.py",
     "adapters/http/shapes.py",
     "adapters/http/routes/idp.py",
     "adapters/http/openapi.py",
     "adapters/client/models.py",
-    "adapters/memory/repositories.py",
 }
 KNOWN_HTTP_IMPORTERS: set[str] = {
     "adapters/sql/rows.py",
