@@ -141,9 +141,39 @@ def workspace_from_row(row: Row, codec: Codec) -> Workspace:
     )
 
 
+_WORKSPACE_COLUMNS = (
+    "id",
+    "name",
+    "idp_org_id",
+    "customer_id",
+    "storage_namespace",
+    "created_by",
+    "billing_state",
+    "quota_overrides",
+    "created_at",
+    "updated_at",
+)
+_WORKSPACES_KEPT = 4096
+# Decoded workspaces by their columns' values (see ``counted_workspace_from_row``).
+_workspaces: dict[tuple[object, ...], Workspace] = {}
+
+
 def counted_workspace_from_row(row: Row, codec: Codec) -> CountedWorkspace:
-    """A workspace and its backup count (``backup_count``) from its columns."""
-    return CountedWorkspace(workspace_from_row(row, codec), int(row["backup_count"]))
+    """A workspace and its backup count (``backup_count``) from its columns. Each create
+    reads its workspace: it is decoded once per distinct set of column values (a frozen
+    value of every column, ``updated_at`` included), so nothing is kept but the decoding."""
+    values = [row[name] for name in _WORKSPACE_COLUMNS]
+    overrides = values[7]
+    if isinstance(overrides, dict):  # PostgreSQL parses jsonb; SQLite keeps the text
+        values[7] = tuple(sorted(overrides.items()))
+    key = (type(codec), *values)
+    workspace = _workspaces.get(key)
+    if workspace is None:
+        workspace = workspace_from_row(row, codec)
+        if len(_workspaces) >= _WORKSPACES_KEPT:
+            _workspaces.clear()
+        _workspaces[key] = workspace
+    return CountedWorkspace(workspace, int(row["backup_count"]))
 
 
 def membership_params(membership: Membership, codec: Codec) -> Params:
@@ -381,13 +411,33 @@ def backup_params(backup: Backup, codec: Codec) -> Params:
         if retention is None
         else (retention.expire_after.seconds),
         "retention_lock_for_seconds": None if retention is None else retention.lock_for.seconds,
-        "destination": codec.json(destination_to_json(backup.destination)),
+        "destination": _destination_param(backup.destination, codec),
         "sealed_destination_credentials": backup.sealed_destination_credentials,
         "next_run_at": opt_timestamp(codec, backup.next_run_at),
         "created_at": codec.timestamp(backup.created_at),
         "updated_at": codec.timestamp(backup.updated_at),
         "body": backup_body(backup),
     }
+
+
+_DESTINATIONS_KEPT = 1024
+# A destination's parameter by its value: a few of them serve most backups
+# ({"type": "service"} above all), and each create writes one.
+_destinations: dict[tuple[object, Destination], object] = {}
+
+
+def _destination_param(destination: Destination, codec: Codec) -> object:
+    key = (type(codec), destination)
+    try:
+        found = _destinations.get(key)
+    except TypeError:  # an unhashable value inside: not cached
+        return codec.json(destination_to_json(destination))
+    if found is None:
+        found = codec.json(destination_to_json(destination))
+        if len(_destinations) >= _DESTINATIONS_KEPT:
+            _destinations.clear()
+        _destinations[key] = found
+    return found
 
 
 def backup_body(backup: Backup) -> str:
