@@ -133,3 +133,10 @@ def admits(workspace: Workspace, admission: Admission, usage: int) -> bool:
     return is_allowed(workspace.billing_state, admission.operation) and (
         limit == 0 or usage < limit
     )
+
+
+def usage_bound(workspace: Workspace, admission: Admission) -> int | None:
+    """The usage below which ``workspace.admit`` keeps admitting one more (None: any):
+    what a store compares its counter with when it writes what was admitted, so that a
+    decision taken on a count read earlier holds on the count it finds."""
+    return workspace.limit(admission.resource) or None

@@ -19,17 +19,10 @@ MAX_LINES = 600
 KNOWN_CYCLES: set[str] = {
     "strongroom.domain.backups",
     "strongroom.ports.driving",
-    "strongroom.adapters.sql.sqlite",
     "strongroom.entrypoints.executor",
     "strongroom.entrypoints.cli",
 }
-KNOWN_LONG: set[str] = {
-    "ports/driven/repositories.py",
-    "adapters/sql/repositories.py",
-    "adapters/sql/postgres.py",
-    "adapters/sql/rows.py",
-    "adapters/memory/repositories.py",
-}
+KNOWN_LONG: set[str] = set()
 KNOWN_HTTP_IMPORTERS: set[str] = set()
 
 

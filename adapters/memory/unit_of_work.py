@@ -6,9 +6,14 @@ from contextlib import AbstractAsyncContextManager
 from types import TracebackType
 from typing import Self
 
+from strongroom.adapters.memory import backup_repositories as backup_repos
+from strongroom.adapters.memory import credential_repositories as credential_repos
+from strongroom.adapters.memory import record_repositories as record_repos
 from strongroom.adapters.memory import repositories as repos
 from strongroom.adapters.memory.statistics import MemoryStatisticsRepository
 from strongroom.adapters.memory.store import MemoryStore, Transaction
+from strongroom.ports.driven import backup_repositories as backup_ports
+from strongroom.ports.driven import credential_repositories as credential_ports
 from strongroom.ports.driven import repositories as ports
 from strongroom.ports.driven.statistics import StatisticsRepository
 
@@ -20,18 +25,18 @@ class MemoryUnitOfWork:
     memberships: ports.MembershipRepository
     users: ports.UserRepository
     sessions: ports.SessionRepository
-    backups: ports.BackupRepository
-    runs: ports.RunRepository
-    artifacts: ports.ArtifactRepository
-    restores: ports.RestoreRepository
-    workers: ports.WorkerRepository
-    api_keys: ports.ApiKeyRepository
+    backups: backup_ports.BackupRepository
+    runs: backup_ports.RunRepository
+    artifacts: backup_ports.ArtifactRepository
+    restores: backup_ports.RestoreRepository
+    workers: credential_ports.WorkerRepository
+    api_keys: credential_ports.ApiKeyRepository
     invitations: ports.InvitationRepository
     roles: ports.RoleRepository
     audit: ports.AuditRepository
     idempotency: ports.IdempotencyRepository
-    accounts: ports.AccountRepository
-    device_grants: ports.DeviceGrantRepository
+    accounts: credential_ports.AccountRepository
+    device_grants: credential_ports.DeviceGrantRepository
     statistics: StatisticsRepository
 
     def __init__(self, store: MemoryStore) -> None:
@@ -46,18 +51,18 @@ class MemoryUnitOfWork:
         self.memberships = repos.MemoryMembershipRepository(tx)
         self.users = repos.MemoryUserRepository(tx)
         self.sessions = repos.MemorySessionRepository(tx)
-        self.backups = repos.MemoryBackupRepository(tx)
-        self.runs = repos.MemoryRunRepository(tx)
-        self.artifacts = repos.MemoryArtifactRepository(tx)
-        self.restores = repos.MemoryRestoreRepository(tx)
-        self.workers = repos.MemoryWorkerRepository(tx)
-        self.api_keys = repos.MemoryApiKeyRepository(tx)
+        self.backups = backup_repos.MemoryBackupRepository(tx)
+        self.runs = backup_repos.MemoryRunRepository(tx)
+        self.artifacts = backup_repos.MemoryArtifactRepository(tx)
+        self.restores = backup_repos.MemoryRestoreRepository(tx)
+        self.workers = credential_repos.MemoryWorkerRepository(tx)
+        self.api_keys = credential_repos.MemoryApiKeyRepository(tx)
         self.invitations = repos.MemoryInvitationRepository(tx)
         self.roles = repos.MemoryRoleRepository(tx)
-        self.audit = repos.MemoryAuditRepository(tx)
-        self.idempotency = repos.MemoryIdempotencyRepository(tx)
-        self.accounts = repos.MemoryAccountRepository(tx)
-        self.device_grants = repos.MemoryDeviceGrantRepository(tx)
+        self.audit = record_repos.MemoryAuditRepository(tx)
+        self.idempotency = record_repos.MemoryIdempotencyRepository(tx)
+        self.accounts = credential_repos.MemoryAccountRepository(tx)
+        self.device_grants = credential_repos.MemoryDeviceGrantRepository(tx)
         self.statistics = MemoryStatisticsRepository(tx)
         return self
 

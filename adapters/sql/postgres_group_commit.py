@@ -1,7 +1,7 @@
 """Group commit on PostgreSQL: concurrent ``write_alone`` statements of one event loop,
 run in one transaction with one commit.
 
-A session's create (``backup_create_in_session``) is one statement committed on its own.
+A create (``backup_create_counted``) is one statement committed on its own.
 Under load every create paid for its own commit (a WAL flush) and each waited for the
 workspace row's lock held by the one before it until that commit, then checked the row
 again. Now the statements that arrive while a batch runs wait for the next batch: one

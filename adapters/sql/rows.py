@@ -9,13 +9,11 @@ field is read by name and converted explicitly, never ``Cls(**row)``.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, Protocol
 from uuid import UUID
 
-from strongroom.adapters.wire import CONVERTER, present
-from strongroom.domain.accounts import Account, DeviceGrant, GrantState
-from strongroom.domain.artifacts import Artifact, ArtifactState, ArtifactStorage, Verification
+from strongroom.adapters.wire import CONVERTER, present, render
 from strongroom.domain.audit import AuditEvent, Change, JsonValue, Outcome
 from strongroom.domain.backups import (
     Backup,
@@ -29,17 +27,18 @@ from strongroom.domain.backups import (
 from strongroom.domain.billing import BillingState
 from strongroom.domain.durations import Duration
 from strongroom.domain.invitations import Invitation
-from strongroom.domain.machines import ApiKey, Worker, in_catalog_order
 from strongroom.domain.names import email_key, name_key
 from strongroom.domain.pagination import Cursor
 from strongroom.domain.permissions import BUILTIN_ROLES, Permission, Role
 from strongroom.domain.principals import Actor, PrincipalType, Session
 from strongroom.domain.quotas import QuotaResource
-from strongroom.domain.restores import Restore, RestoreState, RestoreTarget
-from strongroom.domain.runs import Progress, Run, RunState, RunTrigger
 from strongroom.domain.users import User
 from strongroom.domain.workspaces import Member, Membership, MemberWorkspace, Workspace
-from strongroom.ports.driven.repositories import IdempotencyRecord, SessionGrant
+from strongroom.ports.driven.repositories import (
+    CountedWorkspace,
+    IdempotencyRecord,
+    SessionGrant,
+)
 
 Params = dict[str, object]
 
@@ -88,19 +87,19 @@ class Codec(Protocol):
         ...
 
 
-def _opt_uuid(codec: Codec, value: UUID | None) -> object:
+def opt_uuid(codec: Codec, value: UUID | None) -> object:
     return None if value is None else codec.uuid(value)
 
 
-def _opt_timestamp(codec: Codec, value: datetime | None) -> object:
+def opt_timestamp(codec: Codec, value: datetime | None) -> object:
     return None if value is None else codec.timestamp(value)
 
 
-def _read_opt_uuid(codec: Codec, value: Any) -> UUID | None:
+def read_opt_uuid(codec: Codec, value: Any) -> UUID | None:
     return None if value is None else codec.read_uuid(value)
 
 
-def _read_opt_timestamp(codec: Codec, value: Any) -> datetime | None:
+def read_opt_timestamp(codec: Codec, value: Any) -> datetime | None:
     return None if value is None else codec.read_timestamp(value)
 
 
@@ -139,6 +138,41 @@ def workspace_from_row(row: Row, codec: Codec) -> Workspace:
         updated_at=codec.read_timestamp(row["updated_at"]),
         quota_overrides={QuotaResource(key): int(limit) for key, limit in overrides.items()},
     )
+
+
+_WORKSPACE_COLUMNS = (
+    "id",
+    "name",
+    "idp_org_id",
+    "customer_id",
+    "storage_namespace",
+    "created_by",
+    "billing_state",
+    "quota_overrides",
+    "created_at",
+    "updated_at",
+)
+_WORKSPACES_KEPT = 4096
+# Decoded workspaces by their columns' values (see ``counted_workspace_from_row``).
+_workspaces: dict[tuple[object, ...], Workspace] = {}
+
+
+def counted_workspace_from_row(row: Row, codec: Codec) -> CountedWorkspace:
+    """A workspace and its backup count (``backup_count``) from its columns. Each create
+    reads its workspace: it is decoded once per distinct set of column values (a frozen
+    value of every column, ``updated_at`` included), so nothing is kept but the decoding."""
+    values = [row[name] for name in _WORKSPACE_COLUMNS]
+    overrides = values[7]
+    if isinstance(overrides, dict):  # PostgreSQL parses jsonb; SQLite keeps the text
+        values[7] = tuple(sorted(overrides.items()))
+    key = (type(codec), *values)
+    workspace = _workspaces.get(key)
+    if workspace is None:
+        workspace = workspace_from_row(row, codec)
+        if len(_workspaces) >= _WORKSPACES_KEPT:
+            _workspaces.clear()
+        _workspaces[key] = workspace
+    return CountedWorkspace(workspace, int(row["backup_count"]))
 
 
 def membership_params(membership: Membership, codec: Codec) -> Params:
@@ -208,10 +242,10 @@ def session_params(session: Session, codec: Codec) -> Params:
         "id": codec.uuid(session.id),
         "token_hash": session.token_hash,
         "user_id": codec.uuid(session.user_id),
-        "workspace_id": _opt_uuid(codec, session.workspace_id),
+        "workspace_id": opt_uuid(codec, session.workspace_id),
         "created_at": codec.timestamp(session.created_at),
         "expires_at": codec.timestamp(session.expires_at),
-        "revoked_at": _opt_timestamp(codec, session.revoked_at),
+        "revoked_at": opt_timestamp(codec, session.revoked_at),
     }
 
 
@@ -225,10 +259,10 @@ def session_grant_from_row(row: Row, codec: Codec) -> SessionGrant:
         id=codec.read_uuid(row["id"]),
         token_hash=row["token_hash"],
         user_id=user_id,
-        workspace_id=_read_opt_uuid(codec, row["workspace_id"]),
+        workspace_id=read_opt_uuid(codec, row["workspace_id"]),
         created_at=codec.read_timestamp(row["created_at"]),
         expires_at=codec.read_timestamp(row["expires_at"]),
-        revoked_at=_read_opt_timestamp(codec, row["revoked_at"]),
+        revoked_at=read_opt_timestamp(codec, row["revoked_at"]),
     )
     user = User(
         id=user_id,
@@ -274,62 +308,10 @@ def _custom_role(slug: str, name: str, permissions: Any, codec: Codec) -> Role:
     return Role(slug=slug, name=name, permissions=held, builtin=False)
 
 
-def _read_permissions(value: Any, codec: Codec) -> frozenset[Permission]:
+def read_permissions(value: Any, codec: Codec) -> frozenset[Permission]:
     # A permission dropped from the catalog since the record was saved grants nothing.
     known = Permission._value2member_map_
     return frozenset(Permission(held) for held in codec.read_text_list(value) if held in known)
-
-
-def worker_params(worker: Worker, codec: Codec) -> Params:
-    """The columns of a worker."""
-    return {
-        "id": codec.uuid(worker.id),
-        "workspace_id": codec.uuid(worker.workspace_id),
-        "name": worker.name,
-        "token_hash": worker.token_hash,
-        "created_at": codec.timestamp(worker.created_at),
-        "last_seen_at": _opt_timestamp(codec, worker.last_seen_at),
-    }
-
-
-def worker_from_row(row: Row, codec: Codec) -> Worker:
-    """A worker from its columns."""
-    return Worker(
-        id=codec.read_uuid(row["id"]),
-        workspace_id=codec.read_uuid(row["workspace_id"]),
-        name=row["name"],
-        token_hash=row["token_hash"],
-        created_at=codec.read_timestamp(row["created_at"]),
-        last_seen_at=_read_opt_timestamp(codec, row["last_seen_at"]),
-    )
-
-
-def api_key_params(key: ApiKey, codec: Codec) -> Params:
-    """The columns of an API key (permissions in catalog order)."""
-    return {
-        "id": codec.uuid(key.id),
-        "workspace_id": codec.uuid(key.workspace_id),
-        "name": key.name,
-        "permissions": codec.text_list([p.value for p in in_catalog_order(key.permissions)]),
-        "token_hash": key.token_hash,
-        "created_at": codec.timestamp(key.created_at),
-        "expires_at": _opt_timestamp(codec, key.expires_at),
-        "last_used_at": _opt_timestamp(codec, key.last_used_at),
-    }
-
-
-def api_key_from_row(row: Row, codec: Codec) -> ApiKey:
-    """An API key from its columns."""
-    return ApiKey(
-        id=codec.read_uuid(row["id"]),
-        workspace_id=codec.read_uuid(row["workspace_id"]),
-        name=row["name"],
-        permissions=_read_permissions(row["permissions"], codec),
-        token_hash=row["token_hash"],
-        created_at=codec.read_timestamp(row["created_at"]),
-        expires_at=_read_opt_timestamp(codec, row["expires_at"]),
-        last_used_at=_read_opt_timestamp(codec, row["last_used_at"]),
-    )
 
 
 def invitation_params(invitation: Invitation, codec: Codec) -> Params:
@@ -342,7 +324,7 @@ def invitation_params(invitation: Invitation, codec: Codec) -> Params:
         "role": invitation.role,
         "created_at": codec.timestamp(invitation.created_at),
         "expires_at": codec.timestamp(invitation.expires_at),
-        "accepted_at": _opt_timestamp(codec, invitation.accepted_at),
+        "accepted_at": opt_timestamp(codec, invitation.accepted_at),
     }
 
 
@@ -355,7 +337,7 @@ def invitation_from_row(row: Row, codec: Codec) -> Invitation:
         role=row["role"],
         created_at=codec.read_timestamp(row["created_at"]),
         expires_at=codec.read_timestamp(row["expires_at"]),
-        accepted_at=_read_opt_timestamp(codec, row["accepted_at"]),
+        accepted_at=read_opt_timestamp(codec, row["accepted_at"]),
     )
 
 
@@ -423,17 +405,45 @@ def backup_params(backup: Backup, codec: Codec) -> Params:
         "sealed_credentials": backup.sealed_credentials,
         "schedule_cron": None if schedule is None else schedule.cron,
         "schedule_timezone": None if schedule is None else schedule.timezone,
-        "worker_id": _opt_uuid(codec, backup.worker_id),
+        "worker_id": opt_uuid(codec, backup.worker_id),
         "retention_expire_after_seconds": None
         if retention is None
         else (retention.expire_after.seconds),
         "retention_lock_for_seconds": None if retention is None else retention.lock_for.seconds,
-        "destination": codec.json(destination_to_json(backup.destination)),
+        "destination": _destination_param(backup.destination, codec),
         "sealed_destination_credentials": backup.sealed_destination_credentials,
-        "next_run_at": _opt_timestamp(codec, backup.next_run_at),
+        "next_run_at": opt_timestamp(codec, backup.next_run_at),
         "created_at": codec.timestamp(backup.created_at),
         "updated_at": codec.timestamp(backup.updated_at),
+        "body": backup_body(backup),
     }
+
+
+_DESTINATIONS_KEPT = 1024
+# A destination's parameter by its value: a few of them serve most backups
+# ({"type": "service"} above all), and each create writes one.
+_destinations: dict[tuple[object, Destination], object] = {}
+
+
+def _destination_param(destination: Destination, codec: Codec) -> object:
+    key = (type(codec), destination)
+    try:
+        found = _destinations.get(key)
+    except TypeError:  # an unhashable value inside: not cached
+        return codec.json(destination_to_json(destination))
+    if found is None:
+        found = codec.json(destination_to_json(destination))
+        if len(_destinations) >= _DESTINATIONS_KEPT:
+            _destinations.clear()
+        _destinations[key] = found
+    return found
+
+
+def backup_body(backup: Backup) -> str:
+    """What a backup's row stores as ``body``: its API JSON, from the one presenter
+    (``GET /v1/backups/{id}`` answers it as it is). The only use of the wire presenter
+    by the stores: a move of the presenter changes this import alone."""
+    return render(backup).decode()
 
 
 def page_json(row: Row, codec: Codec) -> bytes:
@@ -466,126 +476,20 @@ def backup_from_row(row: Row, codec: Codec) -> Backup:
         created_at=codec.read_timestamp(row["created_at"]),
         updated_at=codec.read_timestamp(row["updated_at"]),
         source=None if source is None else source_from_json(codec.read_json(source)),
-        sealed_credentials=_read_opt_bytes(row["sealed_credentials"]),
+        sealed_credentials=read_opt_bytes(row["sealed_credentials"]),
         schedule=None if cron is None else Schedule(cron, row["schedule_timezone"]),
-        worker_id=_read_opt_uuid(codec, row["worker_id"]),
+        worker_id=read_opt_uuid(codec, row["worker_id"]),
         retention=None
         if expire_after is None
         else RetentionPolicy(Duration(expire_after), Duration(row["retention_lock_for_seconds"])),
         destination=destination_from_json(codec.read_json(row["destination"])),
-        sealed_destination_credentials=_read_opt_bytes(row["sealed_destination_credentials"]),
-        next_run_at=_read_opt_timestamp(codec, row["next_run_at"]),
+        sealed_destination_credentials=read_opt_bytes(row["sealed_destination_credentials"]),
+        next_run_at=read_opt_timestamp(codec, row["next_run_at"]),
     )
 
 
-def _read_opt_bytes(value: Any) -> bytes | None:
+def read_opt_bytes(value: Any) -> bytes | None:
     return None if value is None else bytes(value)
-
-
-def run_params(run: Run, codec: Codec) -> Params:
-    """The columns of a run."""
-    return {
-        "id": codec.uuid(run.id),
-        "workspace_id": codec.uuid(run.workspace_id),
-        "backup_id": codec.uuid(run.backup_id),
-        "state": run.state.value,
-        "trigger": run.trigger.value,
-        "worker_id": _opt_uuid(codec, run.worker_id),
-        "created_at": codec.timestamp(run.created_at),
-        "started_at": _opt_timestamp(codec, run.started_at),
-        "finished_at": _opt_timestamp(codec, run.finished_at),
-        "artifact_count": run.artifact_count,
-        "bytes": run.bytes,
-        "error": run.error,
-        "attempt": run.attempt,
-        "lease_expires_at": _opt_timestamp(codec, run.lease_expires_at),
-        "cancel_requested": run.cancel_requested,
-        "progress": None if run.progress is None else codec.json(progress_to_json(run.progress)),
-    }
-
-
-def progress_to_json(progress: Progress) -> dict[str, JsonValue]:
-    """A run's progress as a JSON object; ``updated_at`` to the microsecond, in UTC."""
-    updated_at = progress.updated_at
-    return {
-        "bytes_done": progress.bytes_done,
-        "bytes_total": progress.bytes_total,
-        "message": progress.message,
-        "updated_at": None if updated_at is None else updated_at.astimezone(UTC).isoformat(),
-    }
-
-
-def progress_from_json(value: Mapping[str, Any]) -> Progress:
-    """A run's progress from its JSON object."""
-    updated_at = value["updated_at"]
-    return Progress(
-        bytes_done=value["bytes_done"],
-        bytes_total=value["bytes_total"],
-        message=value["message"],
-        updated_at=None if updated_at is None else datetime.fromisoformat(updated_at),
-    )
-
-
-def run_from_row(row: Row, codec: Codec) -> Run:
-    """A run from its columns."""
-    progress = row["progress"]
-    return Run(
-        id=codec.read_uuid(row["id"]),
-        workspace_id=codec.read_uuid(row["workspace_id"]),
-        backup_id=codec.read_uuid(row["backup_id"]),
-        state=RunState(row["state"]),
-        trigger=RunTrigger(row["trigger"]),
-        created_at=codec.read_timestamp(row["created_at"]),
-        worker_id=_read_opt_uuid(codec, row["worker_id"]),
-        started_at=_read_opt_timestamp(codec, row["started_at"]),
-        finished_at=_read_opt_timestamp(codec, row["finished_at"]),
-        artifact_count=row["artifact_count"],
-        bytes=row["bytes"],
-        error=row["error"],
-        attempt=row["attempt"],
-        lease_expires_at=_read_opt_timestamp(codec, row["lease_expires_at"]),
-        cancel_requested=bool(row["cancel_requested"]),
-        progress=None if progress is None else progress_from_json(codec.read_json(progress)),
-    )
-
-
-def restore_params(restore: Restore, codec: Codec) -> Params:
-    """The columns of a restore: the target as JSON, the credentials as sealed bytes."""
-    return {
-        "id": codec.uuid(restore.id),
-        "workspace_id": codec.uuid(restore.workspace_id),
-        "artifact_id": codec.uuid(restore.artifact_id),
-        "target": codec.json(source_to_json(restore.target)),
-        "state": restore.state.value,
-        "sealed_credentials": restore.sealed_credentials,
-        "error": restore.error,
-        "created_at": codec.timestamp(restore.created_at),
-        "started_at": _opt_timestamp(codec, restore.started_at),
-        "finished_at": _opt_timestamp(codec, restore.finished_at),
-        "attempt": restore.attempt,
-        "lease_expires_at": _opt_timestamp(codec, restore.lease_expires_at),
-    }
-
-
-def restore_from_row(row: Row, codec: Codec) -> Restore:
-    """A restore from its columns."""
-    target = source_from_json(codec.read_json(row["target"]))
-    if not isinstance(target, RestoreTarget):
-        raise ValueError(f"restore {row['id']} has a target of unknown type")
-    return Restore(
-        id=codec.read_uuid(row["id"]),
-        workspace_id=codec.read_uuid(row["workspace_id"]),
-        artifact_id=codec.read_uuid(row["artifact_id"]),
-        target=target,
-        state=RestoreState(row["state"]),
-        created_at=codec.read_timestamp(row["created_at"]),
-        started_at=_read_opt_timestamp(codec, row["started_at"]),
-        finished_at=_read_opt_timestamp(codec, row["finished_at"]),
-        error=row["error"],
-        sealed_credentials=_read_opt_bytes(row["sealed_credentials"]),
-        attempt=row["attempt"],
-        lease_expires_at=_read_opt_timestamp(codec, row["lease_expires_at"]),
-    )
 
 
 # The audit trail.
@@ -606,7 +510,7 @@ def audit_params(event: AuditEvent, codec: Codec) -> Params:
         "workspace_id": codec.uuid(event.workspace_id),
         "occurred_at": codec.timestamp(event.occurred_at),
         "actor_type": event.actor.type.value,
-        "actor_id": _opt_uuid(codec, event.actor.id),
+        "actor_id": opt_uuid(codec, event.actor.id),
         "action": event.action,
         "target_type": event.target_type,
         "target_id": event.target_id,
@@ -623,7 +527,7 @@ def audit_from_row(row: Row, codec: Codec) -> AuditEvent:
         id=codec.read_uuid(row["id"]),
         workspace_id=codec.read_uuid(row["workspace_id"]),
         occurred_at=codec.read_timestamp(row["occurred_at"]),
-        actor=Actor(PrincipalType(row["actor_type"]), _read_opt_uuid(codec, row["actor_id"])),
+        actor=Actor(PrincipalType(row["actor_type"]), read_opt_uuid(codec, row["actor_id"])),
         action=row["action"],
         target_type=row["target_type"],
         target_id=row["target_id"],
@@ -664,108 +568,3 @@ def idempotency_from_row(row: Row, codec: Codec) -> IdempotencyRecord:
 
 
 # The built-in identity provider.
-
-
-def account_params(account: Account, codec: Codec) -> Params:
-    """The columns of a local account."""
-    return {
-        "id": codec.uuid(account.id),
-        "email": account.email,
-        "email_key": email_key(account.email),
-        "name": account.name,
-        "password_hash": account.password_hash,
-        "created_at": codec.timestamp(account.created_at),
-    }
-
-
-def account_from_row(row: Row, codec: Codec) -> Account:
-    """A local account from its columns."""
-    return Account(
-        id=codec.read_uuid(row["id"]),
-        email=row["email"],
-        name=row["name"],
-        password_hash=row["password_hash"],
-        created_at=codec.read_timestamp(row["created_at"]),
-    )
-
-
-def device_grant_params(grant: DeviceGrant, codec: Codec) -> Params:
-    """The columns of a device-code grant."""
-    return {
-        "id": codec.uuid(grant.id),
-        "device_code_hash": grant.device_code_hash,
-        "user_code": grant.user_code,
-        "client_id": grant.client_id,
-        "created_at": codec.timestamp(grant.created_at),
-        "expires_at": codec.timestamp(grant.expires_at),
-        "poll_interval": grant.interval,
-        "state": grant.state.value,
-        "account_id": _opt_uuid(codec, grant.account_id),
-        "failed_approvals": grant.failed_approvals,
-        "last_polled_at": _opt_timestamp(codec, grant.last_polled_at),
-        "access_token_hash": grant.access_token_hash,
-        "access_expires_at": _opt_timestamp(codec, grant.access_expires_at),
-    }
-
-
-def device_grant_from_row(row: Row, codec: Codec) -> DeviceGrant:
-    """A device-code grant from its columns."""
-    return DeviceGrant(
-        id=codec.read_uuid(row["id"]),
-        device_code_hash=row["device_code_hash"],
-        user_code=row["user_code"],
-        client_id=row["client_id"],
-        created_at=codec.read_timestamp(row["created_at"]),
-        expires_at=codec.read_timestamp(row["expires_at"]),
-        interval=row["poll_interval"],
-        state=GrantState(row["state"]),
-        account_id=_read_opt_uuid(codec, row["account_id"]),
-        failed_approvals=row["failed_approvals"],
-        last_polled_at=_read_opt_timestamp(codec, row["last_polled_at"]),
-        access_token_hash=row["access_token_hash"],
-        access_expires_at=_read_opt_timestamp(codec, row["access_expires_at"]),
-    )
-
-
-def artifact_params(artifact: Artifact, codec: Codec) -> Params:
-    """The columns of an artifact."""
-    return {
-        "id": codec.uuid(artifact.id),
-        "workspace_id": codec.uuid(artifact.workspace_id),
-        "backup_id": codec.uuid(artifact.backup_id),
-        "run_id": codec.uuid(artifact.run_id),
-        "name": artifact.name,
-        "size": artifact.size,
-        "sha256": artifact.sha256,
-        "state": artifact.state.value,
-        "storage": artifact.storage.value,
-        "object_key": artifact.object_key,
-        "upload_id": artifact.upload_id,
-        "created_at": codec.timestamp(artifact.created_at),
-        "expires_at": _opt_timestamp(codec, artifact.expires_at),
-        "locked_until": _opt_timestamp(codec, artifact.locked_until),
-        "verification": None if artifact.verification is None else artifact.verification.value,
-        "verified_at": _opt_timestamp(codec, artifact.verified_at),
-    }
-
-
-def artifact_from_row(row: Row, codec: Codec) -> Artifact:
-    """An artifact from its columns."""
-    return Artifact(
-        id=codec.read_uuid(row["id"]),
-        workspace_id=codec.read_uuid(row["workspace_id"]),
-        backup_id=codec.read_uuid(row["backup_id"]),
-        run_id=codec.read_uuid(row["run_id"]),
-        name=row["name"],
-        size=row["size"],
-        sha256=row["sha256"],
-        state=ArtifactState(row["state"]),
-        storage=ArtifactStorage(row["storage"]),
-        object_key=row["object_key"],
-        created_at=codec.read_timestamp(row["created_at"]),
-        upload_id=row["upload_id"],
-        expires_at=_read_opt_timestamp(codec, row["expires_at"]),
-        locked_until=_read_opt_timestamp(codec, row["locked_until"]),
-        verification=None if row["verification"] is None else Verification(row["verification"]),
-        verified_at=_read_opt_timestamp(codec, row["verified_at"]),
-    )

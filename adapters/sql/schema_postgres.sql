@@ -107,48 +107,6 @@ CREATE TABLE roles (
     PRIMARY KEY (workspace_id, slug)
 );
 
--- A backup's API JSON, byte for byte the presenter's: the expression of backups.body (0013;
--- why it may be IMMUTABLE, and how to change it, there and in docs/decisions.md).
--- PL/pgSQL, not SQL: an SQL function this long is not inlined (its body is less immutable
--- than declared), and PostgreSQL 15 parses and plans a non-inlined SQL function's body
--- again in every statement that calls it (every create and update of a backup: its
--- database CPU per create doubled). PL/pgSQL keeps the planned expression per session.
-CREATE FUNCTION backup_json(
-    id uuid, workspace_id uuid, name text, kind text, state text, paused boolean,
-    source jsonb, has_credentials boolean, schedule_cron text, schedule_timezone text,
-    worker_id uuid, expire_after bigint, lock_for bigint, destination jsonb,
-    next_run_at timestamptz, created_at timestamptz, updated_at timestamptz
-) RETURNS text LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $$
-BEGIN
-RETURN concat('{"id":"', id, '","workspace_id":"', workspace_id, '","name":', to_json(name),
-',"kind":"', kind, '","state":"', state, '","paused":',
-CASE WHEN paused THEN 'true' ELSE 'false' END,
-',"source":', CASE
-    WHEN source IS NULL THEN 'null'
-    WHEN source->>'type' = 's3' THEN '{"endpoint":' || (source->'endpoint')::text || ',"bucket":' || (source->'bucket')::text
-        || ',"prefix":' || coalesce((source->'prefix')::text, 'null') || ',"type":"s3"}'
-    WHEN source->>'type' = 'postgres' THEN '{"host":' || (source->'host')::text
-        || ',"port":' || (source->'port')::text || ',"database":' || (source->'database')::text
-        || ',"type":"postgres"}'
-    ELSE '{"type":' || (source->'type')::text || '}'
-END,
-',"has_credentials":', CASE WHEN has_credentials THEN 'true' ELSE 'false' END,
-',"schedule":', coalesce('{"cron":' || to_json(schedule_cron) || ',"timezone":'
-    || to_json(schedule_timezone) || '}', 'null'),
-',"worker_id":', coalesce('"' || worker_id || '"', 'null'),
-',"retention":', CASE WHEN expire_after IS NULL THEN 'null'
-    ELSE concat('{"expire_after":"', CASE expire_after WHEN 0 THEN 'PT0S' ELSE concat('P', nullif(expire_after / 86400, 0) || 'D', CASE WHEN expire_after % 86400 > 0 THEN concat('T', nullif(expire_after % 86400 / 3600, 0) || 'H', nullif(expire_after % 3600 / 60, 0) || 'M', nullif(expire_after % 60, 0) || 'S') END) END,
-        '","lock_for":"', CASE lock_for WHEN 0 THEN 'PT0S' ELSE concat('P', nullif(lock_for / 86400, 0) || 'D', CASE WHEN lock_for % 86400 > 0 THEN concat('T', nullif(lock_for % 86400 / 3600, 0) || 'H', nullif(lock_for % 3600 / 60, 0) || 'M', nullif(lock_for % 60, 0) || 'S') END) END, '"}') END,
-',"destination":', CASE WHEN destination->>'type' = 'customer_s3'
-    THEN '{"endpoint":' || (destination->'endpoint')::text || ',"bucket":' || (destination->'bucket')::text
-        || ',"prefix":' || coalesce((destination->'prefix')::text, 'null') || ',"type":"customer_s3"}'
-    ELSE '{"type":' || (destination->'type')::text || '}' END,
-',"next_run_at":', coalesce('"' || to_char(next_run_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') || '"', 'null'),
-',"created_at":"', to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
-'","updated_at":"', to_char(updated_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), '"}');
-END
-$$;
-
 CREATE TABLE backups (
     id uuid PRIMARY KEY,
     workspace_id uuid NOT NULL REFERENCES workspaces (id) ON DELETE CASCADE,
@@ -169,11 +127,8 @@ CREATE TABLE backups (
     next_run_at timestamptz,
     created_at timestamptz NOT NULL,
     updated_at timestamptz NOT NULL,
-    -- The API's JSON of the row, rendered when it is written (0013).
-    body text NOT NULL GENERATED ALWAYS AS (backup_json(
-        id, workspace_id, name, kind, state, paused, source, sealed_credentials IS NOT NULL,
-        schedule_cron, schedule_timezone, worker_id, retention_expire_after_seconds,
-        retention_lock_for_seconds, destination, next_run_at, created_at, updated_at)) STORED,
+    -- The API's JSON of the row, from the wire presenter, written with it (0013, 0015).
+    body text NOT NULL,
     CONSTRAINT backups_name_unique UNIQUE (workspace_id, name_key),
     CONSTRAINT backups_workspace_id_unique UNIQUE (workspace_id, id),
     CONSTRAINT backups_schedule_check

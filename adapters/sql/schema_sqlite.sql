@@ -130,7 +130,7 @@ CREATE TABLE backups (
     next_run_at TEXT,
     created_at TEXT NOT NULL,
     updated_at TEXT NOT NULL,
-    -- The API's JSON of the backup, written by the triggers backups_body_* (0014).
+    -- The API's JSON of the backup, from the wire presenter, written with it (0014, 0015).
     body TEXT,
     CONSTRAINT backups_name_unique UNIQUE (workspace_id, name_key),
     CONSTRAINT backups_schedule_check
@@ -294,73 +294,6 @@ END;
 CREATE TRIGGER backups_counted_delete AFTER DELETE ON backups
 BEGIN
     UPDATE workspaces SET backup_count = backup_count - 1 WHERE id = OLD.workspace_id;
-END;
-
--- A backup's body (0014): its API JSON, rendered when the row is written.
-CREATE VIEW backup_bodies AS
-SELECT b.rowid AS backup_rowid, printf(
-    '{"id":"%s","workspace_id":"%s","name":%s,"kind":"%s","state":"%s","paused":%s,'
-    || '"source":%s,"has_credentials":%s,"schedule":%s,"worker_id":%s,"retention":%s,'
-    || '"destination":%s,"next_run_at":%s,"created_at":"%.23sZ","updated_at":"%.23sZ"}',
-    b.id, b.workspace_id, json_quote(b.name), b.kind, b.state,
-    CASE WHEN b.paused THEN 'true' ELSE 'false' END,
-    CASE
-        WHEN b.source IS NULL THEN 'null'
-        WHEN b.source ->> '$.type' = 's3' THEN printf('{"endpoint":%s,"bucket":%s,"prefix":%s,"type":"s3"}',
-        json_quote(b.source ->> '$.endpoint'), json_quote(b.source ->> '$.bucket'),
-        json_quote(b.source ->> '$.prefix'))
-        WHEN b.source ->> '$.type' = 'postgres' THEN printf(
-            '{"host":%s,"port":%s,"database":%s,"type":"postgres"}',
-            json_quote(b.source ->> '$.host'), b.source ->> '$.port',
-            json_quote(b.source ->> '$.database'))
-        ELSE printf('{"type":%s}', json_quote(b.source ->> '$.type'))
-    END,
-    CASE WHEN b.sealed_credentials IS NULL THEN 'false' ELSE 'true' END,
-    CASE WHEN b.schedule_cron IS NULL THEN 'null'
-        ELSE printf('{"cron":%s,"timezone":%s}',
-            json_quote(b.schedule_cron), json_quote(b.schedule_timezone)) END,
-    json_quote(b.worker_id),
-    CASE WHEN b.retention_expire_after_seconds IS NULL THEN 'null'
-        ELSE printf('{"expire_after":"%s","lock_for":"%s"}',
-            CASE WHEN b.retention_expire_after_seconds = 0 THEN 'PT0S' ELSE 'P'
-            || CASE WHEN b.retention_expire_after_seconds >= 86400 THEN (b.retention_expire_after_seconds / 86400) || 'D' ELSE '' END
-            || CASE WHEN b.retention_expire_after_seconds % 86400 = 0 THEN '' ELSE 'T'
-                || CASE WHEN b.retention_expire_after_seconds % 86400 >= 3600 THEN (b.retention_expire_after_seconds % 86400 / 3600) || 'H' ELSE '' END
-                || CASE WHEN b.retention_expire_after_seconds % 3600 >= 60 THEN (b.retention_expire_after_seconds % 3600 / 60) || 'M' ELSE '' END
-                || CASE WHEN b.retention_expire_after_seconds % 60 > 0 THEN (b.retention_expire_after_seconds % 60) || 'S' ELSE '' END END END,
-            CASE WHEN b.retention_lock_for_seconds = 0 THEN 'PT0S' ELSE 'P'
-            || CASE WHEN b.retention_lock_for_seconds >= 86400 THEN (b.retention_lock_for_seconds / 86400) || 'D' ELSE '' END
-            || CASE WHEN b.retention_lock_for_seconds % 86400 = 0 THEN '' ELSE 'T'
-                || CASE WHEN b.retention_lock_for_seconds % 86400 >= 3600 THEN (b.retention_lock_for_seconds % 86400 / 3600) || 'H' ELSE '' END
-                || CASE WHEN b.retention_lock_for_seconds % 3600 >= 60 THEN (b.retention_lock_for_seconds % 3600 / 60) || 'M' ELSE '' END
-                || CASE WHEN b.retention_lock_for_seconds % 60 > 0 THEN (b.retention_lock_for_seconds % 60) || 'S' ELSE '' END END END) END,
-    CASE
-        -- The common one, as the codec writes it: no JSON parse (a third of a page's time).
-        WHEN b.destination = '{"type":"service"}' THEN b.destination
-        WHEN b.destination ->> '$.type' = 'customer_s3' THEN printf('{"endpoint":%s,"bucket":%s,"prefix":%s,"type":"customer_s3"}',
-        json_quote(b.destination ->> '$.endpoint'), json_quote(b.destination ->> '$.bucket'),
-        json_quote(b.destination ->> '$.prefix'))
-        ELSE printf('{"type":%s}', json_quote(b.destination ->> '$.type'))
-    END,
-    CASE WHEN b.next_run_at IS NULL THEN 'null' ELSE printf('"%.23sZ"', b.next_run_at) END,
-    b.created_at, b.updated_at
-) AS body
-FROM backups AS b;
-
-CREATE TRIGGER backups_body_insert AFTER INSERT ON backups
-BEGIN
-    UPDATE backups SET body = (SELECT body FROM backup_bodies WHERE backup_rowid = NEW.rowid)
-    WHERE rowid = NEW.rowid;
-END;
-
-CREATE TRIGGER backups_body_update
-AFTER UPDATE OF id, workspace_id, name, name_key, kind, state, paused, source,
-    sealed_credentials, schedule_cron, schedule_timezone, worker_id,
-    retention_expire_after_seconds, retention_lock_for_seconds, destination,
-    sealed_destination_credentials, next_run_at, created_at, updated_at ON backups
-BEGIN
-    UPDATE backups SET body = (SELECT body FROM backup_bodies WHERE backup_rowid = NEW.rowid)
-    WHERE rowid = NEW.rowid;
 END;
 
 -- Restores (0010; attempts and leases 0011).

@@ -53,9 +53,9 @@ from strongroom.adapters.sql.migrate import (
     migrations_for,
     run_migrations,
 )
-from strongroom.adapters.sql.repositories import Fetch, Step
 from strongroom.adapters.sql.rows import Codec, Params, Row
 from strongroom.adapters.sql.sqlite_group_commit import GroupCommit
+from strongroom.adapters.sql.statements import Fetch, Step
 from strongroom.adapters.sql.unit_of_work import OneUnitPerTask, SqlUnitOfWork
 from strongroom.domain.errors import UpstreamUnavailableError
 from strongroom.ports.driven.statistics import PoolUse
@@ -412,6 +412,11 @@ class SqliteTransaction:
             if begin and not self._writing:
                 self._drop_writer()
             raise
+
+    @property
+    def in_transaction(self) -> bool:
+        """Whether the unit has written or locked: a transaction of its own is open."""
+        return self._writing or self._holds_writer
 
     async def fetch_one(
         self, query: Q, params: Params, *, filters: Sequence[Q] = (), writes: bool = False

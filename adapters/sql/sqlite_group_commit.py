@@ -1,6 +1,6 @@
 """Group commit: SQLite's transactions of one script (``write_alone``), committed together.
 
-SQLite has one writer, and a session's create (``backup_create_in_session``) is a
+SQLite has one writer, and a create (``backup_create_counted``) is a
 transaction of its own that ends in an fsync. Committed one at a time, each create paid
 for the writer's handover, two hops between the event loop and a thread and its own fsync
 while every other create waited. Now the scripts that arrive while a batch runs wait for
@@ -27,15 +27,44 @@ import sqlite3
 import threading
 from collections import deque
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol, TypeVar
 
+from strongroom.adapters.concurrency import AnyLoopLock
 from strongroom.adapters.sql.errors import DATABASE_UNAVAILABLE
 from strongroom.adapters.sql.rows import Params, Row
 from strongroom.domain.errors import UpstreamUnavailableError
 
-if TYPE_CHECKING:
-    from strongroom.adapters.sql.sqlite import SqliteDatabase
+T = TypeVar("T")
+
+
+class Writer(Protocol):
+    """What a group commit takes from its ``SqliteDatabase``: the one writer's lock, how
+    long to wait for it, its connections and its threads."""
+
+    @property
+    def busy_timeout(self) -> float:
+        """How long a writer waits for the lock, in seconds."""
+        ...
+
+    @property
+    def writer(self) -> AnyLoopLock:
+        """The database's one writer."""
+        ...
+
+    def submit(self, work: Callable[[], T]) -> Future[T]:
+        """Run ``work`` on one of the database's threads."""
+        ...
+
+    def acquire(self) -> sqlite3.Connection:
+        """A connection of the database (on its thread)."""
+        ...
+
+    def release(self, connection: sqlite3.Connection, *, reusable: bool) -> None:
+        """Give a connection back (closed unless ``reusable``)."""
+        ...
+
 
 # How many scripts one batch takes at most (each waits for the batch's one commit).
 MAX_BATCH = 64
@@ -74,7 +103,7 @@ class GroupCommit:
 
     def __init__(
         self,
-        database: SqliteDatabase,
+        database: Writer,
         translate: Callable[[sqlite3.Error, Params], Exception],
     ) -> None:
         self._database = database

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from strongroom.adapters.sql.catalog import Q
-from strongroom.adapters.sql.repositories import Statements
+from strongroom.adapters.sql.statements import Statements
 from strongroom.ports.driven.statistics import PoolUse
 
 

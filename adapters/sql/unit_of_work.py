@@ -7,26 +7,34 @@ from contextvars import ContextVar
 from types import TracebackType
 from typing import TYPE_CHECKING, Protocol, Self
 
-from strongroom.adapters.sql.repositories import (
+from strongroom.adapters.sql.backup_repositories import (
+    SqlArtifactRepository,
+    SqlBackupRepository,
+    SqlRestoreRepository,
+    SqlRunRepository,
+)
+from strongroom.adapters.sql.credential_repositories import (
     SqlAccountRepository,
     SqlApiKeyRepository,
-    SqlArtifactRepository,
-    SqlAuditRepository,
-    SqlBackupRepository,
     SqlDeviceGrantRepository,
+    SqlWorkerRepository,
+)
+from strongroom.adapters.sql.record_repositories import (
+    SqlAuditRepository,
     SqlIdempotencyRepository,
+)
+from strongroom.adapters.sql.repositories import (
     SqlInvitationRepository,
     SqlMembershipRepository,
-    SqlRestoreRepository,
     SqlRoleRepository,
-    SqlRunRepository,
     SqlSessionRepository,
     SqlUserRepository,
-    SqlWorkerRepository,
     SqlWorkspaceRepository,
-    Statements,
 )
+from strongroom.adapters.sql.statements import Statements
 from strongroom.adapters.sql.statistics import SqlStatisticsRepository
+from strongroom.ports.driven import backup_repositories as backup_ports
+from strongroom.ports.driven import credential_repositories as credential_ports
 from strongroom.ports.driven import repositories as ports
 from strongroom.ports.driven.statistics import PoolUse, StatisticsRepository
 
@@ -90,18 +98,18 @@ class SqlUnitOfWork:
     memberships: ports.MembershipRepository
     users: ports.UserRepository
     sessions: ports.SessionRepository
-    backups: ports.BackupRepository
-    runs: ports.RunRepository
-    artifacts: ports.ArtifactRepository
-    restores: ports.RestoreRepository
-    workers: ports.WorkerRepository
-    api_keys: ports.ApiKeyRepository
+    backups: backup_ports.BackupRepository
+    runs: backup_ports.RunRepository
+    artifacts: backup_ports.ArtifactRepository
+    restores: backup_ports.RestoreRepository
+    workers: credential_ports.WorkerRepository
+    api_keys: credential_ports.ApiKeyRepository
     invitations: ports.InvitationRepository
     roles: ports.RoleRepository
     audit: ports.AuditRepository
     idempotency: ports.IdempotencyRepository
-    accounts: ports.AccountRepository
-    device_grants: ports.DeviceGrantRepository
+    accounts: credential_ports.AccountRepository
+    device_grants: credential_ports.DeviceGrantRepository
     statistics: StatisticsRepository
 
     def __init__(self, begin: Callable[[], Transaction], guard: OneUnitPerTask) -> None:

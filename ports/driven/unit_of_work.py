@@ -6,22 +6,26 @@ from collections.abc import Callable
 from types import TracebackType
 from typing import Protocol, Self
 
-from strongroom.ports.driven.repositories import (
+from strongroom.ports.driven.backup_repositories import (
+    ArtifactRepository,
+    BackupRepository,
+    RestoreRepository,
+    RunRepository,
+)
+from strongroom.ports.driven.credential_repositories import (
     AccountRepository,
     ApiKeyRepository,
-    ArtifactRepository,
-    AuditRepository,
-    BackupRepository,
     DeviceGrantRepository,
+    WorkerRepository,
+)
+from strongroom.ports.driven.repositories import (
+    AuditRepository,
     IdempotencyRepository,
     InvitationRepository,
     MembershipRepository,
-    RestoreRepository,
     RoleRepository,
-    RunRepository,
     SessionRepository,
     UserRepository,
-    WorkerRepository,
     WorkspaceRepository,
 )
 from strongroom.ports.driven.statistics import StatisticsRepository

@@ -240,13 +240,28 @@ class Access:
         order, are those of ``authenticate`` and ``authorize``: nothing of the data is
         returned unless both pass.
         """
+        _, data = await self.authorize_joined_grant(
+            bearer, requirement, read, workspace_id=workspace_id
+        )
+        return data
+
+    async def authorize_joined_grant(
+        self,
+        bearer: Bearer,
+        requirement: Requirement,
+        read: JoinedRead[T],
+        *,
+        workspace_id: UUID | None = None,
+    ) -> tuple[Grant, T | None]:
+        """``authorize_joined``, with the ``Grant`` its checks gave (a write needs its
+        caller: the actor of its audit event)."""
         token_hash = hash_token(bearer.token)
         async with self._deps.uow() as uow:
             found = await read(uow, token_hash)
-        grant, data = found if found is not None else (None, None)
-        caller = self.session_caller(grant, token_hash, bearer.request_id)
-        await self.authorize(caller, requirement, workspace_id=workspace_id)
-        return data
+        session, data = found if found is not None else (None, None)
+        caller = self.session_caller(session, token_hash, bearer.request_id)
+        grant = await self.authorize(caller, requirement, workspace_id=workspace_id)
+        return grant, data
 
     async def enter_workspace(self, caller: Caller, workspace_id: UUID) -> UUID:
         """Check that ``workspace_id`` (from a path) is the caller's scope.

@@ -11,15 +11,14 @@ import attrs
 from strongroom.domain.audit import JsonValue, creation, diff
 from strongroom.domain.backups import UNSET, Backup, BackupChanges, BackupKind
 from strongroom.domain.billing import GatedOperation
-from strongroom.domain.errors import ArtifactLockedError, StrongroomError
+from strongroom.domain.errors import ArtifactLockedError, NotFoundError, UpstreamUnavailableError
 from strongroom.domain.names import clean_name
 from strongroom.domain.pagination import Page, PageRequest
 from strongroom.domain.permissions import Permission
 from strongroom.domain.principals import Caller
 from strongroom.domain.quotas import QuotaResource
-from strongroom.domain.tokens import hash_token
-from strongroom.domain.workspaces import Admission
-from strongroom.ports.driven.repositories import Rendered
+from strongroom.domain.workspaces import Admission, usage_bound
+from strongroom.ports.driven.repositories import CountedWorkspace, Rendered
 from strongroom.ports.driven.unit_of_work import UnitOfWork
 from strongroom.ports.driving import lookups
 from strongroom.ports.driving.access import (
@@ -30,11 +29,11 @@ from strongroom.ports.driving.access import (
     Requirement,
     is_session,
 )
-from strongroom.ports.driving.changes import WorkspaceChange, changing
+from strongroom.ports.driving.changes import changing
 from strongroom.ports.driving.dependencies import Dependencies
 from strongroom.ports.driving.idempotency import IdempotencyKey, ResultForm, run_idempotent
 from strongroom.ports.driving.preconditions import Precondition, check_precondition
-from strongroom.ports.driving.recording import caller_event, session_event
+from strongroom.ports.driving.recording import caller_event
 
 logger = logging.getLogger(__name__)
 
@@ -45,7 +44,10 @@ PAUSE_BACKUP = Requirement((Permission.BACKUPS_WRITE,), "backup.pause")
 RESUME_BACKUP = Requirement((Permission.BACKUPS_WRITE,), "backup.resume")
 DELETE_BACKUP = Requirement((Permission.BACKUPS_WRITE,), "backup.delete")
 ADMIT_BACKUP = Admission(GatedOperation.CONFIG_WRITE, QuotaResource.BACKUPS_PER_WORKSPACE)
-ADMISSION_ATTEMPTS = 3
+# How often one create decides again after losing the race for its count: a lost race
+# means the count reached the bound (the next decision refuses) or moved between a delete
+# and other creates, so a handful is plenty.
+ADMISSION_ATTEMPTS = 8
 
 # What a session's joined read answers: a page (or its JSON), a backup (or its JSON).
 Listed = TypeVar("Listed")
@@ -89,99 +91,85 @@ class Backups:
     ) -> Backup:
         """Reserve a new backup in state ``draft``.
 
-        With a session's ``Bearer`` (and no Idempotency-Key) the credential is checked in
-        the round trip that inserts, and the commit follows only once it authorizes the
-        create; anything else takes the checks of a ``Caller``, in their order.
+        One path for every caller, in the contract's order of checks: the caller's checks
+        (a session's ``Bearer`` in the look-up that reads the workspace and its count),
+        the name, then the workspace's admission (billing, quota), decided here on what was
+        read; the insert is guarded by the count it was decided on, and a create that lost
+        that race to another reads again and decides again.
         """
-        if isinstance(caller, Bearer):
-            if is_session(caller) and idempotency is None:
-                created = await self._create_in_session(caller, workspace_id, name, kind)
-                if created is not None:
-                    return created
-            caller = await self._access.authenticate(caller.token, caller.request_id)
-        caller, _ = await self._access.resolve(caller, CREATE_BACKUP, workspace_id=workspace_id)
+        checked, counted = await self._admitting(caller, workspace_id)
         name = clean_name(name)
         now = self._deps.clock.now()
-        if idempotency is None:
-            for _ in range(ADMISSION_ATTEMPTS):
-                created = await self._create_admitted(caller, workspace_id, name, kind)
-                if created is not None:
-                    return created
-            # Admitted on every re-check yet refused at every insert (a delete and a create
-            # racing each time): the locked path below decides.
+
+        # A key's unit holds its reservation: it reads the count again inside it.
+        read = counted if idempotency is None else None
 
         async def store(uow: UnitOfWork) -> Backup:
-            change = WorkspaceChange(self._deps, uow, caller, workspace_id)
-            workspace = await change.locked()
-            workspace.admit(ADMIT_BACKUP, await uow.backups.count(workspace_id))
-            backup = Backup.draft(self._deps.ids.new_id(), workspace_id, name, kind, now)
-            await uow.backups.add(backup)
-            await change.record("backup.create", backup.id, creation(audit_snapshot(backup)))
-            return backup
+            return await self._admit_and_add(uow, checked, workspace_id, read, name, kind)
 
-        return await run_idempotent(self._deps, caller, idempotency, now, store, ResultForm(Backup))
-
-    async def _create_in_session(
-        self, bearer: Bearer, workspace_id: UUID, name: str, kind: BackupKind
-    ) -> Backup | None:
-        """The create of a session in one write that checks what ``Access`` and the
-        workspace's admission would (credential, scope, permission, billing, quota) and
-        commits on its own: one round trip on PostgreSQL. None, with nothing written, when
-        anything is amiss: the full path then says what, in the contract's order."""
-        try:
-            name = clean_name(name)
-        except StrongroomError:
-            return None
-        now = self._deps.clock.now()
-        backup = Backup.draft(self._deps.ids.new_id(), workspace_id, name, kind, now)
-        event = session_event(
-            self._deps,
-            bearer.request_id,
-            workspace_id,
-            "backup.create",
-            backup.id,
-            creation(audit_snapshot(backup)),
-        )
-        async with self._deps.uow() as uow:
-            created = await uow.sessions.create_backup(
-                hash_token(bearer.token),
-                backup,
-                event,
-                ADMIT_BACKUP,
-                CREATE_BACKUP.permissions,
-                now,
+        if idempotency is not None:
+            return await run_idempotent(
+                self._deps, checked, idempotency, now, store, ResultForm(Backup)
             )
-            if not created:
-                return None
+        async with self._deps.uow() as uow:
+            backup = await store(uow)
             await uow.commit()
         return backup
 
-    async def _create_admitted(
-        self, caller: Caller, workspace_id: UUID, name: str, kind: BackupKind
-    ) -> Backup | None:
-        """Create through the workspace's admission: the insert and its audit event in one
-        step (one round trip on PostgreSQL), then the commit. A refusal is explained by a
-        second look, in the contract's order (404, billing, quota); None when that look
-        finds the workspace admitting after all (it changed in between)."""
-        backup = Backup.draft(
-            self._deps.ids.new_id(), workspace_id, name, kind, self._deps.clock.now()
-        )
-        event = caller_event(
-            self._deps,
-            caller,
-            workspace_id,
-            "backup.create",
-            backup.id,
-            creation(audit_snapshot(backup)),
-        )
-        async with self._deps.uow() as uow:
-            if await uow.backups.add_admitted(backup, event, ADMIT_BACKUP):
-                await uow.commit()
+    async def _admitting(
+        self, caller: Caller | Bearer, workspace_id: UUID
+    ) -> tuple[Caller, CountedWorkspace | None]:
+        """The caller's checks for a create, and, for a session, the workspace with its
+        backup count read in the look-up that checks it (one round trip)."""
+        if isinstance(caller, Bearer):
+            if is_session(caller):
+                grant, counted = await self._access.authorize_joined_grant(
+                    caller,
+                    CREATE_BACKUP,
+                    lambda uow, token_hash: uow.sessions.find_with_workspace(
+                        token_hash, workspace_id
+                    ),
+                    workspace_id=workspace_id,
+                )
+                return grant.caller, counted
+            caller = await self._access.authenticate(caller.token, caller.request_id)
+        caller, _ = await self._access.resolve(caller, CREATE_BACKUP, workspace_id=workspace_id)
+        return caller, None
+
+    async def _admit_and_add(
+        self,
+        uow: UnitOfWork,
+        caller: Caller,
+        workspace_id: UUID,
+        counted: CountedWorkspace | None,
+        name: str,
+        kind: BackupKind,
+    ) -> Backup:
+        """Decide on the workspace as read (``counted``, else read now) and add the backup
+        and its event, guarded by the count decided on; read again on a lost race."""
+        for _ in range(ADMISSION_ATTEMPTS):
+            if counted is None:
+                counted = await uow.workspaces.get_counted(workspace_id)
+            if counted is None:
+                raise NotFoundError("workspace")
+            workspace = counted.workspace
+            workspace.admit(ADMIT_BACKUP, counted.backups)
+            backup = Backup.draft(
+                self._deps.ids.new_id(), workspace_id, name, kind, self._deps.clock.now()
+            )
+            event = caller_event(
+                self._deps,
+                caller,
+                workspace_id,
+                "backup.create",
+                backup.id,
+                creation(audit_snapshot(backup)),
+            )
+            if await uow.backups.add_counted(backup, event, usage_bound(workspace, ADMIT_BACKUP)):
                 return backup
-        async with self._deps.uow() as uow:
-            workspace = await lookups.workspace(uow, workspace_id)
-            workspace.admit(ADMIT_BACKUP, await uow.backups.count(workspace_id))
-        return None
+            counted = None
+        # Each lost race is another create won: only a flood of them gets here.
+        raise UpstreamUnavailableError("too many concurrent creates in this workspace")
 
     async def list_in(
         self, caller: Caller | Bearer, workspace_id: UUID, page: PageRequest
@@ -214,7 +202,7 @@ class Backups:
         self, caller: Caller | Bearer, workspace_id: UUID, page: PageRequest
     ) -> Page[Backup] | Rendered:
         """``list_in``, with a session's ``Bearer`` answered by the read model: the page
-        as the API's JSON, rendered by the store in the look-up that checks the credential.
+        as the API's JSON, as the store wrote it, read in the look-up that checks the credential.
         The checks, their order and their errors are ``list_in``'s; other callers get the
         ``Page`` of ``list_in``."""
         return await self._list(
@@ -228,7 +216,7 @@ class Backups:
 
     async def get_rendered(self, caller: Caller | Bearer, backup_id: UUID) -> Backup | Rendered:
         """``get``, with a session's ``Bearer`` answered by the read model: the backup as
-        the API's JSON, rendered by the store in the look-up that checks the credential.
+        the API's JSON, as the store wrote it, read in the look-up that checks the credential.
         The checks, their order and their errors are ``get``'s; other callers get the
         ``Backup`` of ``get``."""
         return await self._get(

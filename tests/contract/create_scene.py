@@ -1,5 +1,7 @@
-"""A workspace with a session allowed to create backups, that session's creates, and a
-count of the batches they were committed in: the scene of the group-commit tests."""
+"""A workspace with a session allowed to create backups, creates in it as the use case
+makes them once admitted (``BackupRepository.add_counted`` bounded by the workspace's
+limit), and a count of the batches they were committed in: the scene of the group-commit
+tests."""
 
 from __future__ import annotations
 
@@ -12,21 +14,17 @@ import attrs
 import pytest
 from contract_records import T0, SqlAdapter, audit_event, backup, session, user, workspace
 
-from strongroom.adapters.sql import postgres
+from strongroom.adapters.sql import postgres_transaction
 from strongroom.adapters.sql.postgres import PostgresDatabase
 from strongroom.adapters.sql.postgres_group_commit import Statement
 from strongroom.adapters.sql.rows import Row
 from strongroom.adapters.sql.sqlite import SqliteDatabase
-from strongroom.domain.billing import GatedOperation
 from strongroom.domain.pagination import PageRequest
-from strongroom.domain.permissions import Permission
 from strongroom.domain.quotas import QuotaResource
-from strongroom.domain.workspaces import Admission, Membership
+from strongroom.domain.workspaces import Membership
 from strongroom.ports.driven.repositories import AuditFilter
 
 NOW = T0 + timedelta(hours=1)
-ADMIT = Admission(GatedOperation.CONFIG_WRITE, QuotaResource.BACKUPS_PER_WORKSPACE)
-WRITE = (Permission.BACKUPS_WRITE,)
 
 
 @attrs.frozen
@@ -34,15 +32,14 @@ class Scene:
     database: SqliteDatabase | PostgresDatabase
     workspace_id: UUID
     token_hash: str
+    limit: int = 0
 
     async def create(self, name: str | None = None) -> bool:
-        """One session's create of a new backup, in a unit of work of its own."""
+        """One create of a new backup, in a unit of work of its own."""
         candidate = backup(self.workspace_id, name, created_at=NOW)
         event = attrs.evolve(audit_event(self.workspace_id, NOW), target_id=str(candidate.id))
         async with self.database.uow() as uow:
-            created = await uow.sessions.create_backup(
-                self.token_hash, candidate, event, ADMIT, WRITE, NOW
-            )
+            created = await uow.backups.add_counted(candidate, event, self.limit or None)
             await uow.commit()
         return created
 
@@ -67,7 +64,7 @@ def new_scene(database: SqliteDatabase | PostgresDatabase, limit: int = 0) -> Sc
     target = workspace(ada, quota_overrides={QuotaResource.BACKUPS_PER_WORKSPACE: limit})
     mine = session(ada.id, target.id)
     _adapter(database).store(ada, target, mine, Membership(target.id, ada.id, "admin", T0))
-    return Scene(database, target.id, mine.token_hash)
+    return Scene(database, target.id, mine.token_hash, limit)
 
 
 def count_batches(
@@ -85,12 +82,12 @@ def count_batches(
 
         monkeypatch.setattr(database, "submit", submitted)
         return sizes
-    run_batch = postgres._run_batch
+    run_batch = postgres_transaction.run_batch
 
     async def counted(database: PostgresDatabase, statements: Sequence[Statement]) -> Any:
         sizes.append(len(statements))
         rows: list[Row | None] = await run_batch(database, statements)
         return rows
 
-    monkeypatch.setattr(postgres, "_run_batch", counted)
+    monkeypatch.setattr(postgres_transaction, "run_batch", counted)
     return sizes

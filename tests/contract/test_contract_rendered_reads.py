@@ -371,8 +371,8 @@ def test_the_postgres_read_models_fit_psycopgs_parse_cache() -> None:
     its cache's limit (a sixth of a GET's CPU): both read models stay under it."""
     queries = queries_for(Dialect.POSTGRES)
     for statement, filters in (
-        (Q.SESSION_FIND_WITH_BACKUP_JSON, []),
-        (Q.SESSION_FIND_WITH_BACKUPS_JSON, [Q.FILTER_BACKUP_AFTER]),
+        (Q.SESSION_FIND_WITH_BACKUP_BODY, []),
+        (Q.SESSION_FIND_WITH_BACKUPS_BODY, [Q.FILTER_BACKUP_AFTER]),
     ):
         assert len(queries.text(statement, filters).encode()) <= MAX_CACHED_STATEMENT_LENGTH
 

@@ -41,16 +41,17 @@ from strongroom.domain.backups import (
     Schedule,
     UnsupportedSource,
 )
-from strongroom.domain.billing import BillingState, GatedOperation
+from strongroom.domain.billing import BillingState
 from strongroom.domain.durations import Duration
 from strongroom.domain.errors import NameTakenError
 from strongroom.domain.pagination import Cursor, PageRequest
 from strongroom.domain.permissions import ADMIN, VIEWER, Permission, Role
 from strongroom.domain.principals import SYSTEM_ACTOR, Actor, PrincipalType
 from strongroom.domain.quotas import QuotaResource
-from strongroom.domain.workspaces import Admission, Membership
+from strongroom.domain.workspaces import Membership
 from strongroom.ports.driven.repositories import (
     AuditFilter,
+    CountedWorkspace,
     IdempotencyKeyTakenError,
     IdempotencyRecord,
     IntegrityViolationError,
@@ -637,21 +638,19 @@ class TestBackups:
             assert uow.backups.count(uuid4()) == 0
 
 
-class TestBackupAdmission:
-    """Creates through the workspace's admission (billing state and backups quota) and the
-    usage counter it reads, exact across adds and removes."""
-
-    ADMIT = Admission(GatedOperation.CONFIG_WRITE, QuotaResource.BACKUPS_PER_WORKSPACE)
+class TestCountedCreate:
+    """Creates guarded by the workspace's backup count (``add_counted``), the joined reads
+    a create decides on, and the usage counter they read, exact across adds and removes."""
 
     def _event(self, workspace_id: Any, target: Any) -> AuditEvent:
         return attrs.evolve(
             audit_event(workspace_id), action="backup.create", target_id=str(target.id)
         )
 
-    def _admit(self, adapter: Adapter, candidate: Any) -> bool:
+    def _admit(self, adapter: Adapter, candidate: Any, usage_below: int | None = None) -> bool:
         with adapter.uow() as uow:
-            admitted = uow.backups.add_admitted(
-                candidate, self._event(candidate.workspace_id, candidate), self.ADMIT
+            admitted = uow.backups.add_counted(
+                candidate, self._event(candidate.workspace_id, candidate), usage_below
             )
             uow.commit()
         return bool(admitted)
@@ -670,85 +669,59 @@ class TestBackupAdmission:
         target = workspace(ada)
         adapter.store(ada, target)
         candidate = backup(target.id)
-        assert self._admit(adapter, candidate)
+        assert self._admit(adapter, candidate, 1)
         counted, listed, events = self._stored(adapter, target.id)
         assert (counted, listed, events) == (1, [candidate], 1)
 
-    @pytest.mark.parametrize(
-        ("changes", "existing"),
-        [
-            ({"billing_state": BillingState.BLOCKED}, 0),
-            ({"quota_overrides": {QuotaResource.BACKUPS_PER_WORKSPACE: 2}}, 2),
-        ],
-        ids=["blocked", "quota-full"],
-    )
-    def test_a_refused_backup_leaves_nothing(
-        self, adapter: Adapter, changes: dict[str, Any], existing: int
+    @pytest.mark.parametrize(("bound", "existing"), [(2, 2), (1, 3)], ids=["at", "past"])
+    def test_a_count_at_its_bound_leaves_nothing(
+        self, adapter: Adapter, bound: int, existing: int
     ) -> None:
         """False: no backup, no event, the count unchanged."""
         ada = user()
-        target = workspace(ada, **changes)
+        target = workspace(ada)
         kept = [backup(target.id) for _ in range(existing)]
         adapter.store(ada, target, *kept)
-        assert not self._admit(adapter, backup(target.id))
+        assert not self._admit(adapter, backup(target.id), bound)
         counted, listed, events = self._stored(adapter, target.id)
         assert (counted, len(listed), events) == (existing, existing, 0)
 
-    def test_a_stopped_workspace_still_admits_configuration(self, adapter: Adapter) -> None:
-        """Stopped refuses new runs only (contract 4): a backup is still admitted."""
-        ada = user()
-        target = workspace(ada, billing_state=BillingState.STOPPED)
-        adapter.store(ada, target)
-        assert self._admit(adapter, backup(target.id))
-
-    def test_a_session_adds_into_its_own_workspace_as_its_person(self, adapter: Adapter) -> None:
-        """The grant, the backup added, and the event's actor the session's person."""
+    def test_a_session_reads_its_own_workspace_with_its_count(self, adapter: Adapter) -> None:
+        """The grant (as ``find``), the workspace and how many backups it holds."""
         ada = user()
         target = workspace(ada)
         mine = session(ada.id, target.id)
-        adapter.store(ada, target, Membership(target.id, ada.id, "admin", T0), mine)
-        candidate = backup(target.id)
+        kept = [backup(target.id) for _ in range(2)]
+        adapter.store(ada, target, Membership(target.id, ada.id, "admin", T0), mine, *kept)
         with adapter.uow() as uow:
-            found = uow.sessions.find_adding_backup(
-                mine.token_hash, candidate, self._event(target.id, candidate), self.ADMIT
-            )
-            uow.commit()
+            found = uow.sessions.find_with_workspace(mine.token_hash, target.id)
+            alone = uow.workspaces.get_counted(target.id)
         assert found is not None
         assert found[0] == uow_grant(adapter, mine.token_hash)
-        assert found[1]
-        with adapter.uow() as uow:
-            (event,) = uow.audit.list(target.id, AuditFilter(), PageRequest(10, None)).items
-        assert event.actor == Actor(PrincipalType.USER, ada.id)
-        assert self._stored(adapter, target.id)[:2] == (1, [candidate])
+        assert found[1] == alone == CountedWorkspace(target, 2)
 
-    def test_a_session_adds_nothing_elsewhere(self, adapter: Adapter) -> None:
-        """Another workspace's backup through a session: the grant, False, nothing stored;
-        an unknown token: None."""
+    def test_a_session_reads_no_other_workspace(self, adapter: Adapter) -> None:
+        """Another workspace through a session: the grant and no workspace; an unknown
+        token: None."""
         ada, bob = user(), user()
         mine, theirs = workspace(ada), workspace(bob)
         ada_session = session(ada.id, mine.id)
         adapter.store(ada, bob, mine, theirs, ada_session)
-        foreign = backup(theirs.id)
-        event = self._event(theirs.id, foreign)
         with adapter.uow() as uow:
-            found = uow.sessions.find_adding_backup(
-                ada_session.token_hash, foreign, event, self.ADMIT
-            )
-            unknown = uow.sessions.find_adding_backup("unknown", foreign, event, self.ADMIT)
-            uow.commit()
-        assert found is not None
-        assert found[1] is False
+            found = uow.sessions.find_with_workspace(ada_session.token_hash, theirs.id)
+            unknown = uow.sessions.find_with_workspace("unknown", theirs.id)
+            ghost = uow.workspaces.get_counted(uuid4())
+        assert found == (uow_grant(adapter, ada_session.token_hash), None)
         assert unknown is None
-        assert self._stored(adapter, theirs.id) == (0, [], 0)
+        assert ghost is None
 
-    def test_a_limit_of_zero_is_unlimited(self, adapter: Adapter) -> None:
-        """An override of 0 admits past the default limit's count."""
+    def test_no_bound_admits_any_count(self, adapter: Adapter) -> None:
+        """``usage_below`` None adds whatever the count."""
         ada = user()
-        unlimited = {QuotaResource.BACKUPS_PER_WORKSPACE: 0}
-        target = workspace(ada, quota_overrides=unlimited)
-        adapter.store(ada, target)
+        target = workspace(ada)
+        adapter.store(ada, target, *(backup(target.id) for _ in range(3)))
         assert all(self._admit(adapter, backup(target.id)) for _ in range(3))
-        assert self._stored(adapter, target.id)[0] == 3
+        assert self._stored(adapter, target.id)[0] == 6
 
     def test_no_workspace_admits_nothing(self, adapter: Adapter) -> None:
         """A workspace that does not exist: False, nothing stored."""
@@ -756,8 +729,8 @@ class TestBackupAdmission:
         ghost = workspace(ada)
         adapter.store(ada)
         with adapter.uow() as uow:
-            assert not uow.backups.add_admitted(
-                backup(ghost.id), self._event(ghost.id, backup(ghost.id)), self.ADMIT
+            assert not uow.backups.add_counted(
+                backup(ghost.id), self._event(ghost.id, backup(ghost.id)), None
             )
 
     def test_a_taken_name_is_refused_and_leaves_nothing(self, adapter: Adapter) -> None:

@@ -1,10 +1,10 @@
-"""A session's create decided in the write itself (``SessionRepository.create_backup``)
-agrees with the domain's decision: ``Access.session_caller``, ``Access.permits`` and the
-workspace's admission, over generated sessions, memberships, roles and workspaces.
+"""A session's create, on every adapter, creates exactly when the domain's checks allow it
+(``Access.session_caller``, ``Access.permits`` and the workspace's admission), over
+generated sessions, memberships, roles and workspaces, and writes nothing otherwise.
 
-The SQL adapters decide in SQL (one statement on PostgreSQL, one script on SQLite); the
-in-memory adapter with the domain's own objects. Each must create exactly when the
-domain's checks would let the create through, and write nothing otherwise.
+The use case decides on what the store's joined read answers (the session's grant, the
+workspace and its backup count) and the store only writes, guarded by that count: this
+holds each adapter's read to what the domain needs to decide as it would on its own reads.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from __future__ import annotations
 from datetime import timedelta
 from types import SimpleNamespace
 from typing import Any, cast
+from uuid import uuid4
 
 import attrs
 import pytest
@@ -30,17 +31,22 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from strongroom.adapters.memory.services import ManualClock
+from strongroom.domain.audit import Outcome
+from strongroom.domain.backups import BackupKind
 from strongroom.domain.billing import BillingState, GatedOperation
-from strongroom.domain.errors import UnauthenticatedError
+from strongroom.domain.errors import StrongroomError, UnauthenticatedError
 from strongroom.domain.pagination import PageRequest
 from strongroom.domain.permissions import BUILTIN_ROLES, Permission, Role
 from strongroom.domain.principals import Actor, PrincipalType
 from strongroom.domain.quotas import QuotaResource
+from strongroom.domain.tokens import TokenKind, format_token, hash_token
 from strongroom.domain.workspaces import Admission, Membership, admits
+from strongroom.entrypoints.bootstrap import bootstrap
 from strongroom.ports.driven.repositories import AuditFilter
-from strongroom.ports.driving.access import Access, Requirement
+from strongroom.ports.driving.access import Access, Bearer
+from strongroom.ports.driving.backups import CREATE_BACKUP
+from strongroom.ports.driving.blocking import blocking
 from strongroom.ports.driving.dependencies import Dependencies
-from strongroom.ports.driving.recording import SESSION_PERSON
 
 NOW = T0 + timedelta(hours=1)
 ADMIT = Admission(GatedOperation.CONFIG_WRITE, QuotaResource.BACKUPS_PER_WORKSPACE)
@@ -66,7 +72,6 @@ class Case:
     # with no role); "none" (no membership).
     role: str
     custom_permissions: frozenset[Permission]
-    requested: tuple[Permission, ...]
     billing_state: BillingState
     limit: int | None  # the backups quota override (0 is unlimited), None for the default
     existing: int
@@ -84,7 +89,6 @@ cases = st.builds(
         [*sorted(BUILTIN_ROLES), "custom", "custom", "shadowed", "shadowed", "dangling", "none"]
     ),
     custom_permissions=st.frozensets(permissions, max_size=3),
-    requested=st.lists(permissions, min_size=1, max_size=2, unique=True).map(tuple),
     billing_state=st.sampled_from(list(BillingState)),
     limit=st.none() | st.integers(min_value=0, max_value=3),
     existing=st.integers(min_value=0, max_value=3),
@@ -98,7 +102,6 @@ LIVE = {
     "revoked": False,
     "expires_in": timedelta(days=1),
     "custom_permissions": frozenset({Permission.BACKUPS_WRITE}),
-    "requested": (Permission.BACKUPS_WRITE,),
     "billing_state": BillingState.ACTIVE,
     "limit": None,
     "existing": 0,
@@ -132,20 +135,22 @@ def _domain_allows(adapter: Adapter, token_hash: str, workspace: Any, case: Case
         caller = ACCESS.session_caller(grant, token_hash, None)
     except UnauthenticatedError:
         return False
-    return Access.permits(caller, Requirement(case.requested), workspace.id) and admits(
+    return Access.permits(caller, CREATE_BACKUP, workspace.id) and admits(
         workspace, ADMIT, case.existing
     )
 
 
 def _seed(adapter: Adapter, case: Case) -> tuple[Any, Any, str]:
-    """The person, the target workspace and the token hash to present."""
+    """The person, the target workspace and the session token to present."""
     ada = user()
     overrides = {} if case.limit is None else {QuotaResource.BACKUPS_PER_WORKSPACE: case.limit}
     target = workspace(ada, billing_state=case.billing_state, quota_overrides=overrides)
     other = workspace(ada)
     scope = {"target": target.id, "other": other.id, "none": None}[case.scope]
+    token = format_token(TokenKind.SESSION, uuid4().bytes * 2)
     mine = attrs.evolve(
         session(ada.id, scope),
+        token_hash=hash_token(token),
         expires_at=NOW + case.expires_in,
         revoked_at=T0 if case.revoked else None,
     )
@@ -162,14 +167,17 @@ def _seed(adapter: Adapter, case: Case) -> tuple[Any, Any, str]:
     if case.role in ("custom", "shadowed"):
         for where in (target.id, other.id):
             adapter.add_role(where, Role(slug, "Custom", case.custom_permissions, builtin=False))
-    return ada, target, mine.token_hash if case.token_known else unique("unknown")
+    unknown = format_token(TokenKind.SESSION, uuid4().bytes * 2)
+    return ada, target, token if case.token_known else unknown
 
 
 def _stored(adapter: Adapter, workspace_id: Any) -> tuple[int, list[Any]]:
     with adapter.uow() as uow:
         counted = uow.backups.count(workspace_id)
         events = uow.audit.list(workspace_id, AuditFilter(), PageRequest(50, None)).items
-    return counted, [e for e in events if e.action == "backup.create"]
+    # A refused permission is audited as denied (contract 10): only the creates count.
+    created = [e for e in events if e.action == "backup.create" and e.outcome is Outcome.SUCCESS]
+    return counted, created
 
 
 @settings(
@@ -177,36 +185,33 @@ def _stored(adapter: Adapter, workspace_id: Any) -> tuple[int, list[Any]]:
 )
 @given(case=cases)
 @_examples(BOUNDARIES)
-def test_the_write_creates_exactly_when_the_domain_allows(adapter: Adapter, case: Case) -> None:
-    """True, with the backup, one more in the count and its event by the session's person,
-    when the domain's checks pass; False and nothing written when any refuses."""
-    ada, target, token_hash = _seed(adapter, case)
-    expected = _domain_allows(adapter, token_hash, target, case)
-    candidate = backup(target.id, created_at=NOW)
-    event = attrs.evolve(
-        audit_event(target.id, NOW, actor=Actor(PrincipalType.USER, SESSION_PERSON)),
-        target_id=str(candidate.id),
-    )
-    with adapter.uow() as uow:
-        created = uow.sessions.create_backup(
-            token_hash, candidate, event, ADMIT, case.requested, NOW
-        )
-        uow.commit()
-    assert created is expected
+def test_a_create_creates_exactly_when_the_domain_allows(adapter: Adapter, case: Case) -> None:
+    """The backup, one more in the count and its event by the session's person, when the
+    domain's checks pass; a refusal and nothing written when any refuses."""
+    ada, target, token = _seed(adapter, case)
+    expected = _domain_allows(adapter, hash_token(token), target, case)
+    facade: Any = blocking(bootstrap(uow=adapter.async_uow, clock=ManualClock(NOW)))
+    try:
+        created = facade.backups.create(Bearer(token), target.id, "nightly", BackupKind.MANUAL)
+    except StrongroomError:
+        created = None
+    assert (created is not None) is expected
     counted, events = _stored(adapter, target.id)
-    if expected:
+    if created is not None:
         assert counted == case.existing + 1
-        assert [(e.id, e.actor) for e in events] == [(event.id, Actor(PrincipalType.USER, ada.id))]
+        assert [(e.target_id, e.actor) for e in events] == [
+            (str(created.id), Actor(PrincipalType.USER, ada.id))
+        ]
         with adapter.uow() as uow:
-            assert uow.backups.get(target.id, candidate.id) == candidate
+            assert uow.backups.get(target.id, created.id) == created
     else:
         assert (counted, events) == (case.existing, [])
 
 
 @pytest.mark.parametrize("name", ["sqlite", "postgres"])
 def test_a_repeated_create_writes_nothing_twice(name: str, request: pytest.FixtureRequest) -> None:
-    """The same create run again (a retry after a lost answer) finds its backup: True, one
-    backup, one event, even when the first filled the quota."""
+    """The same counted write run again (a retry after a lost answer) finds its backup:
+    True, one backup, one event, even when the first reached the bound."""
     adapter = SqlAdapter(name, request.getfixturevalue(f"{name}_database").uow)
     ada = user()
     target = workspace(ada, quota_overrides={QuotaResource.BACKUPS_PER_WORKSPACE: 1})
@@ -214,12 +219,9 @@ def test_a_repeated_create_writes_nothing_twice(name: str, request: pytest.Fixtu
     adapter.store(ada, target, mine, Membership(target.id, ada.id, "admin", T0))
     candidate = backup(target.id)
     event = attrs.evolve(audit_event(target.id), target_id=str(candidate.id))
-    requested = (Permission.BACKUPS_WRITE,)
     for _ in range(2):
         with adapter.uow() as uow:
-            assert uow.sessions.create_backup(
-                mine.token_hash, candidate, event, ADMIT, requested, NOW
-            )
+            assert uow.backups.add_counted(candidate, event, 1)
             uow.commit()
     counted, events = _stored(adapter, target.id)
     assert (counted, len(events)) == (1, 1)

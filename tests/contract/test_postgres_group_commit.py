@@ -15,7 +15,7 @@ import pytest
 from contract_proxy import TcpProxy
 from create_scene import count_batches, new_scene
 
-from strongroom.adapters.sql import postgres
+from strongroom.adapters.sql import postgres, postgres_transaction
 from strongroom.adapters.sql.postgres import PostgresDatabase
 from strongroom.adapters.sql.postgres_group_commit import MAX_BATCH, Statement
 from strongroom.domain.errors import UpstreamUnavailableError
@@ -117,7 +117,7 @@ def test_two_batches_of_two_workspaces_never_deadlock(
         return await write_alone_now(self, *args)
 
     monkeypatch.setattr(postgres.PostgresTransaction, "_write_alone_now", alone)
-    run_batch = postgres._run_batch
+    run_batch = postgres_transaction.run_batch
     full_batches: list[asyncio.Event] = []
 
     async def together(database: PostgresDatabase, statements: Sequence[Statement]) -> Any:
@@ -132,7 +132,7 @@ def test_two_batches_of_two_workspaces_never_deadlock(
                 await asyncio.sleep(0.001)
         return await run_batch(database, statements)
 
-    monkeypatch.setattr(postgres, "_run_batch", together)
+    monkeypatch.setattr(postgres_transaction, "run_batch", together)
     one, other = scenes
     # Two lone batches, then two full ones: the first as it arrived meets ``one`` first,
     # the second ``other`` first.

@@ -165,39 +165,34 @@ class TestPostgresRoundTrips:
         facade.backups.list_rendered(Bearer(token), target.id, PageRequest(50, None))
         assert [statement.split()[0] for statement in counter.sent] == ["SELECT", "WITH"]
 
-    def test_a_create_reads_no_workspace_and_counts_nothing(
+    def test_a_create_is_a_counted_read_then_one_write(
         self, counted: tuple[PostgresDatabase, CountingCursor]
     ) -> None:
-        """Creating a backup through the facade: the session, then the admitted insert and
-        its audit event (one pipeline with BEGIN), then COMMIT: the quota is the counter's."""
+        """Creating a backup through the facade as a ``Caller``: the workspace with its
+        count (one SELECT), then the counted insert and its audit event (one statement
+        committed on its own): the quota is the counter's."""
         database, counter = counted
         target, token = _member_with_session(database, "admin")
         facade = blocking(bootstrap(uow=database.uow))
         caller = facade.access.authenticate(token)
         counter.sent.clear()
         created = facade.backups.create(caller, target.id, "Nightly", BackupKind.MANUAL)
-        assert [statement.split()[0] for statement in counter.sent] == [
-            "BEGIN",
-            "WITH",
-            "INSERT",
-            "COMMIT",
-        ]
+        assert [statement.split()[0] for statement in counter.sent] == ["SELECT", "WITH"]
         assert facade.backups.get(caller, created.id) == created
         assert facade.workspaces.quotas(caller, target.id)[0].usage == 1
 
-    def test_a_session_create_is_one_round_trip(
+    def test_a_session_create_is_two_round_trips(
         self, counted: tuple[PostgresDatabase, CountingCursor]
     ) -> None:
-        """With the session's bearer: one statement (the checks, the event and the backup)
-        committed on its own; no BEGIN, no COMMIT. (It was two round trips, BEGIN with the
-        session and the admitted insert in a pipeline, then COMMIT, until the create's
-        authorization moved into its SQL.)"""
+        """With the session's bearer: the session joined with the workspace and its count
+        (one SELECT), then the event and the backup (one statement committed on its own);
+        no BEGIN, no COMMIT. The use case decides between the two."""
         database, counter = counted
         target, token = _member_with_session(database, "admin")
         facade = blocking(bootstrap(uow=database.uow))
         counter.sent.clear()
         created = facade.backups.create(Bearer(token), target.id, "Nightly", BackupKind.MANUAL)
-        assert [statement.split()[0] for statement in counter.sent] == ["WITH"]
+        assert [statement.split()[0] for statement in counter.sent] == ["SELECT", "WITH"]
         assert facade.backups.get(Bearer(token), created.id) == created
 
     def test_a_unit_that_does_nothing_costs_nothing(

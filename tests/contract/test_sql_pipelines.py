@@ -24,12 +24,10 @@ from hypothesis import strategies as st
 
 from strongroom.adapters.sql.postgres import PostgresDatabase
 from strongroom.domain.backups import BackupChanges, BackupKind
-from strongroom.domain.billing import GatedOperation
 from strongroom.domain.errors import NameTakenError, UpstreamUnavailableError
 from strongroom.domain.principals import Session
-from strongroom.domain.quotas import QuotaResource
 from strongroom.domain.tokens import TokenKind, format_token, hash_token
-from strongroom.domain.workspaces import Admission, Membership
+from strongroom.domain.workspaces import Membership
 from strongroom.entrypoints.bootstrap import bootstrap
 from strongroom.ports.driving.access import Bearer
 from strongroom.ports.driving.blocking import blocking
@@ -38,7 +36,6 @@ from support.postgres import truncate_all
 # More than twice psycopg's default prepare_threshold (5): every statement of a create
 # reaches the execution that prepares it, whatever the count it started from.
 ROUNDS = 14
-ADMIT = Admission(GatedOperation.CONFIG_WRITE, QuotaResource.BACKUPS_PER_WORKSPACE)
 
 
 @pytest.fixture
@@ -52,8 +49,8 @@ def one_connection(pg_conninfo: str) -> Iterator[PostgresDatabase]:
 
 class Creator:
     """An admin of a fresh workspace, creating backups by the use case (as the API does),
-    as a signed-in ``Caller`` (``add_admitted``: a pipeline) and as a session's ``Bearer``
-    (one autocommit statement)."""
+    as a signed-in ``Caller`` and as a session's ``Bearer`` (the joined read, then one
+    autocommit statement)."""
 
     def __init__(self, database: PostgresDatabase) -> None:
         adapter = SqlAdapter("postgres", database.uow)
@@ -97,9 +94,9 @@ def test_a_refused_create_leaves_the_connection_usable(
 def test_a_refused_step_behind_another_leaves_the_connection_usable(
     one_connection: PostgresDatabase,
 ) -> None:
-    """``find_adding_backup``: the session look-up, then the admitted insert (refused with
-    ``name_taken`` here) and its audit event, in one pipeline, again and again on the same
-    connection: each refusal is ``name_taken``, each valid one adds its backup."""
+    """``add_counted`` inside an open transaction: the counted insert (refused with
+    ``name_taken`` here) and its audit event behind it, in one pipeline, again and again on
+    the same connection: each refusal is ``name_taken``, each valid one adds its backup."""
     adapter = SqlAdapter("postgres", one_connection.uow)
     ada = user()
     target = workspace(ada)
@@ -110,9 +107,10 @@ def test_a_refused_step_behind_another_leaves_the_connection_usable(
         candidate = backup(target.id, name)
         event = attrs.evolve(audit_event(target.id), target_id=str(candidate.id))
         with adapter.uow() as uow:
-            found = uow.sessions.find_adding_backup(mine.token_hash, candidate, event, ADMIT)
+            uow.workspaces.get(target.id, for_update=True)  # the transaction is open
+            added = uow.backups.add_counted(candidate, event, None)
             uow.commit()
-        return None if found is None else bool(found[1])
+        return bool(added)
 
     assert add("taken")
     for round_ in range(ROUNDS):

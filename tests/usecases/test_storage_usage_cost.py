@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 from test_service_executor import FakeReaders, cloud_backup, executor
 
-from strongroom.adapters.memory.repositories import MemoryArtifactRepository
+from strongroom.adapters.memory.backup_repositories import MemoryArtifactRepository
 from strongroom.domain.quotas import QuotaResource
 from strongroom.domain.runs import RunState
 from strongroom.ports.driving import Strongroom

@@ -26,6 +26,13 @@ FROM workspaces
 WHERE id = :id
 /*lock*/
 
+-- name: workspace_get_counted
+-- workspace_get with the workspace's backup count (its usage counter, migration 0004).
+SELECT id, name, idp_org_id, customer_id, storage_namespace, created_by, billing_state,
+       quota_overrides, created_at, updated_at, backup_count
+FROM workspaces
+WHERE id = :id
+
 -- name: workspace_update
 -- Every column but the id and the creation time (which memberships copy).
 UPDATE workspaces
@@ -142,14 +149,24 @@ LEFT JOIN backups AS b ON b.workspace_id = s.workspace_id AND b.id = :id
 WHERE s.token_hash = :token_hash
 LIMIT 1
 
--- name: session_find_with_backup_json
+-- name: session_find_with_backup_body
 -- session_find_with_backup with the backup as the API's JSON text (body; NULL when the
 -- session's workspace has no backup of this id): the read model of GET /v1/backups/{id}.
--- The body was rendered when the backup's row was written (migration 0013 on PostgreSQL,
--- 0014 on SQLite).
+-- The body was written with the backup's row, from the wire presenter (0015).
 SELECT /*fragment session_grant_columns*/, b.body
 /*fragment session_grant_joins*/
 LEFT JOIN backups AS b ON b.workspace_id = s.workspace_id AND b.id = :id
+WHERE s.token_hash = :token_hash
+LIMIT 1
+
+-- name: session_find_with_workspace
+-- session_find (its columns g_*) joined with :workspace_id and its backup count when it is
+-- the session's workspace (NULL columns otherwise): what a session's create decides on.
+SELECT /*fragment session_grant_columns*/,
+       w.id, w.name, w.idp_org_id, w.customer_id, w.storage_namespace, w.created_by,
+       w.billing_state, w.quota_overrides, w.created_at, w.updated_at, w.backup_count
+/*fragment session_grant_joins*/
+LEFT JOIN workspaces AS w ON w.id = s.workspace_id AND w.id = :workspace_id
 WHERE s.token_hash = :token_hash
 LIMIT 1
 
@@ -204,19 +221,19 @@ id, workspace_id, name, kind, state, paused, source, sealed_credentials,
        created_at, updated_at
 
 -- name: backup_insert_columns
--- Every column of a backup (name_key too), in the order of backup_insert_values: the
--- column list of its inserts (a fragment).
+-- Every column of a backup (name_key and body too), in the order of backup_insert_values:
+-- the column list of its inserts (a fragment).
     id, workspace_id, name, name_key, kind, state, paused, source, sealed_credentials,
     schedule_cron, schedule_timezone, worker_id, retention_expire_after_seconds,
     retention_lock_for_seconds, destination, sealed_destination_credentials, next_run_at,
-    created_at, updated_at
+    created_at, updated_at, body
 
 -- name: backup_insert_values
 -- The parameters of backup_insert_columns, in their order (a fragment).
     :id, :workspace_id, :name, :name_key, :kind, :state, :paused, :source, :sealed_credentials,
     :schedule_cron, :schedule_timezone, :worker_id, :retention_expire_after_seconds,
     :retention_lock_for_seconds, :destination, :sealed_destination_credentials, :next_run_at,
-    :created_at, :updated_at
+    :created_at, :updated_at, :body
 
 -- name: backup_insert
 INSERT INTO backups (
@@ -239,7 +256,8 @@ SET name = :name, name_key = :name_key, kind = :kind, state = :state, paused = :
     worker_id = :worker_id, retention_expire_after_seconds = :retention_expire_after_seconds,
     retention_lock_for_seconds = :retention_lock_for_seconds, destination = :destination,
     sealed_destination_credentials = :sealed_destination_credentials,
-    next_run_at = :next_run_at, created_at = :created_at, updated_at = :updated_at
+    next_run_at = :next_run_at, created_at = :created_at, updated_at = :updated_at,
+    body = :body
 WHERE workspace_id = :workspace_id AND id = :id
 
 -- name: backup_delete
@@ -526,15 +544,13 @@ INSERT INTO audit_events (
 )
 
 -- name: audit_insert_if_backup
--- audit_insert, only if the backup :backup_id exists (an admitted create's event). With
--- :token_hash, the actor is that session's person.
+-- audit_insert, only if the backup :backup_id exists (the event of a counted create).
 INSERT INTO audit_events (
     id, workspace_id, occurred_at, actor_type, actor_id, action, target_type, target_id,
     request_id, outcome, changes
 )
-SELECT :id, :workspace_id, :occurred_at, :actor_type,
-       COALESCE((SELECT user_id FROM sessions WHERE token_hash = :token_hash), :actor_id),
-       :action, :target_type, :target_id, :request_id, :outcome, :changes
+SELECT :id, :workspace_id, :occurred_at, :actor_type, :actor_id, :action, :target_type,
+       :target_id, :request_id, :outcome, :changes
 WHERE EXISTS (SELECT 1 FROM backups WHERE workspace_id = :workspace_id AND id = :backup_id)
 
 -- name: audit_list
@@ -806,10 +822,11 @@ ORDER BY next_run_at
 LIMIT :limit
 
 -- name: backup_advance_schedule
--- Compare-and-set of a backup's next slot: it moves from :expected to :next_run_at only if
--- nobody moved it first. Of concurrent schedulers, exactly one changes the row (the others
--- wait for its row lock, then find next_run_at changed and change nothing).
-UPDATE backups SET next_run_at = :next_run_at
+-- Compare-and-set of a backup's next slot: it moves from :expected to :next_run_at (with
+-- the body that shows it) only if nobody moved it first. Of concurrent schedulers, exactly
+-- one changes the row (the others wait for its row lock, then find next_run_at changed and
+-- change nothing).
+UPDATE backups SET next_run_at = :next_run_at, body = :body
 WHERE workspace_id = :workspace_id AND id = :id AND next_run_at = :expected
 
 -- name: run_open_exists
