@@ -12,10 +12,12 @@ import attrs
 from strongroom.domain.backups import RetentionPolicy
 from strongroom.domain.errors import (
     ArtifactLockedError,
+    ArtifactReferencedError,
     ConflictError,
     InvalidRequestError,
     InvalidStateError,
     LastArtifactError,
+    NotInOurStorageError,
 )
 from strongroom.domain.timestamps import format_timestamp
 
@@ -182,15 +184,30 @@ class Artifact:
         """The record after its bytes were re-read at ``now``."""
         return attrs.evolve(self, verification=found, verified_at=now)
 
-    def ensure_deletable(self, now: datetime, available_in_backup: int) -> None:
-        """Contract 10's precedence: deleted (conflict), locked, then last of its backup."""
+    def ensure_deletable(
+        self, now: datetime, available_in_backup: int, *, referenced: bool = False
+    ) -> None:
+        """Contract 10's and 14's precedence: deleted (conflict), locked, referenced by a
+        live snapshot (``referenced``), then last of its backup."""
         if self.state is ArtifactState.DELETED:
             raise ConflictError("artifact is already deleted")
         if self.is_locked(now):
             until = format_timestamp(self.locked_until) if self.locked_until else ""
             raise ArtifactLockedError(f"artifact is inside its lock window until {until}")
+        if referenced:
+            raise ArtifactReferencedError("a live snapshot references this artifact")
         if self.state is ArtifactState.AVAILABLE and available_in_backup <= 1:
             raise LastArtifactError("artifact is the only one left for its backup")
+
+    def ensure_downloadable(self) -> None:
+        """A download needs an available artifact in the service's storage: deleted
+        (conflict), only in the customer's bucket, then not confirmed yet."""
+        if self.state is ArtifactState.DELETED:
+            raise ConflictError("artifact is deleted")
+        if self.storage is ArtifactStorage.CUSTOMER:
+            raise NotInOurStorageError("artifact was delivered only to the customer's own bucket")
+        if self.state is not ArtifactState.AVAILABLE:
+            raise InvalidStateError("artifact is not confirmed yet")
 
     def deleted(self) -> Artifact:
         """The record that stays once the object is gone."""

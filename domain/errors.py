@@ -165,6 +165,18 @@ class ArtifactLockedError(ConflictError):
     code = "artifact_locked"
 
 
+class ArtifactHeldError(ConflictError):
+    """The artifact is under a legal hold."""
+
+    code = "artifact_held"
+
+
+class ArtifactReferencedError(ConflictError):
+    """A live snapshot references the artifact."""
+
+    code = "artifact_referenced"
+
+
 class LastArtifactError(ConflictError):
     """The artifact is the only one left for its backup."""
 

@@ -24,6 +24,7 @@ TABLES = (
     "backups",
     "runs",
     "artifacts",
+    "run_references",
     "restores",
     "workers",
     "api_keys",

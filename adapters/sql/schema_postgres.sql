@@ -129,6 +129,8 @@ CREATE TABLE backups (
     updated_at timestamptz NOT NULL,
     -- The API's JSON of the row, from the wire presenter, written with it (0013, 0015).
     body text NOT NULL,
+    -- The age recipients of a snapshot backup, a JSON array; NULL for an archive backup (0016).
+    encryption jsonb,
     CONSTRAINT backups_name_unique UNIQUE (workspace_id, name_key),
     CONSTRAINT backups_workspace_id_unique UNIQUE (workspace_id, id),
     CONSTRAINT backups_schedule_check
@@ -280,6 +282,15 @@ CREATE INDEX artifacts_by_workspace ON artifacts (workspace_id, created_at DESC,
 CREATE INDEX artifacts_by_backup ON artifacts (workspace_id, backup_id, state);
 CREATE INDEX artifacts_by_verification ON artifacts (state, verification, verified_at);
 CREATE INDEX artifacts_by_expiry ON artifacts (expires_at) WHERE state = 'available';
+
+-- The artifacts of earlier runs a run's snapshot references (0016).
+CREATE TABLE run_references (
+    workspace_id uuid NOT NULL,
+    run_id uuid NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+    artifact_id uuid NOT NULL REFERENCES artifacts (id) ON DELETE CASCADE,
+    PRIMARY KEY (run_id, artifact_id)
+);
+CREATE INDEX run_references_by_artifact ON run_references (artifact_id);
 
 -- Usage counters (0004): triggers keep workspaces.backup_count exact.
 -- Statement-level, over the transition tables: one update per workspace and statement, so

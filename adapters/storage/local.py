@@ -527,6 +527,16 @@ class LocalDiskStorage:
             raise ObjectLockedError(f"object {key} is locked until {format_timestamp(current)}")
         self._write_json(self._meta_path(key), {**meta, "locked_until": until.isoformat()})
 
+    async def extend_lock(self, key: str, until: datetime) -> None:
+        """The lock record at least ``until``; a longer one stays as it is."""
+        await asyncio.to_thread(self._extend_lock, key, until)
+
+    @_disk_errors
+    def _extend_lock(self, key: str, until: datetime) -> None:
+        current = self._locked_until(key)
+        if current is None or current < until:
+            self._lock(key, until)
+
     async def delete(self, key: str) -> None:
         """Remove the object and its metadata unless it is locked."""
         await asyncio.to_thread(self._delete, key)

@@ -521,6 +521,27 @@ class S3Storage:
                 version_id=info.version_id,
             )
 
+    async def extend_lock(self, key: str, until: datetime) -> None:
+        """PutObjectRetention in COMPLIANCE mode on the locked version (the one downloads
+        serve; the current one if none is locked), unless it is retained until ``until``
+        (rounded up to a whole second) or later: never shortened."""
+        await asyncio.to_thread(self._extend_lock, key, until)
+
+    def _extend_lock(self, key: str, until: datetime) -> None:
+        wanted = retain_until_date(until)
+        version = self._locked_version(key)
+        with self._translated("extend an object's lock", may_lock=True):
+            if version is None:
+                version = self.client.stat_object(self.bucket, key).version_id
+            else:
+                current = self.client.get_object_retention(self.bucket, key, version_id=version)
+                held = None if current is None else current.retain_until_date
+                if held is not None and held >= wanted:
+                    return
+            self.client.set_object_retention(
+                self.bucket, key, Retention(COMPLIANCE, wanted), version_id=version
+            )
+
     async def delete(self, key: str) -> None:
         """Delete every version of the object (the store refuses a locked one)."""
         await asyncio.to_thread(self._delete, key)

@@ -38,6 +38,8 @@ STATUS = {
     "quota_exceeded": 409,
     "retention_immutable": 409,
     "artifact_locked": 409,
+    "artifact_held": 409,
+    "artifact_referenced": 409,
     "last_artifact": 409,
     "not_in_our_storage": 409,
     "name_taken": 409,
