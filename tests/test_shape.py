@@ -22,7 +22,6 @@ KNOWN_CYCLES: set[str] = {
     "strongroom.adapters.sql.sqlite",
     "strongroom.adapters.http.app",
     "strongroom.client",
-    "strongroom.entrypoints.executor",
     "strongroom.entrypoints.cli",
 }
 KNOWN_LONG: set[str] = {

@@ -37,9 +37,9 @@ from strongroom.adapters.http.routes import (
     workspaces,
 )
 from strongroom.adapters.http.routing import IndexedRouter
+from strongroom.adapters.runtime.blocking import unwrapped
 from strongroom.domain.errors import StrongroomError
 from strongroom.ports.driving import Strongroom
-from strongroom.ports.driving.blocking import unwrapped
 
 FacadeOpener = Callable[[], AbstractAsyncContextManager[Strongroom]]
 

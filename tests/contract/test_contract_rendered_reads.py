@@ -28,6 +28,7 @@ from strategies import (
 )
 from strongroom.adapters.http.conventions import etag_of, etag_of_object
 from strongroom.adapters.http.wire import render
+from strongroom.adapters.runtime.blocking import blocking
 from strongroom.adapters.sql.catalog import Dialect, Q, queries_for
 from strongroom.domain.backups import (
     Backup,
@@ -48,7 +49,6 @@ from strongroom.domain.workspaces import Membership
 from strongroom.entrypoints.bootstrap import bootstrap
 from strongroom.ports.driven.repositories import Rendered
 from strongroom.ports.driving.access import Bearer
-from strongroom.ports.driving.blocking import blocking
 
 SETTINGS = settings(
     max_examples=30,

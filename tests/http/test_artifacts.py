@@ -25,6 +25,7 @@ import uvicorn
 from minio import Minio
 
 from strongroom.adapters.http.app import app_for
+from strongroom.adapters.runtime.blocking import blocking, unwrapped
 from strongroom.adapters.storage import outbound
 from strongroom.adapters.storage.local import LocalDiskStorage
 from strongroom.adapters.storage.s3 import S3Storage
@@ -34,7 +35,6 @@ from strongroom.domain.pagination import PageRequest
 from strongroom.domain.quotas import QuotaResource
 from strongroom.ports.driven.storage import ObjectLockedError, ObjectStorage
 from strongroom.ports.driving import Strongroom
-from strongroom.ports.driving.blocking import blocking, unwrapped
 from strongroom.ports.driving.verification import VerificationReport
 from support.checks import assert_error
 from support.seaweed import SeaweedServer, s3_storage
