@@ -13,6 +13,7 @@ from uuid import UUID
 
 import attrs
 
+import strongroom.ports.driving.lookups as lookups
 from strongroom.domain.artifacts import (
     PRESIGNED_URL_LIFETIME,
     Artifact,
@@ -41,7 +42,6 @@ from strongroom.domain.runs import Run
 from strongroom.domain.workspaces import Workspace
 from strongroom.ports.driven.storage import ObjectLockedError, ObjectStorage, PresignedRequest
 from strongroom.ports.driven.unit_of_work import UnitOfWork
-from strongroom.ports.driving import lookups
 from strongroom.ports.driving.access import Access, Grant, Requirement
 from strongroom.ports.driving.changes import changing
 from strongroom.ports.driving.dependencies import Dependencies

@@ -8,6 +8,7 @@ from uuid import UUID
 
 import attrs
 
+import strongroom.ports.driving.lookups as lookups
 from strongroom.domain.audit import JsonValue, creation, diff
 from strongroom.domain.backups import UNSET, Backup, BackupChanges, BackupKind
 from strongroom.domain.billing import GatedOperation
@@ -21,7 +22,6 @@ from strongroom.domain.tokens import hash_token
 from strongroom.domain.workspaces import Admission
 from strongroom.ports.driven.repositories import Rendered
 from strongroom.ports.driven.unit_of_work import UnitOfWork
-from strongroom.ports.driving import lookups
 from strongroom.ports.driving.access import (
     Access,
     Bearer,

@@ -13,12 +13,12 @@ from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from uuid import UUID
 
+import strongroom.ports.driving.lookups as lookups
 from strongroom.domain.audit import Change
 from strongroom.domain.billing import GatedOperation, ensure_allowed
 from strongroom.domain.principals import Caller
 from strongroom.domain.workspaces import Workspace
 from strongroom.ports.driven.unit_of_work import UnitOfWork
-from strongroom.ports.driving import lookups
 from strongroom.ports.driving.dependencies import Dependencies
 from strongroom.ports.driving.recording import record_by_caller
 

@@ -9,6 +9,7 @@ from uuid import UUID
 
 import attrs
 
+import strongroom.ports.driving.lookups as lookups
 from strongroom.domain.audit import diff
 from strongroom.domain.backups import Backup
 from strongroom.domain.errors import ForbiddenError, NotFoundError
@@ -16,7 +17,6 @@ from strongroom.domain.permissions import Permission
 from strongroom.domain.principals import Caller
 from strongroom.domain.runs import Progress, Run, RunTrigger, check_claim_wait
 from strongroom.ports.driven.signals import Wakeup
-from strongroom.ports.driving import lookups
 from strongroom.ports.driving.access import Access, Grant, Requirement
 from strongroom.ports.driving.artifacts import Artifacts
 from strongroom.ports.driving.changes import changing

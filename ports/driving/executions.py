@@ -20,6 +20,7 @@ from datetime import datetime, timedelta
 
 import attrs
 
+import strongroom.ports.driving.lookups as lookups
 from strongroom.domain.artifacts import Artifact, ArtifactState, ArtifactStorage
 from strongroom.domain.audit import diff
 from strongroom.domain.backups import Backup
@@ -32,7 +33,6 @@ from strongroom.ports.driven.signals import Wakeup
 from strongroom.ports.driven.sources import SourceReaders
 from strongroom.ports.driven.storage import ObjectStorage
 from strongroom.ports.driven.unit_of_work import UnitOfWork
-from strongroom.ports.driving import lookups
 from strongroom.ports.driving.artifacts import Artifacts, artifact_snapshot
 from strongroom.ports.driving.dependencies import Dependencies
 from strongroom.ports.driving.recording import record_by_system

@@ -10,6 +10,7 @@ from uuid import UUID
 
 import attrs
 
+import strongroom.ports.driving.lookups as lookups
 from strongroom.domain.audit import Change
 from strongroom.domain.billing import GatedOperation
 from strongroom.domain.errors import InvalidStateError
@@ -22,7 +23,6 @@ from strongroom.domain.quotas import QuotaResource
 from strongroom.domain.tokens import TokenKind, format_token, hash_token
 from strongroom.domain.workspaces import Admission
 from strongroom.ports.driven.unit_of_work import UnitOfWork
-from strongroom.ports.driving import lookups
 from strongroom.ports.driving.access import Access, Grant, Requirement
 from strongroom.ports.driving.changes import WorkspaceChange, changing
 from strongroom.ports.driving.dependencies import Dependencies

@@ -12,6 +12,7 @@ from uuid import UUID
 
 import attrs
 
+import strongroom.ports.driving.lookups as lookups
 from strongroom.domain.audit import Change, JsonValue, diff
 from strongroom.domain.errors import (
     InvalidStateError,
@@ -34,7 +35,6 @@ from strongroom.domain.permissions import (
 from strongroom.domain.principals import Caller
 from strongroom.domain.workspaces import Member, Membership
 from strongroom.ports.driven.unit_of_work import UnitOfWork
-from strongroom.ports.driving import lookups
 from strongroom.ports.driving.access import Access, Grant, Requirement, lacking_permissions
 from strongroom.ports.driving.changes import WorkspaceChange, changing
 from strongroom.ports.driving.dependencies import Dependencies

@@ -28,6 +28,7 @@ from uuid import UUID
 
 import attrs
 
+import strongroom.ports.driving.lookups as lookups
 from strongroom.domain.artifacts import Artifact, ArtifactState
 from strongroom.domain.audit import JsonValue, diff
 from strongroom.domain.backups import Source, check_credentials_shape
@@ -45,7 +46,6 @@ from strongroom.ports.driven.restore_targets import RestoreTargets
 from strongroom.ports.driven.signals import Wakeup
 from strongroom.ports.driven.storage import ObjectStorage
 from strongroom.ports.driven.unit_of_work import UnitOfWork
-from strongroom.ports.driving import lookups
 from strongroom.ports.driving.access import Access, Grant, Requirement
 from strongroom.ports.driving.artifacts import Artifacts
 from strongroom.ports.driving.changes import WorkspaceChange

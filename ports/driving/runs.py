@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from uuid import UUID
 
+import strongroom.ports.driving.lookups as lookups
 from strongroom.domain.audit import diff
 from strongroom.domain.billing import GatedOperation
 from strongroom.domain.pagination import Page, PageRequest
@@ -12,7 +13,6 @@ from strongroom.domain.permissions import Permission
 from strongroom.domain.principals import Caller
 from strongroom.domain.runs import Run, RunState, RunTrigger, ensure_manual, ensure_triggerable
 from strongroom.ports.driven.unit_of_work import UnitOfWork
-from strongroom.ports.driving import lookups
 from strongroom.ports.driving.access import Access, Grant, Requirement
 from strongroom.ports.driving.changes import WorkspaceChange, changing
 from strongroom.ports.driving.dependencies import Dependencies

@@ -8,6 +8,7 @@ from collections.abc import Awaitable, Callable
 from typing import TypeVar
 from uuid import UUID
 
+import strongroom.ports.driving.lookups as lookups
 from strongroom.domain.artifacts import ArtifactStorage
 from strongroom.domain.audit import Change
 from strongroom.domain.billing import BillingState
@@ -29,7 +30,6 @@ from strongroom.domain.quotas import (
 )
 from strongroom.domain.workspaces import Membership, MemberWorkspace, Workspace
 from strongroom.ports.driven.unit_of_work import UnitOfWork
-from strongroom.ports.driving import lookups
 from strongroom.ports.driving.access import Access, Grant, Requirement
 from strongroom.ports.driving.changes import changing
 from strongroom.ports.driving.dependencies import Dependencies
