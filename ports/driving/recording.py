@@ -25,7 +25,7 @@ async def record(
     outcome: Outcome = Outcome.SUCCESS,
 ) -> None:
     """Add an audit event to the unit of work (so it commits with the change it records)."""
-    await uow.audit.add(
+    uow.collect(
         _event(
             deps, actor, request_id, workspace_id, action, target_type, target_id, changes, outcome
         )
@@ -120,7 +120,7 @@ async def record_by_caller(
 ) -> None:
     """Audit a mutation by ``caller`` (or its refusal); the target type is the action's
     resource."""
-    await uow.audit.add(
+    uow.collect(
         _resource_event(
             deps, caller.actor, caller.request_id, workspace_id, action, target_id, changes, outcome
         )
@@ -136,6 +136,4 @@ async def record_by_system(
     changes: Mapping[str, Change] | None = None,
 ) -> None:
     """Audit an operator's or a job's change, made by the ``system`` actor."""
-    await uow.audit.add(
-        _resource_event(deps, SYSTEM_ACTOR, None, workspace_id, action, target_id, changes)
-    )
+    uow.collect(_resource_event(deps, SYSTEM_ACTOR, None, workspace_id, action, target_id, changes))

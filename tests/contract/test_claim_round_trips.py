@@ -3,6 +3,8 @@ HTTP handler makes it (one call into the core with the request's bearer)."""
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import AsyncIterator
 from typing import Any
 
 import psycopg
@@ -16,29 +18,49 @@ from strongroom.ports.driving.access import Bearer
 from support.people import retention, workspace_admin
 
 
-class CountingCursor:
-    """The first words of every statement psycopg sends."""
+class RoundTrips:
+    """The statements psycopg sends, grouped by round trip: the statements of one pipeline
+    share one, any other statement takes one of its own."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        self.sent: list[str] = []
-        original = psycopg.AsyncCursor.execute
+        self.trips: list[list[str]] = []
+        self._pipelined = False
+        execute = psycopg.AsyncCursor.execute
+        pipeline = psycopg.AsyncConnection.pipeline
 
-        async def execute(
+        async def counted(
             cursor: psycopg.AsyncCursor[Any], query: Any, *args: Any, **kwargs: Any
         ) -> Any:
             text = query.decode() if isinstance(query, bytes) else str(query)
-            self.sent.append(" ".join(text.split()[:3]))
-            return await original(cursor, query, *args, **kwargs)
+            words = " ".join(text.split()[:3])
+            if self._pipelined and self.trips:
+                self.trips[-1].append(words)
+            else:
+                self.trips.append([words])
+            return await execute(cursor, query, *args, **kwargs)
 
-        monkeypatch.setattr(psycopg.AsyncCursor, "execute", execute)
+        @contextlib.asynccontextmanager
+        async def grouped(connection: psycopg.AsyncConnection[Any]) -> AsyncIterator[Any]:
+            async with pipeline(connection) as opened:
+                self.trips.append([])
+                self._pipelined = True
+                try:
+                    yield opened
+                finally:
+                    self._pipelined = False
+
+        monkeypatch.setattr(psycopg.AsyncCursor, "execute", counted)
+        monkeypatch.setattr(psycopg.AsyncConnection, "pipeline", grouped)
 
 
 def test_a_claim_is_one_credential_read_and_one_transaction(
     postgres_database: PostgresDatabase, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The worker's credential (one read), then one transaction: the run locked, claimed,
-    its backup read, and the ``run.claim`` event written. No second credential read, no
-    workspace read (a worker is never refused for billing)."""
+    its backup read, and the ``run.claim`` event the unit collected written with the
+    ``COMMIT``. No second credential read, no workspace read (a worker is never refused
+    for billing): seven statements in five round trips (six before the unit of work
+    collected events)."""
     facade = blocking(bootstrap(uow=postgres_database.uow))
     ada, workspace_id = blocking_call(workspace_admin(unwrapped(facade), "ada@example.com"))
     issued = facade.workers.create(ada, "rack")
@@ -47,16 +69,14 @@ def test_a_claim_is_one_credential_read_and_one_transaction(
     assigned = BackupChanges(worker_id=rack.worker_id, retention=retention("P30D", "PT0S"))
     facade.backups.update(ada, backup.id, assigned)
     run = facade.runs.trigger(ada, backup.id)
-    counter = CountingCursor(monkeypatch)
+    counter = RoundTrips(monkeypatch)
     claimed = facade.claims.claim(Bearer(issued.token, "req-1"), 0)
     assert claimed is not None
     assert (claimed.run.id, claimed.backup.id) == (run.id, backup.id)
-    assert counter.sent == [
-        "SELECT id, workspace_id,",
-        "BEGIN",
-        "SELECT runs.id, runs.workspace_id,",
-        "UPDATE runs SET",
-        "SELECT id, workspace_id,",
-        "INSERT INTO audit_events",
-        "COMMIT",
+    assert counter.trips == [
+        ["SELECT id, workspace_id,"],
+        ["BEGIN", "SELECT runs.id, runs.workspace_id,"],
+        ["UPDATE runs SET"],
+        ["SELECT id, workspace_id,"],
+        ["INSERT INTO audit_events", "COMMIT"],
     ]
