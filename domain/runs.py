@@ -8,6 +8,7 @@ from uuid import UUID
 
 import attrs
 
+from strongroom.domain.audit import JsonValue
 from strongroom.domain.backups import Backup, BackupKind
 from strongroom.domain.errors import (
     InvalidRequestError,
@@ -130,6 +131,17 @@ class Run:
     lease_expires_at: datetime | None = None
     cancel_requested: bool = False
     progress: Progress | None = None
+
+    def audit_view(self) -> dict[str, JsonValue]:
+        """What the audit trail shows of a run."""
+        return {
+            "backup_id": str(self.backup_id),
+            "state": self.state.value,
+            "trigger": self.trigger.value,
+            "artifact_count": self.artifact_count,
+            "bytes": self.bytes,
+            "cancel_requested": self.cancel_requested,
+        }
 
     @classmethod
     def manual(cls, run_id: UUID, backup: Backup, now: datetime) -> Run:

@@ -11,9 +11,9 @@ from uuid import UUID
 import attrs
 
 import strongroom.ports.driving.lookups as lookups
-from strongroom.domain.audit import diff
 from strongroom.domain.backups import Backup
 from strongroom.domain.errors import ForbiddenError, NotFoundError
+from strongroom.domain.events import changed
 from strongroom.domain.permissions import Permission
 from strongroom.domain.principals import Caller
 from strongroom.domain.runs import Progress, Run, RunTrigger, check_claim_wait
@@ -22,7 +22,6 @@ from strongroom.ports.driving.access import Access, Bearer, Grant, Requirement
 from strongroom.ports.driving.artifacts import Artifacts
 from strongroom.ports.driving.changes import changing
 from strongroom.ports.driving.dependencies import Dependencies
-from strongroom.ports.driving.runs import run_snapshot
 
 CLAIM_RUN = Requirement((Permission.ARTIFACTS_UPLOAD,), "run.claim")
 HEARTBEAT_RUN = Requirement((Permission.ARTIFACTS_UPLOAD,))
@@ -141,9 +140,7 @@ class Claims:
             claimed = found.claim(worker_id, self._deps.clock.now())
             await uow.runs.update(claimed)
             backup = await lookups.backup(uow, workspace_id, claimed.backup_id)
-            await change.done(
-                "run.claim", claimed.id, diff(run_snapshot(found), run_snapshot(claimed))
-            )
+            change.collect(changed("run.claim", found, claimed))
         return ClaimedRun(claimed, backup)
 
     async def heartbeat(
@@ -176,7 +173,7 @@ class Claims:
             failed = run.fail(error, self._deps.clock.now())
             await uow.runs.update(failed)
             await self._artifacts.abort_pending(uow, failed)
-            await change.done("run.fail", run.id, diff(run_snapshot(run), run_snapshot(failed)))
+            change.collect(changed("run.fail", run, failed))
         return failed
 
 

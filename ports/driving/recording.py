@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from uuid import UUID
 
 from strongroom.domain.audit import AuditEvent, Change, Outcome
+from strongroom.domain.events import Recorded
 from strongroom.domain.principals import SYSTEM_ACTOR, Actor, Caller, PrincipalType
 from strongroom.ports.driven.unit_of_work import UnitOfWork
 from strongroom.ports.driving.dependencies import Dependencies
@@ -137,3 +138,25 @@ async def record_by_system(
 ) -> None:
     """Audit an operator's or a job's change, made by the ``system`` actor."""
     uow.collect(_resource_event(deps, SYSTEM_ACTOR, None, workspace_id, action, target_id, changes))
+
+
+def by_caller(
+    deps: Dependencies, caller: Caller, workspace_id: UUID, recorded: Recorded
+) -> AuditEvent:
+    """The audit event of ``recorded``, a change ``caller`` made (for ``UnitOfWork.collect``)."""
+    return caller_event(
+        deps, caller, workspace_id, recorded.action, recorded.target_id, recorded.changes
+    )
+
+
+def by_system(deps: Dependencies, workspace_id: UUID, recorded: Recorded) -> AuditEvent:
+    """The audit event of ``recorded``, a change a job made as the ``system`` actor."""
+    return _resource_event(
+        deps,
+        SYSTEM_ACTOR,
+        None,
+        workspace_id,
+        recorded.action,
+        recorded.target_id,
+        recorded.changes,
+    )

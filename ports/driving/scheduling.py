@@ -20,13 +20,13 @@ import attrs
 from strongroom.domain.audit import diff
 from strongroom.domain.backups import Backup
 from strongroom.domain.errors import StrongroomError
+from strongroom.domain.events import created
 from strongroom.domain.principals import SYSTEM_ACTOR
 from strongroom.domain.runs import Run, RunTrigger
 from strongroom.domain.schedules import NotDue, ScheduleRun, Skip, decide_slot
 from strongroom.ports.driven.unit_of_work import UnitOfWork
 from strongroom.ports.driving.dependencies import Dependencies
-from strongroom.ports.driving.recording import record, record_by_system
-from strongroom.ports.driving.runs import run_snapshot
+from strongroom.ports.driving.recording import by_system, record
 
 logger = logging.getLogger(__name__)
 
@@ -141,9 +141,8 @@ class Scheduler:
             return "skipped"
         run = Run.queued(self._deps.ids.new_id(), backup, RunTrigger.SCHEDULE, now)
         await uow.runs.add(run)
-        changes = diff({}, run_snapshot(run)) | diff({}, {"slot": slot})
-        await record_by_system(
-            self._deps, uow, backup.workspace_id, "run.schedule", run.id, changes
+        uow.collect(
+            by_system(self._deps, backup.workspace_id, created("run.schedule", run, slot=slot))
         )
         await uow.runs.announce_queued(backup.workspace_id)
         return "scheduled"
