@@ -30,8 +30,8 @@ import attrs
 
 import strongroom.ports.driving.lookups as lookups
 from strongroom.domain.artifacts import Artifact, ArtifactState
-from strongroom.domain.audit import JsonValue, diff
 from strongroom.domain.backups import Source, check_credentials_shape
+from strongroom.domain.events import changed, created
 from strongroom.domain.permissions import Permission
 from strongroom.domain.principals import Caller
 from strongroom.domain.restores import (
@@ -51,7 +51,7 @@ from strongroom.ports.driving.artifacts import Artifacts
 from strongroom.ports.driving.changes import WorkspaceChange
 from strongroom.ports.driving.dependencies import Dependencies
 from strongroom.ports.driving.idempotency import IdempotencyKey, ResultForm, run_idempotent
-from strongroom.ports.driving.recording import record_by_system
+from strongroom.ports.driving.recording import by_system
 
 logger = logging.getLogger(__name__)
 
@@ -64,25 +64,6 @@ READ_RESTORE = Requirement((Permission.ARTIFACTS_READ, Permission.BACKUPS_READ))
 CREATED_RESTORE = ResultForm(Restore, withheld=("sealed_credentials",))
 # Running restores whose lease ran out, requeued per look.
 BATCH = 10
-
-
-def restore_snapshot(restore: Restore) -> dict[str, JsonValue]:
-    """What the audit trail shows of a restore (never a credential)."""
-    target: dict[str, JsonValue] = {"type": restore.target.type}
-    target.update(
-        {
-            name: getattr(restore.target, name)
-            for name in ("endpoint", "bucket", "prefix", "host", "port", "database")
-            if hasattr(restore.target, name)
-        }
-    )
-    return {
-        "artifact_id": str(restore.artifact_id),
-        "state": restore.state.value,
-        "attempt": restore.attempt,
-        "target": target,
-        "error": restore.error,
-    }
 
 
 @attrs.frozen
@@ -149,7 +130,7 @@ class Restores:
                 now,
             )
             await uow.restores.add(restore)
-            await change.record("restore.create", restore.id, diff({}, restore_snapshot(restore)))
+            change.collect(created("restore.create", restore))
             # Restore runners wait on the run signals' channel too (``wakeup``): the same
             # NOTIFY at commit reaches those of other processes.
             await uow.runs.announce_queued(workspace_id)
@@ -221,13 +202,8 @@ class Restores:
                 action = (
                     "restore.requeue" if after.state is RestoreState.QUEUED else "restore.finish"
                 )
-                await record_by_system(
-                    self._deps,
-                    uow,
-                    after.workspace_id,
-                    action,
-                    after.id,
-                    diff(restore_snapshot(current), restore_snapshot(after)),
+                uow.collect(
+                    by_system(self._deps, after.workspace_id, changed(action, current, after))
                 )
                 await uow.commit()
             logger.warning(
@@ -270,14 +246,8 @@ class Restores:
                 return current or running
             after = current.succeed(now) if error is None else current.fail(error, now)
             await uow.restores.update(after)
-            await record_by_system(
-                self._deps,
-                uow,
-                after.workspace_id,
-                "restore.finish",
-                after.id,
-                diff(restore_snapshot(current), restore_snapshot(after)),
-            )
+            finished = changed("restore.finish", current, after)
+            uow.collect(by_system(self._deps, after.workspace_id, finished))
             await uow.commit()
         if error is None:
             logger.info("restore %s succeeded", after.id)
