@@ -51,3 +51,8 @@ def changed(action: str, before: Audited, after: Audited) -> Recorded:
 def created(action: str, made: Audited, **extra: JsonValue) -> Recorded:
     """``made`` is new: every recorded field (and ``extra``) from nothing."""
     return Recorded(action, made.id, diff({}, made.audit_view() | extra))
+
+
+def removed(action: str, gone: Audited) -> Recorded:
+    """``gone`` is deleted: every recorded field to nothing."""
+    return Recorded(action, gone.id, diff(gone.audit_view(), {}))
