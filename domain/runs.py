@@ -8,13 +8,14 @@ from uuid import UUID
 
 import attrs
 
-from strongroom.domain.audit import JsonValue
+from strongroom.domain.audit import JsonValue, diff
 from strongroom.domain.backups import Backup, BackupKind
 from strongroom.domain.errors import (
     InvalidRequestError,
     InvalidStateError,
     ValidationFailedError,
 )
+from strongroom.domain.events import Recorded
 
 
 class RunState(StrEnum):
@@ -142,6 +143,17 @@ class Run:
             "bytes": self.bytes,
             "cancel_requested": self.cancel_requested,
         }
+
+    def recorded_confirmation(self, finished: Run) -> Recorded:
+        """``run.confirm``: the state and artifact count before and after."""
+        return Recorded(
+            "run.confirm",
+            self.id,
+            diff(
+                {"state": self.state.value, "artifact_count": self.artifact_count},
+                {"state": finished.state.value, "artifact_count": finished.artifact_count},
+            ),
+        )
 
     @classmethod
     def manual(cls, run_id: UUID, backup: Backup, now: datetime) -> Run:
