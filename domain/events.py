@@ -25,11 +25,19 @@ def _frozen(value: Mapping[str, Change] | None) -> Mapping[str, Change] | None:
 
 @attrs.frozen
 class Recorded:
-    """One change, as the audit trail shows it (never a secret)."""
+    """One change, as the audit trail shows it (never a secret). The target is an object
+    of the action's resource (``backup`` of ``backup.update``) unless ``target_type`` says
+    otherwise (``run.skip`` names the backup whose slot was skipped)."""
 
     action: str
     target_id: UUID | str | None
     changes: Mapping[str, Change] | None = attrs.field(default=None, converter=_frozen)
+    target_type: str | None = None
+
+    @property
+    def target(self) -> str:
+        """The target's type."""
+        return self.target_type or self.action.partition(".")[0]
 
 
 class Audited(Protocol):

@@ -22,7 +22,7 @@ from strongroom.domain.principals import Caller
 from strongroom.domain.workspaces import Workspace
 from strongroom.ports.driven.unit_of_work import UnitOfWork
 from strongroom.ports.driving.dependencies import Dependencies
-from strongroom.ports.driving.recording import by_caller, record_by_caller
+from strongroom.ports.driving.recording import by_caller
 
 
 class WorkspaceChange:
@@ -66,18 +66,8 @@ class WorkspaceChange:
     async def record(
         self, action: str, target_id: UUID | str | None, changes: Mapping[str, Change] | None = None
     ) -> None:
-        """Add the change's audit event to the unit of work (for changes committed by
-        their caller, as ``run_idempotent`` does)."""
-        await record_by_caller(
-            self._deps, self.uow, self._caller, self._workspace_id, action, target_id, changes
-        )
-
-    async def done(
-        self, action: str, target_id: UUID | str | None, changes: Mapping[str, Change] | None = None
-    ) -> None:
-        """Record the change's audit event and commit."""
-        await self.record(action, target_id, changes)
-        await self.uow.commit()
+        """``collect`` of a change given by its parts (the backup create's path)."""
+        self.collect(Recorded(action, target_id, changes))
 
 
 @asynccontextmanager
