@@ -4,17 +4,17 @@ and the steps of the service-side runner (``adapters/runtime/restores.py`` runs 
 ``create`` checks everything it can up front (the artifact, the kind rules, the target's
 literal address, billing) and records a ``queued`` restore with the target's credentials
 sealed, then wakes the runners (``wakeup``: the run signals, across processes on
-PostgreSQL). The runner (``run_queued``, in ``serve`` on a wake-up or at the latest every
-``STRONGROOM_RESTORE_POLL`` seconds) takes queued restores one at a time (a locking read
-that skips rows other runners hold, so one runner wins each), marks it ``running`` and
-commits, then streams the artifact from storage into the target outside any transaction,
-and records ``succeeded`` or ``failed`` with the credentials erased, audited as
-``restore.finish`` by ``system``.
+PostgreSQL). The runner (``RestoreRunner.run_queued``, in ``serve`` on a wake-up or at the
+latest every ``STRONGROOM_RESTORE_POLL`` seconds) takes queued restores one at a time
+(``take_next``: a locking read that skips rows other runners hold, so one runner wins
+each, marked ``running`` and committed), streams the artifact from storage into the
+target outside any transaction (``source``), and records ``succeeded`` or ``failed`` with
+the credentials erased (``finish``), audited as ``restore.finish`` by ``system``.
 
 A running restore is held on a lease (``RESTORE_LEASE`` unless the runner is given
 another), renewed every quarter of it while the artifact streams. A runner that dies
-(SIGKILL, a lost machine) stops renewing: the next ``run_queued`` of any runner first
-queues such a restore again as its next attempt (``restore.requeue``), up to
+(SIGKILL, a lost machine) stops renewing: the next look of any runner first queues such
+a restore again (``expire_leases``) as its next attempt (``restore.requeue``), up to
 ``MAX_RESTORE_ATTEMPTS``, then fails it as interrupted (``restore.finish``). A runner that
 finds on renewal that its restore was taken from it stops streaming and records nothing.
 """
