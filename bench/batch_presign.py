@@ -20,8 +20,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests"))
 
+from strongroom.adapters.runtime.blocking import blocking  # noqa: E402
 from strongroom.adapters.storage.local import LocalDiskStorage  # noqa: E402
-from strongroom.ports.driving.blocking import blocking  # noqa: E402
 from support.world import Api, bearer, make_client, make_facade  # noqa: E402
 
 

@@ -13,6 +13,7 @@ from uuid import UUID
 
 import attrs
 
+import strongroom.ports.driving.lookups as lookups
 from strongroom.domain.artifacts import (
     PRESIGNED_URL_LIFETIME,
     Artifact,
@@ -26,7 +27,6 @@ from strongroom.domain.errors import InvalidRequestError, InvalidStateError
 from strongroom.domain.principals import Caller
 from strongroom.domain.quotas import QuotaResource, ensure_room
 from strongroom.ports.driven.storage import PresignedRequest
-from strongroom.ports.driving import lookups
 from strongroom.ports.driving.access import Access, Grant
 from strongroom.ports.driving.artifacts import (
     DOWNLOAD_ARTIFACT,
