@@ -14,11 +14,12 @@ import pytest
 from strongroom.adapters.memory.services import ManualClock
 from strongroom.adapters.storage.local import LocalDiskStorage
 from strongroom.domain.artifacts import Artifact, ArtifactState
-from strongroom.domain.backups import BackupKind
+from strongroom.domain.backups import BackupChanges, BackupKind
 from strongroom.domain.encryption import Encryption
 from strongroom.domain.errors import (
     ArtifactReferencedError,
     ConflictError,
+    ForbiddenError,
     InvalidRequestError,
     InvalidStateError,
     NotFoundError,
@@ -29,7 +30,14 @@ from strongroom.domain.principals import Caller
 from strongroom.domain.quotas import QuotaResource
 from strongroom.ports.driven.storage import ObjectLockedError
 from strongroom.ports.driving import Strongroom
-from support.people import active_manual, audit_events, put_presigned, upload, workspace_admin
+from support.people import (
+    active_manual,
+    audit_events,
+    put_presigned,
+    retention,
+    upload,
+    workspace_admin,
+)
 
 DAY = timedelta(days=1)
 ALICE = "age1ql3z7hjy54pw3hyww5ayyfg7zqgvc7w3j2elw8zmrj2kg5sfn9aqmcac8p"
@@ -209,3 +217,31 @@ class TestSnapshotBackups:
             )
         (event,) = await audit_events(facade, ada, "backup.create")
         assert event.changes["encryption"].after == [ALICE]
+
+
+class TestWriteOnlyWorker:
+    async def test_a_worker_uploads_in_batches_confirms_references_and_never_downloads(
+        self, facade: Strongroom, storage: LocalDiskStorage
+    ) -> None:
+        """A worker's snapshot run: batch uploads and a confirm with references of its
+        backup's earlier run work; a download URL, batched or not, is forbidden."""
+        ada, wid = await workspace_admin(facade, "ada@example.com")
+        issued = await facade.workers.create(ada, "rack-1")
+        backup = await facade.backups.create(
+            ada, wid, "Home", BackupKind.LOCAL, encryption=Encryption([ALICE])
+        )
+        changes = BackupChanges(worker_id=issued.worker.id, retention=retention("P1D", "PT0S"))
+        await facade.backups.update(ada, backup.id, changes)
+        worker = await facade.access.authenticate(issued.token)
+        made: list[UUID] = []
+        for content, references in ((b"pack", []), (b"index", made)):
+            run = await facade.runs.trigger(ada, backup.id)
+            (plan,) = await facade.transfers.upload_urls(worker, run.id, [item("p", content)])
+            assert plan.request is not None
+            put_presigned(storage, plan.request, content)
+            await facade.artifacts.confirm(worker, run.id, list(references))
+            made.append(plan.artifact.id)
+        with pytest.raises(ForbiddenError):
+            await facade.transfers.download_urls(worker, made)
+        with pytest.raises(ForbiddenError):
+            await facade.artifacts.download_url(worker, made[0])
