@@ -53,3 +53,14 @@ class TestPatch:
         events = ada.audit(action="backup.update").json()["data"]
         assert events[0]["changes"]["encryption"] == {"from": [ALICE], "to": [BOB]}
         assert events[1]["changes"]["encryption"] == {"from": None, "to": [ALICE]}
+
+
+class TestReplay:
+    def test_an_idempotent_create_replays_the_snapshot_backup(self, ada: Tenant) -> None:
+        """The kept result restores the recipients: the replay is the first answer."""
+        body = {"name": "Home", "kind": "manual", "encryption": {"recipients": [ALICE]}}
+        key = {"Idempotency-Key": "snapshot-backup-1"}
+        first = ada.create(body, key)
+        assert first.status_code == 201, first.text
+        again = ada.create(body, key)
+        assert (again.status_code, again.json()) == (201, first.json())
