@@ -130,8 +130,9 @@ class Backup:
     next_run_at: datetime | None
     created_at: datetime
     updated_at: datetime
-    format: BackupFormat
+    # Defaults: a client reads an answer of a server from before snapshots (contract 14).
+    format: BackupFormat = BackupFormat.ARCHIVE
     """`snapshot` exactly when `encryption` is set (deduplicated, end-to-end encrypted
     directory snapshots), else `archive`."""
-    encryption: Encryption | None
+    encryption: Encryption | None = None
     """The age recipients (public keys) snapshots are sealed to; null for an archive backup."""

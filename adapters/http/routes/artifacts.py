@@ -102,6 +102,7 @@ async def request_upload(
     status=201,
     billing="uploads",
     no_store=True,
+    located="/v1/runs/{run_id}",
 )
 async def request_uploads(
     ctx: ApiContext, grant: Grant, run_id: UUID, body: UploadsRequest
