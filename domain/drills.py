@@ -15,7 +15,8 @@ from uuid import UUID
 
 import attrs
 
-from strongroom.domain.errors import InvalidStateError
+from strongroom.domain.backups import Backup, BackupKind, PostgresSource, S3Source
+from strongroom.domain.errors import InvalidStateError, ValidationFailedError
 
 # How many differences a drill's error names before it says "and N more".
 NAMED_PROBLEMS = 5
@@ -70,6 +71,20 @@ def object_problems(expected: Mapping[str, str], found: Mapping[str, str]) -> li
     return problems
 
 
+def check_drillable(backup: Backup) -> str:
+    """The source type the service drills ``backup`` as; ``validation_failed`` for a local
+    or manual backup (their formats are client-side: the agent would run the drill, which
+    is not offered yet) and for a cloud backup without a source of a drillable type."""
+    if backup.kind is not BackupKind.CLOUD:
+        raise ValidationFailedError(
+            f"a {backup.kind} backup's copies are restored client-side: the service drills "
+            "only cloud backups (s3 and postgres sources)"
+        )
+    if not isinstance(backup.source, S3Source | PostgresSource):
+        raise ValidationFailedError("the backup has no s3 or postgres source to drill")
+    return backup.source.type
+
+
 def summary(problems: list[str]) -> str | None:
     """A drill's error: the first differences, and how many more; None when none."""
     if not problems:
@@ -95,6 +110,11 @@ class Drill:
     bytes: int | None = None
     checks: Mapping[str, object] = attrs.field(factory=dict)
     error: str | None = None
+
+    @classmethod
+    def queued(cls, drill_id: UUID, workspace_id: UUID, backup_id: UUID, now: datetime) -> Drill:
+        """A drill asked for now, waiting for the service's runner."""
+        return cls(drill_id, workspace_id, backup_id, None, DrillState.QUEUED, now)
 
     def started(self, run_id: UUID, now: datetime) -> Drill:
         """Running, on the newest good copy ``run_id``."""
