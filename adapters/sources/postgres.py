@@ -108,11 +108,11 @@ class PostgresSourceReader:
         except psycopg.Error:
             return None, None
         try:
-            connection.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
-            connection.read_only = True
+            await connection.set_isolation_level(psycopg.IsolationLevel.REPEATABLE_READ)
+            await connection.set_read_only(True)
             found = await (await connection.execute("SELECT pg_export_snapshot()")).fetchone()
             return connection, str(found[0]) if found else None
-        except psycopg.Error:
+        except Exception:  # the dump goes on without a manifest: never fail it for this
             logger.info("a postgres source exports no snapshot: dumped without a manifest")
             await connection.close()
             return None, None

@@ -13,7 +13,11 @@ from strongroom.domain.proofs import StorageLock
 
 _GONE = {"NoSuchKey", "NoSuchVersion"}
 # How stores say a version has no retention or hold (SeaweedFS uses the second).
-_NONE = {"NoSuchObjectLockConfiguration", "ObjectLockConfigurationNotFoundError"}
+_NONE = {
+    "NoSuchObjectLockConfiguration",
+    "ObjectLockConfigurationNotFoundError",
+    "NoSuchObjectLegalHold",
+}
 
 
 def lock_status(client: Minio, bucket: str, key: str, locked_version: str | None) -> StorageLock:
