@@ -15,6 +15,7 @@ from uuid import UUID
 
 import attrs
 
+from strongroom.domain.audit import JsonValue
 from strongroom.domain.backups import Backup, BackupKind, PostgresSource, S3Source
 from strongroom.domain.errors import InvalidStateError, ValidationFailedError
 
@@ -115,6 +116,15 @@ class Drill:
     def queued(cls, drill_id: UUID, workspace_id: UUID, backup_id: UUID, now: datetime) -> Drill:
         """A drill asked for now, waiting for the service's runner."""
         return cls(drill_id, workspace_id, backup_id, None, DrillState.QUEUED, now)
+
+    def audit_view(self) -> dict[str, JsonValue]:
+        """What the audit trail shows of a drill."""
+        return {
+            "backup_id": str(self.backup_id),
+            "run_id": None if self.run_id is None else str(self.run_id),
+            "state": self.state.value,
+            "error": self.error,
+        }
 
     def started(self, run_id: UUID, now: datetime) -> Drill:
         """Running, on the newest good copy ``run_id``."""

@@ -7,6 +7,7 @@ import logging
 
 from strongroom.adapters.proofs.signing import ProofSigner
 from strongroom.adapters.restores.drills import ServiceDrillTargets
+from strongroom.adapters.runtime.drills import DrillRunner
 from strongroom.entrypoints.settings import Settings
 from strongroom.ports.driving import Strongroom
 
@@ -31,10 +32,11 @@ def equip_assurance(facade: Strongroom, settings: Settings) -> Strongroom:
 async def run_drills_every(facade: Strongroom, poll: float) -> None:
     """Run queued drills, forever (cancel the task to stop): when one is asked for (a
     wake-up, from any process on PostgreSQL) and at the latest every ``poll`` seconds."""
+    runner = DrillRunner(facade.drills)
     while True:
-        ticket = facade.restores.wakeup()
+        ticket = facade.drills.wakeup()
         try:
-            while await facade.drills.run_queued():
+            while await runner.run_queued():
                 pass
         except Exception:
             logger.exception("the drill runner failed; it looks again next interval")

@@ -1,31 +1,29 @@
 """Restore drills (contract 16): ask the service to prove a backup restores, read how its
-drills went, and the service-side runner that does the work.
+drills went, and the steps of the service's drill runner (``adapters/runtime/drills``).
 
-``create`` records a ``queued`` drill of a cloud backup and wakes the runners. The runner
-(``run_queued``, in ``serve`` and ``strongroom executor`` on a wake-up or every
-``STRONGROOM_RESTORE_POLL`` seconds) takes one queued drill at a time (a locking read that
-skips rows other runners hold), picks the backup's newest available artifact of a
-succeeded run, marks the drill ``running`` and commits; then, outside any transaction, it
-streams the artifact from storage into a scratch target the service owns
-(``DrillTargets``), hashing it on the way, and compares what it restored with what was
-recorded when the backup was made: the artifact's size and sha256; a ``postgres`` dump's
-tables (rows and checksum, the manifest the source recorded); an ``s3`` archive's objects
-(sha256, its own manifest). The drill ends ``succeeded`` or ``failed`` naming what
-differs, audited ``drill.finish`` by ``system``. It never writes to the customer's
-systems.
+``create`` records a ``queued`` drill of a cloud backup and wakes the runners. A runner
+takes one queued drill at a time (``take_next``: a locking read that skips rows other
+runners hold), on the backup's newest available artifact of a succeeded run, marks it
+``running`` and commits; then, outside any transaction, streams the artifact into a
+scratch target the service owns (``DrillTargets``), hashing it, and ``judge`` compares
+what was restored with what was recorded when the backup was made: the artifact's size
+and sha256; a ``postgres`` dump's tables (rows and checksum, the manifest the source
+recorded); an ``s3`` archive's objects (sha256, its own manifest). ``finish`` records
+``succeeded`` or ``failed`` naming what differs, audited ``drill.finish`` by ``system``.
+A drill never writes to the customer's systems.
 """
 
 from __future__ import annotations
 
-import functools
-import hashlib
 import logging
-import time
 from collections.abc import Mapping
 from uuid import UUID
 
+import attrs
+
+import strongroom.ports.driving.lookups as lookups
 from strongroom.domain.artifacts import Artifact, ArtifactState
-from strongroom.domain.audit import JsonValue, diff
+from strongroom.domain.audit import JsonValue
 from strongroom.domain.backups import Backup
 from strongroom.domain.drills import (
     Drill,
@@ -35,72 +33,55 @@ from strongroom.domain.drills import (
     object_problems,
     table_problems,
 )
-from strongroom.domain.errors import StrongroomError
+from strongroom.domain.events import changed, created
 from strongroom.domain.pagination import Page, PageRequest
 from strongroom.domain.permissions import Permission
 from strongroom.domain.principals import Caller
 from strongroom.domain.runs import RunState
-from strongroom.ports.driven.drills import DrillFailedError, DrillTargets, Restored
-from strongroom.ports.driven.storage import ObjectReader
+from strongroom.ports.driven.drills import DrillTargets, Restored
+from strongroom.ports.driven.signals import Wakeup
+from strongroom.ports.driven.storage import ObjectStorage
 from strongroom.ports.driven.unit_of_work import UnitOfWork
-from strongroom.ports.driving import lookups
 from strongroom.ports.driving.access import Access, Grant, Requirement
 from strongroom.ports.driving.artifacts import Artifacts
 from strongroom.ports.driving.changes import changing
 from strongroom.ports.driving.dependencies import Dependencies
-from strongroom.ports.driving.recording import record_by_system
-from strongroom.ports.driving.threads import run_to_the_end
+from strongroom.ports.driving.recording import by_system
 
 logger = logging.getLogger(__name__)
 
 CREATE_DRILL = Requirement((Permission.BACKUPS_WRITE,), "drill.create")
 READ_DRILL = Requirement((Permission.BACKUPS_READ,))
-# Drills one call of the runner takes at most; succeeded runs looked at for an artifact.
-BATCH = 10
+# Succeeded runs looked at, newest first, for an available artifact.
 RUNS_LOOKED_AT = 20
-CHUNK = 1024 * 1024
-UNEXPECTED = "the drill failed on an unexpected error of the service (logged)"
-NO_TARGETS = "the service runs no restore drills (no scratch target is configured)"
+NOTHING_TO_DRILL = "the backup has no available artifact to drill"
 
 
-def drill_snapshot(drill: Drill) -> dict[str, JsonValue]:
-    """What the audit trail shows of a drill."""
-    return {
-        "backup_id": str(drill.backup_id),
-        "run_id": None if drill.run_id is None else str(drill.run_id),
-        "state": drill.state.value,
-        "error": drill.error,
-    }
+@attrs.frozen
+class DrillSource:
+    """What a runner restores for a drill: the artifact, where it is stored, the backup's
+    source type, and the scratch targets."""
+
+    artifact: Artifact
+    storage: ObjectStorage
+    source_type: str
+    targets: DrillTargets
 
 
-class _Hashing:
-    """An object stream that counts and hashes what is read through it."""
+@attrs.frozen
+class Outcome:
+    """How a drill's restore went: the differences found, the checks made, the bytes
+    restored, and how long it took; or why nothing could be checked (``error``)."""
 
-    def __init__(self, inner: ObjectReader) -> None:
-        self._inner = inner
-        self._digest = hashlib.sha256()
-        self.size = 0
-
-    def read(self, size: int = -1, /) -> bytes:
-        data = self._inner.read(size)
-        self._digest.update(data)
-        self.size += len(data)
-        return data
-
-    def close(self) -> None:
-        """Closing is the runner's."""
-
-    def drain(self) -> None:
-        while self.read(CHUNK):
-            pass
-
-    @property
-    def sha256(self) -> str:
-        return self._digest.hexdigest()
+    problems: list[str] = attrs.field(factory=list)
+    checks: Mapping[str, JsonValue] = attrs.field(factory=dict)
+    restored_bytes: int = 0
+    seconds: float = 0.0
+    error: str | None = None
 
 
 class Drills:
-    """Ask for and read drills; run the queued ones (the service's side)."""
+    """Ask for and read drills; the steps of the service's runner."""
 
     def __init__(
         self,
@@ -128,8 +109,9 @@ class Drills:
             check_drillable(backup)
             drill = Drill.queued(self._deps.ids.new_id(), workspace_id, backup.id, now)
             await change.uow.drills.add(drill)
+            # Drill runners wait on the run signals' channel (``wakeup``).
             await change.uow.runs.announce_queued(workspace_id)
-            await change.done("drill.create", drill.id, diff({}, drill_snapshot(drill)))
+            change.collect(created("drill.create", drill))
         self._deps.signals.announce(workspace_id)
         return drill
 
@@ -146,20 +128,14 @@ class Drills:
     # ----------------------------------------------------------------------------------
     # The service's side
 
-    async def run_queued(self, limit: int = BATCH) -> list[Drill]:
-        """Run queued drills one after another until none is left (at most ``limit``);
-        the finished drills. Safe with any number of runners."""
-        finished: list[Drill] = []
-        for _ in range(limit):
-            done = await self.run_next()
-            if done is None:
-                break
-            finished.append(done)
-        return finished
+    def wakeup(self) -> Wakeup:
+        """A ticket for the next announcement of queued work in any workspace."""
+        return self._deps.signals.watch_any()
 
-    async def run_next(self) -> Drill | None:
-        """Take the oldest queued drill, run it and record how it ended; None when none
-        is queued."""
+    async def take_next(self) -> tuple[Drill, DrillSource | None] | None:
+        """The oldest queued drill, now ``running`` on its backup's newest available
+        artifact and committed, with what to restore; a drill with nothing to restore
+        comes back ``failed`` (and None for its source). None when none is queued."""
         now = self._deps.clock.now()
         async with self._deps.uow() as uow:
             queued = await uow.drills.next_queued()
@@ -167,26 +143,41 @@ class Drills:
                 return None
             backup = await uow.backups.get(queued.workspace_id, queued.backup_id)
             artifact = None if backup is None else await _newest_artifact(uow, backup)
-            if backup is None or artifact is None:
-                broken = queued.broke("the backup has no available artifact to drill", now)
+            if backup is None or artifact is None or self.targets is None:
+                why = "the service runs no restore drills" if self.targets is None else None
+                broken = queued.broke(why or NOTHING_TO_DRILL, now)
                 await self._record(uow, queued, broken)
                 await uow.commit()
-                return broken
+                return broken, None
             running = queued.started(artifact.run_id, now)
             await uow.drills.update(running)
             await uow.commit()
-        started = time.monotonic()
-        problems, checks, restored_bytes, error = await self._execute(running, artifact, backup)
-        seconds = time.monotonic() - started
-        end = self._deps.clock.now()
+        source = DrillSource(
+            artifact=artifact,
+            storage=self._artifacts.storage_for(artifact, backup),
+            source_type=check_drillable(backup),
+            targets=self.targets,
+        )
+        return running, source
+
+    async def manifest(self, drill: Drill, artifact: Artifact) -> dict[str, TableFacts] | None:
+        """What the source recorded of the artifact's content when it was made."""
+        async with self._deps.uow() as uow:
+            return await uow.drills.manifest(drill.workspace_id, artifact.id)
+
+    async def finish(self, running: Drill, outcome: Outcome) -> Drill:
+        """Record how the drill ended under the row lock; the drill as it then is."""
+        now = self._deps.clock.now()
         async with self._deps.uow() as uow:
             current = await uow.drills.get(running.workspace_id, running.id, for_update=True)
             if current is None or current.state is not DrillState.RUNNING:
                 return current or running
-            if error is not None:
-                after = current.broke(error, end)
+            if outcome.error is not None:
+                after = current.broke(outcome.error, now)
             else:
-                after = current.finished(problems, checks, restored_bytes, seconds, end)
+                after = current.finished(
+                    outcome.problems, outcome.checks, outcome.restored_bytes, outcome.seconds, now
+                )
             await self._record(uow, current, after)
             await uow.commit()
         logger.info("drill %s of backup %s %s", after.id, after.backup_id, after.state.value)
@@ -194,76 +185,43 @@ class Drills:
 
     async def _record(self, uow: UnitOfWork, before: Drill, after: Drill) -> None:
         await uow.drills.update(after)
-        await record_by_system(
-            self._deps,
-            uow,
-            after.workspace_id,
-            "drill.finish",
-            after.id,
-            diff(drill_snapshot(before), drill_snapshot(after)),
+        uow.collect(
+            by_system(self._deps, after.workspace_id, changed("drill.finish", before, after))
         )
 
-    async def _execute(
-        self, drill: Drill, artifact: Artifact, backup: Backup
-    ) -> tuple[list[str], dict[str, JsonValue], int, str | None]:
-        """Restore into scratch and compare: the problems, the checks, the bytes restored,
-        or why the drill could not check anything."""
-        if self.targets is None:
-            return [], {}, 0, NO_TARGETS
-        try:
-            source_type = check_drillable(backup)
-            storage = self._artifacts.storage_for(artifact, backup)
-            opened = await run_to_the_end(
-                functools.partial(storage.open_object, artifact.object_key), _close_if_opened
-            )
-            if opened is None:
-                return [], {}, 0, "the artifact's object is missing from storage"
-            reader = _Hashing(opened)
-            try:
-                restored = await self.targets.restore(reader, source_type)
-                await run_to_the_end(reader.drain)
-            finally:
-                await run_to_the_end(opened.close)
-            async with self._deps.uow() as uow:
-                manifest = await uow.drills.manifest(drill.workspace_id, artifact.id)
-        except DrillFailedError as failed:
-            return [], {}, 0, str(failed)
-        except StrongroomError as failed:
-            return [], {}, 0, failed.message
-        except Exception:
-            logger.exception("drill %s of workspace %s failed", drill.id, drill.workspace_id)
-            return [], {}, 0, UNEXPECTED
-        problems: list[str] = []
-        intact = (reader.size, reader.sha256) == (artifact.size, artifact.sha256)
-        if not intact:
-            problems.append("the artifact's bytes differ from its recorded size and sha256")
-        checks: dict[str, JsonValue] = {"artifact_id": str(artifact.id), "artifact_intact": intact}
-        checks.update(_compare(restored, manifest, problems))
-        return problems, checks, restored.bytes, None
 
-
-def _compare(
-    restored: Restored, manifest: Mapping[str, TableFacts] | None, problems: list[str]
-) -> dict[str, JsonValue]:
-    """Add what differs to ``problems``; the checks made, in counts."""
+def judge(
+    artifact: Artifact,
+    read: tuple[int, str],
+    restored: Restored,
+    manifest: Mapping[str, TableFacts] | None,
+) -> tuple[list[str], dict[str, JsonValue]]:
+    """What differs between what was restored (and ``read``: the size and sha256 of the
+    bytes streamed) and what was recorded; the checks made, in counts."""
+    problems: list[str] = []
+    intact = read == (artifact.size, artifact.sha256)
+    if not intact:
+        problems.append("the artifact's bytes differ from its recorded size and sha256")
+    checks: dict[str, JsonValue] = {"artifact_id": str(artifact.id), "artifact_intact": intact}
     if restored.tables is not None:
         if manifest is None:
             problems.append("no manifest of the tables was recorded when the backup was made")
-            return {"tables": len(restored.tables), "tables_recorded": False}
-        found = table_problems(manifest, restored.tables)
-        problems.extend(found)
-        return {
+            return problems, {**checks, "tables": len(restored.tables), "tables_recorded": False}
+        differing = table_problems(manifest, restored.tables)
+        problems.extend(differing)
+        return problems, {
+            **checks,
             "tables": len(restored.tables),
             "rows": sum(facts.rows for facts in restored.tables.values()),
-            "tables_differing": len(found),
+            "tables_differing": len(differing),
         }
     objects = restored.objects or {}
     if restored.listed is None:
         problems.append("the archive's manifest records no sha256 (made before drills)")
-        return {"objects": len(objects), "sha256_recorded": False}
-    found = object_problems(restored.listed, objects)
-    problems.extend(found)
-    return {"objects": len(objects), "objects_differing": len(found)}
+        return problems, {**checks, "objects": len(objects), "sha256_recorded": False}
+    differing = object_problems(restored.listed, objects)
+    problems.extend(differing)
+    return problems, {**checks, "objects": len(objects), "objects_differing": len(differing)}
 
 
 async def _newest_artifact(uow: UnitOfWork, backup: Backup) -> Artifact | None:
@@ -277,8 +235,3 @@ async def _newest_artifact(uow: UnitOfWork, backup: Backup) -> Artifact | None:
         if available:
             return available[-1]
     return None
-
-
-def _close_if_opened(opened: ObjectReader | None) -> None:
-    if opened is not None:
-        opened.close()

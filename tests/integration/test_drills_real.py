@@ -24,6 +24,7 @@ from test_cloud_executor import LOOPBACK, PASSWORD, cloud_backup, execute_next, 
 
 from strongroom.adapters.proofs.signing import ProofSigner
 from strongroom.adapters.restores.drills import ServiceDrillTargets
+from strongroom.adapters.runtime.drills import DrillRunner
 from strongroom.adapters.storage.s3 import S3Storage
 from strongroom.adapters.wire.present import render
 from strongroom.domain.artifacts import Artifact
@@ -73,7 +74,7 @@ def drill_databases(server: PostgresServer) -> list[str]:
 async def drill(facade: Strongroom, admin: Caller, backup_id: UUID) -> Drill:
     """Ask for a drill and run it to its end."""
     asked = await facade.drills.create(admin, backup_id)
-    (done,) = await facade.drills.run_queued()
+    (done,) = await DrillRunner(facade.drills).run_queued()
     assert done.id == asked.id
     listed = await facade.drills.list_for_backup(admin, backup_id, PageRequest(5))
     assert listed.items[0] == done
