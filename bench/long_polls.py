@@ -301,10 +301,13 @@ async def trigger_probes(
         poller = pollers[index]
         async with httpx2.AsyncClient(base_url=url, trust_env=False, timeout=60) as client:
             triggered_at = time.monotonic()
-            answer = await client.post(
-                f"/v1/backups/{backup_id}/trigger",
-                headers={"Authorization": f"Bearer {session_of[index]}"},
-            )
+            try:
+                answer = await client.post(
+                    f"/v1/backups/{backup_id}/trigger",
+                    headers={"Authorization": f"Bearer {session_of[index]}"},
+                )
+            except httpx2.TransportError as error:
+                answer = httpx2.Response(599, text=f"no answer: {type(error).__name__}")
             result: dict[str, Any] = {
                 "trigger_status": answer.status_code,
                 "trigger_s": time.monotonic() - triggered_at,
@@ -372,6 +375,7 @@ async def measure(
         figures["rss_per_poll_kib"] = (
             (figures["rss_with_polls_mib"] - figures["rss_before_mib"]) * 1024 / len(tokens)
         )
+        print(f"  so far: {json.dumps(figures)}", flush=True)
         figures["claim_after_trigger_s"] = await trigger_probes(
             instance.url, probes, pollers, session_of
         )
