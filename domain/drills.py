@@ -9,7 +9,7 @@ restore would have lost.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import datetime
+from datetime import datetime, timedelta
 from enum import StrEnum
 from uuid import UUID
 
@@ -21,6 +21,10 @@ from strongroom.domain.errors import InvalidStateError, ValidationFailedError
 
 # How many differences a drill's error names before it says "and N more".
 NAMED_PROBLEMS = 5
+# A drill running longer was left by a runner that stopped (drills hold no lease): the next
+# runner fails it as interrupted.
+DRILL_TIMEOUT = timedelta(hours=6)
+INTERRUPTED = "the drill was interrupted: its runner stopped before it finished"
 
 
 class DrillState(StrEnum):
@@ -151,6 +155,14 @@ class Drill:
             bytes=restored_bytes,
             checks=dict(checks),
             error=summary(problems),
+        )
+
+    def stale(self, now: datetime) -> bool:
+        """Whether it has been running longer than ``DRILL_TIMEOUT`` (its runner died)."""
+        return (
+            self.state is DrillState.RUNNING
+            and self.started_at is not None
+            and now - self.started_at > DRILL_TIMEOUT
         )
 
     def broke(self, error: str, now: datetime) -> Drill:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import datetime
 from uuid import UUID
 
 from strongroom.adapters.memory.tables import MemoryRepository, keyset_page, require
@@ -39,6 +40,15 @@ class MemoryDrillRepository(MemoryRepository):
     async def next_queued(self) -> Drill | None:
         queued = [d for d in self._tx.read(self.table).values() if d.state is DrillState.QUEUED]
         return min(queued, key=lambda d: (d.created_at, d.id), default=None)
+
+    async def started_before(self, before: datetime, limit: int) -> list[Drill]:
+        found = [
+            d
+            for d in self._tx.read(self.table).values()
+            if d.state is DrillState.RUNNING and d.started_at is not None and d.started_at < before
+        ]
+        found.sort(key=lambda d: (d.started_at, d.id))
+        return found[:limit]
 
     async def list_for_backup(
         self, workspace_id: UUID, backup_id: UUID, page: PageRequest

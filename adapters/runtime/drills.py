@@ -60,7 +60,9 @@ class DrillRunner:
 
     async def run_queued(self, limit: int = BATCH) -> list[Drill]:
         """Run queued drills until none is left (at most ``limit``); the finished ones.
-        Safe with any number of runners."""
+        Safe with any number of runners. Drills left running by a runner that stopped are
+        failed as interrupted first."""
+        await self._drills.expire_stale()
         finished: list[Drill] = []
         for _ in range(limit):
             done = await self.run_next()

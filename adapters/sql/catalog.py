@@ -99,6 +99,7 @@ class Q(StrEnum):
     DRILL_UPDATE = "drill_update"
     DRILL_NEXT_QUEUED = "drill_next_queued"
     DRILL_LIST_FOR_BACKUP = "drill_list_for_backup"
+    DRILL_STARTED_BEFORE = "drill_started_before"
     FILTER_DRILL_AFTER = "filter_drill_after"
     ARTIFACT_MANIFEST_INSERT = "artifact_manifest_insert"
     ARTIFACT_MANIFEST_GET = "artifact_manifest_get"

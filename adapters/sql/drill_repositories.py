@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import datetime
 from typing import Any
 from uuid import UUID
 
@@ -93,6 +94,12 @@ class SqlDrillRepository(SqlRepository):
         """The oldest queued drill, locked (skipping those other runners hold)."""
         row = await self._db.fetch_one(Q.DRILL_NEXT_QUEUED, {}, writes=True)
         return None if row is None else drill_from_row(row, self._codec)
+
+    async def started_before(self, before: datetime, limit: int) -> list[Drill]:
+        """Running drills started before ``before``, oldest first."""
+        params = {"before": self._codec.timestamp(before), "limit": limit}
+        found = await self._db.fetch_all(Q.DRILL_STARTED_BEFORE, params)
+        return [drill_from_row(row, self._codec) for row in found]
 
     async def list_for_backup(
         self, workspace_id: UUID, backup_id: UUID, page: PageRequest

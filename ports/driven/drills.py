@@ -4,6 +4,7 @@ service restores a backup's newest copy into to check it."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import datetime
 from typing import Protocol
 from uuid import UUID
 
@@ -33,6 +34,10 @@ class DrillRepository(Protocol):
 
     async def next_queued(self) -> Drill | None:
         """The oldest queued drill of any workspace, locked (skipping those others hold)."""
+        ...
+
+    async def started_before(self, before: datetime, limit: int) -> list[Drill]:
+        """Running drills of every workspace started before ``before``, oldest first."""
         ...
 
     async def list_for_backup(

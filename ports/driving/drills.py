@@ -26,6 +26,8 @@ from strongroom.domain.artifacts import Artifact, ArtifactState
 from strongroom.domain.audit import JsonValue
 from strongroom.domain.backups import Backup
 from strongroom.domain.drills import (
+    DRILL_TIMEOUT,
+    INTERRUPTED,
     Drill,
     DrillState,
     TableFacts,
@@ -54,6 +56,7 @@ CREATE_DRILL = Requirement((Permission.BACKUPS_WRITE,), "drill.create")
 READ_DRILL = Requirement((Permission.BACKUPS_READ,))
 # Succeeded runs looked at, newest first, for an available artifact.
 RUNS_LOOKED_AT = 20
+STALE_BATCH = 10
 NOTHING_TO_DRILL = "the backup has no available artifact to drill"
 
 
@@ -131,6 +134,26 @@ class Drills:
     def wakeup(self) -> Wakeup:
         """A ticket for the next announcement of queued work in any workspace."""
         return self._deps.signals.watch_any()
+
+    async def expire_stale(self, limit: int = STALE_BATCH) -> int:
+        """Fail as interrupted the drills running longer than ``DRILL_TIMEOUT`` (their
+        runner stopped); how many. Audited ``drill.finish`` by ``system``."""
+        now = self._deps.clock.now()
+        async with self._deps.uow() as uow:
+            stale = await uow.drills.started_before(now - DRILL_TIMEOUT, limit)
+        count = 0
+        for candidate in stale:
+            async with self._deps.uow() as uow:
+                current = await uow.drills.get(
+                    candidate.workspace_id, candidate.id, for_update=True
+                )
+                if current is None or not current.stale(now):
+                    continue
+                await self._record(uow, current, current.broke(INTERRUPTED, now))
+                await uow.commit()
+            logger.warning("drill %s was interrupted (its runner stopped)", current.id)
+            count += 1
+        return count
 
     async def take_next(self) -> tuple[Drill, DrillSource | None] | None:
         """The oldest queued drill, now ``running`` on its backup's newest available

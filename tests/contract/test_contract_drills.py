@@ -81,6 +81,22 @@ class TestDrills:
         with adapter.uow() as uow:
             assert uow.drills.next_queued() is None
 
+    def test_running_drills_started_before_a_time_are_found_oldest_first(
+        self, adapter: Adapter
+    ) -> None:
+        wid, bid, rid, _ = backup_of(adapter)
+        other_wid, other_bid, other_rid, _ = backup_of(adapter)
+        late, early, queued = drill(wid, bid), drill(other_wid, other_bid), drill(wid, bid)
+        store(adapter, late, early, queued)
+        with adapter.uow() as uow:
+            uow.drills.update(late.started(rid, at(5)))
+            uow.drills.update(early.started(other_rid, at(1)))
+            uow.commit()
+        with adapter.uow() as uow:
+            assert [d.id for d in uow.drills.started_before(at(6), 10)] == [early.id, late.id]
+            assert [d.id for d in uow.drills.started_before(at(5), 10)] == [early.id]
+            assert [d.id for d in uow.drills.started_before(at(6), 1)] == [early.id]
+
     def test_a_backups_drills_are_listed_newest_first_in_pages(self, adapter: Adapter) -> None:
         wid, bid, _, _ = backup_of(adapter)
         other_wid, other_bid, _, _ = backup_of(adapter)

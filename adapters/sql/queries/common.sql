@@ -872,6 +872,15 @@ ORDER BY created_at, id
 LIMIT 1
 /*lock of drills, skip locked*/
 
+-- name: drill_started_before
+-- Running drills of every workspace started before :before (index drills_running).
+SELECT id, workspace_id, backup_id, run_id, state, created_at, started_at, finished_at,
+       restore_seconds, bytes, checks, error
+FROM drills
+WHERE state = 'running' AND started_at < :before
+ORDER BY started_at, id
+LIMIT :limit
+
 -- name: drill_list_for_backup
 -- A backup's drills, newest first (index drills_by_backup).
 SELECT id, workspace_id, backup_id, run_id, state, created_at, started_at, finished_at,

@@ -22,6 +22,7 @@ CREATE TABLE drills (
 );
 CREATE INDEX drills_by_backup ON drills (workspace_id, backup_id, created_at DESC, id DESC);
 CREATE INDEX drills_queued ON drills (created_at, id) WHERE state = 'queued';
+CREATE INDEX drills_running ON drills (started_at, id) WHERE state = 'running';
 CREATE TABLE artifact_manifests (
     artifact_id uuid PRIMARY KEY,
     workspace_id uuid NOT NULL,
