@@ -26,6 +26,8 @@ TABLES = (
     "artifacts",
     "run_references",
     "restores",
+    "drills",
+    "artifact_manifests",
     "workers",
     "api_keys",
     "invitations",

@@ -17,10 +17,10 @@ removed, overwritten or have its lock shortened, whoever asks.
 
 The port's I/O methods are coroutines that run the blocking file work (private methods of
 the same name with a leading underscore) in a worker thread through ``asyncio.to_thread``,
-so a slow disk never stalls the event loop. Presigning and verifying a presigned request
-are pure computation and stay synchronous, as does receiving a body (``open_writer``,
-``Writer``): the storage endpoint decides where that runs (it finishes a body, the part
-that syncs and renames files, in a worker thread).
+so a slow disk never stalls the event loop. Presigning and verifying a presigned request are
+pure computation and stay synchronous, as does receiving a body (``open_writer``,
+``Writer``): the storage endpoint decides where that runs (it finishes a body, the part that
+syncs and renames files, in a worker thread).
 """
 
 from __future__ import annotations
@@ -48,6 +48,7 @@ import attrs
 
 from strongroom.adapters.storage.digest import hash_stream
 from strongroom.domain.errors import UpstreamUnavailableError
+from strongroom.domain.proofs import StorageLock
 from strongroom.domain.timestamps import format_timestamp
 from strongroom.ports.driven.storage import (
     ObjectLockedError,
@@ -212,8 +213,7 @@ class LocalDiskStorage:
         await asyncio.to_thread(self._delete_prefix, namespace)
 
     async def delete_prefix(self, prefix: str) -> None:
-        """Remove every object below ``prefix``, except locked ones (then
-        ``ObjectLockedError``)."""
+        """Remove every object below ``prefix`` but locked ones (then ``ObjectLockedError``)."""
         await asyncio.to_thread(self._delete_prefix, prefix)
 
     @_disk_errors
@@ -513,29 +513,33 @@ class LocalDiskStorage:
         except FileNotFoundError:
             return None
 
+    async def lock_status(self, key: str) -> StorageLock:
+        """This storage's own lock record of the object (nobody can shorten it)."""
+        return await asyncio.to_thread(self._lock_status, key)
+
+    @_disk_errors
+    def _lock_status(self, key: str) -> StorageLock:
+        until = self._locked_until(key) if self._meta(key) is not None else None
+        return StorageLock(mode=None if until is None else "COMPLIANCE", retain_until=until)
+
     async def lock(self, key: str, until: datetime) -> None:
         """Record the lock; a shorter one than already set is refused."""
         await asyncio.to_thread(self._lock, key, until)
 
     @_disk_errors
-    def _lock(self, key: str, until: datetime) -> None:
+    def _lock(self, key: str, until: datetime, *, extend: bool = False) -> None:
         meta = self._meta(key)
         if meta is None:
             raise UpstreamUnavailableError(f"object {key} is not in storage")
         current = self._locked_until(key)
-        if current is not None and until < current:
+        if current is not None and until < current and not extend:
             raise ObjectLockedError(f"object {key} is locked until {format_timestamp(current)}")
-        self._write_json(self._meta_path(key), {**meta, "locked_until": until.isoformat()})
+        if current is None or current < until:
+            self._write_json(self._meta_path(key), {**meta, "locked_until": until.isoformat()})
 
     async def extend_lock(self, key: str, until: datetime) -> None:
         """The lock record at least ``until``; a longer one stays as it is."""
-        await asyncio.to_thread(self._extend_lock, key, until)
-
-    @_disk_errors
-    def _extend_lock(self, key: str, until: datetime) -> None:
-        current = self._locked_until(key)
-        if current is None or current < until:
-            self._lock(key, until)
+        await asyncio.to_thread(self._lock, key, until, extend=True)
 
     async def delete(self, key: str) -> None:
         """Remove the object and its metadata unless it is locked."""
