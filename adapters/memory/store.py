@@ -34,6 +34,7 @@ TABLES = (
     "accounts",
     "failed_logins",
     "device_grants",
+    "run_references",
 )
 
 

@@ -190,6 +190,8 @@ class LocalDiskStorage:
         until = self._locked_until(key)
         if until is not None and self._clock() < until:
             raise ObjectLockedError(f"object {key} is locked until {format_timestamp(until)}")
+        if (self._meta(key) or {}).get("held"):
+            raise ObjectLockedError(f"object {key} is under a legal hold")
 
     # ----------------------------------------------------------------------------------
     # Namespaces
@@ -527,8 +529,19 @@ class LocalDiskStorage:
             raise ObjectLockedError(f"object {key} is locked until {format_timestamp(current)}")
         self._write_json(self._meta_path(key), {**meta, "locked_until": until.isoformat()})
 
+    async def hold(self, key: str, held: bool) -> None:
+        """Record (or release) a legal hold: a held object cannot be removed or replaced."""
+        await asyncio.to_thread(self._hold, key, held)
+
+    @_disk_errors
+    def _hold(self, key: str, held: bool) -> None:
+        meta = self._meta(key)
+        if meta is None:
+            raise UpstreamUnavailableError(f"object {key} is not in storage")
+        self._write_json(self._meta_path(key), {**meta, "held": held})
+
     async def delete(self, key: str) -> None:
-        """Remove the object and its metadata unless it is locked."""
+        """Remove the object and its metadata unless it is locked or held."""
         await asyncio.to_thread(self._delete, key)
 
     @_disk_errors
