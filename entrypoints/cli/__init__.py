@@ -20,6 +20,7 @@ from strongroom.entrypoints.cli import (
     artifacts,
     auth,
     backups,
+    retention,
     runs,
     server,
     transfers,
@@ -55,6 +56,8 @@ def cli() -> None:
 
 
 server.register(cli)
+for command in retention.COMMANDS:
+    server.retention.add_command(command)
 for command in (
     auth.login,
     auth.logout,
