@@ -25,7 +25,7 @@ from strongroom.domain.errors import (
     ValidationFailedError,
 )
 from strongroom.domain.keep_rules import KeepRules
-from strongroom.domain.schedules import next_slot
+from strongroom.domain.slots import next_slot
 
 
 class BackupKind(StrEnum):

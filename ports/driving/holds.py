@@ -6,18 +6,19 @@ from __future__ import annotations
 
 from uuid import UUID
 
+import strongroom.ports.driving.lookups as lookups
 from strongroom.domain.artifacts import Artifact, ArtifactState
 from strongroom.domain.audit import diff
 from strongroom.domain.errors import InvalidStateError
+from strongroom.domain.events import Recorded
 from strongroom.domain.permissions import Permission
 from strongroom.domain.principals import Caller
 from strongroom.domain.runs import Run
 from strongroom.ports.driven.unit_of_work import UnitOfWork
-from strongroom.ports.driving import lookups
 from strongroom.ports.driving.access import Access, Grant, Requirement
 from strongroom.ports.driving.artifacts import Artifacts
 from strongroom.ports.driving.dependencies import Dependencies
-from strongroom.ports.driving.recording import record_by_caller
+from strongroom.ports.driving.recording import by_caller
 
 HOLD_ARTIFACT = Requirement((Permission.ARTIFACTS_HOLD,), "artifact.hold")
 RELEASE_ARTIFACT = Requirement((Permission.ARTIFACTS_HOLD,), "artifact.release")
@@ -80,13 +81,7 @@ class Holds:
         backup = await lookups.backup(uow, artifact.workspace_id, artifact.backup_id)
         await self._artifacts.storage_for(artifact, backup).hold(artifact.object_key, held)
         await uow.artifacts.update(changed)
-        await record_by_caller(
-            self._deps,
-            uow,
-            caller,
-            artifact.workspace_id,
-            "artifact.hold" if held else "artifact.release",
-            artifact.id,
-            diff({"held": artifact.held}, {"held": changed.held}),
-        )
+        action = "artifact.hold" if held else "artifact.release"
+        recorded = Recorded(action, artifact.id, diff({"held": artifact.held}, {"held": held}))
+        uow.collect(by_caller(self._deps, caller, artifact.workspace_id, recorded))
         return changed

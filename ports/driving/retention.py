@@ -20,23 +20,23 @@ from uuid import UUID
 
 import attrs
 
+import strongroom.ports.driving.lookups as lookups
 from strongroom.domain.accounts import FAILED_LOGIN_WINDOW
 from strongroom.domain.artifacts import Artifact, ArtifactState
-from strongroom.domain.audit import diff
 from strongroom.domain.backups import Backup, RetentionPolicy
 from strongroom.domain.errors import ArtifactLockedError, InvalidStateError, StrongroomError
+from strongroom.domain.events import changed
 from strongroom.domain.keep_rules import Verdict
 from strongroom.domain.pagination import Page, PageRequest
 from strongroom.domain.permissions import Permission
 from strongroom.domain.principals import Caller
 from strongroom.domain.retention_plan import Plan, page_of_verdicts, plan, zone_of
 from strongroom.ports.driven.unit_of_work import UnitOfWork
-from strongroom.ports.driving import lookups
 from strongroom.ports.driving.access import Access, Grant, Requirement
-from strongroom.ports.driving.artifacts import Artifacts, artifact_snapshot, uncount
+from strongroom.ports.driving.artifacts import Artifacts, uncount
 from strongroom.ports.driving.dependencies import Dependencies
 from strongroom.ports.driving.idempotency import KEY_LIFETIME
-from strongroom.ports.driving.recording import record_by_system
+from strongroom.ports.driving.recording import by_system
 
 logger = logging.getLogger(__name__)
 
@@ -219,14 +219,8 @@ class Retention:
         deleted = artifact.deleted()
         await uow.artifacts.update(deleted)
         await uncount(uow, artifact)
-        await record_by_system(
-            self._deps,
-            uow,
-            artifact.workspace_id,
-            "artifact.delete",
-            artifact.id,
-            diff(artifact_snapshot(artifact), artifact_snapshot(deleted)),
-        )
+        removal = changed("artifact.delete", artifact, deleted)
+        uow.collect(by_system(self._deps, artifact.workspace_id, removal))
         return "removed"
 
     async def _remove(self, workspace_id: UUID, artifact_id: UUID) -> str:
@@ -252,13 +246,7 @@ class Retention:
             deleted = artifact.deleted()
             await uow.artifacts.update(deleted)
             await uncount(uow, artifact)
-            await record_by_system(
-                self._deps,
-                uow,
-                artifact.workspace_id,
-                "artifact.delete",
-                artifact.id,
-                diff(artifact_snapshot(artifact), artifact_snapshot(deleted)),
-            )
+            removal = changed("artifact.delete", artifact, deleted)
+            uow.collect(by_system(self._deps, artifact.workspace_id, removal))
             await uow.commit()
         return "removed"
