@@ -58,6 +58,14 @@ class TestKeepOnThePolicy:
         assert ada.read(backup["id"])["retention"]["keep"] == shown
         listed = ada.list().json()["data"]
         assert listed[0]["retention"]["keep"] == shown
+        audit = ada.api.client.get(
+            f"/v1/workspaces/{ada.workspace_id}/audit",
+            params={"action": "backup.update"},
+            headers=ada.headers,
+        ).json()["data"][0]
+        assert audit["changes"]["retention"]["to"] == (
+            "expire_after=P1D lock_for=PT0S keep=daily:7,weekly:4"
+        )
         again = patch(ada, backup["id"], {"retention": {**POLICY, "keep": shown}})
         assert again.status_code == 200, again.text
         for other in ({**POLICY, "keep": {"daily": 8}}, POLICY):
