@@ -6,6 +6,8 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime
 from uuid import UUID
 
+from attrs import evolve
+
 from strongroom.adapters.memory.tables import MemoryRepository, require
 from strongroom.domain.artifacts import Artifact, ArtifactState
 from strongroom.domain.backups import Backup
@@ -74,3 +76,31 @@ class MemoryRetentionRepository(MemoryRepository):
         for artifact_id in artifact_ids:
             require(artifact_id in artifacts, "referenced artifact exists")
             self._tx.write(self.table)[run_id, artifact_id] = workspace_id
+
+    async def lock_for_removal(
+        self, workspace_id: UUID, artifact_ids: Iterable[UUID], run_ids: Iterable[UUID]
+    ) -> tuple[list[Artifact], list[Run]]:
+        artifacts: Mapping[UUID, Artifact] = self._tx.read("artifacts")
+        runs: Mapping[UUID, Run] = self._tx.read("runs")
+        found = [artifacts[i] for i in set(artifact_ids) if i in artifacts]
+        counted = [runs[i] for i in set(run_ids) if i in runs]
+        return (
+            sorted((a for a in found if a.workspace_id == workspace_id), key=lambda a: a.id),
+            sorted((r for r in counted if r.workspace_id == workspace_id), key=lambda r: r.id),
+        )
+
+    async def store_removals(self, artifacts: Iterable[Artifact], runs: Iterable[Run]) -> None:
+        stored_artifacts = self._tx.write("artifacts")
+        stored_runs = self._tx.write("runs")
+        for artifact in artifacts:
+            require(artifact.id in stored_artifacts, "update of a missing artifact")
+            kept = stored_artifacts[artifact.id]
+            stored_artifacts[artifact.id] = evolve(
+                kept, state=artifact.state, upload_id=artifact.upload_id
+            )
+        for run in runs:
+            require(run.id in stored_runs, "update of a missing run")
+            kept_run = stored_runs[run.id]
+            stored_runs[run.id] = evolve(
+                kept_run, artifact_count=run.artifact_count, bytes=run.bytes
+            )

@@ -117,6 +117,8 @@ class Q(StrEnum):
     RETENTION_AVAILABLE_ARTIFACTS = "retention_available_artifacts"
     RETENTION_REFERENCES = "retention_references"
     RETENTION_REFERENCE_INSERT = "retention_reference_insert"
+    RETENTION_LOCK_ARTIFACTS = "retention_lock_artifacts"
+    RETENTION_LOCK_RUNS = "retention_lock_runs"
     WORKER_INSERT = "worker_insert"
     WORKER_EXISTS = "worker_exists"
     WORKER_GET = "worker_get"

@@ -9,8 +9,9 @@ from uuid import UUID
 from strongroom.adapters.sql import run_rows
 from strongroom.adapters.sql.catalog import Q
 from strongroom.adapters.sql.rows import Params
-from strongroom.adapters.sql.statements import SqlRepository
+from strongroom.adapters.sql.statements import SqlRepository, Step, require
 from strongroom.domain.artifacts import Artifact
+from strongroom.domain.runs import Run
 from strongroom.ports.driven.retention_repositories import grouped
 
 
@@ -61,7 +62,7 @@ class SqlRetentionRepository(SqlRepository):
     ) -> None:
         """One insert per reference, in one pipeline."""
         workspace, run = self._codec.uuid(workspace_id), self._codec.uuid(run_id)
-        steps = [
+        steps: list[Step] = [
             (
                 Q.RETENTION_REFERENCE_INSERT,
                 {"workspace_id": workspace, "run_id": run, "artifact_id": self._codec.uuid(a)},
@@ -70,4 +71,44 @@ class SqlRetentionRepository(SqlRepository):
             for a in artifact_ids
         ]
         if steps:
-            await self._db.write_all(steps)  # type: ignore[arg-type]
+            await self._db.write_all(steps)
+
+    async def lock_for_removal(
+        self, workspace_id: UUID, artifact_ids: Iterable[UUID], run_ids: Iterable[UUID]
+    ) -> tuple[list[Artifact], list[Run]]:
+        """Both look-ups ``FOR UPDATE`` in one pipeline (``BEGIN`` with them)."""
+        codec = self._codec
+        workspace = codec.uuid(workspace_id)
+        artifacts, runs = await self._db.write_all(
+            [
+                (
+                    Q.RETENTION_LOCK_ARTIFACTS,
+                    {
+                        "workspace_id": workspace,
+                        "ids": codec.text_list([str(i) for i in artifact_ids]),
+                    },
+                    "all",
+                ),
+                (
+                    Q.RETENTION_LOCK_RUNS,
+                    {"workspace_id": workspace, "ids": codec.text_list([str(i) for i in run_ids])},
+                    "all",
+                ),
+            ]
+        )
+        return (
+            [run_rows.artifact_from_row(row, codec) for row in artifacts],
+            [run_rows.run_from_row(row, codec) for row in runs],
+        )
+
+    async def store_removals(self, artifacts: Iterable[Artifact], runs: Iterable[Run]) -> None:
+        """The artifacts' and runs' updates in one pipeline."""
+        codec = self._codec
+        steps: list[Step] = [
+            (Q.ARTIFACT_UPDATE, run_rows.artifact_params(artifact, codec), "count")
+            for artifact in artifacts
+        ]
+        steps += [(Q.RUN_UPDATE, run_rows.run_params(run, codec), "count") for run in runs]
+        if steps:
+            changed = await self._db.write_all(steps)
+            require(all(count == 1 for count in changed), "update of a missing artifact or run")

@@ -9,6 +9,7 @@ from typing import Protocol
 from uuid import UUID
 
 from strongroom.domain.artifacts import Artifact
+from strongroom.domain.runs import Run
 
 
 class RetentionRepository(Protocol):
@@ -38,6 +39,18 @@ class RetentionRepository(Protocol):
         self, workspace_id: UUID, run_id: UUID, artifact_ids: Iterable[UUID]
     ) -> None:
         """Record that ``run_id`` references ``artifact_ids`` (again is no error)."""
+        ...
+
+    async def lock_for_removal(
+        self, workspace_id: UUID, artifact_ids: Iterable[UUID], run_ids: Iterable[UUID]
+    ) -> tuple[list[Artifact], list[Run]]:
+        """The artifacts and runs of this workspace among those ids, locked until the unit
+        of work ends (one round trip)."""
+        ...
+
+    async def store_removals(self, artifacts: Iterable[Artifact], runs: Iterable[Run]) -> None:
+        """Store removed artifacts (their state) and the runs that no longer count them
+        (their ``artifact_count`` and ``bytes``), together (one round trip)."""
         ...
 
 

@@ -15,6 +15,7 @@ job goes on with the next.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from datetime import datetime, timedelta
 from uuid import UUID
 
@@ -125,6 +126,7 @@ class Retention:
             "kept_locked": 0,
             "kept_held": 0,
             "failed": 0,
+            "skipped": 0,
         }
         async with self._deps.uow() as uow:
             ruled = await uow.retention.ruled_backups()
@@ -156,6 +158,7 @@ class Retention:
             except StrongroomError:
                 logger.exception("retention could not abort upload %s", upload.upload_id)
         keys, failures = await self._purge(now)
+        counts.pop("skipped")  # another removal came first
         report = RetentionReport(
             aborted_uploads=aborted,
             purged_idempotency_keys=keys,
@@ -190,24 +193,52 @@ class Retention:
                 return 0
             doomed = list((await decide(uow, backup, backup.retention, now)).doomed)[:budget]
         for start in range(0, len(doomed), CHUNK):
-            async with self._deps.uow() as uow:
-                for candidate in doomed[start : start + CHUNK]:
-                    try:
-                        counts[await self._remove_in(uow, backup, candidate, now)] += 1
-                    except StrongroomError:
-                        logger.exception("retention could not remove artifact %s", candidate.id)
-                        counts["failed"] += 1
-                await uow.commit()
+            await self._remove_chunk(backup, doomed[start : start + CHUNK], now, counts)
         return len(doomed)
 
-    async def _remove_in(
-        self, uow: UnitOfWork, backup: Backup, candidate: Artifact, now: datetime
+    async def _remove_chunk(
+        self, backup: Backup, chunk: Sequence[Artifact], now: datetime, counts: dict[str, int]
+    ) -> None:
+        """Remove artifacts the keep rules gave up, in one unit of work: each unless it
+        changed since the decision (held, locked longer: a new reference) or went. The
+        artifacts and their runs are locked and written together (a round trip each)."""
+        async with self._deps.uow() as uow:
+            found, runs = await uow.retention.lock_for_removal(
+                backup.workspace_id, [a.id for a in chunk], {a.run_id for a in chunk}
+            )
+            current = {artifact.id: artifact for artifact in found}
+            counted = {run.id: run for run in runs}
+            removed: list[Artifact] = []
+            for candidate in chunk:
+                artifact = current.get(candidate.id)
+                try:
+                    outcome = await self._remove_one(backup, candidate, artifact, now)
+                except StrongroomError:
+                    logger.exception("retention could not remove artifact %s", candidate.id)
+                    outcome = "failed"
+                counts[outcome] += 1
+                if outcome != "removed" or artifact is None:
+                    continue
+                deleted = artifact.deleted()
+                removed.append(deleted)
+                run = counted.get(artifact.run_id)
+                if run is not None:
+                    counted[run.id] = run.without_artifact(artifact.size)
+                removal = changed("artifact.delete", artifact, deleted)
+                uow.collect(by_system(self._deps, artifact.workspace_id, removal))
+            touched = {artifact.run_id for artifact in removed}
+            await uow.retention.store_removals(
+                removed, [run for run_id, run in counted.items() if run_id in touched]
+            )
+            await uow.commit()
+
+    async def _remove_one(
+        self, backup: Backup, candidate: Artifact, artifact: Artifact | None, now: datetime
     ) -> str:
-        """Remove an artifact the keep rules gave up, unless it changed since (held, locked
-        longer: a new reference) or went; the name of the count its outcome adds to."""
-        artifact = await uow.artifacts.get(candidate.workspace_id, candidate.id, for_update=True)
+        """Remove one object unless its record changed; the count its outcome adds to
+        (``skipped``: another removal came first)."""
         if artifact is None or artifact.state is not ArtifactState.AVAILABLE:
-            return "removed"  # another removal came first
+            return "skipped"
         if artifact.held:
             return "kept_held"
         if artifact.is_locked(now) or artifact.locked_until != candidate.locked_until:
@@ -216,11 +247,6 @@ class Retention:
             await self._artifacts.remove_object(artifact, backup)
         except ArtifactLockedError:
             return "kept_locked"
-        deleted = artifact.deleted()
-        await uow.artifacts.update(deleted)
-        await uncount(uow, artifact)
-        removal = changed("artifact.delete", artifact, deleted)
-        uow.collect(by_system(self._deps, artifact.workspace_id, removal))
         return "removed"
 
     async def _remove(self, workspace_id: UUID, artifact_id: UUID) -> str:

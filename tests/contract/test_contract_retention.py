@@ -113,6 +113,11 @@ async def agreement(adapter: Adapter, tmp_path: Path, seed: int) -> None:
     assert (report.removed, report.failed) == (len(gone), 0)
     for artifact in gone:
         assert storage._meta(artifact.object_key) is None
+    for run_id in expiring:
+        emptied = await facade.runs.get(ada, run_id)
+        assert (emptied.artifact_count, emptied.bytes) == (0, 0)
+    for run_id in kept:
+        assert (await facade.runs.get(ada, run_id)).artifact_count >= 1
     removals = await audit_events(facade, ada, "artifact.delete")
     assert len(removals) == len(gone)
     assert {event.actor for event in removals} == {SYSTEM_ACTOR}
