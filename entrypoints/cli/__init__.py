@@ -20,6 +20,7 @@ from strongroom.entrypoints.cli import (
     artifacts,
     auth,
     backups,
+    proof,
     retention,
     runs,
     server,
@@ -66,6 +67,7 @@ for command in (
     backups.backup,
     runs.run,
     artifacts.artifact,
+    proof.proof,
     *transfers.COMMANDS,
 ):
     cli.add_command(command)

@@ -68,6 +68,7 @@ ACCEPTING = {
     ("POST", "/v1/backups/{bid}/trigger"),
     ("POST", "/v1/artifacts/{aid}/restores"),
     ("POST", "/v1/artifacts/{aid}/verify"),
+    ("POST", "/v1/backups/{bid}/drills"),
 }
 # DELETEs that answer the object they changed (contract 15: releasing a legal hold).
 ANSWERING_DELETES = {("DELETE", "/v1/artifacts/{aid}/hold"), ("DELETE", "/v1/runs/{run_id}/hold")}
