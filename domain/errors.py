@@ -166,7 +166,7 @@ class ArtifactLockedError(ConflictError):
 
 
 class ArtifactHeldError(ConflictError):
-    """The artifact is under a legal hold."""
+    """An artifact is under a legal hold."""
 
     code = "artifact_held"
 

@@ -24,7 +24,6 @@ TABLES = (
     "backups",
     "runs",
     "artifacts",
-    "run_references",
     "restores",
     "drills",
     "artifact_manifests",
@@ -37,6 +36,7 @@ TABLES = (
     "accounts",
     "failed_logins",
     "device_grants",
+    "run_references",
 )
 
 

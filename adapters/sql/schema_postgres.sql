@@ -131,6 +131,9 @@ CREATE TABLE backups (
     body text NOT NULL,
     -- The age recipients of a snapshot backup, a JSON array; NULL for an archive backup (0016).
     encryption jsonb,
+    -- The policy's keep rules: NULL when not set (0017).
+    retention_keep jsonb
+        CONSTRAINT backups_retention_keep_check CHECK (jsonb_typeof(retention_keep) = 'object'),
     CONSTRAINT backups_name_unique UNIQUE (workspace_id, name_key),
     CONSTRAINT backups_workspace_id_unique UNIQUE (workspace_id, id),
     CONSTRAINT backups_schedule_check
@@ -274,6 +277,8 @@ CREATE TABLE artifacts (
         CONSTRAINT artifacts_verification_check
         CHECK (verification IN ('pending', 'ok', 'mismatch', 'missing')),
     verified_at timestamptz,
+    -- Under a legal hold (0017).
+    held boolean NOT NULL DEFAULT false,
     CONSTRAINT artifacts_name_unique UNIQUE (run_id, name),
     CONSTRAINT artifacts_run_fkey FOREIGN KEY (workspace_id, backup_id, run_id)
         REFERENCES runs (workspace_id, backup_id, id) ON DELETE CASCADE
@@ -283,7 +288,7 @@ CREATE INDEX artifacts_by_backup ON artifacts (workspace_id, backup_id, state);
 CREATE INDEX artifacts_by_verification ON artifacts (state, verification, verified_at);
 CREATE INDEX artifacts_by_expiry ON artifacts (expires_at) WHERE state = 'available';
 
--- The artifacts of earlier runs a run's snapshot references (0016).
+-- The artifacts of earlier runs a snapshot run references (contract 14; 0016, 0017).
 CREATE TABLE run_references (
     workspace_id uuid NOT NULL,
     run_id uuid NOT NULL REFERENCES runs (id) ON DELETE CASCADE,

@@ -135,6 +135,9 @@ CREATE TABLE backups (
     -- The age recipients of a snapshot backup, a JSON array; NULL for an archive backup (0016).
     encryption TEXT
         CONSTRAINT backups_encryption_check CHECK (json_type(encryption) = 'array'),
+    -- The policy's keep rules: NULL when not set (0017).
+    retention_keep TEXT
+        CONSTRAINT backups_retention_keep_check CHECK (json_type(retention_keep) = 'object'),
     CONSTRAINT backups_name_unique UNIQUE (workspace_id, name_key),
     CONSTRAINT backups_schedule_check
         CHECK ((schedule_cron IS NULL) = (schedule_timezone IS NULL)),
@@ -279,6 +282,8 @@ CREATE TABLE artifacts (
         CONSTRAINT artifacts_verification_check
         CHECK (verification IN ('pending', 'ok', 'mismatch', 'missing')),
     verified_at TEXT,
+    -- Under a legal hold (0017).
+    held INTEGER NOT NULL DEFAULT 0 CONSTRAINT artifacts_held_check CHECK (held IN (0, 1)),
     CONSTRAINT artifacts_name_unique UNIQUE (run_id, name),
     CONSTRAINT artifacts_run_fkey FOREIGN KEY (workspace_id, backup_id, run_id)
         REFERENCES runs (workspace_id, backup_id, id) ON DELETE CASCADE
@@ -288,7 +293,7 @@ CREATE INDEX artifacts_by_backup ON artifacts (workspace_id, backup_id, state);
 CREATE INDEX artifacts_by_verification ON artifacts (state, verification, verified_at);
 CREATE INDEX artifacts_by_expiry ON artifacts (expires_at) WHERE state = 'available';
 
--- The artifacts of earlier runs a run's snapshot references (0016).
+-- The artifacts of earlier runs a snapshot run references (contract 14; 0016, 0017).
 CREATE TABLE run_references (
     workspace_id TEXT NOT NULL,
     run_id TEXT NOT NULL REFERENCES runs (id) ON DELETE CASCADE,

@@ -46,6 +46,7 @@ from minio.retention import Retention
 from strongroom.adapters.resolver import Resolver
 from strongroom.adapters.storage.digest import hash_stream
 from strongroom.adapters.storage.disposition import content_disposition
+from strongroom.adapters.storage.locks import extend_retention
 from strongroom.adapters.storage.outbound import guarded_pool_manager
 from strongroom.adapters.storage.s3_locks import lock_status
 from strongroom.domain.endpoints import EndpointPolicy
@@ -538,22 +539,26 @@ class S3Storage:
         await asyncio.to_thread(self._extend_lock, key, until)
 
     def _extend_lock(self, key: str, until: datetime) -> None:
-        wanted = retain_until_date(until)
         version = self._locked_version(key)
         with self._translated("extend an object's lock", may_lock=True):
-            if version is None:
-                version = self.client.stat_object(self.bucket, key).version_id
-            else:
-                current = self.client.get_object_retention(self.bucket, key, version_id=version)
-                held = None if current is None else current.retain_until_date
-                if held is not None and held >= wanted:
-                    return
-            self.client.set_object_retention(
-                self.bucket, key, Retention(COMPLIANCE, wanted), version_id=version
-            )
+            version = version or self.client.stat_object(self.bucket, key).version_id
+            extend_retention(self.client, self.bucket, key, version, retain_until_date(until))
+
+    async def hold(self, key: str, held: bool) -> None:
+        """PutObjectLegalHold ON (or OFF) on every version of the object: while ON, the
+        store refuses to delete a version, whoever asks; OFF leaves its retention as it is."""
+        await asyncio.to_thread(self._hold, key, held)
+
+    def _hold(self, key: str, held: bool) -> None:
+        switch = (
+            self.client.enable_object_legal_hold if held else self.client.disable_object_legal_hold
+        )
+        for version in self._versions(key, exact=True):
+            with self._translated("hold an object"):
+                switch(self.bucket, key, version_id=version)
 
     async def delete(self, key: str) -> None:
-        """Delete every version of the object (the store refuses a locked one)."""
+        """Delete every version of the object (the store refuses a locked or held one)."""
         await asyncio.to_thread(self._delete, key)
 
     def _delete(self, key: str) -> None:

@@ -88,7 +88,9 @@ ERROR_CODES: dict[str, ErrorCode] = {
         "An artifact is inside its `lock_for` window.",
         "artifact is locked until 2031-01-01T00:00:00.000Z",
     ),
-    "artifact_held": ErrorCode(409, "The artifact is under a legal hold.", "artifact is held"),
+    "artifact_held": ErrorCode(
+        409, "An artifact is under a legal hold.", "artifact is under a legal hold"
+    ),
     "artifact_referenced": ErrorCode(
         409,
         "A live snapshot references the artifact.",

@@ -259,11 +259,12 @@ async def delete_artifact(facade: Strongroom, grant: Grant, aid: UUID) -> None:
     """Delete an artifact
 
     Removes the object; the record stays as `deleted`. Precedence: already deleted,
-    inside its lock, referenced by a live snapshot, last of its backup.
+    inside its lock, held, referenced by a live snapshot, last of its backup.
 
     Errors:
     - `conflict`: already deleted
     - `artifact_locked`: inside its lock window (storage refuses too)
+    - `artifact_held`: under a legal hold
     - `artifact_referenced`: a live snapshot (a run of its backup that still has an available
       artifact) references it
     - `last_artifact`: the only available artifact of its backup
