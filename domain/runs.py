@@ -196,6 +196,16 @@ class Run:
             lease_expires_at=now + lease,
         )
 
+    def release(self) -> Run:
+        """The claimed run handed back unworked (its claim's answer never reached the
+        claimer): ``queued`` again with the same attempt."""
+        self._ensure_running("be released")
+        if self.lease_expires_at is None:
+            raise InvalidStateError("run holds no lease: a manual run cannot be released")
+        return attrs.evolve(
+            self, state=RunState.QUEUED, started_at=None, lease_expires_at=None, progress=None
+        )
+
     def lease_expired(self, now: datetime) -> bool:
         """Whether the run's lease ran out at ``now`` (a run without lease never does)."""
         return self.lease_expires_at is not None and now >= self.lease_expires_at

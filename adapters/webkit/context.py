@@ -112,6 +112,10 @@ class ApiContext:
         self.request_id = str(self._state.get("request_id", ""))
         self._caller: Caller | None = None
 
+    async def still_connected(self) -> bool:
+        """Whether the client is still there to be answered (its connection is open)."""
+        return not await self.request.is_disconnected()
+
     def bearer(self) -> Bearer:
         """The request's bearer credential, not checked yet (401 when there is none)."""
         scheme, _, token = _header(self.request.scope, b"authorization").partition(" ")

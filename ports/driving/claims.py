@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
+from collections.abc import Awaitable, Callable
 from uuid import UUID
 
 import attrs
@@ -69,32 +70,62 @@ class Claims:
             with contextlib.suppress(RuntimeError):  # its loop closed meanwhile
                 waiter.get_loop().call_soon_threadsafe(_resolve, waiter)
 
-    async def claim(self, caller: Caller | Grant, wait_seconds: int = 0) -> ClaimedRun | None:
+    async def claim(
+        self,
+        caller: Caller | Grant,
+        wait_seconds: int = 0,
+        still_there: Callable[[], Awaitable[bool]] | None = None,
+    ) -> ClaimedRun | None:
         """``POST /v1/claims``: the oldest queued run of a backup assigned to the calling
         worker, now ``running`` with a lease; None when none is queued within
         ``wait_seconds``. Each look is its own unit of work, so a waiting claim holds no
         database connection: between looks it waits for a wake-up of its workspace
         (``RunSignals``), or ``RECHECK_SECONDS`` at most. Never refused for billing;
-        audited as ``run.claim``."""
+        audited as ``run.claim``.
+
+        ``still_there`` says whether the claimer can still be answered (its connection is
+        open): a claimer gone stops waiting and claims nothing, and a run claimed for a
+        claimer found gone afterwards is released at once (``release``), not left
+        ``running`` until its lease ends."""
         worker_id = ensure_worker(caller.caller if isinstance(caller, Grant) else caller)
         check_claim_wait(wait_seconds)
         caller, workspace_id = await self._access.resolve(caller, CLAIM_RUN)
-        if not wait_seconds:
-            return await self._claim_once(caller, workspace_id, worker_id)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + wait_seconds
         while True:
             # The ticket is taken before the look: a run queued between the look and the
             # wait still wakes this claim.
-            wakeup = self._deps.signals.watch(workspace_id)
+            wakeup = self._deps.signals.watch(workspace_id) if wait_seconds else None
             try:
+                if still_there is not None and not await still_there():
+                    return None
                 claimed = await self._claim_once(caller, workspace_id, worker_id)
+                if claimed is not None and still_there is not None and not await still_there():
+                    await self._release(caller, workspace_id, claimed.run)
+                    return None
                 remaining = deadline - loop.time()
-                if claimed is not None or remaining <= 0 or self._stopping:
+                if wakeup is None or claimed is not None or remaining <= 0 or self._stopping:
                     return claimed
                 await self._wait(wakeup, min(remaining, RECHECK_SECONDS))
             finally:
-                wakeup.close()
+                if wakeup is not None:
+                    wakeup.close()
+
+    async def _release(self, caller: Caller, workspace_id: UUID, claimed: Run) -> None:
+        """Hand ``claimed`` back to the queue, same attempt, if it is still as claimed;
+        audited as ``run.requeue``. Claims waiting for the workspace are woken."""
+        async with changing(self._deps, caller, workspace_id) as change:
+            uow = change.uow
+            found = await uow.runs.get(workspace_id, claimed.id, for_update=True)
+            if found != claimed:
+                return  # changed meanwhile (cancelled, say): the change stands
+            released = claimed.release()
+            await uow.runs.update(released)
+            await uow.runs.announce_queued(workspace_id)
+            await change.done(
+                "run.requeue", claimed.id, diff(run_snapshot(claimed), run_snapshot(released))
+            )
+        self._deps.signals.announce(workspace_id)
 
     async def _wait(self, wakeup: Wakeup, timeout: float) -> None:
         """Until the wake-up, ``timeout`` or ``stop_waiting``, whichever comes first."""

@@ -115,6 +115,55 @@ class TestClaim:
         assert await asyncio.wait_for(facade.claims.claim(rack, wait_seconds=30), 5) is None
         assert loop.time() - started < 5
 
+    async def test_a_claimer_gone_while_waiting_claims_nothing(self, facade: Strongroom) -> None:
+        """A long poll whose claimer went away takes no run triggered afterwards: the run
+        stays queued, and the next claim gets it on its first attempt."""
+        ada, _ = await workspace_admin(facade, "ada@example.com")
+        rack = await worker_of(facade, ada)
+        backup = await local_backup(facade, ada, rack, "Nightly")
+        connected = True
+
+        async def still_there() -> bool:
+            return connected
+
+        waiting = asyncio.ensure_future(facade.claims.claim(rack, 30, still_there))
+        await asyncio.sleep(0.2)
+        connected = False
+        run = await facade.runs.trigger(ada, backup)
+        assert await asyncio.wait_for(waiting, 5) is None
+        assert (await facade.runs.get(ada, run.id)).state is RunState.QUEUED
+        claimed = await facade.claims.claim(rack)
+        assert claimed is not None
+        assert (claimed.run.id, claimed.run.attempt) == (run.id, 1)
+
+    async def test_a_run_claimed_for_a_claimer_gone_is_released_at_once(
+        self, facade: Strongroom
+    ) -> None:
+        """The claimer is found gone once its run is claimed (the answer cannot reach
+        it): the run is queued again at once, same attempt, audited ``run.requeue``."""
+        ada, _ = await workspace_admin(facade, "ada@example.com")
+        rack = await worker_of(facade, ada)
+        run = await facade.runs.trigger(ada, await local_backup(facade, ada, rack, "Nightly"))
+        looks = 0
+
+        async def gone_after_the_first_look() -> bool:
+            nonlocal looks
+            looks += 1
+            return looks == 1
+
+        assert await facade.claims.claim(rack, 0, gone_after_the_first_look) is None
+        released = await facade.runs.get(ada, run.id)
+        assert (released.state, released.attempt, released.started_at) == (
+            RunState.QUEUED,
+            1,
+            None,
+        )
+        (requeued,) = await audit_events(facade, ada, "run.requeue")
+        assert requeued.actor.id == rack.worker_id
+        claimed = await facade.claims.claim(rack)
+        assert claimed is not None
+        assert (claimed.run.id, claimed.run.attempt) == (run.id, 1)
+
     async def test_only_workers_claim(self, facade: Strongroom) -> None:
         """Persons and API keys: 403, even with every permission."""
         ada, _ = await workspace_admin(facade, "ada@example.com")

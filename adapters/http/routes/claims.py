@@ -44,7 +44,7 @@ async def claim_run(ctx: ApiContext) -> Response:
     ensure_worker(await ctx.caller())
     grant = await ctx.grant(CLAIM_RUN)
     body = ctx.json(ClaimRequest, optional=True)
-    claimed = await ctx.facade.claims.claim(grant, body.wait_seconds)
+    claimed = await ctx.facade.claims.claim(grant, body.wait_seconds, ctx.still_connected)
     return no_content() if claimed is None else answer(claimed, 201)
 
 
