@@ -183,6 +183,14 @@ class Run:
             and self.state is not RunState.QUEUED
         )
 
+    def takes_uploads_from(self, worker_id: UUID | None) -> bool:
+        """Whether a caller (``worker_id``: its worker, if it is one) may announce artifacts
+        into the run and confirm it: only its holder while the run is claimed (contract
+        section 13), so nobody breaks the holder's confirm; anyone allowed otherwise (a
+        manual run, a run not claimed yet, a finished one)."""
+        claimed = self.trigger is not RunTrigger.MANUAL and self.state is RunState.RUNNING
+        return not claimed or self.held_by(worker_id)
+
     def claim(self, worker_id: UUID | None, now: datetime, lease: timedelta = LEASE) -> Run:
         """The run taken by ``worker_id`` (None: the service's own executor, which runs
         cloud backups): ``running``, with a lease of ``lease``."""

@@ -281,3 +281,43 @@ class TestLeaseExpiry:
         clock.advance(LEASE)
         assert (await facade.leases.expire()).cancelled == 1
         assert (await facade.runs.get(ada, run.id)).state is RunState.CANCELLED
+
+
+class TestOnlyTheHolderUploads:
+    """Issue 27, finding 8: a claimed run takes artifacts and its confirm only from the
+    worker holding it."""
+
+    async def test_an_upload_key_cannot_announce_into_or_confirm_a_claimed_run(
+        self, facade: Strongroom, storage: LocalDiskStorage
+    ) -> None:
+        """An API key with ``artifacts:upload`` (and ``artifacts:confirm``): 404 for the
+        claimed run's upload URL and confirm, nothing announced; the holder uploads and
+        confirms as before."""
+        ada, _ = await workspace_admin(facade, "ada@example.com")
+        rack = await worker_of(facade, ada)
+        run = await facade.runs.trigger(ada, await local_backup(facade, ada, rack, "Nightly"))
+        assert await facade.claims.claim(rack) is not None
+        key = await api_key(facade, ada, ["artifacts:upload", "artifacts:confirm"])
+        with pytest.raises(NotFoundError):
+            await facade.artifacts.upload_url(key, run.id, "intruder", 1, "0" * 64)
+        with pytest.raises(NotFoundError):
+            await facade.artifacts.confirm(key, run.id)
+        await upload(facade, storage, rack, run.id, "archive", b"data")
+        confirmed = await facade.artifacts.confirm(rack, run.id)
+        assert (confirmed.state, confirmed.artifact_count) == (RunState.SUCCEEDED, 1)
+
+    async def test_a_manual_run_takes_uploads_from_any_caller_allowed(
+        self, facade: Strongroom, storage: LocalDiskStorage
+    ) -> None:
+        """A manual run keeps the spec's rule: an upload key announces and confirms."""
+        ada, _ = await workspace_admin(facade, "ada@example.com")
+        backup = await facade.backups.create(
+            ada, ada.scoped_workspace(), "Laptop", BackupKind.MANUAL
+        )
+        await facade.backups.update(
+            ada, backup.id, BackupChanges(retention=retention("P30D", "PT0S"))
+        )
+        run = await facade.runs.start(ada, backup.id)
+        key = await api_key(facade, ada, ["artifacts:upload", "artifacts:confirm"])
+        await upload(facade, storage, key, run.id, "archive", b"data")
+        assert (await facade.artifacts.confirm(key, run.id)).state is RunState.SUCCEEDED
