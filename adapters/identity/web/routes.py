@@ -157,6 +157,7 @@ def _oauth_endpoint(act: OAuthAct) -> Callable[[Request], Awaitable[Response]]:
             "sign-up is off; another identity provider is configured (every `/idp` route is 404)"
         ),
         "name_taken": "an account with this email exists",
+        "rate_limited": "too many sign-ups from this client address (50 per 10 minutes)",
         "upstream_unavailable": UPSTREAM,
     },
 )
@@ -169,7 +170,9 @@ async def idp_signup(ctx: ApiContext) -> Response:
     if idp is None or not idp.signup_enabled:
         return no_such_route(ctx.request)
     form = exact_fields(form_of(ctx), ("email", "password", "name"))
-    account = await idp.sign_up(form["email"], form["password"], form["name"])
+    account = await idp.sign_up(
+        form["email"], form["password"], form["name"], client_address(ctx.request)
+    )
     return reply(present(account, SignupResult), 201, NO_STORE)
 
 
