@@ -9,7 +9,7 @@ from uuid import uuid4
 import pytest
 
 from strongroom.adapters.metrics import http as metrics_http
-from strongroom.ports.driving.blocking import unwrapped
+from strongroom.adapters.runtime.blocking import unwrapped
 from support.world import Api, bearer, make_client, make_facade
 
 

@@ -27,10 +27,10 @@ from integration_world import Tenant, error_code, new_tenant, setup_facade, stor
 from live_server import LiveServer, client_for
 
 from strongroom.adapters.http.app import build_app
+from strongroom.adapters.runtime.blocking import unwrapped
 from strongroom.adapters.sql.postgres import PostgresDatabase
 from strongroom.domain.quotas import QuotaResource
 from strongroom.ports.driving import Strongroom
-from strongroom.ports.driving.blocking import unwrapped
 from support.postgres import PostgresServer, StoppedCluster, scratch_database, throwaway_cluster
 
 STATEMENT_TIMEOUT = 0.5  # the client cuts a statement 1 s later
