@@ -14,12 +14,14 @@ from typing import Any, NewType
 from urllib.parse import urlsplit
 from uuid import UUID
 
+from strongroom.domain.buckets import BUCKET_RULE, is_bucket_name
 from strongroom.domain.errors import shown_field
 
 Name = NewType("Name", str)
 RoleSlug = NewType("RoleSlug", str)
 NonEmpty = NewType("NonEmpty", str)
 Endpoint = NewType("Endpoint", str)
+Bucket = NewType("Bucket", str)
 Port = NewType("Port", int)
 Email = NewType("Email", str)
 Uri = NewType("Uri", str)
@@ -67,6 +69,14 @@ def non_empty(value: Any, _type: Any) -> str:
     if not string(value, str):
         raise ValueError("must not be empty")
     return str(value)
+
+
+def bucket(value: Any, _type: Any) -> str:
+    """An S3 bucket name (``domain.buckets``)."""
+    text: str = string(value, str)
+    if not is_bucket_name(text):
+        raise ValueError(BUCKET_RULE)
+    return text
 
 
 def port(value: Any, _type: Any) -> int:
