@@ -250,6 +250,18 @@ class ApiContext:
             return configured.rstrip("/")
         return f"{self.request.url.scheme}://{self.request.url.netloc}"
 
+    @property
+    def mail_base_url(self) -> str:
+        """The base of links sent by mail: ``STRONGROOM_PUBLIC_URL``, else the address the
+        server listens on; never the request's ``Host``, which anyone sending the request
+        chooses (contract section 13)."""
+        configured: str | None = getattr(self.request.app.state, "public_url", None)
+        if configured:
+            return configured.rstrip("/")
+        host, port = self.request.scope.get("server") or ("127.0.0.1", 8080)
+        shown = f"[{host}]" if ":" in str(host) else str(host)
+        return f"{self.request.url.scheme}://{shown}:{port}"
+
 
 def _header(scope: Scope, name: bytes) -> str:
     """The first value of the request header ``name`` (lower case), or ``""`` (as
