@@ -51,6 +51,18 @@ class TestSignIn:
         UUID(body["user"]["id"])
         assert not is_unauthenticated(api, body["token"])
 
+    def test_a_keyed_exchange_repeated_gets_the_first_answer(self, api: Api) -> None:
+        """The same token and Idempotency-Key again: the first 201 unchanged (the token was
+        spent by the first exchange); without the key: 401 (issue 27, finding 10)."""
+        access = idp_access_token(api.facade, "ada@example.com", "Ada")
+        keyed = {**bearer(access), "Idempotency-Key": "sign-in-1"}
+        first = api.client.post("/v1/auth/sessions", headers=keyed)
+        assert first.status_code == 201, first.text
+        again = api.client.post("/v1/auth/sessions", headers=keyed)
+        assert again.status_code == 201, again.text
+        assert again.json() == first.json()
+        assert api.client.post("/v1/auth/sessions", headers=bearer(access)).status_code == 401
+
     def test_invalid_idp_token_is_401(self, api: Api) -> None:
         """A forged, missing or non-IdP credential is 401 ``unauthenticated``."""
         session = api.person("ada@example.com")

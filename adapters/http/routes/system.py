@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 from starlette.requests import Request
@@ -20,7 +21,7 @@ from strongroom.adapters.wire.sessions import (
     SwitchWorkspace,
 )
 from strongroom.adapters.wire.system import Health, Readiness
-from strongroom.domain.errors import UnauthenticatedError
+from strongroom.domain.errors import StrongroomError, UnauthenticatedError
 from strongroom.domain.principals import Caller
 from strongroom.ports.driving import IdempotencyKey, Strongroom
 from strongroom.ports.driving.sessions import SIGN_OUT_REFUSAL, SWITCH_REFUSAL
@@ -105,9 +106,14 @@ async def create_session(ctx: ApiContext) -> Response:
     scheme, _, token = ctx.request.headers.get("authorization", "").partition(" ")
     if scheme.lower() != "bearer" or not token.strip():
         raise UnauthenticatedError("missing bearer credential")
-    identity = await ctx.facade.sessions.verify(token.strip())
+    token = token.strip()
+    # A repeat with the same key: the first answer, although the exchange spent the token.
+    with contextlib.suppress(StrongroomError):  # a malformed key or body: refused below
+        if first := await ctx.facade.sessions.replayed_exchange(token, ctx.idempotency()):
+            return answer(first, 201)
+    identity = await ctx.facade.sessions.verify(token)
     ctx.empty_body()
-    issued = await ctx.facade.sessions.start_session(identity, idempotency=ctx.idempotency())
+    issued = await ctx.facade.sessions.start_session(identity, ctx.idempotency(), token)
     return answer(issued, 201)
 
 
