@@ -137,13 +137,37 @@ class Sessions:
         await uow.sessions.add(session)
         return IssuedSession(token, session, user)
 
+    async def replayed_switch(
+        self, session_token: str, idempotency: IdempotencyKey | None
+    ) -> IssuedSession | None:
+        """The first answer to ``POST /v1/auth/switch`` from this session with this
+        Idempotency-Key, if there was one: the switch revoked the session, so its replay is
+        known by the session's token, before authentication (contract 8 and 13)."""
+        if idempotency is None:
+            return None
+        owner = _token_owner(session_token)
+        now = self._deps.clock.now()
+        return await replay_if_known(self._deps, owner, idempotency, now, ISSUED_SESSION)
+
     async def switch(
         self,
         caller: Caller,
         workspace_id: UUID,
         idempotency: IdempotencyKey | None = None,
+        session_token: str | None = None,
     ) -> IssuedSession:
-        """A new session scoped to ``workspace_id``; the caller's session is revoked."""
+        """A new session scoped to ``workspace_id``; the caller's session is revoked. The
+        answer is also kept under ``session_token`` when given (``replayed_switch``)."""
+        issued = await self._switch(caller, workspace_id, idempotency)
+        if session_token is not None:
+            owner = _token_owner(session_token)
+            now = self._deps.clock.now()
+            await remember(self._deps, owner, idempotency, now, issued, ISSUED_SESSION)
+        return issued
+
+    async def _switch(
+        self, caller: Caller, workspace_id: UUID, idempotency: IdempotencyKey | None
+    ) -> IssuedSession:
         user = caller.person(SWITCH_REFUSAL)
         now = self._deps.clock.now()
 
@@ -167,6 +191,6 @@ class Sessions:
 
 
 def _token_owner(idp_access_token: str) -> Identity:
-    """Whose Idempotency-Keys an exchange of ``idp_access_token`` uses: that token's
-    (its digest), which only its holder can present again."""
-    return Identity(subject=f"idp-token {hash_token(idp_access_token)}", email="", name="")
+    """Who a token's holder is for Idempotency-Keys once the token is spent or revoked: that
+    token (its digest), which only its holder can present again."""
+    return Identity(subject=f"token {hash_token(idp_access_token)}", email="", name="")
