@@ -279,7 +279,11 @@ async def idp_device_decision(ctx: ApiContext) -> Response:
     parameters=(
         parameter("response_type", "query", "`code`."),
         parameter("client_id", "query", f"`{WEB_CLIENT_ID}`."),
-        parameter("redirect_uri", "query", "An absolute URL on this server's own origin."),
+        parameter(
+            "redirect_uri",
+            "query",
+            "An absolute URL on this server's own origin: `/app` or under `/app/`.",
+        ),
         parameter("code_challenge", "query", "BASE64URL(SHA256(code_verifier)), 43 characters."),
         parameter("code_challenge_method", "query", "`S256` (the only method offered)."),
         parameter("state", "query", "Opaque; echoed in the redirect."),
@@ -303,8 +307,8 @@ async def idp_authorize_page(ctx: ApiContext) -> Response:
     page where a person signs in; its form posts to `POST /idp/authorize`.
 
     Errors:
-    - `invalid_request`: an unknown `client_id` or a `redirect_uri` off this origin: an HTML
-      page, never a redirect"""
+    - `invalid_request`: an unknown `client_id` or a `redirect_uri` off this origin or
+      outside `/app/`: an HTML page, never a redirect"""
     if builtin_of(ctx) is None:
         return no_such_route(ctx.request)
     params = dict(ctx.request.query_params)
