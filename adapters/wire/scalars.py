@@ -60,8 +60,17 @@ def exactly(kind: type[Any], label: str) -> Callable[[Any, Any], Any]:
 
 
 string = exactly(str, "a string")
-integer = exactly(int, "an integer")
 boolean = exactly(bool, "a boolean")
+
+
+def integer(value: Any, _type: Any) -> int:
+    """An integer; a JSON number with an integral value is one (``10.0`` is ``10``,
+    contract section 13), never a ``bool``."""
+    if type(value) is float and value.is_integer():
+        return int(value)
+    if type(value) is not int:
+        raise TypeError("expected an integer")
+    return value
 
 
 def non_empty(value: Any, _type: Any) -> str:

@@ -62,7 +62,7 @@ class TestPatchBody:
             ({"source": {"type": "s3", "bucket": "bucket-b"}}, "missing field: source.endpoint"),
             ({"source": {**PG_SOURCE, "port": "5432"}}, "source.port"),
             ({"source": {**PG_SOURCE, "port": True}}, "source.port"),
-            ({"source": {**PG_SOURCE, "port": 5432.0}}, "source.port"),
+            ({"source": {**PG_SOURCE, "port": 5432.5}}, "source.port"),
             ({"source": {**PG_SOURCE, "port": 0}}, "source.port"),
             ({"source": {**PG_SOURCE, "port": 65536}}, "source.port"),
             ({"source": {**PG_SOURCE, "host": ""}}, "source.host"),
