@@ -21,6 +21,7 @@ from strongroom.adapters.sql.credential_repositories import (
     SqlDeviceGrantRepository,
     SqlWorkerRepository,
 )
+from strongroom.adapters.sql.drill_repositories import SqlDrillRepository
 from strongroom.adapters.sql.record_repositories import (
     SqlAuditRepository,
     SqlIdempotencyRepository,
@@ -39,6 +40,7 @@ from strongroom.domain.audit import AuditEvent
 from strongroom.ports.driven import backup_repositories as backup_ports
 from strongroom.ports.driven import credential_repositories as credential_ports
 from strongroom.ports.driven import repositories as ports
+from strongroom.ports.driven.drills import DrillRepository
 from strongroom.ports.driven.statistics import PoolUse, StatisticsRepository
 
 if TYPE_CHECKING:
@@ -106,6 +108,7 @@ class SqlUnitOfWork:
     runs: backup_ports.RunRepository
     artifacts: backup_ports.ArtifactRepository
     restores: backup_ports.RestoreRepository
+    drills: DrillRepository
     workers: credential_ports.WorkerRepository
     api_keys: credential_ports.ApiKeyRepository
     invitations: ports.InvitationRepository
@@ -190,6 +193,7 @@ _REPOSITORIES: dict[str, Callable[[Transaction], object]] = {
     "runs": SqlRunRepository,
     "artifacts": SqlArtifactRepository,
     "restores": SqlRestoreRepository,
+    "drills": SqlDrillRepository,
     "workers": SqlWorkerRepository,
     "api_keys": SqlApiKeyRepository,
     "invitations": SqlInvitationRepository,

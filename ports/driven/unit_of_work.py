@@ -24,6 +24,7 @@ from strongroom.ports.driven.credential_repositories import (
     DeviceGrantRepository,
     WorkerRepository,
 )
+from strongroom.ports.driven.drills import DrillRepository
 from strongroom.ports.driven.repositories import (
     AuditRepository,
     IdempotencyRepository,
@@ -51,6 +52,7 @@ class UnitOfWork(Protocol):
     runs: RunRepository
     artifacts: ArtifactRepository
     restores: RestoreRepository
+    drills: DrillRepository
     workers: WorkerRepository
     api_keys: ApiKeyRepository
     invitations: InvitationRepository
