@@ -35,6 +35,7 @@ from strongroom.ports.driven.repositories import (
     UserRepository,
     WorkspaceRepository,
 )
+from strongroom.ports.driven.retention_repositories import RetentionRepository
 from strongroom.ports.driven.statistics import StatisticsRepository
 
 
@@ -62,6 +63,7 @@ class UnitOfWork(Protocol):
     accounts: AccountRepository
     device_grants: DeviceGrantRepository
     statistics: StatisticsRepository
+    retention: RetentionRepository
 
     async def __aenter__(self) -> Self:
         """Begin the transaction."""
