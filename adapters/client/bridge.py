@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from strongroom.adapters.wire.backups import Backup
 from strongroom.adapters.wire.claims import Claim
 from strongroom.adapters.wire.runs import Heartbeat, ProgressReport, Run
+from strongroom.client.batches import UploadItem
 from strongroom.client.clients import Client
 from strongroom.client.uploads import Plan
 
@@ -34,6 +37,18 @@ class ClientApi:
     def confirm(self, run_id: str) -> Run:
         """``POST /v1/runs/{id}/confirm``."""
         return self.client.confirm_run(run_id)
+
+    def upload_urls(self, run_id: str, items: Sequence[UploadItem]) -> list[Plan]:
+        """``POST /v1/runs/{id}/upload-urls`` (in batches of 1000)."""
+        plans: list[Plan] = []
+        for start in range(0, len(items), 1000):
+            batch = list(items[start : start + 1000])
+            plans.extend(self.client.request_uploads(run_id, batch).data)
+        return plans
+
+    def confirm_snapshot(self, run_id: str, references: Sequence[str]) -> Run:
+        """``POST /v1/runs/{id}/confirm`` with the snapshot's references."""
+        return self.client.confirm_run(run_id, references=list(references))
 
     def claim(self, wait_seconds: int) -> Claim | None:
         """``POST /v1/claims`` (long poll)."""

@@ -15,6 +15,7 @@ Not here, by design: the presigned storage routes (``PUT``/``GET /storage/{key}`
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 from uuid import UUID
@@ -43,6 +44,7 @@ from strongroom.adapters.wire.sources import ScheduleShape as Schedule
 from strongroom.adapters.wire.sources import SourceShape as Source
 from strongroom.adapters.wire.system import Health, Readiness
 from strongroom.adapters.wire.workspaces import MemberWorkspace, Quota, Workspace
+from strongroom.client.batches import DownloadUrls, Encryption, UploadItem, UploadPlans
 from strongroom.client.endpoints import UNSET, Unset, endpoint, paged
 
 ID = UUID | str
@@ -298,9 +300,15 @@ class Operations:
 
     @endpoint("POST", "/v1/workspaces/{workspace_id}/backups", body="json", creates=True)
     def create_backup(
-        self, workspace_id: ID, name: str, kind: str, idempotency_key: str | None = None
+        self,
+        workspace_id: ID,
+        name: str,
+        kind: str,
+        encryption: Encryption | None = None,
+        idempotency_key: str | None = None,
     ) -> Backup:
-        """Create a backup (``local``, ``manual`` or ``cloud``), a draft until complete."""
+        """Create a backup (``local``, ``manual`` or ``cloud``), a draft until complete;
+        with ``encryption`` (age recipients) a snapshot backup."""
 
     @endpoint("GET", "/v1/backups/{backup_id}")
     def get_backup(self, backup_id: ID) -> Backup:
@@ -318,6 +326,7 @@ class Operations:
         retention: Retention | Unset = UNSET,
         destination: Destination | Unset = UNSET,
         destination_credentials: S3Credentials | Unset = UNSET,
+        encryption: Encryption | Unset = UNSET,
         if_match: str | None = None,
     ) -> Backup:
         """Change a backup's configuration (only the fields given)."""
@@ -381,9 +390,14 @@ class Operations:
     def request_upload(self, run_id: ID, name: str, size: int, sha256: str) -> UploadPlan:
         """Announce an artifact; presigned URLs to upload it (single or multipart)."""
 
+    @endpoint("POST", "/v1/runs/{run_id}/upload-urls", body="json")
+    def request_uploads(self, run_id: ID, artifacts: list[UploadItem]) -> UploadPlans:
+        """Announce many artifacts at once (1..1000); one plan each, in the order asked."""
+
     @endpoint("POST", "/v1/runs/{run_id}/confirm", body="json")
-    def confirm_run(self, run_id: ID) -> Run:
-        """Finish a run: its announced artifacts are checked and become available."""
+    def confirm_run(self, run_id: ID, references: Sequence[ID] | None = None) -> Run:
+        """Finish a run: its announced artifacts are checked and become available; a
+        snapshot declares the ``references`` (artifacts of earlier runs) it uses."""
 
     # -- artifacts ---------------------------------------------------------------------
 
@@ -400,6 +414,11 @@ class Operations:
     @endpoint("POST", "/v1/artifacts/{artifact_id}/download-url", body="json")
     def request_download(self, artifact_id: ID) -> Download:
         """A presigned URL to download an artifact."""
+
+    @endpoint("POST", "/v1/artifacts/download-urls", body="json")
+    def request_downloads(self, artifact_ids: Sequence[ID]) -> DownloadUrls:
+        """Presigned URLs to download many artifacts (1..1000), in the order asked;
+        they honour ``Range``."""
 
     @endpoint("DELETE", "/v1/artifacts/{artifact_id}")
     def delete_artifact(self, artifact_id: ID) -> None:

@@ -20,8 +20,10 @@ from strongroom.entrypoints.cli import (
     artifacts,
     auth,
     backups,
+    keys,
     runs,
     server,
+    snapshots,
     transfers,
     workspaces,
 )
@@ -63,7 +65,9 @@ for command in (
     backups.backup,
     runs.run,
     artifacts.artifact,
+    keys.key,
     *transfers.COMMANDS,
+    *snapshots.COMMANDS,
 ):
     cli.add_command(command)
 
