@@ -14,6 +14,7 @@ from strongroom.adapters.wire.sources import SourceShape as Source
 from strongroom.client import (
     UNSET,
     Backup,
+    BadRequestError,
     PostgresCredentials,
     Retention,
     S3Credentials,
@@ -90,9 +91,19 @@ def create(
         raise click.UsageError("cloud backups store archives (--format archive)")
     encryption = None
     if chosen == "snapshot":
-        encryption = Encryption((person_identity(identity_path).recipient,))
+        identity = person_identity(identity_path, quiet=session.as_json)
+        encryption = Encryption((identity.recipient,))
     client = session.signed_in()
-    created = client.create_backup(session.workspace_id(), name, kind, encryption=encryption)
+    workspace_id = session.workspace_id()
+    try:
+        created = client.create_backup(workspace_id, name, kind, encryption=encryption)
+    except BadRequestError as error:
+        # A server from before snapshots: the default falls back to an archive backup.
+        if format_ == "snapshot" or "encryption" not in error.message:
+            raise
+        if not session.as_json:
+            click.echo("warning: this server stores archives only (no snapshots)", err=True)
+        created, encryption = client.create_backup(workspace_id, name, kind), None
     emit(session, created)
     if encryption is not None and kind == "local":
         click.echo(agent_lines(str(created.id), encryption.recipients), err=True)

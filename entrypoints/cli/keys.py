@@ -50,10 +50,13 @@ def read_identity(path: Path | None) -> Identity:
         raise click.ClickException(f"{where}: {error}") from error
 
 
-def person_identity(path: Path | None = None) -> Identity:
-    """The identity at ``path``; without one, the default identity, made on first use."""
+def person_identity(path: Path | None = None, quiet: bool = False) -> Identity:
+    """The identity at ``path``; without one, the default identity, made on first use
+    (said on standard error unless ``quiet``: a script's stderr holds only errors)."""
     if path is None and not default_identity_path().exists():
         identity = write_identity(default_identity_path())
+        if quiet:
+            return identity
         click.echo(
             f"created your key {default_identity_path()} (recipient {identity.recipient}): "
             "keep a copy somewhere safe; without it snapshots cannot be restored",

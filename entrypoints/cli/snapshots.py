@@ -85,9 +85,7 @@ def push_into_snapshot(
     identity_path: Path | None,
 ) -> None:
     """``push`` into a snapshot backup: one directory, deduplicated and encrypted."""
-    if len(paths) != 1 or not os.path.isdir(paths[0]):
-        raise click.UsageError("a snapshot backup takes one directory: push BACKUP DIR")
-    identity = person_identity(identity_path)
+    identity = person_identity(identity_path, quiet=session.as_json)
     tree = Tree(os.path.abspath(paths[0]), excludes)
     files, size = tree.measure()
     bars = Bars(session, "backing up", files, size)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import signal
 import sys
 import threading
@@ -139,22 +140,24 @@ def push_command(
 ) -> None:
     """Back up PATH... into a new run of the manual backup BACKUP (id or name) and confirm it.
 
-    A snapshot backup takes one directory: only the chunks the backup does not hold yet
-    are uploaded, encrypted to its recipients (your key opens the backup's earlier
-    indexes; files unchanged since the last push from this machine are not read).
+    One directory into a snapshot backup is a snapshot: only the chunks the backup does
+    not hold yet are uploaded, encrypted to its recipients (your key opens the backup's
+    earlier indexes; files unchanged since the last push from this machine are not read).
 
-    An archive backup: a file is uploaded as it is, a directory as a tar + zstd archive,
-    - reads standard input. Large artifacts go in parts, several at once, with progress
+    Otherwise a file is uploaded as it is, a directory as a tar + zstd archive, - reads
+    standard input. Large artifacts go in parts, several at once, with progress
     bars. An interrupted push resumes when run again with the same arguments: only the
     parts storage lacks are sent.
     """
     client = session.signed_in()
     backup_id = session.backup_id(backup)
-    if backup_encryption(backup_document(client, backup_id)) is not None:
+    # One directory into a snapshot backup is a snapshot; files and - stay archives.
+    one_directory = len(paths) == 1 and os.path.isdir(paths[0])
+    if one_directory and backup_encryption(backup_document(client, backup_id)) is not None:
         push_into_snapshot(session, Remote.open(client, backup_id), paths, excludes, identity_path)
         return
     if excludes:
-        raise click.UsageError("--exclude is for snapshot backups")
+        raise click.UsageError("--exclude is for a directory pushed into a snapshot backup")
     as_json = session.as_json
     console = Console(stderr=True, quiet=as_json or not stderr_is_terminal())
     stop = threading.Event()
