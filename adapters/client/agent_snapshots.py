@@ -20,7 +20,8 @@ from strongroom.client.snapshots import Catalog, LocalCache, RepositoryKey, deco
 from strongroom.client.snapshots.errors import SnapshotError
 
 
-def _write(path: Path, data: bytes) -> None:
+def write_private(path: Path, data: bytes) -> None:
+    """``data`` written atomically to ``path``, mode 0600 (it names files)."""
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     partial = path.with_name(path.name + ".partial")
     fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -64,6 +65,6 @@ class AgentSnapshotState:
         packs = {p: a for p, a in self.packs().items() if a not in outcome.dropped}
         packs.update(outcome.new_packs)
         for number, index in enumerate(outcome.indexes, start=1):
-            _write(self.directory / "indexes" / f"{outcome.run_id}.{number}", index)
-        _write(self.directory / "packs.json", json.dumps(packs).encode())
-        _write(self.directory / "cache", outcome.cache.to_bytes())
+            write_private(self.directory / "indexes" / f"{outcome.run_id}.{number}", index)
+        write_private(self.directory / "packs.json", json.dumps(packs).encode())
+        write_private(self.directory / "cache", outcome.cache.to_bytes())

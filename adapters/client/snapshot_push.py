@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from uuid import UUID
 
+from strongroom.client.agent_snapshots import write_private
 from strongroom.client.bridge import ClientApi
 from strongroom.client.clients import Client
 from strongroom.client.resume import key_of, state_home
@@ -77,8 +78,5 @@ def push_snapshot(
         with contextlib.suppress(Exception):  # the first error is the one to show
             client.fail_run(run_id, reason[:2000])
         raise
-    where.parent.mkdir(parents=True, exist_ok=True)
-    partial = where.with_suffix(".partial")
-    partial.write_bytes(outcome.cache.to_bytes())
-    partial.replace(where)
+    write_private(where, outcome.cache.to_bytes())
     return outcome
