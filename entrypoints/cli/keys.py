@@ -12,7 +12,7 @@ import click
 
 from strongroom.client.snapshots import Identity, SnapshotKeyError, generate_identity
 from strongroom.client.snapshots import load_identity as parse_identity
-from strongroom.entrypoints.cli import config
+from strongroom.entrypoints.cli.config import config_dir
 from strongroom.entrypoints.cli.context import emit_json
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -21,7 +21,7 @@ IDENTITY_FILE = "identity.txt"
 
 def default_identity_path() -> Path:
     """The person's identity in the config dir."""
-    return config.config_dir() / IDENTITY_FILE
+    return config_dir() / IDENTITY_FILE
 
 
 def write_identity(path: Path) -> Identity:
