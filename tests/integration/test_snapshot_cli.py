@@ -113,7 +113,7 @@ def make_tree(root: Path) -> None:
     (root / "docs").mkdir()
     for index in range(40):
         (root / "docs" / f"note-{index:02d}.txt").write_text(f"marker-note-{index} " * 300)
-    (root / "big.bin").write_bytes(os.urandom(6 * MIB))
+    (root / "big.bin").write_bytes(os.urandom(32 * MIB))
     (root / "one.bin").write_bytes(os.urandom(MIB))
     (root / "empty-dir" / "nested-empty").mkdir(parents=True)
     (root / "run.sh").write_text("#!/bin/sh\necho marker-script\n")
@@ -131,7 +131,7 @@ def make_tree(root: Path) -> None:
 
 def change_tree(root: Path) -> None:
     with (root / "big.bin").open("r+b") as big:  # an edit in the middle
-        big.seek(3 * MIB)
+        big.seek(16 * MIB)
         big.write(b"changed in the middle")
     (root / "docs" / "note-05.txt").unlink()
     (root / "docs" / "new.txt").write_text("marker-new " * 100)
@@ -189,8 +189,9 @@ def test_push_list_diff_restore_check_and_forget(stack: Stack, tmp_path: Path) -
     change_tree(tree)
     second = machine.json("push", backup_id, str(tree))
     assert second["files_unchanged"] >= 35
-    # An edit in the middle of a 6 MiB file re-uploads about one chunk, not the file.
-    assert second["bytes_uploaded"] < 3 * MIB, second
+    # An edit in the middle of a 32 MiB file re-uploads the chunks around it (at most two
+    # of 4 MiB), not the 16 MiB after it.
+    assert second["bytes_uploaded"] < 9 * MIB, second
 
     listed = machine.json("snapshots", backup_id)
     assert [s["id"] for s in listed] == [second["run_id"], first["run_id"]]
@@ -222,7 +223,7 @@ def test_push_list_diff_restore_check_and_forget(stack: Stack, tmp_path: Path) -
     machine.run("restore", manifest_id, "--to", str(second_restore))
     same_tree(second_restore, tree)
 
-    # A partial restore fetches the byte ranges of one 1 MiB file, not the 7 MiB of data.
+    # A partial restore fetches the byte ranges of one 1 MiB file, not the 33 MiB of data.
     partial = machine.json(
         "restore", second["run_id"], "--to", str(tmp_path / "partial"), "--include", "one.bin"
     )
