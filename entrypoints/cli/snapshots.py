@@ -24,6 +24,7 @@ from rich.progress import (
 
 from strongroom.client import ConflictError
 from strongroom.client.packs import FetchError
+from strongroom.client.prefetch import ReadAhead, check_plan, restore_plan
 from strongroom.client.snapshot_push import push_snapshot
 from strongroom.client.snapshot_remote import Remote, SnapshotNotFoundError, locate_snapshot
 from strongroom.client.snapshot_run import MANIFEST, SnapshotOutcome, Tree, rank
@@ -240,10 +241,14 @@ def check_command(
     """Structure and pack headers of SNAPSHOT; with --read-data every chunk. Exit 1 when
     anything is damaged (the files it affects are named)."""
     remote, run_id, reader = open_snapshot(session, snapshot, identity_path)
+    ahead = ReadAhead(reader.fetch, check_plan(reader.manifest, read_data), window=2)
+    reader.fetch = ahead
     try:
         report = reader.check(read_data=read_data)
     except FetchError as error:
         fail(str(error))
+    finally:
+        ahead.close()
     result = {
         "run_id": str(run_id),
         "ok": report.ok,
@@ -317,11 +322,15 @@ def restore_snapshot(
     chosen = _chosen(reader, include)
     label = f"restoring {len(chosen)} files"
     bars = Bars(session, label, -1, sum(e.size for e in chosen))
+    ahead = ReadAhead(reader.fetch, restore_plan(reader.manifest, include))
+    reader.fetch = ahead
     try:
         with bars.progress:
             stats = reader.restore(target, include, on_bytes=bars.bytes)
     except (SnapshotError, FetchError, OSError) as error:
         fail(str(error))
+    finally:
+        ahead.close()
     result = {
         "run_id": str(run_id),
         "target": str(target),

@@ -21,6 +21,7 @@ import httpx2
 from strongroom.client import ConflictError, SingleUpload
 from strongroom.client.agent_snapshots import AgentSnapshotState
 from strongroom.client.batches import UploadItem
+from strongroom.client.prefetch import ReadAhead, check_plan, restore_plan
 from strongroom.client.snapshot_run import Keys, Tree, pack_id_of, rank, run_snapshot
 from strongroom.client.snapshots import RepositoryKey, SnapshotReader, generate_identity
 from strongroom.client.uploads import Plan
@@ -168,3 +169,27 @@ def test_a_cold_start_uploads_everything_again(tmp_path: Path) -> None:
     assert again.bytes_uploaded > 8 * MIB  # type: ignore[attr-defined]
     assert service.confirmed["run-2"] == []
     assert all(re.fullmatch(r"[0-9a-f]{64}", pack) for pack in service.pack_ids())
+
+
+def test_read_ahead_foresees_every_read_of_a_restore_and_a_check(tmp_path: Path) -> None:
+    """The plan is what the format's restore and check ask for, in order (none unplanned),
+    whole or partial; the restored bytes are the same."""
+    service, state = FakeService(), AgentSnapshotState(tmp_path / "state")
+    root = tree(tmp_path / "tree")
+    os.link(root / "docs" / "3.txt", root / "docs" / "link.txt")
+    run_id, _ = run(service, root, state, "run-1")
+    for include in ((), ("big.bin",), ("docs/link.txt",)):
+        reader = service.reader(run_id)
+        ahead = ReadAhead(reader.fetch, restore_plan(reader.manifest, include))
+        reader.fetch = ahead
+        target = tmp_path / f"restored-{len(include)}-{include[:1]}"
+        reader.restore(target, include)
+        ahead.close()
+        assert ahead.unplanned == 0, include
+        for name in include or ("big.bin", "docs/3.txt"):
+            assert (target / name).read_bytes() == (root / name).read_bytes()
+    reader = service.reader(run_id)
+    ahead = ReadAhead(reader.fetch, check_plan(reader.manifest, True))
+    reader.fetch = ahead
+    assert reader.check(read_data=True).ok
+    assert ahead.unplanned == 0
