@@ -30,10 +30,10 @@ from uuid import UUID
 import attrs
 import httpx2
 
+from strongroom.adapters.wire.artifacts import UploadRequest
 from strongroom.client.agent_config import AgentConfig, SnapshotSettings
 from strongroom.client.agent_snapshots import AgentSnapshotState
 from strongroom.client.archive import ArchiveError, DirectoryArchive
-from strongroom.client.batches import UploadItem
 from strongroom.client.errors import (
     ApiError,
     AuthenticationError,
@@ -114,7 +114,7 @@ class AgentApi(Protocol):
     def fail(self, run_id: str, error: str) -> object: ...
     def upload_url(self, run_id: str, name: str, size: int, sha256: str) -> Plan: ...
     def confirm(self, run_id: str) -> object: ...
-    def upload_urls(self, run_id: str, items: Sequence[UploadItem]) -> list[Plan]: ...
+    def upload_urls(self, run_id: str, items: Sequence[UploadRequest]) -> list[Plan]: ...
     def confirm_snapshot(self, run_id: str, references: Sequence[str]) -> object: ...
 
 

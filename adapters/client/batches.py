@@ -10,16 +10,10 @@ from uuid import UUID
 
 import attrs
 
-from strongroom.adapters.wire.artifacts import UploadPlan
+from strongroom.adapters.wire.artifacts import UploadPlan, UploadRequest
 
-
-@attrs.frozen
-class UploadItem:
-    """One artifact of ``POST /v1/runs/{run_id}/upload-urls``: as ``upload-url`` takes."""
-
-    name: str
-    size: int
-    sha256: str
+# One artifact of ``POST /v1/runs/{run_id}/upload-urls``: as ``upload-url`` takes it.
+UploadItem = UploadRequest
 
 
 @attrs.frozen
@@ -50,7 +44,7 @@ class DownloadUrls:
 class Encryption:
     """A snapshot backup's ``encryption``: the age recipients its snapshots are sealed to."""
 
-    recipients: tuple[str, ...]
+    recipients: list[str]
 
 
 def backup_encryption(raw: Any) -> Encryption | None:
@@ -59,7 +53,7 @@ def backup_encryption(raw: Any) -> Encryption | None:
     if value is None:
         return None
     recipients = value.get("recipients") if isinstance(value, dict) else value.recipients
-    return Encryption(tuple(str(r) for r in recipients or ()))
+    return Encryption([str(r) for r in recipients or ()])
 
 
 def backup_format(raw: Any) -> str:

@@ -20,7 +20,7 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
-from strongroom.adapters.wire.artifacts import Artifact, Download, UploadPlan
+from strongroom.adapters.wire.artifacts import Artifact, Download, UploadPlan, UploadRequest
 from strongroom.adapters.wire.audit import AuditEvent
 from strongroom.adapters.wire.backups import Backup
 from strongroom.adapters.wire.claims import Claim
@@ -44,7 +44,7 @@ from strongroom.adapters.wire.sources import ScheduleShape as Schedule
 from strongroom.adapters.wire.sources import SourceShape as Source
 from strongroom.adapters.wire.system import Health, Readiness
 from strongroom.adapters.wire.workspaces import MemberWorkspace, Quota, Workspace
-from strongroom.client.batches import DownloadUrls, Encryption, UploadItem, UploadPlans
+from strongroom.client.batches import DownloadUrls, Encryption, UploadPlans
 from strongroom.client.endpoints import UNSET, Unset, endpoint, paged
 
 ID = UUID | str
@@ -391,7 +391,7 @@ class Operations:
         """Announce an artifact; presigned URLs to upload it (single or multipart)."""
 
     @endpoint("POST", "/v1/runs/{run_id}/upload-urls", body="json")
-    def request_uploads(self, run_id: ID, artifacts: list[UploadItem]) -> UploadPlans:
+    def request_uploads(self, run_id: ID, artifacts: list[UploadRequest]) -> UploadPlans:
         """Announce many artifacts at once (1..1000); one plan each, in the order asked."""
 
     @endpoint("POST", "/v1/runs/{run_id}/confirm", body="json")

@@ -52,7 +52,7 @@ def push_snapshot(
     else:
         catalog = remote.catalog(key)
     recipients = remote.encryption.recipients
-    keys = Keys(key, recipients, key.seal(recipients))
+    keys = Keys(key, tuple(recipients), key.seal(recipients))
     where = cache_file(server, remote.backup_id, tree.root)
     cache = LocalCache.from_bytes(where.read_bytes() if where.is_file() else None)
     run = client.start_run(remote.backup_id)

@@ -119,7 +119,8 @@ class Remote:
         """Ask for the download URLs of ``artifact_ids`` (in batches) before they are read."""
         wanted = [i for i in dict.fromkeys(artifact_ids) if i not in self._urls]
         for start in range(0, len(wanted), BATCH):
-            answer = self.client.request_downloads(wanted[start : start + BATCH])
+            batch: list[UUID | str] = [*wanted[start : start + BATCH]]
+            answer = self.client.request_downloads(batch)
             with self._lock:
                 self._urls.update({str(u.artifact_id): u.url for u in answer.data})
 

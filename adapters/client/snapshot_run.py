@@ -27,7 +27,7 @@ from typing import Protocol
 import attrs
 import httpx2
 
-from strongroom.client.batches import UploadItem
+from strongroom.adapters.wire.artifacts import UploadRequest
 from strongroom.client.errors import ConflictError
 from strongroom.client.packs import put_bytes
 from strongroom.client.snapshots import (
@@ -77,7 +77,7 @@ def is_snapshot_name(name: str) -> bool:
 class SnapshotApi(Protocol):
     """The API calls a snapshot run makes (a worker's token is enough)."""
 
-    def upload_urls(self, run_id: str, items: Sequence[UploadItem]) -> list[Plan]: ...
+    def upload_urls(self, run_id: str, items: Sequence[UploadRequest]) -> list[Plan]: ...
     def confirm_snapshot(self, run_id: str, references: Sequence[str]) -> object: ...
 
 
@@ -162,7 +162,7 @@ class _Uploads:
     def _send(self, pack: Pack) -> None:
         try:
             name = pack_name(pack.info.id)
-            item = UploadItem(name, len(pack.data), pack.info.id)
+            item = UploadRequest(name, len(pack.data), pack.info.id)
 
             def ask() -> Plan:
                 return self._api.upload_urls(self._run_id, [item])[0]
@@ -236,7 +236,7 @@ def run_snapshot(
             (MANIFEST + suffix, written.manifest),
             (REPOSITORY_KEY, keys.sealed_key),
         ]
-        items = [UploadItem(n, len(d), hashlib.sha256(d).hexdigest()) for n, d in objects]
+        items = [UploadRequest(n, len(d), hashlib.sha256(d).hexdigest()) for n, d in objects]
         plans = api.upload_urls(run_id, items)
         for (name, data), plan, item in zip(objects, plans, items, strict=True):
             put_bytes(http, name, data, _asker(api, run_id, item), plan)
@@ -271,7 +271,7 @@ def run_snapshot(
     raise AssertionError("unreachable")
 
 
-def _asker(api: SnapshotApi, run_id: str, item: UploadItem) -> Callable[[], Plan]:
+def _asker(api: SnapshotApi, run_id: str, item: UploadRequest) -> Callable[[], Plan]:
     return lambda: api.upload_urls(run_id, [item])[0]
 
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import click
 
@@ -92,7 +93,8 @@ def create(
     encryption = None
     if chosen == "snapshot":
         identity = person_identity(identity_path, quiet=session.as_json)
-        encryption = Encryption((identity.recipient,))
+        # Any: the SDK's create_backup reads it by its fields, whichever class it names.
+        encryption = cast(Any, Encryption([identity.recipient]))
     client = session.signed_in()
     workspace_id = session.workspace_id()
     try:
@@ -109,7 +111,7 @@ def create(
         click.echo(agent_lines(str(created.id), encryption.recipients), err=True)
 
 
-def agent_lines(backup_id: str, recipients: tuple[str, ...]) -> str:
+def agent_lines(backup_id: str, recipients: Sequence[str]) -> str:
     """The ``[[backups]]`` table of a local snapshot backup, with a new repository key."""
     key = RepositoryKey.generate().to_text()
     listed = ", ".join(f'"{r}"' for r in recipients)

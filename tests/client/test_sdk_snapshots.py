@@ -104,9 +104,9 @@ def test_create_sends_encryption_and_reads_it_back_tolerantly() -> None:
 
     client = Client("http://api", "bks_x", transport=httpx2.MockTransport(create))
     with pytest.raises(Exception):  # noqa: B017, PT011
-        client.create_backup(RUN, "files", "manual", encryption=Encryption(("age1x",)))
+        client.create_backup(RUN, "files", "manual", encryption=Encryption(["age1x"]))
     assert bodies[0]["encryption"] == {"recipients": ["age1x"]}
-    assert backup_encryption({"encryption": {"recipients": ["age1x"]}}) == Encryption(("age1x",))
+    assert backup_encryption({"encryption": {"recipients": ["age1x"]}}) == Encryption(["age1x"])
     assert backup_encryption({"name": "older server"}) is None
     assert backup_format({"name": "older server"}) == "archive"
     assert backup_format({"format": "snapshot", "encryption": {"recipients": ["a"]}}) == "snapshot"

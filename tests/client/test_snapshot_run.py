@@ -18,9 +18,9 @@ from pathlib import Path
 import attrs
 import httpx2
 
+from strongroom.adapters.wire.artifacts import UploadRequest
 from strongroom.client import ConflictError, SingleUpload
 from strongroom.client.agent_snapshots import AgentSnapshotState
-from strongroom.client.batches import UploadItem
 from strongroom.client.prefetch import ReadAhead, check_plan, restore_plan
 from strongroom.client.snapshot_run import Keys, Tree, pack_id_of, rank, run_snapshot
 from strongroom.client.snapshots import RepositoryKey, SnapshotReader, generate_identity
@@ -42,7 +42,7 @@ class FakeService:
     refuse_once: set[str] = attrs.Factory(set)
     lock: threading.Lock = attrs.Factory(threading.Lock)
 
-    def upload_urls(self, run_id: str, items: Sequence[UploadItem]) -> list[Plan]:
+    def upload_urls(self, run_id: str, items: Sequence[UploadRequest]) -> list[Plan]:
         plans: list[Plan] = []
         with self.lock:
             for item in items:
