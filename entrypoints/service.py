@@ -30,6 +30,7 @@ from strongroom.adapters.sources.readers import Readers
 from strongroom.adapters.sql.sqlite import SqliteDatabase
 from strongroom.adapters.storage.local import LocalDiskStorage
 from strongroom.adapters.system import SecureIds
+from strongroom.entrypoints.assurance import equip_assurance, run_drills_every
 from strongroom.entrypoints.bootstrap import bootstrap
 from strongroom.entrypoints.settings import Settings
 from strongroom.ports.driven.identity import IdentityProvider
@@ -198,7 +199,7 @@ async def open_facade(
 
             signals = PostgresRunSignals.for_database(database)
         try:
-            yield bootstrap(
+            facade = bootstrap(
                 uow=database.uow,
                 secret_key=secret_key,
                 signup_enabled=settings.signup_enabled,
@@ -209,6 +210,7 @@ async def open_facade(
                 endpoint_policy=settings.endpoint_policy,
                 signals=signals,
             )
+            yield equip_assurance(facade, settings)
         finally:
             if signals is not None:
                 await signals.aclose()
@@ -377,6 +379,9 @@ async def open_serving_facade(
                     ),
                     name="restores",
                 )
+            )
+            jobs.append(
+                asyncio.create_task(run_drills_every(facade, settings.restore_poll), name="drills")
             )
         stop_executor = asyncio.Event()
         if settings.executors > 0:

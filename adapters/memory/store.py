@@ -25,6 +25,8 @@ TABLES = (
     "runs",
     "artifacts",
     "restores",
+    "drills",
+    "artifact_manifests",
     "workers",
     "api_keys",
     "invitations",
@@ -34,6 +36,7 @@ TABLES = (
     "accounts",
     "failed_logins",
     "device_grants",
+    "run_references",
 )
 
 

@@ -10,12 +10,16 @@ from strongroom.adapters.memory import backup_repositories as backup_repos
 from strongroom.adapters.memory import credential_repositories as credential_repos
 from strongroom.adapters.memory import record_repositories as record_repos
 from strongroom.adapters.memory import repositories as repos
+from strongroom.adapters.memory.drill_repositories import MemoryDrillRepository
+from strongroom.adapters.memory.retention_repositories import MemoryRetentionRepository
 from strongroom.adapters.memory.statistics import MemoryStatisticsRepository
 from strongroom.adapters.memory.store import MemoryStore, Transaction
 from strongroom.domain.audit import AuditEvent
 from strongroom.ports.driven import backup_repositories as backup_ports
 from strongroom.ports.driven import credential_repositories as credential_ports
 from strongroom.ports.driven import repositories as ports
+from strongroom.ports.driven.drills import DrillRepository
+from strongroom.ports.driven.retention_repositories import RetentionRepository
 from strongroom.ports.driven.statistics import StatisticsRepository
 
 
@@ -30,6 +34,7 @@ class MemoryUnitOfWork:
     runs: backup_ports.RunRepository
     artifacts: backup_ports.ArtifactRepository
     restores: backup_ports.RestoreRepository
+    drills: DrillRepository
     workers: credential_ports.WorkerRepository
     api_keys: credential_ports.ApiKeyRepository
     invitations: ports.InvitationRepository
@@ -39,6 +44,7 @@ class MemoryUnitOfWork:
     accounts: credential_ports.AccountRepository
     device_grants: credential_ports.DeviceGrantRepository
     statistics: StatisticsRepository
+    retention: RetentionRepository
 
     def __init__(self, store: MemoryStore) -> None:
         self._store = store
@@ -57,6 +63,7 @@ class MemoryUnitOfWork:
         self.runs = backup_repos.MemoryRunRepository(tx)
         self.artifacts = backup_repos.MemoryArtifactRepository(tx)
         self.restores = backup_repos.MemoryRestoreRepository(tx)
+        self.drills = MemoryDrillRepository(tx)
         self.workers = credential_repos.MemoryWorkerRepository(tx)
         self.api_keys = credential_repos.MemoryApiKeyRepository(tx)
         self.invitations = repos.MemoryInvitationRepository(tx)
@@ -66,6 +73,7 @@ class MemoryUnitOfWork:
         self.accounts = credential_repos.MemoryAccountRepository(tx)
         self.device_grants = credential_repos.MemoryDeviceGrantRepository(tx)
         self.statistics = MemoryStatisticsRepository(tx)
+        self.retention = MemoryRetentionRepository(tx)
         return self
 
     async def __aexit__(

@@ -129,6 +129,9 @@ CREATE TABLE backups (
     updated_at timestamptz NOT NULL,
     -- The API's JSON of the row, from the wire presenter, written with it (0013, 0015).
     body text NOT NULL,
+    -- The policy's keep rules: NULL when not set (0017).
+    retention_keep jsonb
+        CONSTRAINT backups_retention_keep_check CHECK (jsonb_typeof(retention_keep) = 'object'),
     CONSTRAINT backups_name_unique UNIQUE (workspace_id, name_key),
     CONSTRAINT backups_workspace_id_unique UNIQUE (workspace_id, id),
     CONSTRAINT backups_schedule_check
@@ -272,6 +275,8 @@ CREATE TABLE artifacts (
         CONSTRAINT artifacts_verification_check
         CHECK (verification IN ('pending', 'ok', 'mismatch', 'missing')),
     verified_at timestamptz,
+    -- Under a legal hold (0017).
+    held boolean NOT NULL DEFAULT false,
     CONSTRAINT artifacts_name_unique UNIQUE (run_id, name),
     CONSTRAINT artifacts_run_fkey FOREIGN KEY (workspace_id, backup_id, run_id)
         REFERENCES runs (workspace_id, backup_id, id) ON DELETE CASCADE
@@ -280,6 +285,15 @@ CREATE INDEX artifacts_by_workspace ON artifacts (workspace_id, created_at DESC,
 CREATE INDEX artifacts_by_backup ON artifacts (workspace_id, backup_id, state);
 CREATE INDEX artifacts_by_verification ON artifacts (state, verification, verified_at);
 CREATE INDEX artifacts_by_expiry ON artifacts (expires_at) WHERE state = 'available';
+
+-- The artifacts of earlier runs a snapshot run references (contract 14; 0017).
+CREATE TABLE run_references (
+    workspace_id uuid NOT NULL,
+    run_id uuid NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+    artifact_id uuid NOT NULL REFERENCES artifacts (id) ON DELETE CASCADE,
+    PRIMARY KEY (run_id, artifact_id)
+);
+CREATE INDEX run_references_by_artifact ON run_references (artifact_id);
 
 -- Usage counters (0004): triggers keep workspaces.backup_count exact.
 -- Statement-level, over the transition tables: one update per workspace and statement, so
@@ -335,3 +349,32 @@ CREATE INDEX restores_by_workspace ON restores (workspace_id, created_at DESC, i
 CREATE INDEX restores_queued ON restores (created_at, id) WHERE state = 'queued';
 CREATE INDEX restores_by_artifact ON restores (workspace_id, artifact_id);
 CREATE INDEX restores_running ON restores (lease_expires_at, id) WHERE state = 'running';
+CREATE TABLE drills (
+    id uuid PRIMARY KEY,
+    workspace_id uuid NOT NULL REFERENCES workspaces (id) ON DELETE CASCADE,
+    backup_id uuid NOT NULL,
+    run_id uuid,
+    state text NOT NULL
+        CONSTRAINT drills_state_check
+        CHECK (state IN ('queued', 'running', 'succeeded', 'failed')),
+    created_at timestamptz NOT NULL,
+    started_at timestamptz,
+    finished_at timestamptz,
+    restore_seconds double precision,
+    bytes bigint,
+    checks jsonb NOT NULL CONSTRAINT drills_checks_check CHECK (jsonb_typeof(checks) = 'object'),
+    error text,
+    CONSTRAINT drills_backup_fkey FOREIGN KEY (workspace_id, backup_id)
+        REFERENCES backups (workspace_id, id) ON DELETE CASCADE
+);
+CREATE INDEX drills_by_backup ON drills (workspace_id, backup_id, created_at DESC, id DESC);
+CREATE INDEX drills_queued ON drills (created_at, id) WHERE state = 'queued';
+CREATE INDEX drills_running ON drills (started_at, id) WHERE state = 'running';
+CREATE TABLE artifact_manifests (
+    artifact_id uuid PRIMARY KEY,
+    workspace_id uuid NOT NULL,
+    tables jsonb NOT NULL
+        CONSTRAINT artifact_manifests_tables_check CHECK (jsonb_typeof(tables) = 'object'),
+    CONSTRAINT artifact_manifests_artifact_fkey FOREIGN KEY (workspace_id, artifact_id)
+        REFERENCES artifacts (workspace_id, id) ON DELETE CASCADE
+);

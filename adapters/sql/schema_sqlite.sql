@@ -132,6 +132,9 @@ CREATE TABLE backups (
     updated_at TEXT NOT NULL,
     -- The API's JSON of the backup, from the wire presenter, written with it (0014, 0015).
     body TEXT,
+    -- The policy's keep rules: NULL when not set (0017).
+    retention_keep TEXT
+        CONSTRAINT backups_retention_keep_check CHECK (json_type(retention_keep) = 'object'),
     CONSTRAINT backups_name_unique UNIQUE (workspace_id, name_key),
     CONSTRAINT backups_schedule_check
         CHECK ((schedule_cron IS NULL) = (schedule_timezone IS NULL)),
@@ -276,6 +279,8 @@ CREATE TABLE artifacts (
         CONSTRAINT artifacts_verification_check
         CHECK (verification IN ('pending', 'ok', 'mismatch', 'missing')),
     verified_at TEXT,
+    -- Under a legal hold (0017).
+    held INTEGER NOT NULL DEFAULT 0 CONSTRAINT artifacts_held_check CHECK (held IN (0, 1)),
     CONSTRAINT artifacts_name_unique UNIQUE (run_id, name),
     CONSTRAINT artifacts_run_fkey FOREIGN KEY (workspace_id, backup_id, run_id)
         REFERENCES runs (workspace_id, backup_id, id) ON DELETE CASCADE
@@ -284,6 +289,15 @@ CREATE INDEX artifacts_by_workspace ON artifacts (workspace_id, created_at DESC,
 CREATE INDEX artifacts_by_backup ON artifacts (workspace_id, backup_id, state);
 CREATE INDEX artifacts_by_verification ON artifacts (state, verification, verified_at);
 CREATE INDEX artifacts_by_expiry ON artifacts (expires_at) WHERE state = 'available';
+
+-- The artifacts of earlier runs a snapshot run references (contract 14; 0017).
+CREATE TABLE run_references (
+    workspace_id TEXT NOT NULL,
+    run_id TEXT NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+    artifact_id TEXT NOT NULL REFERENCES artifacts (id) ON DELETE CASCADE,
+    PRIMARY KEY (run_id, artifact_id)
+) STRICT;
+CREATE INDEX run_references_by_artifact ON run_references (artifact_id);
 
 -- Usage counters (0004): triggers keep workspaces.backup_count exact.
 CREATE TRIGGER backups_counted_insert AFTER INSERT ON backups
@@ -321,3 +335,32 @@ CREATE INDEX restores_by_workspace ON restores (workspace_id, created_at DESC, i
 CREATE INDEX restores_queued ON restores (created_at, id) WHERE state = 'queued';
 CREATE INDEX restores_by_artifact ON restores (workspace_id, artifact_id);
 CREATE INDEX restores_running ON restores (lease_expires_at, id) WHERE state = 'running';
+CREATE TABLE drills (
+    id TEXT PRIMARY KEY,
+    workspace_id TEXT NOT NULL REFERENCES workspaces (id) ON DELETE CASCADE,
+    backup_id TEXT NOT NULL,
+    run_id TEXT,
+    state TEXT NOT NULL
+        CONSTRAINT drills_state_check
+        CHECK (state IN ('queued', 'running', 'succeeded', 'failed')),
+    created_at TEXT NOT NULL,
+    started_at TEXT,
+    finished_at TEXT,
+    restore_seconds REAL,
+    bytes INTEGER,
+    checks TEXT NOT NULL CONSTRAINT drills_checks_check CHECK (json_type(checks) = 'object'),
+    error TEXT,
+    CONSTRAINT drills_backup_fkey FOREIGN KEY (workspace_id, backup_id)
+        REFERENCES backups (workspace_id, id) ON DELETE CASCADE
+) STRICT;
+CREATE INDEX drills_by_backup ON drills (workspace_id, backup_id, created_at DESC, id DESC);
+CREATE INDEX drills_queued ON drills (created_at, id) WHERE state = 'queued';
+CREATE INDEX drills_running ON drills (started_at, id) WHERE state = 'running';
+CREATE TABLE artifact_manifests (
+    artifact_id TEXT PRIMARY KEY,
+    workspace_id TEXT NOT NULL,
+    tables TEXT NOT NULL
+        CONSTRAINT artifact_manifests_tables_check CHECK (json_type(tables) = 'object'),
+    CONSTRAINT artifact_manifests_artifact_fkey FOREIGN KEY (workspace_id, artifact_id)
+        REFERENCES artifacts (workspace_id, id) ON DELETE CASCADE
+) STRICT;

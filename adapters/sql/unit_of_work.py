@@ -21,6 +21,7 @@ from strongroom.adapters.sql.credential_repositories import (
     SqlDeviceGrantRepository,
     SqlWorkerRepository,
 )
+from strongroom.adapters.sql.drill_repositories import SqlDrillRepository
 from strongroom.adapters.sql.record_repositories import (
     SqlAuditRepository,
     SqlIdempotencyRepository,
@@ -33,12 +34,15 @@ from strongroom.adapters.sql.repositories import (
     SqlUserRepository,
     SqlWorkspaceRepository,
 )
+from strongroom.adapters.sql.retention_repositories import SqlRetentionRepository
 from strongroom.adapters.sql.statements import Statements, Step
 from strongroom.adapters.sql.statistics import SqlStatisticsRepository
 from strongroom.domain.audit import AuditEvent
 from strongroom.ports.driven import backup_repositories as backup_ports
 from strongroom.ports.driven import credential_repositories as credential_ports
 from strongroom.ports.driven import repositories as ports
+from strongroom.ports.driven.drills import DrillRepository
+from strongroom.ports.driven.retention_repositories import RetentionRepository
 from strongroom.ports.driven.statistics import PoolUse, StatisticsRepository
 
 if TYPE_CHECKING:
@@ -106,6 +110,7 @@ class SqlUnitOfWork:
     runs: backup_ports.RunRepository
     artifacts: backup_ports.ArtifactRepository
     restores: backup_ports.RestoreRepository
+    drills: DrillRepository
     workers: credential_ports.WorkerRepository
     api_keys: credential_ports.ApiKeyRepository
     invitations: ports.InvitationRepository
@@ -115,6 +120,7 @@ class SqlUnitOfWork:
     accounts: credential_ports.AccountRepository
     device_grants: credential_ports.DeviceGrantRepository
     statistics: StatisticsRepository
+    retention: RetentionRepository
 
     def __init__(self, begin: Callable[[], Transaction], guard: OneUnitPerTask) -> None:
         # Repositories are built on first use (``__getattr__``): most units use one or two.
@@ -190,6 +196,7 @@ _REPOSITORIES: dict[str, Callable[[Transaction], object]] = {
     "runs": SqlRunRepository,
     "artifacts": SqlArtifactRepository,
     "restores": SqlRestoreRepository,
+    "drills": SqlDrillRepository,
     "workers": SqlWorkerRepository,
     "api_keys": SqlApiKeyRepository,
     "invitations": SqlInvitationRepository,
@@ -199,6 +206,7 @@ _REPOSITORIES: dict[str, Callable[[Transaction], object]] = {
     "accounts": SqlAccountRepository,
     "device_grants": SqlDeviceGrantRepository,
     "statistics": SqlStatisticsRepository,
+    "retention": SqlRetentionRepository,
 }
 """Each repository attribute of a unit and how it is built over the unit's transaction."""
 

@@ -47,8 +47,10 @@ from strongroom.adapters.resolver import Resolver
 from strongroom.adapters.storage.digest import hash_stream
 from strongroom.adapters.storage.disposition import content_disposition
 from strongroom.adapters.storage.outbound import guarded_pool_manager
+from strongroom.adapters.storage.s3_locks import lock_status
 from strongroom.domain.endpoints import EndpointPolicy
 from strongroom.domain.errors import UpstreamUnavailableError
+from strongroom.domain.proofs import StorageLock
 from strongroom.ports.driven.storage import (
     ObjectLockedError,
     PendingUpload,
@@ -506,6 +508,14 @@ class S3Storage:
             raise
         return _ObjectStream(response)
 
+    async def lock_status(self, key: str) -> StorageLock:
+        """What the store reports of the object's lock now (``s3_locks``)."""
+        return await asyncio.to_thread(self._lock_status, key)
+
+    def _lock_status(self, key: str) -> StorageLock:
+        with self._translated("read an object's lock"):
+            return lock_status(self.client, self.bucket, key, self._locked_version(key))
+
     async def lock(self, key: str, until: datetime) -> None:
         """PutObjectRetention in COMPLIANCE mode on the current version, until ``until``
         rounded up to a whole second (``retain_until_date``)."""
@@ -521,8 +531,21 @@ class S3Storage:
                 version_id=info.version_id,
             )
 
+    async def hold(self, key: str, held: bool) -> None:
+        """PutObjectLegalHold ON (or OFF) on every version of the object: while ON, the
+        store refuses to delete a version, whoever asks; OFF leaves its retention as it is."""
+        await asyncio.to_thread(self._hold, key, held)
+
+    def _hold(self, key: str, held: bool) -> None:
+        switch = (
+            self.client.enable_object_legal_hold if held else self.client.disable_object_legal_hold
+        )
+        for version in self._versions(key, exact=True):
+            with self._translated("hold an object"):
+                switch(self.bucket, key, version_id=version)
+
     async def delete(self, key: str) -> None:
-        """Delete every version of the object (the store refuses a locked one)."""
+        """Delete every version of the object (the store refuses a locked or held one)."""
         await asyncio.to_thread(self._delete, key)
 
     def _delete(self, key: str) -> None:

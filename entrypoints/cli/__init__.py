@@ -21,6 +21,8 @@ from strongroom.entrypoints.cli import (
     auth,
     backups,
     keys,
+    proof,
+    retention,
     runs,
     server,
     snapshots,
@@ -57,6 +59,8 @@ def cli() -> None:
 
 
 server.register(cli)
+for command in retention.COMMANDS:
+    server.retention.add_command(command)
 for command in (
     auth.login,
     auth.logout,
@@ -66,6 +70,7 @@ for command in (
     runs.run,
     artifacts.artifact,
     keys.key,
+    proof.proof,
     *transfers.COMMANDS,
     *snapshots.COMMANDS,
 ):

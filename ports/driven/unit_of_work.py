@@ -24,6 +24,7 @@ from strongroom.ports.driven.credential_repositories import (
     DeviceGrantRepository,
     WorkerRepository,
 )
+from strongroom.ports.driven.drills import DrillRepository
 from strongroom.ports.driven.repositories import (
     AuditRepository,
     IdempotencyRepository,
@@ -34,6 +35,7 @@ from strongroom.ports.driven.repositories import (
     UserRepository,
     WorkspaceRepository,
 )
+from strongroom.ports.driven.retention_repositories import RetentionRepository
 from strongroom.ports.driven.statistics import StatisticsRepository
 
 
@@ -51,6 +53,7 @@ class UnitOfWork(Protocol):
     runs: RunRepository
     artifacts: ArtifactRepository
     restores: RestoreRepository
+    drills: DrillRepository
     workers: WorkerRepository
     api_keys: ApiKeyRepository
     invitations: InvitationRepository
@@ -60,6 +63,7 @@ class UnitOfWork(Protocol):
     accounts: AccountRepository
     device_grants: DeviceGrantRepository
     statistics: StatisticsRepository
+    retention: RetentionRepository
 
     async def __aenter__(self) -> Self:
         """Begin the transaction."""

@@ -15,12 +15,15 @@ from strongroom.ports.driving.audit_trail import AuditTrail
 from strongroom.ports.driving.backups import Backups
 from strongroom.ports.driving.claims import Claims
 from strongroom.ports.driving.dependencies import Dependencies
+from strongroom.ports.driving.drills import Drills
 from strongroom.ports.driving.executions import ServiceRuns
+from strongroom.ports.driving.holds import Holds
 from strongroom.ports.driving.invitations import Invitations
 from strongroom.ports.driving.leases import Leases
 from strongroom.ports.driving.machines import ApiKeys, Workers
 from strongroom.ports.driving.members import Members, Roles
 from strongroom.ports.driving.monitoring import metrics_snapshot
+from strongroom.ports.driving.proofs import Proofs
 from strongroom.ports.driving.restores import Restores
 from strongroom.ports.driving.retention import Retention
 from strongroom.ports.driving.runs import Runs
@@ -54,9 +57,12 @@ class Strongroom:
         # Cloud runs, claimed and executed by the service itself (contract 11).
         self.service_runs = ServiceRuns(deps, self.artifacts)
         self.scheduler = Scheduler(deps)
-        self.retention = Retention(deps, self.artifacts)
+        self.retention = Retention(deps, self.artifacts, self.access)
+        self.holds = Holds(deps, self.access, self.artifacts)
         self.verification = ArtifactVerification(deps, self.artifacts)
         self.restores = Restores(deps, self.access, self.artifacts)
+        self.drills = Drills(deps, self.access, self.artifacts)
+        self.proofs = Proofs(deps, self.access)
         self.audit = AuditTrail(deps, self.access)
         self.api_keys = ApiKeys(deps, self.access)
         self.workers = Workers(deps, self.access)

@@ -58,6 +58,7 @@ ARTIFACT_FIELDS = {
     "locked_until",
     "verification",
     "verified_at",
+    "held",
 }
 
 

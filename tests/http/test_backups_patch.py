@@ -90,7 +90,12 @@ class TestPatchBody:
             ({"retention": None}, "retention"),
             ({"retention": "P30D"}, "retention"),
             ({"retention": {"expire_after": "P30D"}}, "missing field: retention.lock_for"),
-            ({"retention": {**RETENTION, "keep": 3}}, "unknown field: retention.keep"),
+            ({"retention": {**RETENTION, "kept": 3}}, "unknown field: retention.kept"),
+            ({"retention": {**RETENTION, "keep": 3}}, "retention.keep"),
+            (
+                {"retention": {**RETENTION, "keep": {"dayly": 3}}},
+                "unknown field: retention.keep.dayly",
+            ),
             ({"retention": {**RETENTION, "expire_after": "P1M"}}, "retention.expire_after"),
             ({"retention": {**RETENTION, "expire_after": "P1Y"}}, "retention.expire_after"),
             ({"retention": {**RETENTION, "lock_for": "P1M"}}, "retention.lock_for"),

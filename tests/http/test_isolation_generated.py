@@ -73,6 +73,9 @@ VALID_BODIES: dict[tuple[str, str], dict[str, Any]] = {
         "sha256": hashlib.sha256(b"abc").hexdigest(),
     },
     ("POST", "/v1/runs/{run_id}/fail"): {"error": "intruder"},
+    ("POST", "/v1/backups/{bid}/retention/preview"): {
+        "retention": {"expire_after": "P1D", "lock_for": "PT0S", "keep": {"daily": 1}}
+    },
     ("POST", "/v1/artifacts/{aid}/restores"): {
         "target": {"type": "s3", "endpoint": "https://s3.example.com", "bucket": "intruder"},
         "credentials": {"access_key_id": "intruder", "secret_access_key": "intruder"},

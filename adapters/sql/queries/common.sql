@@ -142,7 +142,7 @@ LIMIT 1
 SELECT /*fragment session_grant_columns*/,
        b.id, b.workspace_id, b.name, b.kind, b.state, b.paused, b.source, b.sealed_credentials, b.schedule_cron, b.schedule_timezone,
        b.worker_id, b.retention_expire_after_seconds, b.retention_lock_for_seconds,
-       b.destination, b.sealed_destination_credentials, b.next_run_at, b.created_at,
+       b.retention_keep, b.destination, b.sealed_destination_credentials, b.next_run_at, b.created_at,
        b.updated_at
 /*fragment session_grant_joins*/
 LEFT JOIN backups AS b ON b.workspace_id = s.workspace_id AND b.id = :id
@@ -188,7 +188,7 @@ SELECT 0 AS part, g_id, g_token_hash, g_user_id, g_workspace_id, g_created_at, g
        NULL AS name, NULL AS kind, NULL AS state, NULL AS paused, NULL AS source,
        NULL AS sealed_credentials, NULL AS schedule_cron, NULL AS schedule_timezone,
        NULL AS worker_id, NULL AS retention_expire_after_seconds,
-       NULL AS retention_lock_for_seconds, NULL AS destination,
+       NULL AS retention_lock_for_seconds, NULL AS retention_keep, NULL AS destination,
        NULL AS sealed_destination_credentials, NULL AS next_run_at, NULL AS created_at,
        NULL AS updated_at
 FROM g
@@ -196,7 +196,8 @@ UNION ALL
 SELECT 1, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
        NULL, b.id, b.workspace_id, b.name, b.kind, b.state, b.paused, b.source,
        b.sealed_credentials, b.schedule_cron, b.schedule_timezone, b.worker_id,
-       b.retention_expire_after_seconds, b.retention_lock_for_seconds, b.destination,
+       b.retention_expire_after_seconds, b.retention_lock_for_seconds, b.retention_keep,
+       b.destination,
        b.sealed_destination_credentials, b.next_run_at, b.created_at, b.updated_at
 FROM g
 JOIN (
@@ -217,23 +218,23 @@ UPDATE sessions SET revoked_at = :revoked_at WHERE id = :id AND revoked_at IS NU
 -- A backup's columns as the repositories read them (a fragment, after a SELECT).
 id, workspace_id, name, kind, state, paused, source, sealed_credentials,
        schedule_cron, schedule_timezone, worker_id, retention_expire_after_seconds,
-       retention_lock_for_seconds, destination, sealed_destination_credentials, next_run_at,
-       created_at, updated_at
+       retention_lock_for_seconds, retention_keep, destination, sealed_destination_credentials,
+       next_run_at, created_at, updated_at
 
 -- name: backup_insert_columns
 -- Every column of a backup (name_key and body too), in the order of backup_insert_values:
 -- the column list of its inserts (a fragment).
     id, workspace_id, name, name_key, kind, state, paused, source, sealed_credentials,
     schedule_cron, schedule_timezone, worker_id, retention_expire_after_seconds,
-    retention_lock_for_seconds, destination, sealed_destination_credentials, next_run_at,
-    created_at, updated_at, body
+    retention_lock_for_seconds, retention_keep, destination, sealed_destination_credentials,
+    next_run_at, created_at, updated_at, body
 
 -- name: backup_insert_values
 -- The parameters of backup_insert_columns, in their order (a fragment).
     :id, :workspace_id, :name, :name_key, :kind, :state, :paused, :source, :sealed_credentials,
     :schedule_cron, :schedule_timezone, :worker_id, :retention_expire_after_seconds,
-    :retention_lock_for_seconds, :destination, :sealed_destination_credentials, :next_run_at,
-    :created_at, :updated_at, :body
+    :retention_lock_for_seconds, :retention_keep, :destination, :sealed_destination_credentials,
+    :next_run_at, :created_at, :updated_at, :body
 
 -- name: backup_insert
 INSERT INTO backups (
@@ -254,7 +255,8 @@ SET name = :name, name_key = :name_key, kind = :kind, state = :state, paused = :
     source = :source, sealed_credentials = :sealed_credentials,
     schedule_cron = :schedule_cron, schedule_timezone = :schedule_timezone,
     worker_id = :worker_id, retention_expire_after_seconds = :retention_expire_after_seconds,
-    retention_lock_for_seconds = :retention_lock_for_seconds, destination = :destination,
+    retention_lock_for_seconds = :retention_lock_for_seconds, retention_keep = :retention_keep,
+    destination = :destination,
     sealed_destination_credentials = :sealed_destination_credentials,
     next_run_at = :next_run_at, created_at = :created_at, updated_at = :updated_at,
     body = :body
@@ -338,46 +340,47 @@ AND (created_at, id) < (:after_created_at, :after_id)
 -- name: artifact_insert
 INSERT INTO artifacts (
     id, workspace_id, backup_id, run_id, name, size, sha256, state, storage, object_key,
-    upload_id, created_at, expires_at, locked_until, verification, verified_at
+    upload_id, created_at, expires_at, locked_until, verification, verified_at, held
 ) VALUES (
     :id, :workspace_id, :backup_id, :run_id, :name, :size, :sha256, :state, :storage,
     :object_key, :upload_id, :created_at, :expires_at, :locked_until, :verification,
-    :verified_at
+    :verified_at, :held
 )
 
 -- name: artifact_get
 SELECT id, workspace_id, backup_id, run_id, name, size, sha256, state, storage, object_key,
-       upload_id, created_at, expires_at, locked_until, verification, verified_at
+       upload_id, created_at, expires_at, locked_until, verification, verified_at, held
 FROM artifacts
 WHERE workspace_id = :workspace_id AND id = :id
 /*lock*/
 
 -- name: artifact_update
--- Only state, upload, expiry, lock and verification change, and the size and sha256 of a
+-- Only state, upload, expiry, lock, verification and hold change, and the size and sha256 of a
 -- pending artifact (one the service streamed itself learns them at the end).
 UPDATE artifacts
 SET state = :state, upload_id = :upload_id, expires_at = :expires_at,
     locked_until = :locked_until, verification = :verification, verified_at = :verified_at,
+    held = :held,
     size = CASE WHEN state = 'pending' THEN :size ELSE size END,
     sha256 = CASE WHEN state = 'pending' THEN :sha256 ELSE sha256 END
 WHERE workspace_id = :workspace_id AND id = :id AND run_id = :run_id
 
 -- name: artifact_find_in_run
 SELECT id, workspace_id, backup_id, run_id, name, size, sha256, state, storage, object_key,
-       upload_id, created_at, expires_at, locked_until, verification, verified_at
+       upload_id, created_at, expires_at, locked_until, verification, verified_at, held
 FROM artifacts
 WHERE workspace_id = :workspace_id AND run_id = :run_id AND name = :name
 
 -- name: artifact_list_for_run
 SELECT id, workspace_id, backup_id, run_id, name, size, sha256, state, storage, object_key,
-       upload_id, created_at, expires_at, locked_until, verification, verified_at
+       upload_id, created_at, expires_at, locked_until, verification, verified_at, held
 FROM artifacts
 WHERE workspace_id = :workspace_id AND run_id = :run_id
 ORDER BY created_at, id
 
 -- name: artifact_list
 SELECT id, workspace_id, backup_id, run_id, name, size, sha256, state, storage, object_key,
-       upload_id, created_at, expires_at, locked_until, verification, verified_at
+       upload_id, created_at, expires_at, locked_until, verification, verified_at, held
 FROM artifacts
 WHERE workspace_id = :workspace_id /*filters*/
 ORDER BY created_at DESC, id DESC
@@ -417,17 +420,22 @@ WHERE workspace_id = :workspace_id AND storage = 'service' AND (state = 'availab
 OR state = 'pending'
 
 -- name: artifact_expired
+-- Not held; of backups without keep rules (those the rules decide run by run, 0017).
 SELECT id, workspace_id, backup_id, run_id, name, size, sha256, state, storage, object_key,
-       upload_id, created_at, expires_at, locked_until, verification, verified_at
+       upload_id, created_at, expires_at, locked_until, verification, verified_at, held
 FROM artifacts
-WHERE state = 'available' AND expires_at <= :now
+WHERE state = 'available' AND expires_at <= :now AND NOT held
+  AND NOT EXISTS (
+      SELECT 1 FROM backups AS b
+      WHERE b.id = artifacts.backup_id AND b.retention_keep IS NOT NULL
+  )
 ORDER BY expires_at, id
 LIMIT :limit
 
 -- name: artifact_to_verify
 -- Pending verifications first, then (with the filter) the least recently verified.
 SELECT id, workspace_id, backup_id, run_id, name, size, sha256, state, storage, object_key,
-       upload_id, created_at, expires_at, locked_until, verification, verified_at
+       upload_id, created_at, expires_at, locked_until, verification, verified_at, held
 FROM artifacts
 WHERE state = 'available' AND (verification = 'pending' /*filters*/)
 ORDER BY CASE WHEN verification = 'pending' THEN 0 ELSE 1 END,
@@ -837,3 +845,102 @@ SELECT count(*) AS n FROM (
       AND state IN ('queued', 'running')
     LIMIT 1
 ) AS open_runs
+
+-- name: retention_ruled_backups
+-- The backups whose runs the keep rules decide (the retention job's one look-up across
+-- workspaces): a policy with keep rules, or runs that reference artifacts (0017).
+SELECT workspace_id, id FROM backups WHERE retention_keep IS NOT NULL
+UNION
+SELECT r.workspace_id, r.backup_id
+FROM run_references AS rr
+JOIN runs AS r ON r.id = rr.run_id
+ORDER BY workspace_id, id
+
+-- name: retention_finished_runs
+SELECT id, finished_at
+FROM runs
+WHERE workspace_id = :workspace_id AND backup_id = :backup_id AND state = 'succeeded'
+  AND finished_at IS NOT NULL
+
+-- name: retention_available_artifacts
+SELECT id, workspace_id, backup_id, run_id, name, size, sha256, state, storage, object_key,
+       upload_id, created_at, expires_at, locked_until, verification, verified_at, held
+FROM artifacts
+WHERE workspace_id = :workspace_id AND backup_id = :backup_id AND state = 'available'
+
+-- name: retention_references
+SELECT rr.run_id, rr.artifact_id
+FROM run_references AS rr
+JOIN runs AS r ON r.id = rr.run_id
+WHERE rr.workspace_id = :workspace_id AND r.workspace_id = :workspace_id
+  AND r.backup_id = :backup_id
+
+-- name: retention_reference_insert
+INSERT INTO run_references (workspace_id, run_id, artifact_id)
+VALUES (:workspace_id, :run_id, :artifact_id)
+ON CONFLICT DO NOTHING
+
+-- name: drill_insert
+INSERT INTO drills (
+    id, workspace_id, backup_id, run_id, state, created_at, started_at, finished_at,
+    restore_seconds, bytes, checks, error
+) VALUES (
+    :id, :workspace_id, :backup_id, :run_id, :state, :created_at, :started_at, :finished_at,
+    :restore_seconds, :bytes, :checks, :error
+)
+
+-- name: drill_get
+SELECT id, workspace_id, backup_id, run_id, state, created_at, started_at, finished_at,
+       restore_seconds, bytes, checks, error
+FROM drills
+WHERE workspace_id = :workspace_id AND id = :id
+/*lock*/
+
+-- name: drill_update
+-- Identity, backup and creation time never change.
+UPDATE drills
+SET run_id = :run_id, state = :state, started_at = :started_at, finished_at = :finished_at,
+    restore_seconds = :restore_seconds, bytes = :bytes, checks = :checks, error = :error
+WHERE workspace_id = :workspace_id AND id = :id AND backup_id = :backup_id
+
+-- name: drill_next_queued
+-- The oldest queued drill of any workspace (index drills_queued), locked and skipping
+-- locked ones as restore_next_queued does.
+SELECT id, workspace_id, backup_id, run_id, state, created_at, started_at, finished_at,
+       restore_seconds, bytes, checks, error
+FROM drills
+WHERE state = 'queued'
+ORDER BY created_at, id
+LIMIT 1
+/*lock of drills, skip locked*/
+
+-- name: drill_started_before
+-- Running drills of every workspace started before :before (index drills_running).
+SELECT id, workspace_id, backup_id, run_id, state, created_at, started_at, finished_at,
+       restore_seconds, bytes, checks, error
+FROM drills
+WHERE state = 'running' AND started_at < :before
+ORDER BY started_at, id
+LIMIT :limit
+
+-- name: drill_list_for_backup
+-- A backup's drills, newest first (index drills_by_backup).
+SELECT id, workspace_id, backup_id, run_id, state, created_at, started_at, finished_at,
+       restore_seconds, bytes, checks, error
+FROM drills
+WHERE workspace_id = :workspace_id AND backup_id = :backup_id /*filters*/
+ORDER BY created_at DESC, id DESC
+LIMIT :limit
+
+-- name: filter_drill_after
+AND (created_at, id) < (:after_created_at, :after_id)
+
+-- name: artifact_manifest_insert
+-- A run's next attempt records its own dump's manifest over the last one's.
+INSERT INTO artifact_manifests (artifact_id, workspace_id, tables)
+VALUES (:artifact_id, :workspace_id, :tables)
+ON CONFLICT (artifact_id) DO UPDATE SET tables = excluded.tables
+
+-- name: artifact_manifest_get
+SELECT tables FROM artifact_manifests
+WHERE workspace_id = :workspace_id AND artifact_id = :artifact_id
