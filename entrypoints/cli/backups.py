@@ -6,7 +6,7 @@ import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import click
 
@@ -90,15 +90,16 @@ def create(
     chosen = format_ or ("archive" if kind == "cloud" else "snapshot")
     if chosen == "snapshot" and kind == "cloud":
         raise click.UsageError("cloud backups store archives (--format archive)")
-    encryption = None
+    encryption: Encryption | None = None
+    sealed: dict[str, Any] = {}  # left out for an archive backup
     if chosen == "snapshot":
         identity = person_identity(identity_path, quiet=session.as_json)
-        # Any: the SDK's create_backup reads it by its fields, whichever class it names.
-        encryption = cast(Any, Encryption([identity.recipient]))
+        encryption = Encryption([identity.recipient])
+        sealed["encryption"] = encryption
     client = session.signed_in()
     workspace_id = session.workspace_id()
     try:
-        created = client.create_backup(workspace_id, name, kind, encryption=encryption)
+        created = client.create_backup(workspace_id, name, kind, **sealed)
     except BadRequestError as error:
         # A server from before snapshots: the default falls back to an archive backup.
         if format_ == "snapshot" or "encryption" not in error.message:
