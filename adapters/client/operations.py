@@ -15,14 +15,21 @@ Not here, by design: the presigned storage routes (``PUT``/``GET /storage/{key}`
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 from uuid import UUID
 
-from strongroom.adapters.wire.artifacts import Artifact, Download, UploadPlan, UploadRequest
+from strongroom.adapters.wire.artifacts import (
+    Artifact,
+    Download,
+    Downloads,
+    UploadPlan,
+    UploadPlans,
+    UploadRequest,
+)
 from strongroom.adapters.wire.audit import AuditEvent
 from strongroom.adapters.wire.backups import Backup
+from strongroom.adapters.wire.backups import EncryptionShape as Encryption
 from strongroom.adapters.wire.claims import Claim
 from strongroom.adapters.wire.idp import (
     AccessToken,
@@ -44,7 +51,6 @@ from strongroom.adapters.wire.sources import ScheduleShape as Schedule
 from strongroom.adapters.wire.sources import SourceShape as Source
 from strongroom.adapters.wire.system import Health, Readiness
 from strongroom.adapters.wire.workspaces import MemberWorkspace, Quota, Workspace
-from strongroom.client.batches import DownloadUrls, Encryption, UploadPlans
 from strongroom.client.endpoints import UNSET, Unset, endpoint, paged
 
 ID = UUID | str
@@ -304,11 +310,10 @@ class Operations:
         workspace_id: ID,
         name: str,
         kind: str,
-        encryption: Encryption | None = None,
         idempotency_key: str | None = None,
+        encryption: Encryption | Unset = UNSET,
     ) -> Backup:
-        """Create a backup (``local``, ``manual`` or ``cloud``), a draft until complete;
-        with ``encryption`` (age recipients) a snapshot backup."""
+        """Create a backup (``local``, ``manual`` or ``cloud``), a draft until complete."""
 
     @endpoint("GET", "/v1/backups/{backup_id}")
     def get_backup(self, backup_id: ID) -> Backup:
@@ -326,7 +331,7 @@ class Operations:
         retention: Retention | Unset = UNSET,
         destination: Destination | Unset = UNSET,
         destination_credentials: S3Credentials | Unset = UNSET,
-        encryption: Encryption | Unset = UNSET,
+        encryption: Encryption | Unset | None = UNSET,
         if_match: str | None = None,
     ) -> Backup:
         """Change a backup's configuration (only the fields given)."""
@@ -392,12 +397,12 @@ class Operations:
 
     @endpoint("POST", "/v1/runs/{run_id}/upload-urls", body="json")
     def request_uploads(self, run_id: ID, artifacts: list[UploadRequest]) -> UploadPlans:
-        """Announce many artifacts at once (1..1000); one plan each, in the order asked."""
+        """Announce many artifacts at once; an upload plan for each, in the order asked."""
 
     @endpoint("POST", "/v1/runs/{run_id}/confirm", body="json")
-    def confirm_run(self, run_id: ID, references: Sequence[ID] | None = None) -> Run:
-        """Finish a run: its announced artifacts are checked and become available; a
-        snapshot declares the ``references`` (artifacts of earlier runs) it uses."""
+    def confirm_run(self, run_id: ID, references: list[ID] | Unset = UNSET) -> Run:
+        """Finish a run: its announced artifacts are checked and become available;
+        ``references``: artifacts of earlier runs of the backup its snapshot uses."""
 
     # -- artifacts ---------------------------------------------------------------------
 
@@ -411,14 +416,13 @@ class Operations:
     ) -> Page[Artifact]:
         """The workspace's artifacts (``state="deleted"``: only deleted ones)."""
 
+    @endpoint("POST", "/v1/artifacts/download-urls", body="json")
+    def request_downloads(self, artifact_ids: list[ID]) -> Downloads:
+        """Presigned URLs to download many artifacts, in the order asked."""
+
     @endpoint("POST", "/v1/artifacts/{artifact_id}/download-url", body="json")
     def request_download(self, artifact_id: ID) -> Download:
         """A presigned URL to download an artifact."""
-
-    @endpoint("POST", "/v1/artifacts/download-urls", body="json")
-    def request_downloads(self, artifact_ids: Sequence[ID]) -> DownloadUrls:
-        """Presigned URLs to download many artifacts (1..1000), in the order asked;
-        they honour ``Range``."""
 
     @endpoint("DELETE", "/v1/artifacts/{artifact_id}")
     def delete_artifact(self, artifact_id: ID) -> None:

@@ -7,7 +7,7 @@ from typing import ClassVar, Literal
 
 import attrs
 
-from strongroom.adapters.wire.scalars import ENDPOINT, Endpoint, NonEmpty, Port
+from strongroom.adapters.wire.scalars import ENDPOINT, Bucket, Endpoint, NonEmpty, Port
 from strongroom.adapters.wire.views import meta, view_of
 from strongroom.domain import backups
 from strongroom.domain.backups import RetentionPolicy
@@ -22,7 +22,7 @@ class S3Location:
     its own)."""
 
     endpoint: Endpoint = attrs.field(metadata=meta(ENDPOINT))
-    bucket: NonEmpty
+    bucket: Bucket
     prefix: str | None = None
     """Null is the same as absent."""
 
