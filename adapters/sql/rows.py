@@ -16,6 +16,7 @@ from uuid import UUID
 import attrs
 
 from strongroom.adapters.wire import CONVERTER, present, render
+from strongroom.adapters.wire.scalars import READING_STORED
 from strongroom.domain.audit import AuditEvent, Change, JsonValue, Outcome
 from strongroom.domain.backups import (
     Backup,
@@ -380,6 +381,14 @@ _STRUCTURED_MAX = 4096
 
 
 def _structured(value: Mapping[str, Any], union: Any) -> Any:
+    reading = READING_STORED.set(True)
+    try:
+        return _structured_once(value, union)
+    finally:
+        READING_STORED.reset(reading)
+
+
+def _structured_once(value: Mapping[str, Any], union: Any) -> Any:
     try:
         # The type of each value is in the key: 1, 1.0 and True are equal, not the same.
         key = (union, *sorted((name, type(item), item) for name, item in value.items()))

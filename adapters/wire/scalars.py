@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from contextvars import ContextVar
 from enum import StrEnum
 from typing import Any, NewType
 from urllib.parse import urlsplit
@@ -80,10 +81,15 @@ def non_empty(value: Any, _type: Any) -> str:
     return str(value)
 
 
+# Set while a store's own values are read back: a name an earlier version accepted stays
+# readable (the rule is for what requests bring in; contract 13, turn 3).
+READING_STORED: ContextVar[bool] = ContextVar("reading_stored", default=False)
+
+
 def bucket(value: Any, _type: Any) -> str:
     """An S3 bucket name (``domain.buckets``)."""
     text: str = string(value, str)
-    if not is_bucket_name(text):
+    if not is_bucket_name(text) and not READING_STORED.get():
         raise ValueError(BUCKET_RULE)
     return text
 
