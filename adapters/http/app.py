@@ -23,12 +23,14 @@ from strongroom.adapters.http.routes import (
     backups,
     claims,
     docs,
+    health,
     invitations,
     machines,
     members,
     restores,
     runs,
     system,
+    webhooks,
     workspaces,
 )
 from strongroom.adapters.identity.web import routes as idp
@@ -57,6 +59,8 @@ ROUTES = [
     *claims.routes,
     *artifacts.routes,
     *restores.routes,
+    *health.routes,
+    *webhooks.routes,
     *storage.routes,
     *idp.routes,
     *docs.routes,

@@ -34,6 +34,9 @@ TABLES = (
     "accounts",
     "failed_logins",
     "device_grants",
+    "backup_health",
+    "webhooks",
+    "webhook_deliveries",
 )
 
 

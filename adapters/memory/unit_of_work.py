@@ -6,12 +6,14 @@ from contextlib import AbstractAsyncContextManager
 from types import TracebackType
 from typing import Self
 
+from strongroom.adapters.memory import assurance_repositories as assurance_repos
 from strongroom.adapters.memory import backup_repositories as backup_repos
 from strongroom.adapters.memory import credential_repositories as credential_repos
 from strongroom.adapters.memory import record_repositories as record_repos
 from strongroom.adapters.memory import repositories as repos
 from strongroom.adapters.memory.statistics import MemoryStatisticsRepository
 from strongroom.adapters.memory.store import MemoryStore, Transaction
+from strongroom.ports.driven import assurance_repositories as assurance_ports
 from strongroom.ports.driven import backup_repositories as backup_ports
 from strongroom.ports.driven import credential_repositories as credential_ports
 from strongroom.ports.driven import repositories as ports
@@ -38,6 +40,8 @@ class MemoryUnitOfWork:
     accounts: credential_ports.AccountRepository
     device_grants: credential_ports.DeviceGrantRepository
     statistics: StatisticsRepository
+    health: assurance_ports.HealthRepository
+    webhooks: assurance_ports.WebhookRepository
 
     def __init__(self, store: MemoryStore) -> None:
         self._store = store
@@ -64,6 +68,8 @@ class MemoryUnitOfWork:
         self.accounts = credential_repos.MemoryAccountRepository(tx)
         self.device_grants = credential_repos.MemoryDeviceGrantRepository(tx)
         self.statistics = MemoryStatisticsRepository(tx)
+        self.health = assurance_repos.MemoryHealthRepository(tx)
+        self.webhooks = assurance_repos.MemoryWebhookRepository(tx)
         return self
 
     async def __aexit__(

@@ -20,6 +20,7 @@ from strongroom.domain.backups import (
     BackupKind,
     BackupState,
     Destination,
+    Freshness,
     RetentionPolicy,
     Schedule,
     Source,
@@ -416,6 +417,9 @@ def backup_params(backup: Backup, codec: Codec) -> Params:
         "created_at": codec.timestamp(backup.created_at),
         "updated_at": codec.timestamp(backup.updated_at),
         "body": backup_body(backup),
+        "freshness_max_age_seconds": None
+        if backup.freshness is None
+        else backup.freshness.max_age.seconds,
     }
 
 
@@ -466,6 +470,7 @@ def backup_from_row(row: Row, codec: Codec) -> Backup:
     source = row["source"]
     cron = row["schedule_cron"]
     expire_after = row["retention_expire_after_seconds"]
+    max_age = row["freshness_max_age_seconds"]
     return Backup(
         id=codec.read_uuid(row["id"]),
         workspace_id=codec.read_uuid(row["workspace_id"]),
@@ -485,6 +490,7 @@ def backup_from_row(row: Row, codec: Codec) -> Backup:
         destination=destination_from_json(codec.read_json(row["destination"])),
         sealed_destination_credentials=read_opt_bytes(row["sealed_destination_credentials"]),
         next_run_at=read_opt_timestamp(codec, row["next_run_at"]),
+        freshness=None if max_age is None else Freshness(Duration(max_age)),
     )
 
 

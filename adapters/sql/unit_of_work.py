@@ -7,6 +7,10 @@ from contextvars import ContextVar
 from types import TracebackType
 from typing import TYPE_CHECKING, Protocol, Self
 
+from strongroom.adapters.sql.assurance_repositories import (
+    SqlHealthRepository,
+    SqlWebhookRepository,
+)
 from strongroom.adapters.sql.backup_repositories import (
     SqlArtifactRepository,
     SqlBackupRepository,
@@ -33,6 +37,7 @@ from strongroom.adapters.sql.repositories import (
 )
 from strongroom.adapters.sql.statements import Statements
 from strongroom.adapters.sql.statistics import SqlStatisticsRepository
+from strongroom.ports.driven import assurance_repositories as assurance_ports
 from strongroom.ports.driven import backup_repositories as backup_ports
 from strongroom.ports.driven import credential_repositories as credential_ports
 from strongroom.ports.driven import repositories as ports
@@ -111,6 +116,8 @@ class SqlUnitOfWork:
     accounts: credential_ports.AccountRepository
     device_grants: credential_ports.DeviceGrantRepository
     statistics: StatisticsRepository
+    health: assurance_ports.HealthRepository
+    webhooks: assurance_ports.WebhookRepository
 
     def __init__(self, begin: Callable[[], Transaction], guard: OneUnitPerTask) -> None:
         # Repositories are built on first use (``__getattr__``): most units use one or two.
@@ -183,6 +190,8 @@ _REPOSITORIES: dict[str, Callable[[Transaction], object]] = {
     "accounts": SqlAccountRepository,
     "device_grants": SqlDeviceGrantRepository,
     "statistics": SqlStatisticsRepository,
+    "health": SqlHealthRepository,
+    "webhooks": SqlWebhookRepository,
 }
 """Each repository attribute of a unit and how it is built over the unit's transaction."""
 

@@ -11,7 +11,7 @@ import attrs
 
 from strongroom.adapters.wire.scalars import Name
 from strongroom.adapters.wire.sources import PostgresCredentials, S3Credentials
-from strongroom.adapters.wire.views import view_of, write_only
+from strongroom.adapters.wire.views import meta, view_of, write_only
 from strongroom.domain import backups
 from strongroom.domain.backups import (
     UNSET,
@@ -19,11 +19,22 @@ from strongroom.domain.backups import (
     BackupKind,
     BackupState,
     Destination,
+    Freshness,
     RetentionPolicy,
     Schedule,
     Source,
     Unset,
 )
+from strongroom.domain.durations import Duration
+
+
+@view_of(Freshness)
+@attrs.frozen
+class FreshnessPolicy:
+    """The backup's recovery point objective (contract 16)."""
+
+    max_age: Duration = attrs.field(metadata=meta(schema={"examples": ["P1D"]}))
+    """Longer than zero: without a successful run newer than this the backup is `late`."""
 
 
 @attrs.frozen
@@ -69,6 +80,9 @@ class BackupUpdate:
         default=UNSET, metadata=write_only(S3Credentials)
     )
     """Only with a `customer_s3` destination (required when first setting one). Write-only."""
+    freshness: Freshness | Unset | None = UNSET
+    """The recovery point objective: `{"max_age": "P1D"}` makes the backup `late` when its
+    newest successful run is older; null removes it (then two missed schedule slots do)."""
 
     def changes(self) -> BackupChanges:
         """The domain's changes: the fields share their names (the shapes of the
@@ -103,3 +117,5 @@ class Backup:
     next_run_at: datetime | None
     created_at: datetime
     updated_at: datetime
+    freshness: Freshness | None = None
+    """The recovery point objective (`GET /v1/workspaces/{wid}/health`); null without one."""

@@ -6,6 +6,7 @@ from collections.abc import Callable
 from types import TracebackType
 from typing import Protocol, Self
 
+from strongroom.ports.driven.assurance_repositories import HealthRepository, WebhookRepository
 from strongroom.ports.driven.backup_repositories import (
     ArtifactRepository,
     BackupRepository,
@@ -54,6 +55,8 @@ class UnitOfWork(Protocol):
     accounts: AccountRepository
     device_grants: DeviceGrantRepository
     statistics: StatisticsRepository
+    health: HealthRepository
+    webhooks: WebhookRepository
 
     async def __aenter__(self) -> Self:
         """Begin the transaction."""

@@ -21,6 +21,7 @@ from strongroom.ports.driving.access import Access, Grant, Requirement
 from strongroom.ports.driving.artifacts import Artifacts
 from strongroom.ports.driving.changes import changing
 from strongroom.ports.driving.dependencies import Dependencies
+from strongroom.ports.driving.notifications import notify_run
 from strongroom.ports.driving.runs import run_snapshot
 
 CLAIM_RUN = Requirement((Permission.ARTIFACTS_UPLOAD,), "run.claim")
@@ -160,6 +161,7 @@ class Claims:
             failed = run.fail(error, self._deps.clock.now())
             await uow.runs.update(failed)
             await self._artifacts.abort_pending(uow, failed)
+            await notify_run(self._deps, uow, failed)
             await change.done("run.fail", run.id, diff(run_snapshot(run), run_snapshot(failed)))
         return failed
 

@@ -35,6 +35,7 @@ from strongroom.ports.driven.unit_of_work import UnitOfWork
 from strongroom.ports.driving import lookups
 from strongroom.ports.driving.artifacts import Artifacts, artifact_snapshot
 from strongroom.ports.driving.dependencies import Dependencies
+from strongroom.ports.driving.notifications import notify_run
 from strongroom.ports.driving.recording import record_by_system
 from strongroom.ports.driving.runs import run_snapshot
 
@@ -135,6 +136,7 @@ class ServiceRuns:
             failed = run.fail(error[:2000] or "failed", self._deps.clock.now())
             await uow.runs.update(failed)
             await self._artifacts.abort_pending(uow, failed)
+            await notify_run(self._deps, uow, failed)
             action = "run.cancel" if failed.state is RunState.CANCELLED else "run.fail"
             await record_by_system(
                 self._deps,

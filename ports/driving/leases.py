@@ -19,6 +19,7 @@ from strongroom.domain.errors import StrongroomError
 from strongroom.domain.runs import RunState
 from strongroom.ports.driving.artifacts import Artifacts
 from strongroom.ports.driving.dependencies import Dependencies
+from strongroom.ports.driving.notifications import notify_run
 from strongroom.ports.driving.recording import record_by_system
 from strongroom.ports.driving.runs import run_snapshot
 
@@ -80,6 +81,7 @@ class Leases:
             after = run.expire_lease(now)
             await uow.runs.update(after)
             await self._artifacts.abort_pending(uow, after, keep=after.state is RunState.QUEUED)
+            await notify_run(self._deps, uow, after)
             changes = diff(run_snapshot(run), run_snapshot(after))
             await record_by_system(
                 self._deps, uow, workspace_id, ACTIONS[after.state], run_id, changes

@@ -55,6 +55,7 @@ from strongroom.ports.driving.artifacts import Artifacts
 from strongroom.ports.driving.changes import WorkspaceChange
 from strongroom.ports.driving.dependencies import Dependencies
 from strongroom.ports.driving.idempotency import IdempotencyKey, ResultForm, run_idempotent
+from strongroom.ports.driving.notifications import notify_restore
 from strongroom.ports.driving.recording import record_by_system
 from strongroom.ports.driving.threads import run_to_the_end
 
@@ -360,6 +361,7 @@ class Restores:
                 return current or running
             after = current.succeed(now) if error is None else current.fail(error, now)
             await uow.restores.update(after)
+            await notify_restore(self._deps, uow, after)
             await record_by_system(
                 self._deps,
                 uow,

@@ -21,6 +21,7 @@ from strongroom.domain.audit import JsonValue, diff
 from strongroom.domain.errors import StrongroomError
 from strongroom.ports.driving.artifacts import Artifacts
 from strongroom.ports.driving.dependencies import Dependencies
+from strongroom.ports.driving.notifications import notify_verification
 from strongroom.ports.driving.recording import record_by_system
 
 logger = logging.getLogger(__name__)
@@ -91,6 +92,7 @@ class ArtifactVerification:
                 return None
             after = current.verified(found, self._deps.clock.now())
             await uow.artifacts.update(after)
+            await notify_verification(self._deps, uow, after)
             await record_by_system(
                 self._deps,
                 uow,

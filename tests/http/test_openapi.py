@@ -61,6 +61,7 @@ CREATING = {
     ("POST", "/v1/auth/switch"),
     ("POST", "/idp/signup"),
     ("POST", "/v1/claims"),
+    ("POST", "/v1/workspaces/{wid}/webhooks"),
 }
 # Operations that also answer 204 with no body (a claim when nothing is queued).
 ALSO_EMPTY = {("POST", "/v1/claims")}
@@ -68,6 +69,8 @@ ACCEPTING = {
     ("POST", "/v1/backups/{bid}/trigger"),
     ("POST", "/v1/artifacts/{aid}/restores"),
     ("POST", "/v1/artifacts/{aid}/verify"),
+    ("POST", "/v1/webhooks/{id}/deliveries/{did}/redeliver"),
+    ("POST", "/v1/webhooks/{id}/ping"),
 }
 # Operations whose success is a redirect (303 with Location), never a 2xx.
 REDIRECTING = {("POST", "/idp/authorize")}
@@ -558,6 +561,8 @@ class TestRequestBodies:
             ("POST", "/v1/artifacts/{aid}/verify"),
             ("POST", "/v1/claims"),
             ("POST", "/v1/runs/{run_id}/heartbeat"),
+            ("POST", "/v1/webhooks/{id}/ping"),
+            ("POST", "/v1/webhooks/{id}/deliveries/{did}/redeliver"),
         }
 
     def test_lists_take_pagination_parameters(self, document: Json) -> None:

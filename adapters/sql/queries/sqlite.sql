@@ -87,3 +87,19 @@ SELECT :event_id, :workspace_id, :occurred_at, :actor_type, :actor_id, :action,
        :target_type, :target_id, :request_id, :outcome, :changes
 WHERE changes() = 1;
 SELECT changes() AS created;
+
+-- name: delivery_take
+-- Due deliveries, oldest first, leased to this sender until :lease_until (their next
+-- attempt moves there, so a sender that dies leaves them due again); the unit holds the
+-- database's one writer.
+UPDATE webhook_deliveries SET next_attempt_at = :lease_until
+WHERE id IN (
+    SELECT id FROM webhook_deliveries
+    WHERE state = 'pending' AND next_attempt_at <= :now
+    ORDER BY next_attempt_at, id
+    LIMIT :limit
+)
+RETURNING id, webhook_id, workspace_id, event, payload, created_at, state, attempts,
+          :now AS next_attempt_at,
+          (SELECT w.url FROM webhooks AS w WHERE w.id = webhook_id) AS url,
+          (SELECT w.sealed_secret FROM webhooks AS w WHERE w.id = webhook_id) AS sealed_secret
