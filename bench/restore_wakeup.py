@@ -27,6 +27,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests"))
 
+from strongroom.adapters.runtime.restores import RestoreRunner  # noqa: E402
 from strongroom.adapters.storage.local import LocalDiskStorage  # noqa: E402
 from strongroom.domain.backups import S3Source  # noqa: E402
 from strongroom.domain.restores import RestoreTarget  # noqa: E402
@@ -63,7 +64,7 @@ async def measure(count: int, poll: float) -> list[float]:
         ada, _ = await workspace_admin(facade, "ada@example.com")
         backup = await cloud_backup(facade, ada, SOURCE)
         artifact = await confirmed_artifact(facade, ada, backup.id, b"archive bytes")
-        runner = asyncio.create_task(run_restores_every(facade, poll))
+        runner = asyncio.create_task(run_restores_every(RestoreRunner(facade.restores), poll))
         latencies = []
         try:
             for _ in range(count):

@@ -9,6 +9,7 @@ from uuid import UUID
 
 import attrs
 
+from strongroom.domain.audit import JsonValue, diff
 from strongroom.domain.backups import RetentionPolicy
 from strongroom.domain.errors import (
     ArtifactLockedError,
@@ -17,6 +18,7 @@ from strongroom.domain.errors import (
     InvalidStateError,
     LastArtifactError,
 )
+from strongroom.domain.events import Recorded
 from strongroom.domain.timestamps import format_timestamp
 
 MAX_ARTIFACT_NAME = 255
@@ -167,6 +169,26 @@ class Artifact:
         if self.state is not ArtifactState.PENDING:
             raise ConflictError(f"artifact is {self.state}: only a pending one is written")
         return attrs.evolve(self, size=check_size(size), sha256=check_sha256(sha256))
+
+    def audit_view(self) -> dict[str, JsonValue]:
+        """What the audit trail shows of an artifact."""
+        return {
+            "run_id": str(self.run_id),
+            "name": self.name,
+            "size": self.size,
+            "state": self.state.value,
+            "storage": self.storage.value,
+        }
+
+    def recorded_verification(self, after: Artifact) -> Recorded:
+        """``artifact.verify``: the verification state before and after (``verified_at``
+        is the event's time)."""
+
+        def shown(artifact: Artifact) -> dict[str, JsonValue]:
+            state = artifact.verification
+            return {"verification": None if state is None else state.value}
+
+        return Recorded("artifact.verify", self.id, diff(shown(self), shown(after)))
 
     def verification_requested(self) -> Artifact:
         """The record after ``verify`` was asked: its verification ``pending`` until its bytes

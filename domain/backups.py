@@ -24,7 +24,7 @@ from strongroom.domain.errors import (
     UnknownFieldError,
     ValidationFailedError,
 )
-from strongroom.domain.schedules import next_slot
+from strongroom.domain.slots import next_slot
 
 
 class BackupKind(StrEnum):

@@ -12,7 +12,9 @@ from uuid import UUID
 
 import attrs
 
+from strongroom.domain.audit import JsonValue
 from strongroom.domain.errors import ValidationFailedError
+from strongroom.domain.events import Recorded
 from strongroom.domain.permissions import Permission
 
 USAGE_GRANULARITY = timedelta(minutes=1)
@@ -65,6 +67,14 @@ class Worker:
     created_at: datetime
     last_seen_at: datetime | None = None
 
+    def audit_view(self) -> dict[str, JsonValue]:
+        """What the audit trail shows of a worker (never its credential)."""
+        return {"name": self.name}
+
     def rotated(self, token_hash: str) -> Worker:
         """A copy whose credential is a new one (the old one stops working)."""
         return attrs.evolve(self, token_hash=token_hash)
+
+    def recorded_rotation(self) -> Recorded:
+        """A new credential: the audit records only that it changed (it is a secret)."""
+        return Recorded("worker.rotate", self.id)

@@ -20,6 +20,7 @@ from uuid import UUID
 import attrs
 
 from strongroom.domain.artifacts import Artifact, ArtifactState
+from strongroom.domain.audit import JsonValue
 from strongroom.domain.backups import (
     CREDENTIAL_FIELDS,
     Backup,
@@ -85,6 +86,24 @@ class Restore:
     attempt: int = 1
     # While ``running``: until when its runner holds it (renewed as it streams).
     lease_expires_at: datetime | None = None
+
+    def audit_view(self) -> dict[str, JsonValue]:
+        """What the audit trail shows of a restore (never a credential)."""
+        target: dict[str, JsonValue] = {"type": self.target.type}
+        target.update(
+            {
+                name: getattr(self.target, name)
+                for name in ("endpoint", "bucket", "prefix", "host", "port", "database")
+                if hasattr(self.target, name)
+            }
+        )
+        return {
+            "artifact_id": str(self.artifact_id),
+            "state": self.state.value,
+            "attempt": self.attempt,
+            "target": target,
+            "error": self.error,
+        }
 
     @classmethod
     def queued(

@@ -8,12 +8,14 @@ from uuid import UUID
 
 import attrs
 
+from strongroom.domain.audit import JsonValue, diff
 from strongroom.domain.backups import Backup, BackupKind
 from strongroom.domain.errors import (
     InvalidRequestError,
     InvalidStateError,
     ValidationFailedError,
 )
+from strongroom.domain.events import Recorded
 
 
 class RunState(StrEnum):
@@ -130,6 +132,28 @@ class Run:
     lease_expires_at: datetime | None = None
     cancel_requested: bool = False
     progress: Progress | None = None
+
+    def audit_view(self) -> dict[str, JsonValue]:
+        """What the audit trail shows of a run."""
+        return {
+            "backup_id": str(self.backup_id),
+            "state": self.state.value,
+            "trigger": self.trigger.value,
+            "artifact_count": self.artifact_count,
+            "bytes": self.bytes,
+            "cancel_requested": self.cancel_requested,
+        }
+
+    def recorded_confirmation(self, finished: Run) -> Recorded:
+        """``run.confirm``: the state and artifact count before and after."""
+        return Recorded(
+            "run.confirm",
+            self.id,
+            diff(
+                {"state": self.state.value, "artifact_count": self.artifact_count},
+                {"state": finished.state.value, "artifact_count": finished.artifact_count},
+            ),
+        )
 
     @classmethod
     def manual(cls, run_id: UUID, backup: Backup, now: datetime) -> Run:

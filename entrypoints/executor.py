@@ -16,26 +16,12 @@ import asyncio
 import contextlib
 import logging
 import signal
-from datetime import timedelta
 
-from strongroom.adapters.sources.readers import Readers
-from strongroom.entrypoints.service import open_facade, run_restores_every
+from strongroom.adapters.runtime.restores import RestoreRunner
+from strongroom.entrypoints.service import executor_for, open_facade, run_restores_every
 from strongroom.entrypoints.settings import Settings
-from strongroom.ports.driving import Strongroom
-from strongroom.ports.driving.executor import Executor
 
 logger = logging.getLogger(__name__)
-
-
-def executor_for(facade: Strongroom, settings: Settings) -> Executor:
-    """The executor of ``facade`` configured by ``settings``."""
-    runs = facade.service_runs.with_lease(timedelta(seconds=settings.executor_lease))
-    return Executor(
-        runs,
-        Readers(settings.endpoint_policy),
-        concurrency=settings.executors,
-        poll=settings.executor_poll,
-    )
 
 
 async def run_executor(settings: Settings, stop: asyncio.Event | None = None) -> None:
@@ -54,7 +40,11 @@ async def run_executor(settings: Settings, stop: asyncio.Event | None = None) ->
             executor.concurrency = max(1, executor.concurrency)
             restores = (
                 asyncio.create_task(
-                    run_restores_every(facade, settings.restore_poll, settings.executor_lease)
+                    run_restores_every(
+                        RestoreRunner(facade.restores),
+                        settings.restore_poll,
+                        settings.executor_lease,
+                    )
                 )
                 if settings.restore_poll > 0
                 else None

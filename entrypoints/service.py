@@ -23,6 +23,10 @@ from urllib.parse import urlsplit
 
 from strongroom.adapters.identity.oidc import OidcIdentityProvider, OidcSettings
 from strongroom.adapters.mail import LoggingMailer, SmtpMailer, SmtpSettings
+from strongroom.adapters.runtime.blocking import EventLoopThread, blocking
+from strongroom.adapters.runtime.executor import Executor
+from strongroom.adapters.runtime.restores import RestoreRunner
+from strongroom.adapters.sources.readers import Readers
 from strongroom.adapters.sql.sqlite import SqliteDatabase
 from strongroom.adapters.storage.local import LocalDiskStorage
 from strongroom.adapters.system import SecureIds
@@ -32,7 +36,6 @@ from strongroom.ports.driven.identity import IdentityProvider
 from strongroom.ports.driven.mailer import Mailer
 from strongroom.ports.driven.storage import ObjectStorage
 from strongroom.ports.driving import Strongroom
-from strongroom.ports.driving.blocking import EventLoopThread, blocking
 
 if TYPE_CHECKING:
     from strongroom.adapters.sql.postgres import PostgresDatabase
@@ -288,7 +291,7 @@ async def run_verification_every(
             logger.exception("artifact verification failed; it runs again next interval")
 
 
-async def run_restores_every(facade: Strongroom, poll: float, lease: float = 60.0) -> None:
+async def run_restores_every(runner: RestoreRunner, poll: float, lease: float = 60.0) -> None:
     """Run queued restores, forever (cancel the task to stop): when a restore is asked for
     (a wake-up, from any process on PostgreSQL) and at the latest every ``poll`` seconds,
     every restore queued by then, one after another (contract 11), each held on a lease of
@@ -299,9 +302,9 @@ async def run_restores_every(facade: Strongroom, poll: float, lease: float = 60.
     held = timedelta(seconds=lease)
     while True:
         # Taken before the look, so a restore asked for during it still wakes the wait.
-        ticket = facade.restores.wakeup()
+        ticket = runner.wakeup()
         try:
-            while await facade.restores.run_queued(lease=held):
+            while await runner.run_queued(lease=held):
                 pass
         except Exception:
             logger.exception("the restore runner failed; it looks again next interval")
@@ -309,6 +312,17 @@ async def run_restores_every(facade: Strongroom, poll: float, lease: float = 60.
             await ticket.wait(poll)
         finally:
             ticket.close()
+
+
+def executor_for(facade: Strongroom, settings: Settings) -> Executor:
+    """The executor of cloud runs of ``facade`` configured by ``settings``."""
+    runs = facade.service_runs.with_lease(timedelta(seconds=settings.executor_lease))
+    return Executor(
+        runs,
+        Readers(settings.endpoint_policy),
+        concurrency=settings.executors,
+        poll=settings.executor_poll,
+    )
 
 
 @asynccontextmanager
@@ -356,15 +370,16 @@ async def open_serving_facade(
         if settings.restore_poll > 0:
             jobs.append(
                 asyncio.create_task(
-                    run_restores_every(facade, settings.restore_poll, settings.executor_lease),
+                    run_restores_every(
+                        RestoreRunner(facade.restores),
+                        settings.restore_poll,
+                        settings.executor_lease,
+                    ),
                     name="restores",
                 )
             )
         stop_executor = asyncio.Event()
         if settings.executors > 0:
-            # Imported here: the executor module imports this one (open_facade).
-            from strongroom.entrypoints.executor import executor_for  # noqa: PLC0415
-
             executor = executor_for(facade, settings)
             jobs.append(asyncio.create_task(executor.run(stop_executor), name="executor"))
         try:

@@ -28,6 +28,7 @@ from strongroom.adapters.identity.builtin import (
 from strongroom.adapters.memory.services import ManualClock
 from strongroom.adapters.memory.store import MemoryStore
 from strongroom.adapters.memory.unit_of_work import MemoryUnitOfWork
+from strongroom.adapters.runtime.blocking import unwrapped
 from strongroom.domain.errors import (
     InvalidRequestError,
     NameTakenError,
@@ -36,7 +37,6 @@ from strongroom.domain.errors import (
     UnauthenticatedError,
 )
 from strongroom.ports.driving import Strongroom
-from strongroom.ports.driving.blocking import unwrapped
 from support.world import FAST_HASHER, PASSWORD, bearer, make_client, make_facade
 
 EMAIL = "ada@example.com"

@@ -8,17 +8,16 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from types import SimpleNamespace
 from typing import cast
 
 import pytest
 
+from strongroom.adapters.runtime.restores import RestoreRunner
 from strongroom.adapters.storage.local import LocalDiskStorage
 from strongroom.domain.backups import S3Source
 from strongroom.domain.restores import RestoreState
 from strongroom.entrypoints.service import open_serving_facade, run_restores_every
 from strongroom.entrypoints.settings import Settings
-from strongroom.ports.driving import Strongroom
 from support.people import workspace_admin
 from support.restores import RecordingTargets, cloud_backup, confirmed_artifact
 from support.world import memory_facade
@@ -67,8 +66,7 @@ def test_the_loop_drains_the_queue_and_survives_a_failure() -> None:
 
     async def scenario() -> CountingRestores:
         restores = CountingRestores()
-        facade = cast(Strongroom, SimpleNamespace(restores=restores))
-        task = asyncio.create_task(run_restores_every(facade, 0.01))
+        task = asyncio.create_task(run_restores_every(cast(RestoreRunner, restores), 0.01))
         await asyncio.wait_for(restores.done.wait(), 5)
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
@@ -112,7 +110,7 @@ def test_a_waiting_runner_is_woken_by_a_new_restore(tmp_path: Path) -> None:
         ada, _ = await workspace_admin(facade, "ada@example.com")
         backup = await cloud_backup(facade, ada, S3Source("https://s3.example.com", "source"))
         artifact = await confirmed_artifact(facade, ada, backup.id, b"archive")
-        runner = asyncio.create_task(run_restores_every(facade, 3600))
+        runner = asyncio.create_task(run_restores_every(RestoreRunner(facade.restores), 3600))
         try:
             await asyncio.sleep(0.1)  # its first look found nothing; it waits
             target = S3Source("https://s3.example.net", "restored")

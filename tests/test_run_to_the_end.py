@@ -12,7 +12,7 @@ from typing import TypeVar
 
 import pytest
 
-from strongroom.ports.driving.threads import run_to_the_end
+from strongroom.adapters.runtime.threads import run_to_the_end
 
 T = TypeVar("T")
 

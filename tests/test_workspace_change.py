@@ -8,6 +8,7 @@ import pytest
 
 from strongroom.domain.billing import BillingState, GatedOperation
 from strongroom.domain.errors import BillingRestrictedError
+from strongroom.domain.events import Recorded
 from strongroom.domain.pagination import PageRequest
 from strongroom.domain.principals import Caller
 from strongroom.domain.workspaces import Workspace
@@ -46,14 +47,15 @@ async def _rename(change: WorkspaceChange) -> None:
     await change.uow.workspaces.update(workspace.renamed("Renamed", workspace.updated_at))
 
 
-def test_done_commits_the_change_with_its_audit_event() -> None:
-    """What ``done`` ends is stored together with its event."""
+def test_the_block_commits_the_change_with_its_audit_event() -> None:
+    """What the block of ``changing`` did is stored, when it ends, together with the
+    event it collected."""
 
     async def scenario() -> tuple[str, list[str]]:
         facade, caller, workspace = await _world()
         async with changing(facade.deps, caller, workspace.id) as change:
             await _rename(change)
-            await change.done("workspace.update", workspace.id)
+            change.collect(Recorded("workspace.update", workspace.id))
         return await _state(facade, workspace)
 
     name, actions = asyncio.run(scenario())
@@ -61,8 +63,8 @@ def test_done_commits_the_change_with_its_audit_event() -> None:
     assert actions == ["workspace.update", "workspace.create"]
 
 
-def test_a_change_that_fails_before_done_leaves_nothing() -> None:
-    """Neither the change nor its event survive an error before ``done``."""
+def test_a_change_that_fails_leaves_nothing() -> None:
+    """Neither the change nor its collected event survive an error in the block."""
 
     async def scenario() -> tuple[str, list[str]]:
         facade, caller, workspace = await _world()
@@ -70,7 +72,7 @@ def test_a_change_that_fails_before_done_leaves_nothing() -> None:
         async def failing() -> None:
             async with changing(facade.deps, caller, workspace.id) as change:
                 await _rename(change)
-                await change.record("workspace.update", workspace.id)
+                change.collect(Recorded("workspace.update", workspace.id))
                 raise SimulatedError
 
         with pytest.raises(SimulatedError):

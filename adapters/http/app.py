@@ -36,6 +36,7 @@ from strongroom.adapters.http.routes import (
 from strongroom.adapters.identity.web import routes as idp
 from strongroom.adapters.metrics.http import HttpMetrics
 from strongroom.adapters.metrics.integrity import VerificationFamilies
+from strongroom.adapters.runtime.blocking import unwrapped
 from strongroom.adapters.storage import local_routes as storage
 from strongroom.adapters.webkit import errors
 from strongroom.adapters.webkit.application import Application
@@ -44,7 +45,6 @@ from strongroom.adapters.webkit.layer import ErrorHandler, HttpLayer
 from strongroom.adapters.webkit.routing import IndexedRouter
 from strongroom.domain.errors import StrongroomError
 from strongroom.ports.driving import Strongroom
-from strongroom.ports.driving.blocking import unwrapped
 
 FacadeOpener = Callable[[], AbstractAsyncContextManager[Strongroom]]
 

@@ -13,6 +13,7 @@ from strongroom.adapters.memory import record_repositories as record_repos
 from strongroom.adapters.memory import repositories as repos
 from strongroom.adapters.memory.statistics import MemoryStatisticsRepository
 from strongroom.adapters.memory.store import MemoryStore, Transaction
+from strongroom.domain.audit import AuditEvent
 from strongroom.ports.driven import assurance_repositories as assurance_ports
 from strongroom.ports.driven import backup_repositories as backup_ports
 from strongroom.ports.driven import credential_repositories as credential_ports
@@ -47,6 +48,7 @@ class MemoryUnitOfWork:
         self._store = store
         self._context: AbstractAsyncContextManager[Transaction] | None = None
         self._tx: Transaction | None = None
+        self._events: list[AuditEvent] = []
 
     async def __aenter__(self) -> Self:
         self._context = self._store.transaction()
@@ -81,13 +83,24 @@ class MemoryUnitOfWork:
         if self._context is None or self._tx is None:
             raise RuntimeError("exit of a unit of work that was not entered")
         self._tx.rollback()
+        self._events.clear()
         await self._context.__aexit__(exc_type, exc, traceback)
         self._context = self._tx = None
 
+    def collect(self, event: AuditEvent) -> None:
+        """Keep ``event`` for the next ``commit``."""
+        if self._tx is None:
+            raise RuntimeError("an event collected outside a unit of work")
+        self._events.append(event)
+
     async def commit(self) -> None:
-        """Make this unit's changes visible to every later one."""
+        """Write the collected events, and make this unit's changes visible to every
+        later one."""
         if self._tx is None:
             raise RuntimeError("commit outside a unit of work")
+        events, self._events = self._events, []
+        for event in events:
+            await self.audit.add(event)
         self._tx.commit()
 
     async def ping(self) -> None:

@@ -295,9 +295,9 @@ class PostgresTransaction:
         changed: int = await self._run(query, params, (), True, "count")
         return changed
 
-    async def write_all(self, steps: Sequence[Step]) -> list[Any]:
+    async def write_all(self, steps: Sequence[Step], *, commit: bool = False) -> list[Any]:
         """``BEGIN`` (unless the unit already wrote) and ``steps`` in one pipeline: one round
-        trip.
+        trip (with ``commit``, ending in ``COMMIT``).
 
         Retried on another connection when this one was found dead before the server
         answered any step (a restarted server costs no request). The retry waits for locks
@@ -324,6 +324,9 @@ class PostgresTransaction:
                                 cursor = connection.cursor(row_factory=dict_row)
                                 await cursor.execute(text, params, prepare=_may_prepare(index))
                                 cursors.append(cursor)
+                            if commit:
+                                # Behind statements that may fail: unprepared (``_may_prepare``).
+                                await connection.execute(b"COMMIT", prepare=False)
                     finally:
                         # Open if BEGIN went through (aborted if a step failed).
                         status = connection.info.transaction_status
@@ -404,8 +407,12 @@ class PostgresTransaction:
                     await self._discard()
                 raise translate(error, params) from error
 
-    async def commit(self) -> None:
-        """Commit the transaction, if one is open."""
+    async def commit(self, steps: Sequence[Step] = ()) -> None:
+        """Commit the transaction, if one is open; ``steps`` (writes) first, sent in the
+        same round trip as the ``COMMIT``."""
+        if steps:
+            await self.write_all(steps, commit=True)
+            return
         if self._connection is None or not self._writing:
             return
         await self._end(b"COMMIT")

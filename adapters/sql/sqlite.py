@@ -458,8 +458,11 @@ class SqliteTransaction:
             raise RuntimeError("write_alone is a transaction of its own: none may be open")
         return await self._database.group_commit.run(_script(self._queries.text(query)), params)
 
-    async def commit(self) -> None:
-        """Commit the write transaction, if one is open, and let the next writer in."""
+    async def commit(self, steps: Sequence[Step] = ()) -> None:
+        """Commit the write transaction, if one is open (``steps`` written first), and let
+        the next writer in."""
+        if steps:
+            await self.write_all(steps)
         if self._connection is None or not self._writing:
             return
 

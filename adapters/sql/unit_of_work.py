@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextvars import ContextVar
 from types import TracebackType
 from typing import TYPE_CHECKING, Protocol, Self
 
+from strongroom.adapters.sql import rows
 from strongroom.adapters.sql.assurance_repositories import (
     SqlHealthRepository,
     SqlWebhookRepository,
@@ -17,6 +18,7 @@ from strongroom.adapters.sql.backup_repositories import (
     SqlRestoreRepository,
     SqlRunRepository,
 )
+from strongroom.adapters.sql.catalog import Q
 from strongroom.adapters.sql.credential_repositories import (
     SqlAccountRepository,
     SqlApiKeyRepository,
@@ -35,8 +37,9 @@ from strongroom.adapters.sql.repositories import (
     SqlUserRepository,
     SqlWorkspaceRepository,
 )
-from strongroom.adapters.sql.statements import Statements
+from strongroom.adapters.sql.statements import Statements, Step
 from strongroom.adapters.sql.statistics import SqlStatisticsRepository
+from strongroom.domain.audit import AuditEvent
 from strongroom.ports.driven import assurance_repositories as assurance_ports
 from strongroom.ports.driven import backup_repositories as backup_ports
 from strongroom.ports.driven import credential_repositories as credential_ports
@@ -50,8 +53,9 @@ if TYPE_CHECKING:
 class Transaction(Statements, Protocol):
     """One unit of work's connection and transaction, in one dialect."""
 
-    async def commit(self) -> None:
-        """Commit what was written so far (later writes open a new transaction)."""
+    async def commit(self, steps: Sequence[Step] = ()) -> None:
+        """Commit what was written so far, ``steps`` first (PostgreSQL sends them with the
+        ``COMMIT``, in one round trip); later writes open a new transaction."""
         ...
 
     async def ping(self) -> None:
@@ -126,6 +130,7 @@ class SqlUnitOfWork:
         self._tx: Transaction | None = None
         # The transaction the repositories use (kept after the unit ends, as they were).
         self._entered: Transaction | None = None
+        self._events: list[AuditEvent] = []
 
     async def __aenter__(self) -> Self:
         self._guard.enter()
@@ -153,17 +158,28 @@ class SqlUnitOfWork:
     ) -> None:
         if self._tx is None:
             raise RuntimeError("exit of a unit of work that was not entered")
+        self._events.clear()
         try:
             await self._tx.close()
         finally:
             self._tx = None
             self._guard.leave()
 
+    def collect(self, event: AuditEvent) -> None:
+        """Keep ``event`` for the next ``commit``."""
+        if self._tx is None:
+            raise RuntimeError("an event collected outside a unit of work")
+        self._events.append(event)
+
     async def commit(self) -> None:
-        """Make this unit's changes durable and visible to every later one."""
+        """Write the collected events, and make this unit's changes durable and visible
+        to every later one."""
         if self._tx is None:
             raise RuntimeError("commit outside a unit of work")
-        await self._tx.commit()
+        tx, events, self._events = self._tx, self._events, []
+        await tx.commit(
+            [(Q.AUDIT_INSERT, rows.audit_params(event, tx.codec), "count") for event in events]
+        )
 
     async def ping(self) -> None:
         """Raise ``UpstreamUnavailableError`` when the database does not answer."""

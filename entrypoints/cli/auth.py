@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 import click
 import httpx2
 
+import strongroom.entrypoints.cli.config as config
 from strongroom.client import (
     AccessToken,
     AuthenticationError,
@@ -21,7 +22,6 @@ from strongroom.client import (
 )
 from strongroom.client.calls import Call
 from strongroom.client.converter import converter
-from strongroom.entrypoints.cli import config
 from strongroom.entrypoints.cli.context import Session, client_command, emit
 
 T = TypeVar("T")

@@ -18,9 +18,9 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+import strongroom.entrypoints.cli.config as config
 from strongroom.client import ApiError, Client
 from strongroom.client.converter import converter
-from strongroom.entrypoints.cli import config
 
 R = TypeVar("R")
 

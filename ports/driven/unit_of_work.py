@@ -1,4 +1,9 @@
-"""The unit of work: one transaction around one use case; it rolls back unless committed."""
+"""The unit of work: one transaction around one use case; it rolls back unless committed.
+
+It collects the audit events of the changes made in it (``collect``) and writes them in
+the transaction it commits (cosmicpython's ``collect_new_events``, with the events written
+rather than dispatched): a change never commits unaudited, and an event never outlives a
+rolled-back change."""
 
 from __future__ import annotations
 
@@ -6,6 +11,7 @@ from collections.abc import Callable
 from types import TracebackType
 from typing import Protocol, Self
 
+from strongroom.domain.audit import AuditEvent
 from strongroom.ports.driven.assurance_repositories import HealthRepository, WebhookRepository
 from strongroom.ports.driven.backup_repositories import (
     ArtifactRepository,
@@ -71,8 +77,13 @@ class UnitOfWork(Protocol):
         """Roll back whatever was not committed and release the transaction."""
         ...
 
+    def collect(self, event: AuditEvent) -> None:
+        """Keep ``event`` for the next ``commit``, which writes it in its transaction (in
+        the order collected); leaving the unit without committing drops it."""
+        ...
+
     async def commit(self) -> None:
-        """Make the changes durable."""
+        """Write the collected events and make the changes durable, together."""
         ...
 
     async def ping(self) -> None:

@@ -1,7 +1,6 @@
 """The use cases (driving port) of Strongroom."""
 
 from strongroom.ports.driving.access import Bearer
-from strongroom.ports.driving.blocking import blocking, blocking_call
 from strongroom.ports.driving.dependencies import Dependencies
 from strongroom.ports.driving.facade import Strongroom
 from strongroom.ports.driving.idempotency import IdempotencyKey
@@ -11,6 +10,4 @@ __all__ = [
     "Dependencies",
     "IdempotencyKey",
     "Strongroom",
-    "blocking",
-    "blocking_call",
 ]

@@ -13,6 +13,7 @@ from uuid import UUID
 
 import attrs
 
+import strongroom.ports.driving.lookups as lookups
 from strongroom.domain.artifacts import (
     PRESIGNED_URL_LIFETIME,
     Artifact,
@@ -23,7 +24,6 @@ from strongroom.domain.artifacts import (
     check_size,
     clean_artifact_name,
 )
-from strongroom.domain.audit import JsonValue, diff
 from strongroom.domain.backups import Backup, CustomerS3Destination
 from strongroom.domain.billing import GatedOperation, ensure_allowed
 from strongroom.domain.errors import (
@@ -33,6 +33,7 @@ from strongroom.domain.errors import (
     InvalidStateError,
     NotInOurStorageError,
 )
+from strongroom.domain.events import changed, created
 from strongroom.domain.pagination import Page, PageRequest
 from strongroom.domain.permissions import Permission
 from strongroom.domain.principals import Caller
@@ -41,12 +42,11 @@ from strongroom.domain.runs import Run
 from strongroom.domain.workspaces import Workspace
 from strongroom.ports.driven.storage import ObjectLockedError, ObjectStorage, PresignedRequest
 from strongroom.ports.driven.unit_of_work import UnitOfWork
-from strongroom.ports.driving import lookups
 from strongroom.ports.driving.access import Access, Grant, Requirement
 from strongroom.ports.driving.changes import changing
 from strongroom.ports.driving.dependencies import Dependencies
 from strongroom.ports.driving.notifications import notify_run
-from strongroom.ports.driving.recording import record_by_caller
+from strongroom.ports.driving.recording import by_caller
 
 REQUEST_UPLOAD = Requirement((Permission.ARTIFACTS_UPLOAD,), "artifact.create")
 CONFIRM_RUN = Requirement((Permission.ARTIFACTS_CONFIRM,), "run.confirm")
@@ -76,17 +76,6 @@ class UploadPlan:
     part_size: int | None = None
     parts: tuple[PresignedPart, ...] = ()
     stored_parts: tuple[int, ...] = ()
-
-
-def artifact_snapshot(artifact: Artifact) -> dict[str, JsonValue]:
-    """What the audit trail shows of an artifact."""
-    return {
-        "run_id": str(artifact.run_id),
-        "name": artifact.name,
-        "size": artifact.size,
-        "state": artifact.state.value,
-        "storage": artifact.storage.value,
-    }
 
 
 class Artifacts:
@@ -173,14 +162,8 @@ class Artifacts:
             upload_id = await self.storage_for(artifact, backup).start_multipart(key)
             artifact = attrs.evolve(artifact, upload_id=upload_id)
         await uow.artifacts.add(artifact)
-        await record_by_caller(
-            self._deps,
-            uow,
-            caller,
-            workspace.id,
-            "artifact.create",
-            artifact.id,
-            diff({}, artifact_snapshot(artifact)),
+        uow.collect(
+            by_caller(self._deps, caller, workspace.id, created("artifact.create", artifact))
         )
         return artifact
 
@@ -275,14 +258,7 @@ class Artifacts:
             )
             await change.gate(GatedOperation.UPLOAD, lock=False)
             finished = await self.confirm_pending(uow, run, now)
-            await change.done(
-                "run.confirm",
-                run_id,
-                diff(
-                    {"state": run.state.value, "artifact_count": run.artifact_count},
-                    {"state": finished.state.value, "artifact_count": finished.artifact_count},
-                ),
-            )
+            change.collect(run.recorded_confirmation(finished))
         return finished
 
     async def confirm_pending(self, uow: UnitOfWork, run: Run, now: datetime) -> Run:
@@ -372,14 +348,10 @@ class Artifacts:
             )
             requested = artifact.verification_requested()
             await uow.artifacts.update(requested)
-            await record_by_caller(
-                self._deps,
-                uow,
-                caller,
-                workspace_id,
-                "artifact.verify",
-                artifact_id,
-                diff(_verification(artifact), _verification(requested)),
+            uow.collect(
+                by_caller(
+                    self._deps, caller, workspace_id, artifact.recorded_verification(requested)
+                )
             )
             await uow.commit()
         return requested
@@ -408,11 +380,7 @@ class Artifacts:
             deleted = artifact.deleted()
             await uow.artifacts.update(deleted)
             await uncount(uow, artifact)
-            await change.done(
-                "artifact.delete",
-                artifact_id,
-                diff(artifact_snapshot(artifact), artifact_snapshot(deleted)),
-            )
+            change.collect(changed("artifact.delete", artifact, deleted))
 
     async def abort_pending(self, uow: UnitOfWork, run: Run, *, keep: bool = False) -> None:
         """Abort the uploads of the run's ``pending`` artifacts: their partial objects and
@@ -439,11 +407,6 @@ class Artifacts:
             await storage.delete(artifact.object_key)
         except ObjectLockedError as error:
             raise ArtifactLockedError("storage refuses: the object is locked") from error
-
-
-def _verification(artifact: Artifact) -> dict[str, JsonValue]:
-    state = artifact.verification
-    return {"verification": None if state is None else state.value}
 
 
 async def _arrived(storage: ObjectStorage, artifact: Artifact) -> bool:

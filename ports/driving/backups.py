@@ -8,10 +8,16 @@ from uuid import UUID
 
 import attrs
 
+import strongroom.ports.driving.lookups as lookups
 from strongroom.domain.audit import JsonValue, creation, diff
 from strongroom.domain.backups import UNSET, Backup, BackupChanges, BackupKind
 from strongroom.domain.billing import GatedOperation
-from strongroom.domain.errors import ArtifactLockedError, NotFoundError, UpstreamUnavailableError
+from strongroom.domain.errors import (
+    ArtifactLockedError,
+    NotFoundError,
+    UpstreamUnavailableError,
+)
+from strongroom.domain.events import Recorded
 from strongroom.domain.names import clean_name
 from strongroom.domain.pagination import Page, PageRequest
 from strongroom.domain.permissions import Permission
@@ -20,7 +26,6 @@ from strongroom.domain.quotas import QuotaResource
 from strongroom.domain.workspaces import Admission, usage_bound
 from strongroom.ports.driven.repositories import CountedWorkspace, Rendered
 from strongroom.ports.driven.unit_of_work import UnitOfWork
-from strongroom.ports.driving import lookups
 from strongroom.ports.driving.access import (
     Access,
     Bearer,
@@ -301,9 +306,8 @@ class Backups:
             )
             if updated is not backup:
                 await uow.backups.update(updated)
-            await change.done(
-                "backup.update", backup_id, diff(audit_snapshot(backup), audit_snapshot(updated))
-            )
+            update = diff(audit_snapshot(backup), audit_snapshot(updated))
+            change.collect(Recorded("backup.update", backup_id, update))
         return updated
 
     async def pause(self, caller: Caller | Grant, backup_id: UUID) -> Backup:
@@ -324,9 +328,8 @@ class Backups:
             if updated is not backup:
                 await change.uow.backups.update(updated)
             action = "backup.pause" if paused else "backup.resume"
-            await change.done(
-                action, backup_id, diff(audit_snapshot(backup), audit_snapshot(updated))
-            )
+            update = diff(audit_snapshot(backup), audit_snapshot(updated))
+            change.collect(Recorded(action, backup_id, update))
         return updated
 
     async def delete(self, caller: Caller | Grant, backup_id: UUID) -> None:
@@ -344,7 +347,7 @@ class Backups:
                 raise ArtifactLockedError("an artifact of this backup is inside its lock window")
             prefix = f"{workspace.storage_namespace}/{backup_id}"
             await uow.backups.remove(workspace_id, backup_id)
-            await change.done("backup.delete", backup_id, diff(audit_snapshot(backup), {}))
+            change.collect(Recorded("backup.delete", backup_id, diff(audit_snapshot(backup), {})))
         try:
             await self._deps.storage.delete_prefix(prefix)
         except Exception:

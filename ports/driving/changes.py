@@ -2,9 +2,10 @@
 
 Every configuration change runs the same steps: the workspace is read locked (so changes
 and quota checks of one workspace are serialised), its billing state is asked whether it
-allows the write, the audit event joins the change's transaction, and the whole commits
-once. ``WorkspaceChange`` holds those steps; ``done`` records and commits together, so a
-change made through it never commits unaudited.
+allows the write, the change's audit event is collected by the unit of work, and the
+whole commits once. ``WorkspaceChange`` holds those steps; ``changing`` commits when its
+block ends without an error, with the events collected (``collect``), so a change made
+through it never commits unaudited.
 """
 
 from __future__ import annotations
@@ -13,14 +14,15 @@ from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from uuid import UUID
 
+import strongroom.ports.driving.lookups as lookups
 from strongroom.domain.audit import Change
 from strongroom.domain.billing import GatedOperation, ensure_allowed
+from strongroom.domain.events import Recorded
 from strongroom.domain.principals import Caller
 from strongroom.domain.workspaces import Workspace
 from strongroom.ports.driven.unit_of_work import UnitOfWork
-from strongroom.ports.driving import lookups
 from strongroom.ports.driving.dependencies import Dependencies
-from strongroom.ports.driving.recording import record_by_caller
+from strongroom.ports.driving.recording import by_caller
 
 
 class WorkspaceChange:
@@ -56,27 +58,24 @@ class WorkspaceChange:
         ensure_allowed(workspace.billing_state, operation)
         return workspace
 
+    def collect(self, recorded: Recorded) -> None:
+        """Hand the audit event of ``recorded`` (a change by the caller) to the unit of
+        work, which writes it with its commit."""
+        self.uow.collect(by_caller(self._deps, self._caller, self._workspace_id, recorded))
+
     async def record(
         self, action: str, target_id: UUID | str | None, changes: Mapping[str, Change] | None = None
     ) -> None:
-        """Add the change's audit event to the unit of work (for changes committed by
-        their caller, as ``run_idempotent`` does)."""
-        await record_by_caller(
-            self._deps, self.uow, self._caller, self._workspace_id, action, target_id, changes
-        )
-
-    async def done(
-        self, action: str, target_id: UUID | str | None, changes: Mapping[str, Change] | None = None
-    ) -> None:
-        """Record the change's audit event and commit."""
-        await self.record(action, target_id, changes)
-        await self.uow.commit()
+        """``collect`` of a change given by its parts (the backup create's path)."""
+        self.collect(Recorded(action, target_id, changes))
 
 
 @asynccontextmanager
 async def changing(
     deps: Dependencies, caller: Caller, workspace_id: UUID
 ) -> AsyncIterator[WorkspaceChange]:
-    """A new unit of work changing ``workspace_id``; it rolls back unless ``done``."""
+    """A new unit of work changing ``workspace_id``: committed, with the events it
+    collected, when the block ends without an error; rolled back otherwise."""
     async with deps.uow() as uow:
         yield WorkspaceChange(deps, uow, caller, workspace_id)
+        await uow.commit()

@@ -5,24 +5,24 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
+from collections.abc import Callable
 from uuid import UUID
 
 import attrs
 
-from strongroom.domain.audit import diff
+import strongroom.ports.driving.lookups as lookups
 from strongroom.domain.backups import Backup
 from strongroom.domain.errors import ForbiddenError, NotFoundError
+from strongroom.domain.events import changed
 from strongroom.domain.permissions import Permission
 from strongroom.domain.principals import Caller
 from strongroom.domain.runs import Progress, Run, RunTrigger, check_claim_wait
 from strongroom.ports.driven.signals import Wakeup
-from strongroom.ports.driving import lookups
-from strongroom.ports.driving.access import Access, Grant, Requirement
+from strongroom.ports.driving.access import Access, Bearer, Grant, Requirement
 from strongroom.ports.driving.artifacts import Artifacts
 from strongroom.ports.driving.changes import changing
 from strongroom.ports.driving.dependencies import Dependencies
 from strongroom.ports.driving.notifications import notify_run
-from strongroom.ports.driving.runs import run_snapshot
 
 CLAIM_RUN = Requirement((Permission.ARTIFACTS_UPLOAD,), "run.claim")
 HEARTBEAT_RUN = Requirement((Permission.ARTIFACTS_UPLOAD,))
@@ -70,20 +70,29 @@ class Claims:
             with contextlib.suppress(RuntimeError):  # its loop closed meanwhile
                 waiter.get_loop().call_soon_threadsafe(_resolve, waiter)
 
-    async def claim(self, caller: Caller | Grant, wait_seconds: int = 0) -> ClaimedRun | None:
+    async def claim(
+        self, who: Bearer | Caller | Grant, wait_seconds: int | Callable[[], int] = 0
+    ) -> ClaimedRun | None:
         """``POST /v1/claims``: the oldest queued run of a backup assigned to the calling
         worker, now ``running`` with a lease; None when none is queued within
         ``wait_seconds``. Each look is its own unit of work, so a waiting claim holds no
         database connection: between looks it waits for a wake-up of its workspace
         (``RunSignals``), or ``RECHECK_SECONDS`` at most. Never refused for billing;
-        audited as ``run.claim``."""
-        worker_id = ensure_worker(caller.caller if isinstance(caller, Grant) else caller)
-        check_claim_wait(wait_seconds)
-        caller, workspace_id = await self._access.resolve(caller, CLAIM_RUN)
-        if not wait_seconds:
+        audited as ``run.claim``.
+
+        The checks come in the contract's order: the credential (401), a worker's only
+        (403 for persons and API keys), then ``wait_seconds`` (400; a callable parses
+        the request's body only then)."""
+        caller = await self._caller(who)
+        worker_id = ensure_worker(caller)
+        wait = check_claim_wait(wait_seconds() if callable(wait_seconds) else wait_seconds)
+        caller, workspace_id = await self._access.resolve(
+            who if isinstance(who, Grant) else caller, CLAIM_RUN
+        )
+        if not wait:
             return await self._claim_once(caller, workspace_id, worker_id)
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + wait_seconds
+        deadline = loop.time() + wait
         while True:
             # The ticket is taken before the look: a run queued between the look and the
             # wait still wakes this claim.
@@ -96,6 +105,12 @@ class Claims:
                 await self._wait(wakeup, min(remaining, RECHECK_SECONDS))
             finally:
                 wakeup.close()
+
+    async def _caller(self, who: Bearer | Caller | Grant) -> Caller:
+        """Who calls: a bearer authenticated now (401 ``unauthenticated`` otherwise)."""
+        if isinstance(who, Bearer):
+            return await self._access.authenticate(who.token, who.request_id)
+        return who.caller if isinstance(who, Grant) else who
 
     async def _wait(self, wakeup: Wakeup, timeout: float) -> None:
         """Until the wake-up, ``timeout`` or ``stop_waiting``, whichever comes first."""
@@ -126,9 +141,7 @@ class Claims:
             claimed = found.claim(worker_id, self._deps.clock.now())
             await uow.runs.update(claimed)
             backup = await lookups.backup(uow, workspace_id, claimed.backup_id)
-            await change.done(
-                "run.claim", claimed.id, diff(run_snapshot(found), run_snapshot(claimed))
-            )
+            change.collect(changed("run.claim", found, claimed))
         return ClaimedRun(claimed, backup)
 
     async def heartbeat(
@@ -162,7 +175,7 @@ class Claims:
             await uow.runs.update(failed)
             await self._artifacts.abort_pending(uow, failed)
             await notify_run(self._deps, uow, failed)
-            await change.done("run.fail", run.id, diff(run_snapshot(run), run_snapshot(failed)))
+            change.collect(changed("run.fail", run, failed))
         return failed
 
 

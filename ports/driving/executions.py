@@ -20,11 +20,12 @@ from datetime import datetime, timedelta
 
 import attrs
 
+import strongroom.ports.driving.lookups as lookups
 from strongroom.domain.artifacts import Artifact, ArtifactState, ArtifactStorage
-from strongroom.domain.audit import diff
 from strongroom.domain.backups import Backup
 from strongroom.domain.billing import GatedOperation, ensure_allowed
 from strongroom.domain.errors import InvalidStateError
+from strongroom.domain.events import changed, created
 from strongroom.domain.executions import artifact_name, cloud_source
 from strongroom.domain.quotas import QuotaResource, ensure_room
 from strongroom.domain.runs import LEASE, Progress, Run, RunState
@@ -32,12 +33,10 @@ from strongroom.ports.driven.signals import Wakeup
 from strongroom.ports.driven.sources import SourceReaders
 from strongroom.ports.driven.storage import ObjectStorage
 from strongroom.ports.driven.unit_of_work import UnitOfWork
-from strongroom.ports.driving import lookups
-from strongroom.ports.driving.artifacts import Artifacts, artifact_snapshot
+from strongroom.ports.driving.artifacts import Artifacts
 from strongroom.ports.driving.dependencies import Dependencies
 from strongroom.ports.driving.notifications import notify_run
-from strongroom.ports.driving.recording import record_by_system
-from strongroom.ports.driving.runs import run_snapshot
+from strongroom.ports.driving.recording import by_system
 
 EMPTY_SHA256 = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
 
@@ -91,13 +90,8 @@ class ServiceRuns:
             claimed = found.claim(None, self._deps.clock.now(), self.lease)
             await uow.runs.update(claimed)
             backup = await lookups.backup(uow, claimed.workspace_id, claimed.backup_id)
-            await record_by_system(
-                self._deps,
-                uow,
-                claimed.workspace_id,
-                "run.claim",
-                claimed.id,
-                diff(run_snapshot(found), run_snapshot(claimed)),
+            uow.collect(
+                by_system(self._deps, claimed.workspace_id, changed("run.claim", found, claimed))
             )
             await uow.commit()
         return HeldRun(claimed, backup)
@@ -117,13 +111,8 @@ class ServiceRuns:
             await uow.runs.update(beaten)
             if beaten.state is RunState.CANCELLED:
                 await self._artifacts.abort_pending(uow, beaten)
-                await record_by_system(
-                    self._deps,
-                    uow,
-                    run.workspace_id,
-                    "run.cancel",
-                    run.id,
-                    diff(run_snapshot(run), run_snapshot(beaten)),
+                uow.collect(
+                    by_system(self._deps, run.workspace_id, changed("run.cancel", run, beaten))
                 )
             await uow.commit()
         return beaten
@@ -138,14 +127,7 @@ class ServiceRuns:
             await self._artifacts.abort_pending(uow, failed)
             await notify_run(self._deps, uow, failed)
             action = "run.cancel" if failed.state is RunState.CANCELLED else "run.fail"
-            await record_by_system(
-                self._deps,
-                uow,
-                run.workspace_id,
-                action,
-                run.id,
-                diff(run_snapshot(run), run_snapshot(failed)),
-            )
+            uow.collect(by_system(self._deps, run.workspace_id, changed(action, run, failed)))
             await uow.commit()
         return failed
 
@@ -178,14 +160,8 @@ class ServiceRuns:
                     workspace, backup, run, (name, 0, EMPTY_SHA256), now
                 )
                 await uow.artifacts.add(artifact)
-                await record_by_system(
-                    self._deps,
-                    uow,
-                    run.workspace_id,
-                    "artifact.create",
-                    artifact.id,
-                    diff({}, artifact_snapshot(artifact)),
-                )
+                made = created("artifact.create", artifact)
+                uow.collect(by_system(self._deps, run.workspace_id, made))
             await uow.commit()
         return artifact, self._artifacts.storage_for(artifact, backup)
 
@@ -222,16 +198,7 @@ class ServiceRuns:
                 ensure_room(QuotaResource.STORAGE_BYTES, limit, used - current.size, adding=size)
             await uow.artifacts.update(written)
             finished = await self._artifacts.confirm_pending(uow, run, now)
-            await record_by_system(
-                self._deps,
-                uow,
-                run.workspace_id,
-                "run.confirm",
-                run.id,
-                diff(
-                    {"state": run.state.value, "artifact_count": run.artifact_count},
-                    {"state": finished.state.value, "artifact_count": finished.artifact_count},
-                ),
-            )
+            confirmed = run.recorded_confirmation(finished)
+            uow.collect(by_system(self._deps, run.workspace_id, confirmed))
             await uow.commit()
         return finished

@@ -17,13 +17,13 @@ from typing import Any, Generic, TypeVar
 
 import attrs
 
+import strongroom.ports.driving.snapshots as snapshots
 from strongroom.domain.errors import IdempotencyConflictError, InvalidRequestError
 from strongroom.domain.principals import Caller
 from strongroom.ports.driven.identity import Identity
 from strongroom.ports.driven.repositories import IdempotencyKeyTakenError, IdempotencyRecord
 from strongroom.ports.driven.secrets import SecretBox
 from strongroom.ports.driven.unit_of_work import UnitOfWork
-from strongroom.ports.driving import snapshots
 from strongroom.ports.driving.dependencies import Dependencies
 
 T = TypeVar("T")

@@ -17,6 +17,7 @@ from strongroom.domain.errors import (
     NotFoundError,
     ValidationFailedError,
 )
+from strongroom.domain.events import Recorded
 from strongroom.domain.invitations import (
     Invitation,
     clean_email,
@@ -82,10 +83,12 @@ class Invitations:
             )
             invitation = Invitation.issue(self._deps.ids.new_id(), workspace_id, email, role, now)
             await uow.invitations.add(invitation)
-            await change.record(
-                "invitation.create",
-                invitation.id,
-                {"email": Change(None, email), "role": Change(None, role)},
+            change.collect(
+                Recorded(
+                    "invitation.create",
+                    invitation.id,
+                    {"email": Change(None, email), "role": Change(None, role)},
+                )
             )
             stored.append(workspace.name)
             return invitation
@@ -149,9 +152,9 @@ class Invitations:
             membership = Membership(workspace_id, user.id, invitation.role, now)
             await uow.memberships.add(membership)
             await uow.invitations.update(used)
-            await change.done(
-                "invitation.accept", invitation_id, {"role": Change(None, invitation.role)}
-            )
+            accepted = {"role": Change(None, invitation.role)}
+            change.collect(Recorded("invitation.accept", invitation_id, accepted))
+            await uow.commit()
         return membership
 
     @staticmethod

@@ -14,14 +14,13 @@ from uuid import UUID
 
 import attrs
 
-from strongroom.domain.audit import diff
 from strongroom.domain.errors import StrongroomError
+from strongroom.domain.events import changed
 from strongroom.domain.runs import RunState
 from strongroom.ports.driving.artifacts import Artifacts
 from strongroom.ports.driving.dependencies import Dependencies
 from strongroom.ports.driving.notifications import notify_run
-from strongroom.ports.driving.recording import record_by_system
-from strongroom.ports.driving.runs import run_snapshot
+from strongroom.ports.driving.recording import by_system
 
 logger = logging.getLogger(__name__)
 
@@ -82,9 +81,8 @@ class Leases:
             await uow.runs.update(after)
             await self._artifacts.abort_pending(uow, after, keep=after.state is RunState.QUEUED)
             await notify_run(self._deps, uow, after)
-            changes = diff(run_snapshot(run), run_snapshot(after))
-            await record_by_system(
-                self._deps, uow, workspace_id, ACTIONS[after.state], run_id, changes
+            uow.collect(
+                by_system(self._deps, workspace_id, changed(ACTIONS[after.state], run, after))
             )
             if after.state is RunState.QUEUED:
                 await uow.runs.announce_queued(workspace_id)

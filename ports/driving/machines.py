@@ -10,9 +10,11 @@ from uuid import UUID
 
 import attrs
 
+import strongroom.ports.driving.lookups as lookups
 from strongroom.domain.audit import Change
 from strongroom.domain.billing import GatedOperation
 from strongroom.domain.errors import InvalidStateError
+from strongroom.domain.events import Recorded, created, removed
 from strongroom.domain.machines import ApiKey, Worker, check_expiry, in_catalog_order
 from strongroom.domain.names import clean_name
 from strongroom.domain.pagination import Page, PageRequest
@@ -22,7 +24,6 @@ from strongroom.domain.quotas import QuotaResource
 from strongroom.domain.tokens import TokenKind, format_token, hash_token
 from strongroom.domain.workspaces import Admission
 from strongroom.ports.driven.unit_of_work import UnitOfWork
-from strongroom.ports.driving import lookups
 from strongroom.ports.driving.access import Access, Grant, Requirement
 from strongroom.ports.driving.changes import WorkspaceChange, changing
 from strongroom.ports.driving.dependencies import Dependencies
@@ -99,14 +100,18 @@ class ApiKeys:
                 expires_at,
             )
             await uow.api_keys.add(key)
-            await change.record(
-                "api_key.create",
-                key.id,
-                {
-                    "name": Change(None, name),
-                    "permissions": Change(None, [p.value for p in in_catalog_order(permissions)]),
-                    "expires_at": Change(None, _iso(expires_at)),
-                },
+            change.collect(
+                Recorded(
+                    "api_key.create",
+                    key.id,
+                    {
+                        "name": Change(None, name),
+                        "permissions": Change(
+                            None, [p.value for p in in_catalog_order(permissions)]
+                        ),
+                        "expires_at": Change(None, _iso(expires_at)),
+                    },
+                )
             )
             return IssuedApiKey(key, token)
 
@@ -133,7 +138,7 @@ class ApiKeys:
             key = lookups.existing(await uow.api_keys.get(workspace_id, key_id), "API key")
             await change.gate()
             await uow.api_keys.remove(workspace_id, key_id)
-            await change.done("api_key.delete", key_id, {"name": Change(key.name, None)})
+            change.collect(Recorded("api_key.delete", key_id, {"name": Change(key.name, None)}))
 
 
 def _iso(moment: datetime | None) -> str | None:
@@ -168,7 +173,7 @@ class Workers:
             token = self._new_token()
             worker = Worker(self._deps.ids.new_id(), workspace_id, name, hash_token(token), now)
             await uow.workers.add(worker)
-            await change.record("worker.create", worker.id, {"name": Change(None, name)})
+            change.collect(created("worker.create", worker))
             return IssuedWorker(worker, token)
 
         return await run_idempotent(self._deps, caller, idempotency, now, store, ISSUED_WORKER)
@@ -198,7 +203,7 @@ class Workers:
             rotated = worker.rotated(hash_token(token))
             await uow.workers.update(rotated)
             # The token is a secret: the audit records only that it changed.
-            await change.done("worker.rotate", worker_id)
+            change.collect(worker.recorded_rotation())
         return IssuedWorker(rotated, token)
 
     async def delete(self, caller: Caller | Grant, worker_id: UUID) -> None:
@@ -215,4 +220,4 @@ class Workers:
                     "backups are assigned to this worker: assign them another worker first"
                 )
             await uow.workers.remove(workspace_id, worker_id)
-            await change.done("worker.delete", worker_id, {"name": Change(worker.name, None)})
+            change.collect(removed("worker.delete", worker))

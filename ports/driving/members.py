@@ -12,6 +12,7 @@ from uuid import UUID
 
 import attrs
 
+import strongroom.ports.driving.lookups as lookups
 from strongroom.domain.audit import Change, JsonValue, diff
 from strongroom.domain.backups import UNSET
 from strongroom.domain.backups import Unset as _Unset
@@ -22,6 +23,7 @@ from strongroom.domain.errors import (
     NotFoundError,
     ValidationFailedError,
 )
+from strongroom.domain.events import Recorded
 from strongroom.domain.machines import in_catalog_order
 from strongroom.domain.names import clean_name
 from strongroom.domain.pagination import Page, PageRequest
@@ -36,7 +38,6 @@ from strongroom.domain.permissions import (
 from strongroom.domain.principals import Caller
 from strongroom.domain.workspaces import Member, Membership
 from strongroom.ports.driven.unit_of_work import UnitOfWork
-from strongroom.ports.driving import lookups
 from strongroom.ports.driving.access import Access, Grant, Requirement, lacking_permissions
 from strongroom.ports.driving.changes import WorkspaceChange, changing
 from strongroom.ports.driving.dependencies import Dependencies
@@ -120,8 +121,10 @@ class Members:
                 changed = attrs.evolve(membership, role=role)
                 if role != membership.role:
                     await uow.memberships.update(changed)
-                await change.done(
-                    "member.update", user_id, diff({"role": membership.role}, {"role": role})
+                change.collect(
+                    Recorded(
+                        "member.update", user_id, diff({"role": membership.role}, {"role": role})
+                    )
                 )
                 return attrs.evolve(current_member, role=role)
         await self._access.refuse_escalation(
@@ -148,7 +151,8 @@ class Members:
                 ):
                     raise LastAdminError("the last admin of a workspace cannot be removed")
                 await uow.memberships.remove(workspace_id, user_id)
-                await change.done("member.delete", user_id, {"role": Change(membership.role, None)})
+                removal = {"role": Change(membership.role, None)}
+                change.collect(Recorded("member.delete", user_id, removal))
                 return
         await self._access.refuse_escalation(
             caller, workspace_id, "member.delete", granting, user_id
@@ -205,10 +209,12 @@ class Roles:
             if slug in BUILTIN_ROLES:
                 raise NameTakenError(f"{slug} is a built-in role")
             await uow.roles.add(workspace_id, role)
-            await change.record(
-                "role.create",
-                slug,
-                {"name": Change(None, name), "permissions": Change(None, _slugs(granted))},
+            change.collect(
+                Recorded(
+                    "role.create",
+                    slug,
+                    {"name": Change(None, name), "permissions": Change(None, _slugs(granted))},
+                )
             )
             return role
 
@@ -254,13 +260,15 @@ class Roles:
             )
             if changed != role:
                 await uow.roles.update(workspace_id, changed)
-            await change.done(
-                "role.update",
-                slug,
-                diff(
-                    {"name": role.name, "permissions": _slugs(role.permissions)},
-                    {"name": changed.name, "permissions": _slugs(changed.permissions)},
-                ),
+            change.collect(
+                Recorded(
+                    "role.update",
+                    slug,
+                    diff(
+                        {"name": role.name, "permissions": _slugs(role.permissions)},
+                        {"name": changed.name, "permissions": _slugs(changed.permissions)},
+                    ),
+                )
             )
         return changed
 
@@ -285,13 +293,15 @@ class Roles:
             if await uow.invitations.count_pending(workspace_id, self._deps.clock.now(), role=slug):
                 raise InvalidStateError(f"pending invitations give the role {slug}")
             await uow.roles.remove(workspace_id, slug)
-            await change.done(
-                "role.delete",
-                slug,
-                {
-                    "name": Change(role.name, None),
-                    "permissions": Change(_slugs(role.permissions), None),
-                },
+            change.collect(
+                Recorded(
+                    "role.delete",
+                    slug,
+                    {
+                        "name": Change(role.name, None),
+                        "permissions": Change(_slugs(role.permissions), None),
+                    },
+                )
             )
 
     @staticmethod

@@ -1,4 +1,5 @@
-"""Writing audit events in the unit of work of the change they record."""
+"""Audit events of the changes use cases make, for the unit of work that commits them
+(``UnitOfWork.collect``)."""
 
 from __future__ import annotations
 
@@ -6,31 +7,10 @@ from collections.abc import Mapping
 from uuid import UUID
 
 from strongroom.domain.audit import AuditEvent, Change, Outcome
+from strongroom.domain.events import Recorded
 from strongroom.domain.principals import SYSTEM_ACTOR, Actor, Caller, PrincipalType
 from strongroom.ports.driven.unit_of_work import UnitOfWork
 from strongroom.ports.driving.dependencies import Dependencies
-
-
-async def record(
-    deps: Dependencies,
-    uow: UnitOfWork,
-    *,
-    workspace_id: UUID,
-    actor: Actor,
-    action: str,
-    target_type: str,
-    target_id: UUID | str | None,
-    request_id: str | None,
-    changes: Mapping[str, Change] | None = None,
-    outcome: Outcome = Outcome.SUCCESS,
-) -> None:
-    """Add an audit event to the unit of work (so it commits with the change it records)."""
-    await uow.audit.add(
-        _event(
-            deps, actor, request_id, workspace_id, action, target_type, target_id, changes, outcome
-        )
-    )
-
 
 SESSION_PERSON = UUID(int=0)
 """The actor id of an event whose repository attributes it to a session's person."""
@@ -120,22 +100,39 @@ async def record_by_caller(
 ) -> None:
     """Audit a mutation by ``caller`` (or its refusal); the target type is the action's
     resource."""
-    await uow.audit.add(
+    uow.collect(
         _resource_event(
             deps, caller.actor, caller.request_id, workspace_id, action, target_id, changes, outcome
         )
     )
 
 
-async def record_by_system(
+def by_caller(
+    deps: Dependencies, caller: Caller, workspace_id: UUID, recorded: Recorded
+) -> AuditEvent:
+    """The audit event of ``recorded``, a change ``caller`` made (for ``UnitOfWork.collect``)."""
+    return _recorded_event(deps, caller.actor, caller.request_id, workspace_id, recorded)
+
+
+def by_system(deps: Dependencies, workspace_id: UUID, recorded: Recorded) -> AuditEvent:
+    """The audit event of ``recorded``, a change a job made as the ``system`` actor."""
+    return _recorded_event(deps, SYSTEM_ACTOR, None, workspace_id, recorded)
+
+
+def _recorded_event(
     deps: Dependencies,
-    uow: UnitOfWork,
+    actor: Actor,
+    request_id: str | None,
     workspace_id: UUID,
-    action: str,
-    target_id: UUID | str | None,
-    changes: Mapping[str, Change] | None = None,
-) -> None:
-    """Audit an operator's or a job's change, made by the ``system`` actor."""
-    await uow.audit.add(
-        _resource_event(deps, SYSTEM_ACTOR, None, workspace_id, action, target_id, changes)
+    recorded: Recorded,
+) -> AuditEvent:
+    return _event(
+        deps,
+        actor,
+        request_id,
+        workspace_id,
+        recorded.action,
+        recorded.target,
+        recorded.target_id,
+        recorded.changes,
     )

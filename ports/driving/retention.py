@@ -17,12 +17,12 @@ import attrs
 
 from strongroom.domain.accounts import FAILED_LOGIN_WINDOW
 from strongroom.domain.artifacts import ArtifactState
-from strongroom.domain.audit import diff
 from strongroom.domain.errors import ArtifactLockedError, StrongroomError
-from strongroom.ports.driving.artifacts import Artifacts, artifact_snapshot, uncount
+from strongroom.domain.events import changed
+from strongroom.ports.driving.artifacts import Artifacts, uncount
 from strongroom.ports.driving.dependencies import Dependencies
 from strongroom.ports.driving.idempotency import KEY_LIFETIME
-from strongroom.ports.driving.recording import record_by_system
+from strongroom.ports.driving.recording import by_system
 
 logger = logging.getLogger(__name__)
 
@@ -111,13 +111,7 @@ class Retention:
             deleted = artifact.deleted()
             await uow.artifacts.update(deleted)
             await uncount(uow, artifact)
-            await record_by_system(
-                self._deps,
-                uow,
-                artifact.workspace_id,
-                "artifact.delete",
-                artifact.id,
-                diff(artifact_snapshot(artifact), artifact_snapshot(deleted)),
-            )
+            removal = changed("artifact.delete", artifact, deleted)
+            uow.collect(by_system(self._deps, artifact.workspace_id, removal))
             await uow.commit()
         return "removed"

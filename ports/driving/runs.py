@@ -5,14 +5,15 @@ from __future__ import annotations
 
 from uuid import UUID
 
+import strongroom.ports.driving.lookups as lookups
 from strongroom.domain.audit import diff
 from strongroom.domain.billing import GatedOperation
+from strongroom.domain.events import Recorded, changed, created
 from strongroom.domain.pagination import Page, PageRequest
 from strongroom.domain.permissions import Permission
 from strongroom.domain.principals import Caller
 from strongroom.domain.runs import Run, RunState, RunTrigger, ensure_manual, ensure_triggerable
 from strongroom.ports.driven.unit_of_work import UnitOfWork
-from strongroom.ports.driving import lookups
 from strongroom.ports.driving.access import Access, Grant, Requirement
 from strongroom.ports.driving.changes import WorkspaceChange, changing
 from strongroom.ports.driving.dependencies import Dependencies
@@ -24,18 +25,6 @@ TRIGGER_BACKUP = Requirement(
     (Permission.BACKUPS_WRITE, Permission.BACKUPS_TRIGGER), "backup.trigger"
 )
 CANCEL_RUN = Requirement((Permission.BACKUPS_TRIGGER, Permission.BACKUPS_WRITE), "run.cancel")
-
-
-def run_snapshot(run: Run) -> dict[str, str | int | None]:
-    """What the audit trail shows of a run."""
-    return {
-        "backup_id": str(run.backup_id),
-        "state": run.state.value,
-        "trigger": run.trigger.value,
-        "artifact_count": run.artifact_count,
-        "bytes": run.bytes,
-        "cancel_requested": run.cancel_requested,
-    }
 
 
 class Runs:
@@ -68,7 +57,7 @@ class Runs:
             backup.ensure_runnable()
             run = Run.manual(self._deps.ids.new_id(), backup, now)
             await uow.runs.add(run)
-            await change.record("run.create", run.id, diff({}, run_snapshot(run)))
+            change.collect(created("run.create", run))
             return run
 
         return await run_idempotent(self._deps, caller, idempotency, now, store, ResultForm(Run))
@@ -94,7 +83,7 @@ class Runs:
             backup.ensure_runnable()
             run = Run.queued(self._deps.ids.new_id(), backup, RunTrigger.API, now)
             await uow.runs.add(run)
-            await change.record("backup.trigger", backup.id, diff({}, {"run_id": str(run.id)}))
+            change.collect(Recorded("backup.trigger", backup.id, diff({}, {"run_id": str(run.id)})))
             await uow.runs.announce_queued(workspace_id)
             return run
 
@@ -138,7 +127,5 @@ class Runs:
             cancelled = run.request_cancel(self._deps.clock.now())
             if cancelled != run:
                 await uow.runs.update(cancelled)
-            await change.done(
-                "run.cancel", run.id, diff(run_snapshot(run), run_snapshot(cancelled))
-            )
+            change.collect(changed("run.cancel", run, cancelled))
         return cancelled

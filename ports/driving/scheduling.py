@@ -20,13 +20,12 @@ import attrs
 from strongroom.domain.audit import diff
 from strongroom.domain.backups import Backup
 from strongroom.domain.errors import StrongroomError
-from strongroom.domain.principals import SYSTEM_ACTOR
+from strongroom.domain.events import Recorded, created
 from strongroom.domain.runs import Run, RunTrigger
 from strongroom.domain.schedules import NotDue, ScheduleRun, Skip, decide_slot
 from strongroom.ports.driven.unit_of_work import UnitOfWork
 from strongroom.ports.driving.dependencies import Dependencies
-from strongroom.ports.driving.recording import record, record_by_system
-from strongroom.ports.driving.runs import run_snapshot
+from strongroom.ports.driving.recording import by_system
 
 logger = logging.getLogger(__name__)
 
@@ -127,23 +126,13 @@ class Scheduler:
         if isinstance(decision, Skip):
             changes = diff({}, {"backup_id": str(backup.id), "reason": decision.reason.value})
             changes |= diff({}, {"slot": slot})
-            await record(
-                self._deps,
-                uow,
-                workspace_id=backup.workspace_id,
-                actor=SYSTEM_ACTOR,
-                action="run.skip",
-                target_type="backup",
-                target_id=backup.id,
-                request_id=None,
-                changes=changes,
-            )
+            skipped = Recorded("run.skip", backup.id, changes, target_type="backup")
+            uow.collect(by_system(self._deps, backup.workspace_id, skipped))
             return "skipped"
         run = Run.queued(self._deps.ids.new_id(), backup, RunTrigger.SCHEDULE, now)
         await uow.runs.add(run)
-        changes = diff({}, run_snapshot(run)) | diff({}, {"slot": slot})
-        await record_by_system(
-            self._deps, uow, backup.workspace_id, "run.schedule", run.id, changes
+        uow.collect(
+            by_system(self._deps, backup.workspace_id, created("run.schedule", run, slot=slot))
         )
         await uow.runs.announce_queued(backup.workspace_id)
         return "scheduled"

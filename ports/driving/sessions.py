@@ -8,6 +8,7 @@ from uuid import UUID
 import attrs
 
 from strongroom.domain.errors import NotFoundError
+from strongroom.domain.events import Recorded
 from strongroom.domain.principals import Caller, Session
 from strongroom.domain.tokens import TokenKind, format_token, hash_token
 from strongroom.domain.users import User
@@ -16,7 +17,7 @@ from strongroom.ports.driven.repositories import IntegrityViolationError
 from strongroom.ports.driven.unit_of_work import UnitOfWork
 from strongroom.ports.driving.dependencies import Dependencies
 from strongroom.ports.driving.idempotency import IdempotencyKey, ResultForm, run_idempotent
-from strongroom.ports.driving.recording import record_by_caller
+from strongroom.ports.driving.recording import by_caller
 
 SWITCH_REFUSAL = "only a person's session can switch workspace"
 SIGN_OUT_REFUSAL = "only a person's session can sign out; revoke keys instead"
@@ -121,9 +122,8 @@ class Sessions:
                 raise NotFoundError("workspace")
             issued = await self._issue(uow, user, workspace_id, now)
             await uow.sessions.revoke(caller.credential_id, now)
-            await record_by_caller(
-                self._deps, uow, caller, workspace_id, "session.switch", issued.session.id
-            )
+            switched = Recorded("session.switch", issued.session.id)
+            uow.collect(by_caller(self._deps, caller, workspace_id, switched))
             return issued
 
         return await run_idempotent(self._deps, caller, idempotency, now, create, ISSUED_SESSION)

@@ -17,12 +17,11 @@ from datetime import datetime
 import attrs
 
 from strongroom.domain.artifacts import Artifact, ArtifactState, Verification
-from strongroom.domain.audit import JsonValue, diff
 from strongroom.domain.errors import StrongroomError
 from strongroom.ports.driving.artifacts import Artifacts
 from strongroom.ports.driving.dependencies import Dependencies
 from strongroom.ports.driving.notifications import notify_verification
-from strongroom.ports.driving.recording import record_by_system
+from strongroom.ports.driving.recording import by_system
 
 logger = logging.getLogger(__name__)
 
@@ -93,14 +92,8 @@ class ArtifactVerification:
             after = current.verified(found, self._deps.clock.now())
             await uow.artifacts.update(after)
             await notify_verification(self._deps, uow, after)
-            await record_by_system(
-                self._deps,
-                uow,
-                artifact.workspace_id,
-                "artifact.verify",
-                artifact.id,
-                diff(_snapshot(current), _snapshot(after)),
-            )
+            verified = current.recorded_verification(after)
+            uow.collect(by_system(self._deps, artifact.workspace_id, verified))
             await uow.commit()
         if found is not Verification.OK:
             if found is Verification.MISMATCH:
@@ -112,8 +105,3 @@ class ArtifactVerification:
                 found.value,
             )
         return found
-
-
-def _snapshot(artifact: Artifact) -> dict[str, JsonValue]:
-    """What the audit trail shows of a verification (``verified_at`` is the event's time)."""
-    return {"verification": None if artifact.verification is None else artifact.verification.value}

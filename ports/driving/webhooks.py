@@ -17,6 +17,7 @@ from uuid import UUID
 
 import attrs
 
+import strongroom.ports.driving.lookups as lookups
 from strongroom.domain.audit import Change
 from strongroom.domain.errors import InvalidRequestError
 from strongroom.domain.pagination import Page, PageRequest
@@ -33,7 +34,6 @@ from strongroom.domain.webhooks import (
     subscribed_events,
 )
 from strongroom.ports.driven.assurance_repositories import Subscription
-from strongroom.ports.driving import lookups
 from strongroom.ports.driving.access import Access, Grant, Requirement
 from strongroom.ports.driving.changes import changing
 from strongroom.ports.driving.dependencies import Dependencies
@@ -120,7 +120,7 @@ class Webhooks:
         async with changing(self._deps, caller, workspace_id) as change:
             await change.gate()
             await change.uow.webhooks.add(Subscription(webhook, sealed))
-            await change.done(
+            await change.record(
                 "webhook.create",
                 webhook.id,
                 {"url": Change(None, url), "events": Change(None, [e.value for e in chosen])},
@@ -174,7 +174,7 @@ class Webhooks:
                     [e.value for e in webhook.events], [e.value for e in after.events]
                 )
             await change.uow.webhooks.update(after)
-            await change.done("webhook.update", webhook_id, changes)
+            await change.record("webhook.update", webhook_id, changes)
         return after
 
     async def delete(self, caller: Caller | Grant, webhook_id: UUID) -> None:
@@ -185,7 +185,7 @@ class Webhooks:
         async with changing(self._deps, caller, workspace_id) as change:
             if not await change.uow.webhooks.delete(workspace_id, webhook_id):
                 lookups.existing(None, "webhook")
-            await change.done("webhook.delete", webhook_id)
+            await change.record("webhook.delete", webhook_id)
 
     async def deliveries(
         self, caller: Caller | Grant, webhook_id: UUID, page: PageRequest
@@ -210,7 +210,7 @@ class Webhooks:
             )
             again = lookups.existing(found, "delivery").redelivered(now)
             await change.uow.webhooks.save_delivery(again)
-            await change.done(
+            await change.record(
                 "webhook.redeliver", webhook_id, {"delivery_id": Change(None, str(delivery_id))}
             )
         return again
@@ -236,7 +236,7 @@ class Webhooks:
                 next_attempt_at=now,
             )
             await change.uow.webhooks.add_delivery(delivery)
-            await change.done("webhook.ping", webhook_id)
+            await change.record("webhook.ping", webhook_id)
         return delivery
 
     # ----------------------------------------------------------------------------------

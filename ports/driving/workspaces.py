@@ -8,6 +8,7 @@ from collections.abc import Awaitable, Callable
 from typing import TypeVar
 from uuid import UUID
 
+import strongroom.ports.driving.lookups as lookups
 from strongroom.domain.artifacts import ArtifactStorage
 from strongroom.domain.audit import Change
 from strongroom.domain.billing import BillingState
@@ -16,6 +17,7 @@ from strongroom.domain.errors import (
     StrongroomError,
     UpstreamUnavailableError,
 )
+from strongroom.domain.events import Recorded
 from strongroom.domain.names import clean_name
 from strongroom.domain.pagination import Page, PageRequest
 from strongroom.domain.permissions import ADMIN, Permission
@@ -29,7 +31,6 @@ from strongroom.domain.quotas import (
 )
 from strongroom.domain.workspaces import Membership, MemberWorkspace, Workspace
 from strongroom.ports.driven.unit_of_work import UnitOfWork
-from strongroom.ports.driving import lookups
 from strongroom.ports.driving.access import Access, Grant, Requirement
 from strongroom.ports.driving.changes import changing
 from strongroom.ports.driving.dependencies import Dependencies
@@ -40,7 +41,7 @@ from strongroom.ports.driving.idempotency import (
     run_idempotent,
 )
 from strongroom.ports.driving.preconditions import Precondition, check_precondition
-from strongroom.ports.driving.recording import record_by_caller, record_by_system
+from strongroom.ports.driving.recording import by_caller, by_system
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -124,15 +125,8 @@ class Workspaces:
                 )
                 await uow.workspaces.add(workspace)
                 await uow.memberships.add(Membership(workspace_id, user.id, ADMIN.slug, now))
-                await record_by_caller(
-                    self._deps,
-                    uow,
-                    caller,
-                    workspace_id,
-                    "workspace.create",
-                    workspace_id,
-                    {"name": Change(None, name)},
-                )
+                made = Recorded("workspace.create", workspace_id, {"name": Change(None, name)})
+                uow.collect(by_caller(self._deps, caller, workspace_id, made))
                 return workspace
 
             return await run_idempotent(self._deps, caller, idempotency, now, store, WORKSPACE)
@@ -170,9 +164,8 @@ class Workspaces:
             workspace = await change.gate()
             renamed = workspace.renamed(name, self._deps.clock.now())
             await change.uow.workspaces.update(renamed)
-            await change.done(
-                "workspace.update", workspace_id, {"name": Change(workspace.name, name)}
-            )
+            renaming = {"name": Change(workspace.name, name)}
+            change.collect(Recorded("workspace.update", workspace_id, renaming))
         return renamed
 
     async def delete(self, caller: Caller | Grant, workspace_id: UUID) -> None:
@@ -230,13 +223,11 @@ class Workspaces:
             workspace = await lookups.workspace(uow, workspace_id, for_update=True)
             changed = workspace.with_billing_state(state, self._deps.clock.now())
             await uow.workspaces.update(changed)
-            await record_by_system(
-                self._deps,
-                uow,
-                workspace_id,
-                "billing.update",
-                workspace_id,
-                {"billing_state": Change(workspace.billing_state.value, state.value)},
+            billing = {"billing_state": Change(workspace.billing_state.value, state.value)}
+            uow.collect(
+                by_system(
+                    self._deps, workspace_id, Recorded("billing.update", workspace_id, billing)
+                )
             )
             await uow.commit()
         return changed
@@ -249,13 +240,9 @@ class Workspaces:
             workspace = await lookups.workspace(uow, workspace_id, for_update=True)
             changed = workspace.with_limit(resource, limit, self._deps.clock.now())
             await uow.workspaces.update(changed)
-            await record_by_system(
-                self._deps,
-                uow,
-                workspace_id,
-                "quota.update",
-                workspace_id,
-                {resource.value: Change(workspace.limit(resource), limit)},
+            quota = {resource.value: Change(workspace.limit(resource), limit)}
+            uow.collect(
+                by_system(self._deps, workspace_id, Recorded("quota.update", workspace_id, quota))
             )
             await uow.commit()
         return changed

@@ -16,6 +16,7 @@ import attrs
 
 from strongroom.adapters.memory.store import MemoryStore
 from strongroom.adapters.memory.unit_of_work import MemoryUnitOfWork
+from strongroom.adapters.runtime.blocking import blocking, blocking_call
 from strongroom.adapters.sql.repositories import SqlRoleRepository
 from strongroom.adapters.sql.unit_of_work import SqlUnitOfWork
 from strongroom.domain.accounts import Account, DeviceGrant
@@ -32,7 +33,6 @@ from strongroom.domain.runs import Run
 from strongroom.domain.users import User
 from strongroom.domain.workspaces import Membership, Workspace
 from strongroom.ports.driven.unit_of_work import UnitOfWork
-from strongroom.ports.driving.blocking import blocking, blocking_call
 
 T0 = datetime(2026, 3, 14, 15, 9, 26, 535897, tzinfo=UTC)
 _counter = itertools.count(1)

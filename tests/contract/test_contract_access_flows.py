@@ -9,10 +9,10 @@ from typing import Any
 from contract_records import Adapter  # type: ignore[import-not-found]
 
 from strongroom.adapters.identity.builtin import BuiltinIdentityProvider
+from strongroom.adapters.runtime.blocking import blocking
 from strongroom.adapters.system import SecureIds, SystemClock
 from strongroom.domain.quotas import QuotaResource
 from strongroom.entrypoints.bootstrap import bootstrap
-from strongroom.ports.driving.blocking import blocking
 from support.world import FAST_HASHER, Api, bearer, make_client
 
 

@@ -26,6 +26,7 @@ from strategies import (
     schedules,
     valid_names,
 )
+from strongroom.adapters.runtime.blocking import blocking
 from strongroom.adapters.sql.catalog import Dialect, Q, queries_for
 from strongroom.adapters.webkit.conventions import etag_of, etag_of_object
 from strongroom.adapters.wire.present import render
@@ -48,7 +49,6 @@ from strongroom.domain.workspaces import Membership
 from strongroom.entrypoints.bootstrap import bootstrap
 from strongroom.ports.driven.repositories import Rendered
 from strongroom.ports.driving.access import Bearer
-from strongroom.ports.driving.blocking import blocking
 
 SETTINGS = settings(
     max_examples=30,

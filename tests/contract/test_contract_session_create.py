@@ -31,6 +31,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from strongroom.adapters.memory.services import ManualClock
+from strongroom.adapters.runtime.blocking import blocking
 from strongroom.domain.audit import Outcome
 from strongroom.domain.backups import BackupKind
 from strongroom.domain.billing import BillingState, GatedOperation
@@ -45,7 +46,6 @@ from strongroom.entrypoints.bootstrap import bootstrap
 from strongroom.ports.driven.repositories import AuditFilter
 from strongroom.ports.driving.access import Access, Bearer
 from strongroom.ports.driving.backups import CREATE_BACKUP
-from strongroom.ports.driving.blocking import blocking
 from strongroom.ports.driving.dependencies import Dependencies
 
 NOW = T0 + timedelta(hours=1)

@@ -8,10 +8,10 @@ import pytest
 from contract_records import Adapter  # type: ignore[import-not-found]
 
 from strongroom.adapters.identity.builtin import CLIENT_ID, BuiltinIdentityProvider, OAuthError
+from strongroom.adapters.runtime.blocking import blocking
 from strongroom.adapters.system import SecureIds, SystemClock
 from strongroom.domain.errors import UnauthenticatedError
 from strongroom.entrypoints.bootstrap import bootstrap
-from strongroom.ports.driving.blocking import blocking
 from support.world import FAST_HASHER, PASSWORD
 
 

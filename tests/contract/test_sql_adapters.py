@@ -18,6 +18,7 @@ import pytest
 from contract_records import T0, SqlAdapter, backup, session, user, workspace
 from psycopg_pool import AsyncConnectionPool
 
+from strongroom.adapters.runtime.blocking import blocking, blocking_call
 from strongroom.adapters.sql.catalog import (
     LOCK_MARKER,
     Dialect,
@@ -36,7 +37,6 @@ from strongroom.domain.tokens import TokenKind, format_token, hash_token
 from strongroom.domain.workspaces import Membership, Workspace
 from strongroom.entrypoints.bootstrap import bootstrap
 from strongroom.ports.driving.access import Bearer
-from strongroom.ports.driving.blocking import blocking, blocking_call
 
 
 @pytest.fixture(params=["sqlite", "postgres"])

@@ -16,10 +16,10 @@ import pytest
 from contract_proxy import TcpProxy
 from contract_records import user, workspace
 
+from strongroom.adapters.runtime.blocking import blocking, blocking_call
 from strongroom.adapters.sql.postgres import PostgresDatabase
 from strongroom.adapters.sql.sqlite import SqliteDatabase
 from strongroom.domain.errors import UpstreamUnavailableError
-from strongroom.ports.driving.blocking import blocking, blocking_call
 from support.postgres import truncate_all
 
 STATEMENT_TIMEOUT = 0.5

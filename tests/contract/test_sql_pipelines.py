@@ -22,6 +22,7 @@ from contract_records import T0, SqlAdapter, audit_event, backup, session, user,
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from strongroom.adapters.runtime.blocking import blocking
 from strongroom.adapters.sql.postgres import PostgresDatabase
 from strongroom.domain.backups import BackupChanges, BackupKind
 from strongroom.domain.errors import NameTakenError, UpstreamUnavailableError
@@ -30,7 +31,6 @@ from strongroom.domain.tokens import TokenKind, format_token, hash_token
 from strongroom.domain.workspaces import Membership
 from strongroom.entrypoints.bootstrap import bootstrap
 from strongroom.ports.driving.access import Bearer
-from strongroom.ports.driving.blocking import blocking
 from support.postgres import truncate_all
 
 # More than twice psycopg's default prepare_threshold (5): every statement of a create

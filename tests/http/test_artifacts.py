@@ -29,13 +29,13 @@ from minio import Minio
 
 from strongroom.adapters import resolver
 from strongroom.adapters.http.app import app_for
+from strongroom.adapters.runtime.blocking import blocking, unwrapped
 from strongroom.adapters.storage.local import LocalDiskStorage
 from strongroom.adapters.storage.s3 import S3Storage
 from strongroom.domain.endpoints import EndpointPolicy
 from strongroom.domain.pagination import PageRequest
 from strongroom.ports.driven.storage import ObjectLockedError, ObjectStorage
 from strongroom.ports.driving import Strongroom
-from strongroom.ports.driving.blocking import blocking, unwrapped
 from strongroom.ports.driving.verification import VerificationReport
 from support.checks import assert_error
 from support.seaweed import SeaweedServer, s3_storage

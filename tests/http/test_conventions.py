@@ -21,11 +21,11 @@ from strongroom.adapters.http.app import document as build_document
 from strongroom.adapters.http.app import operations
 from strongroom.adapters.identity.builtin import CLIENT_ID
 from strongroom.adapters.memory.services import MemoryNamespaces
+from strongroom.adapters.runtime.blocking import unwrapped
 from strongroom.adapters.webkit.conventions import etag_of_object, if_match
 from strongroom.domain.backups import BackupChanges, BackupKind
 from strongroom.domain.errors import InvalidRequestError, UpstreamUnavailableError
 from strongroom.ports.driving import Strongroom
-from strongroom.ports.driving.blocking import unwrapped
 from support.backups_http import CLOUD_COMPLETE, RETENTION
 from support.backups_http import Tenant as BackupsTenant
 from support.checks import assert_error

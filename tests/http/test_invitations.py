@@ -21,9 +21,9 @@ import pytest
 
 from strongroom.adapters.mail import LoggingMailer, SmtpMailer, SmtpSettings
 from strongroom.adapters.memory.services import ManualClock, OutboxMailer
+from strongroom.adapters.runtime.blocking import blocking_call
 from strongroom.entrypoints.service import mailer_for
 from strongroom.entrypoints.settings import Settings
-from strongroom.ports.driving.blocking import blocking_call
 from support.checks import assert_error
 from support.world import Api, bearer, make_client, make_facade
 

@@ -12,9 +12,9 @@ from uuid import UUID, uuid4
 
 import pytest
 
+from strongroom.adapters.runtime.blocking import blocking_call, unwrapped
 from strongroom.domain.billing import BillingState
 from strongroom.ports.driving import Strongroom
-from strongroom.ports.driving.blocking import blocking_call, unwrapped
 from support.checks import assert_error
 from support.pg_facade import postgres_facade
 from support.world import Api, bearer, make_client, make_facade

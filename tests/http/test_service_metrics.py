@@ -13,10 +13,10 @@ from hypothesis import strategies as st
 
 from strongroom.adapters.metrics.http import HttpMetrics
 from strongroom.adapters.metrics.service import STORAGE_BUCKETS
+from strongroom.adapters.runtime.blocking import unwrapped
 from strongroom.domain.errors import UpstreamUnavailableError
 from strongroom.domain.runs import RunState
 from strongroom.ports.driven.statistics import ServiceStatistics
-from strongroom.ports.driving.blocking import unwrapped
 from support.world import Api, bearer
 
 

@@ -17,10 +17,10 @@ import httpx2
 import pytest
 
 from strongroom.adapters.identity.builtin import BuiltinIdentityProvider
+from strongroom.adapters.runtime.blocking import blocking
 from strongroom.adapters.sql.sqlite import SqliteDatabase
 from strongroom.adapters.system import SecureIds, SystemClock
 from strongroom.entrypoints.bootstrap import bootstrap
-from strongroom.ports.driving.blocking import blocking
 from support.world import FAST_HASHER, Api, bearer, make_client, make_facade
 
 # Local times whose UTC form falls outside the years 1..9999.

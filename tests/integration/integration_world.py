@@ -14,11 +14,11 @@ import httpx2
 import psycopg
 
 from strongroom.adapters.identity.builtin import BuiltinIdentityProvider
+from strongroom.adapters.runtime.blocking import blocking
 from strongroom.adapters.sql.postgres import PostgresDatabase
 from strongroom.adapters.system import SecureIds, SystemClock
 from strongroom.entrypoints.bootstrap import bootstrap
 from strongroom.ports.driving import Strongroom
-from strongroom.ports.driving.blocking import blocking
 from support.world import FAST_HASHER, PASSWORD, bearer, idp_access_token
 
 # The service under test and the test's own facade share this key (and the database).

@@ -19,6 +19,7 @@ import psycopg
 
 from strongroom.adapters.identity.builtin import BuiltinIdentityProvider
 from strongroom.adapters.memory.services import ManualClock
+from strongroom.adapters.runtime.executor import Executor
 from strongroom.adapters.sql.listen import PostgresRunSignals
 from strongroom.adapters.sql.postgres import PostgresDatabase
 from strongroom.adapters.storage.local import LocalDiskStorage
@@ -29,7 +30,6 @@ from strongroom.domain.quotas import QuotaResource
 from strongroom.domain.schedules import next_slot
 from strongroom.entrypoints.bootstrap import bootstrap
 from strongroom.ports.driving import Strongroom
-from strongroom.ports.driving.executor import Executor
 from support.people import retention, workspace_admin
 from support.world import FAST_HASHER
 

@@ -29,6 +29,7 @@ from cloud_sources import (
 )
 
 from strongroom.adapters.outbound.policy import Stage
+from strongroom.adapters.runtime.executor import Executor
 from strongroom.adapters.sources.readers import Readers
 from strongroom.adapters.storage.s3 import S3Storage
 from strongroom.domain.artifacts import Artifact, ArtifactState, ArtifactStorage, Verification
@@ -46,7 +47,6 @@ from strongroom.domain.runs import Run, RunState
 from strongroom.entrypoints.service import open_serving_facade
 from strongroom.entrypoints.settings import Settings
 from strongroom.ports.driving import Strongroom
-from strongroom.ports.driving.executor import Executor
 from support.people import audit_events, retention, workspace_admin
 from support.postgres import PostgresServer, scratch_database
 from support.seaweed import SeaweedServer, s3_storage

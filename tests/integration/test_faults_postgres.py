@@ -37,9 +37,9 @@ from integration_world import (
 from live_server import LiveServer, Timed, all_at_once, client_for, timed
 
 from strongroom.adapters.http.app import build_app
+from strongroom.adapters.runtime.blocking import unwrapped
 from strongroom.adapters.sql.postgres import PostgresDatabase
 from strongroom.ports.driving import Strongroom
-from strongroom.ports.driving.blocking import unwrapped
 from support.postgres import PostgresServer
 from support.tcp_proxy import TcpProxy
 

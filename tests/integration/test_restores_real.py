@@ -32,6 +32,8 @@ from minio import Minio
 
 from strongroom.adapters.outbound.policy import Stage
 from strongroom.adapters.restores.service import ServiceRestoreTargets
+from strongroom.adapters.runtime.blocking import blocking_call, unwrapped
+from strongroom.adapters.runtime.restores import RestoreRunner
 from strongroom.adapters.storage.local import LocalDiskStorage
 from strongroom.domain.endpoints import EndpointPolicy
 from support.checks import assert_error
@@ -277,7 +279,7 @@ class Service:
         assert created.headers["location"].endswith(f"/v1/restores/{queued['id']}")
         assert "credentials" not in queued
         started = time.monotonic()
-        self.api.facade.restores.run_queued()
+        blocking_call(RestoreRunner(unwrapped(self.api.facade).restores).run_queued())
         ran_for = time.monotonic() - started
         read = self.api.client.get(created.headers["location"], headers=self.headers)
         assert read.status_code == 200, read.text

@@ -17,11 +17,11 @@ from strongroom.adapters.http.app import app_for
 from strongroom.adapters.identity.builtin import CLIENT_ID, BuiltinIdentityProvider
 from strongroom.adapters.memory.store import MemoryStore
 from strongroom.adapters.memory.unit_of_work import MemoryUnitOfWork
+from strongroom.adapters.runtime.blocking import blocking, blocking_call, unwrapped
 from strongroom.adapters.system import SecureIds, SystemClock
 from strongroom.entrypoints.bootstrap import bootstrap
 from strongroom.ports.driven.clock import Clock
 from strongroom.ports.driving import Strongroom
-from strongroom.ports.driving.blocking import blocking, blocking_call, unwrapped
 
 PASSWORD = "correct horse battery staple"
 FAST_HASHER = PasswordHasher(time_cost=1, memory_cost=64, parallelism=1)

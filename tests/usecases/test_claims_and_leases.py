@@ -15,11 +15,17 @@ from strongroom.adapters.memory.services import ManualClock
 from strongroom.adapters.storage.local import LocalDiskStorage
 from strongroom.domain.artifacts import ArtifactState
 from strongroom.domain.backups import BackupChanges, BackupKind
-from strongroom.domain.errors import ForbiddenError, InvalidStateError, NotFoundError
+from strongroom.domain.errors import (
+    ForbiddenError,
+    InvalidRequestError,
+    InvalidStateError,
+    NotFoundError,
+    UnauthenticatedError,
+)
 from strongroom.domain.pagination import PageRequest
 from strongroom.domain.principals import Caller, PrincipalType
 from strongroom.domain.runs import LEASE, Progress, RunState
-from strongroom.ports.driving import Strongroom
+from strongroom.ports.driving import Bearer, Strongroom
 from strongroom.ports.driving.leases import LeaseReport
 from support.people import api_key, audit_events, retention, upload, workspace_admin
 
@@ -122,6 +128,26 @@ class TestClaim:
         for caller in (ada, key):
             with pytest.raises(ForbiddenError):
                 await facade.claims.claim(caller)
+
+    async def test_a_claim_checks_in_the_contracts_order(self, facade: Strongroom) -> None:
+        """One call with the request's bearer: an unknown credential is 401, a person's
+        or an API key's 403 before their body is read, then a bad ``wait_seconds`` 400."""
+
+        def unread() -> int:
+            raise AssertionError("the body is read only after the credential passed")
+
+        ada, workspace_id = await workspace_admin(facade, "ada@example.com")
+        issued_key = await facade.api_keys.create(ada, "robot", ["artifacts:upload"])
+        issued_worker = await facade.workers.create(ada, "rack")
+        person = await facade.sessions.switch(ada, workspace_id)
+        with pytest.raises(UnauthenticatedError):
+            await facade.claims.claim(Bearer("bkw_unknown"), unread)
+        for token in (person.token, issued_key.token):
+            with pytest.raises(ForbiddenError):
+                await facade.claims.claim(Bearer(token), unread)
+        with pytest.raises(InvalidRequestError):
+            await facade.claims.claim(Bearer(issued_worker.token), lambda: 31)
+        assert await facade.claims.claim(Bearer(issued_worker.token), lambda: 0) is None
 
 
 class TestHeartbeatAndFail:

@@ -9,11 +9,11 @@ import logging
 import pytest
 from test_service_executor import FakeReaders, cloud_backup
 
+from strongroom.adapters.runtime.executor import Executor
 from strongroom.domain.artifacts import Artifact
 from strongroom.domain.runs import Run, RunState
 from strongroom.ports.driving import Strongroom
 from strongroom.ports.driving.executions import HeldRun, ServiceRuns
-from strongroom.ports.driving.executor import Executor
 from support.people import workspace_admin
 
 
@@ -41,7 +41,7 @@ async def test_a_heartbeat_after_the_confirm_committed_leaves_the_run_succeeded(
     held = await runs.claim()
     assert held is not None
     executor = Executor(runs, FakeReaders(b"archive"), heartbeat_every=0.05)
-    with caplog.at_level(logging.INFO, logger="strongroom.ports.driving.executor"):
+    with caplog.at_level(logging.INFO, logger="strongroom.adapters.runtime.executor"):
         ended = await executor.execute(held)
     assert ended is not None
     assert (ended.id, ended.state) == (run.id, RunState.SUCCEEDED)

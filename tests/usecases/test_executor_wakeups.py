@@ -15,11 +15,11 @@ from uuid import UUID
 from test_service_executor import FakeReaders, cloud_backup
 
 from strongroom.adapters.memory.services import ManualClock
+from strongroom.adapters.runtime.executor import Executor
 from strongroom.domain.backups import BackupChanges, Schedule
 from strongroom.domain.pagination import PageRequest
 from strongroom.domain.runs import RunState, RunTrigger
 from strongroom.ports.driving import Strongroom
-from strongroom.ports.driving.executor import Executor
 from support.people import workspace_admin
 
 HOUR = 3600.0

@@ -12,6 +12,7 @@ from datetime import timedelta
 import pytest
 
 from strongroom.adapters.memory.services import ManualClock
+from strongroom.adapters.runtime.restores import RestoreRunner
 from strongroom.adapters.storage.local import LocalDiskStorage
 from strongroom.domain.backups import S3Source
 from strongroom.domain.principals import SYSTEM_ACTOR, Caller
@@ -64,11 +65,11 @@ async def test_a_restore_whose_runner_died_runs_again_once_its_lease_ran_out(
     attempt 2 (``restore.requeue`` by ``system``) and restores it."""
     ada, restore = await queued_restore(facade)
     await taken_by_a_runner_that_dies(facade)
-    assert await facade.restores.run_queued() == []
+    assert await RestoreRunner(facade.restores).run_queued() == []
     assert (await facade.restores.get(ada, restore.id)).state is RestoreState.RUNNING
     assert targets.restored == []
     clock.advance(PAST_THE_LEASE)
-    (done,) = await facade.restores.run_queued()
+    (done,) = await RestoreRunner(facade.restores).run_queued()
     assert (done.id, done.state, done.attempt, done.error) == (
         restore.id,
         RestoreState.SUCCEEDED,
@@ -100,7 +101,7 @@ async def test_after_the_last_attempt_it_fails_as_interrupted(
     assert failed.error.startswith("interrupted")
     assert failed.sealed_credentials is None
     assert failed.finished_at == clock.now()
-    assert await facade.restores.run_queued() == []
+    assert await RestoreRunner(facade.restores).run_queued() == []
     assert targets.restored == []
     assert len(await audit_events(facade, ada, "restore.requeue")) == 2
     (finish,) = await audit_events(facade, ada, "restore.finish")
@@ -114,7 +115,7 @@ async def test_a_live_runner_renews_its_lease(
     ada, restore = await queued_restore(facade)
     lease = timedelta(seconds=0.4)
     targets.hold = asyncio.Event()
-    runner = asyncio.create_task(facade.restores.run_next(lease))
+    runner = asyncio.create_task(RestoreRunner(facade.restores).run_next(lease))
     await asyncio.wait_for(targets.started.wait(), 5)
     for _ in range(8):  # 0.8 s of the service's clock: twice the lease
         clock.advance(timedelta(seconds=0.1))
@@ -136,7 +137,7 @@ async def test_a_runner_whose_restore_was_taken_from_it_stops_and_records_nothin
     ada, restore = await queued_restore(facade)
     lease = timedelta(seconds=2)
     targets.hold = asyncio.Event()
-    runner = asyncio.create_task(facade.restores.run_next(lease))
+    runner = asyncio.create_task(RestoreRunner(facade.restores).run_next(lease))
     await asyncio.wait_for(targets.started.wait(), 5)
     clock.advance(timedelta(seconds=3))
     assert await facade.restores.expire_leases() == 1
@@ -145,7 +146,7 @@ async def test_a_runner_whose_restore_was_taken_from_it_stops_and_records_nothin
     assert (given_up.state, given_up.attempt) == (RestoreState.QUEUED, 2)
     assert targets.restored == []
     targets.hold.set()
-    (done,) = await facade.restores.run_queued()
+    (done,) = await RestoreRunner(facade.restores).run_queued()
     assert (done.state, done.attempt) == (RestoreState.SUCCEEDED, 2)
     assert (await audit_events(facade, ada, "restore.finish"))[0].changes is not None
     assert (await facade.restores.get(ada, restore.id)).finished

@@ -14,6 +14,7 @@ import attrs
 import pytest
 
 from strongroom.adapters.memory.services import ManualClock
+from strongroom.adapters.runtime.restores import RestoreRunner
 from strongroom.adapters.storage.local import LocalDiskStorage
 from strongroom.domain.artifacts import Artifact
 from strongroom.domain.backups import PostgresSource, S3Source
@@ -196,7 +197,7 @@ class TestRunner:
         ada, _ = await workspace_admin(facade, "ada@example.com")
         artifact = await s3_artifact(facade, ada, b"the archive bytes")
         restore = await facade.restores.create(ada, artifact.id, TARGET, S3_KEYS)
-        [done] = await facade.restores.run_queued()
+        [done] = await RestoreRunner(facade.restores).run_queued()
         assert targets.restored == [(TARGET, b"the archive bytes", S3_KEYS)]
         assert (done.id, done.state, done.error) == (restore.id, RestoreState.SUCCEEDED, None)
         assert done.finished_at is not None
@@ -207,7 +208,7 @@ class TestRunner:
         assert event.actor == SYSTEM_ACTOR
         assert event.changes is not None
         assert event.changes["state"].after == "succeeded"
-        assert await facade.restores.run_queued() == []
+        assert await RestoreRunner(facade.restores).run_queued() == []
 
     async def test_a_failure_is_recorded_with_its_reason(
         self, facade: Strongroom, targets: RecordingTargets
@@ -217,7 +218,7 @@ class TestRunner:
         artifact = await s3_artifact(facade, ada)
         restore = await facade.restores.create(ada, artifact.id, TARGET, S3_KEYS)
         targets.failure = "the target bucket refused the restore: AccessDenied"
-        await facade.restores.run_queued()
+        await RestoreRunner(facade.restores).run_queued()
         failed = await facade.restores.get(ada, restore.id)
         assert (failed.state, failed.error) == (RestoreState.FAILED, targets.failure)
         assert failed.sealed_credentials is None
@@ -233,7 +234,7 @@ class TestRunner:
         artifact = await s3_artifact(facade, ada)
         restore = await facade.restores.create(ada, artifact.id, TARGET, S3_KEYS)
         storage.object_path(artifact.object_key).unlink()
-        await facade.restores.run_queued()
+        await RestoreRunner(facade.restores).run_queued()
         failed = await facade.restores.get(ada, restore.id)
         assert failed.state is RestoreState.FAILED
         assert failed.error is not None
@@ -248,7 +249,9 @@ class TestRunner:
         created = [
             await facade.restores.create(ada, artifact.id, TARGET, S3_KEYS) for _ in range(6)
         ]
-        results = await asyncio.gather(*(facade.restores.run_queued() for _ in range(4)))
+        results = await asyncio.gather(
+            *(RestoreRunner(facade.restores).run_queued() for _ in range(4))
+        )
         ran = sorted(str(r.id) for batch in results for r in batch)
         assert ran == sorted(str(r.id) for r in created)
         assert len(targets.restored) == 6
@@ -262,7 +265,7 @@ class TestRunner:
         artifact = await s3_artifact(facade, ada)
         restore = await facade.restores.create(ada, artifact.id, TARGET, S3_KEYS)
         targets.hold = asyncio.Event()
-        runner = asyncio.create_task(facade.restores.run_queued())
+        runner = asyncio.create_task(RestoreRunner(facade.restores).run_queued())
         await asyncio.wait_for(targets.started.wait(), 5)
         assert (await facade.restores.get(ada, restore.id)).state is RestoreState.RUNNING
         runner.cancel()
@@ -296,12 +299,12 @@ class TestIdempotency:
         again = await facade.restores.create(ada, artifact.id, TARGET, S3_KEYS, idempotency=key)
         assert again == attrs.evolve(first, sealed_credentials=None)
         assert len(await audit_events(facade, ada, "restore.create")) == 1
-        [done] = await facade.restores.run_queued()
+        [done] = await RestoreRunner(facade.restores).run_queued()
         assert done.id == first.id
         assert len(targets.restored) == 1
         late = await facade.restores.create(ada, artifact.id, TARGET, S3_KEYS, idempotency=key)
         assert late.state is RestoreState.QUEUED
-        assert await facade.restores.run_queued() == []
+        assert await RestoreRunner(facade.restores).run_queued() == []
 
     async def test_the_same_key_for_another_request_is_a_conflict(
         self, facade: Strongroom, targets: RecordingTargets
@@ -316,7 +319,7 @@ class TestIdempotency:
             await facade.restores.create(
                 ada, artifact.id, TARGET, S3_KEYS, idempotency=IdempotencyKey("k", ROUTE, "two")
             )
-        assert len(await facade.restores.run_queued()) == 1
+        assert len(await RestoreRunner(facade.restores).run_queued()) == 1
         assert len(await audit_events(facade, ada, "restore.create")) == 1
 
     async def test_a_key_expires_after_24_hours(

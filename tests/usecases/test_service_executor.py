@@ -15,6 +15,7 @@ from uuid import UUID
 import pytest
 
 from strongroom.adapters.memory.services import ManualClock
+from strongroom.adapters.runtime.executor import Executor
 from strongroom.adapters.storage.local import LocalDiskStorage
 from strongroom.domain.artifacts import DEFAULT_PART_SIZE, ArtifactState, Verification
 from strongroom.domain.backups import BackupChanges, BackupKind, PostgresSource, S3Source
@@ -25,7 +26,6 @@ from strongroom.domain.principals import Caller, PrincipalType
 from strongroom.domain.runs import RunState
 from strongroom.ports.driven.sources import SourceError
 from strongroom.ports.driving import Strongroom
-from strongroom.ports.driving.executor import Executor
 from support.people import api_key, audit_events, retention, workspace_admin
 
 SECRET = "s3cr3t-Value-that-must-never-leak"

@@ -14,7 +14,7 @@ from strongroom.domain.runs import Progress
 from strongroom.domain.runs import Run as DomainRun
 from strongroom.ports.driving import Strongroom
 from strongroom.ports.driving.access import Grant
-from strongroom.ports.driving.claims import CLAIM_RUN, FAIL_RUN, HEARTBEAT_RUN, ensure_worker
+from strongroom.ports.driving.claims import CLAIM_RUN, FAIL_RUN, HEARTBEAT_RUN
 
 routes = Routes("Runs and artifacts")
 
@@ -41,10 +41,9 @@ async def claim_run(ctx: ApiContext) -> Response:
     Errors:
     - `forbidden`: a person or an API key called it (only workers claim runs)
     - `invalid_request`: `wait_seconds` is not 0 to 30"""
-    ensure_worker(await ctx.caller())
-    grant = await ctx.grant(CLAIM_RUN)
-    body = ctx.json(ClaimRequest, optional=True)
-    claimed = await ctx.facade.claims.claim(grant, body.wait_seconds)
+    claimed = await ctx.facade.claims.claim(
+        ctx.bearer(), lambda: ctx.json(ClaimRequest, optional=True).wait_seconds
+    )
     return no_content() if claimed is None else answer(claimed, 201)
 
 

@@ -23,11 +23,11 @@ from typing import Any
 
 import attrs
 
+from strongroom.adapters.runtime.uploads import StreamedUpload
 from strongroom.domain.errors import StrongroomError, UpstreamUnavailableError
 from strongroom.domain.runs import Progress, Run, RunState
 from strongroom.ports.driven.sources import SourceError, SourceReaders
 from strongroom.ports.driving.executions import HeldRun, LostRunError, ServiceRuns
-from strongroom.ports.driving.uploads import StreamedUpload
 
 logger = logging.getLogger(__name__)
 
