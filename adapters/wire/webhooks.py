@@ -46,6 +46,8 @@ class Webhook:
     """A webhook; its secret is never shown again after creation."""
 
     __location__: ClassVar[str] = "/v1/webhooks/{id}"
+    # Receivers' URLs often carry a token of their own: never stored by a cache.
+    __secret__: ClassVar[bool] = True
 
     id: UUID
     url: str
@@ -56,8 +58,6 @@ class Webhook:
 @attrs.frozen
 class WebhookWithSecret(Webhook):
     """A new webhook with its signing secret."""
-
-    __secret__: ClassVar[bool] = True  # never stored by a cache (conventions.no_store)
 
     secret: str = attrs.field(default="", repr=False)
     """`whsec_` + base64 of the key receivers verify signatures with; shown only here."""

@@ -68,10 +68,14 @@ async def target_is_visible(
                 await uow.restores.get(workspace_id, target_id) is not None
                 or await uow.artifacts.get(workspace_id, target_id) is not None
             )
+        case "webhook":
+            return await uow.webhooks.get(workspace_id, target_id) is not None
     return None
 
 
-_UUID_TARGETS = frozenset({"backup", "worker", "api_key", "member", "run", "artifact", "restore"})
+_UUID_TARGETS = frozenset(
+    {"backup", "worker", "api_key", "member", "run", "artifact", "restore", "webhook"}
+)
 
 
 @attrs.frozen

@@ -98,6 +98,7 @@ class TestWebhookRoutes:
         read = api.client.get(f"/v1/webhooks/{body['id']}", headers=bearer(ada))
         assert read.status_code == 200
         assert set(read.json()) == WEBHOOK_FIELDS
+        assert read.headers["cache-control"] == "no-store"
         listed = api.client.get(f"/v1/workspaces/{wid}/webhooks", headers=bearer(ada)).json()
         assert [set(item) for item in listed["data"]] == [WEBHOOK_FIELDS]
 
@@ -129,7 +130,7 @@ class TestWebhookRoutes:
         assert patched.status_code == 200, patched.text
         assert patched.json()["events"] == ["backup.late"]
         pinged = api.client.post(f"{path}/ping", headers=bearer(ada))
-        assert pinged.status_code == 202, pinged.text
+        assert pinged.status_code == 200, pinged.text
         assert set(pinged.json()) == DELIVERY_FIELDS
         assert pinged.json()["event"] == "webhook.ping"
         log = api.client.get(f"{path}/deliveries", headers=bearer(ada)).json()
@@ -137,7 +138,9 @@ class TestWebhookRoutes:
         again = api.client.post(
             f"{path}/deliveries/{pinged.json()['id']}/redeliver", headers=bearer(ada)
         )
-        assert again.status_code == 202, again.text
+        assert again.status_code == 200, again.text
+        assert again.json()["state"] == "pending"
+        assert again.headers.get("cache-control") != "no-store"
         missing = api.client.post(f"{path}/deliveries/{hook['id']}/redeliver", headers=bearer(ada))
         assert_error(missing, 404, "not_found")
         assert api.client.delete(path, headers=bearer(ada)).status_code == 204

@@ -69,8 +69,6 @@ ACCEPTING = {
     ("POST", "/v1/backups/{bid}/trigger"),
     ("POST", "/v1/artifacts/{aid}/restores"),
     ("POST", "/v1/artifacts/{aid}/verify"),
-    ("POST", "/v1/webhooks/{id}/deliveries/{did}/redeliver"),
-    ("POST", "/v1/webhooks/{id}/ping"),
 }
 # Operations whose success is a redirect (303 with Location), never a 2xx.
 REDIRECTING = {("POST", "/idp/authorize")}

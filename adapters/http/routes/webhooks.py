@@ -123,7 +123,6 @@ async def list_deliveries(
     Delivery,
     "The delivery, queued again.",
     REDELIVER_WEBHOOK,
-    status=202,
 )
 async def redeliver(facade: Strongroom, grant: Grant, id: UUID, did: UUID) -> DomainDelivery:
     """Redeliver
@@ -133,7 +132,7 @@ async def redeliver(facade: Strongroom, grant: Grant, id: UUID, did: UUID) -> Do
     return await facade.webhooks.redeliver(grant, id, did)
 
 
-@routes.action("/v1/webhooks/{id}/ping", Delivery, "The queued ping.", PING_WEBHOOK, status=202)
+@routes.action("/v1/webhooks/{id}/ping", Delivery, "The queued ping.", PING_WEBHOOK)
 async def ping_webhook(facade: Strongroom, grant: Grant, id: UUID) -> DomainDelivery:
     """Ping a webhook
 
