@@ -9,16 +9,22 @@ restore would have lost.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import datetime
+from datetime import datetime, timedelta
 from enum import StrEnum
 from uuid import UUID
 
 import attrs
 
-from strongroom.domain.errors import InvalidStateError
+from strongroom.domain.audit import JsonValue
+from strongroom.domain.backups import Backup, BackupKind, PostgresSource, S3Source
+from strongroom.domain.errors import InvalidStateError, ValidationFailedError
 
 # How many differences a drill's error names before it says "and N more".
 NAMED_PROBLEMS = 5
+# A drill running longer was left by a runner that stopped (drills hold no lease): the next
+# runner fails it as interrupted.
+DRILL_TIMEOUT = timedelta(hours=6)
+INTERRUPTED = "the drill was interrupted: its runner stopped before it finished"
 
 
 class DrillState(StrEnum):
@@ -70,6 +76,20 @@ def object_problems(expected: Mapping[str, str], found: Mapping[str, str]) -> li
     return problems
 
 
+def check_drillable(backup: Backup) -> str:
+    """The source type the service drills ``backup`` as; ``validation_failed`` for a local
+    or manual backup (their formats are client-side: the agent would run the drill, which
+    is not offered yet) and for a cloud backup without a source of a drillable type."""
+    if backup.kind is not BackupKind.CLOUD:
+        raise ValidationFailedError(
+            f"a {backup.kind} backup's copies are restored client-side: the service drills "
+            "only cloud backups (s3 and postgres sources)"
+        )
+    if not isinstance(backup.source, S3Source | PostgresSource):
+        raise ValidationFailedError("the backup has no s3 or postgres source to drill")
+    return backup.source.type
+
+
 def summary(problems: list[str]) -> str | None:
     """A drill's error: the first differences, and how many more; None when none."""
     if not problems:
@@ -96,6 +116,20 @@ class Drill:
     checks: Mapping[str, object] = attrs.field(factory=dict)
     error: str | None = None
 
+    @classmethod
+    def queued(cls, drill_id: UUID, workspace_id: UUID, backup_id: UUID, now: datetime) -> Drill:
+        """A drill asked for now, waiting for the service's runner."""
+        return cls(drill_id, workspace_id, backup_id, None, DrillState.QUEUED, now)
+
+    def audit_view(self) -> dict[str, JsonValue]:
+        """What the audit trail shows of a drill."""
+        return {
+            "backup_id": str(self.backup_id),
+            "run_id": None if self.run_id is None else str(self.run_id),
+            "state": self.state.value,
+            "error": self.error,
+        }
+
     def started(self, run_id: UUID, now: datetime) -> Drill:
         """Running, on the newest good copy ``run_id``."""
         if self.state is not DrillState.QUEUED:
@@ -121,6 +155,14 @@ class Drill:
             bytes=restored_bytes,
             checks=dict(checks),
             error=summary(problems),
+        )
+
+    def stale(self, now: datetime) -> bool:
+        """Whether it has been running longer than ``DRILL_TIMEOUT`` (its runner died)."""
+        return (
+            self.state is DrillState.RUNNING
+            and self.started_at is not None
+            and now - self.started_at > DRILL_TIMEOUT
         )
 
     def broke(self, error: str, now: datetime) -> Drill:

@@ -51,6 +51,22 @@ class Finding:
     problem: str
 
 
+@attrs.frozen
+class Proof:
+    """What a workspace's available artifacts in service storage are promised and what the
+    storage said of each, at ``checked_at``."""
+
+    workspace_id: UUID
+    checked_at: datetime
+    entries: tuple[ProofEntry, ...]
+    version: int = PROOF_VERSION
+
+    @property
+    def findings(self) -> list[Finding]:
+        """Where the storage protects less than the records say."""
+        return findings(self.entries)
+
+
 def findings(entries: Iterable[ProofEntry]) -> list[Finding]:
     """Every entry whose storage lock ends before the record's, or whose hold the storage
     does not keep. Only entries checked while still inside their lock can be judged: an

@@ -6,13 +6,17 @@ Nothing here runs at import time; nothing else imports this module.
 from __future__ import annotations
 
 import secrets
+import tempfile
 from collections.abc import Mapping
 from functools import partial
+from pathlib import Path
 
 from strongroom.adapters.identity.builtin import BuiltinIdentityProvider
 from strongroom.adapters.memory.services import MemoryBilling, MemoryNamespaces, OutboxMailer
 from strongroom.adapters.memory.store import MemoryStore
 from strongroom.adapters.memory.unit_of_work import MemoryUnitOfWork
+from strongroom.adapters.proofs.signing import ProofSigner
+from strongroom.adapters.restores.drills import ServiceDrillTargets
 from strongroom.adapters.restores.service import ServiceRestoreTargets
 from strongroom.adapters.secrets import FernetSecretBox
 from strongroom.adapters.signals import InProcessRunSignals
@@ -93,7 +97,12 @@ def bootstrap(
         endpoint_policy=endpoint_policy,
         signals=signals or InProcessRunSignals(),
     )
-    return Strongroom(deps)
+    facade = Strongroom(deps)
+    # Restore drills and proofs (contract 16): scratch in the temporary directory, and a
+    # key of this facade's own; ``open_facade`` gives the configured ones.
+    facade.drills.targets = ServiceDrillTargets(Path(tempfile.gettempdir()) / "strongroom-drills")
+    facade.proofs.signer = ProofSigner.generated()
+    return facade
 
 
 def _customer_s3(

@@ -33,6 +33,7 @@ from strongroom.adapters.sql.sqlite import SqliteDatabase
 from strongroom.adapters.storage.local import LocalDiskStorage
 from strongroom.adapters.system import SecureIds
 from strongroom.adapters.webhooks.sender import WebhookSender
+from strongroom.entrypoints.assurance import equip_assurance, run_drills_every
 from strongroom.entrypoints.bootstrap import bootstrap
 from strongroom.entrypoints.settings import Settings
 from strongroom.ports.driven.identity import IdentityProvider
@@ -201,7 +202,7 @@ async def open_facade(
 
             signals = PostgresRunSignals.for_database(database)
         try:
-            yield bootstrap(
+            facade = bootstrap(
                 uow=database.uow,
                 secret_key=secret_key,
                 signup_enabled=settings.signup_enabled,
@@ -212,6 +213,7 @@ async def open_facade(
                 endpoint_policy=settings.endpoint_policy,
                 signals=signals,
             )
+            yield equip_assurance(facade, settings)
         finally:
             if signals is not None:
                 await signals.aclose()
@@ -380,6 +382,9 @@ async def open_serving_facade(
                     ),
                     name="restores",
                 )
+            )
+            jobs.append(
+                asyncio.create_task(run_drills_every(facade, settings.restore_poll), name="drills")
             )
         jobs += assurance_jobs(facade, settings)
         stop_executor = asyncio.Event()

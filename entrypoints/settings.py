@@ -89,6 +89,10 @@ class Settings:
     verify_interval: float = 0.0
     # Seconds between looks for queued restores (contract 11); 0 turns the runner off.
     restore_poll: float = 2.0
+    # The PostgreSQL server restore drills create their scratch databases on (contract 16).
+    drill_database_url: str | None = None
+    # The service's Ed25519 proof key, PEM (default: <data dir>/proof_key.pem, made once).
+    proof_key: str | None = None
     # Service executors (contract 11): cloud runs at once per process (0: none in serve),
     # seconds between looks for queued ones, and the lease they claim and extend.
     executors: int = 2
@@ -162,6 +166,8 @@ class Settings:
             "verify_pending_interval": float(env.get("STRONGROOM_VERIFY_PENDING_INTERVAL") or 10),
             "verify_interval": float(env.get("STRONGROOM_VERIFY_INTERVAL") or 0),
             "restore_poll": float(env.get("STRONGROOM_RESTORE_POLL") or 2),
+            "drill_database_url": env.get("STRONGROOM_DRILL_DATABASE_URL") or None,
+            "proof_key": env.get("STRONGROOM_PROOF_KEY") or None,
             "shutdown_timeout": int(env.get("STRONGROOM_SHUTDOWN_TIMEOUT") or 30),
             "health_interval": float(env.get("STRONGROOM_HEALTH_INTERVAL") or 30),
             "webhook_poll": float(env.get("STRONGROOM_WEBHOOK_POLL") or 1),

@@ -77,6 +77,7 @@ NAMED: dict[Any, tuple[str, Json]] = {
 INLINE: dict[Any, Json] = {
     str: {"type": "string"},
     int: {"type": "integer"},
+    float: {"type": "number"},
     bool: {"type": "boolean"},
     Any: {},
     UUID: {"type": "string", "format": "uuid"},

@@ -67,7 +67,7 @@ class MemoryBackupRepository(MemoryRepository):
         if await self.get(workspace_id, backup_id) is not None:
             del self._tx.write(self.table)[backup_id]
             # The backup's runs go with it (ON DELETE CASCADE).
-            for table in ("runs", "artifacts"):
+            for table in ("runs", "artifacts", "drills"):
                 rows = self._tx.write(table)
                 for key in [key for key, row in rows.items() if row.backup_id == backup_id]:
                     del rows[key]

@@ -93,6 +93,8 @@ _WORKSPACE_CASCADE: dict[str, Callable[[object, object, UUID], bool]] = {
     "runs": _in_workspace,
     "artifacts": _in_workspace,
     "restores": _in_workspace,
+    "drills": _in_workspace,
+    "artifact_manifests": _keyed_by_workspace,
     "audit": _in_workspace,
     "sessions": _in_workspace,
     "workers": _in_workspace,

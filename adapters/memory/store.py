@@ -25,6 +25,8 @@ TABLES = (
     "runs",
     "artifacts",
     "restores",
+    "drills",
+    "artifact_manifests",
     "workers",
     "api_keys",
     "invitations",

@@ -11,6 +11,7 @@ from strongroom.adapters.memory import backup_repositories as backup_repos
 from strongroom.adapters.memory import credential_repositories as credential_repos
 from strongroom.adapters.memory import record_repositories as record_repos
 from strongroom.adapters.memory import repositories as repos
+from strongroom.adapters.memory.drill_repositories import MemoryDrillRepository
 from strongroom.adapters.memory.statistics import MemoryStatisticsRepository
 from strongroom.adapters.memory.store import MemoryStore, Transaction
 from strongroom.domain.audit import AuditEvent
@@ -18,6 +19,7 @@ from strongroom.ports.driven import assurance_repositories as assurance_ports
 from strongroom.ports.driven import backup_repositories as backup_ports
 from strongroom.ports.driven import credential_repositories as credential_ports
 from strongroom.ports.driven import repositories as ports
+from strongroom.ports.driven.drills import DrillRepository
 from strongroom.ports.driven.statistics import StatisticsRepository
 
 
@@ -32,6 +34,7 @@ class MemoryUnitOfWork:
     runs: backup_ports.RunRepository
     artifacts: backup_ports.ArtifactRepository
     restores: backup_ports.RestoreRepository
+    drills: DrillRepository
     workers: credential_ports.WorkerRepository
     api_keys: credential_ports.ApiKeyRepository
     invitations: ports.InvitationRepository
@@ -61,6 +64,7 @@ class MemoryUnitOfWork:
         self.runs = backup_repos.MemoryRunRepository(tx)
         self.artifacts = backup_repos.MemoryArtifactRepository(tx)
         self.restores = backup_repos.MemoryRestoreRepository(tx)
+        self.drills = MemoryDrillRepository(tx)
         self.workers = credential_repos.MemoryWorkerRepository(tx)
         self.api_keys = credential_repos.MemoryApiKeyRepository(tx)
         self.invitations = repos.MemoryInvitationRepository(tx)

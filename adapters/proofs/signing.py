@@ -70,6 +70,15 @@ class ProofSigner:
         self.public_key = private_key.public_key()
 
     @classmethod
+    def generated(cls) -> ProofSigner:
+        """A signer with a new key of its own (an in-memory service, tests)."""
+        return cls(Ed25519PrivateKey.generate())
+
+    def public_pem(self) -> str:
+        """The public key, PEM."""
+        return public_pem(self.public_key)
+
+    @classmethod
     def from_pem(cls, pem: str | bytes) -> ProofSigner:
         key = load_pem_private_key(pem.encode() if isinstance(pem, str) else pem, None)
         if not isinstance(key, Ed25519PrivateKey):

@@ -197,6 +197,9 @@ class Executor:
             if close is not None:
                 await close()
         size, sha256 = await upload.finish()
+        manifest = getattr(stream, "manifest", None)  # a dump's tables, for restore drills
+        if manifest is not None:
+            await self._runs.record_manifest(artifact, manifest)
         state.confirming = True
         return await self._runs.finish(held, artifact, size, sha256)
 

@@ -7,7 +7,8 @@ The format is fixed (restores read it):
   last-modified time, and a PAX record ``STRONGROOM.key`` with the exact relative key
   (a restore uses this record, never the member name);
 - then a last member ``manifest.json``: ``{"format": "strongroom-s3/1", "bucket", "prefix",
-  "objects": [{"key", "size", "etag"}, ...], "count", "bytes"}``.
+  "objects": [{"key", "size", "etag", "sha256"}, ...], "count", "bytes"}`` (``sha256``,
+  hex, of the bytes archived: what a restore drill checks the restored objects against).
 
 Everything streams: members are written as their bytes arrive, compressed on the way, and
 handed on in chunks of about ``CHUNK`` bytes; only the manifest's list is kept in memory.
@@ -15,6 +16,7 @@ handed on in chunks of about ``CHUNK`` bytes; only the manifest's list is kept i
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import tarfile
@@ -40,6 +42,20 @@ class ArchivedObject:
     key: str
     size: int
     etag: str
+    sha256: str
+
+
+class _Hashed:
+    """A body that hashes what is read from it."""
+
+    def __init__(self, body: Readable) -> None:
+        self._body = body
+        self.digest = hashlib.sha256()
+
+    def read(self, size: int = -1, /) -> bytes:
+        data = self._body.read(size)
+        self.digest.update(data)
+        return data
 
 
 class Readable(Protocol):
@@ -104,8 +120,9 @@ class ArchiveWriter:
         member.mode = 0o644
         member.type = tarfile.REGTYPE
         member.pax_headers = {KEY_RECORD: relative_key}
-        self._tar.addfile(member, cast(IO[bytes], body))
-        self._objects.append(ArchivedObject(relative_key, size, etag))
+        hashed = _Hashed(body)
+        self._tar.addfile(member, cast(IO[bytes], hashed))
+        self._objects.append(ArchivedObject(relative_key, size, etag, hashed.digest.hexdigest()))
 
     def finish(self) -> list[ArchivedObject]:
         """Write the manifest and the end of the archive; the objects archived."""

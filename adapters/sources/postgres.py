@@ -11,6 +11,14 @@ reached" (answered at the budget's floor: a closed port, a silent one, another p
 a wrong database or role all look alike), after it "the source failed while it was
 read"; ``pg_dump``'s own words stay out of the run (only its exit code is logged).
 Closing the stream early kills the process.
+
+With psycopg installed (the ``postgres`` extra), the reader first opens a read-only
+repeatable-read transaction on the source, exports its snapshot and has ``pg_dump`` dump
+that very snapshot (``--snapshot``); once the dump ended it reads every table's rows and
+checksum in the same snapshot (``pg_tables``), so what the stream's ``manifest`` holds is
+exactly what the dump holds: restore drills check a restored copy against it. A source
+that cannot give a manifest (no psycopg, a standby that exports no snapshot) is dumped
+all the same, without one.
 """
 
 from __future__ import annotations
@@ -21,11 +29,13 @@ import logging
 import os
 import shutil
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, Mapping
+from typing import Any
 
 from strongroom.adapters.outbound.policy import Outbound, Stage, UnreachableError, outbound_for
 from strongroom.adapters.resolver import Resolver
 from strongroom.domain.backups import PostgresSource
+from strongroom.domain.drills import TableFacts
 from strongroom.domain.endpoints import EndpointPolicy
 from strongroom.ports.driven.sources import SourceError
 
@@ -38,6 +48,27 @@ STDERR_KEPT = 16 * 1024
 def _quote(value: str) -> str:
     """A libpq connection-string value, quoted."""
     return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+class DumpStream:
+    """A dump's bytes; once read to the end, ``manifest`` holds its tables' facts (None
+    when none could be recorded)."""
+
+    def __init__(self) -> None:
+        self.manifest: dict[str, TableFacts] | None = None
+        self._inner: AsyncGenerator[bytes] | None = None
+
+    def __aiter__(self) -> DumpStream:
+        return self
+
+    async def __anext__(self) -> bytes:
+        assert self._inner is not None
+        return await self._inner.__anext__()
+
+    async def aclose(self) -> None:
+        """Stop the dump (kills ``pg_dump``)."""
+        if self._inner is not None:
+            await self._inner.aclose()
 
 
 class PostgresSourceReader:
@@ -57,13 +88,47 @@ class PostgresSourceReader:
         await asyncio.sleep(self._outbound.until_floor(started))
         return SourceError(Stage.SOURCE.message)
 
-    def read(self, source: PostgresSource, credentials: Mapping[str, str]) -> AsyncIterator[bytes]:
-        """The custom-format dump of ``source.database``."""
-        return self._dump(source, dict(credentials))
+    def read(self, source: PostgresSource, credentials: Mapping[str, str]) -> DumpStream:
+        """The custom-format dump of ``source.database`` (a ``DumpStream``)."""
+        stream = DumpStream()
+        stream._inner = self._dump(source, dict(credentials), stream)
+        return stream
+
+    async def _snapshot(self, conninfo: str, password: str) -> tuple[Any, str | None]:
+        """A transaction holding the snapshot to dump, and the snapshot's name; (None,
+        None) when there is none (no psycopg, no connection: ``pg_dump`` then says)."""
+        try:
+            import psycopg  # noqa: PLC0415 (the ``postgres`` extra)
+        except ImportError:
+            return None, None
+        try:
+            connection = await psycopg.AsyncConnection.connect(
+                conninfo, password=password, passfile=os.devnull
+            )
+        except psycopg.Error:
+            return None, None
+        try:
+            await connection.set_isolation_level(psycopg.IsolationLevel.REPEATABLE_READ)
+            await connection.set_read_only(True)
+            found = await (await connection.execute("SELECT pg_export_snapshot()")).fetchone()
+            return connection, str(found[0]) if found else None
+        except Exception:  # the dump goes on without a manifest: never fail it for this
+            logger.info("a postgres source exports no snapshot: dumped without a manifest")
+            await connection.close()
+            return None, None
+
+    async def _manifest(self, connection: Any) -> dict[str, TableFacts] | None:
+        from strongroom.adapters.sources.pg_tables import read_tables_async  # noqa: PLC0415
+
+        try:
+            return await read_tables_async(connection)
+        except Exception:
+            logger.warning("a postgres source's tables could not be recorded", exc_info=True)
+            return None
 
     async def _dump(
-        self, source: PostgresSource, credentials: dict[str, str]
-    ) -> AsyncIterator[bytes]:
+        self, source: PostgresSource, credentials: dict[str, str], stream: DumpStream
+    ) -> AsyncGenerator[bytes]:
         program = self._pg_dump or shutil.which("pg_dump")
         if program is None:
             raise SourceError("source postgres: pg_dump is not installed on this executor")
@@ -73,7 +138,7 @@ class PostgresSourceReader:
         except UnreachableError:
             raise await self._unreached(started) from None
         password = credentials["password"]
-        conninfo = " ".join(
+        base = " ".join(
             f"{name}={_quote(value)}"
             for name, value in (
                 ("host", source.host),
@@ -85,16 +150,31 @@ class PostgresSourceReader:
                 ("application_name", "strongroom"),
             )
         )
+        held, snapshot = await self._snapshot(base, password)
+        try:
+            async for chunk in self._run_dump(program, base, password, snapshot, started):
+                yield chunk
+            if held is not None and snapshot is not None:
+                stream.manifest = await self._manifest(held)
+        finally:
+            if held is not None:
+                await held.close()
+
+    async def _run_dump(
+        self, program: str, conninfo: str, password: str, snapshot: str | None, started: float
+    ) -> AsyncGenerator[bytes]:
         environment = {
             "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
             "LC_ALL": "C",
             "PGPASSWORD": password,
             "PGPASSFILE": os.devnull,
         }
+        snapshot_argv = [f"--snapshot={snapshot}"] if snapshot else []
         process = await asyncio.create_subprocess_exec(
             program,
             "--format=custom",
             "--no-password",
+            *snapshot_argv,
             f"--dbname={conninfo}",
             stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE,

@@ -324,6 +324,35 @@ CREATE INDEX restores_by_workspace ON restores (workspace_id, created_at DESC, i
 CREATE INDEX restores_queued ON restores (created_at, id) WHERE state = 'queued';
 CREATE INDEX restores_by_artifact ON restores (workspace_id, artifact_id);
 CREATE INDEX restores_running ON restores (lease_expires_at, id) WHERE state = 'running';
+CREATE TABLE drills (
+    id TEXT PRIMARY KEY,
+    workspace_id TEXT NOT NULL REFERENCES workspaces (id) ON DELETE CASCADE,
+    backup_id TEXT NOT NULL,
+    run_id TEXT,
+    state TEXT NOT NULL
+        CONSTRAINT drills_state_check
+        CHECK (state IN ('queued', 'running', 'succeeded', 'failed')),
+    created_at TEXT NOT NULL,
+    started_at TEXT,
+    finished_at TEXT,
+    restore_seconds REAL,
+    bytes INTEGER,
+    checks TEXT NOT NULL CONSTRAINT drills_checks_check CHECK (json_type(checks) = 'object'),
+    error TEXT,
+    CONSTRAINT drills_backup_fkey FOREIGN KEY (workspace_id, backup_id)
+        REFERENCES backups (workspace_id, id) ON DELETE CASCADE
+) STRICT;
+CREATE INDEX drills_by_backup ON drills (workspace_id, backup_id, created_at DESC, id DESC);
+CREATE INDEX drills_queued ON drills (created_at, id) WHERE state = 'queued';
+CREATE INDEX drills_running ON drills (started_at, id) WHERE state = 'running';
+CREATE TABLE artifact_manifests (
+    artifact_id TEXT PRIMARY KEY,
+    workspace_id TEXT NOT NULL,
+    tables TEXT NOT NULL
+        CONSTRAINT artifact_manifests_tables_check CHECK (json_type(tables) = 'object'),
+    CONSTRAINT artifact_manifests_artifact_fkey FOREIGN KEY (workspace_id, artifact_id)
+        REFERENCES artifacts (workspace_id, id) ON DELETE CASCADE
+) STRICT;
 
 -- Assurance (0018): stored health, webhooks and their outbox.
 CREATE TABLE backup_health (

@@ -25,6 +25,7 @@ from strongroom.adapters.sql.credential_repositories import (
     SqlDeviceGrantRepository,
     SqlWorkerRepository,
 )
+from strongroom.adapters.sql.drill_repositories import SqlDrillRepository
 from strongroom.adapters.sql.record_repositories import (
     SqlAuditRepository,
     SqlIdempotencyRepository,
@@ -44,6 +45,7 @@ from strongroom.ports.driven import assurance_repositories as assurance_ports
 from strongroom.ports.driven import backup_repositories as backup_ports
 from strongroom.ports.driven import credential_repositories as credential_ports
 from strongroom.ports.driven import repositories as ports
+from strongroom.ports.driven.drills import DrillRepository
 from strongroom.ports.driven.statistics import PoolUse, StatisticsRepository
 
 if TYPE_CHECKING:
@@ -111,6 +113,7 @@ class SqlUnitOfWork:
     runs: backup_ports.RunRepository
     artifacts: backup_ports.ArtifactRepository
     restores: backup_ports.RestoreRepository
+    drills: DrillRepository
     workers: credential_ports.WorkerRepository
     api_keys: credential_ports.ApiKeyRepository
     invitations: ports.InvitationRepository
@@ -197,6 +200,7 @@ _REPOSITORIES: dict[str, Callable[[Transaction], object]] = {
     "runs": SqlRunRepository,
     "artifacts": SqlArtifactRepository,
     "restores": SqlRestoreRepository,
+    "drills": SqlDrillRepository,
     "workers": SqlWorkerRepository,
     "api_keys": SqlApiKeyRepository,
     "invitations": SqlInvitationRepository,

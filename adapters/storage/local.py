@@ -48,6 +48,7 @@ import attrs
 
 from strongroom.adapters.storage.digest import hash_stream
 from strongroom.domain.errors import UpstreamUnavailableError
+from strongroom.domain.proofs import StorageLock
 from strongroom.domain.timestamps import format_timestamp
 from strongroom.ports.driven.storage import (
     ObjectLockedError,
@@ -512,6 +513,15 @@ class LocalDiskStorage:
             return self.object_path(key).open("rb")
         except FileNotFoundError:
             return None
+
+    async def lock_status(self, key: str) -> StorageLock:
+        """This storage's own lock record of the object (nobody can shorten it)."""
+        return await asyncio.to_thread(self._lock_status, key)
+
+    @_disk_errors
+    def _lock_status(self, key: str) -> StorageLock:
+        until = self._locked_until(key) if self._meta(key) is not None else None
+        return StorageLock(mode=None if until is None else "COMPLIANCE", retain_until=until)
 
     async def lock(self, key: str, until: datetime) -> None:
         """Record the lock; a shorter one than already set is refused."""

@@ -47,8 +47,10 @@ from strongroom.adapters.resolver import Resolver
 from strongroom.adapters.storage.digest import hash_stream
 from strongroom.adapters.storage.disposition import content_disposition
 from strongroom.adapters.storage.outbound import guarded_pool_manager
+from strongroom.adapters.storage.s3_locks import lock_status
 from strongroom.domain.endpoints import EndpointPolicy
 from strongroom.domain.errors import UpstreamUnavailableError
+from strongroom.domain.proofs import StorageLock
 from strongroom.ports.driven.storage import (
     ObjectLockedError,
     PendingUpload,
@@ -505,6 +507,14 @@ class S3Storage:
                 return None
             raise
         return _ObjectStream(response)
+
+    async def lock_status(self, key: str) -> StorageLock:
+        """What the store reports of the object's lock now (``s3_locks``)."""
+        return await asyncio.to_thread(self._lock_status, key)
+
+    def _lock_status(self, key: str) -> StorageLock:
+        with self._translated("read an object's lock"):
+            return lock_status(self.client, self.bucket, key, self._locked_version(key))
 
     async def lock(self, key: str, until: datetime) -> None:
         """PutObjectRetention in COMPLIANCE mode on the current version, until ``until``

@@ -20,6 +20,7 @@ from strongroom.entrypoints.cli import (
     artifacts,
     auth,
     backups,
+    proof,
     runs,
     server,
     transfers,
@@ -63,6 +64,7 @@ for command in (
     backups.backup,
     runs.run,
     artifacts.artifact,
+    proof.proof,
     *transfers.COMMANDS,
 ):
     cli.add_command(command)

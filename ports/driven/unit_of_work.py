@@ -25,6 +25,7 @@ from strongroom.ports.driven.credential_repositories import (
     DeviceGrantRepository,
     WorkerRepository,
 )
+from strongroom.ports.driven.drills import DrillRepository
 from strongroom.ports.driven.repositories import (
     AuditRepository,
     IdempotencyRepository,
@@ -52,6 +53,7 @@ class UnitOfWork(Protocol):
     runs: RunRepository
     artifacts: ArtifactRepository
     restores: RestoreRepository
+    drills: DrillRepository
     workers: WorkerRepository
     api_keys: ApiKeyRepository
     invitations: InvitationRepository

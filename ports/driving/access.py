@@ -70,11 +70,17 @@ async def target_is_visible(
             )
         case "webhook":
             return await uow.webhooks.get(workspace_id, target_id) is not None
+        case "drill":
+            # A drill's creation names its backup.
+            return (
+                await uow.drills.get(workspace_id, target_id) is not None
+                or await uow.backups.get(workspace_id, target_id) is not None
+            )
     return None
 
 
 _UUID_TARGETS = frozenset(
-    {"backup", "worker", "api_key", "member", "run", "artifact", "restore", "webhook"}
+    {"backup", "worker", "api_key", "member", "run", "artifact", "restore", "webhook", "drill"}
 )
 
 

@@ -15,7 +15,7 @@ first checks that the run is still the one claimed (``HeldRun``) and otherwise r
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from datetime import datetime, timedelta
 
 import attrs
@@ -24,6 +24,7 @@ import strongroom.ports.driving.lookups as lookups
 from strongroom.domain.artifacts import Artifact, ArtifactState, ArtifactStorage
 from strongroom.domain.backups import Backup
 from strongroom.domain.billing import GatedOperation, ensure_allowed
+from strongroom.domain.drills import TableFacts
 from strongroom.domain.errors import InvalidStateError
 from strongroom.domain.events import changed, created
 from strongroom.domain.executions import artifact_name, cloud_source
@@ -173,6 +174,13 @@ class ServiceRuns:
             if current is None or current.state is not ArtifactState.PENDING:
                 raise LostRunError(f"artifact {artifact.id} is no longer pending")
             await uow.artifacts.update(attrs.evolve(current, upload_id=upload_id))
+            await uow.commit()
+
+    async def record_manifest(self, artifact: Artifact, manifest: Mapping[str, TableFacts]) -> None:
+        """Keep what the source recorded of the artifact's content (a dump's tables), for
+        restore drills to check against (contract 16)."""
+        async with self._deps.uow() as uow:
+            await uow.drills.record_manifest(artifact.workspace_id, artifact.id, manifest)
             await uow.commit()
 
     async def finish(self, held: HeldRun, artifact: Artifact, size: int, sha256: str) -> Run:

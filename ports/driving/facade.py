@@ -15,6 +15,7 @@ from strongroom.ports.driving.audit_trail import AuditTrail
 from strongroom.ports.driving.backups import Backups
 from strongroom.ports.driving.claims import Claims
 from strongroom.ports.driving.dependencies import Dependencies
+from strongroom.ports.driving.drills import Drills
 from strongroom.ports.driving.executions import ServiceRuns
 from strongroom.ports.driving.health import HealthBoard
 from strongroom.ports.driving.invitations import Invitations
@@ -22,6 +23,7 @@ from strongroom.ports.driving.leases import Leases
 from strongroom.ports.driving.machines import ApiKeys, Workers
 from strongroom.ports.driving.members import Members, Roles
 from strongroom.ports.driving.monitoring import metrics_snapshot
+from strongroom.ports.driving.proofs import Proofs
 from strongroom.ports.driving.restores import Restores
 from strongroom.ports.driving.retention import Retention
 from strongroom.ports.driving.runs import Runs
@@ -59,6 +61,8 @@ class Strongroom:
         self.retention = Retention(deps, self.artifacts)
         self.verification = ArtifactVerification(deps, self.artifacts)
         self.restores = Restores(deps, self.access, self.artifacts)
+        self.drills = Drills(deps, self.access, self.artifacts)
+        self.proofs = Proofs(deps, self.access)
         self.audit = AuditTrail(deps, self.access)
         self.api_keys = ApiKeys(deps, self.access)
         self.workers = Workers(deps, self.access)

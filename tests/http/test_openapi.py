@@ -69,6 +69,7 @@ ACCEPTING = {
     ("POST", "/v1/backups/{bid}/trigger"),
     ("POST", "/v1/artifacts/{aid}/restores"),
     ("POST", "/v1/artifacts/{aid}/verify"),
+    ("POST", "/v1/backups/{bid}/drills"),
 }
 # Operations whose success is a redirect (303 with Location), never a 2xx.
 REDIRECTING = {("POST", "/idp/authorize")}

@@ -4,6 +4,7 @@ bridge's back-pressure and stop, and what a failing ``pg_dump`` becomes."""
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import io
 import json
 import tarfile
@@ -62,7 +63,15 @@ class TestArchive:
             "format": "strongroom-s3/1",
             "bucket": "bucket",
             "prefix": "pre/",
-            "objects": [{"key": k, "size": len(c), "etag": f"etag-{len(c)}"} for k, c in objects],
+            "objects": [
+                {
+                    "key": k,
+                    "size": len(c),
+                    "etag": f"etag-{len(c)}",
+                    "sha256": hashlib.sha256(c).hexdigest(),
+                }
+                for k, c in objects
+            ],
             "count": len(objects),
             "bytes": sum(len(c) for _, c in objects),
         }

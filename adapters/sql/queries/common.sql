@@ -943,3 +943,68 @@ AND (created_at, id) < (:after_created_at, :after_id)
 UPDATE webhook_deliveries
 SET state = :state, attempts = :attempts, next_attempt_at = :next_attempt_at
 WHERE workspace_id = :workspace_id AND id = :id
+
+-- name: drill_insert
+INSERT INTO drills (
+    id, workspace_id, backup_id, run_id, state, created_at, started_at, finished_at,
+    restore_seconds, bytes, checks, error
+) VALUES (
+    :id, :workspace_id, :backup_id, :run_id, :state, :created_at, :started_at, :finished_at,
+    :restore_seconds, :bytes, :checks, :error
+)
+
+-- name: drill_get
+SELECT id, workspace_id, backup_id, run_id, state, created_at, started_at, finished_at,
+       restore_seconds, bytes, checks, error
+FROM drills
+WHERE workspace_id = :workspace_id AND id = :id
+/*lock*/
+
+-- name: drill_update
+-- Identity, backup and creation time never change.
+UPDATE drills
+SET run_id = :run_id, state = :state, started_at = :started_at, finished_at = :finished_at,
+    restore_seconds = :restore_seconds, bytes = :bytes, checks = :checks, error = :error
+WHERE workspace_id = :workspace_id AND id = :id AND backup_id = :backup_id
+
+-- name: drill_next_queued
+-- The oldest queued drill of any workspace (index drills_queued), locked and skipping
+-- locked ones as restore_next_queued does.
+SELECT id, workspace_id, backup_id, run_id, state, created_at, started_at, finished_at,
+       restore_seconds, bytes, checks, error
+FROM drills
+WHERE state = 'queued'
+ORDER BY created_at, id
+LIMIT 1
+/*lock of drills, skip locked*/
+
+-- name: drill_started_before
+-- Running drills of every workspace started before :before (index drills_running).
+SELECT id, workspace_id, backup_id, run_id, state, created_at, started_at, finished_at,
+       restore_seconds, bytes, checks, error
+FROM drills
+WHERE state = 'running' AND started_at < :before
+ORDER BY started_at, id
+LIMIT :limit
+
+-- name: drill_list_for_backup
+-- A backup's drills, newest first (index drills_by_backup).
+SELECT id, workspace_id, backup_id, run_id, state, created_at, started_at, finished_at,
+       restore_seconds, bytes, checks, error
+FROM drills
+WHERE workspace_id = :workspace_id AND backup_id = :backup_id /*filters*/
+ORDER BY created_at DESC, id DESC
+LIMIT :limit
+
+-- name: filter_drill_after
+AND (created_at, id) < (:after_created_at, :after_id)
+
+-- name: artifact_manifest_insert
+-- A run's next attempt records its own dump's manifest over the last one's.
+INSERT INTO artifact_manifests (artifact_id, workspace_id, tables)
+VALUES (:artifact_id, :workspace_id, :tables)
+ON CONFLICT (artifact_id) DO UPDATE SET tables = excluded.tables
+
+-- name: artifact_manifest_get
+SELECT tables FROM artifact_manifests
+WHERE workspace_id = :workspace_id AND artifact_id = :artifact_id
