@@ -10,6 +10,7 @@ from uuid import UUID
 
 from strongroom.domain.artifacts import Artifact, Verification
 from strongroom.domain.audit import JsonValue
+from strongroom.domain.drills import Drill
 from strongroom.domain.restores import Restore
 from strongroom.domain.runs import Run, RunState
 from strongroom.domain.timestamps import format_timestamp
@@ -91,3 +92,15 @@ async def notify_restore(deps: Dependencies, uow: UnitOfWork, restore: Restore) 
         "error": restore.error,
     }
     await notify(deps, uow, restore.workspace_id, WebhookEvent.RESTORE_FINISHED, data)
+
+
+async def notify_drill(deps: Dependencies, uow: UnitOfWork, drill: Drill) -> None:
+    """``drill.finished`` for a drill that ended (passed or not)."""
+    data: dict[str, JsonValue] = {
+        "drill_id": str(drill.id),
+        "backup_id": str(drill.backup_id),
+        "state": drill.state.value,
+        "restore_seconds": drill.restore_seconds,
+        "error": drill.error,
+    }
+    await notify(deps, uow, drill.workspace_id, WebhookEvent.DRILL_FINISHED, data)

@@ -12,7 +12,7 @@ import pytest
 
 from strongroom.adapters.memory.services import ManualClock, OutboxMailer
 from strongroom.adapters.storage.local import LocalDiskStorage
-from strongroom.domain.backups import BackupChanges, Freshness
+from strongroom.domain.backups import BackupChanges, Freshness, S3Source
 from strongroom.domain.durations import Duration
 from strongroom.domain.errors import InvalidRequestError, NotFoundError, ValidationFailedError
 from strongroom.domain.freshness import HealthStatus
@@ -21,6 +21,7 @@ from strongroom.domain.principals import Caller
 from strongroom.domain.webhooks import RETRY_DELAYS, Attempt, DeliveryState, WebhookEvent
 from strongroom.ports.driving import Strongroom
 from support.people import active_manual, upload, workspace_admin
+from support.restores import cloud_backup
 from support.world import memory_facade
 
 HOUR = timedelta(hours=1)
@@ -224,3 +225,19 @@ class TestWebhooks:
         with pytest.raises(NotFoundError):
             await facade.webhooks.get(ada, created.webhook.id)
         assert (await facade.webhooks.list(ada, wid, PageRequest(10))).items == []
+
+
+class TestDrillEvents:
+    async def test_a_drill_that_ends_queues_drill_finished(self, facade: Strongroom) -> None:
+        """A drill of a backup with nothing to restore ends ``failed``, announced with the
+        change that records it."""
+        ada, _ = await workspace_admin(facade, "ada@example.com")
+        backup = await cloud_backup(facade, ada, S3Source("https://s3.example.com", "source"))
+        hook = await webhook(facade, ada, ["drill.finished"])
+        drill = await facade.drills.create(ada, backup.id)
+        taken = await facade.drills.take_next()
+        assert taken is not None
+        [delivery] = (await facade.webhooks.deliveries(ada, hook, PageRequest(10))).items
+        body = json.loads(delivery.payload)
+        assert (body["type"], body["data"]["drill_id"]) == ("drill.finished", str(drill.id))
+        assert body["data"]["state"] == taken[0].state.value
