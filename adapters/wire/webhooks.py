@@ -13,6 +13,22 @@ from strongroom.domain import webhooks
 from strongroom.domain.backups import UNSET, Unset
 from strongroom.domain.webhooks import DeliveryState, WebhookEvent
 
+URL_SCHEMA = {
+    "format": "uri",
+    "pattern": "^[Hh][Tt][Tt][Pp][Ss]?://[^/?#]+",
+    "maxLength": 2000,
+    "examples": ["https://hooks.example.com/strongroom"],
+}
+EVENTS_SCHEMA = {
+    "items": {"enum": [e.value for e in WebhookEvent if e is not WebhookEvent.PING]},
+    "minItems": 1,
+    "examples": [["run.failed", "backup.late"]],
+}
+SECRET_SCHEMA = {
+    "pattern": "^whsec_(?:[A-Za-z0-9+/]{4}){5,}"
+    "(?:[A-Za-z0-9+/]{4}|[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)$",
+    "examples": ["whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"],
+}
 EVENTS = (
     "Events delivered to the URL: "
     + ", ".join(f"`{e.value}`" for e in WebhookEvent if e is not WebhookEvent.PING)
@@ -24,20 +40,31 @@ EVENTS = (
 class WebhookCreate:
     """`POST /v1/workspaces/{wid}/webhooks`."""
 
-    url: str
-    """An http(s) URL the service may connect to (contract 13's endpoint policy)."""
-    events: list[str] = attrs.field(metadata=meta(EVENTS))
-    secret: str | None = None
-    """Optional signing secret (`whsec_` and the base64 of at least 16 bytes); the service
-    makes one when absent."""
+    url: str = attrs.field(
+        metadata=meta(
+            "An http(s) URL the service may connect to (contract 13's endpoint policy).",
+            schema=URL_SCHEMA,
+        )
+    )
+    events: list[str] = attrs.field(metadata=meta(EVENTS, schema=EVENTS_SCHEMA))
+    secret: str | None = attrs.field(
+        default=None,
+        metadata=meta(
+            "Optional signing secret (`whsec_` and the base64 of at least 16 bytes); the "
+            "service makes one when absent.",
+            schema=SECRET_SCHEMA,
+        ),
+    )
 
 
 @attrs.frozen
 class WebhookUpdate:
     """Every field is optional; the secret never changes."""
 
-    url: str | Unset = UNSET
-    events: list[str] | Unset = attrs.field(default=UNSET, metadata=meta(EVENTS))
+    url: str | Unset = attrs.field(default=UNSET, metadata=meta(schema=URL_SCHEMA))
+    events: list[str] | Unset = attrs.field(
+        default=UNSET, metadata=meta(EVENTS, schema=EVENTS_SCHEMA)
+    )
 
 
 @view_of(webhooks.Webhook)
