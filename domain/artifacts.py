@@ -12,6 +12,7 @@ import attrs
 from strongroom.domain.audit import JsonValue, diff
 from strongroom.domain.backups import RetentionPolicy
 from strongroom.domain.errors import (
+    ArtifactHeldError,
     ArtifactLockedError,
     ConflictError,
     InvalidRequestError,
@@ -130,6 +131,8 @@ class Artifact:
     locked_until: datetime | None = None
     verification: Verification | None = None
     verified_at: datetime | None = None
+    # Under a legal hold: never deleted or expired until released (contract 15).
+    held: bool = False
 
     def is_locked(self, now: datetime) -> bool:
         """Whether it is inside its lock window."""
@@ -143,6 +146,7 @@ class Artifact:
         """Whether its retention has run out."""
         return (
             self.state is ArtifactState.AVAILABLE
+            and not self.held
             and self.expires_at is not None
             and now >= self.expires_at
         )
@@ -205,14 +209,26 @@ class Artifact:
         return attrs.evolve(self, verification=found, verified_at=now)
 
     def ensure_deletable(self, now: datetime, available_in_backup: int) -> None:
-        """Contract 10's precedence: deleted (conflict), locked, then last of its backup."""
+        """Contract 15's precedence: deleted (conflict), locked, held, then last of its
+        backup."""
         if self.state is ArtifactState.DELETED:
             raise ConflictError("artifact is already deleted")
         if self.is_locked(now):
             until = format_timestamp(self.locked_until) if self.locked_until else ""
             raise ArtifactLockedError(f"artifact is inside its lock window until {until}")
+        if self.held:
+            raise ArtifactHeldError("artifact is under a legal hold")
         if self.state is ArtifactState.AVAILABLE and available_in_backup <= 1:
             raise LastArtifactError("artifact is the only one left for its backup")
+
+    def placed_on_hold(self, held: bool) -> Artifact:
+        """Held (or released): only a confirmed artifact takes a legal hold (a deleted one
+        is ``conflict``, a pending one ``invalid_state``); its lock stays as it is."""
+        if self.state is ArtifactState.DELETED:
+            raise ConflictError("artifact is deleted")
+        if self.state is not ArtifactState.AVAILABLE:
+            raise InvalidStateError("artifact is not confirmed yet")
+        return attrs.evolve(self, held=held)
 
     def deleted(self) -> Artifact:
         """The record that stays once the object is gone."""

@@ -24,6 +24,7 @@ from strongroom.domain.errors import (
     UnknownFieldError,
     ValidationFailedError,
 )
+from strongroom.domain.keep_rules import KeepRules
 from strongroom.domain.slots import next_slot
 
 
@@ -266,10 +267,12 @@ class Schedule:
 
 @attrs.frozen
 class RetentionPolicy:
-    """How long artifacts are kept, and how long they cannot be removed by anyone."""
+    """How long artifacts are kept, and how long they cannot be removed by anyone; with
+    ``keep``, the keep rules that select runs to keep past ``expire_after`` (contract 15)."""
 
     expire_after: Duration
     lock_for: Duration
+    keep: KeepRules | None = None
 
     def __attrs_post_init__(self) -> None:
         if self.expire_after.seconds <= 0:

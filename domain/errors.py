@@ -165,6 +165,12 @@ class ArtifactLockedError(ConflictError):
     code = "artifact_locked"
 
 
+class ArtifactHeldError(ConflictError):
+    """An artifact is under a legal hold."""
+
+    code = "artifact_held"
+
+
 class LastArtifactError(ConflictError):
     """The artifact is the only one left for its backup."""
 

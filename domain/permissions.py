@@ -24,6 +24,7 @@ class Permission(StrEnum):
     ARTIFACTS_READ = "artifacts:read"
     ARTIFACTS_DOWNLOAD = "artifacts:download"
     ARTIFACTS_DELETE = "artifacts:delete"
+    ARTIFACTS_HOLD = "artifacts:hold"
     WORKSPACES_READ = "workspaces:read"
     WORKSPACES_WRITE = "workspaces:write"
     MEMBERS_READ = "members:read"
@@ -50,6 +51,7 @@ DESCRIPTIONS: MappingProxyType[Permission, str] = MappingProxyType(
         Permission.ARTIFACTS_READ: "List artifacts",
         Permission.ARTIFACTS_DOWNLOAD: "Obtain download URLs for artifacts",
         Permission.ARTIFACTS_DELETE: "Delete artifacts outside their lock window",
+        Permission.ARTIFACTS_HOLD: "Place and release legal holds on artifacts",
         Permission.WORKSPACES_READ: "Read the workspace and its quotas",
         Permission.WORKSPACES_WRITE: "Rename and delete the workspace",
         Permission.MEMBERS_READ: "List members",
@@ -109,6 +111,7 @@ _MEMBER_EXCLUDED = {
     Permission.ROLES_WRITE,
     Permission.API_KEYS_WRITE,
     Permission.ARTIFACTS_DELETE,
+    Permission.ARTIFACTS_HOLD,
 }
 
 ADMIN = Role("admin", "Admin", ALL_PERMISSIONS, builtin=True)

@@ -207,6 +207,14 @@ class Run:
             and self.state is not RunState.QUEUED
         )
 
+    def takes_uploads_from(self, worker_id: UUID | None) -> bool:
+        """Whether a caller (``worker_id``: its worker, if it is one) may announce artifacts
+        into the run and confirm it: only its holder while the run is claimed (contract
+        section 13), so nobody breaks the holder's confirm; anyone allowed otherwise (a
+        manual run, a run not claimed yet, a finished one)."""
+        claimed = self.trigger is not RunTrigger.MANUAL and self.state is RunState.RUNNING
+        return not claimed or self.held_by(worker_id)
+
     def claim(self, worker_id: UUID | None, now: datetime, lease: timedelta = LEASE) -> Run:
         """The run taken by ``worker_id`` (None: the service's own executor, which runs
         cloud backups): ``running``, with a lease of ``lease``."""
@@ -218,6 +226,16 @@ class Run:
             worker_id=worker_id,
             started_at=now,
             lease_expires_at=now + lease,
+        )
+
+    def release(self) -> Run:
+        """The claimed run handed back unworked (its claim's answer never reached the
+        claimer): ``queued`` again with the same attempt."""
+        self._ensure_running("be released")
+        if self.lease_expires_at is None:
+            raise InvalidStateError("run holds no lease: a manual run cannot be released")
+        return attrs.evolve(
+            self, state=RunState.QUEUED, started_at=None, lease_expires_at=None, progress=None
         )
 
     def lease_expired(self, now: datetime) -> bool:

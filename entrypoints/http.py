@@ -26,6 +26,7 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Sta
         public_url=settings.public_url,
         access_log=settings.access_log,
         cors_origins=settings.cors_origins,
+        metrics_token=settings.metrics_token,
     )
 
 

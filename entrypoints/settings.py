@@ -60,6 +60,7 @@ class Settings:
     secret_key: str | None = None
     environment: str = "development"
     public_url: str | None = None
+    metrics_token: str | None = attrs.field(default=None, repr=False)
     s3_endpoint: str | None = None
     s3_access_key: str | None = None
     s3_secret_key: str | None = None
@@ -151,6 +152,7 @@ class Settings:
             "secret_key": env.get("STRONGROOM_SECRET_KEY") or None,
             "environment": env.get("STRONGROOM_ENVIRONMENT") or "development",
             "public_url": env.get("STRONGROOM_PUBLIC_URL") or None,
+            "metrics_token": env.get("STRONGROOM_METRICS_TOKEN") or None,
             "s3_endpoint": env.get("STRONGROOM_S3_ENDPOINT") or None,
             "s3_access_key": env.get("STRONGROOM_S3_ACCESS_KEY") or None,
             "s3_secret_key": env.get("STRONGROOM_S3_SECRET_KEY") or None,

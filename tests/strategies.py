@@ -271,7 +271,7 @@ CLOUD_SOURCE_TYPES = frozenset({"s3", "postgres"})
 _ENDPOINTS = st.sampled_from(
     ["https://s3.example.com", "https://minio.internal:9000", "http://10.0.0.9:9000"]
 )
-_BUCKETS = st.from_regex(r"[a-z0-9][a-z0-9.-]{2,20}", fullmatch=True)
+_BUCKETS = st.from_regex(r"[a-z0-9][a-z0-9-]{1,20}[a-z0-9]", fullmatch=True)
 _PREFIXES = st.none() | st.from_regex(r"[a-z0-9/_-]{1,20}", fullmatch=True)
 _SECRETS = st.text(string.ascii_letters + string.digits + "/+=", min_size=1, max_size=40)
 
@@ -623,11 +623,11 @@ MALFORMED_FIELDS: tuple[dict[str, Any], ...] = (
     {"name": ["a"]},
     {"source": None},
     {"source": "s3"},
-    {"source": {"endpoint": "https://s3.example.com", "bucket": "b"}},
-    {"source": {"type": "s3", "endpoint": "ftp://s3.example.com", "bucket": "b"}},
-    {"source": {"type": "s3", "endpoint": "not a url", "bucket": "b"}},
+    {"source": {"endpoint": "https://s3.example.com", "bucket": "bucket-b"}},
+    {"source": {"type": "s3", "endpoint": "ftp://s3.example.com", "bucket": "bucket-b"}},
+    {"source": {"type": "s3", "endpoint": "not a url", "bucket": "bucket-b"}},
     {"source": {"type": "s3", "endpoint": "https://s3.example.com"}},
-    {"source": {"type": "s3", "endpoint": "https://s3.example.com", "bucket": "b", "x": 1}},
+    {"source": {"type": "s3", "endpoint": "https://s3.example.com", "bucket": "bucket-b", "x": 1}},
     {"source": {"type": "postgres", "host": "h", "port": "5432", "database": "d"}},
     {"source": {"type": "postgres", "host": "h", "port": 0, "database": "d"}},
     {"source": {"type": "postgres", "host": "h", "port": 70_000, "database": "d"}},
@@ -661,8 +661,8 @@ MALFORMED_FIELDS: tuple[dict[str, Any], ...] = (
     {"retention": {"expire_after": "P1.5D", "lock_for": "PT0S"}},
     {"destination": None},
     {"destination": {"type": "gcs"}},
-    {"destination": {"type": "service", "bucket": "b"}},
-    {"destination": {"type": "customer_s3", "endpoint": "ftp://x", "bucket": "b"}},
+    {"destination": {"type": "service", "bucket": "bucket-b"}},
+    {"destination": {"type": "customer_s3", "endpoint": "ftp://x", "bucket": "bucket-b"}},
     {"destination_credentials": None},
     {"destination_credentials": ["access_key_id"]},
 )

@@ -30,6 +30,7 @@ from strongroom.adapters.http.routes import (
     members,
     proofs,
     restores,
+    retention,
     runs,
     system,
     webhooks,
@@ -60,6 +61,7 @@ ROUTES = [
     *runs.routes,
     *claims.routes,
     *artifacts.routes,
+    *retention.routes,
     *restores.routes,
     *health.routes,
     *webhooks.routes,
@@ -98,10 +100,12 @@ def build_app(
     access_log: bool = False,
     cors_origins: Iterable[str] = (),
     compress: bool = True,
+    metrics_token: str | None = None,
 ) -> Starlette:
     """The ASGI application over the facade that ``open_facade`` yields for its lifetime;
     browsers may call it from ``cors_origins`` (none by default); answers are gzipped for
-    clients that accept it unless ``compress`` is false (to measure what that costs)."""
+    clients that accept it unless ``compress`` is false (to measure what that costs);
+    ``/metrics`` asks for ``metrics_token`` as a bearer when one is given."""
 
     @asynccontextmanager
     async def lifespan(_app: Starlette) -> AsyncIterator[dict[str, Any]]:
@@ -115,7 +119,7 @@ def build_app(
                 app.state.stop_waiting = _nothing
                 metrics.registry.unregister(integrity)
 
-    metrics = HttpMetrics()
+    metrics = HttpMetrics(metrics_token)
     origins = tuple(cors_origins)
     app = Application(
         lambda inner, handlers: HttpLayer(

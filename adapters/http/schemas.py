@@ -16,6 +16,7 @@ from strongroom.adapters import wire
 from strongroom.adapters import wire as shapes
 from strongroom.adapters.webkit.declare import Json, prose, ref
 from strongroom.domain.backups import UnsupportedSource
+from strongroom.domain.buckets import BUCKET_PATTERN, BUCKET_RULE
 from strongroom.domain.durations import Duration
 from strongroom.domain.names import MAX_NAME_LENGTH
 from strongroom.domain.permissions import Permission
@@ -87,6 +88,13 @@ INLINE: dict[Any, Json] = {
     wire.Uri: {"type": "string", "format": "uri"},
     wire.Email: {"type": "string", "format": "email"},
     wire.Port: {"type": "integer", "minimum": 1, "maximum": wire.MAX_PORT},
+    wire.Bucket: {
+        "type": "string",
+        "minLength": 3,
+        "maxLength": 63,
+        "pattern": BUCKET_PATTERN,
+        "description": f"An S3 bucket name: {BUCKET_RULE}.",
+    },
 }
 # Not shown: PATCH sentinels, ``null`` (made ``nullable``), a source type never accepted.
 SKIPPED = (*wire.SENTINELS, type(None), UnsupportedSource)

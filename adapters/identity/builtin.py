@@ -8,8 +8,10 @@ per client address (100 per 15 minutes), never globally (contract 13): failures 
 address never refuse a correct password from another.
 
 Everything that reads or writes the store is a coroutine. argon2 hashing and verifying
-burn tens of milliseconds of CPU each, so they run in a worker thread
-(``asyncio.to_thread``) and never hold up the event loop.
+burn tens of milliseconds of CPU each, so they run in a pool of their own
+(``HASHING_THREADS``, half the CPUs) and never hold up the event loop, nor take every CPU
+and every shared worker thread when sign-ups flood in (contract 13); sign-ups are limited
+per client address (``signup_limit``).
 """
 
 from __future__ import annotations
@@ -19,14 +21,19 @@ import base64
 import hashlib
 import hmac
 import math
+import os
 import re
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta
+from typing import TypeVar
 from uuid import UUID
 
 import attrs
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
 
+from strongroom.adapters.identity.signup_limit import SignupLimiter
 from strongroom.domain.accounts import FAILED_LOGIN_WINDOW, Account, DeviceGrant, GrantState
 from strongroom.domain.errors import (
     InvalidRequestError,
@@ -162,6 +169,7 @@ class BuiltinIdentityProvider:
         # made on first use, in a worker thread like every argon2 computation.
         self._decoy_hash: str | None = None
         self.signup_enabled = signup_enabled
+        self._signups = SignupLimiter()
 
     # The identity provider port.
 
@@ -207,16 +215,20 @@ class BuiltinIdentityProvider:
 
     # Accounts.
 
-    async def sign_up(self, email: str, password: str, name: str) -> Account:
-        """Self-service registration (404 when sign-up is off)."""
+    async def sign_up(
+        self, email: str, password: str, name: str, client_address: str = ""
+    ) -> Account:
+        """Self-service registration (404 when sign-up is off; 429 ``rate_limited`` after
+        ``SIGNUPS_PER_ADDRESS`` from ``client_address`` in ``SIGNUP_WINDOW``)."""
         if not self.signup_enabled:
             raise NotFoundError("sign-up")
+        self._signups.admit(client_address, self._clock.now())
         return await self.add_account(email, password, name)
 
     async def add_account(self, email: str, password: str, name: str) -> Account:
         """Register an account (operators may do so with sign-up off)."""
         email, name = check_email(email), clean_name(name)
-        password_hash = await asyncio.to_thread(self._hasher.hash, check_password(password))
+        password_hash = await _hashing(self._hasher.hash, check_password(password))
         account = Account(
             id=self._ids.new_id(),
             email=email,
@@ -234,11 +246,11 @@ class BuiltinIdentityProvider:
         is no account, so that timing does not tell); argon2 runs in a worker thread."""
         decoy = await self._decoy()  # made before choosing, so the first call is alike too
         stored = account.password_hash if account else decoy
-        return await asyncio.to_thread(self._verify, stored, password) and account is not None
+        return await _hashing(self._verify, stored, password) and account is not None
 
     async def _decoy(self) -> str:
         if self._decoy_hash is None:
-            self._decoy_hash = await asyncio.to_thread(self._hasher.hash, "decoy password")
+            self._decoy_hash = await _hashing(self._hasher.hash, "decoy password")
         return self._decoy_hash
 
     def _verify(self, password_hash: str, password: str) -> bool:
@@ -486,6 +498,17 @@ class BuiltinIdentityProvider:
         async with self._uow() as uow:
             account = await uow.accounts.get_by_email(email)
         return None if account is None else account.id
+
+
+_T = TypeVar("_T")
+HASHING_THREADS = max(1, (os.cpu_count() or 2) // 2)
+_HASHING = ThreadPoolExecutor(HASHING_THREADS, thread_name_prefix="argon2")
+
+
+async def _hashing(work: Callable[..., _T], *args: str) -> _T:
+    """``work(*args)`` in the hashing pool: at most ``HASHING_THREADS`` argon2 computations
+    at once in the process, the others queued."""
+    return await asyncio.get_running_loop().run_in_executor(_HASHING, work, *args)
 
 
 async def _check_failure_limits(

@@ -268,7 +268,7 @@ class MemoryArtifactRepository(MemoryRepository):
             stored is not None and stored.run_id == artifact.run_id, "update of a missing artifact"
         )
         assert stored is not None
-        # Only state, upload, expiry, lock and verification change, as the SQL update says,
+        # Only state, upload, expiry, lock, verification and hold change, as the SQL update says,
         # and the size and sha256 of a pending artifact (one the service streamed itself).
         written = stored.state is ArtifactState.PENDING
         self._replace(
@@ -283,6 +283,7 @@ class MemoryArtifactRepository(MemoryRepository):
                 locked_until=artifact.locked_until,
                 verification=artifact.verification,
                 verified_at=artifact.verified_at,
+                held=artifact.held,
             ),
         )
 
@@ -331,7 +332,19 @@ class MemoryArtifactRepository(MemoryRepository):
         )
 
     async def expired(self, now: datetime, limit: int) -> list[Artifact]:
-        found = [a for a in self._tx.read(self.table).values() if a.is_expired(now)]
+        backups = self._tx.read("backups")
+
+        def ruled(a: Artifact) -> bool:
+            backup = backups.get(a.backup_id)
+            return (
+                backup is not None
+                and backup.retention is not None
+                and backup.retention.keep is not None
+            )
+
+        found = [
+            a for a in self._tx.read(self.table).values() if a.is_expired(now) and not ruled(a)
+        ]
         found.sort(key=lambda a: (a.expires_at, a.id))
         return found[:limit]
 

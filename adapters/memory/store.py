@@ -36,6 +36,7 @@ TABLES = (
     "accounts",
     "failed_logins",
     "device_grants",
+    "run_references",
     "backup_health",
     "webhooks",
     "webhook_deliveries",

@@ -12,6 +12,7 @@ from strongroom.adapters.memory import credential_repositories as credential_rep
 from strongroom.adapters.memory import record_repositories as record_repos
 from strongroom.adapters.memory import repositories as repos
 from strongroom.adapters.memory.drill_repositories import MemoryDrillRepository
+from strongroom.adapters.memory.retention_repositories import MemoryRetentionRepository
 from strongroom.adapters.memory.statistics import MemoryStatisticsRepository
 from strongroom.adapters.memory.store import MemoryStore, Transaction
 from strongroom.domain.audit import AuditEvent
@@ -20,6 +21,7 @@ from strongroom.ports.driven import backup_repositories as backup_ports
 from strongroom.ports.driven import credential_repositories as credential_ports
 from strongroom.ports.driven import repositories as ports
 from strongroom.ports.driven.drills import DrillRepository
+from strongroom.ports.driven.retention_repositories import RetentionRepository
 from strongroom.ports.driven.statistics import StatisticsRepository
 
 
@@ -44,6 +46,7 @@ class MemoryUnitOfWork:
     accounts: credential_ports.AccountRepository
     device_grants: credential_ports.DeviceGrantRepository
     statistics: StatisticsRepository
+    retention: RetentionRepository
     health: assurance_ports.HealthRepository
     webhooks: assurance_ports.WebhookRepository
 
@@ -74,6 +77,7 @@ class MemoryUnitOfWork:
         self.accounts = credential_repos.MemoryAccountRepository(tx)
         self.device_grants = credential_repos.MemoryDeviceGrantRepository(tx)
         self.statistics = MemoryStatisticsRepository(tx)
+        self.retention = MemoryRetentionRepository(tx)
         self.health = assurance_repos.MemoryHealthRepository(tx)
         self.webhooks = assurance_repos.MemoryWebhookRepository(tx)
         return self

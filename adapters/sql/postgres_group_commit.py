@@ -10,11 +10,12 @@ pipeline of ``BEGIN``, the statements in arrival order and ``COMMIT``, on one co
 before it (the usage counter, a name just taken), so a batch decides exactly what the same
 statements one after another would.
 
-A lone statement runs as before: in autocommit, alone. A batch that fails as a whole (a
-name taken twice aborts the transaction, a connection lost) is written by none of its
-statements; each caller then runs its statement on its own, as without group commit
-(``RunAlone``), so a refusal reaches only its own caller. When the database is out of reach
-(no connection, or no answer by the deadline) that error answers the batch and every
+A lone statement runs alone, between its own ``BEGIN`` and ``COMMIT`` (the commit guarded so
+that no write answered 502 commits: ``postgres_transaction._commit_guarded``). A batch that
+fails as a whole (a name taken twice aborts the transaction, a connection lost) is written
+by none of its statements; each caller then runs its statement on its own, as without group
+commit (``RunAlone``), so a refusal reaches only its own caller. When the database is out of
+reach (no connection, or no answer by the deadline) that error answers the batch and every
 statement waiting for the next one (``FailWaiting``): each would only wait for it again.
 
 Two batches run at a time per event loop (per pool): while one commits, the next is sent.
@@ -80,7 +81,7 @@ class GroupCommit:
     """The ``write_alone`` statements of one event loop, in shared commits."""
 
     def __init__(self, run_batch: BatchRunner, order: LockOrder) -> None:
-        """``run_batch`` runs statements as one transaction (one alone, in autocommit):
+        """``run_batch`` runs statements as one transaction (one alone, too):
         their first rows, or raises ``RunAlone``, ``FailWaiting`` or the error that
         answers them all. ``order`` is the key of the row a statement locks first (its
         workspace): a batch runs its statements in that order."""

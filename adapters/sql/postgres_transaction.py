@@ -10,6 +10,7 @@ import os
 import socket
 from collections.abc import Sequence
 from contextlib import suppress
+from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
 import psycopg
@@ -74,7 +75,8 @@ def translate(error: psycopg.Error, params: Params) -> Exception:
     if isinstance(error, psycopg.IntegrityError):
         detail = error.diag.message_primary or str(error)
         return refusal(error.diag.constraint_name, params, detail)
-    if isinstance(error, psycopg.OperationalError):
+    if isinstance(error, psycopg.OperationalError | psycopg.errors.DivisionByZero):
+        # No statement divides but the commit guard (``_commit_guarded``): its client gave up.
         return UpstreamUnavailableError(DATABASE_UNAVAILABLE)
     return error
 
@@ -97,6 +99,33 @@ def _shut(fileno: int) -> None:
             duplicate.shutdown(socket.SHUT_RDWR)
     except OSError:
         pass  # already closed: the statement fails or has finished anyway
+
+
+COMMIT_GUARD = b"SELECT 1 / (clock_timestamp() < %s)::int"
+"""Fails (division by zero) once its time has passed: the last step before a ``COMMIT``."""
+COMMIT_MARGIN = 1.0
+"""How long before the client cuts a commit's statements the server must have begun it."""
+
+
+def commit_by(seconds: float) -> datetime:
+    """The latest time at which a transaction whose client cuts it ``seconds`` from now
+    may still commit."""
+    return datetime.now(UTC) + timedelta(seconds=max(seconds - COMMIT_MARGIN, 0.0))
+
+
+async def _commit_guarded(connection: psycopg.AsyncConnection[Any], seconds: float) -> None:
+    """Queue, in an open pipeline, ``COMMIT`` behind ``COMMIT_GUARD`` for ``seconds``.
+
+    A write answered 502 must not commit (contract section 13). The client answers 502
+    when it cuts a statement at its deadline, but a paused or overloaded server may still
+    hold the statements in its socket and run them later, when nothing can cancel them
+    first: the guard, evaluated by the server as it reaches the commit, aborts the
+    transaction once the client may have given up (``COMMIT`` then rolls back). The server's
+    clock is compared with the client's: ``COMMIT_MARGIN`` covers their difference and the
+    time from the guard to the commit. Both unprepared (``_may_prepare``).
+    """
+    await connection.execute(COMMIT_GUARD, (commit_by(seconds),), prepare=False)
+    await connection.execute(b"COMMIT", prepare=False)
 
 
 RETRY_LOCK_TIMEOUT = b"SET LOCAL lock_timeout = '1s'"
@@ -313,7 +342,8 @@ class PostgresTransaction:
             cursors: list[psycopg.AsyncCursor[DictRow]] = []
             try:
                 connection = await self._take_connection()
-                with _Deadline(connection, self._database.statement_deadline) as deadline:
+                seconds = self._database.statement_deadline
+                with _Deadline(connection, seconds) as deadline:
                     try:
                         async with connection.pipeline():
                             if not self._writing:
@@ -325,8 +355,7 @@ class PostgresTransaction:
                                 await cursor.execute(text, params, prepare=_may_prepare(index))
                                 cursors.append(cursor)
                             if commit:
-                                # Behind statements that may fail: unprepared (``_may_prepare``).
-                                await connection.execute(b"COMMIT", prepare=False)
+                                await _commit_guarded(connection, seconds)
                     finally:
                         # Open if BEGIN went through (aborted if a step failed).
                         status = connection.info.transaction_status
@@ -350,7 +379,7 @@ class PostgresTransaction:
     async def write_alone(self, query: Q, params: Params) -> Row | None:
         """``query``, one statement, committed before it answers: one round trip. Run in
         the next batch of this loop's group commit (``postgres_group_commit``), which
-        commits concurrent ones together and runs a lone one in autocommit."""
+        commits concurrent ones together and a lone one alone."""
         if self._writing:
             raise RuntimeError("write_alone is a transaction of its own: none may be open")
         text = self._queries.text(query).encode()
@@ -360,40 +389,38 @@ class PostgresTransaction:
         )
 
     async def _write_alone_now(self, text: bytes, params: Params, retried: bool) -> Row | None:
-        """``text``, one statement, in autocommit on this unit's connection: committed
-        when it answers, one round trip (its batch failed as a whole; ``retried``: its
-        batch's connection was lost, so this is a retry).
+        """``text``, one statement, in a transaction of its own sent with its guarded
+        ``COMMIT`` (``_commit_guarded``) on this unit's connection: committed when it
+        answers, one round trip (its batch failed as a whole; ``retried``: its batch's
+        connection was lost, so this is a retry).
 
         Retried on another connection when this one was found dead before the server
         answered (a restarted server costs no request). The earlier attempt may still be
         running on the server, or have committed: the statement must do nothing twice and
         say so (``backup_create_counted`` inserts ``ON CONFLICT (id) DO NOTHING``). The
-        retry waits for locks at most ``RETRY_LOCK_TIMEOUT`` (as ``write_all``'s), in a
-        transaction of its own sent with its ``COMMIT``: still one round trip. The server
-        drops a statement whose client has gone within ``CLIENT_CHECK_MS``
-        (``client_connection_check_interval``), so an attempt cut while it waits for a
-        lock does not commit once the lock is free.
+        retry waits for locks at most ``RETRY_LOCK_TIMEOUT`` (as ``write_all``'s). The
+        server drops a statement whose client has gone within ``CLIENT_CHECK_MS``
+        (``client_connection_check_interval``), and the commit guard aborts one reached
+        too late, so an attempt cut while it waits does not commit once it is free.
         """
         while True:
             deadline: _Deadline | None = None
             cursor: psycopg.AsyncCursor[DictRow] | None = None
             try:
                 connection = await self._take_connection()
-                with _Deadline(connection, self._database.statement_deadline) as deadline:
+                seconds = self._database.statement_deadline
+                with _Deadline(connection, seconds) as deadline:
                     cursor = connection.cursor(row_factory=dict_row)
-                    if not retried:
-                        await cursor.execute(text, params)
-                    else:
-                        try:
-                            async with connection.pipeline():
-                                await connection.execute(b"BEGIN")
+                    try:
+                        async with connection.pipeline():
+                            await connection.execute(b"BEGIN")
+                            if retried:
                                 await connection.execute(RETRY_LOCK_TIMEOUT)
-                                await cursor.execute(text, params)
-                                # Behind a statement that may fail: unprepared (``_may_prepare``).
-                                await connection.execute(b"COMMIT", prepare=False)
-                        finally:
-                            status = connection.info.transaction_status
-                            self._writing = status != TransactionStatus.IDLE
+                            await cursor.execute(text, params)
+                            await _commit_guarded(connection, seconds)
+                    finally:
+                        status = connection.info.transaction_status
+                        self._writing = status != TransactionStatus.IDLE
                     found: Row | None = await cursor.fetchone()
                     return found
             except psycopg.Error as error:
@@ -401,15 +428,13 @@ class PostgresTransaction:
                 if unanswered and await self._may_retry(error, False, deadline):
                     retried = True
                     continue
-                if (deadline is not None and deadline.cut) or (
-                    retried and _may_spoil_prepared(error)
-                ):
+                if (deadline is not None and deadline.cut) or _may_spoil_prepared(error):
                     await self._discard()
                 raise translate(error, params) from error
 
     async def commit(self, steps: Sequence[Step] = ()) -> None:
-        """Commit the transaction, if one is open; ``steps`` (writes) first, sent in the
-        same round trip as the ``COMMIT``."""
+        """Commit the transaction, if one is open (guarded: ``_commit_guarded``);
+        ``steps`` (writes) first, sent in the same round trip as the ``COMMIT``."""
         if steps:
             await self.write_all(steps, commit=True)
             return
@@ -421,9 +446,14 @@ class PostgresTransaction:
         connection = self._connection
         assert connection is not None
         deadline: _Deadline | None = None
+        seconds = self._database.statement_deadline
         try:
-            with _Deadline(connection, self._database.statement_deadline) as deadline:
-                await connection.execute(command)
+            with _Deadline(connection, seconds) as deadline:
+                if command == b"COMMIT":
+                    async with connection.pipeline():
+                        await _commit_guarded(connection, seconds)
+                else:
+                    await connection.execute(command)
         except psycopg.Error as error:
             if deadline is not None and deadline.cut:
                 await self._discard()
@@ -468,7 +498,7 @@ def workspace_of(statement: Statement) -> str:
 
 async def run_batch(database: Pools, statements: Sequence[Statement]) -> list[Row | None]:
     """The runner of ``postgres_group_commit``: ``statements`` on one connection of this
-    loop's pool, a lone one in autocommit, several between ``BEGIN`` and ``COMMIT`` in one
+    loop's pool between ``BEGIN`` and a guarded ``COMMIT`` (``_commit_guarded``) in one
     pipeline; the first row of each.
 
     A lone statement's error is its answer, as ``write_alone``'s, except a connection lost
@@ -487,28 +517,24 @@ async def run_batch(database: Pools, statements: Sequence[Statement]) -> list[Ro
     try:
         if not was_autocommit:
             await connection.set_autocommit(True)
-        with _Deadline(connection, database.statement_deadline) as deadline:
-            if len(statements) == 1:
-                (text, params), cursor = statements[0], connection.cursor(row_factory=dict_row)
-                cursors.append(cursor)
-                await cursor.execute(text, params)
-            else:
-                async with connection.pipeline():
-                    await connection.execute(b"BEGIN")
-                    for index, (text, params) in enumerate(statements):
-                        cursor = connection.cursor(row_factory=dict_row)
-                        cursors.append(cursor)
-                        # The first step is prepared (unless the pool never prepares), so
-                        # the later ones, the same text, run prepared (``_may_prepare``).
-                        await cursor.execute(text, params, prepare=True if index == 0 else None)
-                    await connection.execute(b"COMMIT", prepare=False)
+        seconds = database.statement_deadline
+        with _Deadline(connection, seconds) as deadline:
+            async with connection.pipeline():
+                await connection.execute(b"BEGIN")
+                for index, (text, params) in enumerate(statements):
+                    cursor = connection.cursor(row_factory=dict_row)
+                    cursors.append(cursor)
+                    # The first step is prepared (unless the pool never prepares), so
+                    # the later ones, the same text, run prepared (``_may_prepare``).
+                    await cursor.execute(text, params, prepare=True if index == 0 else None)
+                await _commit_guarded(connection, seconds)
             return [await cursor.fetchone() for cursor in cursors]
     except psycopg.Error as error:
         lone = len(statements) == 1
         if deadline is not None and deadline.cut:
             keep = False
             raise FailWaiting(UpstreamUnavailableError(DATABASE_UNAVAILABLE)) from error
-        keep = lone or not _may_spoil_prepared(error)
+        keep = not _may_spoil_prepared(error)
         lost = connection.broken or connection.closed
         if not lone or (lost and all(cursor.pgresult is None for cursor in cursors)):
             raise RunAlone(after_lost_connection=lost) from error

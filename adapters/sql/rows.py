@@ -13,6 +13,8 @@ from datetime import datetime
 from typing import Any, Protocol
 from uuid import UUID
 
+import attrs
+
 from strongroom.adapters.wire import CONVERTER, present, render
 from strongroom.domain.audit import AuditEvent, Change, JsonValue, Outcome
 from strongroom.domain.backups import (
@@ -28,6 +30,7 @@ from strongroom.domain.backups import (
 from strongroom.domain.billing import BillingState
 from strongroom.domain.durations import Duration
 from strongroom.domain.invitations import Invitation
+from strongroom.domain.keep_rules import KeepRules
 from strongroom.domain.names import email_key, name_key
 from strongroom.domain.pagination import Cursor
 from strongroom.domain.permissions import BUILTIN_ROLES, Permission, Role
@@ -411,6 +414,9 @@ def backup_params(backup: Backup, codec: Codec) -> Params:
         if retention is None
         else (retention.expire_after.seconds),
         "retention_lock_for_seconds": None if retention is None else retention.lock_for.seconds,
+        "retention_keep": None
+        if retention is None or retention.keep is None
+        else codec.json(attrs.asdict(retention.keep)),
         "destination": _destination_param(backup.destination, codec),
         "sealed_destination_credentials": backup.sealed_destination_credentials,
         "next_run_at": opt_timestamp(codec, backup.next_run_at),
@@ -469,7 +475,7 @@ def backup_from_row(row: Row, codec: Codec) -> Backup:
     """A backup from its columns."""
     source = row["source"]
     cron = row["schedule_cron"]
-    expire_after = row["retention_expire_after_seconds"]
+    expire_after, keep = row["retention_expire_after_seconds"], row["retention_keep"]
     max_age = row["freshness_max_age_seconds"]
     return Backup(
         id=codec.read_uuid(row["id"]),
@@ -486,7 +492,11 @@ def backup_from_row(row: Row, codec: Codec) -> Backup:
         worker_id=read_opt_uuid(codec, row["worker_id"]),
         retention=None
         if expire_after is None
-        else RetentionPolicy(Duration(expire_after), Duration(row["retention_lock_for_seconds"])),
+        else RetentionPolicy(
+            Duration(expire_after),
+            Duration(row["retention_lock_for_seconds"]),
+            None if keep is None else KeepRules(**codec.read_json(keep)),
+        ),
         destination=destination_from_json(codec.read_json(row["destination"])),
         sealed_destination_credentials=read_opt_bytes(row["sealed_destination_credentials"]),
         next_run_at=read_opt_timestamp(codec, row["next_run_at"]),

@@ -149,6 +149,7 @@ def artifact_params(artifact: Artifact, codec: Codec) -> Params:
         "locked_until": opt_timestamp(codec, artifact.locked_until),
         "verification": None if artifact.verification is None else artifact.verification.value,
         "verified_at": opt_timestamp(codec, artifact.verified_at),
+        "held": artifact.held,
     }
 
 
@@ -171,4 +172,5 @@ def artifact_from_row(row: Row, codec: Codec) -> Artifact:
         locked_until=read_opt_timestamp(codec, row["locked_until"]),
         verification=None if row["verification"] is None else Verification(row["verification"]),
         verified_at=read_opt_timestamp(codec, row["verified_at"]),
+        held=bool(row["held"]),
     )

@@ -132,6 +132,10 @@ CREATE TABLE backups (
     updated_at TEXT NOT NULL,
     -- The API's JSON of the backup, from the wire presenter, written with it (0014, 0015).
     body TEXT,
+    -- The policy's keep rules: NULL when not set (0017).
+    retention_keep TEXT
+        CONSTRAINT backups_retention_keep_check CHECK (json_type(retention_keep) = 'object'),
+
     -- The recovery point objective (0018).
     freshness_max_age_seconds INTEGER
         CONSTRAINT backups_freshness_check CHECK (freshness_max_age_seconds > 0),
@@ -279,6 +283,8 @@ CREATE TABLE artifacts (
         CONSTRAINT artifacts_verification_check
         CHECK (verification IN ('pending', 'ok', 'mismatch', 'missing')),
     verified_at TEXT,
+    -- Under a legal hold (0017).
+    held INTEGER NOT NULL DEFAULT 0 CONSTRAINT artifacts_held_check CHECK (held IN (0, 1)),
     CONSTRAINT artifacts_name_unique UNIQUE (run_id, name),
     CONSTRAINT artifacts_run_fkey FOREIGN KEY (workspace_id, backup_id, run_id)
         REFERENCES runs (workspace_id, backup_id, id) ON DELETE CASCADE
@@ -287,6 +293,15 @@ CREATE INDEX artifacts_by_workspace ON artifacts (workspace_id, created_at DESC,
 CREATE INDEX artifacts_by_backup ON artifacts (workspace_id, backup_id, state);
 CREATE INDEX artifacts_by_verification ON artifacts (state, verification, verified_at);
 CREATE INDEX artifacts_by_expiry ON artifacts (expires_at) WHERE state = 'available';
+
+-- The artifacts of earlier runs a snapshot run references (contract 14; 0017).
+CREATE TABLE run_references (
+    workspace_id TEXT NOT NULL,
+    run_id TEXT NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+    artifact_id TEXT NOT NULL REFERENCES artifacts (id) ON DELETE CASCADE,
+    PRIMARY KEY (run_id, artifact_id)
+) STRICT;
+CREATE INDEX run_references_by_artifact ON run_references (artifact_id);
 
 -- Usage counters (0004): triggers keep workspaces.backup_count exact.
 CREATE TRIGGER backups_counted_insert AFTER INSERT ON backups

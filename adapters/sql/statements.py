@@ -78,11 +78,11 @@ class Statements(Protocol):
         """Run ``query`` as a transaction of its own, committed before it returns, as the
         unit's first statement; the first row of its last statement.
 
-        On PostgreSQL it is one statement in autocommit (data-modifying CTEs): one round
-        trip, its locks held only while it runs and commits. On SQLite the text may be a
-        script of several statements, run between ``BEGIN IMMEDIATE`` and ``COMMIT`` in one
-        hop to a thread. It may be retried after a lost connection, so it must be written
-        to do nothing twice.
+        On PostgreSQL it is one statement (data-modifying CTEs) sent with its ``BEGIN`` and
+        guarded ``COMMIT``: one round trip, its locks held only while it runs and commits.
+        On SQLite the text may be a script of several statements, run between ``BEGIN
+        IMMEDIATE`` and ``COMMIT`` in one hop to a thread. It may be retried after a lost
+        connection, so it must be written to do nothing twice.
         """
         ...
 

@@ -38,6 +38,7 @@ from strongroom.adapters.sql.repositories import (
     SqlUserRepository,
     SqlWorkspaceRepository,
 )
+from strongroom.adapters.sql.retention_repositories import SqlRetentionRepository
 from strongroom.adapters.sql.statements import Statements, Step
 from strongroom.adapters.sql.statistics import SqlStatisticsRepository
 from strongroom.domain.audit import AuditEvent
@@ -46,6 +47,7 @@ from strongroom.ports.driven import backup_repositories as backup_ports
 from strongroom.ports.driven import credential_repositories as credential_ports
 from strongroom.ports.driven import repositories as ports
 from strongroom.ports.driven.drills import DrillRepository
+from strongroom.ports.driven.retention_repositories import RetentionRepository
 from strongroom.ports.driven.statistics import PoolUse, StatisticsRepository
 
 if TYPE_CHECKING:
@@ -123,6 +125,7 @@ class SqlUnitOfWork:
     accounts: credential_ports.AccountRepository
     device_grants: credential_ports.DeviceGrantRepository
     statistics: StatisticsRepository
+    retention: RetentionRepository
     health: assurance_ports.HealthRepository
     webhooks: assurance_ports.WebhookRepository
 
@@ -210,6 +213,7 @@ _REPOSITORIES: dict[str, Callable[[Transaction], object]] = {
     "accounts": SqlAccountRepository,
     "device_grants": SqlDeviceGrantRepository,
     "statistics": SqlStatisticsRepository,
+    "retention": SqlRetentionRepository,
     "health": SqlHealthRepository,
     "webhooks": SqlWebhookRepository,
 }

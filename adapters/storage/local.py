@@ -1,26 +1,16 @@
 """Local-disk object storage: the embedded default.
 
-Objects live under ``<root>/objects/<key>``, their metadata (size, sha256, lock) under
-``<root>/meta/<key>.json``, unfinished multipart uploads under ``<root>/uploads/<id>``.
-Every write goes to a temporary file in ``<root>/tmp`` and is renamed into place, so a
-reader never sees half an object.
-
-Presigned URLs are paths below ``/storage/`` (outside ``/v1``) served by the same process
-(``strongroom.adapters.storage.local_routes``). Their signature is an HMAC-SHA256 over the
-method, the object key, the expiry, the exact size and sha256 where known, and the upload
-id and part number of a part: a URL is good for one method on one object (or part) until
-it expires, and the check is constant-time. Keys are checked against a strict pattern and
-resolved below the root, so no path can leave it.
-
-Locks are the adapter's own: an object whose ``locked_until`` lies ahead cannot be
-removed, overwritten or have its lock shortened, whoever asks.
-
-The port's I/O methods are coroutines that run the blocking file work (private methods of
-the same name with a leading underscore) in a worker thread through ``asyncio.to_thread``,
-so a slow disk never stalls the event loop. Presigning and verifying a presigned request
-are pure computation and stay synchronous, as does receiving a body (``open_writer``,
-``Writer``): the storage endpoint decides where that runs (it finishes a body, the part
-that syncs and renames files, in a worker thread).
+Objects live under ``<root>/objects/<key>``, their metadata (size, sha256, lock, legal
+hold) under ``<root>/meta/<key>.json``, unfinished multipart uploads under
+``<root>/uploads/<id>``; every write goes through ``<root>/tmp`` and is renamed into place.
+Presigned URLs are paths below ``/storage/`` served by the same process (``local_routes``),
+signed by an HMAC-SHA256 over the method, key, expiry, exact size and sha256 where known,
+and upload id and part number: good for one method on one object until it expires,
+checked in constant time. Keys match a strict pattern and resolve below the root.
+Locks and holds are the adapter's own: a locked or held object cannot be removed or
+overwritten, nor its lock shortened, whoever asks. The I/O methods run their blocking
+work (the private method of the same name) in a worker thread; presigning, verifying and
+receiving a body (``open_writer``, ``Writer``) stay synchronous.
 """
 
 from __future__ import annotations
@@ -191,6 +181,8 @@ class LocalDiskStorage:
         until = self._locked_until(key)
         if until is not None and self._clock() < until:
             raise ObjectLockedError(f"object {key} is locked until {format_timestamp(until)}")
+        if (self._meta(key) or {}).get("held"):
+            raise ObjectLockedError(f"object {key} is under a legal hold")
 
     # ----------------------------------------------------------------------------------
     # Namespaces
@@ -537,8 +529,19 @@ class LocalDiskStorage:
             raise ObjectLockedError(f"object {key} is locked until {format_timestamp(current)}")
         self._write_json(self._meta_path(key), {**meta, "locked_until": until.isoformat()})
 
+    async def hold(self, key: str, held: bool) -> None:
+        """Record (or release) a legal hold: a held object cannot be removed or replaced."""
+        await asyncio.to_thread(self._hold, key, held)
+
+    @_disk_errors
+    def _hold(self, key: str, held: bool) -> None:
+        meta = self._meta(key)
+        if meta is None:
+            raise UpstreamUnavailableError(f"object {key} is not in storage")
+        self._write_json(self._meta_path(key), {**meta, "held": held})
+
     async def delete(self, key: str) -> None:
-        """Remove the object and its metadata unless it is locked."""
+        """Remove the object and its metadata unless it is locked or held."""
         await asyncio.to_thread(self._delete, key)
 
     @_disk_errors

@@ -531,8 +531,21 @@ class S3Storage:
                 version_id=info.version_id,
             )
 
+    async def hold(self, key: str, held: bool) -> None:
+        """PutObjectLegalHold ON (or OFF) on every version of the object: while ON, the
+        store refuses to delete a version, whoever asks; OFF leaves its retention as it is."""
+        await asyncio.to_thread(self._hold, key, held)
+
+    def _hold(self, key: str, held: bool) -> None:
+        switch = (
+            self.client.enable_object_legal_hold if held else self.client.disable_object_legal_hold
+        )
+        for version in self._versions(key, exact=True):
+            with self._translated("hold an object"):
+                switch(self.bucket, key, version_id=version)
+
     async def delete(self, key: str) -> None:
-        """Delete every version of the object (the store refuses a locked one)."""
+        """Delete every version of the object (the store refuses a locked or held one)."""
         await asyncio.to_thread(self._delete, key)
 
     def _delete(self, key: str) -> None:

@@ -112,6 +112,10 @@ class ApiContext:
         self.request_id = str(self._state.get("request_id", ""))
         self._caller: Caller | None = None
 
+    async def still_connected(self) -> bool:
+        """Whether the client is still there to be answered (its connection is open)."""
+        return not await self.request.is_disconnected()
+
     def bearer(self) -> Bearer:
         """The request's bearer credential, not checked yet (401 when there is none)."""
         scheme, _, token = _header(self.request.scope, b"authorization").partition(" ")
@@ -245,6 +249,18 @@ class ApiContext:
         if configured:
             return configured.rstrip("/")
         return f"{self.request.url.scheme}://{self.request.url.netloc}"
+
+    @property
+    def mail_base_url(self) -> str:
+        """The base of links sent by mail: ``STRONGROOM_PUBLIC_URL``, else the address the
+        server listens on; never the request's ``Host``, which anyone sending the request
+        chooses (contract section 13)."""
+        configured: str | None = getattr(self.request.app.state, "public_url", None)
+        if configured:
+            return configured.rstrip("/")
+        host, port = self.request.scope.get("server") or ("127.0.0.1", 8080)
+        shown = f"[{host}]" if ":" in str(host) else str(host)
+        return f"{self.request.url.scheme}://{shown}:{port}"
 
 
 def _header(scope: Scope, name: bytes) -> str:

@@ -88,6 +88,9 @@ ERROR_CODES: dict[str, ErrorCode] = {
         "An artifact is inside its `lock_for` window.",
         "artifact is locked until 2031-01-01T00:00:00.000Z",
     ),
+    "artifact_held": ErrorCode(
+        409, "An artifact is under a legal hold.", "artifact is under a legal hold"
+    ),
     "last_artifact": ErrorCode(
         409, "The only artifact left for its backup.", "last artifact of the backup"
     ),

@@ -36,6 +36,7 @@ from strongroom.adapters.wire.present import listing, present, render
 from strongroom.adapters.wire.scalars import (
     MAX_PORT,
     TIMESTAMP,
+    Bucket,
     Email,
     Endpoint,
     Name,
@@ -56,6 +57,7 @@ __all__ = [
     "SENTINELS",
     "TIMESTAMP",
     "VIEWS",
+    "Bucket",
     "DeviceDecision",
     "Email",
     "EmptyBody",

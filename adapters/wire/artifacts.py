@@ -117,3 +117,5 @@ class Artifact:
     the background, `ok`, `mismatch` or `missing`; null if never."""
     verified_at: datetime | None
     """When it was last verified."""
+    held: bool
+    """Under a legal hold: never deleted or expired until released."""

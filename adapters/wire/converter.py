@@ -18,11 +18,13 @@ from cattrs.errors import ClassValidationError, ForbiddenExtraKeysError, Iterabl
 
 from strongroom.adapters.wire.scalars import (
     FIELD,
+    Bucket,
     Endpoint,
     FieldError,
     NonEmpty,
     Port,
     boolean,
+    bucket,
     endpoint,
     integer,
     non_empty,
@@ -87,6 +89,7 @@ def make_converter() -> cattrs.Converter:
         (bool, boolean),
         (NonEmpty, non_empty),
         (Endpoint, endpoint),
+        (Bucket, bucket),
         (Port, port),
         (UUID, uuid),
     ):

@@ -14,12 +14,14 @@ from typing import Any, NewType
 from urllib.parse import urlsplit
 from uuid import UUID
 
+from strongroom.domain.buckets import BUCKET_RULE, is_bucket_name
 from strongroom.domain.errors import shown_field
 
 Name = NewType("Name", str)
 RoleSlug = NewType("RoleSlug", str)
 NonEmpty = NewType("NonEmpty", str)
 Endpoint = NewType("Endpoint", str)
+Bucket = NewType("Bucket", str)
 Port = NewType("Port", int)
 Email = NewType("Email", str)
 Uri = NewType("Uri", str)
@@ -58,8 +60,17 @@ def exactly(kind: type[Any], label: str) -> Callable[[Any, Any], Any]:
 
 
 string = exactly(str, "a string")
-integer = exactly(int, "an integer")
 boolean = exactly(bool, "a boolean")
+
+
+def integer(value: Any, _type: Any) -> int:
+    """An integer; a JSON number with an integral value is one (``10.0`` is ``10``,
+    contract section 13), never a ``bool``."""
+    if type(value) is float and value.is_integer():
+        return int(value)
+    if type(value) is not int:
+        raise TypeError("expected an integer")
+    return value
 
 
 def non_empty(value: Any, _type: Any) -> str:
@@ -67,6 +78,14 @@ def non_empty(value: Any, _type: Any) -> str:
     if not string(value, str):
         raise ValueError("must not be empty")
     return str(value)
+
+
+def bucket(value: Any, _type: Any) -> str:
+    """An S3 bucket name (``domain.buckets``)."""
+    text: str = string(value, str)
+    if not is_bucket_name(text):
+        raise ValueError(BUCKET_RULE)
+    return text
 
 
 def port(value: Any, _type: Any) -> int:

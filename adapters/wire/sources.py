@@ -7,12 +7,13 @@ from typing import ClassVar, Literal
 
 import attrs
 
-from strongroom.adapters.wire.scalars import ENDPOINT, Endpoint, NonEmpty, Port
+from strongroom.adapters.wire.scalars import ENDPOINT, Bucket, Endpoint, NonEmpty, Port
 from strongroom.adapters.wire.views import meta, view_of
 from strongroom.domain import backups
 from strongroom.domain.backups import RetentionPolicy
 from strongroom.domain.durations import Duration
 from strongroom.domain.errors import InvalidRequestError
+from strongroom.domain.keep_rules import MAX_KEEP, KeepRules
 
 
 @attrs.frozen
@@ -21,7 +22,7 @@ class S3Location:
     its own)."""
 
     endpoint: Endpoint = attrs.field(metadata=meta(ENDPOINT))
-    bucket: NonEmpty
+    bucket: Bucket
     prefix: str | None = None
     """Null is the same as absent."""
 
@@ -77,6 +78,25 @@ class ScheduleShape:
     """An IANA time zone name, e.g. `Europe/Paris`."""
 
 
+_COUNT = meta(schema={"minimum": 0, "maximum": MAX_KEEP})
+
+
+@view_of(KeepRules)
+@attrs.frozen
+class Keep:
+    """Keep rules: each keeps the newest successful run of each of its N most recent
+    buckets that hold one (`last`: the N newest runs), counted in the backup's schedule
+    time zone (UTC without a schedule). Absent counts are 0."""
+
+    last: int = attrs.field(default=0, metadata=_COUNT)
+    hourly: int = attrs.field(default=0, metadata=_COUNT)
+    daily: int = attrs.field(default=0, metadata=_COUNT)
+    weekly: int = attrs.field(default=0, metadata=_COUNT)
+    """ISO weeks (`2026-W48`)."""
+    monthly: int = attrs.field(default=0, metadata=_COUNT)
+    yearly: int = attrs.field(default=0, metadata=_COUNT)
+
+
 @view_of(RetentionPolicy)
 @attrs.frozen(init=False)
 class Retention:
@@ -86,11 +106,24 @@ class Retention:
     """Longer than zero."""
     lock_for: Duration = attrs.field(metadata=meta(schema={"examples": ["P7D"]}))
     """`PT0S` means no lock; longer than `expire_after` gives 422 `lock_exceeds_expiry`."""
+    keep: KeepRules | None = attrs.field(
+        default=None,
+        metadata=meta(
+            "Keep rules: a run expires once `expire_after` has passed and no rule keeps it. "
+            "Absent when not set (the policy then reads as before).",
+            optional=True,
+        ),
+    )
 
-    def __init__(self, expire_after: Duration | str, lock_for: Duration | str = "PT0S") -> None:
-        """Both are required on the wire; built in Python (by a client), ``lock_for``
-        defaults to no lock and either may be given as text (``P30D``)."""
-        self.__attrs_init__(_duration(expire_after), _duration(lock_for))
+    def __init__(
+        self,
+        expire_after: Duration | str,
+        lock_for: Duration | str = "PT0S",
+        keep: KeepRules | None = None,
+    ) -> None:
+        """Both durations are required on the wire; built in Python (by a client),
+        ``lock_for`` defaults to no lock and either may be given as text (``P30D``)."""
+        self.__attrs_init__(_duration(expire_after), _duration(lock_for), keep)
 
 
 def _duration(value: Duration | str) -> Duration:

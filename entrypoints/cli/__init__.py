@@ -21,6 +21,7 @@ from strongroom.entrypoints.cli import (
     auth,
     backups,
     proof,
+    retention,
     runs,
     server,
     transfers,
@@ -56,6 +57,8 @@ def cli() -> None:
 
 
 server.register(cli)
+for command in retention.COMMANDS:
+    server.retention.add_command(command)
 for command in (
     auth.login,
     auth.logout,

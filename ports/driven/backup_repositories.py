@@ -213,7 +213,8 @@ class ArtifactRepository(Protocol):
         ...
 
     async def expired(self, now: datetime, limit: int) -> list[Artifact]:
-        """Available artifacts of every workspace whose expiry has passed, oldest first."""
+        """Available artifacts of every workspace whose expiry has passed, oldest first:
+        not held, and of backups without keep rules (those decide run by run)."""
         ...
 
     async def to_verify(

@@ -133,8 +133,14 @@ class ObjectStorage(StorageNamespaces, Protocol):
         """Keep the object from removal until ``until`` (never shortens a longer lock)."""
         ...
 
+    async def hold(self, key: str, held: bool) -> None:
+        """Place (or release) a legal hold on the object: while held, nobody can remove it,
+        whatever its lock says (S3 PutObjectLegalHold; releasing leaves its lock as it is)."""
+        ...
+
     async def delete(self, key: str) -> None:
-        """Remove the object (every version); ``ObjectLockedError`` inside its lock."""
+        """Remove the object (every version); ``ObjectLockedError`` inside its lock or
+        while held."""
         ...
 
     async def delete_prefix(self, prefix: str) -> None:

@@ -36,6 +36,7 @@ from strongroom.ports.driven.repositories import (
     UserRepository,
     WorkspaceRepository,
 )
+from strongroom.ports.driven.retention_repositories import RetentionRepository
 from strongroom.ports.driven.statistics import StatisticsRepository
 
 
@@ -63,6 +64,7 @@ class UnitOfWork(Protocol):
     accounts: AccountRepository
     device_grants: DeviceGrantRepository
     statistics: StatisticsRepository
+    retention: RetentionRepository
     health: HealthRepository
     webhooks: WebhookRepository
 

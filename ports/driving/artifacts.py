@@ -100,7 +100,7 @@ class Artifacts:
         name, size, sha256 = clean_artifact_name(name), check_size(size), check_sha256(sha256)
         now = self._deps.clock.now()
         async with self._deps.uow() as uow:
-            run = await lookups.visible_run(
+            run = await lookups.uploadable_run(
                 caller, uow, workspace_id, await uow.runs.get(workspace_id, run_id)
             )
             workspace = await lookups.workspace(uow, workspace_id, for_update=True)
@@ -253,7 +253,7 @@ class Artifacts:
         now = self._deps.clock.now()
         async with changing(self._deps, caller, workspace_id) as change:
             uow = change.uow
-            run = await lookups.visible_run(
+            run = await lookups.uploadable_run(
                 caller, uow, workspace_id, await uow.runs.get(workspace_id, run_id, for_update=True)
             )
             await change.gate(GatedOperation.UPLOAD, lock=False)

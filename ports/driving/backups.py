@@ -18,6 +18,7 @@ from strongroom.domain.errors import (
     UpstreamUnavailableError,
 )
 from strongroom.domain.events import Recorded
+from strongroom.domain.keep_rules import KeepRules
 from strongroom.domain.names import clean_name
 from strongroom.domain.pagination import Page, PageRequest
 from strongroom.domain.permissions import Permission
@@ -74,9 +75,18 @@ def audit_snapshot(backup: Backup) -> dict[str, JsonValue]:
         "worker_id": None if backup.worker_id is None else str(backup.worker_id),
         "retention": None
         if retention is None
-        else f"expire_after={retention.expire_after} lock_for={retention.lock_for}",
+        else f"expire_after={retention.expire_after} lock_for={retention.lock_for}"
+        + _kept(retention.keep),
         "destination": backup.destination.type,
     }
+
+
+def _kept(keep: KeepRules | None) -> str:
+    """The keep rules as the audit trail shows them (nothing when not set)."""
+    if keep is None:
+        return ""
+    counts = ",".join(f"{rule}:{count}" for rule, count in attrs.asdict(keep).items() if count)
+    return f" keep={counts or 'none'}"
 
 
 class Backups:

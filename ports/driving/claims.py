@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from uuid import UUID
 
 import attrs
@@ -71,7 +71,10 @@ class Claims:
                 waiter.get_loop().call_soon_threadsafe(_resolve, waiter)
 
     async def claim(
-        self, who: Bearer | Caller | Grant, wait_seconds: int | Callable[[], int] = 0
+        self,
+        who: Bearer | Caller | Grant,
+        wait_seconds: int | Callable[[], int] = 0,
+        still_there: Callable[[], Awaitable[bool]] | None = None,
     ) -> ClaimedRun | None:
         """``POST /v1/claims``: the oldest queued run of a backup assigned to the calling
         worker, now ``running`` with a lease; None when none is queued within
@@ -82,29 +85,52 @@ class Claims:
 
         The checks come in the contract's order: the credential (401), a worker's only
         (403 for persons and API keys), then ``wait_seconds`` (400; a callable parses
-        the request's body only then)."""
+        the request's body only then).
+
+        ``still_there`` says whether the claimer can still be answered (its connection is
+        open): a claimer gone stops waiting and claims nothing, and a run claimed for a
+        claimer found gone afterwards is released at once (``_release``), not left
+        ``running`` until its lease ends."""
         caller = await self._caller(who)
         worker_id = ensure_worker(caller)
         wait = check_claim_wait(wait_seconds() if callable(wait_seconds) else wait_seconds)
         caller, workspace_id = await self._access.resolve(
             who if isinstance(who, Grant) else caller, CLAIM_RUN
         )
-        if not wait:
-            return await self._claim_once(caller, workspace_id, worker_id)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + wait
         while True:
             # The ticket is taken before the look: a run queued between the look and the
             # wait still wakes this claim.
-            wakeup = self._deps.signals.watch(workspace_id)
+            wakeup = self._deps.signals.watch(workspace_id) if wait else None
             try:
+                if still_there is not None and not await still_there():
+                    return None
                 claimed = await self._claim_once(caller, workspace_id, worker_id)
+                if claimed is not None and still_there is not None and not await still_there():
+                    await self._release(caller, workspace_id, claimed.run)
+                    return None
                 remaining = deadline - loop.time()
-                if claimed is not None or remaining <= 0 or self._stopping:
+                if wakeup is None or claimed is not None or remaining <= 0 or self._stopping:
                     return claimed
                 await self._wait(wakeup, min(remaining, RECHECK_SECONDS))
             finally:
-                wakeup.close()
+                if wakeup is not None:
+                    wakeup.close()
+
+    async def _release(self, caller: Caller, workspace_id: UUID, claimed: Run) -> None:
+        """Hand ``claimed`` back to the queue, same attempt, if it is still as claimed;
+        audited as ``run.requeue``. Claims waiting for the workspace are woken."""
+        async with changing(self._deps, caller, workspace_id) as change:
+            uow = change.uow
+            found = await uow.runs.get(workspace_id, claimed.id, for_update=True)
+            if found != claimed:
+                return  # changed meanwhile (cancelled, say): the change stands
+            released = claimed.release()
+            await uow.runs.update(released)
+            await uow.runs.announce_queued(workspace_id)
+            change.collect(changed("run.requeue", claimed, released))
+        self._deps.signals.announce(workspace_id)
 
     async def _caller(self, who: Bearer | Caller | Grant) -> Caller:
         """Who calls: a bearer authenticated now (401 ``unauthenticated`` otherwise)."""

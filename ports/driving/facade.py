@@ -18,6 +18,7 @@ from strongroom.ports.driving.dependencies import Dependencies
 from strongroom.ports.driving.drills import Drills
 from strongroom.ports.driving.executions import ServiceRuns
 from strongroom.ports.driving.health import HealthBoard
+from strongroom.ports.driving.holds import Holds
 from strongroom.ports.driving.invitations import Invitations
 from strongroom.ports.driving.leases import Leases
 from strongroom.ports.driving.machines import ApiKeys, Workers
@@ -58,7 +59,8 @@ class Strongroom:
         # Cloud runs, claimed and executed by the service itself (contract 11).
         self.service_runs = ServiceRuns(deps, self.artifacts)
         self.scheduler = Scheduler(deps)
-        self.retention = Retention(deps, self.artifacts)
+        self.retention = Retention(deps, self.artifacts, self.access)
+        self.holds = Holds(deps, self.access, self.artifacts)
         self.verification = ArtifactVerification(deps, self.artifacts)
         self.restores = Restores(deps, self.access, self.artifacts)
         self.drills = Drills(deps, self.access, self.artifacts)

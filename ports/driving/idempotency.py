@@ -159,3 +159,23 @@ async def run_idempotent(
     if (first := await replay_if_known(deps, owner, key, now, form)) is not None:
         return first
     raise IdempotencyConflictError()
+
+
+async def remember(
+    deps: Dependencies,
+    owner: KeyOwner,
+    key: IdempotencyKey | None,
+    now: datetime,
+    result: T,
+    form: ResultForm[T],
+) -> None:
+    """Keep ``result`` as the answer to ``key`` of ``owner`` too (a second owner of one
+    request: ``replay_if_known`` then finds it under either); nothing if the key is taken."""
+    if key is None:
+        return
+    async with deps.uow() as uow:
+        if await _reserve(uow, owner, key, now):
+            await uow.idempotency.complete(
+                _scope(owner, key.route), key.key, form.dump(result, deps.secrets)
+            )
+            await uow.commit()

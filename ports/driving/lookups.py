@@ -62,3 +62,14 @@ async def visible_run(
         if owner is None or owner.worker_id != caller.worker_id:
             raise NotFoundError("run")
     return run
+
+
+async def uploadable_run(
+    caller: Caller, uow: UnitOfWork, workspace_id: UUID, found: Run | None
+) -> Run:
+    """``visible_run``, and one the caller may upload into and confirm
+    (``Run.takes_uploads_from``): else 404, as for a run that does not exist."""
+    run = await visible_run(caller, uow, workspace_id, found)
+    if not run.takes_uploads_from(caller.worker_id):
+        raise NotFoundError("run")
+    return run

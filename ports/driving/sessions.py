@@ -16,7 +16,13 @@ from strongroom.ports.driven.identity import Identity
 from strongroom.ports.driven.repositories import IntegrityViolationError
 from strongroom.ports.driven.unit_of_work import UnitOfWork
 from strongroom.ports.driving.dependencies import Dependencies
-from strongroom.ports.driving.idempotency import IdempotencyKey, ResultForm, run_idempotent
+from strongroom.ports.driving.idempotency import (
+    IdempotencyKey,
+    ResultForm,
+    remember,
+    replay_if_known,
+    run_idempotent,
+)
 from strongroom.ports.driving.recording import by_caller
 
 SWITCH_REFUSAL = "only a person's session can switch workspace"
@@ -63,14 +69,42 @@ class Sessions:
         ``UnauthenticatedError`` if it is not valid (checked before anything else)."""
         return await self._deps.identity.verify_access_token(idp_access_token)
 
+    async def replayed_exchange(
+        self, idp_access_token: str, idempotency: IdempotencyKey | None
+    ) -> IssuedSession | None:
+        """The first answer to ``POST /v1/auth/sessions`` with this provider token and
+        Idempotency-Key, if there was one (contract 8 and 13): a token is spent by its
+        exchange, so its replay is known by the token itself, before ``verify``."""
+        if idempotency is None:
+            return None
+        owner = _token_owner(idp_access_token)
+        now = self._deps.clock.now()
+        return await replay_if_known(self._deps, owner, idempotency, now, ISSUED_SESSION)
+
     async def start_session(
-        self, identity: Identity, idempotency: IdempotencyKey | None = None
+        self,
+        identity: Identity,
+        idempotency: IdempotencyKey | None = None,
+        idp_access_token: str | None = None,
     ) -> IssuedSession:
         """An unscoped session for a person the identity provider vouched for (``verify``).
 
-        An Idempotency-Key is scoped to that person, so two people never share one.
+        An Idempotency-Key is scoped to that person, so two people never share one; the
+        answer is also kept under the exchanged ``idp_access_token`` when given, which
+        ``replayed_exchange`` finds once the token is spent.
         """
+        issued = await self._start_session(identity, idempotency)
+        if idp_access_token is not None:
+            owner = _token_owner(idp_access_token)
+            now = self._deps.clock.now()
+            await remember(self._deps, owner, idempotency, now, issued, ISSUED_SESSION)
+        return issued
+
+    async def _start_session(
+        self, identity: Identity, idempotency: IdempotencyKey | None
+    ) -> IssuedSession:
         now = self._deps.clock.now()
+        owner = identity
 
         async def create(uow: UnitOfWork) -> IssuedSession:
             user = await uow.users.get_by_subject(identity.subject)
@@ -82,15 +116,11 @@ class Sessions:
             return await self._issue(uow, user, None, now)
 
         try:
-            return await run_idempotent(
-                self._deps, identity, idempotency, now, create, ISSUED_SESSION
-            )
+            return await run_idempotent(self._deps, owner, idempotency, now, create, ISSUED_SESSION)
         except IntegrityViolationError:
             # Two first sign-ins of one person raced to create their user: the loser's
             # transaction is gone, and on a second try the user exists.
-            return await run_idempotent(
-                self._deps, identity, idempotency, now, create, ISSUED_SESSION
-            )
+            return await run_idempotent(self._deps, owner, idempotency, now, create, ISSUED_SESSION)
 
     async def _issue(
         self, uow: UnitOfWork, user: User, workspace_id: UUID | None, now: datetime
@@ -107,13 +137,37 @@ class Sessions:
         await uow.sessions.add(session)
         return IssuedSession(token, session, user)
 
+    async def replayed_switch(
+        self, session_token: str, idempotency: IdempotencyKey | None
+    ) -> IssuedSession | None:
+        """The first answer to ``POST /v1/auth/switch`` from this session with this
+        Idempotency-Key, if there was one: the switch revoked the session, so its replay is
+        known by the session's token, before authentication (contract 8 and 13)."""
+        if idempotency is None:
+            return None
+        owner = _token_owner(session_token)
+        now = self._deps.clock.now()
+        return await replay_if_known(self._deps, owner, idempotency, now, ISSUED_SESSION)
+
     async def switch(
         self,
         caller: Caller,
         workspace_id: UUID,
         idempotency: IdempotencyKey | None = None,
+        session_token: str | None = None,
     ) -> IssuedSession:
-        """A new session scoped to ``workspace_id``; the caller's session is revoked."""
+        """A new session scoped to ``workspace_id``; the caller's session is revoked. The
+        answer is also kept under ``session_token`` when given (``replayed_switch``)."""
+        issued = await self._switch(caller, workspace_id, idempotency)
+        if session_token is not None:
+            owner = _token_owner(session_token)
+            now = self._deps.clock.now()
+            await remember(self._deps, owner, idempotency, now, issued, ISSUED_SESSION)
+        return issued
+
+    async def _switch(
+        self, caller: Caller, workspace_id: UUID, idempotency: IdempotencyKey | None
+    ) -> IssuedSession:
         user = caller.person(SWITCH_REFUSAL)
         now = self._deps.clock.now()
 
@@ -134,3 +188,9 @@ class Sessions:
         async with self._deps.uow() as uow:
             await uow.sessions.revoke(caller.credential_id, self._deps.clock.now())
             await uow.commit()
+
+
+def _token_owner(idp_access_token: str) -> Identity:
+    """Who a token's holder is for Idempotency-Keys once the token is spent or revoked: that
+    token (its digest), which only its holder can present again."""
+    return Identity(subject=f"token {hash_token(idp_access_token)}", email="", name="")

@@ -33,7 +33,7 @@ def backup(**changes: Any) -> dict[str, Any]:
         "kind": "cloud",
         "state": "active",
         "paused": False,
-        "source": {"type": "s3", "endpoint": "https://s3.example.com", "bucket": "b"},
+        "source": {"type": "s3", "endpoint": "https://s3.example.com", "bucket": "bucket-b"},
         "has_credentials": True,
         "schedule": {"cron": "0 3 * * *", "timezone": "Europe/Paris"},
         "worker_id": None,
@@ -49,7 +49,7 @@ def backup(**changes: Any) -> dict[str, Any]:
 def test_an_answer_reads_into_the_views_a_client_also_builds() -> None:
     """Nested values are the classes a client sends: equal to ones it builds."""
     read = converter.structure(backup(), Backup)
-    assert read.source == S3Source("https://s3.example.com", "b")
+    assert read.source == S3Source("https://s3.example.com", "bucket-b")
     assert read.schedule == Schedule("0 3 * * *", "Europe/Paris")
     assert read.retention == Retention("P30D", "P7D")
     assert read.state == "active"

@@ -28,7 +28,8 @@ from strongroom.domain.permissions import (
 )
 from strongroom.domain.principals import Actor, Caller, PrincipalType
 
-# The spec's eleven slugs plus the contract's eleven, written out from the documents.
+# The spec's eleven slugs plus the contract's eleven and section 15's `artifacts:hold`,
+# written out from the documents.
 CATALOG = frozenset(
     {
         "backups:read",
@@ -40,6 +41,7 @@ CATALOG = frozenset(
         "artifacts:read",
         "artifacts:download",
         "artifacts:delete",
+        "artifacts:hold",
         "workspaces:read",
         "workspaces:write",
         "members:read",
@@ -64,11 +66,11 @@ def slugs(permissions: frozenset[Permission]) -> frozenset[str]:
 
 
 class TestCatalog:
-    """``GET /v1/permissions`` lists exactly the contract's 22 slugs."""
+    """``GET /v1/permissions`` lists exactly the contract's 23 slugs."""
 
     def test_the_catalog_is_exactly_the_contracts_slugs(self) -> None:
         """No slug is missing and none is invented."""
-        assert len(CATALOG) == 22
+        assert len(CATALOG) == 23
         assert {permission.value for permission in Permission} == CATALOG
 
     def test_every_slug_has_a_description(self) -> None:
@@ -137,15 +139,16 @@ class TestBuiltinRoles:
         """An admin can do everything."""
         assert slugs(ADMIN.permissions) == CATALOG
 
-    def test_member_holds_everything_but_five_writes(self) -> None:
+    def test_member_holds_everything_but_six_writes(self) -> None:
         """A member cannot change the workspace, members, roles or API keys, nor delete
-        artifacts."""
+        artifacts or hold them (admins only, contract 15)."""
         excluded = {
             "workspaces:write",
             "members:write",
             "roles:write",
             "api_keys:write",
             "artifacts:delete",
+            "artifacts:hold",
         }
         assert slugs(MEMBER.permissions) == CATALOG - excluded
 

@@ -58,6 +58,7 @@ ARTIFACT_FIELDS = {
     "locked_until",
     "verification",
     "verified_at",
+    "held",
 }
 
 
@@ -728,7 +729,7 @@ class TestEndpointPolicy(LocalOnly):
         response = ada.client.patch(
             f"/v1/backups/{backup_id}",
             json={
-                "destination": {"type": "customer_s3", "endpoint": endpoint, "bucket": "b"},
+                "destination": {"type": "customer_s3", "endpoint": endpoint, "bucket": "bucket-b"},
                 "destination_credentials": {"access_key_id": "a", "secret_access_key": "s"},
             },
             headers=ada.headers,
@@ -747,7 +748,11 @@ class TestEndpointPolicy(LocalOnly):
         response = ada.client.patch(
             f"/v1/backups/{created.json()['id']}",
             json={
-                "source": {"type": "s3", "endpoint": "https://169.254.169.254", "bucket": "b"},
+                "source": {
+                    "type": "s3",
+                    "endpoint": "https://169.254.169.254",
+                    "bucket": "bucket-b",
+                },
                 "credentials": {"access_key_id": "a", "secret_access_key": "s"},
             },
             headers=ada.headers,
@@ -763,7 +768,7 @@ class TestEndpointPolicy(LocalOnly):
                 "destination": {
                     "type": "customer_s3",
                     "endpoint": "http://10.20.30.40:9000",
-                    "bucket": "b",
+                    "bucket": "bucket-b",
                 },
                 "destination_credentials": {"access_key_id": "a", "secret_access_key": "s"},
             },
@@ -817,7 +822,11 @@ class TestUnreachableEndpoints(LocalOnly):
             patched = ada.client.patch(
                 f"/v1/backups/{backup_id}",
                 json={
-                    "destination": {"type": "customer_s3", "endpoint": endpoint, "bucket": "b"},
+                    "destination": {
+                        "type": "customer_s3",
+                        "endpoint": endpoint,
+                        "bucket": "bucket-b",
+                    },
                     "destination_credentials": {
                         "access_key_id": seaweed.access_key,
                         "secret_access_key": seaweed.secret_key,

@@ -25,7 +25,7 @@ class TestKindRules:
             ("local", {"source": {"type": "ftp"}}, "source is refused on a local backup"),
             (
                 "cloud",
-                {"source": {"type": "gcs", "bucket": "b", "anything": 1}},
+                {"source": {"type": "gcs", "bucket": "bucket-b", "anything": 1}},
                 "source type gcs is not offered for cloud",
             ),
             (

@@ -360,7 +360,7 @@ class TestFieldNamesInMessages:
         field's dotted path before the cut name."""
         token, workspace_id = api.workspace_admin("ada@example.com")
         backup_id = self._backup(api, token, str(workspace_id))
-        source = {"type": "s3", "endpoint": "https://s3.example.com", "bucket": "b"}
+        source = {"type": "s3", "endpoint": "https://s3.example.com", "bucket": "bucket-b"}
         for body, prefix in (
             ({HUGE: 1}, "unknown field: "),
             ({"source": {**source, HUGE: 1}}, "unknown field: source."),

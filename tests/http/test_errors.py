@@ -46,6 +46,8 @@ STATUS = {
     "last_admin": 409,
     "idempotency_conflict": 409,
     "artifact_missing": 409,
+    # Contract section 15.
+    "artifact_held": 409,
     "lock_exceeds_expiry": 422,
     "validation_failed": 422,
     "precondition_failed": 412,

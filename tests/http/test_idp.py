@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Iterator
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 from urllib.parse import quote_plus, urlsplit
 from uuid import UUID
@@ -16,6 +16,7 @@ from starlette.testclient import TestClient
 
 from strongroom.adapters.http.app import app_for
 from strongroom.adapters.identity.builtin import CLIENT_ID, BuiltinIdentityProvider
+from strongroom.adapters.identity.signup_limit import SignupLimiter
 from strongroom.adapters.memory.services import ManualClock
 from strongroom.adapters.webkit.context import MAX_BODY_BYTES
 from strongroom.ports.driven.identity import CliConfig, Identity
@@ -289,6 +290,24 @@ class TestSignup:
         assert_envelope(response, 404, "not_found")
         assert_envelope(raw_post(client, "/idp/signup", "{}", "application/json"), 404, "not_found")
         assert provider.account_id("new@example.com") is None
+
+    def test_sign_ups_are_limited_per_client_address(
+        self, facade: Strongroom, client: TestClient
+    ) -> None:
+        """Sign-ups past the limit from one address: 429 ``rate_limited`` with
+        ``Retry-After`` and no account; another address is not refused (issue 27)."""
+        provider = facade.deps.identity
+        assert isinstance(provider, BuiltinIdentityProvider)
+        provider._signups = SignupLimiter(limit=2)
+        for index in range(2):
+            form = {"email": f"flood{index}@example.com", "password": PASSWORD, "name": "F"}
+            assert client.post("/idp/signup", data=form).status_code == 201
+        form = {"email": "flood2@example.com", "password": PASSWORD, "name": "F"}
+        refused = client.post("/idp/signup", data=form)
+        assert_envelope(refused, 429, "rate_limited")
+        assert 1 <= int(refused.headers["retry-after"]) <= 601
+        assert provider.account_id("flood2@example.com") is None
+        provider._signups.admit("203.0.113.9", datetime.now(UTC))  # another: not refused
 
 
 # The device authorization request.

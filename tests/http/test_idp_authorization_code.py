@@ -237,6 +237,11 @@ class TestTheAuthorizationRequest:
             "/app/",
             "http://testserver/app/#fragment",
             "javascript:alert(1)",
+            "http://testserver/v1/me",
+            "http://testserver/idp/token",
+            "http://testserver/application",
+            "http://testserver/app/../idp/token",
+            "http://testserver/app/%2e%2e/idp/token",
         ],
     )
     def test_a_foreign_redirect_uri_is_shown_never_followed(

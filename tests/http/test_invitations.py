@@ -68,6 +68,19 @@ def world() -> Iterator[Inviting]:
 class TestInviting:
     """``POST`` and ``GET .../invitations``."""
 
+    def test_the_mailed_link_ignores_the_request_host(self, world: Inviting) -> None:
+        """``Host: evil.example:666``: the mail's link is on the server's own address,
+        never the request's host (issue 27, finding 10)."""
+        created = world.api.client.post(
+            world.path,
+            json={"email": "ann@example.com", "role": "viewer"},
+            headers={**world.headers, "Host": "evil.example:666"},
+        )
+        assert created.status_code == 201, created.text
+        (mail,) = world.outbox.outbox
+        assert "evil.example" not in mail.body
+        assert "http://testserver:80/" in mail.body
+
     def test_an_invitation_is_created_and_listed(self, world: Inviting) -> None:
         """201 with the invitation's fields, timestamps in the API's form; the list's
         envelope holds it (seven days, the mail, the email kept as given:

@@ -73,6 +73,9 @@ VALID_BODIES: dict[tuple[str, str], dict[str, Any]] = {
         "sha256": hashlib.sha256(b"abc").hexdigest(),
     },
     ("POST", "/v1/runs/{run_id}/fail"): {"error": "intruder"},
+    ("POST", "/v1/backups/{bid}/retention/preview"): {
+        "retention": {"expire_after": "P1D", "lock_for": "PT0S", "keep": {"daily": 1}}
+    },
     ("POST", "/v1/workspaces/{wid}/webhooks"): {
         "url": "https://intruder.example.com/",
         "events": ["run.failed"],

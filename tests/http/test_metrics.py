@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 from uuid import uuid4
 
+import pytest
+
+from strongroom.adapters.metrics import http as metrics_http
+from strongroom.adapters.runtime.blocking import unwrapped
 from support.world import Api, bearer, make_client, make_facade
 
 
@@ -62,3 +67,42 @@ class TestMetrics:
             text = second.get("/metrics").text
         total = "strongroom_http_requests_total"
         assert _sample(text, total, route="/healthz", method="GET", status="200") is None
+
+
+class TestBoundedScrapes:
+    """Issue 27, finding 6: scrapes are cheap and may require a token."""
+
+    def test_the_service_figures_are_read_once_for_many_scrapes(
+        self, api: Api, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """Twenty scrapes in a row read the database's figures once; once they are
+        ``SNAPSHOT_MAX_AGE`` old the next scrape reads them again (never more than 15 s
+        old)."""
+        facade = unwrapped(api.facade)
+        reads = 0
+        real = facade.metrics_snapshot
+
+        async def counted() -> Any:
+            nonlocal reads
+            reads += 1
+            return await real()
+
+        monkeypatch.setattr(facade, "metrics_snapshot", counted)
+        now = [1000.0]
+        monkeypatch.setattr(metrics_http.time, "monotonic", lambda: now[0])
+        for _ in range(20):
+            assert "strongroom_statistics_up 1.0" in api.client.get("/metrics").text
+        assert reads == 1
+        now[0] += metrics_http.SNAPSHOT_MAX_AGE
+        api.client.get("/metrics")
+        assert reads == 2
+        assert metrics_http.SNAPSHOT_MAX_AGE + metrics_http.SNAPSHOT_TIMEOUT <= 15
+
+    def test_a_configured_token_is_required_as_a_bearer(self) -> None:
+        """With ``STRONGROOM_METRICS_TOKEN``: 401 without it or with another; 200 with it."""
+        with make_client(make_facade(), metrics_token="scrape-token-1") as client:
+            assert client.get("/metrics").status_code == 401
+            assert client.get("/metrics", headers=bearer("other")).status_code == 401
+            answered = client.get("/metrics", headers=bearer("scrape-token-1"))
+        assert answered.status_code == 200
+        assert "strongroom_http_requests_total" in answered.text

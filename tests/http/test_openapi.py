@@ -71,6 +71,8 @@ ACCEPTING = {
     ("POST", "/v1/artifacts/{aid}/verify"),
     ("POST", "/v1/backups/{bid}/drills"),
 }
+# DELETEs that answer the object they changed (contract 15: releasing a legal hold).
+ANSWERING_DELETES = {("DELETE", "/v1/artifacts/{aid}/hold"), ("DELETE", "/v1/runs/{run_id}/hold")}
 # Operations whose success is a redirect (303 with Location), never a 2xx.
 REDIRECTING = {("POST", "/idp/authorize")}
 # --------------------------------------------------------------------------------------
@@ -412,7 +414,7 @@ class TestResponses:
                 else "202"
                 if (method, path) in ACCEPTING
                 else "204"
-                if method == "DELETE"
+                if method == "DELETE" and (method, path) not in ANSWERING_DELETES
                 else "200"
             )
             assert successes == [expected], (method, path, successes)
@@ -560,6 +562,8 @@ class TestRequestBodies:
             ("POST", "/v1/artifacts/{aid}/verify"),
             ("POST", "/v1/claims"),
             ("POST", "/v1/runs/{run_id}/heartbeat"),
+            ("POST", "/v1/artifacts/{aid}/hold"),
+            ("POST", "/v1/runs/{run_id}/hold"),
             ("POST", "/v1/webhooks/{id}/ping"),
             ("POST", "/v1/webhooks/{id}/deliveries/{did}/redeliver"),
         }

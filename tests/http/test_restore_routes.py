@@ -180,6 +180,8 @@ class TestCreate:
             ({**BODY, "extra": 1}, "extra"),
             ({"target": TARGET, "credentials": {"access_key_id": "a"}}, "secret_access_key"),
             ({"target": {**TARGET, "endpoint": "ftp://x"}, "credentials": KEYS}, "endpoint"),
+            ({"target": {**TARGET, "bucket": "b"}, "credentials": KEYS}, "target.bucket"),
+            ({"target": {**TARGET, "bucket": "10.0.0.1"}, "credentials": KEYS}, "target.bucket"),
         ],
     )
     def test_a_malformed_body_is_400(

@@ -51,6 +51,18 @@ class TestSignIn:
         UUID(body["user"]["id"])
         assert not is_unauthenticated(api, body["token"])
 
+    def test_a_keyed_exchange_repeated_gets_the_first_answer(self, api: Api) -> None:
+        """The same token and Idempotency-Key again: the first 201 unchanged (the token was
+        spent by the first exchange); without the key: 401 (issue 27, finding 10)."""
+        access = idp_access_token(api.facade, "ada@example.com", "Ada")
+        keyed = {**bearer(access), "Idempotency-Key": "sign-in-1"}
+        first = api.client.post("/v1/auth/sessions", headers=keyed)
+        assert first.status_code == 201, first.text
+        again = api.client.post("/v1/auth/sessions", headers=keyed)
+        assert again.status_code == 201, again.text
+        assert again.json() == first.json()
+        assert api.client.post("/v1/auth/sessions", headers=bearer(access)).status_code == 401
+
     def test_invalid_idp_token_is_401(self, api: Api) -> None:
         """A forged, missing or non-IdP credential is 401 ``unauthenticated``."""
         session = api.person("ada@example.com")
@@ -100,6 +112,22 @@ class TestSwitch:
         assert is_unauthenticated(api, token)
         me = api.client.get("/v1/me", headers=bearer(body["token"])).json()
         assert me["workspace_id"] == workspace_id
+
+    def test_a_keyed_switch_repeated_gets_the_first_answer(self, api: Api) -> None:
+        """The same session and Idempotency-Key again: the first 201 unchanged, although the
+        switch revoked that session; without the key: 401 (issue 27, finding 10)."""
+        token = api.person("ada@example.com")
+        created = api.client.post("/v1/workspaces", json={"name": "Acme"}, headers=bearer(token))
+        body = {"workspace_id": created.json()["id"]}
+        keyed = {**bearer(token), "Idempotency-Key": "switch-1"}
+        first = api.client.post("/v1/auth/switch", json=body, headers=keyed)
+        assert first.status_code == 201, first.text
+        again = api.client.post("/v1/auth/switch", json=body, headers=keyed)
+        assert again.status_code == 201, again.text
+        assert again.json() == first.json()
+        assert (
+            api.client.post("/v1/auth/switch", json=body, headers=bearer(token)).status_code == 401
+        )
 
     def test_switch_needs_a_session(self, api: Api) -> None:
         """Without a credential the switch is 401, whatever the body."""

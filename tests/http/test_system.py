@@ -23,6 +23,7 @@ CATALOG = {
     "artifacts:read",
     "artifacts:download",
     "artifacts:delete",
+    "artifacts:hold",
     "workspaces:read",
     "workspaces:write",
     "members:read",
@@ -100,14 +101,14 @@ class TestPermissionCatalog:
     """``GET /v1/permissions``."""
 
     def test_catalog(self, api: Api) -> None:
-        """22 slugs with descriptions, ``{data, next_cursor: null}``."""
+        """23 slugs with descriptions, ``{data, next_cursor: null}``."""
         token = api.person("ada@example.com")
         response = api.client.get("/v1/permissions", headers=bearer(token))
         assert response.status_code == 200
         body = response.json()
         assert set(body) == {"data", "next_cursor"}
         assert body["next_cursor"] is None
-        assert len(body["data"]) == 22
+        assert len(body["data"]) == 23
         assert {entry["slug"] for entry in body["data"]} == CATALOG
         for entry in body["data"]:
             assert set(entry) == {"slug", "description"}

@@ -502,7 +502,7 @@ class TestRefusals:
         facade = make_facade(storage=LocalDiskStorage(tmp_path / "o", b"k"))
         with make_client(facade) as client:
             service = Service(Api(facade, client), LocalDiskStorage(tmp_path / "o", b"k"))
-            source = {"type": "s3", "endpoint": "https://s3.example.com", "bucket": "b"}
+            source = {"type": "s3", "endpoint": "https://s3.example.com", "bucket": "bucket-b"}
             backup_id = service.cloud_backup(source, s3_keys(seaweed))
             artifact_id = service.confirmed_artifact(backup_id, b"x")
             response = client.post(

@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import pwd
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
@@ -219,3 +220,37 @@ def truncate_all(
                 sql.SQL(", ").join(sql.Identifier(name) for name in tables)
             )
         )
+
+
+@attrs.frozen
+class StoppedCluster:
+    """A PostgreSQL cluster paused by SIGSTOP of its postmaster, then of every process it
+    started (so no new backend is forked in between), and resumed by SIGCONT."""
+
+    data_dir: Path
+
+    def _processes(self) -> list[int]:
+        postmaster = int((self.data_dir / "postmaster.pid").read_text().split()[0])
+        children = [
+            int(entry.name)
+            for entry in Path("/proc").iterdir()
+            if entry.name.isdigit() and _parent_of(entry) == postmaster
+        ]
+        return [postmaster, *children]
+
+    def pause(self) -> None:
+        for pid in self._processes():
+            os.kill(pid, signal.SIGSTOP)
+
+    def resume(self) -> None:
+        for pid in reversed(self._processes()):
+            os.kill(pid, signal.SIGCONT)
+
+
+def _parent_of(process: Path) -> int | None:
+    """The parent process id of ``/proc/<pid>``, or ``None`` when it has gone."""
+    try:
+        stat = (process / "stat").read_text()
+    except OSError:
+        return None
+    return int(stat.rsplit(")", 1)[1].split()[1])

@@ -121,6 +121,55 @@ class TestClaim:
         assert await asyncio.wait_for(facade.claims.claim(rack, wait_seconds=30), 5) is None
         assert loop.time() - started < 5
 
+    async def test_a_claimer_gone_while_waiting_claims_nothing(self, facade: Strongroom) -> None:
+        """A long poll whose claimer went away takes no run triggered afterwards: the run
+        stays queued, and the next claim gets it on its first attempt."""
+        ada, _ = await workspace_admin(facade, "ada@example.com")
+        rack = await worker_of(facade, ada)
+        backup = await local_backup(facade, ada, rack, "Nightly")
+        connected = True
+
+        async def still_there() -> bool:
+            return connected
+
+        waiting = asyncio.ensure_future(facade.claims.claim(rack, 30, still_there))
+        await asyncio.sleep(0.2)
+        connected = False
+        run = await facade.runs.trigger(ada, backup)
+        assert await asyncio.wait_for(waiting, 5) is None
+        assert (await facade.runs.get(ada, run.id)).state is RunState.QUEUED
+        claimed = await facade.claims.claim(rack)
+        assert claimed is not None
+        assert (claimed.run.id, claimed.run.attempt) == (run.id, 1)
+
+    async def test_a_run_claimed_for_a_claimer_gone_is_released_at_once(
+        self, facade: Strongroom
+    ) -> None:
+        """The claimer is found gone once its run is claimed (the answer cannot reach
+        it): the run is queued again at once, same attempt, audited ``run.requeue``."""
+        ada, _ = await workspace_admin(facade, "ada@example.com")
+        rack = await worker_of(facade, ada)
+        run = await facade.runs.trigger(ada, await local_backup(facade, ada, rack, "Nightly"))
+        looks = 0
+
+        async def gone_after_the_first_look() -> bool:
+            nonlocal looks
+            looks += 1
+            return looks == 1
+
+        assert await facade.claims.claim(rack, 0, gone_after_the_first_look) is None
+        released = await facade.runs.get(ada, run.id)
+        assert (released.state, released.attempt, released.started_at) == (
+            RunState.QUEUED,
+            1,
+            None,
+        )
+        (requeued,) = await audit_events(facade, ada, "run.requeue")
+        assert requeued.actor.id == rack.worker_id
+        claimed = await facade.claims.claim(rack)
+        assert claimed is not None
+        assert (claimed.run.id, claimed.run.attempt) == (run.id, 1)
+
     async def test_only_workers_claim(self, facade: Strongroom) -> None:
         """Persons and API keys: 403, even with every permission."""
         ada, _ = await workspace_admin(facade, "ada@example.com")
@@ -258,3 +307,43 @@ class TestLeaseExpiry:
         clock.advance(LEASE)
         assert (await facade.leases.expire()).cancelled == 1
         assert (await facade.runs.get(ada, run.id)).state is RunState.CANCELLED
+
+
+class TestOnlyTheHolderUploads:
+    """Issue 27, finding 8: a claimed run takes artifacts and its confirm only from the
+    worker holding it."""
+
+    async def test_an_upload_key_cannot_announce_into_or_confirm_a_claimed_run(
+        self, facade: Strongroom, storage: LocalDiskStorage
+    ) -> None:
+        """An API key with ``artifacts:upload`` (and ``artifacts:confirm``): 404 for the
+        claimed run's upload URL and confirm, nothing announced; the holder uploads and
+        confirms as before."""
+        ada, _ = await workspace_admin(facade, "ada@example.com")
+        rack = await worker_of(facade, ada)
+        run = await facade.runs.trigger(ada, await local_backup(facade, ada, rack, "Nightly"))
+        assert await facade.claims.claim(rack) is not None
+        key = await api_key(facade, ada, ["artifacts:upload", "artifacts:confirm"])
+        with pytest.raises(NotFoundError):
+            await facade.artifacts.upload_url(key, run.id, "intruder", 1, "0" * 64)
+        with pytest.raises(NotFoundError):
+            await facade.artifacts.confirm(key, run.id)
+        await upload(facade, storage, rack, run.id, "archive", b"data")
+        confirmed = await facade.artifacts.confirm(rack, run.id)
+        assert (confirmed.state, confirmed.artifact_count) == (RunState.SUCCEEDED, 1)
+
+    async def test_a_manual_run_takes_uploads_from_any_caller_allowed(
+        self, facade: Strongroom, storage: LocalDiskStorage
+    ) -> None:
+        """A manual run keeps the spec's rule: an upload key announces and confirms."""
+        ada, _ = await workspace_admin(facade, "ada@example.com")
+        backup = await facade.backups.create(
+            ada, ada.scoped_workspace(), "Laptop", BackupKind.MANUAL
+        )
+        await facade.backups.update(
+            ada, backup.id, BackupChanges(retention=retention("P30D", "PT0S"))
+        )
+        run = await facade.runs.start(ada, backup.id)
+        key = await api_key(facade, ada, ["artifacts:upload", "artifacts:confirm"])
+        await upload(facade, storage, key, run.id, "archive", b"data")
+        assert (await facade.artifacts.confirm(key, run.id)).state is RunState.SUCCEEDED

@@ -174,11 +174,12 @@ async def delete_artifact(facade: Strongroom, grant: Grant, aid: UUID) -> None:
     """Delete an artifact
 
     Removes the object; the record stays as `deleted`. Precedence: already deleted,
-    inside its lock, last of its backup.
+    inside its lock, held, last of its backup.
 
     Errors:
     - `conflict`: already deleted
     - `artifact_locked`: inside its lock window (storage refuses too)
+    - `artifact_held`: under a legal hold
     - `last_artifact`: the only available artifact of its backup
     - `upstream_unavailable`: the database or object storage failed; nothing was recorded"""
     await facade.artifacts.delete(grant, aid)

@@ -42,7 +42,9 @@ async def claim_run(ctx: ApiContext) -> Response:
     - `forbidden`: a person or an API key called it (only workers claim runs)
     - `invalid_request`: `wait_seconds` is not 0 to 30"""
     claimed = await ctx.facade.claims.claim(
-        ctx.bearer(), lambda: ctx.json(ClaimRequest, optional=True).wait_seconds
+        ctx.bearer(),
+        lambda: ctx.json(ClaimRequest, optional=True).wait_seconds,
+        ctx.still_connected,
     )
     return no_content() if claimed is None else answer(claimed, 201)
 

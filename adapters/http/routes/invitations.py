@@ -64,7 +64,12 @@ async def create_invitation(
     - `quota_exceeded`: `members_per_workspace` is reached"""
     now = ctx.facade.now()
     invitation = await ctx.facade.invitations.create(
-        grant, wid, body.email, body.role, accept_url_base=ctx.base_url, idempotency=idempotency
+        grant,
+        wid,
+        body.email,
+        body.role,
+        accept_url_base=ctx.mail_base_url,
+        idempotency=idempotency,
     )
     return presented(invitation, now)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 from starlette.requests import Request
@@ -20,9 +21,9 @@ from strongroom.adapters.wire.sessions import (
     SwitchWorkspace,
 )
 from strongroom.adapters.wire.system import Health, Readiness
-from strongroom.domain.errors import UnauthenticatedError
+from strongroom.domain.errors import StrongroomError, UnauthenticatedError
 from strongroom.domain.principals import Caller
-from strongroom.ports.driving import IdempotencyKey, Strongroom
+from strongroom.ports.driving import Strongroom
 from strongroom.ports.driving.sessions import SIGN_OUT_REFUSAL, SWITCH_REFUSAL
 
 # One answer for every liveness probe: a response holds no per-request state, and the
@@ -105,9 +106,14 @@ async def create_session(ctx: ApiContext) -> Response:
     scheme, _, token = ctx.request.headers.get("authorization", "").partition(" ")
     if scheme.lower() != "bearer" or not token.strip():
         raise UnauthenticatedError("missing bearer credential")
-    identity = await ctx.facade.sessions.verify(token.strip())
+    token = token.strip()
+    # A repeat with the same key: the first answer, although the exchange spent the token.
+    with contextlib.suppress(StrongroomError):  # a malformed key or body: refused below
+        if first := await ctx.facade.sessions.replayed_exchange(token, ctx.idempotency()):
+            return answer(first, 201)
+    identity = await ctx.facade.sessions.verify(token)
     ctx.empty_body()
-    issued = await ctx.facade.sessions.start_session(identity, idempotency=ctx.idempotency())
+    issued = await ctx.facade.sessions.start_session(identity, ctx.idempotency(), token)
     return answer(issued, 201)
 
 
@@ -116,10 +122,9 @@ async def create_session(ctx: ApiContext) -> Response:
     Session,
     "The new session; its token is shown only here.",
     person=SWITCH_REFUSAL,
+    body=SwitchWorkspace,
 )
-async def switch_workspace(
-    facade: Strongroom, caller: Caller, body: SwitchWorkspace, idempotency: IdempotencyKey | None
-) -> Any:
+async def switch_workspace(ctx: ApiContext) -> Response:
     """Switch workspace
 
     A new session scoped to `workspace_id`; the session used for this request is revoked
@@ -127,7 +132,18 @@ async def switch_workspace(
 
     Errors:
     - `not_found`: the caller is not a member of that workspace"""
-    return await facade.sessions.switch(caller, body.workspace_id, idempotency=idempotency)
+    token = ctx.bearer().token
+    # A repeat with the same key: the first answer, although the switch revoked the session.
+    with contextlib.suppress(StrongroomError):  # a malformed key or body: refused below
+        if first := await ctx.facade.sessions.replayed_switch(token, ctx.idempotency()):
+            return answer(first, 201)
+    caller = await ctx.caller()
+    caller.person(SWITCH_REFUSAL)  # 403 for a machine, before the body (400)
+    body = ctx.json(SwitchWorkspace)
+    issued = await ctx.facade.sessions.switch(
+        caller, body.workspace_id, idempotency=ctx.idempotency(), session_token=token
+    )
+    return answer(issued, 201)
 
 
 @routes.delete("/v1/auth/sessions/current", "Signed out.", person=SIGN_OUT_REFUSAL, empty_body=True)

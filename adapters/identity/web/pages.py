@@ -151,6 +151,24 @@ def same_origin(uri: str, base_url: str) -> bool:
     )
 
 
+DASHBOARD = "/app"
+
+
+def in_dashboard(uri: str) -> bool:
+    """Whether ``uri``'s path is the dashboard's (``/app`` or under ``/app/``), with no
+    segment that could climb out of it once decoded (contract section 13)."""
+    path = urlsplit(uri).path
+    if path != DASHBOARD and not path.startswith(DASHBOARD + "/"):
+        return False
+    lowered = path.lower()
+    return (
+        "\\" not in path
+        and "%2e" not in lowered
+        and "%2f" not in lowered
+        and (".." not in path.split("/"))
+    )
+
+
 def check_authorization_request(params: Mapping[str, str], base_url: str) -> dict[str, str]:
     """The parameters of a valid authorization request; ``AuthorizationRefusedError`` otherwise.
     The client and redirect URI are checked first: until both are known good, nothing is
@@ -159,10 +177,11 @@ def check_authorization_request(params: Mapping[str, str], base_url: str) -> dic
         raise AuthorizationRefusedError(
             "invalid_client", f"client_id must be {WEB_CLIENT_ID}", redirect=False
         )
-    if not same_origin(params.get("redirect_uri", ""), base_url):
+    redirect_uri = params.get("redirect_uri", "")
+    if not same_origin(redirect_uri, base_url) or not in_dashboard(redirect_uri):
         raise AuthorizationRefusedError(
             "invalid_request",
-            "redirect_uri must be an absolute URL on this server's own origin",
+            "redirect_uri must be an absolute URL on this server's own origin, under /app/",
             redirect=False,
         )
     if params.get("response_type") != "code":

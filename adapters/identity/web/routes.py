@@ -157,6 +157,7 @@ def _oauth_endpoint(act: OAuthAct) -> Callable[[Request], Awaitable[Response]]:
             "sign-up is off; another identity provider is configured (every `/idp` route is 404)"
         ),
         "name_taken": "an account with this email exists",
+        "rate_limited": "too many sign-ups from this client address (50 per 10 minutes)",
         "upstream_unavailable": UPSTREAM,
     },
 )
@@ -169,7 +170,9 @@ async def idp_signup(ctx: ApiContext) -> Response:
     if idp is None or not idp.signup_enabled:
         return no_such_route(ctx.request)
     form = exact_fields(form_of(ctx), ("email", "password", "name"))
-    account = await idp.sign_up(form["email"], form["password"], form["name"])
+    account = await idp.sign_up(
+        form["email"], form["password"], form["name"], client_address(ctx.request)
+    )
     return reply(present(account, SignupResult), 201, NO_STORE)
 
 
@@ -276,7 +279,11 @@ async def idp_device_decision(ctx: ApiContext) -> Response:
     parameters=(
         parameter("response_type", "query", "`code`."),
         parameter("client_id", "query", f"`{WEB_CLIENT_ID}`."),
-        parameter("redirect_uri", "query", "An absolute URL on this server's own origin."),
+        parameter(
+            "redirect_uri",
+            "query",
+            "An absolute URL on this server's own origin: `/app` or under `/app/`.",
+        ),
         parameter("code_challenge", "query", "BASE64URL(SHA256(code_verifier)), 43 characters."),
         parameter("code_challenge_method", "query", "`S256` (the only method offered)."),
         parameter("state", "query", "Opaque; echoed in the redirect."),
@@ -300,8 +307,8 @@ async def idp_authorize_page(ctx: ApiContext) -> Response:
     page where a person signs in; its form posts to `POST /idp/authorize`.
 
     Errors:
-    - `invalid_request`: an unknown `client_id` or a `redirect_uri` off this origin: an HTML
-      page, never a redirect"""
+    - `invalid_request`: an unknown `client_id` or a `redirect_uri` off this origin or
+      outside `/app/`: an HTML page, never a redirect"""
     if builtin_of(ctx) is None:
         return no_such_route(ctx.request)
     params = dict(ctx.request.query_params)

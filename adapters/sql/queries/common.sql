@@ -142,7 +142,7 @@ LIMIT 1
 SELECT /*fragment session_grant_columns*/,
        b.id, b.workspace_id, b.name, b.kind, b.state, b.paused, b.source, b.sealed_credentials, b.schedule_cron, b.schedule_timezone,
        b.worker_id, b.retention_expire_after_seconds, b.retention_lock_for_seconds,
-       b.destination, b.sealed_destination_credentials, b.next_run_at, b.created_at,
+       b.retention_keep, b.destination, b.sealed_destination_credentials, b.next_run_at, b.created_at,
        b.updated_at, b.freshness_max_age_seconds
 /*fragment session_grant_joins*/
 LEFT JOIN backups AS b ON b.workspace_id = s.workspace_id AND b.id = :id
@@ -188,7 +188,7 @@ SELECT 0 AS part, g_id, g_token_hash, g_user_id, g_workspace_id, g_created_at, g
        NULL AS name, NULL AS kind, NULL AS state, NULL AS paused, NULL AS source,
        NULL AS sealed_credentials, NULL AS schedule_cron, NULL AS schedule_timezone,
        NULL AS worker_id, NULL AS retention_expire_after_seconds,
-       NULL AS retention_lock_for_seconds, NULL AS destination,
+       NULL AS retention_lock_for_seconds, NULL AS retention_keep, NULL AS destination,
        NULL AS sealed_destination_credentials, NULL AS next_run_at, NULL AS created_at,
        NULL AS updated_at, NULL AS freshness_max_age_seconds
 FROM g
@@ -196,7 +196,8 @@ UNION ALL
 SELECT 1, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
        NULL, b.id, b.workspace_id, b.name, b.kind, b.state, b.paused, b.source,
        b.sealed_credentials, b.schedule_cron, b.schedule_timezone, b.worker_id,
-       b.retention_expire_after_seconds, b.retention_lock_for_seconds, b.destination,
+       b.retention_expire_after_seconds, b.retention_lock_for_seconds, b.retention_keep,
+       b.destination,
        b.sealed_destination_credentials, b.next_run_at, b.created_at, b.updated_at,
        b.freshness_max_age_seconds
 FROM g
@@ -218,23 +219,23 @@ UPDATE sessions SET revoked_at = :revoked_at WHERE id = :id AND revoked_at IS NU
 -- A backup's columns as the repositories read them (a fragment, after a SELECT).
 id, workspace_id, name, kind, state, paused, source, sealed_credentials,
        schedule_cron, schedule_timezone, worker_id, retention_expire_after_seconds,
-       retention_lock_for_seconds, destination, sealed_destination_credentials, next_run_at,
-       created_at, updated_at, freshness_max_age_seconds
+       retention_lock_for_seconds, retention_keep, destination, sealed_destination_credentials,
+       next_run_at, created_at, updated_at, freshness_max_age_seconds
 
 -- name: backup_insert_columns
 -- Every column of a backup (name_key and body too), in the order of backup_insert_values:
 -- the column list of its inserts (a fragment).
     id, workspace_id, name, name_key, kind, state, paused, source, sealed_credentials,
     schedule_cron, schedule_timezone, worker_id, retention_expire_after_seconds,
-    retention_lock_for_seconds, destination, sealed_destination_credentials, next_run_at,
-    created_at, updated_at, body, freshness_max_age_seconds
+    retention_lock_for_seconds, retention_keep, destination, sealed_destination_credentials,
+    next_run_at, created_at, updated_at, body, freshness_max_age_seconds
 
 -- name: backup_insert_values
 -- The parameters of backup_insert_columns, in their order (a fragment).
     :id, :workspace_id, :name, :name_key, :kind, :state, :paused, :source, :sealed_credentials,
     :schedule_cron, :schedule_timezone, :worker_id, :retention_expire_after_seconds,
-    :retention_lock_for_seconds, :destination, :sealed_destination_credentials, :next_run_at,
-    :created_at, :updated_at, :body, :freshness_max_age_seconds
+    :retention_lock_for_seconds, :retention_keep, :destination, :sealed_destination_credentials,
+    :next_run_at, :created_at, :updated_at, :body, :freshness_max_age_seconds
 
 -- name: backup_insert
 INSERT INTO backups (
@@ -255,7 +256,8 @@ SET name = :name, name_key = :name_key, kind = :kind, state = :state, paused = :
     source = :source, sealed_credentials = :sealed_credentials,
     schedule_cron = :schedule_cron, schedule_timezone = :schedule_timezone,
     worker_id = :worker_id, retention_expire_after_seconds = :retention_expire_after_seconds,
-    retention_lock_for_seconds = :retention_lock_for_seconds, destination = :destination,
+    retention_lock_for_seconds = :retention_lock_for_seconds, retention_keep = :retention_keep,
+    destination = :destination,
     sealed_destination_credentials = :sealed_destination_credentials,
     next_run_at = :next_run_at, created_at = :created_at, updated_at = :updated_at,
     body = :body, freshness_max_age_seconds = :freshness_max_age_seconds
@@ -339,46 +341,47 @@ AND (created_at, id) < (:after_created_at, :after_id)
 -- name: artifact_insert
 INSERT INTO artifacts (
     id, workspace_id, backup_id, run_id, name, size, sha256, state, storage, object_key,
-    upload_id, created_at, expires_at, locked_until, verification, verified_at
+    upload_id, created_at, expires_at, locked_until, verification, verified_at, held
 ) VALUES (
     :id, :workspace_id, :backup_id, :run_id, :name, :size, :sha256, :state, :storage,
     :object_key, :upload_id, :created_at, :expires_at, :locked_until, :verification,
-    :verified_at
+    :verified_at, :held
 )
 
 -- name: artifact_get
 SELECT id, workspace_id, backup_id, run_id, name, size, sha256, state, storage, object_key,
-       upload_id, created_at, expires_at, locked_until, verification, verified_at
+       upload_id, created_at, expires_at, locked_until, verification, verified_at, held
 FROM artifacts
 WHERE workspace_id = :workspace_id AND id = :id
 /*lock*/
 
 -- name: artifact_update
--- Only state, upload, expiry, lock and verification change, and the size and sha256 of a
+-- Only state, upload, expiry, lock, verification and hold change, and the size and sha256 of a
 -- pending artifact (one the service streamed itself learns them at the end).
 UPDATE artifacts
 SET state = :state, upload_id = :upload_id, expires_at = :expires_at,
     locked_until = :locked_until, verification = :verification, verified_at = :verified_at,
+    held = :held,
     size = CASE WHEN state = 'pending' THEN :size ELSE size END,
     sha256 = CASE WHEN state = 'pending' THEN :sha256 ELSE sha256 END
 WHERE workspace_id = :workspace_id AND id = :id AND run_id = :run_id
 
 -- name: artifact_find_in_run
 SELECT id, workspace_id, backup_id, run_id, name, size, sha256, state, storage, object_key,
-       upload_id, created_at, expires_at, locked_until, verification, verified_at
+       upload_id, created_at, expires_at, locked_until, verification, verified_at, held
 FROM artifacts
 WHERE workspace_id = :workspace_id AND run_id = :run_id AND name = :name
 
 -- name: artifact_list_for_run
 SELECT id, workspace_id, backup_id, run_id, name, size, sha256, state, storage, object_key,
-       upload_id, created_at, expires_at, locked_until, verification, verified_at
+       upload_id, created_at, expires_at, locked_until, verification, verified_at, held
 FROM artifacts
 WHERE workspace_id = :workspace_id AND run_id = :run_id
 ORDER BY created_at, id
 
 -- name: artifact_list
 SELECT id, workspace_id, backup_id, run_id, name, size, sha256, state, storage, object_key,
-       upload_id, created_at, expires_at, locked_until, verification, verified_at
+       upload_id, created_at, expires_at, locked_until, verification, verified_at, held
 FROM artifacts
 WHERE workspace_id = :workspace_id /*filters*/
 ORDER BY created_at DESC, id DESC
@@ -418,17 +421,22 @@ WHERE workspace_id = :workspace_id AND storage = 'service' AND (state = 'availab
 OR state = 'pending'
 
 -- name: artifact_expired
+-- Not held; of backups without keep rules (those the rules decide run by run, 0017).
 SELECT id, workspace_id, backup_id, run_id, name, size, sha256, state, storage, object_key,
-       upload_id, created_at, expires_at, locked_until, verification, verified_at
+       upload_id, created_at, expires_at, locked_until, verification, verified_at, held
 FROM artifacts
-WHERE state = 'available' AND expires_at <= :now
+WHERE state = 'available' AND expires_at <= :now AND NOT held
+  AND NOT EXISTS (
+      SELECT 1 FROM backups AS b
+      WHERE b.id = artifacts.backup_id AND b.retention_keep IS NOT NULL
+  )
 ORDER BY expires_at, id
 LIMIT :limit
 
 -- name: artifact_to_verify
 -- Pending verifications first, then (with the filter) the least recently verified.
 SELECT id, workspace_id, backup_id, run_id, name, size, sha256, state, storage, object_key,
-       upload_id, created_at, expires_at, locked_until, verification, verified_at
+       upload_id, created_at, expires_at, locked_until, verification, verified_at, held
 FROM artifacts
 WHERE state = 'available' AND (verification = 'pending' /*filters*/)
 ORDER BY CASE WHEN verification = 'pending' THEN 0 ELSE 1 END,
@@ -838,6 +846,40 @@ SELECT count(*) AS n FROM (
       AND state IN ('queued', 'running')
     LIMIT 1
 ) AS open_runs
+
+-- name: retention_ruled_backups
+-- The backups whose runs the keep rules decide (the retention job's one look-up across
+-- workspaces): a policy with keep rules, or runs that reference artifacts (0017).
+SELECT workspace_id, id FROM backups WHERE retention_keep IS NOT NULL
+UNION
+SELECT r.workspace_id, r.backup_id
+FROM run_references AS rr
+JOIN runs AS r ON r.id = rr.run_id
+ORDER BY workspace_id, id
+
+-- name: retention_finished_runs
+SELECT id, finished_at
+FROM runs
+WHERE workspace_id = :workspace_id AND backup_id = :backup_id AND state = 'succeeded'
+  AND finished_at IS NOT NULL
+
+-- name: retention_available_artifacts
+SELECT id, workspace_id, backup_id, run_id, name, size, sha256, state, storage, object_key,
+       upload_id, created_at, expires_at, locked_until, verification, verified_at, held
+FROM artifacts
+WHERE workspace_id = :workspace_id AND backup_id = :backup_id AND state = 'available'
+
+-- name: retention_references
+SELECT rr.run_id, rr.artifact_id
+FROM run_references AS rr
+JOIN runs AS r ON r.id = rr.run_id
+WHERE rr.workspace_id = :workspace_id AND r.workspace_id = :workspace_id
+  AND r.backup_id = :backup_id
+
+-- name: retention_reference_insert
+INSERT INTO run_references (workspace_id, run_id, artifact_id)
+VALUES (:workspace_id, :run_id, :artifact_id)
+ON CONFLICT DO NOTHING
 
 -- Assurance (0018): health facts and the stored status, webhooks and their outbox.
 

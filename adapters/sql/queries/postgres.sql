@@ -91,6 +91,25 @@ WITH w AS (
 )
 SELECT count(*) AS created FROM b
 
+-- name: retention_lock_artifacts
+-- The artifacts the keep rules gave up, locked until the removal commits (ids: uuid[]).
+SELECT id, workspace_id, backup_id, run_id, name, size, sha256, state, storage, object_key,
+       upload_id, created_at, expires_at, locked_until, verification, verified_at, held
+FROM artifacts
+WHERE workspace_id = :workspace_id AND id = ANY(CAST(:ids AS uuid[]))
+ORDER BY id
+FOR UPDATE
+
+-- name: retention_lock_runs
+-- Their runs, locked too (their artifact_count and bytes change).
+SELECT id, workspace_id, backup_id, state, trigger, worker_id, created_at, started_at,
+       finished_at, artifact_count, bytes, error, attempt, lease_expires_at,
+       cancel_requested, progress
+FROM runs
+WHERE workspace_id = :workspace_id AND id = ANY(CAST(:ids AS uuid[]))
+ORDER BY id
+FOR UPDATE
+
 -- name: delivery_take
 -- Due deliveries, oldest first, leased to this sender until :lease_until (their next
 -- attempt moves there, so a sender that dies leaves them due again): rows another sender

@@ -88,6 +88,23 @@ SELECT :event_id, :workspace_id, :occurred_at, :actor_type, :actor_id, :action,
 WHERE changes() = 1;
 SELECT changes() AS created;
 
+-- name: retention_lock_artifacts
+-- The artifacts the keep rules gave up (ids: a JSON array), in the writer's transaction.
+SELECT id, workspace_id, backup_id, run_id, name, size, sha256, state, storage, object_key,
+       upload_id, created_at, expires_at, locked_until, verification, verified_at, held
+FROM artifacts
+WHERE workspace_id = :workspace_id AND id IN (SELECT value FROM json_each(:ids))
+ORDER BY id
+
+-- name: retention_lock_runs
+-- Their runs (their artifact_count and bytes change).
+SELECT id, workspace_id, backup_id, state, trigger, worker_id, created_at, started_at,
+       finished_at, artifact_count, bytes, error, attempt, lease_expires_at,
+       cancel_requested, progress
+FROM runs
+WHERE workspace_id = :workspace_id AND id IN (SELECT value FROM json_each(:ids))
+ORDER BY id
+
 -- name: delivery_take
 -- Due deliveries, oldest first, leased to this sender until :lease_until (their next
 -- attempt moves there, so a sender that dies leaves them due again); the unit holds the

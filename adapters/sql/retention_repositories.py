@@ -1,0 +1,114 @@
+"""SQL reads of retention and the references between snapshot runs (``run_references``)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime
+from uuid import UUID
+
+from strongroom.adapters.sql import run_rows
+from strongroom.adapters.sql.catalog import Q
+from strongroom.adapters.sql.rows import Params
+from strongroom.adapters.sql.statements import SqlRepository, Step, require
+from strongroom.domain.artifacts import Artifact
+from strongroom.domain.runs import Run
+from strongroom.ports.driven.retention_repositories import grouped
+
+
+class SqlRetentionRepository(SqlRepository):
+    """What the keep rules decide on, read in one statement each."""
+
+    def _backup(self, workspace_id: UUID, backup_id: UUID) -> Params:
+        return {
+            "workspace_id": self._codec.uuid(workspace_id),
+            "backup_id": self._codec.uuid(backup_id),
+        }
+
+    async def ruled_backups(self) -> list[tuple[UUID, UUID]]:
+        """Backups with keep rules or with references."""
+        found = await self._db.fetch_all(Q.RETENTION_RULED_BACKUPS, {})
+        read = self._codec.read_uuid
+        return [(read(row["workspace_id"]), read(row["id"])) for row in found]
+
+    async def finished_runs(
+        self, workspace_id: UUID, backup_id: UUID
+    ) -> list[tuple[UUID, datetime]]:
+        """The backup's succeeded runs and their finish times."""
+        found = await self._db.fetch_all(
+            Q.RETENTION_FINISHED_RUNS, self._backup(workspace_id, backup_id)
+        )
+        codec = self._codec
+        return [
+            (codec.read_uuid(row["id"]), codec.read_timestamp(row["finished_at"])) for row in found
+        ]
+
+    async def available_artifacts(self, workspace_id: UUID, backup_id: UUID) -> list[Artifact]:
+        """The backup's available artifacts."""
+        found = await self._db.fetch_all(
+            Q.RETENTION_AVAILABLE_ARTIFACTS, self._backup(workspace_id, backup_id)
+        )
+        return [run_rows.artifact_from_row(row, self._codec) for row in found]
+
+    async def references(self, workspace_id: UUID, backup_id: UUID) -> dict[UUID, frozenset[UUID]]:
+        """Run -> the artifacts it references, for the backup's runs."""
+        found = await self._db.fetch_all(
+            Q.RETENTION_REFERENCES, self._backup(workspace_id, backup_id)
+        )
+        read = self._codec.read_uuid
+        return grouped((read(row["run_id"]), read(row["artifact_id"])) for row in found)
+
+    async def add_references(
+        self, workspace_id: UUID, run_id: UUID, artifact_ids: Iterable[UUID]
+    ) -> None:
+        """One insert per reference, in one pipeline."""
+        workspace, run = self._codec.uuid(workspace_id), self._codec.uuid(run_id)
+        steps: list[Step] = [
+            (
+                Q.RETENTION_REFERENCE_INSERT,
+                {"workspace_id": workspace, "run_id": run, "artifact_id": self._codec.uuid(a)},
+                "count",
+            )
+            for a in artifact_ids
+        ]
+        if steps:
+            await self._db.write_all(steps)
+
+    async def lock_for_removal(
+        self, workspace_id: UUID, artifact_ids: Iterable[UUID], run_ids: Iterable[UUID]
+    ) -> tuple[list[Artifact], list[Run]]:
+        """Both look-ups ``FOR UPDATE`` in one pipeline (``BEGIN`` with them)."""
+        codec = self._codec
+        workspace = codec.uuid(workspace_id)
+        artifacts, runs = await self._db.write_all(
+            [
+                (
+                    Q.RETENTION_LOCK_ARTIFACTS,
+                    {
+                        "workspace_id": workspace,
+                        "ids": codec.text_list([str(i) for i in artifact_ids]),
+                    },
+                    "all",
+                ),
+                (
+                    Q.RETENTION_LOCK_RUNS,
+                    {"workspace_id": workspace, "ids": codec.text_list([str(i) for i in run_ids])},
+                    "all",
+                ),
+            ]
+        )
+        return (
+            [run_rows.artifact_from_row(row, codec) for row in artifacts],
+            [run_rows.run_from_row(row, codec) for row in runs],
+        )
+
+    async def store_removals(self, artifacts: Iterable[Artifact], runs: Iterable[Run]) -> None:
+        """The artifacts' and runs' updates in one pipeline."""
+        codec = self._codec
+        steps: list[Step] = [
+            (Q.ARTIFACT_UPDATE, run_rows.artifact_params(artifact, codec), "count")
+            for artifact in artifacts
+        ]
+        steps += [(Q.RUN_UPDATE, run_rows.run_params(run, codec), "count") for run in runs]
+        if steps:
+            changed = await self._db.write_all(steps)
+            require(all(count == 1 for count in changed), "update of a missing artifact or run")

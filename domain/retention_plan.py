@@ -1,0 +1,103 @@
+"""What retention does to one backup now: every run's verdict (``keep_rules.explain``) and
+the artifacts the job removes (``references.collectable``), from what the store holds.
+
+The explain endpoint, the preview and the retention job all call :func:`plan`, so the job
+removes exactly what the endpoint lists as expiring. A run counts while it has an
+available artifact (one whose artifacts are all gone is no longer a snapshot to keep);
+its lock is the latest of its artifacts' locks, it is held when one of them is held, and
+it references the runs whose artifacts its snapshot names.
+"""
+
+from __future__ import annotations
+
+import zoneinfo
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import UTC, datetime, tzinfo
+from uuid import UUID
+
+import attrs
+
+from strongroom.domain.artifacts import Artifact, ArtifactState
+from strongroom.domain.backups import Backup, RetentionPolicy
+from strongroom.domain.keep_rules import RunFacts, Verdict, explain
+from strongroom.domain.pagination import Cursor, Page, PageRequest
+from strongroom.domain.references import collectable, referenced_by_live
+
+
+def zone_of(backup: Backup) -> tzinfo:
+    """Where the keep rules count buckets: the schedule's time zone, else UTC."""
+    if backup.schedule is None:
+        return UTC
+    return zoneinfo.ZoneInfo(backup.schedule.timezone)
+
+
+@attrs.frozen
+class Plan:
+    """Every run's verdict, newest first, and the artifacts to remove now."""
+
+    verdicts: Sequence[Verdict]
+    doomed: Sequence[Artifact]
+
+    @property
+    def expiring(self) -> frozenset[UUID]:
+        """The runs retention no longer keeps."""
+        return frozenset(verdict.run_id for verdict in self.verdicts if not verdict.keep)
+
+
+def plan(
+    policy: RetentionPolicy,
+    zone: tzinfo,
+    finished: Iterable[tuple[UUID, datetime]],
+    artifacts: Iterable[Artifact],
+    references: Mapping[UUID, frozenset[UUID]],
+    now: datetime,
+) -> Plan:
+    """Decide for a backup's succeeded runs (``finished``: id and finish time) from its
+    ``artifacts`` (the available ones) and ``references`` (run -> artifact ids)."""
+    available = [a for a in artifacts if a.state is ArtifactState.AVAILABLE]
+    by_run: dict[UUID, list[Artifact]] = {}
+    for artifact in available:
+        by_run.setdefault(artifact.run_id, []).append(artifact)
+    run_of = {artifact.id: artifact.run_id for artifact in available}
+    facts = []
+    for run_id, finished_at in finished:
+        own = by_run.get(run_id)
+        if not own:
+            continue
+        locks = [a.locked_until for a in own if a.locked_until is not None]
+        named = references.get(run_id, frozenset())
+        facts.append(
+            RunFacts(
+                run_id=run_id,
+                finished_at=finished_at,
+                locked_until=max(locks) if locks else None,
+                held=any(a.held for a in own),
+                references=frozenset(run_of[a] for a in named if a in run_of) - {run_id},
+            )
+        )
+    verdicts = explain(facts, policy.expire_after, policy.keep, zone, now)
+    live = frozenset(verdict.run_id for verdict in verdicts if verdict.keep)
+    expiring = {verdict.run_id for verdict in verdicts if not verdict.keep}
+    doomed = collectable(
+        (a for a in available if a.run_id in expiring),
+        live,
+        referenced_by_live(references, live),
+        frozenset(a.id for a in available if a.held),
+        now,
+    )
+    return Plan(verdicts, doomed)
+
+
+def page_of_verdicts(verdicts: Sequence[Verdict], request: PageRequest) -> Page[Verdict]:
+    """A newest-first keyset page of ``verdicts`` (ordered as ``explain`` gives them),
+    the cursor holding the last run's finish time and id."""
+    after = request.after
+    chosen = [
+        verdict
+        for verdict in verdicts
+        if after is None or (verdict.finished_at, verdict.run_id) < (after.created_at, after.id)
+    ][: request.limit + 1]
+    if len(chosen) <= request.limit:
+        return Page(chosen, None)
+    shown = chosen[: request.limit]
+    return Page(shown, Cursor(shown[-1].finished_at, shown[-1].run_id))
