@@ -14,10 +14,12 @@ from strongroom.domain.backups import RetentionPolicy
 from strongroom.domain.errors import (
     ArtifactHeldError,
     ArtifactLockedError,
+    ArtifactReferencedError,
     ConflictError,
     InvalidRequestError,
     InvalidStateError,
     LastArtifactError,
+    NotInOurStorageError,
 )
 from strongroom.domain.events import Recorded
 from strongroom.domain.timestamps import format_timestamp
@@ -208,9 +210,11 @@ class Artifact:
         """The record after its bytes were re-read at ``now``."""
         return attrs.evolve(self, verification=found, verified_at=now)
 
-    def ensure_deletable(self, now: datetime, available_in_backup: int) -> None:
-        """Contract 15's precedence: deleted (conflict), locked, held, then last of its
-        backup."""
+    def ensure_deletable(
+        self, now: datetime, available_in_backup: int, *, referenced: bool = False
+    ) -> None:
+        """Contract 15's precedence: deleted (conflict), locked, held, referenced by a live
+        snapshot (``referenced``, contract 14), then last of its backup."""
         if self.state is ArtifactState.DELETED:
             raise ConflictError("artifact is already deleted")
         if self.is_locked(now):
@@ -218,8 +222,20 @@ class Artifact:
             raise ArtifactLockedError(f"artifact is inside its lock window until {until}")
         if self.held:
             raise ArtifactHeldError("artifact is under a legal hold")
+        if referenced:
+            raise ArtifactReferencedError("a live snapshot references this artifact")
         if self.state is ArtifactState.AVAILABLE and available_in_backup <= 1:
             raise LastArtifactError("artifact is the only one left for its backup")
+
+    def ensure_downloadable(self) -> None:
+        """A download needs an available artifact in the service's storage: deleted
+        (conflict), only in the customer's bucket, then not confirmed yet."""
+        if self.state is ArtifactState.DELETED:
+            raise ConflictError("artifact is deleted")
+        if self.storage is ArtifactStorage.CUSTOMER:
+            raise NotInOurStorageError("artifact was delivered only to the customer's own bucket")
+        if self.state is not ArtifactState.AVAILABLE:
+            raise InvalidStateError("artifact is not confirmed yet")
 
     def placed_on_hold(self, held: bool) -> Artifact:
         """Held (or released): only a confirmed artifact takes a legal hold (a deleted one

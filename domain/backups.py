@@ -15,6 +15,7 @@ import attrs
 from croniter import CroniterBadDateError, croniter
 
 from strongroom.domain.durations import Duration
+from strongroom.domain.encryption import BackupFormat, Encryption
 from strongroom.domain.endpoints import DEFAULT_POLICY, EndpointPolicy
 from strongroom.domain.errors import (
     InvalidRequestError,
@@ -318,6 +319,7 @@ class BackupChanges:
     destination_credentials: Mapping[str, str] | Unset = attrs.field(
         default=UNSET, validator=_shaped_credentials
     )
+    encryption: Encryption | Unset | None = UNSET
 
     def mentioned(self) -> list[str]:
         """Names of the fields this PATCH sets."""
@@ -354,6 +356,12 @@ def _check_credential_fields(given: Mapping[str, str], source_type: str, field: 
         )
 
 
+def check_encryption_kind(kind: BackupKind) -> None:
+    """Only local and manual backups take ``encryption`` (snapshots of directories)."""
+    if kind is BackupKind.CLOUD:
+        raise ValidationFailedError("encryption is refused on a cloud backup")
+
+
 @attrs.frozen
 class Backup:
     """A named backup configuration of one kind in one workspace."""
@@ -374,14 +382,37 @@ class Backup:
     destination: Destination = ServiceDestination()
     sealed_destination_credentials: bytes | None = None
     next_run_at: datetime | None = None
+    encryption: Encryption | None = None
     freshness: Freshness | None = None
 
     @classmethod
     def draft(
-        cls, backup_id: UUID, workspace_id: UUID, name: str, kind: BackupKind, now: datetime
+        cls,
+        backup_id: UUID,
+        workspace_id: UUID,
+        name: str,
+        kind: BackupKind,
+        now: datetime,
+        encryption: Encryption | None = None,
     ) -> Backup:
-        """A new backup: a reserved id with a name and a kind, in state ``draft``."""
-        return cls(backup_id, workspace_id, name, kind, BackupState.DRAFT, False, now, now)
+        """A new backup: a reserved id with a name and a kind, in state ``draft``; with
+        ``encryption`` (checked by ``check_encryption_kind``) a snapshot backup."""
+        return cls(
+            backup_id,
+            workspace_id,
+            name,
+            kind,
+            BackupState.DRAFT,
+            False,
+            now,
+            now,
+            encryption=encryption,
+        )
+
+    @property
+    def format(self) -> BackupFormat:
+        """``snapshot`` exactly when ``encryption`` is set, else ``archive``."""
+        return BackupFormat.ARCHIVE if self.encryption is None else BackupFormat.SNAPSHOT
 
     @property
     def has_credentials(self) -> bool:
@@ -427,6 +458,8 @@ class Backup:
         ):
             raise ValidationFailedError("changing the source type needs new credentials")
         self._check_destination_rules(changes)
+        if changes.encryption is not UNSET:
+            check_encryption_kind(kind)
         if isinstance(changes.source, S3Source):
             endpoints.check_endpoint(changes.source.endpoint, "source.endpoint")
         if isinstance(changes.source, PostgresSource):
@@ -490,6 +523,10 @@ class Backup:
             updated = attrs.evolve(
                 updated, sealed_destination_credentials=sealed_destination_credentials
             )
+        if changes.encryption is not UNSET:
+            if changes.encryption is None and self.encryption is not None:
+                raise InvalidStateError("a snapshot backup stays one: encryption cannot be removed")
+            updated = attrs.evolve(updated, encryption=changes.encryption)
         if updated.state is BackupState.DRAFT and updated.is_complete():
             updated = attrs.evolve(updated, state=BackupState.ACTIVE)
         if updated == self:

@@ -171,6 +171,12 @@ class ArtifactHeldError(ConflictError):
     code = "artifact_held"
 
 
+class ArtifactReferencedError(ConflictError):
+    """A live snapshot references the artifact."""
+
+    code = "artifact_referenced"
+
+
 class LastArtifactError(ConflictError):
     """The artifact is the only one left for its backup."""
 

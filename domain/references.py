@@ -11,12 +11,13 @@ longer live, its lock has passed and it is not held.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from datetime import datetime
+from datetime import datetime, timedelta
 from uuid import UUID
 
 import attrs
 
 from strongroom.domain.artifacts import Artifact, ArtifactState
+from strongroom.domain.backups import RetentionPolicy
 from strongroom.domain.errors import InvalidStateError, NotFoundError
 
 # A confirm names at most this many referenced artifacts (packs of tens of MiB: 100 000
@@ -50,6 +51,31 @@ def extended_lock(artifact: Artifact, until: datetime | None) -> Artifact:
     if until is None or (artifact.locked_until is not None and artifact.locked_until >= until):
         return artifact
     return attrs.evolve(artifact, locked_until=until)
+
+
+def run_lock(retention: RetentionPolicy, now: datetime) -> datetime | None:
+    """The lock of a run confirmed at ``now``, the one its artifacts take (None when the
+    policy locks nothing)."""
+    if retention.lock_for.seconds <= 0:
+        return None
+    return now + timedelta(seconds=retention.lock_for.seconds)
+
+
+def to_extend(referenced: Iterable[Artifact], until: datetime | None) -> list[Artifact]:
+    """The referenced artifacts whose lock the referencing run extends, as extended."""
+    changed = []
+    for artifact in referenced:
+        extended = extended_lock(artifact, until)
+        if extended is not artifact:
+            changed.append(extended)
+    return changed
+
+
+def live_referrers(available: Mapping[UUID, int]) -> frozenset[UUID]:
+    """The runs among those referencing an artifact (``available``: run -> its number of
+    available artifacts) that are live. For now a run is live while it keeps an available
+    artifact; the retention rules (``keep_rules.explain``) make liveness precise."""
+    return frozenset(run_id for run_id, count in available.items() if count > 0)
 
 
 def referenced_by_live(

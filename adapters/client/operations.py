@@ -19,9 +19,17 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
-from strongroom.adapters.wire.artifacts import Artifact, Download, UploadPlan
+from strongroom.adapters.wire.artifacts import (
+    Artifact,
+    Download,
+    Downloads,
+    UploadPlan,
+    UploadPlans,
+    UploadRequest,
+)
 from strongroom.adapters.wire.audit import AuditEvent
 from strongroom.adapters.wire.backups import Backup, FreshnessPolicy
+from strongroom.adapters.wire.backups import EncryptionShape as Encryption
 from strongroom.adapters.wire.claims import Claim
 from strongroom.adapters.wire.health import Health as BackupHealth
 from strongroom.adapters.wire.idp import (
@@ -300,7 +308,12 @@ class Operations:
 
     @endpoint("POST", "/v1/workspaces/{workspace_id}/backups", body="json", creates=True)
     def create_backup(
-        self, workspace_id: ID, name: str, kind: str, idempotency_key: str | None = None
+        self,
+        workspace_id: ID,
+        name: str,
+        kind: str,
+        idempotency_key: str | None = None,
+        encryption: Encryption | Unset = UNSET,
     ) -> Backup:
         """Create a backup (``local``, ``manual`` or ``cloud``), a draft until complete."""
 
@@ -320,6 +333,7 @@ class Operations:
         retention: Retention | Unset = UNSET,
         destination: Destination | Unset = UNSET,
         destination_credentials: S3Credentials | Unset = UNSET,
+        encryption: Encryption | Unset | None = UNSET,
         freshness: FreshnessPolicy | Unset | None = UNSET,
         if_match: str | None = None,
     ) -> Backup:
@@ -384,9 +398,14 @@ class Operations:
     def request_upload(self, run_id: ID, name: str, size: int, sha256: str) -> UploadPlan:
         """Announce an artifact; presigned URLs to upload it (single or multipart)."""
 
+    @endpoint("POST", "/v1/runs/{run_id}/upload-urls", body="json")
+    def request_uploads(self, run_id: ID, artifacts: list[UploadRequest]) -> UploadPlans:
+        """Announce many artifacts at once; an upload plan for each, in the order asked."""
+
     @endpoint("POST", "/v1/runs/{run_id}/confirm", body="json")
-    def confirm_run(self, run_id: ID) -> Run:
-        """Finish a run: its announced artifacts are checked and become available."""
+    def confirm_run(self, run_id: ID, references: list[ID] | Unset = UNSET) -> Run:
+        """Finish a run: its announced artifacts are checked and become available;
+        ``references``: artifacts of earlier runs of the backup its snapshot uses."""
 
     # -- artifacts ---------------------------------------------------------------------
 
@@ -399,6 +418,10 @@ class Operations:
         state: str | None = None,
     ) -> Page[Artifact]:
         """The workspace's artifacts (``state="deleted"``: only deleted ones)."""
+
+    @endpoint("POST", "/v1/artifacts/download-urls", body="json")
+    def request_downloads(self, artifact_ids: list[ID]) -> Downloads:
+        """Presigned URLs to download many artifacts, in the order asked."""
 
     @endpoint("POST", "/v1/artifacts/{artifact_id}/download-url", body="json")
     def request_download(self, artifact_id: ID) -> Download:

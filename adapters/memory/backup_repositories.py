@@ -3,7 +3,7 @@ schema refuses (duplicate names, dangling references, updates of missing rows)."
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime
 from uuid import UUID
 
@@ -377,3 +377,57 @@ class MemoryArtifactRepository(MemoryRepository):
             (a for a in self._rows(workspace_id) if (a.state is ArtifactState.DELETED) == deleted),
             page,
         )
+
+    async def get_many(
+        self, workspace_id: UUID, artifact_ids: Collection[UUID]
+    ) -> dict[UUID, Artifact]:
+        rows = self._tx.read(self.table)
+        found = (rows.get(artifact_id) for artifact_id in set(artifact_ids))
+        return {a.id: a for a in found if a is not None and a.workspace_id == workspace_id}
+
+    async def lock_until(
+        self, workspace_id: UUID, artifact_ids: Collection[UUID], until: datetime
+    ) -> None:
+        for artifact in (await self.get_many(workspace_id, artifact_ids)).values():
+            self._replace(artifact.id, evolve(artifact, locked_until=until))
+
+    def _references(self) -> dict[tuple[UUID, UUID], UUID]:
+        """(run, artifact) -> workspace; pairs whose run or artifact went are gone, as
+        ON DELETE CASCADE removes them."""
+        runs, artifacts = self._tx.read("runs"), self._tx.read(self.table)
+        return {
+            (run_id, artifact_id): workspace_id
+            for (run_id, artifact_id), workspace_id in self._tx.read("run_references").items()
+            if run_id in runs and artifact_id in artifacts
+        }
+
+    async def add_references(
+        self, workspace_id: UUID, run_id: UUID, artifact_ids: Collection[UUID]
+    ) -> None:
+        run, artifacts = self._tx.read("runs").get(run_id), self._tx.read(self.table)
+        require(run is not None and run.workspace_id == workspace_id, "referencing run exists")
+        require(all(a in artifacts for a in artifact_ids), "referenced artifacts exist")
+        table = self._tx.write("run_references")
+        for artifact_id in artifact_ids:
+            table.setdefault((run_id, artifact_id), workspace_id)
+
+    async def references_of_backup(
+        self, workspace_id: UUID, backup_id: UUID
+    ) -> dict[UUID, frozenset[UUID]]:
+        runs = self._tx.read("runs")
+        found: dict[UUID, set[UUID]] = {}
+        for (run_id, artifact_id), workspace in self._references().items():
+            if workspace == workspace_id and runs[run_id].backup_id == backup_id:
+                found.setdefault(run_id, set()).add(artifact_id)
+        return {run_id: frozenset(ids) for run_id, ids in found.items()}
+
+    async def referrers(self, workspace_id: UUID, artifact_id: UUID) -> dict[UUID, int]:
+        available: dict[UUID, int] = {}
+        for artifact in self._rows(workspace_id):
+            if artifact.state is ArtifactState.AVAILABLE:
+                available[artifact.run_id] = available.get(artifact.run_id, 0) + 1
+        return {
+            run_id: available.get(run_id, 0)
+            for (run_id, referenced), workspace in sorted(self._references().items())
+            if workspace == workspace_id and referenced == artifact_id
+        }

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from datetime import datetime
 from uuid import UUID
 
@@ -357,3 +357,64 @@ class SqlArtifactRepository(SqlRepository):
             filters.append(Q.FILTER_ARTIFACT_AFTER)
         found = await self._db.fetch_all(Q.ARTIFACT_LIST, params, filters=filters)
         return page_of([run_rows.artifact_from_row(row, self._codec) for row in found], page)
+
+    def _ids(self, artifact_ids: Collection[UUID]) -> object:
+        return self._codec.text_list([str(artifact_id) for artifact_id in artifact_ids])
+
+    async def get_many(
+        self, workspace_id: UUID, artifact_ids: Collection[UUID]
+    ) -> dict[UUID, Artifact]:
+        """The artifacts of this workspace among ``artifact_ids``, in one statement."""
+        if not artifact_ids:
+            return {}
+        params = {"workspace_id": self._codec.uuid(workspace_id), "ids": self._ids(artifact_ids)}
+        found = await self._db.fetch_all(Q.ARTIFACT_GET_MANY, params)
+        artifacts = (run_rows.artifact_from_row(row, self._codec) for row in found)
+        return {artifact.id: artifact for artifact in artifacts}
+
+    async def lock_until(
+        self, workspace_id: UUID, artifact_ids: Collection[UUID], until: datetime
+    ) -> None:
+        """Set these artifacts' ``locked_until``, in one statement."""
+        if artifact_ids:
+            params = {
+                "workspace_id": self._codec.uuid(workspace_id),
+                "ids": self._ids(artifact_ids),
+                "locked_until": self._codec.timestamp(until),
+            }
+            await self._db.execute(Q.ARTIFACT_LOCK_UNTIL, params)
+
+    async def add_references(
+        self, workspace_id: UUID, run_id: UUID, artifact_ids: Collection[UUID]
+    ) -> None:
+        """Record a run's references, in one statement."""
+        if artifact_ids:
+            params = {
+                "workspace_id": self._codec.uuid(workspace_id),
+                "run_id": self._codec.uuid(run_id),
+                "ids": self._ids(artifact_ids),
+            }
+            await self._db.execute(Q.RUN_REFERENCES_ADD, params)
+
+    async def references_of_backup(
+        self, workspace_id: UUID, backup_id: UUID
+    ) -> dict[UUID, frozenset[UUID]]:
+        """For each referencing run of a backup, the artifacts it references."""
+        params = {
+            "workspace_id": self._codec.uuid(workspace_id),
+            "backup_id": self._codec.uuid(backup_id),
+        }
+        found: dict[UUID, set[UUID]] = {}
+        for row in await self._db.fetch_all(Q.RUN_REFERENCES_OF_BACKUP, params):
+            run_id = self._codec.read_uuid(row["run_id"])
+            found.setdefault(run_id, set()).add(self._codec.read_uuid(row["artifact_id"]))
+        return {run_id: frozenset(ids) for run_id, ids in found.items()}
+
+    async def referrers(self, workspace_id: UUID, artifact_id: UUID) -> dict[UUID, int]:
+        """The runs referencing an artifact, with their available artifact counts."""
+        params = {
+            "workspace_id": self._codec.uuid(workspace_id),
+            "artifact_id": self._codec.uuid(artifact_id),
+        }
+        found = await self._db.fetch_all(Q.RUN_REFERENCES_REFERRERS, params)
+        return {self._codec.read_uuid(row["run_id"]): int(row["available"]) for row in found}

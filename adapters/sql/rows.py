@@ -29,6 +29,7 @@ from strongroom.domain.backups import (
 )
 from strongroom.domain.billing import BillingState
 from strongroom.domain.durations import Duration
+from strongroom.domain.encryption import Encryption
 from strongroom.domain.invitations import Invitation
 from strongroom.domain.keep_rules import KeepRules
 from strongroom.domain.names import email_key, name_key
@@ -423,6 +424,9 @@ def backup_params(backup: Backup, codec: Codec) -> Params:
         "created_at": codec.timestamp(backup.created_at),
         "updated_at": codec.timestamp(backup.updated_at),
         "body": backup_body(backup),
+        "encryption": None
+        if backup.encryption is None
+        else codec.json(list(backup.encryption.recipients)),
         "freshness_max_age_seconds": None
         if backup.freshness is None
         else backup.freshness.max_age.seconds,
@@ -500,6 +504,9 @@ def backup_from_row(row: Row, codec: Codec) -> Backup:
         destination=destination_from_json(codec.read_json(row["destination"])),
         sealed_destination_credentials=read_opt_bytes(row["sealed_destination_credentials"]),
         next_run_at=read_opt_timestamp(codec, row["next_run_at"]),
+        encryption=None
+        if row["encryption"] is None
+        else Encryption(codec.read_json(row["encryption"])),
         freshness=None if max_age is None else Freshness(Duration(max_age)),
     )
 

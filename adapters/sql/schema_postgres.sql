@@ -129,6 +129,8 @@ CREATE TABLE backups (
     updated_at timestamptz NOT NULL,
     -- The API's JSON of the row, from the wire presenter, written with it (0013, 0015).
     body text NOT NULL,
+    -- The age recipients of a snapshot backup, a JSON array; NULL for an archive backup (0016).
+    encryption jsonb,
     -- The policy's keep rules: NULL when not set (0017).
     retention_keep jsonb
         CONSTRAINT backups_retention_keep_check CHECK (jsonb_typeof(retention_keep) = 'object'),
@@ -290,7 +292,7 @@ CREATE INDEX artifacts_by_backup ON artifacts (workspace_id, backup_id, state);
 CREATE INDEX artifacts_by_verification ON artifacts (state, verification, verified_at);
 CREATE INDEX artifacts_by_expiry ON artifacts (expires_at) WHERE state = 'available';
 
--- The artifacts of earlier runs a snapshot run references (contract 14; 0017).
+-- The artifacts of earlier runs a snapshot run references (contract 14; 0016, 0017).
 CREATE TABLE run_references (
     workspace_id uuid NOT NULL,
     run_id uuid NOT NULL REFERENCES runs (id) ON DELETE CASCADE,

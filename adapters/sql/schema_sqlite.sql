@@ -132,6 +132,9 @@ CREATE TABLE backups (
     updated_at TEXT NOT NULL,
     -- The API's JSON of the backup, from the wire presenter, written with it (0014, 0015).
     body TEXT,
+    -- The age recipients of a snapshot backup, a JSON array; NULL for an archive backup (0016).
+    encryption TEXT
+        CONSTRAINT backups_encryption_check CHECK (json_type(encryption) = 'array'),
     -- The policy's keep rules: NULL when not set (0017).
     retention_keep TEXT
         CONSTRAINT backups_retention_keep_check CHECK (json_type(retention_keep) = 'object'),
@@ -294,7 +297,7 @@ CREATE INDEX artifacts_by_backup ON artifacts (workspace_id, backup_id, state);
 CREATE INDEX artifacts_by_verification ON artifacts (state, verification, verified_at);
 CREATE INDEX artifacts_by_expiry ON artifacts (expires_at) WHERE state = 'available';
 
--- The artifacts of earlier runs a snapshot run references (contract 14; 0017).
+-- The artifacts of earlier runs a snapshot run references (contract 14; 0016, 0017).
 CREATE TABLE run_references (
     workspace_id TEXT NOT NULL,
     run_id TEXT NOT NULL REFERENCES runs (id) ON DELETE CASCADE,

@@ -37,6 +37,7 @@ from uuid import UUID
 import attrs
 
 from strongroom.adapters.storage.digest import hash_stream
+from strongroom.adapters.storage.locks import ExtendsLocks
 from strongroom.domain.errors import UpstreamUnavailableError
 from strongroom.domain.proofs import StorageLock
 from strongroom.domain.timestamps import format_timestamp
@@ -104,7 +105,7 @@ def _check_key(key: str) -> str:
     return key
 
 
-class LocalDiskStorage:
+class LocalDiskStorage(ExtendsLocks):
     """Objects in a directory; see the module documentation."""
 
     def __init__(
@@ -205,8 +206,7 @@ class LocalDiskStorage:
         await asyncio.to_thread(self._delete_prefix, namespace)
 
     async def delete_prefix(self, prefix: str) -> None:
-        """Remove every object below ``prefix``, except locked ones (then
-        ``ObjectLockedError``)."""
+        """Remove every object below ``prefix`` but locked ones (then ``ObjectLockedError``)."""
         await asyncio.to_thread(self._delete_prefix, prefix)
 
     @_disk_errors

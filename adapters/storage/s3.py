@@ -46,6 +46,7 @@ from minio.retention import Retention
 from strongroom.adapters.resolver import Resolver
 from strongroom.adapters.storage.digest import hash_stream
 from strongroom.adapters.storage.disposition import content_disposition
+from strongroom.adapters.storage.locks import extend_retention
 from strongroom.adapters.storage.outbound import guarded_pool_manager
 from strongroom.adapters.storage.s3_locks import lock_status
 from strongroom.domain.endpoints import EndpointPolicy
@@ -530,6 +531,18 @@ class S3Storage:
                 Retention(COMPLIANCE, retain_until_date(until)),
                 version_id=info.version_id,
             )
+
+    async def extend_lock(self, key: str, until: datetime) -> None:
+        """PutObjectRetention in COMPLIANCE mode on the locked version (the one downloads
+        serve; the current one if none is locked), unless it is retained until ``until``
+        (rounded up to a whole second) or later: never shortened."""
+        await asyncio.to_thread(self._extend_lock, key, until)
+
+    def _extend_lock(self, key: str, until: datetime) -> None:
+        version = self._locked_version(key)
+        with self._translated("extend an object's lock", may_lock=True):
+            version = version or self.client.stat_object(self.bucket, key).version_id
+            extend_retention(self.client, self.bucket, key, version, retain_until_date(until))
 
     async def hold(self, key: str, held: bool) -> None:
         """PutObjectLegalHold ON (or OFF) on every version of the object: while ON, the

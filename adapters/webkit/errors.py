@@ -91,6 +91,11 @@ ERROR_CODES: dict[str, ErrorCode] = {
     "artifact_held": ErrorCode(
         409, "An artifact is under a legal hold.", "artifact is under a legal hold"
     ),
+    "artifact_referenced": ErrorCode(
+        409,
+        "A live snapshot references the artifact.",
+        "artifact is referenced by a live snapshot",
+    ),
     "last_artifact": ErrorCode(
         409, "The only artifact left for its backup.", "last artifact of the backup"
     ),

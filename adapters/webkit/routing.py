@@ -17,6 +17,7 @@ exceptions to handlers that the application's one layer (``layer.py``) already a
 from __future__ import annotations
 
 import inspect
+import re
 from collections import defaultdict
 from collections.abc import Awaitable, Callable, Sequence
 
@@ -73,11 +74,26 @@ def literal_start(route: BaseRoute) -> tuple[str, ...]:
     return tuple(literal)
 
 
+def reserve_literal_paths(routes: Sequence[BaseRoute]) -> None:
+    """A path that a route names literally is that route's alone: a route with a parameter
+    in its place (``/v1/artifacts/{aid}``) stops matching it, so another method on
+    ``/v1/artifacts/download-urls`` is a 405, not a malformed id. Idempotent."""
+    literal = [r.path for r in routes if isinstance(r, Route) and "{" not in r.path]
+    for route in routes:
+        if not isinstance(route, Route) or "{" not in route.path:
+            continue
+        taken = [path for path in literal if route.path_regex.match(path)]
+        if taken and not route.path_regex.pattern.startswith("(?!"):
+            exclude = "|".join(re.escape(path) for path in taken)
+            route.path_regex = re.compile(f"(?!(?:{exclude})$){route.path_regex.pattern}")
+
+
 class IndexedRouter(Router):
     """``Router`` with the same behaviour, matching a request against its candidates only."""
 
     def __init__(self, routes: Sequence[BaseRoute], **options: object) -> None:
         super().__init__(list(routes), **options)  # type: ignore[arg-type]
+        reserve_literal_paths(self.routes)
         filed: dict[tuple[str, ...], list[int]] = defaultdict(list)
         for index, route in enumerate(self.routes):
             filed[literal_start(route)].append(index)

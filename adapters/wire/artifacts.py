@@ -92,6 +92,52 @@ class Download:
     expires_at: datetime
 
 
+# The most items one batch request takes (``ports.driving.transfers.MAX_BATCH``).
+_BATCH = {"minItems": 1, "maxItems": 1000}
+
+
+@attrs.frozen
+class UploadsRequest:
+    """`POST /v1/runs/{run_id}/upload-urls`: many `upload-url` requests of one run."""
+
+    artifacts: list[UploadRequest] = attrs.field(
+        metadata=meta("1 to 1000 artifacts, each as `upload-url` takes it.", schema=_BATCH)
+    )
+
+
+@attrs.frozen
+class UploadPlans:
+    """What `upload-url` answers for each artifact, in the order asked."""
+
+    data: list[SingleUpload | MultipartUpload]
+
+
+@attrs.frozen
+class DownloadsRequest:
+    """`POST /v1/artifacts/download-urls`: many `download-url` requests."""
+
+    artifact_ids: list[UUID] = attrs.field(metadata=meta("1 to 1000 artifact ids.", schema=_BATCH))
+
+
+@attrs.frozen
+class BatchDownload:
+    """One artifact's presigned download."""
+
+    artifact_id: UUID
+    method: Literal["GET"] = attrs.field(metadata=meta(get="request.method"))
+    url: Uri = attrs.field(metadata=meta(PRESIGNED))
+    expires_at: datetime
+
+
+@attrs.frozen
+class Downloads:
+    """A presigned download of each artifact, in the order asked."""
+
+    __secret__: ClassVar[bool] = True  # never stored by a cache (conventions.no_store)
+
+    data: list[BatchDownload]
+
+
 @view_of(DomainArtifact)
 @attrs.frozen
 class Artifact:

@@ -26,6 +26,26 @@ from strongroom.domain.backups import (
     Unset,
 )
 from strongroom.domain.durations import Duration
+from strongroom.domain.encryption import MAX_RECIPIENTS, BackupFormat, Encryption
+
+
+@view_of(Encryption)
+@attrs.frozen
+class EncryptionShape:
+    """The age X25519 recipients (public keys) a snapshot backup's new runs are sealed to."""
+
+    __schema_name__: ClassVar[str] = "Encryption"
+    recipients: list[str] = attrs.field(
+        metadata=meta(
+            schema={
+                "minItems": 1,
+                "maxItems": MAX_RECIPIENTS,
+                "examples": [["age1ql3z7hjy54pw3hyww5ayyfg7zqgvc7w3j2elw8zmrj2kg5sfn9aqmcac8p"]],
+            }
+        )
+    )
+    """1 to 10 recipients, each `age1` and bech32 (as `age-keygen` prints it); a malformed one
+    gives 422 `validation_failed` naming its index; duplicates are removed, order kept."""
 
 
 @view_of(Freshness)
@@ -44,6 +64,9 @@ class BackupCreate:
     name: Name
     kind: BackupKind
     """Immutable once set."""
+    encryption: Encryption | None = None
+    """Local and manual backups: the age recipients (public keys) its snapshots are sealed
+    to; set, the backup's `format` is `snapshot`."""
 
 
 @attrs.frozen
@@ -80,6 +103,10 @@ class BackupUpdate:
         default=UNSET, metadata=write_only(S3Credentials)
     )
     """Only with a `customer_s3` destination (required when first setting one). Write-only."""
+    encryption: Encryption | Unset | None = UNSET
+    """Local and manual backups: the age recipients new runs are sealed to (earlier runs stay
+    readable by their own); set, the backup becomes a `snapshot` backup, and stays one
+    (`null` then gives 409 `invalid_state`)."""
     freshness: Freshness | Unset | None = UNSET
     """The recovery point objective: `{"max_age": "P1D"}` makes the backup `late` when its
     newest successful run is older; null removes it (then two missed schedule slots do)."""
@@ -117,5 +144,11 @@ class Backup:
     next_run_at: datetime | None
     created_at: datetime
     updated_at: datetime
+    # Defaults: a client reads an answer of a server from before snapshots (contract 14).
+    format: BackupFormat = BackupFormat.ARCHIVE
+    """`snapshot` exactly when `encryption` is set (deduplicated, end-to-end encrypted
+    directory snapshots), else `archive`."""
+    encryption: Encryption | None = None
+    """The age recipients (public keys) snapshots are sealed to; null for an archive backup."""
     freshness: Freshness | None = None
     """The recovery point objective (`GET /v1/workspaces/{wid}/health`); null without one."""

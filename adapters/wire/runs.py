@@ -10,6 +10,7 @@ import attrs
 
 from strongroom.adapters.wire.views import meta, view_of
 from strongroom.domain import runs as domain_runs
+from strongroom.domain.references import MAX_REFERENCES
 
 
 @attrs.frozen
@@ -18,6 +19,18 @@ class RunCreate:
 
     backup_id: UUID
     """A manual backup."""
+
+
+@attrs.frozen
+class ConfirmRequest:
+    """`POST /v1/runs/{run_id}/confirm` (the body is optional)."""
+
+    references: list[UUID] = attrs.field(
+        factory=list, metadata=meta(schema={"maxItems": MAX_REFERENCES})
+    )
+    """Artifacts of earlier runs of the same backup that this run's snapshot uses (packs it
+    did not upload again): each is locked at least as long as this run and cannot be deleted
+    while this run is live."""
 
 
 @view_of(domain_runs.Progress)

@@ -4,7 +4,7 @@ workspaces that background jobs make; errors as in ``repositories``."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from datetime import datetime
 from typing import Protocol
 from uuid import UUID
@@ -227,4 +227,36 @@ class ArtifactRepository(Protocol):
 
     async def list(self, workspace_id: UUID, deleted: bool, page: PageRequest) -> Page[Artifact]:
         """A workspace's artifacts, newest first: deleted ones only, or every other."""
+        ...
+
+    async def get_many(
+        self, workspace_id: UUID, artifact_ids: Collection[UUID]
+    ) -> dict[UUID, Artifact]:
+        """The artifacts of this workspace among ``artifact_ids``, by id (one not found is
+        absent), in one look-up."""
+        ...
+
+    async def lock_until(
+        self, workspace_id: UUID, artifact_ids: Collection[UUID], until: datetime
+    ) -> None:
+        """Set these artifacts' ``locked_until`` to ``until`` (the domain chose them: those
+        whose lock was shorter)."""
+        ...
+
+    async def add_references(
+        self, workspace_id: UUID, run_id: UUID, artifact_ids: Collection[UUID]
+    ) -> None:
+        """Record that a run's snapshot references these artifacts (each pair once; one
+        recorded already stays)."""
+        ...
+
+    async def references_of_backup(
+        self, workspace_id: UUID, backup_id: UUID
+    ) -> dict[UUID, frozenset[UUID]]:
+        """For each run of a backup whose snapshot references artifacts, their ids."""
+        ...
+
+    async def referrers(self, workspace_id: UUID, artifact_id: UUID) -> dict[UUID, int]:
+        """The runs whose snapshots reference an artifact, each with its number of
+        available artifacts."""
         ...

@@ -133,6 +133,12 @@ class ObjectStorage(StorageNamespaces, Protocol):
         """Keep the object from removal until ``until`` (never shortens a longer lock)."""
         ...
 
+    async def extend_lock(self, key: str, until: datetime) -> None:
+        """Keep the object (the version a download serves) from removal until at least
+        ``until``: a lock that ends later stays as it is, one that ends sooner is extended
+        (S3: PutObjectRetention in COMPLIANCE mode; never shortened)."""
+        ...
+
     async def hold(self, key: str, held: bool) -> None:
         """Place (or release) a legal hold on the object: while held, nobody can remove it,
         whatever its lock says (S3 PutObjectLegalHold; releasing leaves its lock as it is)."""

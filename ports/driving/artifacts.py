@@ -8,6 +8,7 @@ storage failure (502) leaves no record changed.
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Sequence
 from datetime import datetime
 from uuid import UUID
 
@@ -24,26 +25,32 @@ from strongroom.domain.artifacts import (
     check_size,
     clean_artifact_name,
 )
+from strongroom.domain.audit import Change
 from strongroom.domain.backups import Backup, CustomerS3Destination
 from strongroom.domain.billing import GatedOperation, ensure_allowed
 from strongroom.domain.errors import (
     ArtifactLockedError,
     ArtifactMissingError,
-    ConflictError,
     InvalidStateError,
-    NotInOurStorageError,
 )
 from strongroom.domain.events import changed, created
 from strongroom.domain.pagination import Page, PageRequest
 from strongroom.domain.permissions import Permission
 from strongroom.domain.principals import Caller
 from strongroom.domain.quotas import QuotaResource, ensure_room
+from strongroom.domain.references import (
+    check_references,
+    live_referrers,
+    run_lock,
+    to_extend,
+)
 from strongroom.domain.runs import Run
 from strongroom.domain.workspaces import Workspace
 from strongroom.ports.driven.storage import ObjectLockedError, ObjectStorage, PresignedRequest
 from strongroom.ports.driven.unit_of_work import UnitOfWork
 from strongroom.ports.driving.access import Access, Grant, Requirement
 from strongroom.ports.driving.changes import changing
+from strongroom.ports.driving.concurrency import STORAGE_CONCURRENCY, bounded
 from strongroom.ports.driving.dependencies import Dependencies
 from strongroom.ports.driving.notifications import notify_run
 from strongroom.ports.driving.recording import by_caller
@@ -118,7 +125,7 @@ class Artifacts:
                 )
             run.ensure_open()
             if artifact is None:
-                artifact = await self._announce(
+                artifact = await self.announce(
                     uow, caller, workspace, backup, run, (name, size, sha256), now
                 )
             elif (artifact.size, artifact.sha256) != (size, sha256):
@@ -128,7 +135,7 @@ class Artifacts:
                 )
             elif artifact.state is not ArtifactState.PENDING:
                 raise InvalidStateError(f"artifact {name!r} of this run is {artifact.state}")
-            plan = await self._plan(uow, self.storage_for(artifact, backup), artifact, now)
+            plan = await self.plan_upload(uow, self.storage_for(artifact, backup), artifact, now)
             await uow.commit()
         return plan
 
@@ -145,7 +152,7 @@ class Artifacts:
             )
         return self._deps.customer_storage(destination, self._deps.secrets.open(sealed))
 
-    async def _announce(
+    async def announce(
         self,
         uow: UnitOfWork,
         caller: Caller,
@@ -155,6 +162,8 @@ class Artifacts:
         announced: tuple[str, int, str],
         now: datetime,
     ) -> Artifact:
+        """Record (and audit) a new ``pending`` artifact of ``run``; from the multipart
+        threshold up, its multipart upload begun."""
         size = announced[1]
         artifact = self.new_record(workspace, backup, run, announced, now)
         key = artifact.object_key
@@ -200,9 +209,11 @@ class Artifacts:
             created_at=now,
         )
 
-    async def _plan(
+    async def plan_upload(
         self, uow: UnitOfWork, storage: ObjectStorage, artifact: Artifact, now: datetime
     ) -> UploadPlan:
+        """Presign the upload of a pending artifact: one PUT, or its parts (a stale
+        multipart upload begun again)."""
         expires_at = now + PRESIGNED_URL_LIFETIME
         if artifact.upload_id is None:
             request = storage.presign_put(
@@ -246,9 +257,15 @@ class Artifacts:
     # ----------------------------------------------------------------------------------
     # Confirm
 
-    async def confirm(self, caller: Caller | Grant, run_id: UUID) -> Run:
+    async def confirm(
+        self, caller: Caller | Grant, run_id: UUID, references: Sequence[UUID] = ()
+    ) -> Run:
         """Check every announced artifact in storage; all become ``available`` and the run
-        ``succeeded``, or nothing changes (409 ``artifact_missing``)."""
+        ``succeeded``, or nothing changes (409 ``artifact_missing``).
+
+        ``references``: artifacts of earlier runs of the same backup that the run's snapshot
+        uses (``domain.references.check_references``); each takes at least the run's lock,
+        in the record and in storage, and the references are recorded."""
         caller, workspace_id = await self._access.resolve(caller, CONFIRM_RUN, target_id=run_id)
         now = self._deps.clock.now()
         async with changing(self._deps, caller, workspace_id) as change:
@@ -257,9 +274,37 @@ class Artifacts:
                 caller, uow, workspace_id, await uow.runs.get(workspace_id, run_id, for_update=True)
             )
             await change.gate(GatedOperation.UPLOAD, lock=False)
+            run.ensure_open()
+            referenced: tuple[Artifact, ...] = ()
+            if references:
+                found = await uow.artifacts.get_many(workspace_id, references)
+                referenced = check_references(run.id, run.backup_id, references, found)
             finished = await self.confirm_pending(uow, run, now)
-            change.collect(run.recorded_confirmation(finished))
+            recorded = run.recorded_confirmation(finished)
+            if referenced:
+                await self._keep_referenced(uow, run, referenced, now)
+                counted = {"references": Change(None, len(referenced))}
+                recorded = attrs.evolve(recorded, changes={**(recorded.changes or {}), **counted})
+            change.collect(recorded)
         return finished
+
+    async def _keep_referenced(
+        self, uow: UnitOfWork, run: Run, referenced: Sequence[Artifact], now: datetime
+    ) -> None:
+        """Referenced artifacts locked at least as long as ``run`` (storage first: a
+        failure there leaves every record as it was), and the references recorded."""
+        backup = await lookups.backup(uow, run.workspace_id, run.backup_id)
+        assert backup.retention is not None  # confirm_pending refused a backup without
+        until = run_lock(backup.retention, now)
+        extended = to_extend(referenced, until)
+        if until is not None and extended:
+            in_storage = [a for a in extended if a.storage is ArtifactStorage.SERVICE]
+            await bounded(
+                (self._deps.storage.extend_lock(a.object_key, until) for a in in_storage),
+                STORAGE_CONCURRENCY,
+            )
+            await uow.artifacts.lock_until(run.workspace_id, [a.id for a in extended], until)
+        await uow.artifacts.add_references(run.workspace_id, run.id, [a.id for a in referenced])
 
     async def confirm_pending(self, uow: UnitOfWork, run: Run, now: datetime) -> Run:
         """Inside ``uow``: check every pending artifact of ``run`` in storage, make them
@@ -321,12 +366,7 @@ class Artifacts:
             artifact = lookups.existing(
                 await uow.artifacts.get(workspace_id, artifact_id), "artifact"
             )
-        if artifact.state is ArtifactState.DELETED:
-            raise ConflictError("artifact is deleted")
-        if artifact.storage is ArtifactStorage.CUSTOMER:
-            raise NotInOurStorageError("artifact was delivered only to the customer's own bucket")
-        if artifact.state is not ArtifactState.AVAILABLE:
-            raise InvalidStateError("artifact is not confirmed yet")
+        artifact.ensure_downloadable()
         expires_at = self._deps.clock.now() + PRESIGNED_URL_LIFETIME
         request = await self._deps.storage.presign_get(
             artifact.object_key, expires_at, filename=artifact.name
@@ -371,8 +411,11 @@ class Artifacts:
                 await uow.artifacts.get(workspace_id, artifact_id, for_update=True), "artifact"
             )
             await change.gate(lock=False)
+            referrers = await uow.artifacts.referrers(workspace_id, artifact_id)
             artifact.ensure_deletable(
-                now, await uow.artifacts.count_available(workspace_id, artifact.backup_id)
+                now,
+                await uow.artifacts.count_available(workspace_id, artifact.backup_id),
+                referenced=bool(live_referrers(referrers)),
             )
             await self.remove_object(
                 artifact, await lookups.backup(uow, workspace_id, artifact.backup_id)

@@ -10,8 +10,15 @@ import attrs
 
 import strongroom.ports.driving.lookups as lookups
 from strongroom.domain.audit import JsonValue, creation, diff
-from strongroom.domain.backups import UNSET, Backup, BackupChanges, BackupKind
+from strongroom.domain.backups import (
+    UNSET,
+    Backup,
+    BackupChanges,
+    BackupKind,
+    check_encryption_kind,
+)
 from strongroom.domain.billing import GatedOperation
+from strongroom.domain.encryption import Encryption
 from strongroom.domain.errors import (
     ArtifactLockedError,
     NotFoundError,
@@ -78,6 +85,8 @@ def audit_snapshot(backup: Backup) -> dict[str, JsonValue]:
         else f"expire_after={retention.expire_after} lock_for={retention.lock_for}"
         + _kept(retention.keep),
         "destination": backup.destination.type,
+        # Public keys only: the recipients a snapshot backup seals to.
+        "encryption": None if backup.encryption is None else list(backup.encryption.recipients),
     }
 
 
@@ -103,8 +112,9 @@ class Backups:
         name: str,
         kind: BackupKind,
         idempotency: IdempotencyKey | None = None,
+        encryption: Encryption | None = None,
     ) -> Backup:
-        """Reserve a new backup in state ``draft``.
+        """Reserve a new backup in state ``draft`` (a snapshot backup with ``encryption``).
 
         One path for every caller, in the contract's order of checks: the caller's checks
         (a session's ``Bearer`` in the look-up that reads the workspace and its count),
@@ -114,13 +124,17 @@ class Backups:
         """
         checked, counted = await self._admitting(caller, workspace_id)
         name = clean_name(name)
+        if encryption is not None:
+            check_encryption_kind(kind)
         now = self._deps.clock.now()
 
         # A key's unit holds its reservation: it reads the count again inside it.
         read = counted if idempotency is None else None
 
         async def store(uow: UnitOfWork) -> Backup:
-            return await self._admit_and_add(uow, checked, workspace_id, read, name, kind)
+            return await self._admit_and_add(
+                uow, checked, workspace_id, read, name, kind, encryption
+            )
 
         if idempotency is not None:
             return await run_idempotent(
@@ -159,6 +173,7 @@ class Backups:
         counted: CountedWorkspace | None,
         name: str,
         kind: BackupKind,
+        encryption: Encryption | None = None,
     ) -> Backup:
         """Decide on the workspace as read (``counted``, else read now) and add the backup
         and its event, guarded by the count decided on; read again on a lost race."""
@@ -170,7 +185,12 @@ class Backups:
             workspace = counted.workspace
             workspace.admit(ADMIT_BACKUP, counted.backups)
             backup = Backup.draft(
-                self._deps.ids.new_id(), workspace_id, name, kind, self._deps.clock.now()
+                self._deps.ids.new_id(),
+                workspace_id,
+                name,
+                kind,
+                self._deps.clock.now(),
+                encryption,
             )
             event = caller_event(
                 self._deps,

@@ -30,6 +30,7 @@ from strongroom.ports.driving.retention import Retention
 from strongroom.ports.driving.runs import Runs
 from strongroom.ports.driving.scheduling import Scheduler
 from strongroom.ports.driving.sessions import Sessions
+from strongroom.ports.driving.transfers import Transfers
 from strongroom.ports.driving.verification import ArtifactVerification
 from strongroom.ports.driving.webhooks import Webhooks
 from strongroom.ports.driving.workspaces import Workspaces
@@ -54,6 +55,7 @@ class Strongroom:
         self.backups = Backups(deps, self.access)
         self.runs = Runs(deps, self.access)
         self.artifacts = Artifacts(deps, self.access)
+        self.transfers = Transfers(deps, self.access, self.artifacts)
         self.claims = Claims(deps, self.access, self.artifacts)
         self.leases = Leases(deps, self.artifacts)
         # Cloud runs, claimed and executed by the service itself (contract 11).

@@ -17,6 +17,8 @@ from uuid import UUID
 import httpx2
 import pytest
 
+from strongroom.adapters.wire.artifacts import UploadRequest
+from strongroom.adapters.wire.backups import EncryptionShape
 from strongroom.client import (
     AsyncClient,
     AuthenticationError,
@@ -118,6 +120,30 @@ class TestSyncClientInProcess:
         (artifact,) = admin.list_artifacts(workspace_id).data
         download = admin.request_download(artifact.id)
         assert b"".join(admin.download(download.url)) == content
+
+    def test_a_snapshot_run_in_batches_with_references(self, admin: Client) -> None:
+        """create_backup(encryption=...), request_uploads, confirm_run(references=...),
+        request_downloads: the typed answers of contract 14."""
+        workspace_id = admin.get_me().workspace_id
+        assert workspace_id is not None
+        recipient = "age1ql3z7hjy54pw3hyww5ayyfg7zqgvc7w3j2elw8zmrj2kg5sfn9aqmcac8p"
+        backup = admin.create_backup(
+            workspace_id, "home", "manual", encryption=EncryptionShape([recipient])
+        )
+        assert (backup.format, backup.encryption) == ("snapshot", EncryptionShape([recipient]))
+        admin.update_backup(backup.id, retention=Retention("P7D"))
+        made = []
+        for content in (b"pack one", b"index two"):
+            run = admin.start_run(backup.id)
+            asked = [UploadRequest("object", len(content), sha(content))]
+            (plan,) = admin.request_uploads(run.id, asked).data
+            assert isinstance(plan, SingleUpload)
+            assert admin.upload(plan.url, content, plan.headers).status == 200
+            admin.confirm_run(run.id, references=made)
+            made.append(plan.artifact_id)
+        downloads = admin.request_downloads(list(reversed(made))).data
+        assert [d.artifact_id for d in downloads] == list(reversed(made))
+        assert b"".join(admin.download(downloads[1].url)) == b"pack one"
 
     def test_a_worker_claims_heartbeats_uploads_and_confirms(self, admin: Client) -> None:
         """The agent's protocol through the SDK: claim (None when nothing is queued),

@@ -12,12 +12,24 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from strongroom.domain.artifacts import Artifact, ArtifactState, ArtifactStorage
-from strongroom.domain.errors import InvalidStateError, NotFoundError
+from strongroom.domain.backups import RetentionPolicy
+from strongroom.domain.durations import Duration
+from strongroom.domain.errors import (
+    ArtifactLockedError,
+    ArtifactReferencedError,
+    ConflictError,
+    InvalidStateError,
+    LastArtifactError,
+    NotFoundError,
+)
 from strongroom.domain.references import (
     check_references,
     collectable,
     extended_lock,
+    live_referrers,
     referenced_by_live,
+    run_lock,
+    to_extend,
 )
 
 NOW = datetime(2026, 11, 27, 12, tzinfo=UTC)
@@ -124,3 +136,52 @@ class TestCollection:
         for artifact in chosen:
             assert artifact.run_id not in live
             assert all(artifact.id not in references[run] for run in live)
+
+
+class TestReferencingRunLock:
+    """The lock a confirm gives the artifacts it references (contract 14)."""
+
+    def test_the_runs_lock_is_its_lock_for_from_now_and_none_without_one(self) -> None:
+        seven_days = RetentionPolicy(Duration.parse("P30D"), Duration.parse("P7D"))
+        assert run_lock(seven_days, NOW) == NOW + timedelta(days=7)
+        unlocked = RetentionPolicy(Duration.parse("P30D"), Duration.parse("PT0S"))
+        assert run_lock(unlocked, NOW) is None
+
+    def test_only_shorter_locks_are_extended_and_returned(self) -> None:
+        until = NOW + timedelta(days=7)
+        shorter = pack(uuid4(), locked_until=NOW + timedelta(days=1))
+        unlocked = pack(uuid4(), locked_until=None)
+        longer = pack(uuid4(), locked_until=NOW + timedelta(days=9))
+        extended = to_extend([shorter, longer, unlocked], until)
+        assert [(a.id, a.locked_until) for a in extended] == [
+            (shorter.id, until),
+            (unlocked.id, until),
+        ]
+        assert to_extend([shorter], None) == []
+
+
+class TestLiveReferrers:
+    """Which referencing runs keep an artifact from deletion, for now."""
+
+    def test_a_referencing_run_is_live_while_it_keeps_an_available_artifact(self) -> None:
+        kept, emptied = uuid4(), uuid4()
+        assert live_referrers({kept: 3, emptied: 0}) == frozenset({kept})
+        assert live_referrers({}) == frozenset()
+
+
+class TestDeletePrecedence:
+    """conflict, artifact_locked, artifact_referenced, last_artifact (contract 14)."""
+
+    def test_each_refusal_comes_in_the_contracts_order(self) -> None:
+        locked = pack(uuid4(), locked_until=NOW + timedelta(days=1))
+        free = pack(uuid4(), locked_until=NOW - timedelta(days=1))
+        with pytest.raises(ConflictError) as deleted:
+            locked.deleted().ensure_deletable(NOW, 1, referenced=True)
+        assert deleted.value.code == "conflict"
+        with pytest.raises(ArtifactLockedError):
+            locked.ensure_deletable(NOW, 1, referenced=True)
+        with pytest.raises(ArtifactReferencedError):
+            free.ensure_deletable(NOW, 1, referenced=True)
+        with pytest.raises(LastArtifactError):
+            free.ensure_deletable(NOW, 1)
+        free.ensure_deletable(NOW, 2)

@@ -951,3 +951,118 @@ class TestVerifyRequest(LocalOnly):
             f"/v1/artifacts/{kept}/verify", json={"now": True}, headers=ada.headers
         )
         assert_error(odd, 400, "invalid_request")
+
+
+class TestBatches:
+    """`upload-urls` and `download-urls` (contract 14): the shapes, the order asked, and
+    presigned GETs honouring `Range`, on local disk and on S3."""
+
+    def test_many_up_many_down_and_ranges(self, ada: Tenant) -> None:
+        blobs = {f"pack-{n}": os.urandom(1000 + n) for n in range(3)}
+        run_id = ada.run(ada.backup())
+        asked = [{"name": n, "size": len(d), "sha256": sha(d)} for n, d in blobs.items()]
+        answer = ada.client.post(
+            f"/v1/runs/{run_id}/upload-urls", json={"artifacts": asked}, headers=ada.headers
+        )
+        assert answer.status_code == 201, answer.text
+        plans = answer.json()["data"]
+        assert [set(plan) for plan in plans] == [
+            {"artifact_id", "method", "url", "headers", "expires_at"}
+        ] * 3
+        for plan, data in zip(plans, blobs.values(), strict=True):
+            put = ada.transfer("PUT", plan["url"], content=data, headers=plan["headers"])
+            assert put.status_code == 200, put.text
+        assert ada.confirm(run_id).status_code == 200
+        ids = [plan["artifact_id"] for plan in reversed(plans)]
+        links = ada.client.post(
+            "/v1/artifacts/download-urls", json={"artifact_ids": ids}, headers=ada.headers
+        )
+        assert links.status_code == 200, links.text
+        assert links.headers["cache-control"] == "no-store"
+        data = links.json()["data"]
+        assert [item["artifact_id"] for item in data] == ids
+        assert {frozenset(item) for item in data} == {
+            frozenset({"artifact_id", "method", "url", "expires_at"})
+        }
+        first = blobs["pack-2"]
+        whole = ada.transfer("GET", data[0]["url"])
+        assert (whole.status_code, whole.content) == (200, first)
+        part = ada.transfer("GET", data[0]["url"], headers={"Range": "bytes=10-19"})
+        assert part.status_code == 206
+        assert part.content == first[10:20]
+        assert part.headers["content-range"] == f"bytes 10-19/{len(first)}"
+        beyond = ada.transfer("GET", data[0]["url"], headers={"Range": f"bytes={len(first)}-"})
+        assert beyond.status_code == 416
+
+    def test_one_refused_item_refuses_the_whole_request(self, ada: Tenant) -> None:
+        """Nothing is announced when one item is refused; an unknown id is a 404."""
+        run_id = ada.run(ada.backup())
+        good = {"name": "index", "size": 3, "sha256": sha(b"abc")}
+        bad = {"name": "pack-1", "size": 3, "sha256": "zz"}
+        refused = ada.client.post(
+            f"/v1/runs/{run_id}/upload-urls",
+            json={"artifacts": [good, bad]},
+            headers=ada.headers,
+        )
+        assert_error(refused, 400, "invalid_request")
+        twice = ada.client.post(
+            f"/v1/runs/{run_id}/upload-urls",
+            json={"artifacts": [good, {**good, "size": 4}]},
+            headers=ada.headers,
+        )
+        assert_error(twice, 409, "invalid_state")
+        empty = ada.client.post(
+            f"/v1/runs/{run_id}/upload-urls", json={"artifacts": []}, headers=ada.headers
+        )
+        assert_error(empty, 400, "invalid_request")
+        assert ada.artifacts() == []
+        unknown = ada.client.post(
+            "/v1/artifacts/download-urls",
+            json={"artifact_ids": [str(uuid4())]},
+            headers=ada.headers,
+        )
+        assert_error(unknown, 404, "not_found")
+
+
+class TestReferences(LocalOnly):
+    """`confirm` with `references` (contract 14): what it refuses, the lock it extends,
+    and `artifact_referenced` while the referencing run is live."""
+
+    def test_refusals_extension_and_delete(self, ada: Tenant, clock: MovableClock) -> None:
+        backup_id = ada.backup(lock_for="P1D")
+        first = ada.run(backup_id)
+        pack = ada.upload(first, "pack-1", b"pack bytes")
+        old_index = ada.upload(first, "index", b"first index")
+        assert ada.confirm(first).status_code == 200
+        second = ada.run(backup_id)
+        index = ada.upload(second, "index", b"second index")
+
+        def confirm(references: list[str]) -> httpx2.Response:
+            return ada.client.post(
+                f"/v1/runs/{second}/confirm",
+                json={"references": references},
+                headers=ada.headers,
+            )
+
+        assert_error(confirm([str(uuid4())]), 404, "not_found")
+        assert_error(confirm([index]), 404, "not_found")
+        other_backup_pack = ada.stored(ada.backup("Other"), "pack-9", b"other")
+        assert_error(confirm([other_backup_pack]), 404, "not_found")
+        clock.offset = timedelta(hours=12)
+        confirmed = confirm([pack, pack])
+        assert confirmed.status_code == 200, confirmed.text
+        by_id = {a["id"]: a for a in ada.artifacts()}
+        assert by_id[pack]["locked_until"] == by_id[index]["locked_until"]
+        assert by_id[old_index]["locked_until"] < by_id[pack]["locked_until"]
+        clock.offset = timedelta(days=3)
+        assert_error(ada.delete(pack), 409, "artifact_referenced")
+        assert ada.delete(old_index).status_code == 204
+        third = ada.run(backup_id)
+        ada.upload(third, "index", b"third")
+        gone = ada.client.post(
+            f"/v1/runs/{third}/confirm", json={"references": [old_index]}, headers=ada.headers
+        )
+        assert_error(gone, 409, "invalid_state", old_index)
+        assert ada.confirm(third).status_code == 200
+        assert ada.delete(index).status_code == 204
+        assert ada.delete(pack).status_code == 204

@@ -150,6 +150,17 @@ def upload_url(ada: Tenant) -> Created:
     )
 
 
+def upload_urls(ada: Tenant) -> Created:
+    run_id = ada.post("/v1/runs", {"backup_id": ada.backup_id(retention=RETENTION)}).json()["id"]
+    data = b"pack bytes"
+    body = {"name": "pack-1", "size": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+    return Created(
+        ada.post(f"/v1/runs/{run_id}/upload-urls", {"artifacts": [body]}),
+        ada.headers,
+        lambda _created, read: read["id"] == run_id,
+    )
+
+
 def claim(ada: Tenant) -> Created:
     worker = ada.post("/v1/workers", {"name": "rack"}).json()
     backup_id = ada.backup_id("local", "Local", worker_id=worker["id"], retention=RETENTION)
@@ -222,6 +233,7 @@ CREATIONS: dict[tuple[str, str], Callable[[Tenant], Created]] = {
     ("POST", "/v1/workers"): create_worker,
     ("POST", "/v1/runs"): start_run,
     ("POST", "/v1/runs/{run_id}/upload-url"): upload_url,
+    ("POST", "/v1/runs/{run_id}/upload-urls"): upload_urls,
     ("POST", "/v1/backups/{bid}/trigger"): trigger,
     ("POST", "/v1/claims"): claim,
     ("POST", "/v1/artifacts/{aid}/restores"): create_restore,

@@ -38,6 +38,8 @@ STATUS = {
     "quota_exceeded": 409,
     "retention_immutable": 409,
     "artifact_locked": 409,
+    "artifact_held": 409,
+    "artifact_referenced": 409,
     "last_artifact": 409,
     "not_in_our_storage": 409,
     "name_taken": 409,
@@ -46,8 +48,6 @@ STATUS = {
     "last_admin": 409,
     "idempotency_conflict": 409,
     "artifact_missing": 409,
-    # Contract section 15.
-    "artifact_held": 409,
     "lock_exceeds_expiry": 422,
     "validation_failed": 422,
     "precondition_failed": 412,

@@ -72,6 +72,11 @@ VALID_BODIES: dict[tuple[str, str], dict[str, Any]] = {
         "size": 3,
         "sha256": hashlib.sha256(b"abc").hexdigest(),
     },
+    ("POST", "/v1/runs/{run_id}/upload-urls"): {
+        "artifacts": [
+            {"name": "intruder.bin", "size": 3, "sha256": hashlib.sha256(b"abc").hexdigest()}
+        ]
+    },
     ("POST", "/v1/runs/{run_id}/fail"): {"error": "intruder"},
     ("POST", "/v1/backups/{bid}/retention/preview"): {
         "retention": {"expire_after": "P1D", "lock_for": "PT0S", "keep": {"daily": 1}}

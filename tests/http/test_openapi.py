@@ -57,6 +57,7 @@ CREATING = {
     ("POST", "/v1/workspaces/{wid}/invitations"),
     ("POST", "/v1/runs"),
     ("POST", "/v1/runs/{run_id}/upload-url"),
+    ("POST", "/v1/runs/{run_id}/upload-urls"),
     ("POST", "/v1/auth/sessions"),
     ("POST", "/v1/auth/switch"),
     ("POST", "/idp/signup"),

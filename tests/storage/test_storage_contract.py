@@ -192,6 +192,21 @@ class TestStorageContract:
         run(harness.storage.lock(key, soon(120)))
         assert run(harness.storage.stat(key)) is not None
 
+    def test_extend_lock_extends_and_never_shortens(self, harness: Harness) -> None:
+        """An unlocked object is locked; a longer lock is extended; a shorter request leaves
+        the longer lock (no refusal): a shorter ``lock`` is still refused after it."""
+        key = "ns/b/r/referenced"
+        put = harness.storage.presign_put(key, 3, hashlib.sha256(b"abc").hexdigest(), soon())
+        assert harness.send("PUT", put.url, b"abc", put.headers) == 200
+        run(harness.storage.extend_lock(key, soon(5)))
+        with pytest.raises(ObjectLockedError):
+            run(harness.storage.delete(key))
+        run(harness.storage.extend_lock(key, soon(60)))
+        run(harness.storage.extend_lock(key, soon(10)))
+        with pytest.raises(ObjectLockedError):
+            run(harness.storage.lock(key, soon(30)))
+        assert harness.fetch(run(harness.storage.presign_get(key, soon())).url) == b"abc"
+
     def test_an_unlocked_object_is_deleted(self, harness: Harness) -> None:
         """Delete removes it (every version)."""
         key = "ns/b/r/free"

@@ -56,6 +56,9 @@ RECORD_FIELDS = {
     "next_run_at",
     "created_at",
     "updated_at",
+    # Contract 14: every backup has a format, and encryption (null for an archive one).
+    "format",
+    "encryption",
 }
 CLOUD_COMPLETE = {"source": S3_SOURCE, "credentials": S3_CREDENTIALS, "retention": RETENTION}
 NOT_JSON = b"{not json"

@@ -7,20 +7,25 @@ from uuid import UUID
 
 from starlette.responses import Response
 
-from strongroom.adapters.webkit.context import ApiContext, answer
+from strongroom.adapters.webkit.context import ApiContext, answer, json_response
 from strongroom.adapters.webkit.declare import Named, Paged, Routes, parameter
 from strongroom.adapters.wire.artifacts import (
     Artifact,
+    BatchDownload,
     Download,
+    Downloads,
+    DownloadsRequest,
     MultipartUpload,
     SingleUpload,
     UploadPart,
     UploadPlan,
+    UploadPlans,
     UploadRequest,
+    UploadsRequest,
 )
 from strongroom.adapters.wire.converter import timestamp
 from strongroom.adapters.wire.present import present
-from strongroom.adapters.wire.runs import Run
+from strongroom.adapters.wire.runs import ConfirmRequest, Run
 from strongroom.domain.artifacts import Artifact as DomainArtifact
 from strongroom.domain.errors import InvalidRequestError
 from strongroom.domain.pagination import Page
@@ -44,14 +49,19 @@ def absolute(url: str, base_url: str) -> str:
     return base_url + url if url.startswith("/") else url
 
 
-def upload_plan(plan: Any, base_url: str) -> Response:
-    """``upload-url``: one presigned PUT, or the parts of a multipart upload."""
+def presented_plan(plan: Any, base_url: str) -> Any:
+    """One upload plan's JSON: one presigned PUT, or the parts of a multipart upload."""
     if plan.request is not None:
-        return answer(plan, 201, SingleUpload, url=absolute(plan.request.url, base_url))
+        return present(plan, SingleUpload, url=absolute(plan.request.url, base_url))
     parts = [
         present(part, UploadPart, url=absolute(part.request.url, base_url)) for part in plan.parts
     ]
-    return answer(plan, 201, MultipartUpload, parts=parts)
+    return present(plan, MultipartUpload, parts=parts)
+
+
+def upload_plan(plan: Any, base_url: str) -> Response:
+    """``upload-url``: one presigned PUT, or the parts of a multipart upload."""
+    return json_response(presented_plan(plan, base_url), 201)
 
 
 @routes.post(
@@ -84,21 +94,65 @@ async def request_upload(
     return upload_plan(plan, ctx.base_url)
 
 
-@routes.action(
-    "/v1/runs/{run_id}/confirm", Run, "The succeeded run.", CONFIRM_RUN, billing="uploads"
+@routes.post(
+    "/v1/runs/{run_id}/upload-urls",
+    UploadPlans,
+    "The upload plans, in the order asked.",
+    REQUEST_UPLOAD,
+    status=201,
+    billing="uploads",
+    no_store=True,
+    located="/v1/runs/{run_id}",
 )
-async def confirm_run(facade: Strongroom, grant: Grant, run_id: UUID) -> DomainRun:
+async def request_uploads(
+    ctx: ApiContext, grant: Grant, run_id: UUID, body: UploadsRequest
+) -> Response:
+    """Presign many artifacts' uploads
+
+    `upload-url` for each of 1 to 1000 artifacts of the run, in one request: the same
+    permission, order of checks and rules, each artifact as if asked alone (the quota
+    counts them together). One refused artifact refuses the whole request, and then
+    nothing is announced.
+
+    Errors:
+    - `invalid_request`: no artifacts or more than 1000, a `size` out of range, a `sha256`
+      not 64 hex digits
+    - `quota_exceeded`: `storage_bytes` would be passed
+    - `invalid_state`: the run is finished, or a name is announced (or asked twice) with
+      another size or sha256
+    - `upstream_unavailable`: the database or object storage failed; nothing was recorded"""
+    items = [(item.name, item.size, item.sha256) for item in body.artifacts]
+    plans = await ctx.facade.transfers.upload_urls(grant, run_id, items)
+    return json_response({"data": [presented_plan(plan, ctx.base_url) for plan in plans]}, 201)
+
+
+@routes.post(
+    "/v1/runs/{run_id}/confirm",
+    Run,
+    "The succeeded run.",
+    CONFIRM_RUN,
+    billing="uploads",
+    body_required=False,
+)
+async def confirm_run(
+    facade: Strongroom, grant: Grant, run_id: UUID, body: ConfirmRequest
+) -> DomainRun:
     """Confirm a run's artifacts
 
     Checks every announced artifact in storage (present, same size, same sha256) and
     joins multipart uploads; all become `available` (locked and expiring per the
-    backup's retention) and the run `succeeded`, or nothing changes.
+    backup's retention) and the run `succeeded`, or nothing changes. A snapshot names in
+    `references` the artifacts of earlier runs of its backup that it uses: each is then
+    locked at least as long as this run (its record and the storage's own lock, never
+    shortened), and cannot be deleted while this run is live. The body is optional.
 
     Errors:
-    - `invalid_state`: the run is finished
+    - `not_found`: a referenced artifact is unknown, of another backup, or of this run
+    - `invalid_state`: the run is finished; a referenced artifact is deleted or not confirmed
+      (the message names it)
     - `artifact_missing`: an announced artifact is absent or different
     - `upstream_unavailable`: the database or object storage failed; nothing was recorded"""
-    return await facade.artifacts.confirm(grant, run_id)
+    return await facade.artifacts.confirm(grant, run_id, body.references)
 
 
 @routes.get(
@@ -147,6 +201,37 @@ async def request_download(ctx: ApiContext, grant: Grant, aid: UUID) -> Response
     return answer(request, 200, Download, url=url, expires_at=expires)
 
 
+@routes.post(
+    "/v1/artifacts/download-urls",
+    Downloads,
+    "A presigned download of each artifact, in the order asked.",
+    DOWNLOAD_ARTIFACT,
+)
+async def request_downloads(ctx: ApiContext, grant: Grant, body: DownloadsRequest) -> Response:
+    """Presign many artifacts' downloads
+
+    `download-url` for each of 1 to 1000 artifacts, in one request (15 minutes each);
+    presigned GETs honour `Range: bytes=a-b`. Never refused for billing.
+
+    Errors:
+    - `invalid_request`: no ids or more than 1000
+    - `not_found`: an artifact is unknown (or of another workspace): the whole request
+    - `conflict`: an artifact is deleted
+    - `not_in_our_storage`: an artifact went only to a customer bucket
+    - `invalid_state`: an artifact is not confirmed yet"""
+    downloads = await ctx.facade.transfers.download_urls(grant, body.artifact_ids)
+    data = [
+        present(
+            each,
+            BatchDownload,
+            url=absolute(each.request.url, ctx.base_url),
+            expires_at=timestamp(each.expires_at),
+        )
+        for each in downloads
+    ]
+    return json_response({"data": data})
+
+
 @routes.action(
     "/v1/artifacts/{aid}/verify",
     Artifact,
@@ -174,12 +259,14 @@ async def delete_artifact(facade: Strongroom, grant: Grant, aid: UUID) -> None:
     """Delete an artifact
 
     Removes the object; the record stays as `deleted`. Precedence: already deleted,
-    inside its lock, held, last of its backup.
+    inside its lock, held, referenced by a live snapshot, last of its backup.
 
     Errors:
     - `conflict`: already deleted
     - `artifact_locked`: inside its lock window (storage refuses too)
     - `artifact_held`: under a legal hold
+    - `artifact_referenced`: a live snapshot (a run of its backup that still has an available
+      artifact) references it
     - `last_artifact`: the only available artifact of its backup
     - `upstream_unavailable`: the database or object storage failed; nothing was recorded"""
     await facade.artifacts.delete(grant, aid)

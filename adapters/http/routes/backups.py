@@ -42,6 +42,8 @@ async def create_backup(ctx: ApiContext) -> Response:
 
     Errors:
     - `invalid_request`: `kind` is not one of the kinds
+    - `validation_failed`: `encryption` on a cloud backup, or a recipient that is not an age
+      X25519 recipient (1 to 10)
     - `quota_exceeded`: `backups_per_workspace` is reached
     - `name_taken`: a backup of this name (case-insensitive) exists"""
     bearer = ctx.bearer()
@@ -54,7 +56,12 @@ async def create_backup(ctx: ApiContext) -> Response:
         parse, CREATE_BACKUP, workspace_id=workspace_id
     )
     backup = await ctx.facade.backups.create(
-        bearer, workspace_id, body.name, body.kind, idempotency=idempotency
+        bearer,
+        workspace_id,
+        body.name,
+        body.kind,
+        idempotency=idempotency,
+        encryption=body.encryption,
     )
     return answer(backup, 201)
 
@@ -98,7 +105,9 @@ async def update_backup(ctx: ApiContext, grant: Grant, bid: UUID) -> DomainBacku
     - `validation_failed`: a kind rule: `worker_id` on a non-local backup or naming no worker of
       this workspace, `source` or `credentials` on a local or manual backup, `schedule` on a
       manual backup, a source type not offered for the kind, credentials of the other source
-      type's shape
+      type's shape, `encryption` on a cloud backup, a recipient that is not an age X25519
+      recipient (1 to 10)
+    - `invalid_state`: `encryption: null` on a snapshot backup (a snapshot backup stays one)
     - `name_taken`: another backup has this name (case-insensitive)
     - `retention_immutable`: a different retention policy is already set
     - `lock_exceeds_expiry`: `lock_for` is longer than `expire_after`"""

@@ -143,7 +143,7 @@ SELECT /*fragment session_grant_columns*/,
        b.id, b.workspace_id, b.name, b.kind, b.state, b.paused, b.source, b.sealed_credentials, b.schedule_cron, b.schedule_timezone,
        b.worker_id, b.retention_expire_after_seconds, b.retention_lock_for_seconds,
        b.retention_keep, b.destination, b.sealed_destination_credentials, b.next_run_at, b.created_at,
-       b.updated_at, b.freshness_max_age_seconds
+       b.updated_at, b.encryption, b.freshness_max_age_seconds
 /*fragment session_grant_joins*/
 LEFT JOIN backups AS b ON b.workspace_id = s.workspace_id AND b.id = :id
 WHERE s.token_hash = :token_hash
@@ -190,7 +190,7 @@ SELECT 0 AS part, g_id, g_token_hash, g_user_id, g_workspace_id, g_created_at, g
        NULL AS worker_id, NULL AS retention_expire_after_seconds,
        NULL AS retention_lock_for_seconds, NULL AS retention_keep, NULL AS destination,
        NULL AS sealed_destination_credentials, NULL AS next_run_at, NULL AS created_at,
-       NULL AS updated_at, NULL AS freshness_max_age_seconds
+       NULL AS updated_at, NULL AS encryption, NULL AS freshness_max_age_seconds
 FROM g
 UNION ALL
 SELECT 1, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
@@ -199,7 +199,7 @@ SELECT 1, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
        b.retention_expire_after_seconds, b.retention_lock_for_seconds, b.retention_keep,
        b.destination,
        b.sealed_destination_credentials, b.next_run_at, b.created_at, b.updated_at,
-       b.freshness_max_age_seconds
+       b.encryption, b.freshness_max_age_seconds
 FROM g
 JOIN (
     SELECT /*fragment backup_columns*/
@@ -220,7 +220,7 @@ UPDATE sessions SET revoked_at = :revoked_at WHERE id = :id AND revoked_at IS NU
 id, workspace_id, name, kind, state, paused, source, sealed_credentials,
        schedule_cron, schedule_timezone, worker_id, retention_expire_after_seconds,
        retention_lock_for_seconds, retention_keep, destination, sealed_destination_credentials,
-       next_run_at, created_at, updated_at, freshness_max_age_seconds
+       next_run_at, created_at, updated_at, encryption, freshness_max_age_seconds
 
 -- name: backup_insert_columns
 -- Every column of a backup (name_key and body too), in the order of backup_insert_values:
@@ -228,14 +228,14 @@ id, workspace_id, name, kind, state, paused, source, sealed_credentials,
     id, workspace_id, name, name_key, kind, state, paused, source, sealed_credentials,
     schedule_cron, schedule_timezone, worker_id, retention_expire_after_seconds,
     retention_lock_for_seconds, retention_keep, destination, sealed_destination_credentials,
-    next_run_at, created_at, updated_at, body, freshness_max_age_seconds
+    next_run_at, created_at, updated_at, body, encryption, freshness_max_age_seconds
 
 -- name: backup_insert_values
 -- The parameters of backup_insert_columns, in their order (a fragment).
     :id, :workspace_id, :name, :name_key, :kind, :state, :paused, :source, :sealed_credentials,
     :schedule_cron, :schedule_timezone, :worker_id, :retention_expire_after_seconds,
     :retention_lock_for_seconds, :retention_keep, :destination, :sealed_destination_credentials,
-    :next_run_at, :created_at, :updated_at, :body, :freshness_max_age_seconds
+    :next_run_at, :created_at, :updated_at, :body, :encryption, :freshness_max_age_seconds
 
 -- name: backup_insert
 INSERT INTO backups (
@@ -260,7 +260,7 @@ SET name = :name, name_key = :name_key, kind = :kind, state = :state, paused = :
     destination = :destination,
     sealed_destination_credentials = :sealed_destination_credentials,
     next_run_at = :next_run_at, created_at = :created_at, updated_at = :updated_at,
-    body = :body, freshness_max_age_seconds = :freshness_max_age_seconds
+    body = :body, encryption = :encryption, freshness_max_age_seconds = :freshness_max_age_seconds
 WHERE workspace_id = :workspace_id AND id = :id
 
 -- name: backup_delete
@@ -445,6 +445,23 @@ LIMIT :limit
 
 -- name: filter_artifact_verified_before
 OR verified_at IS NULL OR verified_at < :verified_before
+
+-- name: run_references_of_backup
+-- For each run of a backup whose snapshot references artifacts, their ids.
+SELECT r.run_id, r.artifact_id
+FROM run_references r JOIN runs u ON u.id = r.run_id
+WHERE r.workspace_id = :workspace_id AND u.backup_id = :backup_id
+ORDER BY r.run_id, r.artifact_id
+
+-- name: run_references_referrers
+-- The runs referencing an artifact, each with its count of available artifacts.
+SELECT r.run_id, (
+    SELECT count(*) FROM artifacts a
+    WHERE a.workspace_id = r.workspace_id AND a.run_id = r.run_id AND a.state = 'available'
+) AS available
+FROM run_references r
+WHERE r.workspace_id = :workspace_id AND r.artifact_id = :artifact_id
+ORDER BY r.run_id
 
 -- name: worker_insert
 INSERT INTO workers (id, workspace_id, name, token_hash, created_at, last_seen_at)

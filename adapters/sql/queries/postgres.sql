@@ -91,6 +91,23 @@ WITH w AS (
 )
 SELECT count(*) AS created FROM b
 
+-- name: artifact_get_many
+-- The artifacts of a workspace among :ids (a text[] of uuids).
+SELECT id, workspace_id, backup_id, run_id, name, size, sha256, state, storage, object_key,
+       upload_id, created_at, expires_at, locked_until, verification, verified_at, held
+FROM artifacts
+WHERE workspace_id = :workspace_id AND id = ANY(CAST(:ids AS uuid[]))
+
+-- name: artifact_lock_until
+-- Referenced artifacts take the referencing run's lock (chosen by the domain).
+UPDATE artifacts SET locked_until = :locked_until
+WHERE workspace_id = :workspace_id AND id = ANY(CAST(:ids AS uuid[]))
+
+-- name: run_references_add
+INSERT INTO run_references (workspace_id, run_id, artifact_id)
+SELECT :workspace_id, :run_id, unnest(CAST(:ids AS uuid[]))
+ON CONFLICT DO NOTHING
+
 -- name: retention_lock_artifacts
 -- The artifacts the keep rules gave up, locked until the removal commits (ids: uuid[]).
 SELECT id, workspace_id, backup_id, run_id, name, size, sha256, state, storage, object_key,

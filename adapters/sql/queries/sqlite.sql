@@ -88,6 +88,22 @@ SELECT :event_id, :workspace_id, :occurred_at, :actor_type, :actor_id, :action,
 WHERE changes() = 1;
 SELECT changes() AS created;
 
+-- name: artifact_get_many
+-- The artifacts of a workspace among :ids (a JSON array of uuids).
+SELECT id, workspace_id, backup_id, run_id, name, size, sha256, state, storage, object_key,
+       upload_id, created_at, expires_at, locked_until, verification, verified_at, held
+FROM artifacts
+WHERE workspace_id = :workspace_id AND id IN (SELECT value FROM json_each(:ids))
+
+-- name: artifact_lock_until
+-- Referenced artifacts take the referencing run's lock (chosen by the domain).
+UPDATE artifacts SET locked_until = :locked_until
+WHERE workspace_id = :workspace_id AND id IN (SELECT value FROM json_each(:ids))
+
+-- name: run_references_add
+INSERT OR IGNORE INTO run_references (workspace_id, run_id, artifact_id)
+SELECT :workspace_id, :run_id, value FROM json_each(:ids)
+
 -- name: retention_lock_artifacts
 -- The artifacts the keep rules gave up (ids: a JSON array), in the writer's transaction.
 SELECT id, workspace_id, backup_id, run_id, name, size, sha256, state, storage, object_key,
