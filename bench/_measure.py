@@ -1,8 +1,9 @@
 """Measuring one step of the snapshot bench: wall time and the peak RSS of the process that
 did the work, and restic, the peer, run on a local repository.
 
-Peak RSS comes from ``wait4`` on the step's own child process, so concurrent processes do
-not count.
+Peak RSS is the step's own process's, as GNU time reports it from ``wait4`` (a process forked
+from this one would start from this process's high-water mark, hence the small ``time``
+between), so concurrent processes do not count.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -18,6 +20,7 @@ import attrs
 from _trees import tree_bytes
 
 RESTIC_PASSWORD = "bench-only-password"
+TIME = shutil.which("time", path="/usr/bin:/bin") or "/usr/bin/time"
 
 
 @attrs.frozen
@@ -34,8 +37,10 @@ def run_measured(
 ) -> Step:
     """Run ``command`` to its end; its wall time and peak RSS. Raises on a non-zero exit."""
     started = time.perf_counter()
+    report = tempfile.NamedTemporaryFile(prefix="rss-", suffix=".txt", delete=False)  # noqa: SIM115
+    report.close()
     process = subprocess.Popen(
-        list(command),
+        [TIME, "-f", "%M", "-o", report.name, *command],
         env={**os.environ, **(env or {})},
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -55,7 +60,9 @@ def run_measured(
     output = b"".join(chunks).decode(errors="replace")
     if process.returncode != 0:
         raise RuntimeError(f"{' '.join(command)} exited {process.returncode}:\n{output[-2000:]}")
-    return Step(seconds, usage.ru_maxrss * 1024, output)
+    peak = Path(report.name).read_text().strip().splitlines()
+    os.unlink(report.name)
+    return Step(seconds, int(peak[-1]) * 1024 if peak else usage.ru_maxrss * 1024, output)
 
 
 class Restic:

@@ -58,6 +58,13 @@ from strongroom.adapters.wire.sources import ScheduleShape as Schedule
 from strongroom.adapters.wire.sources import SourceShape as Source
 from strongroom.adapters.wire.system import Health, Readiness, ReadinessChecks
 from strongroom.adapters.wire.workspaces import MemberWorkspace, Quota, Workspace
+from strongroom.client.batches import (
+    DownloadUrl,
+    DownloadUrls,
+    Encryption,
+    UploadItem,
+    UploadPlans,
+)
 from strongroom.client.calls import NO_RETRY, RetryPolicy
 from strongroom.client.clients import AsyncClient, Client, Stored
 from strongroom.client.endpoints import UNSET, Unset
@@ -102,6 +109,9 @@ __all__ = [
     "Destination",
     "DeviceAuthorization",
     "Download",
+    "DownloadUrl",
+    "DownloadUrls",
+    "Encryption",
     "Health",
     "Heartbeat",
     "Invitation",
@@ -140,8 +150,10 @@ __all__ = [
     "Stored",
     "Target",
     "Unset",
+    "UploadItem",
     "UploadPart",
     "UploadPlan",
+    "UploadPlans",
     "User",
     "ValidationFailedError",
     "Worker",

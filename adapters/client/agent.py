@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Protocol
 from uuid import UUID
@@ -30,7 +30,9 @@ from uuid import UUID
 import attrs
 import httpx2
 
-from strongroom.client.agent_config import AgentConfig
+from strongroom.adapters.wire.artifacts import UploadRequest
+from strongroom.client.agent_config import AgentConfig, SnapshotSettings
+from strongroom.client.agent_snapshots import AgentSnapshotState
 from strongroom.client.archive import ArchiveError, DirectoryArchive
 from strongroom.client.errors import (
     ApiError,
@@ -46,6 +48,8 @@ from strongroom.client.resume import (
     cache_home,
     state_home,
 )
+from strongroom.client.snapshot_run import Keys, Tree, run_snapshot
+from strongroom.client.snapshots import SnapshotError
 from strongroom.client.uploads import (
     MultipartPlan,
     Plan,
@@ -110,6 +114,8 @@ class AgentApi(Protocol):
     def fail(self, run_id: str, error: str) -> object: ...
     def upload_url(self, run_id: str, name: str, size: int, sha256: str) -> Plan: ...
     def confirm(self, run_id: str) -> object: ...
+    def upload_urls(self, run_id: str, items: Sequence[UploadRequest]) -> list[Plan]: ...
+    def confirm_snapshot(self, run_id: str, references: Sequence[str]) -> object: ...
 
 
 class _StoppedError(Exception):
@@ -286,7 +292,11 @@ class Agent:
         with Heartbeat(self._api, run_id, self._config.heartbeat_seconds, progress) as beat:
             stop = _either(self.stop, beat.stop)
             try:
-                self._work(run_id, claim.backup.name, paths, progress, stop, beat)
+                settings = self._config.snapshots.get(backup_id)
+                if settings is not None:
+                    self._snapshot(run_id, backup_id, paths[0], settings, progress, stop, beat)
+                else:
+                    self._work(run_id, claim.backup.name, paths, progress, stop, beat)
             except (UploadCancelledError, _StoppedError):
                 if beat.cancelled:
                     self._fail(run_id, "cancelled on request")
@@ -297,7 +307,7 @@ class Agent:
                     logger.info("run %s left to its lease (the agent is stopping)", run_id)
             except ApiError as error:
                 self._fail(run_id, f"{error.code}: {error.message}")
-            except (ArchiveError, UploadError, OSError) as error:
+            except (ArchiveError, UploadError, OSError, SnapshotError) as error:
                 self._fail(run_id, str(error))
             finally:
                 stop.set()
@@ -349,6 +359,53 @@ class Agent:
         self._api.confirm(run_id)
         logger.info("run %s succeeded", run_id)
         self._forget(run_id)
+
+    def _snapshot(
+        self,
+        run_id: str,
+        backup_id: UUID,
+        root: Path,
+        settings: SnapshotSettings,
+        progress: JobProgress,
+        stop: threading.Event,
+        beat: Heartbeat,
+    ) -> None:
+        """A snapshot run: only chunks this agent has not stored are uploaded."""
+        state = AgentSnapshotState(self._state_dir / "snapshots" / str(backup_id))
+        key = settings.repository_key
+        keys = Keys(key, settings.recipients, key.seal(settings.recipients))
+        tree = Tree(str(root), settings.excludes)
+        progress.phase("snapshot", tree.measure()[1])
+        outcome = run_snapshot(
+            self._api,
+            self._transport,
+            run_id,
+            tree,
+            keys,
+            state.catalog(key),
+            state.packs(),
+            state.cache(),
+            stop=stop,
+            on_bytes=progress.add,
+            before_confirm=lambda: self._still_ours(stop, beat),
+        )
+        state.keep(outcome)
+        for path, reason in outcome.skipped:
+            logger.warning("run %s: %s skipped: %s", run_id, path, reason)
+        logger.info(
+            "run %s succeeded: %d files (%d unchanged), %d bytes uploaded in %d packs",
+            run_id,
+            outcome.files,
+            outcome.files_unchanged,
+            outcome.bytes_uploaded,
+            outcome.packs_uploaded,
+        )
+
+    @staticmethod
+    def _still_ours(stop: threading.Event, beat: Heartbeat) -> None:
+        """A last heartbeat before confirming: a cancel asked for during the upload wins."""
+        if stop.is_set() or not beat.beat_now():
+            raise _StoppedError
 
     def _archive(
         self,

@@ -11,6 +11,9 @@ from uuid import UUID
 
 import attrs
 
+from strongroom.client.snapshots import RepositoryKey, SnapshotKeyError, check_recipients
+
+# The example's repository key and recipient are published examples, not anyone's keys.
 EXAMPLE_CONFIG = """\
 # strongroom agent --config /etc/strongroom/agent.toml
 server = "https://backups.example.com"   # the Strongroom API's base URL
@@ -29,15 +32,32 @@ paths = ["/srv/www", "/etc/nginx"]          # directories archived together (tar
 
 [[backups]]
 id = "6f1c2a9e-0000-4000-8000-000000000002"
-paths = ["/home"]
-"""
+paths = ["/home"]                           # a snapshot backup: one directory
+# Snapshot backups (deduplicated, encrypted; `strongroom backup create` prints these
+# lines): the repository key and the recipients, never the identity.
+repository_key = "strongroom-repository-key-1:U1JSSwEAAQIDBAUGBwgJCgsMDQ4PEBESExQVFhcYGRobHB0eHyAhIiMkJSYnKCkqKywtLi8wMTIzNDU2Nzg5Ojs8PT4_"
+recipients = ["age18knnrqwrfjnxf5v789h630why682r6c7nssk6p8j8tsclyt83ddsh2lm57"]
+exclude = ["*.tmp", "/cache"]               # glob patterns (a leading / anchors at the root)
+"""  # noqa: E501 - the example key is one line
 
 _KEYS = {"server", "token", "token_file", "heartbeat_seconds", "wait_seconds", "parallel"}
 _KEYS |= {"state_dir", "backups"}
 
 
+_BACKUP_KEYS = {"id", "paths", "repository_key", "recipients", "exclude"}
+
+
 class ConfigError(Exception):
     """The configuration file is missing, unreadable or wrong (the message says where)."""
+
+
+@attrs.frozen
+class SnapshotSettings:
+    """A snapshot backup's lines: what a write-only worker needs (never the identity)."""
+
+    repository_key: RepositoryKey = attrs.field(repr=False)
+    recipients: tuple[str, ...]
+    excludes: tuple[str, ...] = ()
 
 
 @attrs.frozen
@@ -51,6 +71,7 @@ class AgentConfig:
     wait_seconds: int = 30
     parallel: int = 4
     state_dir: Path | None = None
+    snapshots: dict[UUID, SnapshotSettings] = attrs.Factory(dict)
 
 
 def load_config(path: Path) -> AgentConfig:
@@ -75,13 +96,17 @@ def parse_config(data: dict[str, Any], base: Path, where: str = "config") -> Age
         raise ConfigError(f"{where}: `server` must be the API's base URL (https://...)")
     token = _token(data, base, where)
     backups: dict[UUID, tuple[Path, ...]] = {}
+    snapshots: dict[UUID, SnapshotSettings] = {}
     tables = data.get("backups", [])
     if not isinstance(tables, list) or not tables:
         raise ConfigError(f"{where}: at least one [[backups]] table with `id` and `paths`")
     for index, table in enumerate(tables, start=1):
         label = f"{where}: [[backups]] #{index}"
-        if not isinstance(table, dict) or set(table) != {"id", "paths"}:
-            raise ConfigError(f"{label}: needs exactly `id` and `paths`")
+        if not isinstance(table, dict) or not {"id", "paths"} <= set(table):
+            raise ConfigError(f"{label}: needs `id` and `paths`")
+        extra = sorted(set(table) - _BACKUP_KEYS)
+        if extra:
+            raise ConfigError(f"{label}: unknown settings: {', '.join(extra)}")
         try:
             backup_id = UUID(str(table["id"]))
         except ValueError as error:
@@ -96,6 +121,11 @@ def parse_config(data: dict[str, Any], base: Path, where: str = "config") -> Age
         if backup_id in backups:
             raise ConfigError(f"{label}: backup {backup_id} appears twice")
         backups[backup_id] = tuple((base / p).absolute() for p in paths)
+        settings = _snapshot(table, label)
+        if settings is not None:
+            if len(paths) != 1:
+                raise ConfigError(f"{label}: a snapshot backup takes one directory in `paths`")
+            snapshots[backup_id] = settings
     return AgentConfig(
         server=server.rstrip("/"),
         token=token,
@@ -104,7 +134,30 @@ def parse_config(data: dict[str, Any], base: Path, where: str = "config") -> Age
         wait_seconds=int(_number(data, "wait_seconds", 30, 0, 30, where)),
         parallel=int(_number(data, "parallel", 4, 1, 32, where)),
         state_dir=(base / data["state_dir"]).absolute() if "state_dir" in data else None,
+        snapshots=snapshots,
     )
+
+
+def _strings(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(v, str) and v for v in value)
+
+
+def _snapshot(table: dict[str, Any], label: str) -> SnapshotSettings | None:
+    """The snapshot lines of a ``[[backups]]`` table (None for an archive backup)."""
+    if "exclude" in table and not _strings(table["exclude"]):
+        raise ConfigError(f"{label}: `exclude` must be a list of patterns")
+    if "repository_key" not in table and "recipients" not in table:
+        if "exclude" in table:
+            raise ConfigError(f"{label}: `exclude` is for snapshot backups (repository_key)")
+        return None
+    try:
+        key = RepositoryKey.from_text(str(table.get("repository_key", "")))
+        if not _strings(table.get("recipients")):
+            raise SnapshotKeyError("`recipients` must be a list of age1... keys")
+        recipients = check_recipients(table["recipients"])
+    except SnapshotKeyError as error:
+        raise ConfigError(f"{label}: {error} (`repository_key` and `recipients`)") from error
+    return SnapshotSettings(key, recipients, tuple(table.get("exclude", ())))
 
 
 def _token(data: dict[str, Any], base: Path, where: str) -> str:

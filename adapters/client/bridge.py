@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from uuid import UUID
+
+from strongroom.adapters.wire.artifacts import UploadRequest
 from strongroom.adapters.wire.backups import Backup
 from strongroom.adapters.wire.claims import Claim
 from strongroom.adapters.wire.runs import Heartbeat, ProgressReport, Run
@@ -34,6 +38,19 @@ class ClientApi:
     def confirm(self, run_id: str) -> Run:
         """``POST /v1/runs/{id}/confirm``."""
         return self.client.confirm_run(run_id)
+
+    def upload_urls(self, run_id: str, items: Sequence[UploadRequest]) -> list[Plan]:
+        """``POST /v1/runs/{id}/upload-urls`` (in batches of 1000)."""
+        plans: list[Plan] = []
+        for start in range(0, len(items), 1000):
+            batch = list(items[start : start + 1000])
+            plans.extend(self.client.request_uploads(run_id, batch).data)
+        return plans
+
+    def confirm_snapshot(self, run_id: str, references: Sequence[str]) -> Run:
+        """``POST /v1/runs/{id}/confirm`` with the snapshot's references."""
+        ids: list[UUID | str] = [*references]
+        return self.client.confirm_run(run_id, references=ids)
 
     def claim(self, wait_seconds: int) -> Claim | None:
         """``POST /v1/claims`` (long poll)."""

@@ -31,6 +31,7 @@ from strongroom.adapters.wire.audit import AuditEvent
 from strongroom.adapters.wire.backups import Backup, FreshnessPolicy
 from strongroom.adapters.wire.backups import EncryptionShape as Encryption
 from strongroom.adapters.wire.claims import Claim
+from strongroom.adapters.wire.drills import Drill
 from strongroom.adapters.wire.health import Health as BackupHealth
 from strongroom.adapters.wire.idp import (
     AccessToken,
@@ -42,7 +43,9 @@ from strongroom.adapters.wire.invitations import Invitation, Membership
 from strongroom.adapters.wire.machines import ApiKey, ApiKeyWithToken, Worker, WorkerWithToken
 from strongroom.adapters.wire.members import Member, Role
 from strongroom.adapters.wire.pages import Page
+from strongroom.adapters.wire.proofs import Proof
 from strongroom.adapters.wire.restores import Restore
+from strongroom.adapters.wire.retention import RetentionVerdict
 from strongroom.adapters.wire.runs import Heartbeat, ProgressReport, Run
 from strongroom.adapters.wire.sessions import CliConfig, Me, Session
 from strongroom.adapters.wire.sessions import PermissionEntry as Permission
@@ -434,6 +437,44 @@ class Operations:
     @endpoint("POST", "/v1/artifacts/{artifact_id}/verify", body="json")
     def verify_artifact(self, artifact_id: ID) -> Artifact:
         """Ask the service to re-read an artifact and record its verification (202)."""
+
+    @endpoint("POST", "/v1/artifacts/{artifact_id}/hold", body="json")
+    def hold_artifact(self, artifact_id: ID) -> Artifact:
+        """Put an artifact under legal hold: never deleted or expired until released."""
+
+    @endpoint("DELETE", "/v1/artifacts/{artifact_id}/hold")
+    def release_artifact(self, artifact_id: ID) -> Artifact:
+        """Release an artifact's legal hold (its lock stays as it is)."""
+
+    @endpoint("POST", "/v1/runs/{run_id}/hold", body="json")
+    def hold_run(self, run_id: ID) -> Run:
+        """Put every artifact of a run under legal hold."""
+
+    @endpoint("DELETE", "/v1/runs/{run_id}/hold")
+    def release_run(self, run_id: ID) -> Run:
+        """Release the legal hold of every artifact of a run."""
+
+    @paged("/v1/backups/{backup_id}/retention")
+    def explain_retention(
+        self, backup_id: ID, limit: int | None = None, cursor: str | None = None
+    ) -> Page[RetentionVerdict]:
+        """Each successful run, newest first: kept or expiring, and why."""
+
+    # -- assurance ---------------------------------------------------------------------
+
+    @endpoint("POST", "/v1/backups/{backup_id}/drills")
+    def create_drill(self, backup_id: ID) -> Drill:
+        """Ask for a restore drill of the backup's newest copy (queued, 202)."""
+
+    @paged("/v1/backups/{backup_id}/drills")
+    def list_drills(
+        self, backup_id: ID, limit: int | None = None, cursor: str | None = None
+    ) -> Page[Drill]:
+        """The backup's drills, newest first."""
+
+    @endpoint("GET", "/v1/workspaces/{workspace_id}/proof")
+    def get_proof(self, workspace_id: ID) -> Proof:
+        """The workspace's signed immutability proof (check it with ``proof verify``)."""
 
     # -- restores ----------------------------------------------------------------------
 

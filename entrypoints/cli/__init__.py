@@ -20,10 +20,12 @@ from strongroom.entrypoints.cli import (
     artifacts,
     auth,
     backups,
+    keys,
     proof,
     retention,
     runs,
     server,
+    snapshots,
     transfers,
     workspaces,
 )
@@ -67,8 +69,10 @@ for command in (
     backups.backup,
     runs.run,
     artifacts.artifact,
+    keys.key,
     proof.proof,
     *transfers.COMMANDS,
+    *snapshots.COMMANDS,
 ):
     cli.add_command(command)
 

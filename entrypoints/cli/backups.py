@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import click
@@ -13,13 +15,17 @@ from strongroom.adapters.wire.sources import SourceShape as Source
 from strongroom.client import (
     UNSET,
     Backup,
+    BadRequestError,
     PostgresCredentials,
     Retention,
     S3Credentials,
     Schedule,
 )
+from strongroom.client.batches import Encryption
 from strongroom.client.converter import converter
+from strongroom.client.snapshots import RepositoryKey
 from strongroom.entrypoints.cli.context import Session, client_command, emit
+from strongroom.entrypoints.cli.keys import identity_option, person_identity
 
 COLUMNS = ["id", "name", "kind", "state", "paused", "schedule", "next_run_at"]
 KINDS = ["manual", "local", "cloud"]
@@ -63,13 +69,59 @@ def show(session: Session, backup_ref: str) -> None:
 @client_command
 @click.argument("name")
 @click.option("--kind", type=click.Choice(KINDS), default="manual", show_default=True)
+@click.option(
+    "--format",
+    "format_",
+    type=click.Choice(["snapshot", "archive"]),
+    default=None,
+    help="snapshot (deduplicated, encrypted to your key; the default for manual and "
+    "local) or archive (tar + zstd; cloud backups)",
+)
+@identity_option
 def create(
     session: Session,
     name: str,
     kind: str,
+    format_: str | None,
+    identity_path: Path | None,
 ) -> None:
-    """Create a backup named NAME."""
-    emit(session, session.signed_in().create_backup(session.workspace_id(), name, kind))
+    """Create a backup named NAME; a manual or local one stores snapshots sealed to your
+    key (made on first use) unless --format archive."""
+    chosen = format_ or ("archive" if kind == "cloud" else "snapshot")
+    if chosen == "snapshot" and kind == "cloud":
+        raise click.UsageError("cloud backups store archives (--format archive)")
+    encryption: Encryption | None = None
+    sealed: dict[str, Any] = {}  # left out for an archive backup
+    if chosen == "snapshot":
+        identity = person_identity(identity_path, quiet=session.as_json)
+        encryption = Encryption([identity.recipient])
+        sealed["encryption"] = encryption
+    client = session.signed_in()
+    workspace_id = session.workspace_id()
+    try:
+        created = client.create_backup(workspace_id, name, kind, **sealed)
+    except BadRequestError as error:
+        # A server from before snapshots: the default falls back to an archive backup.
+        if format_ == "snapshot" or "encryption" not in error.message:
+            raise
+        if not session.as_json:
+            click.echo("warning: this server stores archives only (no snapshots)", err=True)
+        created, encryption = client.create_backup(workspace_id, name, kind), None
+    emit(session, created)
+    if encryption is not None and kind == "local":
+        click.echo(agent_lines(str(created.id), encryption.recipients), err=True)
+
+
+def agent_lines(backup_id: str, recipients: Sequence[str]) -> str:
+    """The ``[[backups]]`` table of a local snapshot backup, with a new repository key."""
+    key = RepositoryKey.generate().to_text()
+    listed = ", ".join(f'"{r}"' for r in recipients)
+    return (
+        "Add to the agent's configuration (the repository key is secret; keep it only "
+        "there):\n\n"
+        f'[[backups]]\nid = "{backup_id}"\npaths = ["/path/to/directory"]\n'
+        f'repository_key = "{key}"\nrecipients = [{listed}]\n'
+    )
 
 
 def _json_option(value: str | None, target: Any, what: str) -> Any:

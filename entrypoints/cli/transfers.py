@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import signal
 import sys
 import threading
@@ -27,16 +28,21 @@ from rich.progress import (
     TransferSpeedColumn,
 )
 
-from strongroom.client import Client
+from strongroom.client import Client, NotFoundError
 from strongroom.client.agent import Agent
 from strongroom.client.agent_config import EXAMPLE_CONFIG, ConfigError, load_config
 from strongroom.client.archive import ArchiveError
+from strongroom.client.batches import backup_encryption
 from strongroom.client.bridge import ClientApi
 from strongroom.client.push import Pusher
 from strongroom.client.restore import restore_from_url
+from strongroom.client.snapshot_remote import Remote, backup_document
+from strongroom.client.snapshot_run import is_snapshot_name
 from strongroom.client.uploads import UploadCancelledError, UploadError
 from strongroom.entrypoints.cli.artifacts import find_artifact
 from strongroom.entrypoints.cli.context import Session, client_command, stderr_is_terminal
+from strongroom.entrypoints.cli.keys import identity_option
+from strongroom.entrypoints.cli.snapshots import push_into_snapshot, restore_snapshot
 
 EXIT_API = 1
 EXIT_USAGE = 2
@@ -118,19 +124,40 @@ def _interruptible(stop: threading.Event) -> Iterator[None]:
     "--name", "stdin_name", default="stdin", show_default=True, help="artifact name for -"
 )
 @click.option("--parallel", default=4, show_default=True, type=click.IntRange(1, 32))
+@click.option(
+    "--exclude", "excludes", multiple=True, help="glob pattern to leave out (snapshots; repeat)"
+)
+@identity_option
 @client_command
 def push_command(
-    session: Session, backup: str, paths: tuple[str, ...], stdin_name: str, parallel: int
+    session: Session,
+    backup: str,
+    paths: tuple[str, ...],
+    stdin_name: str,
+    parallel: int,
+    excludes: tuple[str, ...],
+    identity_path: Path | None,
 ) -> None:
     """Back up PATH... into a new run of the manual backup BACKUP (id or name) and confirm it.
 
-    A file is uploaded as it is, a directory as a tar + zstd archive, - reads standard
-    input. Large artifacts go in parts, several at once, with progress bars. An
-    interrupted push resumes when run again with the same arguments: only the parts
-    storage lacks are sent.
+    One directory into a snapshot backup is a snapshot: only the chunks the backup does
+    not hold yet are uploaded, encrypted to its recipients (your key opens the backup's
+    earlier indexes; files unchanged since the last push from this machine are not read).
+
+    Otherwise a file is uploaded as it is, a directory as a tar + zstd archive, - reads
+    standard input. Large artifacts go in parts, several at once, with progress
+    bars. An interrupted push resumes when run again with the same arguments: only the
+    parts storage lacks are sent.
     """
     client = session.signed_in()
     backup_id = session.backup_id(backup)
+    # One directory into a snapshot backup is a snapshot; files and - stay archives.
+    one_directory = len(paths) == 1 and os.path.isdir(paths[0])
+    if one_directory and backup_encryption(backup_document(client, backup_id)) is not None:
+        push_into_snapshot(session, Remote.open(client, backup_id), paths, excludes, identity_path)
+        return
+    if excludes:
+        raise click.UsageError("--exclude is for a directory pushed into a snapshot backup")
     as_json = session.as_json
     console = Console(stderr=True, quiet=as_json or not stderr_is_terminal())
     stop = threading.Event()
@@ -215,17 +242,32 @@ def agent_command(config_path: Path, once: bool, verbose: bool) -> None:
     sys.exit(code)
 
 
-@click.command("restore", short_help="restore a directory backup into a directory")
-@click.argument("artifact", type=click.UUID)
+@click.command("restore", short_help="restore a snapshot or a directory backup")
+@click.argument("artifact", metavar="SNAPSHOT|ARTIFACT", type=click.UUID)
 @click.option("--to", "target", required=True, type=click.Path(path_type=Path))
+@click.option("--include", multiple=True, help="restore only this path of a snapshot (repeat)")
+@identity_option
 @client_command
-def restore_command(session: Session, artifact: UUID, target: Path) -> None:
-    """Restore a directory backup (an artifact of a local or manual backup) into DIR.
+def restore_command(
+    session: Session,
+    artifact: UUID,
+    target: Path,
+    include: tuple[str, ...],
+    identity_path: Path | None,
+) -> None:
+    """Restore a snapshot (a run id, or any artifact id of its run) or a directory archive
+    (an artifact of a local or manual backup) into DIR.
 
-    The archive is unpacked while it downloads and its sha256 checked on the way; DIR
-    must be absent or empty, and stays so unless every byte matched.
+    A snapshot is restored bit for bit, every chunk verified; with --include only the
+    byte ranges of the chosen paths are downloaded. An archive is unpacked while it
+    downloads and its sha256 checked on the way. DIR must be absent or empty.
     """
     client = session.signed_in()
+    if _is_snapshot(session, artifact):
+        restore_snapshot(session, artifact, target, include, identity_path)
+        return
+    if include:
+        raise click.UsageError("--include is for snapshots")
     as_json = session.as_json
     console = Console(stderr=True, quiet=as_json or not stderr_is_terminal())
     try:
@@ -250,6 +292,17 @@ def restore_command(session: Session, artifact: UUID, target: Path) -> None:
         f"restored {report.entries} entries ({report.files} files, {report.bytes_written} "
         f"bytes) into {target}; sha256 {report.sha256} verified"
     )
+
+
+def _is_snapshot(session: Session, ref: UUID) -> bool:
+    """Whether REF is a run id, or an artifact of a snapshot run."""
+    client = session.signed_in()
+    try:
+        client.get_run(ref)
+        return True
+    except NotFoundError:
+        pass
+    return is_snapshot_name(find_artifact(session, ref).name)
 
 
 COMMANDS = (push_command, agent_command, restore_command)

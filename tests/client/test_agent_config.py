@@ -105,3 +105,43 @@ class TestConfig:
     def test_a_missing_file(self, tmp_path: Path) -> None:
         with pytest.raises(ConfigError, match="cannot read"):
             load_config(tmp_path / "absent.toml")
+
+
+class TestSnapshotBackups:
+    """A snapshot backup's lines: the repository key and the recipients, never the identity."""
+
+    def config(self, **table: object) -> dict[str, object]:
+        data = tomllib.loads(EXAMPLE_CONFIG)
+        data.pop("token_file")
+        data["token"] = "bkw_example"
+        data["backups"] = [{"id": BACKUP, "paths": ["/srv"], **table}]
+        return data
+
+    def test_the_example_has_a_snapshot_backup(self, tmp_path: Path) -> None:
+        data = tomllib.loads(EXAMPLE_CONFIG)
+        data.pop("token_file")
+        data["token"] = "bkw_example"
+        config = parse_config(data, tmp_path)
+        [(backup_id, settings)] = config.snapshots.items()
+        assert config.backups[backup_id] == (Path("/home"),)
+        assert settings.recipients[0].startswith("age1")
+        assert settings.excludes == ("*.tmp", "/cache")
+        assert data["backups"][1]["repository_key"] not in repr(config)
+
+    def test_mistakes_are_named(self, tmp_path: Path) -> None:
+        recipient = tomllib.loads(EXAMPLE_CONFIG)["backups"][1]["recipients"]
+        key = tomllib.loads(EXAMPLE_CONFIG)["backups"][1]["repository_key"]
+        cases = [
+            ({"repository_key": "nope", "recipients": recipient}, "not a strongroom repository"),
+            ({"repository_key": key, "recipients": ["age1nope"]}, "recipient"),
+            ({"repository_key": key}, "recipients"),
+            ({"exclude": ["*.tmp"]}, "`exclude` is for snapshot backups"),
+            ({"repository_key": key, "recipients": recipient, "identity": "x"}, "unknown"),
+        ]
+        for table, message in cases:
+            with pytest.raises(ConfigError, match=message):
+                parse_config(self.config(**table), tmp_path)
+        two = self.config(repository_key=key, recipients=recipient)
+        two["backups"][0]["paths"] = ["/a", "/b"]  # type: ignore[index]
+        with pytest.raises(ConfigError, match="one directory"):
+            parse_config(two, tmp_path)

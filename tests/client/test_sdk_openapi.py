@@ -28,6 +28,8 @@ EXCLUDED = {
     "idpAuthorize": "the HTML form of that page, answered by a redirect",
     "getDashboard": "the dashboard's HTML page",
     "getDashboardAsset": "the dashboard's scripts and styles",
+    "getProofKey": "PEM text for verifiers: strongroom proof verify --server URL fetches it",
+    "previewRetention": "a POST read page by page: strongroom retention preview calls it",
 }
 # Header parameters the SDK takes as keyword arguments; X-Request-ID it sets itself.
 HEADER_ARGUMENTS = {"If-Match": "if_match", "Idempotency-Key": "idempotency_key"}

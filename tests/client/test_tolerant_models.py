@@ -57,6 +57,16 @@ def test_an_answer_reads_into_the_views_a_client_also_builds() -> None:
     assert read.id == UUID(ID)
 
 
+def test_a_backup_from_a_server_before_snapshots_reads_as_an_archive_backup() -> None:
+    """No ``format`` nor ``encryption`` in the answer: read, and (once the model has
+    them) an archive backup without encryption."""
+    read = converter.structure(backup(), Backup)
+    assert getattr(read, "format", "archive") == "archive"
+    assert getattr(read, "encryption", None) is None
+    sealed = converter.structure(backup(encryption={"recipients": ["age1x"]}), Backup)
+    assert getattr(sealed, "format", "snapshot") == "snapshot"
+
+
 def test_unknown_fields_states_and_source_types_are_kept_not_refused() -> None:
     """A field this client does not know is ignored, an enum value it does not know stays
     a string, a source type it does not know is an ``UnsupportedSource``."""

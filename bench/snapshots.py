@@ -1,0 +1,181 @@
+"""Snapshots against restic, same machine, same data (issue 28).
+
+    .venv/bin/python bench/snapshots.py                 # a ~1 GiB generated tree
+    .venv/bin/python bench/snapshots.py --size-mib 64   # a quick run
+
+restic (Debian's package) backs up to a local repository; Strongroom is ``strongroom
+push`` into a snapshot backup of a local ``strongroom serve`` (SQLite + local disk), both
+as processes measured alone (wall time, peak RSS from ``wait4``). Steps: the first
+backup; the incremental one after ``change_tree`` (5 % of the files); a full restore of
+the second snapshot; bytes stored after both runs; bytes the incremental run added; and,
+for Strongroom, restoring one file of about 1 MiB (bytes downloaded). It prints each
+figure and the ratio Strongroom / restic.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import secrets
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent / "tests"))
+sys.path.insert(0, str(HERE.parent / "tests" / "integration"))
+
+from _measure import Restic, Step, run_measured  # noqa: E402
+from _trees import change_tree, generate_tree  # noqa: E402
+from integration_world import expect, workspace_admin  # noqa: E402
+from live_server import client_for  # noqa: E402
+
+from support.serve_process import free_port, serving  # noqa: E402
+from support.world import bearer  # noqa: E402
+
+MIB = 1 << 20
+STRONGROOM = str(Path(sys.executable).with_name("strongroom"))
+
+
+def _json(step: Step) -> Any:
+    """The JSON document a ``--json`` command printed (stderr lines may come around it)."""
+    start = min(i for i in (step.output.find("{"), step.output.find("[")) if i >= 0)
+    value, _ = json.JSONDecoder().raw_decode(step.output[start:])
+    return value
+
+
+class Strongroom:
+    """The command-line client of one workspace of a local server."""
+
+    def __init__(self, url: str, token: str, workspace: str, home: Path) -> None:
+        self.url, self.token = url, token
+        self.env = {
+            "HOME": str(home),
+            "XDG_CONFIG_HOME": str(home / "config"),
+            "XDG_STATE_HOME": str(home / "state"),
+            "XDG_CACHE_HOME": str(home / "cache"),
+            "STRONGROOM_SERVER": url,
+            "STRONGROOM_TOKEN": token,
+            "STRONGROOM_WORKSPACE": workspace,
+            "NO_PROXY": "*",
+        }
+        self.workspace = workspace
+
+    def command(self, *args: str) -> Step:
+        return run_measured([STRONGROOM, *args, "--json"], self.env)
+
+    def stored_bytes(self) -> int:
+        with client_for(self.url) as client:
+            listing = expect(
+                client.get(
+                    f"/v1/workspaces/{self.workspace}/artifacts",
+                    params={"limit": 200},
+                    headers=bearer(self.token),
+                ),
+                200,
+            )
+            total = sum(a["size"] for a in listing["data"])
+            while listing.get("next_cursor"):
+                listing = expect(
+                    client.get(
+                        f"/v1/workspaces/{self.workspace}/artifacts",
+                        params={"limit": 200, "cursor": listing["next_cursor"]},
+                        headers=bearer(self.token),
+                    ),
+                    200,
+                )
+                total += sum(a["size"] for a in listing["data"])
+        return total
+
+    def new_backup(self) -> str:
+        run_measured([STRONGROOM, "key", "create", "--json"], self.env)
+        backup = _json(self.command("backup", "create", f"bench-{secrets.token_hex(3)}"))
+        with client_for(self.url) as client:
+            expect(
+                client.patch(
+                    f"/v1/backups/{backup['id']}",
+                    json={"retention": {"expire_after": "P30D", "lock_for": "PT0S"}},
+                    headers=bearer(self.token),
+                ),
+                200,
+            )
+        return str(backup["id"])
+
+
+def one_mib_file(tree: Path) -> str:
+    files = [p for p in tree.rglob("*") if p.is_file() and not p.is_symlink()]
+    chosen = min(files, key=lambda p: abs(p.stat().st_size - MIB))
+    return str(chosen.relative_to(tree))
+
+
+def row(name: str, ours: float, theirs: float | None, unit: str) -> str:
+    ratio = f"{ours / theirs:6.2f}x" if theirs else "      -"
+    peer = f"{theirs:12.2f}" if theirs is not None else "           -"
+    return f"{name:<34} {ours:12.2f} {peer} {unit:<5} {ratio}"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--size-mib", type=int, default=1024, help="tree size (1024)")
+    parser.add_argument("--workdir", type=Path, default=None, help="(a temporary directory)")
+    options = parser.parse_args()
+    work = options.workdir or Path(tempfile.mkdtemp(prefix="snapshot-bench-"))
+    work.mkdir(parents=True, exist_ok=True)
+    tree = work / "tree"
+    stats = generate_tree(tree, options.size_mib * MIB)
+    print(f"tree: {stats.files} files, {stats.bytes / MIB:.1f} MiB at {tree}")
+    restic = Restic(work / "restic-repo", work / "restic-cache")
+    restic.init()
+    print(restic.version())
+    data_dir = work / "data"
+    data_dir.mkdir()
+    configuration = {"STRONGROOM_SIGNUP": "true", "STRONGROOM_LOG_FORMAT": "text"}
+    with serving(data_dir, free_port(), work / "serve.log", configuration) as url:
+        with client_for(url) as client:
+            workspace, token = workspace_admin(client, "bench@example.com")
+        ours = Strongroom(url, token, workspace["id"], work / "home")
+        backup_id = ours.new_backup()
+
+        r_first = restic.backup(tree)
+        s_first = ours.command("push", backup_id, str(tree))
+        r_after_first, s_after_first = restic.stored_bytes(), ours.stored_bytes()
+        changed = change_tree(tree)
+        print(f"changed {changed.files} files ({changed.bytes / MIB:.1f} MiB written)")
+        r_second = restic.backup(tree)
+        s_second = ours.command("push", backup_id, str(tree))
+        second_run = _json(s_second)["run_id"]
+        r_stored, s_stored = restic.stored_bytes(), ours.stored_bytes()
+        r_restore = restic.restore(work / "restic-restored")
+        s_restore = ours.command("restore", second_run, "--to", str(work / "restored"))
+        one = one_mib_file(tree)
+        partial = _json(
+            ours.command("restore", second_run, "--to", str(work / "one"), "--include", one)
+        )
+    print()
+    print(f"{'step':<34} {'strongroom':>12} {'restic':>12} {'unit':<5} ratio")
+    for name, s, r in (
+        ("first backup", s_first, r_first),
+        ("incremental backup (5 %)", s_second, r_second),
+        ("full restore", s_restore, r_restore),
+    ):
+        print(row(f"{name}: wall", s.seconds, r.seconds, "s"))
+        print(row(f"{name}: peak RSS", s.peak_rss_bytes / MIB, r.peak_rss_bytes / MIB, "MiB"))
+    print(row("stored after two runs", s_stored / MIB, r_stored / MIB, "MiB"))
+    print(
+        row(
+            "uploaded by the incremental run",
+            (s_stored - s_after_first) / MIB,
+            (r_stored - r_after_first) / MIB,
+            "MiB",
+        )
+    )
+    print(row(f"restore one file ({one})", partial["bytes_downloaded"] / MIB, None, "MiB"))
+    if options.workdir is None:
+        shutil.rmtree(work, ignore_errors=True)
+    print(f"(tree of {stats.bytes / MIB:.0f} MiB, {stats.files} files)")
+
+
+if __name__ == "__main__":
+    main()
