@@ -286,6 +286,18 @@ class RetentionPolicy:
 
 
 @attrs.frozen
+class Freshness:
+    """``freshness``: the backup's recovery point objective (contract 16): without a
+    success newer than ``max_age`` the backup is ``late``."""
+
+    max_age: Duration
+
+    def __attrs_post_init__(self) -> None:
+        if self.max_age.seconds <= 0:
+            raise InvalidRequestError("freshness.max_age must be longer than zero")
+
+
+@attrs.frozen
 class BackupChanges:
     """A PATCH of a backup: every field not mentioned is ``UNSET``.
 
@@ -303,6 +315,7 @@ class BackupChanges:
     worker_id: UUID | Unset = UNSET
     retention: RetentionPolicy | Unset = UNSET
     destination: Destination | Unset = UNSET
+    freshness: Freshness | Unset | None = UNSET
     destination_credentials: Mapping[str, str] | Unset = attrs.field(
         default=UNSET, validator=_shaped_credentials
     )
@@ -370,6 +383,7 @@ class Backup:
     sealed_destination_credentials: bytes | None = None
     next_run_at: datetime | None = None
     encryption: Encryption | None = None
+    freshness: Freshness | None = None
 
     @classmethod
     def draft(
@@ -499,6 +513,8 @@ class Backup:
             updated = attrs.evolve(updated, schedule=changes.schedule)
         if changes.worker_id is not UNSET:
             updated = attrs.evolve(updated, worker_id=changes.worker_id)
+        if changes.freshness is not UNSET:
+            updated = attrs.evolve(updated, freshness=changes.freshness)
         if changes.destination is not UNSET:
             updated = attrs.evolve(updated, destination=changes.destination)
             if isinstance(changes.destination, ServiceDestination):

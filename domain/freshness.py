@@ -13,8 +13,7 @@ from uuid import UUID
 
 import attrs
 
-from strongroom.domain.backups import Schedule
-from strongroom.domain.durations import Duration
+from strongroom.domain.backups import Freshness, Schedule
 
 # Without ``freshness``, a scheduled backup is late once this many slots passed without
 # a success (one missed slot is a blip, two are silence).
@@ -33,13 +32,6 @@ class HealthStatus(StrEnum):
     def urgency(self) -> int:
         """Lower first: the dashboard and the health list show late and failing first."""
         return list(HealthStatus).index(self)
-
-
-@attrs.frozen
-class Freshness:
-    """``freshness``: the backup's recovery point objective."""
-
-    max_age: Duration
 
 
 @attrs.frozen

@@ -32,6 +32,9 @@ RETRY_DELAYS: tuple[timedelta, ...] = (
     timedelta(hours=8),
     timedelta(hours=8),
 )
+# How long a sender holds the deliveries it took (longer than any attempt can take): one
+# that dies leaves them due again after it.
+DELIVERY_LEASE = timedelta(minutes=2)
 MAX_EVENTS_PER_WEBHOOK = 20
 MAX_URL_LENGTH = 2000
 

@@ -23,6 +23,8 @@ from urllib.parse import urlsplit
 
 from strongroom.adapters.identity.oidc import OidcIdentityProvider, OidcSettings
 from strongroom.adapters.mail import LoggingMailer, SmtpMailer, SmtpSettings
+from strongroom.adapters.outbound.policy import Outbound
+from strongroom.adapters.runtime.assurance import run_health_every, run_webhooks_every
 from strongroom.adapters.runtime.blocking import EventLoopThread, blocking
 from strongroom.adapters.runtime.executor import Executor
 from strongroom.adapters.runtime.restores import RestoreRunner
@@ -30,6 +32,7 @@ from strongroom.adapters.sources.readers import Readers
 from strongroom.adapters.sql.sqlite import SqliteDatabase
 from strongroom.adapters.storage.local import LocalDiskStorage
 from strongroom.adapters.system import SecureIds
+from strongroom.adapters.webhooks.sender import WebhookSender
 from strongroom.entrypoints.assurance import equip_assurance, run_drills_every
 from strongroom.entrypoints.bootstrap import bootstrap
 from strongroom.entrypoints.settings import Settings
@@ -383,6 +386,7 @@ async def open_serving_facade(
             jobs.append(
                 asyncio.create_task(run_drills_every(facade, settings.restore_poll), name="drills")
             )
+        jobs += assurance_jobs(facade, settings)
         stop_executor = asyncio.Event()
         if settings.executors > 0:
             executor = executor_for(facade, settings)
@@ -401,3 +405,26 @@ async def open_serving_facade(
             for job in jobs:
                 with contextlib.suppress(asyncio.CancelledError):
                     await job
+
+
+def assurance_jobs(facade: Strongroom, settings: Settings) -> list[asyncio.Task[None]]:
+    """The health evaluator (``STRONGROOM_HEALTH_INTERVAL``) and the webhook sender
+    (``STRONGROOM_WEBHOOK_POLL``, ``STRONGROOM_WEBHOOK_CONCURRENCY``) of contract 16."""
+    jobs = []
+    if settings.health_interval > 0:
+        jobs.append(
+            asyncio.create_task(
+                run_health_every(facade.health, settings.health_interval), name="health"
+            )
+        )
+    if settings.webhook_poll > 0:
+        sender = WebhookSender(
+            facade.webhooks,
+            Outbound(settings.endpoint_policy),
+            facade.now,
+            settings.webhook_concurrency,
+        )
+        jobs.append(
+            asyncio.create_task(run_webhooks_every(sender, settings.webhook_poll), name="webhooks")
+        )
+    return jobs

@@ -99,6 +99,11 @@ class Settings:
     executors: int = 2
     executor_poll: float = 1.0
     executor_lease: float = 60.0
+    # Assurance (contract 16): seconds between health evaluations and between looks for
+    # due webhook deliveries (0 turns either off), and deliveries attempted at once.
+    health_interval: float = 30.0
+    webhook_poll: float = 1.0
+    webhook_concurrency: int = 8
     # Seconds a stopping server waits for requests in flight before cancelling them.
     shutdown_timeout: int = 30
     endpoint_networks: str = DEFAULT_ENDPOINT_NETWORKS
@@ -127,6 +132,12 @@ class Settings:
             raise ValueError("STRONGROOM_EXECUTOR_LEASE must be at least 2 seconds")
         if self.scheduler_interval < 0:
             raise ValueError("STRONGROOM_SCHEDULER_INTERVAL must be 0 (off) or more seconds")
+        if self.health_interval < 0 or self.webhook_poll < 0:
+            raise ValueError(
+                "STRONGROOM_HEALTH_INTERVAL and STRONGROOM_WEBHOOK_POLL must be 0 or more seconds"
+            )
+        if self.webhook_concurrency < 1:
+            raise ValueError("STRONGROOM_WEBHOOK_CONCURRENCY must be 1 or more")
         if self.shutdown_timeout < 0:
             raise ValueError("STRONGROOM_SHUTDOWN_TIMEOUT must be 0 or more seconds")
 
@@ -160,6 +171,9 @@ class Settings:
             "drill_database_url": env.get("STRONGROOM_DRILL_DATABASE_URL") or None,
             "proof_key": env.get("STRONGROOM_PROOF_KEY") or None,
             "shutdown_timeout": int(env.get("STRONGROOM_SHUTDOWN_TIMEOUT") or 30),
+            "health_interval": float(env.get("STRONGROOM_HEALTH_INTERVAL") or 30),
+            "webhook_poll": float(env.get("STRONGROOM_WEBHOOK_POLL") or 1),
+            "webhook_concurrency": int(env.get("STRONGROOM_WEBHOOK_CONCURRENCY") or 8),
             "executors": int(env.get("STRONGROOM_EXECUTORS") or 2),
             "executor_poll": float(env.get("STRONGROOM_EXECUTOR_POLL") or 1),
             "executor_lease": float(env.get("STRONGROOM_EXECUTOR_LEASE") or 60),

@@ -28,10 +28,11 @@ from strongroom.adapters.wire.artifacts import (
     UploadRequest,
 )
 from strongroom.adapters.wire.audit import AuditEvent
-from strongroom.adapters.wire.backups import Backup
+from strongroom.adapters.wire.backups import Backup, FreshnessPolicy
 from strongroom.adapters.wire.backups import EncryptionShape as Encryption
 from strongroom.adapters.wire.claims import Claim
 from strongroom.adapters.wire.drills import Drill
+from strongroom.adapters.wire.health import Health as BackupHealth
 from strongroom.adapters.wire.idp import (
     AccessToken,
     AuthorizationServerMetadata,
@@ -53,6 +54,7 @@ from strongroom.adapters.wire.sources import DestinationShape as Destination
 from strongroom.adapters.wire.sources import ScheduleShape as Schedule
 from strongroom.adapters.wire.sources import SourceShape as Source
 from strongroom.adapters.wire.system import Health, Readiness
+from strongroom.adapters.wire.webhooks import Delivery, Webhook, WebhookWithSecret
 from strongroom.adapters.wire.workspaces import MemberWorkspace, Quota, Workspace
 from strongroom.client.endpoints import UNSET, Unset, endpoint, paged
 
@@ -335,6 +337,7 @@ class Operations:
         destination: Destination | Unset = UNSET,
         destination_credentials: S3Credentials | Unset = UNSET,
         encryption: Encryption | Unset | None = UNSET,
+        freshness: FreshnessPolicy | Unset | None = UNSET,
         if_match: str | None = None,
     ) -> Backup:
         """Change a backup's configuration (only the fields given)."""
@@ -489,3 +492,55 @@ class Operations:
     @endpoint("GET", "/v1/restores/{restore_id}")
     def get_restore(self, restore_id: ID) -> Restore:
         """A restore and its state."""
+
+    # -- health and webhooks -----------------------------------------------------------
+
+    @paged("/v1/workspaces/{workspace_id}/health")
+    def list_health(
+        self, workspace_id: ID, limit: int | None = None, cursor: str | None = None
+    ) -> Page[BackupHealth]:
+        """Every backup's health, late and failing first."""
+
+    @endpoint("POST", "/v1/workspaces/{workspace_id}/webhooks", body="json")
+    def create_webhook(
+        self, workspace_id: ID, url: str, events: list[str], secret: str | None = None
+    ) -> WebhookWithSecret:
+        """Subscribe a URL to events; the signing ``secret`` is in this answer only."""
+
+    @paged("/v1/workspaces/{workspace_id}/webhooks")
+    def list_webhooks(
+        self, workspace_id: ID, limit: int | None = None, cursor: str | None = None
+    ) -> Page[Webhook]:
+        """The workspace's webhooks."""
+
+    @endpoint("GET", "/v1/webhooks/{webhook_id}")
+    def get_webhook(self, webhook_id: ID) -> Webhook:
+        """One webhook."""
+
+    @endpoint("PATCH", "/v1/webhooks/{webhook_id}", body="json")
+    def update_webhook(
+        self,
+        webhook_id: ID,
+        url: str | Unset = UNSET,
+        events: list[str] | Unset = UNSET,
+        if_match: str | None = None,
+    ) -> Webhook:
+        """Change a webhook's URL or events."""
+
+    @endpoint("DELETE", "/v1/webhooks/{webhook_id}")
+    def delete_webhook(self, webhook_id: ID) -> None:
+        """Delete a webhook and its delivery log."""
+
+    @paged("/v1/webhooks/{webhook_id}/deliveries")
+    def list_deliveries(
+        self, webhook_id: ID, limit: int | None = None, cursor: str | None = None
+    ) -> Page[Delivery]:
+        """A webhook's deliveries with every attempt."""
+
+    @endpoint("POST", "/v1/webhooks/{webhook_id}/deliveries/{delivery_id}/redeliver", body="json")
+    def redeliver(self, webhook_id: ID, delivery_id: ID) -> Delivery:
+        """Queue a delivery again at once."""
+
+    @endpoint("POST", "/v1/webhooks/{webhook_id}/ping", body="json")
+    def ping_webhook(self, webhook_id: ID) -> Delivery:
+        """Queue a ``webhook.ping`` to the webhook."""

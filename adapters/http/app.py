@@ -24,6 +24,7 @@ from strongroom.adapters.http.routes import (
     claims,
     docs,
     drills,
+    health,
     invitations,
     machines,
     members,
@@ -32,6 +33,7 @@ from strongroom.adapters.http.routes import (
     retention,
     runs,
     system,
+    webhooks,
     workspaces,
 )
 from strongroom.adapters.identity.web import routes as idp
@@ -61,6 +63,8 @@ ROUTES = [
     *artifacts.routes,
     *retention.routes,
     *restores.routes,
+    *health.routes,
+    *webhooks.routes,
     *drills.routes,
     *proofs.routes,
     *storage.routes,

@@ -97,6 +97,7 @@ PARAMETERS: dict[str, Json] = {
     ),
     "run_id": _path_id("run_id", "The run id."),
     "aid": _path_id("aid", "The artifact id."),
+    "did": _path_id("did", "The delivery id."),
     "key": parameter(
         "key",
         "path",
@@ -272,6 +273,7 @@ TAGS = {
     "Identity provider": "The built-in identity provider (outside `/v1`): local accounts and "
     "the OAuth 2.0 device authorization grant (RFC 8628) and, for browsers, the authorization "
     "code grant with PKCE (RFC 7636).",
+    "Webhooks": "Signed notifications of runs, health and restores, with their delivery log.",
     "Storage": "The local-disk storage's presigned URLs (outside `/v1`).",
     "Documentation": "This reference.",
     "Dashboard": "The browser application at `/app` (outside `/v1`; it calls only documented "

@@ -116,6 +116,7 @@ def merge(*groups: Reasons) -> Reasons:
 # every operation on it can answer.
 OBJECTS = {"bid": "backup", "aid": "artifact", "run_id": "run", "api-keys": "API key"}
 OBJECTS |= {"workers": "worker", "restores": "restore", "members": "member", "roles": "role"}
+OBJECTS |= {"webhooks": "webhook", "did": "delivery"}
 
 
 def object_of(path: str) -> str | None:

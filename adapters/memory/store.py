@@ -37,6 +37,9 @@ TABLES = (
     "failed_logins",
     "device_grants",
     "run_references",
+    "backup_health",
+    "webhooks",
+    "webhook_deliveries",
 )
 
 

@@ -6,6 +6,7 @@ from contextlib import AbstractAsyncContextManager
 from types import TracebackType
 from typing import Self
 
+from strongroom.adapters.memory import assurance_repositories as assurance_repos
 from strongroom.adapters.memory import backup_repositories as backup_repos
 from strongroom.adapters.memory import credential_repositories as credential_repos
 from strongroom.adapters.memory import record_repositories as record_repos
@@ -15,6 +16,7 @@ from strongroom.adapters.memory.retention_repositories import MemoryRetentionRep
 from strongroom.adapters.memory.statistics import MemoryStatisticsRepository
 from strongroom.adapters.memory.store import MemoryStore, Transaction
 from strongroom.domain.audit import AuditEvent
+from strongroom.ports.driven import assurance_repositories as assurance_ports
 from strongroom.ports.driven import backup_repositories as backup_ports
 from strongroom.ports.driven import credential_repositories as credential_ports
 from strongroom.ports.driven import repositories as ports
@@ -45,6 +47,8 @@ class MemoryUnitOfWork:
     device_grants: credential_ports.DeviceGrantRepository
     statistics: StatisticsRepository
     retention: RetentionRepository
+    health: assurance_ports.HealthRepository
+    webhooks: assurance_ports.WebhookRepository
 
     def __init__(self, store: MemoryStore) -> None:
         self._store = store
@@ -74,6 +78,8 @@ class MemoryUnitOfWork:
         self.device_grants = credential_repos.MemoryDeviceGrantRepository(tx)
         self.statistics = MemoryStatisticsRepository(tx)
         self.retention = MemoryRetentionRepository(tx)
+        self.health = assurance_repos.MemoryHealthRepository(tx)
+        self.webhooks = assurance_repos.MemoryWebhookRepository(tx)
         return self
 
     async def __aexit__(

@@ -13,6 +13,7 @@ from prometheus_client.core import GaugeHistogramMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from strongroom.domain.artifacts import ArtifactState, Verification
+from strongroom.domain.freshness import HealthStatus
 from strongroom.domain.runs import RunState
 from strongroom.ports.driven.statistics import ServiceStatistics
 
@@ -60,6 +61,13 @@ class ServiceFamilies(Collector):
             Verification,
             snapshot.artifacts_by_verification,
         )
+        yield _by_state(
+            "strongroom_backups",
+            "Backups by health status (late: no success within its freshness).",
+            HealthStatus,
+            snapshot.backups_by_health,
+            label="status",
+        )
         yield _storage(snapshot.workspace_storage_bytes)
         if snapshot.pool is not None:
             yield from _pool(snapshot)
@@ -68,11 +76,12 @@ class ServiceFamilies(Collector):
 def _by_state(
     name: str,
     documentation: str,
-    states: type[RunState] | type[ArtifactState] | type[Verification],
+    states: type[RunState] | type[ArtifactState] | type[Verification] | type[HealthStatus],
     counts: dict[str, int],
+    label: str = "state",
 ) -> GaugeMetricFamily:
     """A gauge per state, every state present (0 when none), in the enum's order."""
-    family = GaugeMetricFamily(name, documentation, labels=("state",))
+    family = GaugeMetricFamily(name, documentation, labels=(label,))
     for state in states:
         family.add_metric((state.value,), counts.get(state.value, 0))
     return family

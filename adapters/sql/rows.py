@@ -23,6 +23,7 @@ from strongroom.domain.backups import (
     BackupKind,
     BackupState,
     Destination,
+    Freshness,
     RetentionPolicy,
     Schedule,
     Source,
@@ -435,6 +436,9 @@ def backup_params(backup: Backup, codec: Codec) -> Params:
         "encryption": None
         if backup.encryption is None
         else codec.json(list(backup.encryption.recipients)),
+        "freshness_max_age_seconds": None
+        if backup.freshness is None
+        else backup.freshness.max_age.seconds,
     }
 
 
@@ -485,6 +489,7 @@ def backup_from_row(row: Row, codec: Codec) -> Backup:
     source = row["source"]
     cron = row["schedule_cron"]
     expire_after, keep = row["retention_expire_after_seconds"], row["retention_keep"]
+    max_age = row["freshness_max_age_seconds"]
     return Backup(
         id=codec.read_uuid(row["id"]),
         workspace_id=codec.read_uuid(row["workspace_id"]),
@@ -511,6 +516,7 @@ def backup_from_row(row: Row, codec: Codec) -> Backup:
         encryption=None
         if row["encryption"] is None
         else Encryption(codec.read_json(row["encryption"])),
+        freshness=None if max_age is None else Freshness(Duration(max_age)),
     )
 
 

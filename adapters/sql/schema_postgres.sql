@@ -134,6 +134,10 @@ CREATE TABLE backups (
     -- The policy's keep rules: NULL when not set (0017).
     retention_keep jsonb
         CONSTRAINT backups_retention_keep_check CHECK (jsonb_typeof(retention_keep) = 'object'),
+
+    -- The recovery point objective (0018).
+    freshness_max_age_seconds bigint
+        CONSTRAINT backups_freshness_check CHECK (freshness_max_age_seconds > 0),
     CONSTRAINT backups_name_unique UNIQUE (workspace_id, name_key),
     CONSTRAINT backups_workspace_id_unique UNIQUE (workspace_id, id),
     CONSTRAINT backups_schedule_check
@@ -380,3 +384,41 @@ CREATE TABLE artifact_manifests (
     CONSTRAINT artifact_manifests_artifact_fkey FOREIGN KEY (workspace_id, artifact_id)
         REFERENCES artifacts (workspace_id, id) ON DELETE CASCADE
 );
+
+-- Assurance (0018): stored health, webhooks and their outbox.
+CREATE TABLE backup_health (
+    backup_id uuid PRIMARY KEY REFERENCES backups (id) ON DELETE CASCADE,
+    workspace_id uuid NOT NULL,
+    status text NOT NULL
+        CONSTRAINT backup_health_status_check CHECK (status IN ('ok', 'late', 'failing', 'never')),
+    changed_at timestamptz NOT NULL,
+    mailed_at timestamptz
+);
+
+CREATE TABLE webhooks (
+    id uuid PRIMARY KEY,
+    workspace_id uuid NOT NULL REFERENCES workspaces (id) ON DELETE CASCADE,
+    url text NOT NULL,
+    events jsonb NOT NULL CONSTRAINT webhooks_events_check CHECK (jsonb_typeof(events) = 'array'),
+    sealed_secret bytea NOT NULL,
+    created_at timestamptz NOT NULL
+);
+CREATE INDEX webhooks_by_workspace ON webhooks (workspace_id, created_at DESC, id DESC);
+
+CREATE TABLE webhook_deliveries (
+    id uuid PRIMARY KEY,
+    webhook_id uuid NOT NULL REFERENCES webhooks (id) ON DELETE CASCADE,
+    workspace_id uuid NOT NULL,
+    event text NOT NULL,
+    payload text NOT NULL,
+    created_at timestamptz NOT NULL,
+    state text NOT NULL
+        CONSTRAINT webhook_deliveries_state_check
+        CHECK (state IN ('pending', 'succeeded', 'failed')),
+    attempts jsonb NOT NULL
+        CONSTRAINT webhook_deliveries_attempts_check CHECK (jsonb_typeof(attempts) = 'array'),
+    next_attempt_at timestamptz
+);
+CREATE INDEX webhook_deliveries_by_webhook
+    ON webhook_deliveries (webhook_id, created_at DESC, id DESC);
+CREATE INDEX webhook_deliveries_due ON webhook_deliveries (next_attempt_at) WHERE state = 'pending';

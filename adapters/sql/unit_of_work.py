@@ -8,6 +8,10 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Protocol, Self
 
 from strongroom.adapters.sql import rows
+from strongroom.adapters.sql.assurance_repositories import (
+    SqlHealthRepository,
+    SqlWebhookRepository,
+)
 from strongroom.adapters.sql.backup_repositories import (
     SqlArtifactRepository,
     SqlBackupRepository,
@@ -38,6 +42,7 @@ from strongroom.adapters.sql.retention_repositories import SqlRetentionRepositor
 from strongroom.adapters.sql.statements import Statements, Step
 from strongroom.adapters.sql.statistics import SqlStatisticsRepository
 from strongroom.domain.audit import AuditEvent
+from strongroom.ports.driven import assurance_repositories as assurance_ports
 from strongroom.ports.driven import backup_repositories as backup_ports
 from strongroom.ports.driven import credential_repositories as credential_ports
 from strongroom.ports.driven import repositories as ports
@@ -121,6 +126,8 @@ class SqlUnitOfWork:
     device_grants: credential_ports.DeviceGrantRepository
     statistics: StatisticsRepository
     retention: RetentionRepository
+    health: assurance_ports.HealthRepository
+    webhooks: assurance_ports.WebhookRepository
 
     def __init__(self, begin: Callable[[], Transaction], guard: OneUnitPerTask) -> None:
         # Repositories are built on first use (``__getattr__``): most units use one or two.
@@ -207,6 +214,8 @@ _REPOSITORIES: dict[str, Callable[[Transaction], object]] = {
     "device_grants": SqlDeviceGrantRepository,
     "statistics": SqlStatisticsRepository,
     "retention": SqlRetentionRepository,
+    "health": SqlHealthRepository,
+    "webhooks": SqlWebhookRepository,
 }
 """Each repository attribute of a unit and how it is built over the unit's transaction."""
 

@@ -19,11 +19,13 @@ from strongroom.domain.backups import (
     BackupKind,
     BackupState,
     Destination,
+    Freshness,
     RetentionPolicy,
     Schedule,
     Source,
     Unset,
 )
+from strongroom.domain.durations import Duration
 from strongroom.domain.encryption import MAX_RECIPIENTS, BackupFormat, Encryption
 
 
@@ -44,6 +46,15 @@ class EncryptionShape:
     )
     """1 to 10 recipients, each `age1` and bech32 (as `age-keygen` prints it); a malformed one
     gives 422 `validation_failed` naming its index; duplicates are removed, order kept."""
+
+
+@view_of(Freshness)
+@attrs.frozen
+class FreshnessPolicy:
+    """The backup's recovery point objective (contract 16)."""
+
+    max_age: Duration = attrs.field(metadata=meta(schema={"examples": ["P1D"]}))
+    """Longer than zero: without a successful run newer than this the backup is `late`."""
 
 
 @attrs.frozen
@@ -96,6 +107,9 @@ class BackupUpdate:
     """Local and manual backups: the age recipients new runs are sealed to (earlier runs stay
     readable by their own); set, the backup becomes a `snapshot` backup, and stays one
     (`null` then gives 409 `invalid_state`)."""
+    freshness: Freshness | Unset | None = UNSET
+    """The recovery point objective: `{"max_age": "P1D"}` makes the backup `late` when its
+    newest successful run is older; null removes it (then two missed schedule slots do)."""
 
     def changes(self) -> BackupChanges:
         """The domain's changes: the fields share their names (the shapes of the
@@ -136,3 +150,5 @@ class Backup:
     directory snapshots), else `archive`."""
     encryption: Encryption | None = None
     """The age recipients (public keys) snapshots are sealed to; null for an archive backup."""
+    freshness: Freshness | None = None
+    """The recovery point objective (`GET /v1/workspaces/{wid}/health`); null without one."""

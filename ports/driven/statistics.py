@@ -33,6 +33,8 @@ class ServiceStatistics:
     workspace_storage_bytes: list[int]
     # ``None`` when the store has no connection pool (in memory, SQLite).
     pool: PoolUse | None
+    # Backups by the health status the evaluator stored last (contract 16).
+    backups_by_health: dict[str, int] = attrs.field(factory=dict)
 
 
 class StatisticsRepository(Protocol):

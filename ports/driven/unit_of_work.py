@@ -12,6 +12,7 @@ from types import TracebackType
 from typing import Protocol, Self
 
 from strongroom.domain.audit import AuditEvent
+from strongroom.ports.driven.assurance_repositories import HealthRepository, WebhookRepository
 from strongroom.ports.driven.backup_repositories import (
     ArtifactRepository,
     BackupRepository,
@@ -64,6 +65,8 @@ class UnitOfWork(Protocol):
     device_grants: DeviceGrantRepository
     statistics: StatisticsRepository
     retention: RetentionRepository
+    health: HealthRepository
+    webhooks: WebhookRepository
 
     async def __aenter__(self) -> Self:
         """Begin the transaction."""

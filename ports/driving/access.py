@@ -68,6 +68,8 @@ async def target_is_visible(
                 await uow.restores.get(workspace_id, target_id) is not None
                 or await uow.artifacts.get(workspace_id, target_id) is not None
             )
+        case "webhook":
+            return await uow.webhooks.get(workspace_id, target_id) is not None
         case "drill":
             # A drill's creation names its backup.
             return (
@@ -78,7 +80,7 @@ async def target_is_visible(
 
 
 _UUID_TARGETS = frozenset(
-    {"backup", "worker", "api_key", "member", "run", "artifact", "restore", "drill"}
+    {"backup", "worker", "api_key", "member", "run", "artifact", "restore", "webhook", "drill"}
 )
 
 

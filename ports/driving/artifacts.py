@@ -52,6 +52,7 @@ from strongroom.ports.driving.access import Access, Grant, Requirement
 from strongroom.ports.driving.changes import changing
 from strongroom.ports.driving.concurrency import STORAGE_CONCURRENCY, bounded
 from strongroom.ports.driving.dependencies import Dependencies
+from strongroom.ports.driving.notifications import notify_run
 from strongroom.ports.driving.recording import by_caller
 
 REQUEST_UPLOAD = Requirement((Permission.ARTIFACTS_UPLOAD,), "artifact.create")
@@ -336,6 +337,7 @@ class Artifacts:
         available = [a for a in artifacts if a.state is ArtifactState.AVAILABLE] + confirmed
         finished = run.succeeded(len(available), sum(a.size for a in available), now)
         await uow.runs.update(finished)
+        await notify_run(self._deps, uow, finished)
         return finished
 
     async def _lock(self, artifact: Artifact) -> None:

@@ -22,6 +22,7 @@ from strongroom.ports.driving.access import Access, Bearer, Grant, Requirement
 from strongroom.ports.driving.artifacts import Artifacts
 from strongroom.ports.driving.changes import changing
 from strongroom.ports.driving.dependencies import Dependencies
+from strongroom.ports.driving.notifications import notify_run
 
 CLAIM_RUN = Requirement((Permission.ARTIFACTS_UPLOAD,), "run.claim")
 HEARTBEAT_RUN = Requirement((Permission.ARTIFACTS_UPLOAD,))
@@ -199,6 +200,7 @@ class Claims:
             failed = run.fail(error, self._deps.clock.now())
             await uow.runs.update(failed)
             await self._artifacts.abort_pending(uow, failed)
+            await notify_run(self._deps, uow, failed)
             change.collect(changed("run.fail", run, failed))
         return failed
 

@@ -48,6 +48,7 @@ from strongroom.ports.driving.access import Access, Grant, Requirement
 from strongroom.ports.driving.artifacts import Artifacts
 from strongroom.ports.driving.changes import changing
 from strongroom.ports.driving.dependencies import Dependencies
+from strongroom.ports.driving.notifications import notify_drill
 from strongroom.ports.driving.recording import by_system
 
 logger = logging.getLogger(__name__)
@@ -208,6 +209,7 @@ class Drills:
 
     async def _record(self, uow: UnitOfWork, before: Drill, after: Drill) -> None:
         await uow.drills.update(after)
+        await notify_drill(self._deps, uow, after)
         uow.collect(
             by_system(self._deps, after.workspace_id, changed("drill.finish", before, after))
         )

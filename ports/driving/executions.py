@@ -36,6 +36,7 @@ from strongroom.ports.driven.storage import ObjectStorage
 from strongroom.ports.driven.unit_of_work import UnitOfWork
 from strongroom.ports.driving.artifacts import Artifacts
 from strongroom.ports.driving.dependencies import Dependencies
+from strongroom.ports.driving.notifications import notify_run
 from strongroom.ports.driving.recording import by_system
 
 EMPTY_SHA256 = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
@@ -125,6 +126,7 @@ class ServiceRuns:
             failed = run.fail(error[:2000] or "failed", self._deps.clock.now())
             await uow.runs.update(failed)
             await self._artifacts.abort_pending(uow, failed)
+            await notify_run(self._deps, uow, failed)
             action = "run.cancel" if failed.state is RunState.CANCELLED else "run.fail"
             uow.collect(by_system(self._deps, run.workspace_id, changed(action, run, failed)))
             await uow.commit()

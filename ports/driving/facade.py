@@ -17,6 +17,7 @@ from strongroom.ports.driving.claims import Claims
 from strongroom.ports.driving.dependencies import Dependencies
 from strongroom.ports.driving.drills import Drills
 from strongroom.ports.driving.executions import ServiceRuns
+from strongroom.ports.driving.health import HealthBoard
 from strongroom.ports.driving.holds import Holds
 from strongroom.ports.driving.invitations import Invitations
 from strongroom.ports.driving.leases import Leases
@@ -31,6 +32,7 @@ from strongroom.ports.driving.scheduling import Scheduler
 from strongroom.ports.driving.sessions import Sessions
 from strongroom.ports.driving.transfers import Transfers
 from strongroom.ports.driving.verification import ArtifactVerification
+from strongroom.ports.driving.webhooks import Webhooks
 from strongroom.ports.driving.workspaces import Workspaces
 
 READY_TIMEOUT = 1.5
@@ -71,6 +73,8 @@ class Strongroom:
         self.members = Members(deps, self.access)
         self.roles = Roles(deps, self.access)
         self.invitations = Invitations(deps, self.access)
+        self.health = HealthBoard(deps, self.access)
+        self.webhooks = Webhooks(deps, self.access)
         # Readiness probes that outlived READY_TIMEOUT, kept referenced until they end.
         self._abandoned: set[asyncio.Future[None]] = set()
 

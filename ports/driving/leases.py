@@ -19,6 +19,7 @@ from strongroom.domain.events import changed
 from strongroom.domain.runs import RunState
 from strongroom.ports.driving.artifacts import Artifacts
 from strongroom.ports.driving.dependencies import Dependencies
+from strongroom.ports.driving.notifications import notify_run
 from strongroom.ports.driving.recording import by_system
 
 logger = logging.getLogger(__name__)
@@ -79,6 +80,7 @@ class Leases:
             after = run.expire_lease(now)
             await uow.runs.update(after)
             await self._artifacts.abort_pending(uow, after, keep=after.state is RunState.QUEUED)
+            await notify_run(self._deps, uow, after)
             uow.collect(
                 by_system(self._deps, workspace_id, changed(ACTIONS[after.state], run, after))
             )

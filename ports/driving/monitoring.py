@@ -22,4 +22,7 @@ async def metrics_snapshot(deps: Dependencies) -> ServiceStatistics:
             artifacts_by_verification=await uow.statistics.artifacts_by_verification(),
             workspace_storage_bytes=await uow.statistics.workspace_storage_bytes(),
             pool=pool,
+            backups_by_health={
+                status.value: count for status, count in (await uow.health.counts()).items()
+            },
         )

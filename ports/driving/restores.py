@@ -51,6 +51,7 @@ from strongroom.ports.driving.artifacts import Artifacts
 from strongroom.ports.driving.changes import WorkspaceChange
 from strongroom.ports.driving.dependencies import Dependencies
 from strongroom.ports.driving.idempotency import IdempotencyKey, ResultForm, run_idempotent
+from strongroom.ports.driving.notifications import notify_restore
 from strongroom.ports.driving.recording import by_system
 
 logger = logging.getLogger(__name__)
@@ -246,6 +247,7 @@ class Restores:
                 return current or running
             after = current.succeed(now) if error is None else current.fail(error, now)
             await uow.restores.update(after)
+            await notify_restore(self._deps, uow, after)
             finished = changed("restore.finish", current, after)
             uow.collect(by_system(self._deps, after.workspace_id, finished))
             await uow.commit()

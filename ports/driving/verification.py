@@ -20,6 +20,7 @@ from strongroom.domain.artifacts import Artifact, ArtifactState, Verification
 from strongroom.domain.errors import StrongroomError
 from strongroom.ports.driving.artifacts import Artifacts
 from strongroom.ports.driving.dependencies import Dependencies
+from strongroom.ports.driving.notifications import notify_verification
 from strongroom.ports.driving.recording import by_system
 
 logger = logging.getLogger(__name__)
@@ -90,6 +91,7 @@ class ArtifactVerification:
                 return None
             after = current.verified(found, self._deps.clock.now())
             await uow.artifacts.update(after)
+            await notify_verification(self._deps, uow, after)
             verified = current.recorded_verification(after)
             uow.collect(by_system(self._deps, artifact.workspace_id, verified))
             await uow.commit()

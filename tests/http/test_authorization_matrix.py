@@ -114,6 +114,9 @@ def build_world(api: Api, caller: str, operation: Operation) -> World:
     key = post("/v1/api-keys", {"name": "probe", "permissions": [p.value for p in subset]})
     target_key = post("/v1/api-keys", {"name": "target", "permissions": []})
     invitation = post(f"{base}/invitations", {"email": "una@example.com", "role": "viewer"})
+    hook = post(f"{base}/webhooks", {"url": "https://hooks.example.com/", "events": ["run.failed"]})
+    pinged = api.client.post(f"/v1/webhooks/{hook['id']}/ping", headers=headers)
+    assert pinged.status_code == 200, pinged.text
 
     def join(email: str, role: str) -> tuple[str, str]:
         token = api.person(email)
@@ -165,6 +168,11 @@ def build_world(api: Api, caller: str, operation: Operation) -> World:
         "/v1/invitations/{id}/accept": invitation["id"],
         "/v1/restores/{id}": str(restore.id),
         "slug": "ops",
+        "did": pinged.json()["id"],
+        **{
+            f"/v1/webhooks/{{id}}{rest}": hook["id"]
+            for rest in ("", "/ping", "/deliveries", "/deliveries/{did}/redeliver")
+        },
     }
     return World(api, workspace_id, ids, token, permissions)
 
@@ -176,6 +184,7 @@ def concrete_path(operation: Operation, ids: dict[str, str]) -> str:
     path = path.replace("{wid}", ids["wid"]).replace("{bid}", ids["bid"])
     path = path.replace("{slug}", ids["slug"])
     path = path.replace("{run_id}", ids["run_id"]).replace("{aid}", ids["aid"])
+    path = path.replace("{did}", ids["did"])
     if "{id}" in path:
         path = path.replace("{id}", ids[template if template in ids else operation.path])
     return path

@@ -100,6 +100,13 @@ def create_backup(ada: Tenant) -> Created:
     )
 
 
+def create_webhook(ada: Tenant) -> Created:
+    body = {"url": "https://hooks.example.com/in", "events": ["run.failed"]}
+    return Created(
+        ada.post(f"/v1/workspaces/{ada.workspace_id}/webhooks", body), ada.headers, same_id
+    )
+
+
 def create_role(ada: Tenant) -> Created:
     body = {"slug": "ops", "name": "Ops", "permissions": ["backups:read"]}
     return Created(
@@ -220,6 +227,7 @@ CREATIONS: dict[tuple[str, str], Callable[[Tenant], Created]] = {
     ("POST", "/v1/workspaces"): create_workspace,
     ("POST", "/v1/workspaces/{wid}/backups"): create_backup,
     ("POST", "/v1/workspaces/{wid}/roles"): create_role,
+    ("POST", "/v1/workspaces/{wid}/webhooks"): create_webhook,
     ("POST", "/v1/workspaces/{wid}/invitations"): create_invitation,
     ("POST", "/v1/api-keys"): create_api_key,
     ("POST", "/v1/workers"): create_worker,
@@ -339,7 +347,14 @@ def no_store_calls(ada: Tenant) -> dict[tuple[str, str], Any]:
         },
     )
     person = ada.api.person("ada@example.com")
+    hook = create_webhook(ada).response
+    hook_path = f"/v1/webhooks/{hook.json()['id']}"
     return {
+        ("POST", "/v1/workspaces/{wid}/webhooks"): hook,
+        ("GET", "/v1/webhooks/{id}"): client.get(hook_path, headers=ada.headers),
+        ("PATCH", "/v1/webhooks/{id}"): client.patch(
+            hook_path, json={"events": ["backup.late"]}, headers=ada.headers
+        ),
         ("POST", "/v1/auth/sessions"): client.post(
             "/v1/auth/sessions", headers=bearer(idp_access_token(facade, "ada@example.com"))
         ),

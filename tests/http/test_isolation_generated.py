@@ -81,6 +81,11 @@ VALID_BODIES: dict[tuple[str, str], dict[str, Any]] = {
     ("POST", "/v1/backups/{bid}/retention/preview"): {
         "retention": {"expire_after": "P1D", "lock_for": "PT0S", "keep": {"daily": 1}}
     },
+    ("POST", "/v1/workspaces/{wid}/webhooks"): {
+        "url": "https://intruder.example.com/",
+        "events": ["run.failed"],
+    },
+    ("PATCH", "/v1/webhooks/{id}"): {"url": "https://intruder.example.com/"},
     ("POST", "/v1/artifacts/{aid}/restores"): {
         "target": {"type": "s3", "endpoint": "https://s3.example.com", "bucket": "intruder"},
         "credentials": {"access_key_id": "intruder", "secret_access_key": "intruder"},
@@ -120,7 +125,7 @@ def snapshot(api: Api, tenant: Tenant) -> dict[str, Any]:
             if cursor is None:
                 return items
 
-    lists = ("backups", "members", "roles", "invitations", "artifacts", "audit")
+    lists = ("backups", "members", "roles", "invitations", "artifacts", "audit", "webhooks")
     state: dict[str, Any] = {name: every(f"{base}/{name}") for name in lists}
     state["workspace"] = get(base)
     state["quotas"] = get(f"{base}/quotas")
@@ -129,6 +134,9 @@ def snapshot(api: Api, tenant: Tenant) -> dict[str, Any]:
     state["backup"] = [get(f"/v1/backups/{bid}") for bid in tenant.ids["bid"]]
     state["runs"] = [get(f"/v1/runs/{run}") for run in tenant.ids["run_id"]]
     state["restores"] = [get(f"/v1/restores/{rid}") for rid in tenant.ids["restore"]]
+    state["deliveries"] = [
+        every(f"/v1/webhooks/{hook}/deliveries") for hook in tenant.ids["webhook"]
+    ]
     return state
 
 
@@ -178,11 +186,13 @@ def generate(rng: random.Random, attacker: Tenant, victim: Tenant) -> Attempt:
         mode = rng.choice(("foreign", "own-workspace", "foreign-workspace", "wrong-kind"))
     else:
         mode = rng.choice(("foreign", "foreign", "wrong-kind"))
+    # The first parameter holds the rest ({wid}, or a webhook's {id} before its {did}).
+    owner = params[0]
     victim_side = {
         "foreign": set(params),
         "wrong-kind": set(params),
-        "own-workspace": {p for p in params if p != "wid"},
-        "foreign-workspace": {"wid"},
+        "own-workspace": {p for p in params if p != owner},
+        "foreign-workspace": {owner},
     }[mode]
     values: dict[str, str] = {}
     foreign: dict[str, str] = {}
@@ -195,7 +205,7 @@ def generate(rng: random.Random, attacker: Tenant, victim: Tenant) -> Attempt:
         if mode == "wrong-kind" and pool != "slug":
             pool = rng.choice([other for other in UUID_POOLS if other != pool])
         candidates = victim.ids[pool]
-        if "wid" not in victim_side:  # in the caller's own workspace: only the victim's own
+        if owner not in victim_side:  # in the caller's own workspace: only the victim's own
             candidates = [v for v in candidates if v not in attacker.ids[pool]]
         value = rng.choice(candidates)
         values[parameter] = foreign[parameter] = value

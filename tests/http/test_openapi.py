@@ -62,6 +62,7 @@ CREATING = {
     ("POST", "/v1/auth/switch"),
     ("POST", "/idp/signup"),
     ("POST", "/v1/claims"),
+    ("POST", "/v1/workspaces/{wid}/webhooks"),
 }
 # Operations that also answer 204 with no body (a claim when nothing is queued).
 ALSO_EMPTY = {("POST", "/v1/claims")}
@@ -564,6 +565,8 @@ class TestRequestBodies:
             ("POST", "/v1/runs/{run_id}/heartbeat"),
             ("POST", "/v1/artifacts/{aid}/hold"),
             ("POST", "/v1/runs/{run_id}/hold"),
+            ("POST", "/v1/webhooks/{id}/ping"),
+            ("POST", "/v1/webhooks/{id}/deliveries/{did}/redeliver"),
         }
 
     def test_lists_take_pagination_parameters(self, document: Json) -> None:

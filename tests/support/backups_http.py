@@ -48,6 +48,7 @@ RECORD_FIELDS = {
     "paused",
     "source",
     "has_credentials",
+    "freshness",
     "schedule",
     "worker_id",
     "retention",

@@ -26,6 +26,7 @@ def pool_of(path: str, parameter: str) -> str:
         ("/v1/invitations/", "invitation"),
         ("/v1/workspaces/{wid}/members/", "user"),
         ("/v1/restores/", "restore"),
+        ("/v1/webhooks/", "webhook"),
     ):
         if path.startswith(prefix):
             return pool
@@ -42,6 +43,8 @@ UUID_POOLS = (
     "invitation",
     "user",
     "restore",
+    "webhook",
+    "did",
 )
 
 
@@ -57,7 +60,8 @@ class Tenant:
 
 def build_tenant(api: Api, name: str) -> Tenant:
     """A workspace with a custom role, a member, an invitation, a worker, an API key, a
-    backup run by the worker, a run of it with an announced artifact."""
+    backup run by the worker, a run of it with an announced artifact, a webhook with a
+    queued ping."""
     admin, workspace_id = api.workspace_admin(f"admin@{name}.example", name)
     headers = bearer(admin)
     base = f"/v1/workspaces/{workspace_id}"
@@ -101,6 +105,8 @@ def build_tenant(api: Api, name: str) -> Tenant:
     with api.facade.deps.uow() as uow:
         uow.restores.add(restore)
         uow.commit()
+    hook = post(f"{base}/webhooks", {"url": "https://hooks.example.com/", "events": ["run.failed"]})
+    ping = post(f"/v1/webhooks/{hook['id']}/ping", status=200)
     users = [
         api.client.get("/v1/me", headers=bearer(token)).json()["principal"]["id"]
         for token in (admin, member)
@@ -116,6 +122,8 @@ def build_tenant(api: Api, name: str) -> Tenant:
         "user": users,
         "slug": ["ops", f"only-{name}", "admin", "viewer"],
         "restore": [str(restore.id)],
+        "webhook": [hook["id"]],
+        "did": [ping["id"]],
     }
     return Tenant(
         name, admin, ids, {"session": admin, "api_key": key["token"], "worker": worker["token"]}

@@ -143,7 +143,7 @@ SELECT /*fragment session_grant_columns*/,
        b.id, b.workspace_id, b.name, b.kind, b.state, b.paused, b.source, b.sealed_credentials, b.schedule_cron, b.schedule_timezone,
        b.worker_id, b.retention_expire_after_seconds, b.retention_lock_for_seconds,
        b.retention_keep, b.destination, b.sealed_destination_credentials, b.next_run_at, b.created_at,
-       b.updated_at, b.encryption
+       b.updated_at, b.encryption, b.freshness_max_age_seconds
 /*fragment session_grant_joins*/
 LEFT JOIN backups AS b ON b.workspace_id = s.workspace_id AND b.id = :id
 WHERE s.token_hash = :token_hash
@@ -190,7 +190,7 @@ SELECT 0 AS part, g_id, g_token_hash, g_user_id, g_workspace_id, g_created_at, g
        NULL AS worker_id, NULL AS retention_expire_after_seconds,
        NULL AS retention_lock_for_seconds, NULL AS retention_keep, NULL AS destination,
        NULL AS sealed_destination_credentials, NULL AS next_run_at, NULL AS created_at,
-       NULL AS updated_at, NULL AS encryption
+       NULL AS updated_at, NULL AS encryption, NULL AS freshness_max_age_seconds
 FROM g
 UNION ALL
 SELECT 1, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
@@ -199,7 +199,7 @@ SELECT 1, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
        b.retention_expire_after_seconds, b.retention_lock_for_seconds, b.retention_keep,
        b.destination,
        b.sealed_destination_credentials, b.next_run_at, b.created_at, b.updated_at,
-       b.encryption
+       b.encryption, b.freshness_max_age_seconds
 FROM g
 JOIN (
     SELECT /*fragment backup_columns*/
@@ -220,7 +220,7 @@ UPDATE sessions SET revoked_at = :revoked_at WHERE id = :id AND revoked_at IS NU
 id, workspace_id, name, kind, state, paused, source, sealed_credentials,
        schedule_cron, schedule_timezone, worker_id, retention_expire_after_seconds,
        retention_lock_for_seconds, retention_keep, destination, sealed_destination_credentials,
-       next_run_at, created_at, updated_at, encryption
+       next_run_at, created_at, updated_at, encryption, freshness_max_age_seconds
 
 -- name: backup_insert_columns
 -- Every column of a backup (name_key and body too), in the order of backup_insert_values:
@@ -228,14 +228,14 @@ id, workspace_id, name, kind, state, paused, source, sealed_credentials,
     id, workspace_id, name, name_key, kind, state, paused, source, sealed_credentials,
     schedule_cron, schedule_timezone, worker_id, retention_expire_after_seconds,
     retention_lock_for_seconds, retention_keep, destination, sealed_destination_credentials,
-    next_run_at, created_at, updated_at, body, encryption
+    next_run_at, created_at, updated_at, body, encryption, freshness_max_age_seconds
 
 -- name: backup_insert_values
 -- The parameters of backup_insert_columns, in their order (a fragment).
     :id, :workspace_id, :name, :name_key, :kind, :state, :paused, :source, :sealed_credentials,
     :schedule_cron, :schedule_timezone, :worker_id, :retention_expire_after_seconds,
     :retention_lock_for_seconds, :retention_keep, :destination, :sealed_destination_credentials,
-    :next_run_at, :created_at, :updated_at, :body, :encryption
+    :next_run_at, :created_at, :updated_at, :body, :encryption, :freshness_max_age_seconds
 
 -- name: backup_insert
 INSERT INTO backups (
@@ -260,7 +260,7 @@ SET name = :name, name_key = :name_key, kind = :kind, state = :state, paused = :
     destination = :destination,
     sealed_destination_credentials = :sealed_destination_credentials,
     next_run_at = :next_run_at, created_at = :created_at, updated_at = :updated_at,
-    body = :body, encryption = :encryption
+    body = :body, encryption = :encryption, freshness_max_age_seconds = :freshness_max_age_seconds
 WHERE workspace_id = :workspace_id AND id = :id
 
 -- name: backup_delete
@@ -897,6 +897,111 @@ WHERE rr.workspace_id = :workspace_id AND r.workspace_id = :workspace_id
 INSERT INTO run_references (workspace_id, run_id, artifact_id)
 VALUES (:workspace_id, :run_id, :artifact_id)
 ON CONFLICT DO NOTHING
+
+-- Assurance (0018): health facts and the stored status, webhooks and their outbox.
+
+-- name: health_facts
+-- Each backup with what its health is evaluated from: its newest success, its newest
+-- failed run, the status stored last and when its admins were last mailed.
+SELECT b.id, b.workspace_id, b.name, b.created_at, b.state, b.paused, b.schedule_cron,
+       b.schedule_timezone, b.freshness_max_age_seconds,
+       (SELECT max(r.finished_at) FROM runs AS r
+        WHERE r.workspace_id = b.workspace_id AND r.backup_id = b.id
+          AND r.state = 'succeeded') AS last_success_at,
+       f.id AS failure_id, f.error AS failure_error, f.finished_at AS failure_at,
+       h.status AS stored_status, h.mailed_at
+FROM backups AS b
+LEFT JOIN runs AS f ON f.id = (
+    SELECT r.id FROM runs AS r
+    WHERE r.workspace_id = b.workspace_id AND r.backup_id = b.id AND r.state = 'failed'
+      AND r.finished_at IS NOT NULL
+    ORDER BY r.finished_at DESC, r.id DESC
+    LIMIT 1
+)
+LEFT JOIN backup_health AS h ON h.backup_id = b.id
+WHERE 1 = 1 /*filters*/
+
+-- name: filter_health_workspace
+AND b.workspace_id = :workspace_id
+
+-- name: health_insert
+-- The first stored status of a backup (nothing when another evaluator stored one first).
+INSERT INTO backup_health (backup_id, workspace_id, status, changed_at)
+SELECT id, workspace_id, :status, :changed_at FROM backups
+WHERE workspace_id = :workspace_id AND id = :backup_id
+ON CONFLICT (backup_id) DO NOTHING
+
+-- name: health_update
+-- The compare-and-set of a stored status: only from the status the evaluator read.
+UPDATE backup_health SET status = :status, changed_at = :changed_at
+WHERE workspace_id = :workspace_id AND backup_id = :backup_id AND status = :expected
+
+-- name: health_mailed
+UPDATE backup_health SET mailed_at = :mailed_at
+WHERE workspace_id = :workspace_id AND backup_id = :backup_id
+  AND (mailed_at IS NULL OR mailed_at <= :not_since)
+
+-- name: health_counts
+SELECT h.status, count(*) AS n FROM backup_health AS h GROUP BY h.status
+
+-- name: webhook_insert
+INSERT INTO webhooks (id, workspace_id, url, events, sealed_secret, created_at)
+VALUES (:id, :workspace_id, :url, :events, :sealed_secret, :created_at)
+
+-- name: webhook_get
+SELECT id, workspace_id, url, events, created_at FROM webhooks
+WHERE workspace_id = :workspace_id AND id = :id
+
+-- name: webhook_list
+SELECT id, workspace_id, url, events, created_at FROM webhooks
+WHERE workspace_id = :workspace_id /*filters*/
+ORDER BY created_at DESC, id DESC
+LIMIT :limit
+
+-- name: filter_webhook_after
+AND (created_at, id) < (:after_created_at, :after_id)
+
+-- name: webhook_in_workspace
+SELECT id, workspace_id, url, events, created_at FROM webhooks
+WHERE workspace_id = :workspace_id
+ORDER BY created_at, id
+
+-- name: webhook_update
+UPDATE webhooks SET url = :url, events = :events
+WHERE workspace_id = :workspace_id AND id = :id
+
+-- name: webhook_delete
+DELETE FROM webhooks WHERE workspace_id = :workspace_id AND id = :id
+
+-- name: delivery_insert
+INSERT INTO webhook_deliveries (
+    id, webhook_id, workspace_id, event, payload, created_at, state, attempts, next_attempt_at
+)
+SELECT :id, id, workspace_id, :event, :payload, :created_at, :state, :attempts,
+       :next_attempt_at
+FROM webhooks WHERE workspace_id = :workspace_id AND id = :webhook_id
+
+-- name: delivery_columns
+id, webhook_id, workspace_id, event, payload, created_at, state, attempts, next_attempt_at
+
+-- name: delivery_get
+SELECT /*fragment delivery_columns*/ FROM webhook_deliveries
+WHERE workspace_id = :workspace_id AND webhook_id = :webhook_id AND id = :id
+/*lock*/
+
+-- name: delivery_list
+SELECT /*fragment delivery_columns*/ FROM webhook_deliveries
+WHERE workspace_id = :workspace_id AND webhook_id = :webhook_id /*filters*/
+ORDER BY created_at DESC, id DESC
+LIMIT :limit
+
+-- name: filter_delivery_after
+AND (created_at, id) < (:after_created_at, :after_id)
+
+-- name: delivery_update
+UPDATE webhook_deliveries
+SET state = :state, attempts = :attempts, next_attempt_at = :next_attempt_at
+WHERE workspace_id = :workspace_id AND id = :id
 
 -- name: drill_insert
 INSERT INTO drills (

@@ -126,3 +126,20 @@ FROM runs
 WHERE workspace_id = :workspace_id AND id = ANY(CAST(:ids AS uuid[]))
 ORDER BY id
 FOR UPDATE
+
+-- name: delivery_take
+-- Due deliveries, oldest first, leased to this sender until :lease_until (their next
+-- attempt moves there, so a sender that dies leaves them due again): rows another sender
+-- holds are skipped, so each delivery goes to one sender at a time.
+WITH due AS (
+    SELECT id FROM webhook_deliveries
+    WHERE state = 'pending' AND next_attempt_at <= :now
+    ORDER BY next_attempt_at, id
+    LIMIT :limit
+    FOR NO KEY UPDATE SKIP LOCKED
+)
+UPDATE webhook_deliveries AS d SET next_attempt_at = :lease_until
+FROM due, webhooks AS w
+WHERE d.id = due.id AND w.id = d.webhook_id
+RETURNING d.id, d.webhook_id, d.workspace_id, d.event, d.payload, d.created_at, d.state,
+          d.attempts, :now AS next_attempt_at, w.url, w.sealed_secret

@@ -120,3 +120,19 @@ SELECT id, workspace_id, backup_id, state, trigger, worker_id, created_at, start
 FROM runs
 WHERE workspace_id = :workspace_id AND id IN (SELECT value FROM json_each(:ids))
 ORDER BY id
+
+-- name: delivery_take
+-- Due deliveries, oldest first, leased to this sender until :lease_until (their next
+-- attempt moves there, so a sender that dies leaves them due again); the unit holds the
+-- database's one writer.
+UPDATE webhook_deliveries SET next_attempt_at = :lease_until
+WHERE id IN (
+    SELECT id FROM webhook_deliveries
+    WHERE state = 'pending' AND next_attempt_at <= :now
+    ORDER BY next_attempt_at, id
+    LIMIT :limit
+)
+RETURNING id, webhook_id, workspace_id, event, payload, created_at, state, attempts,
+          :now AS next_attempt_at,
+          (SELECT w.url FROM webhooks AS w WHERE w.id = webhook_id) AS url,
+          (SELECT w.sealed_secret FROM webhooks AS w WHERE w.id = webhook_id) AS sealed_secret
