@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
+from strongroom.adapters.sql.location_rows import source_from_json, source_to_json
 from strongroom.adapters.sql.rows import (
     Codec,
     Params,
@@ -15,8 +16,6 @@ from strongroom.adapters.sql.rows import (
     read_opt_bytes,
     read_opt_timestamp,
     read_opt_uuid,
-    source_from_json,
-    source_to_json,
 )
 from strongroom.domain.artifacts import Artifact, ArtifactState, ArtifactStorage, Verification
 from strongroom.domain.audit import JsonValue
