@@ -169,15 +169,17 @@ class TestPostgresRoundTrips:
         self, counted: tuple[PostgresDatabase, CountingCursor]
     ) -> None:
         """Creating a backup through the facade as a ``Caller``: the workspace with its
-        count (one SELECT), then the counted insert and its audit event (one statement
-        committed on its own): the quota is the counter's."""
+        count (one SELECT), then the counted insert and its audit event (one statement,
+        sent with BEGIN, the commit guard and COMMIT in one pipeline): the quota is the
+        counter's."""
         database, counter = counted
         target, token = _member_with_session(database, "admin")
         facade = blocking(bootstrap(uow=database.uow))
         caller = facade.access.authenticate(token)
         counter.sent.clear()
         created = facade.backups.create(caller, target.id, "Nightly", BackupKind.MANUAL)
-        assert [statement.split()[0] for statement in counter.sent] == ["SELECT", "WITH"]
+        sent = [statement.split()[0] for statement in counter.sent]
+        assert sent == ["SELECT", "BEGIN", "WITH", "SELECT", "COMMIT"]
         assert facade.backups.get(caller, created.id) == created
         assert facade.workspaces.quotas(caller, target.id)[0].usage == 1
 
@@ -185,14 +187,16 @@ class TestPostgresRoundTrips:
         self, counted: tuple[PostgresDatabase, CountingCursor]
     ) -> None:
         """With the session's bearer: the session joined with the workspace and its count
-        (one SELECT), then the event and the backup (one statement committed on its own);
-        no BEGIN, no COMMIT. The use case decides between the two."""
+        (one SELECT), then the event and the backup (one statement, with BEGIN, the commit
+        guard and COMMIT in the same pipeline: one round trip). The use case decides
+        between the two."""
         database, counter = counted
         target, token = _member_with_session(database, "admin")
         facade = blocking(bootstrap(uow=database.uow))
         counter.sent.clear()
         created = facade.backups.create(Bearer(token), target.id, "Nightly", BackupKind.MANUAL)
-        assert [statement.split()[0] for statement in counter.sent] == ["SELECT", "WITH"]
+        sent = [statement.split()[0] for statement in counter.sent]
+        assert sent == ["SELECT", "BEGIN", "WITH", "SELECT", "COMMIT"]
         assert facade.backups.get(Bearer(token), created.id) == created
 
     def test_a_unit_that_does_nothing_costs_nothing(
@@ -222,7 +226,8 @@ class TestPostgresRoundTrips:
             uow.backups.add(backup(target.id))
             uow.commit()
         kinds = [statement.split()[0] for statement in counter.sent]
-        assert kinds == ["BEGIN", "SELECT", "SELECT", "INSERT", "COMMIT"]
+        # The SELECT before COMMIT is the commit guard (no write commits past its deadline).
+        assert kinds == ["BEGIN", "SELECT", "SELECT", "INSERT", "SELECT", "COMMIT"]
 
 
 class TestAsyncUnits:
