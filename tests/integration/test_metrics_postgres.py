@@ -26,6 +26,9 @@ def test_the_pool_is_reported(integration_conninfo: str, tmp_path: Path) -> None
         data_dir=tmp_path,
         secret_key=SECRET_KEY,
         retention_interval=0,
+        # No background work of its own that could borrow a connection at a scrape.
+        health_interval=0,
+        webhook_poll=0,
     )
     with LiveServer(create_app(settings)) as server, server.client() as client:
         for _ in range(3):
