@@ -45,7 +45,7 @@ class TestSignatures:
         signed = signer.sign(document())
         verify(signed, load_public_key(public_pem(signer.public_key)))
 
-    @given(st.sampled_from(["version", "workspace_id", "artifacts"]), st.integers(0, 10**6))
+    @given(st.sampled_from(["version", "workspace_id", "artifacts"]), st.integers(2, 10**6))
     def test_any_change_fails(self, signer: ProofSigner, field: str, value: int) -> None:
         signed = signer.sign(document())
         tampered = {**signed, field: value}
