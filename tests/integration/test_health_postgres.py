@@ -26,13 +26,15 @@ from support.postgres import PostgresServer, scratch_database
 from support.world import FAST_HASHER, memory_facade
 
 BACKUPS = 8
+SHARED_SECRET = "one service, two instances"
 
 
 def facade_on(database: PostgresDatabase, clock: ManualClock) -> Strongroom:
     identity = BuiltinIdentityProvider(
         uow=database.uow, clock=clock, ids=SecureIds(), hasher=FAST_HASHER
     )
-    return memory_facade(clock, uow=database.uow, identity=identity)
+    # Instances of one service share its secret key: either may open a webhook's secret.
+    return memory_facade(clock, uow=database.uow, identity=identity, secret_key=SHARED_SECRET)
 
 
 def test_two_instances_announce_once_and_never_send_one_delivery_twice(
