@@ -5,12 +5,12 @@ it on the way; has the use case judge what was restored and record how it ended.
 from __future__ import annotations
 
 import functools
-import hashlib
 import logging
 import time
 
 import attrs
 
+from strongroom.adapters.runtime.restores import HashingReader
 from strongroom.adapters.runtime.threads import run_to_the_end
 from strongroom.domain.drills import Drill
 from strongroom.domain.errors import StrongroomError
@@ -23,33 +23,6 @@ logger = logging.getLogger(__name__)
 BATCH = 10
 CHUNK = 1024 * 1024
 UNEXPECTED = "the drill failed on an unexpected error of the service (logged)"
-
-
-class _Hashing:
-    """An object stream that counts and hashes what is read through it."""
-
-    def __init__(self, inner: ObjectReader) -> None:
-        self._inner = inner
-        self._digest = hashlib.sha256()
-        self.size = 0
-
-    def read(self, size: int = -1, /) -> bytes:
-        data = self._inner.read(size)
-        self._digest.update(data)
-        self.size += len(data)
-        return data
-
-    def close(self) -> None:
-        """Closing is the runner's (after ``drain``)."""
-
-    def drain(self) -> None:
-        """Read what the target left unread (an archive's end padding)."""
-        while self.read(CHUNK):
-            pass
-
-    @property
-    def read_facts(self) -> tuple[int, str]:
-        return self.size, self._digest.hexdigest()
 
 
 class DrillRunner:
@@ -94,7 +67,7 @@ class DrillRunner:
             )
             if opened is None:
                 return Outcome(error="the artifact's object is missing from storage")
-            reader = _Hashing(opened)
+            reader = HashingReader(opened)
             try:
                 restored = await source.targets.restore(reader, source.source_type)
                 await run_to_the_end(reader.drain)
@@ -108,7 +81,7 @@ class DrillRunner:
         except Exception:
             logger.exception("drill %s of workspace %s failed", drill.id, drill.workspace_id)
             return Outcome(error=UNEXPECTED)
-        problems, checks = judge(artifact, reader.read_facts, restored, manifest)
+        problems, checks = judge(artifact, (reader.size, reader.sha256), restored, manifest)
         return Outcome(problems, checks, restored.bytes)
 
 

@@ -30,7 +30,7 @@ CHUNK = 1024 * 1024
 UNEXPECTED = "the restore failed on an unexpected error of the service (logged)"
 
 
-class _Hashing:
+class HashingReader:
     """An object stream that counts and hashes what is read through it."""
 
     def __init__(self, inner: ObjectReader) -> None:
@@ -147,7 +147,7 @@ async def _stream(source: RestoreSource, restore: Restore) -> None:
     )
     if opened is None:
         raise RestoreFailedError("the artifact's object is missing from storage")
-    reader = _Hashing(opened)
+    reader = HashingReader(opened)
     try:
         await source.targets.restore(reader, restore.target, source.credentials)
         await asyncio.to_thread(reader.drain)
