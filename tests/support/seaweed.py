@@ -88,6 +88,10 @@ def seaweed_server(data_dir: Path) -> Iterator[SeaweedServer]:
         "-ip.bind=127.0.0.1",
         "-admin.ui=false",
         "-metricsPort=0",
+        # Every bucket is a collection with volumes of its own; the default ceiling ran out
+        # after about 80 buckets, and a session's tests make hundreds (one per test).
+        "-volume.max=1000",
+        "-master.volumeSizeLimitMB=16",
         *(f"-{name}={port}" for name, port in ports.items()),
     ]
     env = {
