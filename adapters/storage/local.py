@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import hashlib
 import hmac
 import json
@@ -27,16 +26,20 @@ import secrets
 import shutil
 import tempfile
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, BinaryIO, TypeVar, cast
+from typing import Any, BinaryIO
 from urllib.parse import urlencode
 from uuid import UUID
 
-import attrs
-
 from strongroom.adapters.storage.digest import hash_stream
+from strongroom.adapters.storage.local_parts import (
+    Grant,
+    StorageRefusalError,
+    disk_errors,
+    read_json,
+)
 from strongroom.adapters.storage.locks import ExtendsLocks
 from strongroom.domain.errors import UpstreamUnavailableError
 from strongroom.domain.proofs import StorageLock
@@ -54,45 +57,6 @@ _SEGMENT = r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}"
 KEY_PATTERN = re.compile(rf"^{_SEGMENT}(?:/{_SEGMENT}){{0,15}}$")
 _UPLOAD_ID = re.compile(r"^[0-9a-f]{32}$")
 CHUNK = 1024 * 1024
-
-
-class StorageRefusalError(Exception):
-    """A request to the storage endpoint that is refused (bad or expired signature, bad
-    size or digest, a locked object). ``status`` is the HTTP status to answer."""
-
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-        self.message = message
-
-
-@attrs.frozen
-class Grant:
-    """What a verified presigned URL allows."""
-
-    method: str
-    key: str
-    size: int | None
-    sha256: str | None
-    upload_id: str | None
-    part: int | None
-    filename: str | None = None
-
-
-F = TypeVar("F", bound=Callable[..., Any])
-
-
-def _disk_errors(method: F) -> F:
-    """The port's error for a disk that fails: ``UpstreamUnavailableError``."""
-
-    @functools.wraps(method)
-    def translated(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return method(*args, **kwargs)
-        except OSError as error:
-            raise UpstreamUnavailableError("object storage (local disk) failed") from error
-
-    return cast(F, translated)
 
 
 def _now() -> datetime:
@@ -209,19 +173,15 @@ class LocalDiskStorage(ExtendsLocks):
         """Remove every object below ``prefix`` but locked ones (then ``ObjectLockedError``)."""
         await asyncio.to_thread(self._delete_prefix, prefix)
 
-    @_disk_errors
+    @disk_errors
     def _delete_prefix(self, prefix: str) -> None:
         base = self.object_path(prefix)
-        locked: list[str] = []
-        for path in sorted(base.rglob("*"), reverse=True):
-            if path.is_file():
-                key = path.relative_to(self.root / "objects").as_posix()
-                try:
-                    self._delete(key)
-                except ObjectLockedError:
-                    locked.append(key)
-        if locked:
-            raise ObjectLockedError(f"{len(locked)} objects below {prefix} are locked")
+        files = [path for path in sorted(base.rglob("*"), reverse=True) if path.is_file()]
+        kept = self._delete_many([p.relative_to(self.root / "objects").as_posix() for p in files])
+        if failed := [e for e in kept.values() if not isinstance(e, ObjectLockedError)]:
+            raise failed[0]
+        if kept:
+            raise ObjectLockedError(f"{len(kept)} objects below {prefix} are locked")
         shutil.rmtree(base, ignore_errors=True)
         shutil.rmtree(self._path("meta", prefix), ignore_errors=True)
 
@@ -330,7 +290,7 @@ class LocalDiskStorage(ExtendsLocks):
         """
         if grant.upload_id is not None and grant.part is not None:
             upload = self._upload_dir(grant.upload_id)
-            info = _read_json(upload / "info.json")
+            info = read_json(upload / "info.json")
             if info is None or info["key"] != grant.key:
                 raise StorageRefusalError(404, "no such multipart upload")
         else:
@@ -373,7 +333,7 @@ class LocalDiskStorage(ExtendsLocks):
         digest = await asyncio.to_thread(self._write, grant, data)
         return StoredPart(number, len(data), digest)
 
-    @_disk_errors
+    @disk_errors
     def _write(self, grant: Grant, data: bytes) -> str:
         try:
             writer = self.open_writer(grant)
@@ -390,7 +350,7 @@ class LocalDiskStorage(ExtendsLocks):
         """A new upload directory."""
         return await asyncio.to_thread(self._start_multipart, key)
 
-    @_disk_errors
+    @disk_errors
     def _start_multipart(self, key: str) -> str:
         upload_id = secrets.token_hex(16)
         self._write_json(
@@ -403,15 +363,15 @@ class LocalDiskStorage(ExtendsLocks):
         """The parts whose bytes arrived completely."""
         return await asyncio.to_thread(self._list_parts, key, upload_id)
 
-    @_disk_errors
+    @disk_errors
     def _list_parts(self, key: str, upload_id: str) -> list[StoredPart] | None:
         upload = self._upload_dir(upload_id)
-        info = _read_json(upload / "info.json")
+        info = read_json(upload / "info.json")
         if info is None or info["key"] != key:
             return None
         parts = []
         for meta in sorted(upload.glob("part-*.json")):
-            data = _read_json(meta)
+            data = read_json(meta)
             if data is not None:
                 number = int(meta.name.removeprefix("part-").removesuffix(".json"))
                 parts.append(StoredPart(number, data["size"], data["etag"]))
@@ -421,7 +381,7 @@ class LocalDiskStorage(ExtendsLocks):
         """Concatenate the parts into the object, computing its sha256 on the way."""
         await asyncio.to_thread(self._complete_multipart, key, upload_id, parts)
 
-    @_disk_errors
+    @disk_errors
     def _complete_multipart(self, key: str, upload_id: str, parts: list[StoredPart]) -> None:
         upload = self._upload_dir(upload_id)
         self._ensure_unlocked(key)
@@ -446,10 +406,10 @@ class LocalDiskStorage(ExtendsLocks):
         """Drop the upload directory."""
         await asyncio.to_thread(self._abort_multipart, key, upload_id)
 
-    @_disk_errors
+    @disk_errors
     def _abort_multipart(self, key: str, upload_id: str) -> None:
         upload = self._upload_dir(upload_id)
-        info = _read_json(upload / "info.json")
+        info = read_json(upload / "info.json")
         if info is not None and info["key"] == key:
             shutil.rmtree(upload, ignore_errors=True)
 
@@ -457,11 +417,11 @@ class LocalDiskStorage(ExtendsLocks):
         """Uploads begun before ``older_than``."""
         return await asyncio.to_thread(self._pending_uploads, older_than)
 
-    @_disk_errors
+    @disk_errors
     def _pending_uploads(self, older_than: datetime) -> list[PendingUpload]:
         found = []
         for info_path in (self.root / "uploads").glob("*/info.json"):
-            info = _read_json(info_path)
+            info = read_json(info_path)
             if info is None:
                 continue
             initiated = datetime.fromisoformat(info["initiated_at"])
@@ -476,7 +436,7 @@ class LocalDiskStorage(ExtendsLocks):
         """Size and sha256 (this storage always knows the digest)."""
         return await asyncio.to_thread(self._stat, key)
 
-    @_disk_errors
+    @disk_errors
     def _stat(self, key: str) -> StoredObject | None:
         meta = self._meta(key)
         if meta is None or not self.object_path(key).is_file():
@@ -488,7 +448,7 @@ class LocalDiskStorage(ExtendsLocks):
         changed under it)."""
         return await asyncio.to_thread(self._read_digest, key)
 
-    @_disk_errors
+    @disk_errors
     def _read_digest(self, key: str) -> StoredObject | None:
         try:
             handle = self.object_path(key).open("rb")
@@ -498,7 +458,7 @@ class LocalDiskStorage(ExtendsLocks):
             digest, size = hash_stream(handle.read)
         return StoredObject(size, digest)
 
-    @_disk_errors
+    @disk_errors
     def open_object(self, key: str) -> BinaryIO | None:
         """The object's file, opened for reading; None when it is gone."""
         try:
@@ -510,7 +470,7 @@ class LocalDiskStorage(ExtendsLocks):
         """This storage's own lock record of the object (nobody can shorten it)."""
         return await asyncio.to_thread(self._lock_status, key)
 
-    @_disk_errors
+    @disk_errors
     def _lock_status(self, key: str) -> StorageLock:
         until = self._locked_until(key) if self._meta(key) is not None else None
         return StorageLock(mode=None if until is None else "COMPLIANCE", retain_until=until)
@@ -519,7 +479,7 @@ class LocalDiskStorage(ExtendsLocks):
         """Record the lock; a shorter one than already set is refused."""
         await asyncio.to_thread(self._lock, key, until)
 
-    @_disk_errors
+    @disk_errors
     def _lock(self, key: str, until: datetime) -> None:
         meta = self._meta(key)
         if meta is None:
@@ -533,7 +493,7 @@ class LocalDiskStorage(ExtendsLocks):
         """Record (or release) a legal hold: a held object cannot be removed or replaced."""
         await asyncio.to_thread(self._hold, key, held)
 
-    @_disk_errors
+    @disk_errors
     def _hold(self, key: str, held: bool) -> None:
         meta = self._meta(key)
         if meta is None:
@@ -544,19 +504,24 @@ class LocalDiskStorage(ExtendsLocks):
         """Remove the object and its metadata unless it is locked or held."""
         await asyncio.to_thread(self._delete, key)
 
-    @_disk_errors
+    async def delete_many(self, keys: Sequence[str]) -> dict[str, Exception]:
+        """``delete`` of each in one worker thread; the keys kept, each with why."""
+        return await asyncio.to_thread(self._delete_many, keys)
+
+    def _delete_many(self, keys: Sequence[str]) -> dict[str, Exception]:
+        kept: dict[str, Exception] = {}
+        for key in keys:
+            try:
+                self._delete(key)
+            except (ObjectLockedError, UpstreamUnavailableError) as error:
+                kept[key] = error
+        return kept
+
+    @disk_errors
     def _delete(self, key: str) -> None:
         self._ensure_unlocked(key)
         self.object_path(key).unlink(missing_ok=True)
         self._meta_path(key).unlink(missing_ok=True)
-
-
-def _read_json(path: Path) -> dict[str, Any] | None:
-    try:
-        data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return None
-    return data
 
 
 class Writer:

@@ -12,7 +12,8 @@ from starlette.requests import Request
 from starlette.responses import FileResponse, Response
 
 from strongroom.adapters.storage.disposition import content_disposition
-from strongroom.adapters.storage.local import LocalDiskStorage, StorageRefusalError
+from strongroom.adapters.storage.local import LocalDiskStorage
+from strongroom.adapters.storage.local_parts import StorageRefusalError
 from strongroom.adapters.webkit.context import json_response
 from strongroom.adapters.webkit.declare import BINARY, Auth, Routes, parameter
 from strongroom.adapters.webkit.errors import error_response

@@ -30,7 +30,7 @@ import contextlib
 import hashlib
 import hmac
 import logging
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 from urllib.parse import quote, urlsplit
@@ -48,6 +48,7 @@ from strongroom.adapters.storage.digest import hash_stream
 from strongroom.adapters.storage.disposition import content_disposition
 from strongroom.adapters.storage.locks import extend_retention
 from strongroom.adapters.storage.outbound import guarded_pool_manager
+from strongroom.adapters.storage.s3_deletes import LOCK_REFUSALS, delete_many, delete_versions
 from strongroom.adapters.storage.s3_locks import lock_status
 from strongroom.domain.endpoints import EndpointPolicy
 from strongroom.domain.errors import UpstreamUnavailableError
@@ -62,7 +63,6 @@ from strongroom.ports.driven.storage import (
 
 logger = logging.getLogger(__name__)
 
-_LOCK_REFUSALS = {"AccessDenied", "ObjectLocked", "InvalidRequest"}
 _GONE = {"NoSuchKey", "NoSuchUpload", "NoSuchVersion"}
 # How stores say an object version has no retention (SeaweedFS uses the second).
 _NO_RETENTION = {"NoSuchObjectLockConfiguration", "ObjectLockConfigurationNotFoundError"}
@@ -79,7 +79,7 @@ def _translated(what: str, *, opaque: bool = False, may_lock: bool = False) -> I
     try:
         yield
     except S3Error as error:
-        if may_lock and error.code in _LOCK_REFUSALS:
+        if may_lock and error.code in LOCK_REFUSALS:
             raise ObjectLockedError(f"storage refused to {what}: {error.code}") from error
         raise UpstreamUnavailableError(f"object storage failed to {what}") from error
     except (MinioException, urllib3.exceptions.HTTPError, OSError, ValueError) as error:
@@ -566,29 +566,28 @@ class S3Storage:
             with self._translated("delete an object", may_lock=True):
                 self.client.remove_object(self.bucket, key, version_id=version)
 
+    async def delete_many(self, keys: Sequence[str]) -> dict[str, Exception]:
+        """Every version of each object, by DeleteObjects; the keys kept, each with why."""
+        return await asyncio.to_thread(
+            delete_many, self.client, self.bucket, keys, self._translated
+        )
+
     async def delete_prefix(self, prefix: str) -> None:
         """Delete every version below ``prefix/``; locked ones stay (then
         ``ObjectLockedError``)."""
         await asyncio.to_thread(self._delete_prefix, prefix)
 
     def _delete_prefix(self, prefix: str) -> None:
-        locked = 0
         with self._translated("list objects"):
-            listed = list(
-                self.client.list_objects(
-                    self.bucket, prefix=prefix + "/", recursive=True, include_version=True
-                )
+            listed = self.client.list_objects(
+                self.bucket, prefix=prefix + "/", recursive=True, include_version=True
             )
-        for item in listed:
-            try:
-                with self._translated("delete an object", may_lock=True):
-                    self.client.remove_object(
-                        self.bucket, str(item.object_name), version_id=item.version_id
-                    )
-            except ObjectLockedError:
-                locked += 1
-        if locked:
-            raise ObjectLockedError(f"{locked} object versions below {prefix} are locked")
+            versions = [(str(item.object_name), item.version_id) for item in listed]
+        kept = delete_versions(self.client, self.bucket, versions, self._translated)
+        if failed := [e for e in kept.values() if not isinstance(e, ObjectLockedError)]:
+            raise failed[0]
+        if kept:
+            raise ObjectLockedError(f"{len(kept)} objects below {prefix} are locked")
 
     def _versions(self, key: str, *, exact: bool) -> list[str | None]:
         with self._translated("list object versions"):

@@ -9,7 +9,7 @@ local-disk adapter enforces it itself), so it holds even against the API's own k
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Protocol
 
@@ -147,6 +147,13 @@ class ObjectStorage(StorageNamespaces, Protocol):
     async def delete(self, key: str) -> None:
         """Remove the object (every version); ``ObjectLockedError`` inside its lock or
         while held."""
+        ...
+
+    async def delete_many(self, keys: Sequence[str]) -> dict[str, Exception]:
+        """``delete`` of each object, in as few requests as storage takes (S3
+        DeleteObjects); the keys it kept, each with why: ``ObjectLockedError`` inside its
+        lock or while held, ``UpstreamUnavailableError`` when storage failed. A key already
+        gone counts as removed."""
         ...
 
     async def delete_prefix(self, prefix: str) -> None:

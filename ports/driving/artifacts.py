@@ -32,6 +32,7 @@ from strongroom.domain.errors import (
     ArtifactLockedError,
     ArtifactMissingError,
     InvalidStateError,
+    StrongroomError,
 )
 from strongroom.domain.events import changed, created
 from strongroom.domain.pagination import Page, PageRequest
@@ -450,6 +451,44 @@ class Artifacts:
             await storage.delete(artifact.object_key)
         except ObjectLockedError as error:
             raise ArtifactLockedError("storage refuses: the object is locked") from error
+
+    async def remove_objects(
+        self, artifacts: Sequence[Artifact], backup: Backup
+    ) -> dict[UUID, Exception]:
+        """``remove_object`` of each, storage's deletions in as few requests as it takes
+        (``delete_many``); the artifacts whose bytes stay, each with why
+        (``ArtifactLockedError`` when storage refuses a locked or held object)."""
+        kept: dict[UUID, Exception] = {}
+        by_storage: dict[ArtifactStorage, list[Artifact]] = {}
+        for artifact in artifacts:
+            by_storage.setdefault(artifact.storage, []).append(artifact)
+        for group in by_storage.values():
+            try:
+                storage = self.storage_for(group[0], backup)
+            except StrongroomError as error:
+                kept.update((artifact.id, error) for artifact in group)
+                continue
+            going: dict[str, Artifact] = {}
+            for artifact in group:
+                try:
+                    if artifact.upload_id is not None:
+                        await storage.abort_multipart(artifact.object_key, artifact.upload_id)
+                except StrongroomError as error:
+                    kept[artifact.id] = error
+                    continue
+                going[artifact.object_key] = artifact
+            try:
+                refused = await storage.delete_many(list(going))
+            except StrongroomError as error:
+                kept.update((artifact.id, error) for artifact in going.values())
+                continue
+            for key, refusal in refused.items():
+                kept[going[key].id] = (
+                    ArtifactLockedError("storage refuses: the object is locked")
+                    if isinstance(refusal, ObjectLockedError)
+                    else refusal
+                )
+        return kept
 
 
 async def _arrived(storage: ObjectStorage, artifact: Artifact) -> bool:
