@@ -113,6 +113,12 @@ class PartPlan:
         return self.size - self.part_size * (self.count - 1)
 
 
+def locked(state: ArtifactState, locked_until: datetime | None, now: datetime) -> bool:
+    """Whether an artifact in ``state`` locked until ``locked_until`` is inside its lock
+    window at ``now``."""
+    return state is ArtifactState.AVAILABLE and locked_until is not None and now < locked_until
+
+
 @attrs.frozen
 class Artifact:
     """One file of a run, recorded from its announcement to its deletion."""
@@ -138,11 +144,7 @@ class Artifact:
 
     def is_locked(self, now: datetime) -> bool:
         """Whether it is inside its lock window."""
-        return (
-            self.state is ArtifactState.AVAILABLE
-            and self.locked_until is not None
-            and now < self.locked_until
-        )
+        return locked(self.state, self.locked_until, now)
 
     def is_expired(self, now: datetime) -> bool:
         """Whether its retention has run out."""

@@ -14,7 +14,8 @@ newest run of each of its N most recent buckets that hold one (restic's ``--keep
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+import heapq
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime, timedelta, tzinfo
 from uuid import UUID
 
@@ -53,35 +54,31 @@ class KeepRules:
         )
 
 
-def _hourly(moment: datetime) -> str:
-    return moment.strftime("%Y-%m-%dT%H")
-
-
-def _daily(moment: datetime) -> str:
-    return moment.strftime("%Y-%m-%d")
-
-
-def _weekly(moment: datetime) -> str:
-    year, week, _ = moment.isocalendar()
-    return f"{year:04d}-W{week:02d}"
-
-
-def _monthly(moment: datetime) -> str:
-    return moment.strftime("%Y-%m")
-
-
-def _yearly(moment: datetime) -> str:
-    return f"{moment.year:04d}"
-
-
-# Each calendar rule and how it labels a local time; labels of one rule sort like time.
-BUCKETS: Mapping[str, Callable[[datetime], str]] = {
-    "hourly": _hourly,
-    "daily": _daily,
-    "weekly": _weekly,
-    "monthly": _monthly,
-    "yearly": _yearly,
+# Each calendar rule's bucket of a local time, as numbers that sort like time, and the
+# bucket's label (``daily 2026-11-26``); labels of one rule sort like time too.
+_KEYS: Mapping[str, Callable[[datetime], tuple[int, ...]]] = {
+    "hourly": lambda moment: (moment.year, moment.month, moment.day, moment.hour),
+    "daily": lambda moment: (moment.year, moment.month, moment.day),
+    "weekly": lambda moment: tuple(moment.isocalendar()[:2]),
+    "monthly": lambda moment: (moment.year, moment.month),
+    "yearly": lambda moment: (moment.year,),
 }
+_LABELS: Mapping[str, str] = {
+    "hourly": "{0:04d}-{1:02d}-{2:02d}T{3:02d}",
+    "daily": "{0:04d}-{1:02d}-{2:02d}",
+    "weekly": "{0:04d}-W{1:02d}",
+    "monthly": "{0:04d}-{1:02d}",
+    "yearly": "{0:04d}",
+}
+
+
+def _labeller(rule: str) -> Callable[[datetime], str]:
+    key_of, label = _KEYS[rule], _LABELS[rule]
+    return lambda moment: label.format(*key_of(moment))
+
+
+# Each calendar rule and how it labels a local time.
+BUCKETS: Mapping[str, Callable[[datetime], str]] = {rule: _labeller(rule) for rule in _KEYS}
 
 
 @attrs.frozen
@@ -108,6 +105,92 @@ class Verdict:
     expires_at: datetime | None
 
 
+@attrs.frozen
+class Decision:
+    """Every run, newest first, and the reasons of the runs kept: a run without one
+    expires. Verdicts (the reasons people read) are made only of the runs asked for."""
+
+    ordered: Sequence[RunFacts]
+    reasons: Mapping[UUID, Sequence[str]]
+    window: timedelta
+    now: datetime
+
+    @property
+    def kept(self) -> frozenset[UUID]:
+        """The runs retention keeps."""
+        return frozenset(self.reasons)
+
+    @property
+    def expiring(self) -> frozenset[UUID]:
+        """The runs retention no longer keeps."""
+        return frozenset(run.run_id for run in self.ordered if run.run_id not in self.reasons)
+
+    def verdict(self, run: RunFacts) -> Verdict:
+        """The verdict of one of the runs."""
+        reasons = tuple(self.reasons.get(run.run_id, ()))
+        until = run.finished_at + self.window
+        return Verdict(
+            run_id=run.run_id,
+            finished_at=run.finished_at,
+            keep=bool(reasons),
+            reasons=reasons,
+            expires_at=until if self.now < until else None,
+        )
+
+    def verdicts(self) -> list[Verdict]:
+        """Every run's verdict, newest first."""
+        return [self.verdict(run) for run in self.ordered]
+
+
+def decide(
+    runs: Iterable[RunFacts],
+    expire_after: Duration,
+    keep: KeepRules | None,
+    zone: tzinfo,
+    now: datetime,
+) -> Decision:
+    """Which runs are kept and why, newest first (ties broken by run id, highest first).
+    A calendar rule keeps the newest run of each of its N latest buckets; only those
+    buckets are labelled."""
+    ordered = sorted(runs, key=lambda run: (run.finished_at, run.run_id.int), reverse=True)
+    rules = keep or KeepRules()
+    reasons: dict[UUID, list[str]] = {}
+
+    def note(run_id: UUID, reason: str) -> None:
+        reasons.setdefault(run_id, []).append(reason)
+
+    if ordered:
+        note(ordered[0].run_id, "newest")
+    window = timedelta(seconds=expire_after.seconds)
+    within = f"within {expire_after}"
+    for run in ordered:
+        if now < run.finished_at + window:
+            note(run.run_id, within)
+    for run in ordered[: rules.last]:
+        note(run.run_id, f"last {rules.last}")
+    active = [(rule, _KEYS[rule], getattr(rules, rule)) for rule in BUCKETS]
+    active = [(rule, key_of, count) for rule, key_of, count in active if count > 0]
+    newest_in: list[dict[tuple[int, ...], RunFacts]] = [{} for _ in active]
+    if active:
+        for run in ordered:
+            local = run.finished_at.astimezone(zone)
+            for (_, key_of, _), newest in zip(active, newest_in, strict=True):
+                newest.setdefault(key_of(local), run)
+    for (rule, _, count), newest in zip(active, newest_in, strict=True):
+        for key in heapq.nlargest(count, newest):
+            note(newest[key].run_id, f"{rule} {_LABELS[rule].format(*key)}")
+    for run in ordered:
+        if run.locked_until is not None and run.locked_until > now:
+            note(run.run_id, f"locked until {format_timestamp(run.locked_until)}")
+        if run.held:
+            note(run.run_id, "held")
+    referenced = {earlier for run in ordered if run.run_id in reasons for earlier in run.references}
+    for run in ordered:
+        if run.run_id in referenced:
+            note(run.run_id, "referenced")
+    return Decision(ordered, reasons, window, now)
+
+
 def explain(
     runs: Iterable[RunFacts],
     expire_after: Duration,
@@ -116,39 +199,4 @@ def explain(
     now: datetime,
 ) -> list[Verdict]:
     """Every run's verdict, newest first (ties broken by run id, highest first)."""
-    ordered = sorted(runs, key=lambda run: (run.finished_at, run.run_id.int), reverse=True)
-    rules = keep or KeepRules()
-    reasons: dict[UUID, list[str]] = {run.run_id: [] for run in ordered}
-    if ordered:
-        reasons[ordered[0].run_id].append("newest")
-    window = timedelta(seconds=expire_after.seconds)
-    for run in ordered:
-        if now < run.finished_at + window:
-            reasons[run.run_id].append(f"within {expire_after}")
-    for run in ordered[: rules.last]:
-        reasons[run.run_id].append(f"last {rules.last}")
-    for rule, label_of in BUCKETS.items():
-        newest_in: dict[str, RunFacts] = {}
-        for run in ordered:
-            newest_in.setdefault(label_of(run.finished_at.astimezone(zone)), run)
-        for label in sorted(newest_in, reverse=True)[: getattr(rules, rule)]:
-            reasons[newest_in[label].run_id].append(f"{rule} {label}")
-    for run in ordered:
-        if run.locked_until is not None and run.locked_until > now:
-            reasons[run.run_id].append(f"locked until {format_timestamp(run.locked_until)}")
-        if run.held:
-            reasons[run.run_id].append("held")
-    referenced = {earlier for run in ordered if reasons[run.run_id] for earlier in run.references}
-    for run in ordered:
-        if run.run_id in referenced and run.run_id in reasons:
-            reasons[run.run_id].append("referenced")
-    return [
-        Verdict(
-            run_id=run.run_id,
-            finished_at=run.finished_at,
-            keep=bool(reasons[run.run_id]),
-            reasons=tuple(reasons[run.run_id]),
-            expires_at=(run.finished_at + window if now < run.finished_at + window else None),
-        )
-        for run in ordered
-    ]
+    return decide(runs, expire_after, keep, zone, now).verdicts()

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from datetime import datetime, timedelta
+from typing import Protocol, TypeVar
 from uuid import UUID
 
 import attrs
@@ -87,13 +88,38 @@ def referenced_by_live(
     )
 
 
+class Collectable(Protocol):
+    """What collection reads of an artifact (an ``Artifact``, or the fewer columns the
+    retention decision reads: ``retention_plan.StoredArtifact``)."""
+
+    @property
+    def id(self) -> UUID: ...
+
+    @property
+    def run_id(self) -> UUID: ...
+
+    @property
+    def state(self) -> ArtifactState: ...
+
+    @property
+    def locked_until(self) -> datetime | None: ...
+
+    @property
+    def held(self) -> bool: ...
+
+    def is_locked(self, now: datetime) -> bool: ...
+
+
+C = TypeVar("C", bound=Collectable)
+
+
 def collectable(
-    artifacts: Iterable[Artifact],
+    artifacts: Iterable[C],
     live_runs: frozenset[UUID],
     referenced: frozenset[UUID],
     held: frozenset[UUID],
     now: datetime,
-) -> list[Artifact]:
+) -> list[C]:
     """The available artifacts garbage collection removes now: of runs that are no longer
     live, referenced by no live run, not held, past their lock."""
     return [

@@ -13,15 +13,16 @@ from __future__ import annotations
 import zoneinfo
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime, tzinfo
+from typing import Generic, NamedTuple, TypeVar
 from uuid import UUID
 
 import attrs
 
-from strongroom.domain.artifacts import Artifact, ArtifactState
+from strongroom.domain.artifacts import ArtifactState, locked
 from strongroom.domain.backups import Backup, RetentionPolicy
-from strongroom.domain.keep_rules import RunFacts, Verdict, explain
+from strongroom.domain.keep_rules import Decision, RunFacts, Verdict, decide
 from strongroom.domain.pagination import Cursor, Page, PageRequest
-from strongroom.domain.references import collectable, referenced_by_live
+from strongroom.domain.references import C, collectable, referenced_by_live
 
 
 def zone_of(backup: Backup) -> tzinfo:
@@ -31,53 +32,81 @@ def zone_of(backup: Backup) -> tzinfo:
     return zoneinfo.ZoneInfo(backup.schedule.timezone)
 
 
-@attrs.frozen
-class Plan:
-    """Every run's verdict, newest first, and the artifacts to remove now."""
+class StoredArtifact(NamedTuple):
+    """What the decision reads of one available artifact: its run, lock and hold."""
 
-    verdicts: Sequence[Verdict]
-    doomed: Sequence[Artifact]
+    id: UUID
+    run_id: UUID
+    locked_until: datetime | None
+    held: bool
+    state: ArtifactState = ArtifactState.AVAILABLE
+
+    def is_locked(self, now: datetime) -> bool:
+        """Whether it is inside its lock window (``Artifact.is_locked``)."""
+        return locked(self.state, self.locked_until, now)
+
+
+@attrs.frozen
+class Plan(Generic[C]):
+    """Every run's fate, newest first, and the artifacts to remove now."""
+
+    decision: Decision
+    doomed: Sequence[C]
+
+    @property
+    def verdicts(self) -> list[Verdict]:
+        """Every run's verdict, newest first."""
+        return self.decision.verdicts()
 
     @property
     def expiring(self) -> frozenset[UUID]:
         """The runs retention no longer keeps."""
-        return frozenset(verdict.run_id for verdict in self.verdicts if not verdict.keep)
+        return self.decision.expiring
+
+    def page(self, request: PageRequest) -> Page[Verdict]:
+        """A page of the verdicts (``page_of_verdicts``), made only of the runs shown."""
+        shown = page_of_verdicts(self.decision.ordered, request)
+        return Page([self.decision.verdict(run) for run in shown.items], shown.next_cursor)
 
 
 def plan(
     policy: RetentionPolicy,
     zone: tzinfo,
     finished: Iterable[tuple[UUID, datetime]],
-    artifacts: Iterable[Artifact],
+    artifacts: Iterable[C],
     references: Mapping[UUID, frozenset[UUID]],
     now: datetime,
-) -> Plan:
+) -> Plan[C]:
     """Decide for a backup's succeeded runs (``finished``: id and finish time) from its
     ``artifacts`` (the available ones) and ``references`` (run -> artifact ids)."""
     available = [a for a in artifacts if a.state is ArtifactState.AVAILABLE]
-    by_run: dict[UUID, list[Artifact]] = {}
+    by_run: dict[UUID, list[C]] = {}
     for artifact in available:
         by_run.setdefault(artifact.run_id, []).append(artifact)
-    run_of = {artifact.id: artifact.run_id for artifact in available}
+    run_of = {artifact.id: artifact.run_id for artifact in available} if references else {}
     facts = []
     for run_id, finished_at in finished:
         own = by_run.get(run_id)
         if not own:
             continue
         locks = [a.locked_until for a in own if a.locked_until is not None]
-        named = references.get(run_id, frozenset())
+        named = references.get(run_id)
         facts.append(
             RunFacts(
                 run_id=run_id,
                 finished_at=finished_at,
                 locked_until=max(locks) if locks else None,
                 held=any(a.held for a in own),
-                references=frozenset(run_of[a] for a in named if a in run_of) - {run_id},
+                references=(
+                    frozenset(run_of[a] for a in named if a in run_of) - {run_id}
+                    if named
+                    else frozenset()
+                ),
             )
         )
-    verdicts = explain(facts, policy.expire_after, policy.keep, zone, now)
-    live = frozenset(verdict.run_id for verdict in verdicts if verdict.keep)
-    expiring = {verdict.run_id for verdict in verdicts if not verdict.keep}
+    decision = decide(facts, policy.expire_after, policy.keep, zone, now)
+    live = decision.kept
+    expiring = decision.expiring
     doomed = collectable(
         (a for a in available if a.run_id in expiring),
         live,
@@ -85,12 +114,15 @@ def plan(
         frozenset(a.id for a in available if a.held),
         now,
     )
-    return Plan(verdicts, doomed)
+    return Plan(decision, doomed)
 
 
-def page_of_verdicts(verdicts: Sequence[Verdict], request: PageRequest) -> Page[Verdict]:
-    """A newest-first keyset page of ``verdicts`` (ordered as ``explain`` gives them),
-    the cursor holding the last run's finish time and id."""
+Dated = TypeVar("Dated", Verdict, RunFacts)
+
+
+def page_of_verdicts(verdicts: Sequence[Dated], request: PageRequest) -> Page[Dated]:
+    """A newest-first keyset page of ``verdicts`` (or of the runs, ordered as ``explain``
+    gives them), the cursor holding the last run's finish time and id."""
     after = request.after
     chosen = [
         verdict
