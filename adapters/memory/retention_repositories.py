@@ -11,6 +11,7 @@ from attrs import evolve
 from strongroom.adapters.memory.tables import MemoryRepository, require
 from strongroom.domain.artifacts import Artifact, ArtifactState
 from strongroom.domain.backups import Backup
+from strongroom.domain.retention_plan import StoredArtifact
 from strongroom.domain.runs import Run, RunState
 from strongroom.ports.driven.retention_repositories import grouped
 
@@ -47,10 +48,12 @@ class MemoryRetentionRepository(MemoryRepository):
             and r.finished_at is not None
         ]
 
-    async def available_artifacts(self, workspace_id: UUID, backup_id: UUID) -> list[Artifact]:
+    async def available_artifacts(
+        self, workspace_id: UUID, backup_id: UUID
+    ) -> list[StoredArtifact]:
         artifacts: Mapping[UUID, Artifact] = self._tx.read("artifacts")
         return [
-            a
+            StoredArtifact(a.id, a.run_id, a.locked_until, a.held)
             for a in artifacts.values()
             if a.workspace_id == workspace_id
             and a.backup_id == backup_id

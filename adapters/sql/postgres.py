@@ -175,6 +175,10 @@ class PostgresCodec:
         """A list (``text[]``)."""
         return list(value)
 
+    def array(self, value: Sequence[object]) -> object:
+        """A list (cast to its column's array type by the statement)."""
+        return list(value)
+
     def read_uuid(self, value: Any) -> UUID:
         """As given."""
         uuid: UUID = value

@@ -8,9 +8,10 @@ from uuid import UUID
 
 from strongroom.adapters.sql import run_rows
 from strongroom.adapters.sql.catalog import Q
-from strongroom.adapters.sql.rows import Params
+from strongroom.adapters.sql.rows import Params, columns
 from strongroom.adapters.sql.statements import SqlRepository, Step, require
 from strongroom.domain.artifacts import Artifact
+from strongroom.domain.retention_plan import StoredArtifact
 from strongroom.domain.runs import Run
 from strongroom.ports.driven.retention_repositories import grouped
 
@@ -42,12 +43,23 @@ class SqlRetentionRepository(SqlRepository):
             (codec.read_uuid(row["id"]), codec.read_timestamp(row["finished_at"])) for row in found
         ]
 
-    async def available_artifacts(self, workspace_id: UUID, backup_id: UUID) -> list[Artifact]:
-        """The backup's available artifacts."""
+    async def available_artifacts(
+        self, workspace_id: UUID, backup_id: UUID
+    ) -> list[StoredArtifact]:
+        """The backup's available artifacts: id, run, lock and hold."""
         found = await self._db.fetch_all(
             Q.RETENTION_AVAILABLE_ARTIFACTS, self._backup(workspace_id, backup_id)
         )
-        return [run_rows.artifact_from_row(row, self._codec) for row in found]
+        uuid, timestamp, flag = self._codec.read_uuid, self._codec.read_timestamp, bool
+        return [
+            StoredArtifact(
+                uuid(row["id"]),
+                uuid(row["run_id"]),
+                None if row["locked_until"] is None else timestamp(row["locked_until"]),
+                flag(row["held"]),
+            )
+            for row in found
+        ]
 
     async def references(self, workspace_id: UUID, backup_id: UUID) -> dict[UUID, frozenset[UUID]]:
         """Run -> the artifacts it references, for the backup's runs."""
@@ -102,13 +114,32 @@ class SqlRetentionRepository(SqlRepository):
         )
 
     async def store_removals(self, artifacts: Iterable[Artifact], runs: Iterable[Run]) -> None:
-        """The artifacts' and runs' updates in one pipeline."""
+        """One update of the artifacts and one of the runs per workspace, in one pipeline."""
         codec = self._codec
-        steps: list[Step] = [
-            (Q.ARTIFACT_UPDATE, run_rows.artifact_params(artifact, codec), "count")
-            for artifact in artifacts
-        ]
-        steps += [(Q.RUN_UPDATE, run_rows.run_params(run, codec), "count") for run in runs]
+        steps: list[Step] = []
+        expected: list[int] = []
+        by_workspace: dict[UUID, tuple[list[Params], list[Params]]] = {}
+        for artifact in artifacts:
+            by_workspace.setdefault(artifact.workspace_id, ([], []))[0].append(
+                {
+                    "id": codec.uuid(artifact.id),
+                    "state": artifact.state.value,
+                    "upload_id": artifact.upload_id,
+                }
+            )
+        for run in runs:
+            by_workspace.setdefault(run.workspace_id, ([], []))[1].append(
+                {"id": codec.uuid(run.id), "artifact_count": run.artifact_count, "bytes": run.bytes}
+            )
+        for workspace_id, (artifact_updates, run_updates) in by_workspace.items():
+            workspace = {"workspace_id": codec.uuid(workspace_id)}
+            for query, written in (
+                (Q.RETENTION_STORE_ARTIFACTS, artifact_updates),
+                (Q.RETENTION_STORE_RUNS, run_updates),
+            ):
+                if written:
+                    steps.append((query, {**columns(written, codec), **workspace}, "count"))
+                    expected.append(len(written))
         if steps:
             changed = await self._db.write_all(steps)
-            require(all(count == 1 for count in changed), "update of a missing artifact or run")
+            require(changed == expected, "update of a missing artifact or run")

@@ -80,6 +80,10 @@ class Codec(Protocol):
         """A list-of-text parameter."""
         ...
 
+    def array(self, value: Sequence[object]) -> object:
+        """A list of parameters of this codec (a column of rows written in one statement)."""
+        ...
+
     def read_uuid(self, value: Any) -> UUID:
         """A uuid column."""
         ...
@@ -475,6 +479,11 @@ def read_opt_bytes(value: Any) -> bytes | None:
 
 
 # The audit trail.
+
+
+def columns(rows: Sequence[Params], codec: Codec) -> Params:
+    """Rows' parameters as one array per column, for a statement that writes them all."""
+    return {name: codec.array([row[name] for row in rows]) for name in rows[0]}
 
 
 def audit_params(event: AuditEvent, codec: Codec) -> Params:

@@ -122,6 +122,10 @@ class SqliteCodec:
         """A JSON array."""
         return json.dumps(list(value), separators=(",", ":"), ensure_ascii=False)
 
+    def array(self, value: Sequence[object]) -> object:
+        """A JSON array (its values are this codec's text and numbers)."""
+        return json.dumps(list(value), separators=(",", ":"), ensure_ascii=False)
+
     def read_uuid(self, value: Any) -> UUID:
         """A uuid from its text."""
         return UUID(value)

@@ -183,9 +183,11 @@ class SqlUnitOfWork:
         if self._tx is None:
             raise RuntimeError("commit outside a unit of work")
         tx, events, self._events = self._tx, self._events, []
-        await tx.commit(
-            [(Q.AUDIT_INSERT, rows.audit_params(event, tx.codec), "count") for event in events]
-        )
+        written = [rows.audit_params(event, tx.codec) for event in events]
+        if len(written) > 1:
+            await tx.commit([(Q.AUDIT_INSERT_MANY, rows.columns(written, tx.codec), "count")])
+            return
+        await tx.commit([(Q.AUDIT_INSERT, params, "count") for params in written])
 
     async def ping(self) -> None:
         """Raise ``UpstreamUnavailableError`` when the database does not answer."""

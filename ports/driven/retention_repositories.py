@@ -9,6 +9,7 @@ from typing import Protocol
 from uuid import UUID
 
 from strongroom.domain.artifacts import Artifact
+from strongroom.domain.retention_plan import StoredArtifact
 from strongroom.domain.runs import Run
 
 
@@ -27,8 +28,10 @@ class RetentionRepository(Protocol):
         """Every succeeded run of the backup: its id and when it finished."""
         ...
 
-    async def available_artifacts(self, workspace_id: UUID, backup_id: UUID) -> list[Artifact]:
-        """Every available artifact of the backup."""
+    async def available_artifacts(
+        self, workspace_id: UUID, backup_id: UUID
+    ) -> list[StoredArtifact]:
+        """Every available artifact of the backup: what the decision reads of it."""
         ...
 
     async def references(self, workspace_id: UUID, backup_id: UUID) -> dict[UUID, frozenset[UUID]]:
@@ -50,7 +53,7 @@ class RetentionRepository(Protocol):
 
     async def store_removals(self, artifacts: Iterable[Artifact], runs: Iterable[Run]) -> None:
         """Store removed artifacts (their state) and the runs that no longer count them
-        (their ``artifact_count`` and ``bytes``), together (one round trip)."""
+        (their ``artifact_count`` and ``bytes``), together (one statement each)."""
         ...
 
 

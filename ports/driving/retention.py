@@ -31,7 +31,7 @@ from strongroom.domain.keep_rules import Verdict
 from strongroom.domain.pagination import Page, PageRequest
 from strongroom.domain.permissions import Permission
 from strongroom.domain.principals import Caller
-from strongroom.domain.retention_plan import Plan, page_of_verdicts, plan, zone_of
+from strongroom.domain.retention_plan import Plan, StoredArtifact, plan, zone_of
 from strongroom.ports.driven.unit_of_work import UnitOfWork
 from strongroom.ports.driving.access import Access, Grant, Requirement
 from strongroom.ports.driving.artifacts import Artifacts, uncount
@@ -64,7 +64,9 @@ class RetentionReport:
     kept_held: int = 0
 
 
-async def decide(uow: UnitOfWork, backup: Backup, policy: RetentionPolicy, now: datetime) -> Plan:
+async def decide(
+    uow: UnitOfWork, backup: Backup, policy: RetentionPolicy, now: datetime
+) -> Plan[StoredArtifact]:
     """The plan of ``policy`` for the backup's runs as the store holds them now."""
     workspace_id, backup_id = backup.workspace_id, backup.id
     return plan(
@@ -115,7 +117,7 @@ class Retention:
             if chosen is None:
                 raise InvalidStateError("the backup has no retention policy yet")
             decided = await decide(uow, backup, chosen, self._deps.clock.now())
-        return page_of_verdicts(decided.verdicts, page)
+        return decided.page(page)
 
     async def run(self) -> RetentionReport:
         """Remove what expired; abort stale uploads."""
@@ -197,28 +199,40 @@ class Retention:
         return len(doomed)
 
     async def _remove_chunk(
-        self, backup: Backup, chunk: Sequence[Artifact], now: datetime, counts: dict[str, int]
+        self, backup: Backup, chunk: Sequence[StoredArtifact], now: datetime, counts: dict[str, int]
     ) -> None:
         """Remove artifacts the keep rules gave up, in one unit of work: each unless it
         changed since the decision (held, locked longer: a new reference) or went. The
-        artifacts and their runs are locked and written together (a round trip each)."""
+        artifacts and their runs are locked together (one round trip), storage removes
+        the objects in as few requests as it takes, and the records are written in one
+        statement each, with the events at the ``COMMIT``. A failure before the ``COMMIT``
+        leaves the records as they were: the next pass removes what is left."""
         async with self._deps.uow() as uow:
             found, runs = await uow.retention.lock_for_removal(
                 backup.workspace_id, [a.id for a in chunk], {a.run_id for a in chunk}
             )
             current = {artifact.id: artifact for artifact in found}
-            counted = {run.id: run for run in runs}
-            removed: list[Artifact] = []
+            going: list[Artifact] = []
             for candidate in chunk:
                 artifact = current.get(candidate.id)
-                try:
-                    outcome = await self._remove_one(backup, candidate, artifact, now)
-                except StrongroomError:
-                    logger.exception("retention could not remove artifact %s", candidate.id)
-                    outcome = "failed"
-                counts[outcome] += 1
-                if outcome != "removed" or artifact is None:
+                outcome = _unchanged(candidate, artifact, now)
+                if outcome is None and artifact is not None:
+                    going.append(artifact)
+                else:
+                    counts[outcome or "skipped"] += 1
+            kept = await self._artifacts.remove_objects(going, backup) if going else {}
+            counted = {run.id: run for run in runs}
+            removed: list[Artifact] = []
+            for artifact in going:
+                refusal = kept.get(artifact.id)
+                if isinstance(refusal, ArtifactLockedError):
+                    counts["kept_locked"] += 1
                     continue
+                if refusal is not None:
+                    logger.error("retention could not remove artifact %s: %s", artifact.id, refusal)
+                    counts["failed"] += 1
+                    continue
+                counts["removed"] += 1
                 deleted = artifact.deleted()
                 removed.append(deleted)
                 run = counted.get(artifact.run_id)
@@ -231,23 +245,6 @@ class Retention:
                 removed, [run for run_id, run in counted.items() if run_id in touched]
             )
             await uow.commit()
-
-    async def _remove_one(
-        self, backup: Backup, candidate: Artifact, artifact: Artifact | None, now: datetime
-    ) -> str:
-        """Remove one object unless its record changed; the count its outcome adds to
-        (``skipped``: another removal came first)."""
-        if artifact is None or artifact.state is not ArtifactState.AVAILABLE:
-            return "skipped"
-        if artifact.held:
-            return "kept_held"
-        if artifact.is_locked(now) or artifact.locked_until != candidate.locked_until:
-            return "kept_locked"
-        try:
-            await self._artifacts.remove_object(artifact, backup)
-        except ArtifactLockedError:
-            return "kept_locked"
-        return "removed"
 
     async def _remove(self, workspace_id: UUID, artifact_id: UUID) -> str:
         """Remove one expired artifact; the name of the count its outcome adds to."""
@@ -276,3 +273,15 @@ class Retention:
             uow.collect(by_system(self._deps, artifact.workspace_id, removal))
             await uow.commit()
         return "removed"
+
+
+def _unchanged(candidate: StoredArtifact, artifact: Artifact | None, now: datetime) -> str | None:
+    """None when the artifact is as the decision saw it; else the count its outcome adds
+    to (``skipped``: another removal came first)."""
+    if artifact is None or artifact.state is not ArtifactState.AVAILABLE:
+        return "skipped"
+    if artifact.held:
+        return "kept_held"
+    if artifact.is_locked(now) or artifact.locked_until != candidate.locked_until:
+        return "kept_locked"
+    return None

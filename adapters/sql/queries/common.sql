@@ -881,8 +881,8 @@ WHERE workspace_id = :workspace_id AND backup_id = :backup_id AND state = 'succe
   AND finished_at IS NOT NULL
 
 -- name: retention_available_artifacts
-SELECT id, workspace_id, backup_id, run_id, name, size, sha256, state, storage, object_key,
-       upload_id, created_at, expires_at, locked_until, verification, verified_at, held
+-- What the decision needs of each: its run, lock and hold.
+SELECT id, run_id, locked_until, held
 FROM artifacts
 WHERE workspace_id = :workspace_id AND backup_id = :backup_id AND state = 'available'
 

@@ -117,6 +117,33 @@ WHERE workspace_id = :workspace_id AND id = ANY(CAST(:ids AS uuid[]))
 ORDER BY id
 FOR UPDATE
 
+-- name: audit_insert_many
+-- audit_insert of several events, one array per column (a unit of work's events).
+INSERT INTO audit_events (
+    id, workspace_id, occurred_at, actor_type, actor_id, action, target_type, target_id,
+    request_id, outcome, changes
+)
+SELECT * FROM unnest(
+    CAST(:id AS uuid[]), CAST(:workspace_id AS uuid[]), CAST(:occurred_at AS timestamptz[]),
+    CAST(:actor_type AS text[]), CAST(:actor_id AS uuid[]), CAST(:action AS text[]),
+    CAST(:target_type AS text[]), CAST(:target_id AS text[]), CAST(:request_id AS text[]),
+    CAST(:outcome AS text[]), CAST(:changes AS json[])
+)
+
+-- name: retention_store_artifacts
+-- The removed artifacts' state and upload as the domain set them (one array per column).
+UPDATE artifacts AS a SET state = u.state, upload_id = u.upload_id
+FROM unnest(CAST(:id AS uuid[]), CAST(:state AS text[]), CAST(:upload_id AS text[]))
+    AS u (id, state, upload_id)
+WHERE a.workspace_id = :workspace_id AND a.id = u.id
+
+-- name: retention_store_runs
+-- Their runs' counts as the domain set them (one array per column).
+UPDATE runs AS r SET artifact_count = u.artifact_count, bytes = u.bytes
+FROM unnest(CAST(:id AS uuid[]), CAST(:artifact_count AS integer[]), CAST(:bytes AS bigint[]))
+    AS u (id, artifact_count, bytes)
+WHERE r.workspace_id = :workspace_id AND r.id = u.id
+
 -- name: retention_lock_runs
 -- Their runs, locked too (their artifact_count and bytes change).
 SELECT id, workspace_id, backup_id, state, trigger, worker_id, created_at, started_at,

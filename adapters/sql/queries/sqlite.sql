@@ -112,6 +112,34 @@ FROM artifacts
 WHERE workspace_id = :workspace_id AND id IN (SELECT value FROM json_each(:ids))
 ORDER BY id
 
+-- name: audit_insert_many
+-- audit_insert of several events, a JSON array a column (a unit of work's events).
+INSERT INTO audit_events (
+    id, workspace_id, occurred_at, actor_type, actor_id, action, target_type, target_id,
+    request_id, outcome, changes
+)
+SELECT value, json_extract(:workspace_id, '$[' || key || ']'), json_extract(:occurred_at, '$[' || key || ']'),
+       json_extract(:actor_type, '$[' || key || ']'), json_extract(:actor_id, '$[' || key || ']'), json_extract(:action, '$[' || key || ']'),
+       json_extract(:target_type, '$[' || key || ']'), json_extract(:target_id, '$[' || key || ']'), json_extract(:request_id, '$[' || key || ']'),
+       json_extract(:outcome, '$[' || key || ']'), json_extract(:changes, '$[' || key || ']')
+FROM json_each(:id)
+
+-- name: retention_store_artifacts
+-- The removed artifacts' state and upload as the domain set them (a JSON array a column).
+UPDATE artifacts
+SET state = json_extract(:state, '$[' || u.key || ']'),
+    upload_id = json_extract(:upload_id, '$[' || u.key || ']')
+FROM json_each(:id) AS u
+WHERE artifacts.workspace_id = :workspace_id AND artifacts.id = u.value
+
+-- name: retention_store_runs
+-- Their runs' counts as the domain set them (a JSON array a column).
+UPDATE runs
+SET artifact_count = json_extract(:artifact_count, '$[' || u.key || ']'),
+    bytes = json_extract(:bytes, '$[' || u.key || ']')
+FROM json_each(:id) AS u
+WHERE runs.workspace_id = :workspace_id AND runs.id = u.value
+
 -- name: retention_lock_runs
 -- Their runs (their artifact_count and bytes change).
 SELECT id, workspace_id, backup_id, state, trigger, worker_id, created_at, started_at,
