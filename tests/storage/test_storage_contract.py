@@ -216,6 +216,20 @@ class TestStorageContract:
         assert run(harness.storage.stat(key)) is None
 
 
+    def test_delete_many_removes_the_free_and_names_the_locked(self, harness: Harness) -> None:
+        """Several objects in one call (every version each): a locked one stays, named with
+        ``ObjectLockedError``; one already gone counts as removed."""
+        keys = [f"ns/b/r/many-{n}" for n in range(3)]
+        for key in keys:
+            put = harness.storage.presign_put(key, 1, hashlib.sha256(b"x").hexdigest(), soon())
+            assert harness.send("PUT", put.url, b"x", put.headers) == 200
+        run(harness.storage.lock(keys[0], soon(60)))
+        kept = run(harness.storage.delete_many([*keys, "ns/b/r/never"]))
+        assert list(kept) == [keys[0]]
+        assert isinstance(kept[keys[0]], ObjectLockedError)
+        assert run(harness.storage.stat(keys[0])) is not None
+        assert [run(harness.storage.stat(key)) for key in keys[1:]] == [None, None]
+
 class TestS3ObjectLock:
     """The store itself keeps locked versions, even from its own root credentials."""
 
