@@ -83,6 +83,7 @@ class LocalDiskStorage(ExtendsLocks):
         self._root_lock = threading.Lock()
         self._key = hmac.new(signing_key, b"strongroom local storage", hashlib.sha256).digest()
         self._clock = clock
+        self._bases: dict[str, Path] = {}
 
     # ----------------------------------------------------------------------------------
     # Layout
@@ -97,7 +98,9 @@ class LocalDiskStorage(ExtendsLocks):
         return self._root
 
     def _path(self, area: str, key: str, suffix: str = "") -> Path:
-        base = (self.root / area).resolve()
+        base = self._bases.get(area)
+        if base is None:
+            base = self._bases[area] = (self.root / area).resolve()
         path = (base / (_check_key(key) + suffix)).resolve()
         if not path.is_relative_to(base):  # unreachable with KEY_PATTERN; kept as a guard
             raise StorageRefusalError(400, "invalid object key")
@@ -143,10 +146,12 @@ class LocalDiskStorage(ExtendsLocks):
         return datetime.fromisoformat(meta["locked_until"])
 
     def _ensure_unlocked(self, key: str) -> None:
-        until = self._locked_until(key)
+        meta = self._meta(key) or {}
+        stored = meta.get("locked_until")
+        until = None if stored is None else datetime.fromisoformat(stored)
         if until is not None and self._clock() < until:
             raise ObjectLockedError(f"object {key} is locked until {format_timestamp(until)}")
-        if (self._meta(key) or {}).get("held"):
+        if meta.get("held"):
             raise ObjectLockedError(f"object {key} is under a legal hold")
 
     # ----------------------------------------------------------------------------------

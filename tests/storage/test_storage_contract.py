@@ -215,7 +215,6 @@ class TestStorageContract:
         run(harness.storage.delete(key))
         assert run(harness.storage.stat(key)) is None
 
-
     def test_delete_many_removes_the_free_and_names_the_locked(self, harness: Harness) -> None:
         """Several objects in one call (every version each): a locked one stays, named with
         ``ObjectLockedError``; one already gone counts as removed."""
@@ -229,6 +228,7 @@ class TestStorageContract:
         assert isinstance(kept[keys[0]], ObjectLockedError)
         assert run(harness.storage.stat(keys[0])) is not None
         assert [run(harness.storage.stat(key)) for key in keys[1:]] == [None, None]
+
 
 class TestS3ObjectLock:
     """The store itself keeps locked versions, even from its own root credentials."""
