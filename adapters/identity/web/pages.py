@@ -109,7 +109,7 @@ def device_page(
     values = {
         "user_code": form.get("user_code", ""),
         "email": form.get("email", ""),
-        "signup_url": f"{ctx.base_url}/app#/signup",
+        "signup_url": "/app#/signup",
     }
     idp = builtin_of(ctx)
     signup = notice.kind != "success" and idp is not None and idp.signup_enabled
