@@ -140,7 +140,7 @@ export async function auditView(params) {
     field("Actor id", h("input", { name: "actor_id", value: filters.actor_id })),
     field("Since", h("input", { name: "since", type: "datetime-local" }))),
   h("button", { type: "submit" }, "Filter"));
-  const who = (x) => [x.type, x.id ? h("div", {}, h("code", { className: "id", title: x.id }, x.id.slice(0, 8))) : null];
+  const who = (x) => [x.type, x.id ? h("div", {}, h("code", { className: "id nowrap", title: x.id }, x.id.slice(0, 8))) : null];
   const rows = found.data.map((e) => h("tr", {},
     h("td", { className: "nowrap" }, when(e.occurred_at)), h("td", { className: "nowrap" }, h("code", {}, e.action)), h("td", {}, who(e.actor)),
     h("td", {}, who(e.target)), h("td", {}, badge(e.outcome)),
