@@ -8,15 +8,21 @@ import json
 import re
 from uuid import uuid4
 
+import test_cli_client as live_server
+
 from strongroom.client import Client, Retention
-from test_cli_client import (  # noqa: F401  # the live server's fixtures
-    as_json,
-    config_home,
-    live,
-    person,
-    strongroom,
-    upload_run,
-    url,
+
+# The live server's fixtures and helpers, shared with test_cli_client.
+live, url, config_home, person = (
+    live_server.live,
+    live_server.url,
+    live_server.config_home,
+    live_server.person,
+)
+as_json, strongroom, upload_run = (
+    live_server.as_json,
+    live_server.strongroom,
+    live_server.upload_run,
 )
 
 
@@ -46,15 +52,45 @@ class TestWorkers:
         assert listed["name"] == "rack-1"
         assert "token" not in listed
         table = strongroom("worker", "list")
-        assert "rack-1" in table.stdout and token not in table.stdout
+        assert "rack-1" in table.stdout
+        assert token not in table.stdout
         shown = as_json(strongroom("worker", "show", listed["id"], "--json"))
         assert shown == listed
+
+    def test_the_agent_setup_takes_cli_commands_alone(self, person: Client, url: str) -> None:
+        """docs/clients.md's setup: the token from ``worker create``, a local backup
+        assigned to the worker with ``backup set``; a triggered run is the worker's to
+        claim."""
+        token = strongroom("worker", "create", "rack-3").stdout.strip()
+        (worker,) = as_json(strongroom("worker", "list", "--json"))
+        created = strongroom(
+            "backup", "create", "nightly", "--kind", "local", "--format", "archive"
+        )
+        assert created.exit_code == 0, created.stderr
+        assigned = strongroom(
+            "backup",
+            "set",
+            "nightly",
+            "--worker",
+            worker["id"],
+            "--expire-after",
+            "P30D",
+            "--lock-for",
+            "P7D",
+        )
+        assert assigned.exit_code == 0, assigned.stderr
+        run = as_json(strongroom("backup", "trigger", "nightly", "--json"))
+        with Client(url, token) as agent:
+            claim = agent.claim_run(wait_seconds=5)
+        assert claim is not None
+        assert str(claim.run.id) == run["id"]
 
     def test_json_create_and_delete(self, person: Client) -> None:
         """``--json`` answers the worker with its token; after ``delete --yes`` a show of
         it exits 1 with the API's ``not_found``."""
         created = as_json(strongroom("worker", "create", "rack-2", "--json"))
-        assert created["name"] == "rack-2" and created["token"].startswith("bkw_")
+        assert created["name"] == "rack-2"
+        assert created["token"].startswith("bkw_")
         deleted = as_json(strongroom("worker", "delete", created["id"], "--yes", "--json"))
         assert deleted == {"deleted": created["id"]}
         gone = strongroom("worker", "show", created["id"])
@@ -77,7 +113,8 @@ class TestApiKeys:
         with Client(url, created["token"]) as key:
             assert key.get_me().workspace_id is not None
         (listed,) = as_json(strongroom("api-key", "list", "--json"))
-        assert listed["id"] == created["id"] and "token" not in listed
+        assert listed["id"] == created["id"]
+        assert "token" not in listed
         revoked = strongroom("api-key", "revoke", created["id"], "--yes")
         assert revoked.exit_code == 0, revoked.stderr
         assert f"Revoked API key {created['id']}" in revoked.stdout
@@ -108,7 +145,8 @@ class TestArtifactShowVerify:
         (listed,) = as_json(strongroom("artifact", "list", "--json"))
         assert shown == listed
         lines = strongroom("artifact", "show", artifact_id)
-        assert "s.bin" in lines.stdout and "sha256" in lines.stdout
+        assert "s.bin" in lines.stdout
+        assert "sha256" in lines.stdout
         verified = as_json(strongroom("artifact", "verify", artifact_id, "--json"))
         assert (verified["id"], verified["verification"]) == (artifact_id, "pending")
         said = strongroom("artifact", "verify", artifact_id)
