@@ -21,7 +21,9 @@ from strongroom.entrypoints.cli import (
     auth,
     backups,
     keys,
+    machines,
     proof,
+    restores,
     retention,
     runs,
     server,
@@ -72,6 +74,8 @@ for command in (
     keys.key,
     proof.proof,
     *transfers.COMMANDS,
+    *machines.COMMANDS,
+    *restores.COMMANDS,
     *snapshots.COMMANDS,
 ):
     cli.add_command(command)
