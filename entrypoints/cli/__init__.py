@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import json
 import sys
-from contextvars import ContextVar
 from collections.abc import Sequence
+from contextvars import ContextVar
 from typing import Any
 
 import click

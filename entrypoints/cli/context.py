@@ -171,7 +171,7 @@ class Session:
         if exact is not None:
             return exact
         mine = list(self.signed_in().list_workspaces.iterate())
-        return pick("workspace", name_or_id, [(w.id, w.name) for w in mine])
+        return pick("workspace", name_or_id, [(w.id, w.name) for w in mine], by_name=True)
 
     def backup_id(self, name_or_id: str) -> UUID:
         """A backup by id, by name in the current workspace, or by id prefix."""
@@ -179,7 +179,7 @@ class Session:
         if exact is not None:
             return exact
         backups = self.signed_in().list_backups.iterate(self.workspace_id(), limit=200)
-        return pick("backup", name_or_id, [(b.id, b.name) for b in backups])
+        return pick("backup", name_or_id, [(b.id, b.name) for b in backups], by_name=True)
 
     def artifact_id(self, ref: str) -> UUID:
         """An artifact of the workspace by id or id prefix."""
@@ -240,14 +240,16 @@ def _full_id(ref: str) -> UUID | None:
         return None
 
 
-def pick(kind: str, ref: str, known: Sequence[tuple[UUID, str | None]]) -> UUID:
+def pick(
+    kind: str, ref: str, known: Sequence[tuple[UUID, str | None]], by_name: bool = False
+) -> UUID:
     """The one of ``known`` (id, name) that ``ref`` names: its name (case-insensitive),
     else a prefix of its id. Nothing or more than one is a refusal (exit 1); a ``ref``
     that is neither a name nor an id's form is a usage error."""
     named = [i for i, name in known if name is not None and name.casefold() == ref.casefold()]
     if len(named) == 1:
         return named[0]
-    has_names = any(name is not None for _, name in known)
+    has_names = by_name or any(name is not None for _, name in known)
     if not named and not REF_FORM.match(ref):
         if has_names:
             raise CommandError(f"no {kind} named {ref!r}", "not_found")
