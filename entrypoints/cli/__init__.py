@@ -25,7 +25,9 @@ from strongroom.entrypoints.cli import (
     backups,
     completion,
     keys,
+    machines,
     proof,
+    restores,
     retention,
     runs,
     server,
@@ -146,6 +148,8 @@ for command in (
     keys.key,
     proof.proof,
     *transfers.COMMANDS,
+    *machines.COMMANDS,
+    *restores.COMMANDS,
     *snapshots.COMMANDS,
 ):
     cli.add_command(command)

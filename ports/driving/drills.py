@@ -114,9 +114,9 @@ class Drills:
             drill = Drill.queued(self._deps.ids.new_id(), workspace_id, backup.id, now)
             await change.uow.drills.add(drill)
             # Drill runners wait on the run signals' channel (``wakeup``).
-            await change.uow.runs.announce_queued(workspace_id)
+            await change.uow.runs.announce_queued(workspace_id, None)
             change.collect(created("drill.create", drill))
-        self._deps.signals.announce(workspace_id)
+        self._deps.signals.announce(workspace_id, None)
         return drill
 
     async def list_for_backup(

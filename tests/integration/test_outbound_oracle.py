@@ -42,6 +42,8 @@ from support.seaweed import SeaweedServer
 BUDGET = Budget(resolve=0.5, exchange=2.0, floor=3.0)
 # Whatever happens, every failure of one path ends within this of the others.
 SPREAD = 1.2
+# How many times the slowest case may be probed again before the spread counts.
+REPEATS = 4
 SECRET = "oracle-secret-" + secrets.token_hex(6)
 METADATA_NAME = "metadata.oracle.test"
 
@@ -230,15 +232,24 @@ def test_every_way_of_failing_is_one_answer_in_one_time(
     """One path, every probe: the stage's message, nothing else, at the budget's floor."""
     attempt, error_type, stage, postgres = PATHS[path]
     answers: dict[str, str] = {}
-    took: dict[str, float] = {}
-    for case in CASES:
+
+    def probe(case: str) -> float:
         real = case == "real, wrong"
         place = (("127.0.0.1", 5432) if postgres else seaweed_place(seaweed)) if real else None
         started = time.monotonic()
         with pytest.raises(error_type) as failed:
             attempt(place or places[case], seaweed, real)
-        took[case] = time.monotonic() - started
         answers[case] = message_of(failed.value)
+        return time.monotonic() - started
+
+    took = {case: probe(case) for case in CASES}
+    # A prober repeats and keeps each case's fastest time: the machine's own scheduling
+    # delays (several test processes on two cores) only ever add to a time.
+    for _ in range(REPEATS):
+        if max(took.values()) - min(took.values()) < SPREAD:
+            break
+        slowest = max(took, key=took.__getitem__)
+        took[slowest] = min(took[slowest], probe(slowest))
     assert set(answers.values()) == {stage.message}, answers
     for case, seconds in took.items():
         assert seconds >= BUDGET.floor - 0.05, (case, took)
