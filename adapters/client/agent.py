@@ -264,6 +264,10 @@ class Agent:
             failures = 0
             if claim is None:
                 if once:
+                    if self.handled:
+                        logger.info("nothing more queued: %d runs handled", self.handled)
+                    else:
+                        logger.info("nothing queued")
                     return EXIT_OK
                 continue
             self.handle(claim)

@@ -21,6 +21,7 @@ from rich.progress import (
 
 from strongroom.client import Artifact, Client
 from strongroom.entrypoints.cli.context import (
+    CommandError,
     Session,
     client_command,
     emit,
@@ -64,7 +65,7 @@ def find_artifact(session: Session, artifact_id: UUID, state: str | None = None)
     for found in client.list_artifacts.iterate(session.workspace_id(), state=state, limit=200):
         if found.id == artifact_id:
             return found
-    raise click.ClickException(f"no artifact {artifact_id} in this workspace")
+    raise CommandError(f"no artifact {artifact_id} in this workspace", "not_found")
 
 
 @contextlib.contextmanager
@@ -102,7 +103,7 @@ def pull_to(client: Client, found: Artifact, url: str, target: Path) -> str:
                     bar.advance(bar.task_ids[0], len(chunk))
         actual = digest.hexdigest()
         if size != found.size or actual != found.sha256:
-            raise click.ClickException(
+            raise CommandError(
                 f"{found.name}: the download does not match the artifact "
                 f"(sha256 {actual}, {size} bytes; expected {found.sha256}, {found.size} bytes); "
                 "nothing was written"
@@ -116,7 +117,7 @@ def pull_to(client: Client, found: Artifact, url: str, target: Path) -> str:
 
 @artifact.command(help="download an artifact, verifying its sha256 while it streams")
 @client_command
-@click.argument("artifact_id", type=click.UUID)
+@click.argument("artifact_ref", metavar="ARTIFACT")
 @click.option(
     "-o",
     "--output",
@@ -127,18 +128,20 @@ def pull_to(client: Client, found: Artifact, url: str, target: Path) -> str:
 @click.option("--force", is_flag=True, help="replace an existing file")
 def pull(
     session: Session,
-    artifact_id: UUID,
+    artifact_ref: str,
     output: Path | None,
     force: bool,
 ) -> None:
-    """Download ARTIFACT_ID; the file is written only if its sha256 matches."""
+    """Download ARTIFACT (an id or id prefix); the file is written only if its sha256
+    matches."""
+    artifact_id = session.artifact_id(artifact_ref)
     found = find_artifact(session, artifact_id)
     safe_name = Path(found.name).name or str(found.id)  # never a path out of the directory
     target = output or Path(safe_name)
     if target.is_dir():
         target = target / safe_name
     if target.exists() and not force:
-        raise click.ClickException(f"{target} exists (use --force to replace it)")
+        raise CommandError(f"{target} exists (use --force to replace it)", "exists")
     download = session.signed_in().request_download(artifact_id)
     sha256 = pull_to(session.signed_in(), found, download.url, target)
     emit(
@@ -150,14 +153,15 @@ def pull(
 
 @artifact.command(help="delete an artifact (not inside its lock, not a backup's last)")
 @client_command
-@click.argument("artifact_id", type=click.UUID)
+@click.argument("artifact_ref", metavar="ARTIFACT")
 @click.option("--yes", is_flag=True, help="do not ask for confirmation")
 def delete(
     session: Session,
-    artifact_id: UUID,
+    artifact_ref: str,
     yes: bool,
 ) -> None:
-    """Delete an artifact, after confirmation."""
+    """Delete an artifact (an id or id prefix), after confirmation."""
+    artifact_id = session.artifact_id(artifact_ref)
     if not yes:
         click.confirm(f"Delete artifact {artifact_id}?", abort=True, err=True)
     session.signed_in().delete_artifact(artifact_id)

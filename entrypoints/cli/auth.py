@@ -22,7 +22,7 @@ from strongroom.client import (
 )
 from strongroom.client.calls import Call
 from strongroom.client.converter import converter
-from strongroom.entrypoints.cli.context import Session, client_command, emit
+from strongroom.entrypoints.cli.context import CommandError, Session, client_command, emit
 
 T = TypeVar("T")
 DEVICE_GRANT = "urn:ietf:params:oauth:grant-type:device_code"
@@ -67,7 +67,7 @@ def poll(client: Client, endpoint: str, client_id: str, device: DeviceAuthorizat
                 interval += SLOW_DOWN_SECONDS
             elif error.code != "authorization_pending":
                 raise
-    raise click.ClickException("the code expired before it was approved; run login again")
+    raise CommandError("the code expired before it was approved; run login again")
 
 
 @click.command(help="sign in with the device flow (prints a code to approve in a browser)")
@@ -161,3 +161,36 @@ def whoami(session: Session) -> None:
     click.echo(f"{who} on {session.server}")
     click.echo(f"workspace    {me.workspace_id or '-'}")
     click.echo(f"permissions  {', '.join(me.permissions) or '-'}")
+
+
+@click.group(help="your sign-in: `auth status`")
+def auth() -> None:
+    """``auth status``."""
+
+
+@auth.command(help="where you are signed in, as whom, and whether the server accepts it")
+@client_command
+def status(session: Session) -> None:
+    """The server, the credential's source and owner, the workspace; exit 1 when not
+    signed in or when the server refuses the credential."""
+    source = "credentials file" if session.from_file else "STRONGROOM_TOKEN"
+    me = session.signed_in().get_me()
+    result: dict[str, Any] = {
+        "server": session.server,
+        "signed_in": True,
+        "token_source": source,
+        "credentials": str(config.credentials_path()),
+        "principal": {"type": me.principal.type, "id": str(me.principal.id)},
+        "email": me.user.email if me.user else None,
+        "workspace_id": str(me.workspace_id) if me.workspace_id else None,
+        "permissions": list(me.permissions),
+    }
+    who = me.user.email if me.user else f"{me.principal.type} {me.principal.id}"
+    emit(
+        session,
+        result,
+        message=(
+            f"{session.server}\n  signed in as {who} (token from the {source})\n"
+            f"  workspace {me.workspace_id or '-'}, {len(me.permissions)} permissions"
+        ),
+    )

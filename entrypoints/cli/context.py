@@ -7,30 +7,50 @@ from __future__ import annotations
 import functools
 import json
 import os
+import re
 import sys
 from collections.abc import Callable, Iterable, Sequence
-from datetime import datetime
 from typing import Any, TypeVar
 from uuid import UUID
 
 import attrs
 import click
-from rich.console import Console
-from rich.table import Table
 
 import strongroom.entrypoints.cli.config as config
-from strongroom.client import ApiError, Client
-from strongroom.client.converter import converter
+from strongroom.client import Client
+from strongroom.entrypoints.cli.output import (
+    SIZE_COLUMNS,
+    human_size,
+    plain,
+    table_lines,
+    terminal_width,
+    text,
+)
 
 R = TypeVar("R")
 
 DEFAULT_SERVER = "http://127.0.0.1:8080"
 
 
-class NotSignedInError(click.ClickException):
-    """No credential for this server: the user must sign in first."""
+JSON_FLAG = "strongroom.json"  # ctx.meta: the command's errors go out as JSON
+REF_FORM = re.compile(r"^[0-9a-fA-F-]{4,36}$")
+
+
+class CommandError(click.ClickException):
+    """A refusal of the command itself (exit 1), with a code like the API's."""
 
     exit_code = 1
+
+    def __init__(self, message: str, code: str = "failed") -> None:
+        super().__init__(message)
+        self.code = code
+
+
+class NotSignedInError(CommandError):
+    """No credential for this server: the user must sign in first."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, "not_signed_in")
 
 
 def client_command(function: Callable[..., R]) -> Callable[..., R]:
@@ -39,21 +59,24 @@ def client_command(function: Callable[..., R]) -> Callable[..., R]:
 
     @functools.wraps(function)
     def command(
-        *args: Any, server: str | None, workspace: str | None, as_json: bool, **kwargs: Any
+        *args: Any,
+        server: str | None,
+        workspace: str | None,
+        as_json: bool,
+        no_trunc: bool,
+        **kwargs: Any,
     ) -> R:
-        session = session_of(click.get_current_context(), server, workspace, as_json)
-        try:
-            return function(session, *args, **kwargs)
-        except ApiError as error:
-            if not as_json:
-                raise  # the root command prints it for people
-            refusal: dict[str, Any] = {"code": error.code, "message": error.message}
-            refusal |= {"request_id": error.request_id, "status": error.status}
-            click.echo(json.dumps({"error": refusal}), err=True)
-            raise click.exceptions.Exit(1) from error
+        ctx = click.get_current_context()
+        ctx.meta[JSON_FLAG] = as_json
+        session = session_of(ctx, server, workspace, as_json)
+        session.no_trunc = no_trunc
+        return function(session, *args, **kwargs)
 
     decorated: Callable[..., R] = command
     for option in (
+        click.option(
+            "--no-trunc", is_flag=True, help="show whole ids and values in tables (no ellipsis)"
+        ),
         click.option(
             "--json", "as_json", is_flag=True, help="print JSON (for scripts) instead of a table"
         ),
@@ -84,6 +107,7 @@ class Session:
     stored: config.Credentials
     workspace: str | None
     as_json: bool
+    no_trunc: bool = False
     _client: Client | None = None
 
     @classmethod
@@ -142,32 +166,54 @@ class Session:
             click.echo(f"switched to workspace {workspace_id}", err=True)
 
     def resolve_workspace(self, name_or_id: str) -> UUID:
-        """A workspace of the caller by id, or by name."""
-        try:
-            return UUID(name_or_id)
-        except ValueError:
-            pass
-        matches = [
-            w.id
-            for w in self.signed_in().list_workspaces.iterate()
-            if w.name.casefold() == name_or_id.casefold()
-        ]
-        if len(matches) != 1:
-            found = "no" if not matches else "more than one"
-            raise click.BadParameter(f"{found} workspace named {name_or_id!r}", param_hint="ID")
-        return matches[0]
+        """A workspace of the caller by id, name, or id prefix."""
+        exact = _full_id(name_or_id)
+        if exact is not None:
+            return exact
+        mine = list(self.signed_in().list_workspaces.iterate())
+        return pick("workspace", name_or_id, [(w.id, w.name) for w in mine], by_name=True)
 
     def backup_id(self, name_or_id: str) -> UUID:
-        """A backup by id, or by name in the current workspace."""
-        try:
-            return UUID(name_or_id)
-        except ValueError:
-            pass
-        workspace_id = self.workspace_id()
-        for backup in self.signed_in().list_backups.iterate(workspace_id, limit=200):
-            if backup.name.casefold() == name_or_id.casefold():
-                return backup.id
-        raise click.BadParameter(f"no backup named {name_or_id!r}", param_hint="BACKUP")
+        """A backup by id, by name in the current workspace, or by id prefix."""
+        exact = _full_id(name_or_id)
+        if exact is not None:
+            return exact
+        backups = self.signed_in().list_backups.iterate(self.workspace_id(), limit=200)
+        return pick("backup", name_or_id, [(b.id, b.name) for b in backups], by_name=True)
+
+    def artifact_id(self, ref: str) -> UUID:
+        """An artifact of the workspace by id or id prefix."""
+        exact = _full_id(ref)
+        if exact is not None:
+            return exact
+        return pick("artifact", ref, [(a.id, None) for a in self._artifacts()])
+
+    def run_id(self, ref: str) -> UUID:
+        """A run of the workspace by id or id prefix."""
+        exact = _full_id(ref)
+        if exact is not None:
+            return exact
+        return pick("run", ref, [(r, None) for r in self._run_ids()])
+
+    def snapshot_ref(self, ref: str) -> UUID:
+        """A run or an artifact of the workspace by id or id prefix (a snapshot is named
+        by either)."""
+        exact = _full_id(ref)
+        if exact is not None:
+            return exact
+        ids = [(r, None) for r in self._run_ids()] + [(a.id, None) for a in self._artifacts()]
+        return pick("run or artifact", ref, ids)
+
+    def _artifacts(self) -> list[Any]:
+        return list(self.signed_in().list_artifacts.iterate(self.workspace_id(), limit=200))
+
+    def _run_ids(self) -> list[UUID]:
+        client = self.signed_in()
+        return [
+            run.id
+            for backup in client.list_backups.iterate(self.workspace_id(), limit=200)
+            for run in client.list_runs.iterate(backup.id, limit=200)
+        ]
 
     def close(self) -> None:
         """Close the connections."""
@@ -182,17 +228,45 @@ def session_of(
     try:
         session = Session.of(server, workspace, as_json)
     except config.ConfigError as error:
-        raise click.ClickException(str(error)) from error
+        raise CommandError(str(error), "bad_credentials_file") from error
     ctx.call_on_close(session.close)
     return session
 
 
+def _full_id(ref: str) -> UUID | None:
+    try:
+        return UUID(ref)
+    except ValueError:
+        return None
+
+
+def pick(
+    kind: str, ref: str, known: Sequence[tuple[UUID, str | None]], by_name: bool = False
+) -> UUID:
+    """The one of ``known`` (id, name) that ``ref`` names: its name (case-insensitive),
+    else a prefix of its id. Nothing or more than one is a refusal (exit 1); a ``ref``
+    that is neither a name nor an id's form is a usage error."""
+    named = [i for i, name in known if name is not None and name.casefold() == ref.casefold()]
+    if len(named) == 1:
+        return named[0]
+    has_names = by_name or any(name is not None for _, name in known)
+    if not named and not REF_FORM.match(ref):
+        if has_names:
+            raise CommandError(f"no {kind} named {ref!r}", "not_found")
+        raise click.BadParameter(f"{ref!r} is not an id or an id prefix")
+    prefixed = named or sorted({i for i, _ in known if str(i).startswith(ref.lower())})
+    if len(prefixed) == 1:
+        return prefixed[0]
+    if not prefixed:
+        said = "named or with an id starting with" if has_names else "with an id starting with"
+        raise CommandError(f"no {kind} {said} {ref!r}", "not_found")
+    listed = ", ".join(str(i) for i in prefixed[:5])
+    raise CommandError(
+        f"{ref!r} names more than one {kind} ({listed}); give more of the id", "ambiguous"
+    )
+
+
 # -- output ----------------------------------------------------------------------------
-
-
-def plain(value: Any) -> Any:
-    """``value`` as JSON-ready data (models, UUIDs and datetimes included)."""
-    return converter.unstructure(value)
 
 
 def emit_json(value: Any) -> None:
@@ -200,43 +274,22 @@ def emit_json(value: Any) -> None:
     click.echo(json.dumps(plain(value), indent=2, sort_keys=True, default=str))
 
 
-def text(value: Any) -> str:
-    """A cell of a table."""
-    if value is None:
-        return "-"
-    if isinstance(value, datetime):
-        return value.strftime("%Y-%m-%d %H:%M:%SZ")
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if isinstance(value, list):
-        return ", ".join(text(item) for item in value)
-    if attrs.has(type(value)):
-        return json.dumps(plain(value), sort_keys=True)
-    return str(value)
-
-
-def console() -> Console:
-    """Standard output for people (no colour when it is not a terminal)."""
-    return Console(soft_wrap=True, highlight=False)
-
-
-def emit_table(rows: Iterable[Any], columns: Sequence[str], title: str | None = None) -> None:
-    """Print ``columns`` of ``rows`` (models or mappings) as a table."""
-    table = Table(title=title, header_style="bold", box=None, pad_edge=False)
-    for column in columns:
-        table.add_column(column.upper().replace("_", " "), overflow="fold")
-    for row in rows:
-        values = row if isinstance(row, dict) else attrs.asdict(row, recurse=False)
-        table.add_row(*(text(values.get(column)) for column in columns))
-    console().print(table)
+def emit_table(rows: Iterable[Any], columns: Sequence[str], no_trunc: bool = False) -> None:
+    """Print ``columns`` of ``rows`` (models or mappings) as a table that fits the terminal."""
+    for line in table_lines(rows, columns, width=terminal_width(), no_trunc=no_trunc):
+        click.echo(line)
 
 
 def emit_record(value: Any, fields: Sequence[str] | None = None) -> None:
     """Print one model as ``field: value`` lines."""
-    values = attrs.asdict(value, recurse=False)
+    values = value if isinstance(value, dict) else attrs.asdict(value, recurse=False)
     width = max(len(name) for name in values)
     for name in fields or values:
-        click.echo(f"{name.ljust(width)}  {text(values.get(name))}")
+        shown = values.get(name)
+        line = text(shown)
+        if name in SIZE_COLUMNS and isinstance(shown, int) and not isinstance(shown, bool):
+            line = f"{human_size(shown)} ({shown} bytes)" if shown >= 1024 else line + " bytes"
+        click.echo(f"{name.ljust(width)}  {line}")
 
 
 def emit(
@@ -253,7 +306,7 @@ def emit(
     elif message is not None:
         click.echo(message)
     elif isinstance(value, list):
-        emit_table(value, columns or [])
+        emit_table(value, columns or [], session.no_trunc)
     else:
         emit_record(value, columns)
 

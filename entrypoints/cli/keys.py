@@ -13,7 +13,7 @@ import click
 from strongroom.client.snapshots import Identity, SnapshotKeyError, generate_identity
 from strongroom.client.snapshots import load_identity as parse_identity
 from strongroom.entrypoints.cli.config import config_dir
-from strongroom.entrypoints.cli.context import emit_json
+from strongroom.entrypoints.cli.context import CommandError, emit_json
 
 F = TypeVar("F", bound=Callable[..., Any])
 IDENTITY_FILE = "identity.txt"
@@ -31,7 +31,7 @@ def write_identity(path: Path) -> Identity:
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     except FileExistsError as error:
-        raise click.ClickException(f"{path} exists: it is not replaced") from error
+        raise CommandError(f"{path} exists: it is not replaced") from error
     with os.fdopen(fd, "w") as output:
         output.write(text)
     return identity
@@ -43,11 +43,11 @@ def read_identity(path: Path | None) -> Identity:
     try:
         return parse_identity(where.read_text())
     except FileNotFoundError as error:
-        raise click.ClickException(
+        raise CommandError(
             f"no identity at {where}: run `strongroom key create` (or pass --identity FILE)"
         ) from error
     except (OSError, SnapshotKeyError) as error:
-        raise click.ClickException(f"{where}: {error}") from error
+        raise CommandError(f"{where}: {error}") from error
 
 
 def person_identity(path: Path | None = None, quiet: bool = False) -> Identity:

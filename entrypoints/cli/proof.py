@@ -19,6 +19,7 @@ from strongroom.adapters.proofs.signing import ProofSignatureError, load_public_
 from strongroom.adapters.wire.converter import CONVERTER
 from strongroom.adapters.wire.proofs import ProofArtifact
 from strongroom.domain.proofs import ProofEntry, StorageLock, findings
+from strongroom.entrypoints.cli.context import JSON_FLAG, CommandError, emit_json
 
 KEY_PATH = "/.well-known/strongroom-proof-key"
 FETCH_TIMEOUT = 30
@@ -37,8 +38,11 @@ def _public_key(key: Path | None, server: str | None) -> bytes:
     url = server.rstrip("/") + KEY_PATH
     if not url.startswith(("https://", "http://")):
         raise click.UsageError("--server must be an http(s) URL")
-    with urllib.request.urlopen(url, timeout=FETCH_TIMEOUT) as answer:  # noqa: S310 (checked)
-        return bytes(answer.read())
+    try:
+        with urllib.request.urlopen(url, timeout=FETCH_TIMEOUT) as answer:  # noqa: S310 (checked)
+            return bytes(answer.read())
+    except OSError as error:
+        raise CommandError(f"could not fetch the key from {url}: {error}", "unreachable") from error
 
 
 def entries_of(document: dict[str, Any]) -> list[ProofEntry]:
@@ -72,28 +76,41 @@ def entries_of(document: dict[str, Any]) -> list[ProofEntry]:
 @click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--key", type=click.Path(exists=True, dir_okay=False, path_type=Path), help="PEM")
 @click.option("--server", help="fetch the public key from this service")
+@click.option("--json", "as_json", is_flag=True, help="print JSON (for scripts)")
 @click.pass_context
-def verify_(ctx: click.Context, file: Path, key: Path | None, server: str | None) -> None:
+def verify_(
+    ctx: click.Context, file: Path, key: Path | None, server: str | None, as_json: bool
+) -> None:
     """Verify FILE."""
+    ctx.meta[JSON_FLAG] = as_json
     try:
         document = orjson.loads(file.read_bytes())
         if not isinstance(document, dict):
             raise ProofSignatureError("the file is not a proof document")
         verify(document, load_public_key(_public_key(key, server)))
     except (ProofSignatureError, orjson.JSONDecodeError) as error:
-        click.echo(f"strongroom: the proof is not valid: {error}", err=True)
-        ctx.exit(1)
+        raise CommandError(f"the proof is not valid: {error}", "invalid_proof") from error
     try:
         entries = entries_of(document)
     except Exception as error:  # a signed document the service would never have made
-        click.echo(f"strongroom: the proof is malformed: {error}", err=True)
-        ctx.exit(1)
+        raise CommandError(f"the proof is malformed: {error}", "invalid_proof") from error
     found = findings(entries)
-    click.echo(
-        f"signature valid: {len(entries)} artifacts of workspace "
-        f"{document.get('workspace_id')}, checked at {document.get('checked_at')}"
-    )
-    for finding in found:
-        click.echo(f"{finding.artifact_id}: {finding.problem}")
+    if as_json:
+        emit_json(
+            {
+                "signature_valid": True,
+                "artifacts": len(entries),
+                "workspace_id": document.get("workspace_id"),
+                "checked_at": document.get("checked_at"),
+                "findings": [{"artifact_id": f.artifact_id, "problem": f.problem} for f in found],
+            }
+        )
+    else:
+        click.echo(
+            f"signature valid: {len(entries)} artifacts of workspace "
+            f"{document.get('workspace_id')}, checked at {document.get('checked_at')}"
+        )
+        for finding in found:
+            click.echo(f"{finding.artifact_id}: {finding.problem}")
     if found:
         ctx.exit(1)

@@ -47,7 +47,7 @@ def restore_job() -> None:
 
 @restore_job.command("create", help="restore a cloud artifact into a bucket or empty database")
 @client_command
-@click.argument("artifact_id", type=click.UUID)
+@click.argument("artifact_ref", metavar="ARTIFACT")
 @click.option(
     "--target",
     required=True,
@@ -60,10 +60,11 @@ def restore_job() -> None:
     required=True,
     help="read the target's credentials (JSON) from stdin (at a terminal: not shown)",
 )
-def create(session: Session, artifact_id: UUID, target: str, credentials_stdin: bool) -> None:
+def create(session: Session, artifact_ref: str, target: str, credentials_stdin: bool) -> None:
     """Queue a restore of ARTIFACT_ID; ``restore-job wait ID`` follows it."""
     session.workspace_id()
     shape = _json_option(target, Source, "target")
+    artifact_id = session.artifact_id(artifact_ref)
     restore = session.signed_in().create_restore(artifact_id, shape, _credentials_from_stdin())
     emit(
         session,
@@ -107,10 +108,11 @@ def wait(session: Session, restore_id: UUID, timeout: float | None, interval: fl
 
 @artifact.command("show", help="one artifact: size, sha256, state, lock and verification")
 @client_command
-@click.argument("artifact_id", type=click.UUID)
-def show_artifact(session: Session, artifact_id: UUID) -> None:
+@click.argument("artifact_ref", metavar="ARTIFACT")
+def show_artifact(session: Session, artifact_ref: str) -> None:
     """An artifact of the workspace, whatever its state."""
     session.workspace_id()
+    artifact_id = session.artifact_id(artifact_ref)
     emit(session, session.signed_in().get_artifact(artifact_id))
 
 
@@ -120,16 +122,17 @@ def show_artifact(session: Session, artifact_id: UUID) -> None:
     "unless it is ok",
 )
 @client_command
-@click.argument("artifact_id", type=click.UUID)
+@click.argument("artifact_ref", metavar="ARTIFACT")
 @click.option("--wait", "wait_", is_flag=True, help="wait for the verifier's verdict")
 @click.option("--timeout", type=click.FloatRange(min=0), default=None, help="seconds (no limit)")
 @click.option("--interval", type=click.FloatRange(min=0.1), default=2.0, show_default=True)
 def verify(
-    session: Session, artifact_id: UUID, wait_: bool, timeout: float | None, interval: float
+    session: Session, artifact_ref: str, wait_: bool, timeout: float | None, interval: float
 ) -> None:
     """Ask for a verification; ``--wait`` follows it to ``ok``, ``mismatch`` or ``missing``."""
     session.workspace_id()
     client = session.signed_in()
+    artifact_id = session.artifact_id(artifact_ref)
     found: Artifact = client.verify_artifact(artifact_id)
     if wait_:
         found = _poll(

@@ -30,6 +30,7 @@ from strongroom.client.snapshot_remote import Remote, SnapshotNotFoundError, loc
 from strongroom.client.snapshot_run import MANIFEST, SnapshotOutcome, Tree, rank
 from strongroom.client.snapshots import Entry, SnapshotError, SnapshotReader, diff
 from strongroom.entrypoints.cli.context import (
+    CommandError,
     Session,
     client_command,
     emit,
@@ -42,8 +43,8 @@ EXIT_API = 1
 
 
 def fail(message: str) -> NoReturn:
-    click.echo(f"strongroom: error: {message}", err=True)
-    sys.exit(EXIT_API)
+    """Refuse the command (exit 1, the message reported in the command's style)."""
+    raise CommandError(message)
 
 
 class Bars:
@@ -193,13 +194,13 @@ def snapshots_command(session: Session, backup_ref: str) -> None:
 
 
 @click.command("ls", help="list the files of a snapshot")
-@click.argument("snapshot", type=click.UUID)
+@click.argument("snapshot", metavar="SNAPSHOT")
 @click.argument("path", default="")
 @identity_option
 @client_command
-def ls_command(session: Session, snapshot: UUID, path: str, identity_path: Path | None) -> None:
+def ls_command(session: Session, snapshot: str, path: str, identity_path: Path | None) -> None:
     """Entries of SNAPSHOT (a run id or any artifact id of its run) at or below PATH."""
-    _, _, reader = open_snapshot(session, snapshot, identity_path)
+    _, _, reader = open_snapshot(session, session.snapshot_ref(snapshot), identity_path)
     rows = [_entry(e) for e in reader.ls(path) if e.path]
     if session.as_json:
         emit_json(rows)
@@ -212,14 +213,14 @@ def ls_command(session: Session, snapshot: UUID, path: str, identity_path: Path 
 
 
 @click.command("diff", help="what changed between two snapshots")
-@click.argument("old", type=click.UUID)
-@click.argument("new", type=click.UUID)
+@click.argument("old", metavar="OLD")
+@click.argument("new", metavar="NEW")
 @identity_option
 @client_command
-def diff_command(session: Session, old: UUID, new: UUID, identity_path: Path | None) -> None:
+def diff_command(session: Session, old: str, new: str, identity_path: Path | None) -> None:
     """Paths added, removed or modified from OLD to NEW."""
-    _, _, before = open_snapshot(session, old, identity_path)
-    _, _, after = open_snapshot(session, new, identity_path)
+    _, _, before = open_snapshot(session, session.snapshot_ref(old), identity_path)
+    _, _, after = open_snapshot(session, session.snapshot_ref(new), identity_path)
     changes = diff(before.manifest, after.manifest)
     if session.as_json:
         emit_json([{"path": c.path, "change": c.change, "fields": list(c.fields)} for c in changes])
@@ -231,16 +232,17 @@ def diff_command(session: Session, old: UUID, new: UUID, identity_path: Path | N
 
 
 @click.command("check", help="check a snapshot (--read-data: every byte of its packs)")
-@click.argument("snapshot", type=click.UUID)
+@click.argument("snapshot", metavar="SNAPSHOT")
 @click.option("--read-data", is_flag=True, help="download and verify every pack it uses")
 @identity_option
 @client_command
 def check_command(
-    session: Session, snapshot: UUID, read_data: bool, identity_path: Path | None
+    session: Session, snapshot: str, read_data: bool, identity_path: Path | None
 ) -> None:
     """Structure and pack headers of SNAPSHOT; with --read-data every chunk. Exit 1 when
     anything is damaged (the files it affects are named)."""
-    remote, run_id, reader = open_snapshot(session, snapshot, identity_path)
+    ref = session.snapshot_ref(snapshot)
+    remote, run_id, reader = open_snapshot(session, ref, identity_path)
     ahead = ReadAhead(reader.fetch, check_plan(reader.manifest, read_data), window=2)
     reader.fetch = ahead
     try:
@@ -272,15 +274,16 @@ def check_command(
 
 
 @click.command("forget", help="delete a snapshot's artifacts that can be deleted")
-@click.argument("snapshot", type=click.UUID)
+@click.argument("snapshot", metavar="SNAPSHOT")
 @click.option("--yes", is_flag=True, help="do not ask for confirmation")
 @client_command
-def forget_command(session: Session, snapshot: UUID, yes: bool) -> None:
+def forget_command(session: Session, snapshot: str, yes: bool) -> None:
     """Delete the artifacts of SNAPSHOT's run (the manifest first); those the service keeps
     (locked, held, referenced by a live snapshot, the backup's last) are named with why."""
     client = session.signed_in()
     try:
-        backup_id, run_id = locate_snapshot(client, session.workspace_id(), snapshot)
+        ref = session.snapshot_ref(snapshot)
+        backup_id, run_id = locate_snapshot(client, session.workspace_id(), ref)
     except SnapshotNotFoundError as error:
         fail(str(error))
     remote = Remote.open(client, backup_id)

@@ -40,11 +40,17 @@ from strongroom.client.snapshot_remote import Remote, backup_document
 from strongroom.client.snapshot_run import is_snapshot_name
 from strongroom.client.uploads import UploadCancelledError, UploadError
 from strongroom.entrypoints.cli.artifacts import find_artifact
-from strongroom.entrypoints.cli.context import Session, client_command, stderr_is_terminal
+from strongroom.entrypoints.cli.context import (
+    CommandError,
+    Session,
+    client_command,
+    stderr_is_terminal,
+)
 from strongroom.entrypoints.cli.keys import identity_option
 from strongroom.entrypoints.cli.snapshots import push_into_snapshot, restore_snapshot
 
 EXIT_API = 1
+ARCHIVE_SUFFIX = ".tar.zst"
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
 
@@ -55,8 +61,7 @@ def _usage(message: str) -> NoReturn:
 
 
 def _fail(message: str) -> NoReturn:
-    click.echo(f"strongroom: error: {message}", err=True)
-    sys.exit(EXIT_API)
+    raise CommandError(message)
 
 
 class BarProgress:
@@ -252,14 +257,14 @@ def agent_command(config_path: Path, once: bool, verbose: bool) -> None:
 
 
 @click.command("restore", short_help="restore a snapshot or a directory backup")
-@click.argument("artifact", metavar="SNAPSHOT|ARTIFACT", type=click.UUID)
+@click.argument("ref", metavar="SNAPSHOT|ARTIFACT")
 @click.option("--to", "target", required=True, type=click.Path(path_type=Path))
 @click.option("--include", multiple=True, help="restore only this path of a snapshot (repeat)")
 @identity_option
 @client_command
 def restore_command(
     session: Session,
-    artifact: UUID,
+    ref: str,
     target: Path,
     include: tuple[str, ...],
     identity_path: Path | None,
@@ -272,6 +277,7 @@ def restore_command(
     downloads and its sha256 checked on the way. DIR must be absent or empty.
     """
     client = session.signed_in()
+    artifact = session.snapshot_ref(ref)
     if _is_snapshot(session, artifact):
         restore_snapshot(session, artifact, target, include, identity_path)
         return
@@ -281,6 +287,12 @@ def restore_command(
     console = Console(stderr=True, quiet=as_json or not stderr_is_terminal())
     try:
         found = find_artifact(session, artifact)
+        if not found.name.endswith(ARCHIVE_SUFFIX):
+            _fail(
+                f"artifact {found.id} ({found.name}) is not a directory archive "
+                f"(*{ARCHIVE_SUFFIX}): download it with `strongroom artifact pull`, or have "
+                "the service restore a cloud artifact (POST /v1/artifacts/{id}/restores)"
+            )
         download = client.request_download(artifact)
         with _bars(console) as bars:
             task = bars.add_task(found.name, total=found.size)
@@ -292,7 +304,11 @@ def restore_command(
                 size=found.size,
                 on_bytes=lambda amount: bars.advance(task, amount),
             )
-    except (ArchiveError, OSError) as error:
+    except ArchiveError as error:
+        if str(error).startswith("not a readable archive"):
+            _fail(f"artifact {artifact} is not a directory archive (tar + zstd): {error}")
+        _fail(str(error))
+    except OSError as error:
         _fail(str(error))
     if as_json:
         click.echo(json.dumps({"target": str(target), **attrs.asdict(report)}, indent=2))

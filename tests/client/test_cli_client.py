@@ -179,8 +179,8 @@ class TestWorkspacesAndBackups:
         assert refused.stdout == ""
         scripted = strongroom("backup", "create", "dup", "--json")
         assert scripted.exit_code == 1
-        error = json.loads(scripted.stderr)["error"]
-        assert (error["code"], error["status"]) == ("name_taken", 409)
+        error = json.loads(scripted.stdout)["error"]
+        assert error["code"] == "name_taken"
         assert error["request_id"].startswith("req_")
 
     def test_usage_errors_exit_2(self, person: Client) -> None:

@@ -1,0 +1,177 @@
+"""Every command of ``strongroom``, found by walking click's command tree (a new command is
+covered without being named here), run with ``--json`` against a live server: standard
+output parses as JSON on success and on error, and the exit code follows docs/clients.md
+(0 success, 1 an error, 2 usage; a usage error is the envelope's ``usage_error``)."""
+
+# ruff: noqa: F811 (the live-server fixtures of test_cli_client, imported)
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import click
+import pytest
+from click.testing import Result
+from test_cli_client import (  # noqa: F401 (fixtures)
+    config_home,
+    live,
+    person,
+    strongroom,
+    upload_run,
+    url,
+)
+
+from strongroom.client import Client, Retention
+from strongroom.entrypoints.cli import cli
+
+# Commands that print no JSON, by name, with the reason.
+WITHOUT_JSON = {
+    "serve": "runs the HTTP API until stopped; it logs, it answers nothing",
+    "agent": "a long-running service that logs (configured by its file, not by options)",
+    "completion": "prints a shell script, which is its whole point",
+    "scheduler": "a server process that runs until stopped",
+    "executor": "a server process that runs until stopped",
+    "migrate": "an operator command on the server's host (its storage, not the API)",
+    "retention run": "an operator command on the server's host (its storage, not the API)",
+    "admin billing": "an operator command on the server's host (its storage, not the API)",
+    "admin quota": "an operator command on the server's host (its storage, not the API)",
+    "admin user-add": "an operator command on the server's host (its storage, not the API)",
+}
+UNKNOWN = "00000000-0000-4000-8000-00000000dead"
+UNREACHABLE = "http://127.0.0.1:9"
+
+
+def leaves(group: click.Group, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    """The path of every command that runs (not a group) under ``group``."""
+    found = []
+    for name, command in sorted(group.commands.items()):
+        if isinstance(command, click.Group):
+            found += leaves(command, (*prefix, name))
+        else:
+            found.append((*prefix, name))
+    return found
+
+
+def command_at(path: tuple[str, ...]) -> click.Command:
+    command: click.Command = cli
+    for name in path:
+        assert isinstance(command, click.Group)
+        command = command.commands[name]
+    return command
+
+
+def takes_json(path: tuple[str, ...]) -> bool:
+    return any("--json" in getattr(p, "opts", ()) for p in command_at(path).params)
+
+
+WITH_JSON = [path for path in leaves(cli) if takes_json(path)]
+
+
+def refused_argv(path: tuple[str, ...], tmp: Path) -> list[str]:
+    """The command with every required argument and option filled, naming nothing that
+    exists (so it is refused, or succeeds when it needs nothing of the server)."""
+    argv = list(path)
+    for param in command_at(path).params:
+        if not param.required:
+            continue
+        value = str(tmp / "absent") if isinstance(param.type, click.Path) else UNKNOWN
+        if isinstance(param.type, click.Choice):
+            value = str(param.type.choices[0])
+        if isinstance(param, click.Option):
+            argv += [param.opts[0]] if param.is_flag else [param.opts[0], value]
+        else:
+            argv.append(value)
+    if path == ("login",):
+        argv += ["--server", UNREACHABLE]  # no device flow to wait for
+    return [*argv, "--json"]
+
+
+def check_exit_and_json(result: Result) -> Any:
+    """Standard output is JSON; its exit code is the table's."""
+    try:
+        printed = json.loads(result.stdout)
+    except ValueError:
+        pytest.fail(f"not JSON (exit {result.exit_code}): {result.stdout!r} {result.stderr!r}")
+    error = printed.get("error") if isinstance(printed, dict) else None
+    if error is None:
+        assert result.exit_code == 0, printed
+    else:
+        assert set(error) >= {"code", "message", "request_id"}
+        assert result.exit_code == (2 if error["code"] == "usage_error" else 1), error
+    return printed
+
+
+def test_every_command_prints_json_or_is_listed_with_its_reason() -> None:
+    """A command without --json must be listed (with why); a listed one must exist."""
+    names = {" ".join(path) for path in leaves(cli)}
+    missing = sorted(n for n in names if not takes_json(tuple(n.split())) and n not in WITHOUT_JSON)
+    assert missing == []
+    assert set(WITHOUT_JSON) <= names
+
+
+@pytest.mark.parametrize("path", WITH_JSON, ids=" ".join)
+def test_usage_errors_are_json_and_exit_2(path: tuple[str, ...], config_home: Path) -> None:
+    """An unknown option: exit 2 and the envelope on standard output."""
+    result = strongroom(*path, "--no-such-option", "--json")
+    assert check_exit_and_json(result)["error"]["code"] == "usage_error"
+    assert result.stderr == ""
+
+
+@pytest.mark.parametrize("path", WITH_JSON, ids=" ".join)
+def test_refusals_are_json_and_exit_1(
+    path: tuple[str, ...], person: Client, tmp_path: Path
+) -> None:
+    """Every argument naming nothing that exists: JSON (the envelope when refused)."""
+    check_exit_and_json(strongroom(*refused_argv(path, tmp_path)))
+
+
+def test_successes_are_json(person: Client, tmp_path: Path) -> None:
+    """The reading commands on real objects, and the conveniences."""
+    workspace_id = person.get_me().workspace_id
+    assert workspace_id is not None
+    backup = person.create_backup(workspace_id, "nightly", "manual")
+    person.update_backup(backup.id, retention=Retention("P30D"))
+    artifact = upload_run(person, str(backup.id), b"hello")
+    run = str(person.list_runs(backup.id).data[0].id)
+    for argv in [
+        ["whoami"],
+        ["auth", "status"],
+        ["workspace", "list"],
+        ["backup", "list"],
+        ["backup", "show", "nightly"],
+        ["backup", "show", str(backup.id)[:8]],
+        ["run", "list", "nightly"],
+        ["run", "show", run[:8]],
+        ["run", "wait", run],
+        ["run", "watch", run[:6]],
+        ["artifact", "list"],
+        ["retention", "show", "nightly"],
+        ["api", "GET", "/v1/workspaces/{workspace}/backups"],
+        ["key", "create", "--out", str(tmp_path / "id.txt")],
+    ]:
+        check_exit_and_json(strongroom(*argv, "--json"))
+    pulled = strongroom("artifact", "pull", str(artifact)[:8], "-o", str(tmp_path), "--json")
+    assert check_exit_and_json(pulled)["size"] == 5
+
+
+def test_refusals_read_plainly(person: Client, tmp_path: Path) -> None:
+    """An unknown backup name exits 1; `api` prints the API's envelope and exits 1; a
+    file artifact is not restored as an archive; completion prints click's script."""
+    unknown = strongroom("backup", "show", "no-such-backup")
+    assert unknown.exit_code == 1
+    assert unknown.stderr.startswith("strongroom: error: no backup named")
+    answer = strongroom("api", "GET", f"/v1/backups/{UNKNOWN}")
+    assert answer.exit_code == 1
+    assert json.loads(answer.stdout)["error"]["code"] == "not_found"
+    workspace_id = person.get_me().workspace_id
+    assert workspace_id is not None
+    backup = person.create_backup(workspace_id, "files", "manual")
+    person.update_backup(backup.id, retention=Retention("P30D"))
+    artifact = upload_run(person, str(backup.id), b"plain", name="notes.txt")
+    restored = strongroom("restore", str(artifact), "--to", str(tmp_path / "out"))
+    assert restored.exit_code == 1
+    assert "is not a directory archive" in restored.stderr
+    script = strongroom("completion", "bash")
+    assert script.exit_code == 0
+    assert "_STRONGROOM_COMPLETE" in script.stdout
