@@ -26,6 +26,7 @@ from strongroom.entrypoints.cli import (
     runs,
     server,
     snapshots,
+    status,
     transfers,
     workspaces,
 )
@@ -71,6 +72,7 @@ for command in (
     artifacts.artifact,
     keys.key,
     proof.proof,
+    status.status,
     *transfers.COMMANDS,
     *snapshots.COMMANDS,
 ):

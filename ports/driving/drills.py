@@ -1,7 +1,9 @@
 """Restore drills (contract 16): ask the service to prove a backup restores, read how its
 drills went, and the steps of the service's drill runner (``adapters/runtime/drills``).
 
-``create`` records a ``queued`` drill of a cloud backup and wakes the runners. A runner
+``create`` records a ``queued`` drill of a cloud backup and wakes the runners;
+``schedule_due`` does the same at each due slot of a backup's ``drill.schedule`` (one per
+slot across instances: a compare-and-set of ``next_drill_at``). A runner
 takes one queued drill at a time (``take_next``: a locking read that skips rows other
 runners hold), on the backup's newest available artifact of a succeeded run, marks it
 ``running`` and commits; then, outside any transaction, streams the artifact into a

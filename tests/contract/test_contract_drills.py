@@ -182,7 +182,9 @@ class TestScheduledDrills:
             uow.commit()
         with adapter.uow() as uow:
             found = uow.backups.get(wid, backup.id)
-            assert found is not None and found.drill == custom and found.next_drill_at is None
+            assert found is not None
+            assert found.drill == custom
+            assert found.next_drill_at is None
 
     def test_only_backups_whose_drill_slot_came_are_due_soonest_first(
         self, adapter: Adapter
@@ -190,7 +192,7 @@ class TestScheduledDrills:
         _, later = drilled(adapter, 20)
         _, sooner = drilled(adapter, 5)
         _, future = drilled(adapter, 100)
-        wid, paused = drilled(adapter, 1)
+        _wid, paused = drilled(adapter, 1)
         with adapter.uow() as uow:
             uow.backups.update(attrs.evolve(paused, paused=True))
             uow.commit()
@@ -198,7 +200,8 @@ class TestScheduledDrills:
             due = [b.id for b in uow.drills.due_backups(at(50), 10)]
             assert due == [sooner.id, later.id]
             assert [b.id for b in uow.drills.due_backups(at(50), 1)] == [sooner.id]
-        assert future.id not in due and paused.id not in due
+        assert future.id not in due
+        assert paused.id not in due
 
     def test_the_drill_slot_moves_once_from_the_slot_expected(self, adapter: Adapter) -> None:
         wid, backup = drilled(adapter, 5)
@@ -209,7 +212,8 @@ class TestScheduledDrills:
             assert not uow.drills.advance_backup(wid, backup.id, at(5), at(91))
             assert not uow.drills.advance_backup(uuid4(), backup.id, at(90), at(91))
             found = uow.backups.get(wid, backup.id)
-            assert found is not None and found.next_drill_at == at(90)
+            assert found is not None
+            assert found.next_drill_at == at(90)
 
     def test_a_queued_or_running_drill_is_open(self, adapter: Adapter) -> None:
         wid, bid, rid, _ = backup_of(adapter)

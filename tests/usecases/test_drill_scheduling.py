@@ -18,7 +18,7 @@ from strongroom.domain.errors import ValidationFailedError
 from strongroom.domain.pagination import PageRequest
 from strongroom.domain.principals import Caller
 from strongroom.ports.driving import Strongroom
-from strongroom.ports.driving.drills import DrillScheduleReport, Drills
+from strongroom.ports.driving.drills import Drills, DrillScheduleReport
 from support.people import audit_events, retention, workspace_admin
 
 HOURLY = DrillPolicy(Schedule("0 * * * *", "UTC"))
@@ -49,14 +49,16 @@ async def test_a_due_drill_slot_gives_one_queued_drill(
     backup_id = await drilled_backup(facade, ada, wid)
     backup = await facade.backups.get(ada, backup_id)
     slot = backup.next_drill_at
-    assert slot is not None and slot > clock.now()
+    assert slot is not None
+    assert slot > clock.now()
     assert await facade.drills.schedule_due() == DrillScheduleReport()
     clock.advance(slot - clock.now())
     assert (await facade.drills.schedule_due()).scheduled == 1
     (drill,) = await drills_of(facade, ada, backup_id)
     assert drill.state is DrillState.QUEUED
     (event,) = await audit_events(facade, ada, "drill.schedule")
-    assert event.actor.type == "system" and event.target_id == str(drill.id)
+    assert event.actor.type == "system"
+    assert event.target_id == str(drill.id)
     assert (await facade.backups.get(ada, backup_id)).next_drill_at == slot + timedelta(hours=1)
     assert (await facade.drills.schedule_due()).scheduled == 0
     async with facade.deps.uow() as uow:
@@ -80,7 +82,8 @@ async def test_a_slot_while_a_drill_is_open_is_skipped(
     assert (report.scheduled, report.skipped) == (0, 1)
     assert len(await drills_of(facade, ada, backup_id)) == 1
     (event,) = await audit_events(facade, ada, "drill.skip")
-    assert event.changes is not None and event.changes["reason"].after == "overlap"
+    assert event.changes is not None
+    assert event.changes["reason"].after == "overlap"
 
 
 async def test_two_schedulers_give_one_drill_per_slot(
@@ -107,7 +110,8 @@ async def test_paused_and_draft_backups_are_not_drilled(
     clock.advance(timedelta(hours=3))
     assert await facade.drills.schedule_due() == DrillScheduleReport()
     resumed = await facade.backups.resume(ada, backup_id)
-    assert resumed.next_drill_at is not None and resumed.next_drill_at > clock.now()
+    assert resumed.next_drill_at is not None
+    assert resumed.next_drill_at > clock.now()
     stopped = await facade.backups.update(ada, backup_id, BackupChanges(drill=None))
     assert (stopped.drill, stopped.next_drill_at) == (None, None)
 
@@ -127,5 +131,5 @@ async def test_drill_is_refused_on_a_local_or_manual_backup(
 async def test_a_target_the_service_does_not_own_is_refused(facade: Strongroom) -> None:
     ada, wid = await workspace_admin(facade, "ada@example.com")
     elsewhere = DrillPolicy(HOURLY.schedule, DrillTarget("postgres"))
-    with pytest.raises(ValidationFailedError, match="drill.target"):
+    with pytest.raises(ValidationFailedError, match=r"drill\.target"):
         await facade.backups.create(ada, wid, "Cloud", BackupKind.CLOUD, drill=elsewhere)
