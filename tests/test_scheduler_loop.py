@@ -5,8 +5,9 @@ wake-ups of waiting claims.
   (``STRONGROOM_SCHEDULER_INTERVAL=0``: none); the loop survives a failing pass.
 - ``strongroom scheduler``: a real process on the SQLite default queues the run of a due
   slot, and stops cleanly (exit 0) on SIGTERM and on SIGINT.
-- ``InProcessRunSignals``: a ticket is woken by an announcement of its workspace only,
-  also from another thread's loop, and an announcement before the wait is not lost.
+- ``InProcessRunSignals``: a ticket is woken by an announcement for its worker only (the
+  service's by one for no worker), also from another thread's loop and as heard from
+  another process, and an announcement before the wait is not lost.
 """
 
 from __future__ import annotations
@@ -20,11 +21,13 @@ import time
 from pathlib import Path
 from types import SimpleNamespace
 from typing import cast
-from uuid import uuid4
+from uuid import UUID, uuid4
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from strongroom.adapters.signals import InProcessRunSignals
+from strongroom.adapters.signals import InProcessRunSignals, notice
 from strongroom.domain.backups import BackupChanges, BackupKind, Schedule
 from strongroom.entrypoints.service import (
     open_facade,
@@ -169,50 +172,102 @@ class TestSchedulerCommand:
 class TestInProcessSignals:
     """Tickets and announcements within one process."""
 
-    def test_a_ticket_wakes_for_its_workspace_only(self) -> None:
-        """Another workspace's announcement leaves it waiting; its own wakes it, even
-        when it came before the wait (between the claim's look and its wait)."""
+    def test_a_ticket_wakes_for_its_worker_only(self) -> None:
+        """Another worker's announcement (in its workspace or another) and the service's
+        leave it waiting; its own wakes it, even when it came before the wait (between
+        the claim's look and its wait)."""
 
         async def scenario() -> tuple[bool, bool, bool]:
             signals = InProcessRunSignals()
-            mine, theirs = uuid4(), uuid4()
-            ticket = signals.watch(mine)
-            signals.announce(theirs)
+            mine, theirs, rack, other = uuid4(), uuid4(), uuid4(), uuid4()
+            ticket = signals.watch(mine, rack)
+            signals.announce(mine, other)
+            signals.announce(theirs, rack)
+            signals.announce(mine, None)
             unwoken = await ticket.wait(0.05)
-            signals.announce(mine)
+            signals.announce(mine, rack)
             woken = await ticket.wait(5)
             ticket.close()
             return unwoken, woken, signals.waiting() == 0
 
         assert asyncio.run(scenario()) == (False, True, True)
 
-    def test_a_ticket_for_any_workspace_wakes_for_every_one(self) -> None:
-        """``watch_any`` (the service executor's ticket) is woken by any workspace's
-        announcement, and workspace tickets are still woken beside it."""
+    def test_the_services_ticket_wakes_for_the_services_work_in_any_workspace(self) -> None:
+        """``watch_any`` (the service executor's, the restore runner's ticket) is woken by
+        an announcement for no worker in any workspace, never by a worker's."""
 
         async def scenario() -> tuple[bool, bool, bool, bool]:
             signals = InProcessRunSignals()
-            mine, theirs = uuid4(), uuid4()
-            anyone, ticket = signals.watch_any(), signals.watch(mine)
+            mine, theirs, rack = uuid4(), uuid4(), uuid4()
+            anyone, ticket = signals.watch_any(), signals.watch(mine, rack)
+            signals.announce(mine, rack)
             unwoken = await anyone.wait(0.05)
-            signals.announce(theirs)
+            woken_worker = await ticket.wait(5)
+            signals.announce(theirs, None)
             woken = await anyone.wait(5)
-            signals.announce(mine)
-            both = await ticket.wait(5)
             anyone.close()
             ticket.close()
-            return unwoken, woken, both, signals.waiting() == 0
+            return unwoken, woken_worker, woken, signals.waiting() == 0
 
         assert asyncio.run(scenario()) == (False, True, True, True)
+
+    def test_a_bare_workspace_id_from_another_process_wakes_all_of_that_workspace(
+        self,
+    ) -> None:
+        """What an earlier version notifies (the workspace id alone) wakes every ticket of
+        that workspace and the service's, no other workspace's; a malformed one none."""
+
+        async def scenario() -> list[bool]:
+            signals = InProcessRunSignals()
+            mine, theirs = uuid4(), uuid4()
+            tickets = [
+                signals.watch(mine, uuid4()),
+                signals.watch(mine, uuid4()),
+                signals.watch_any(),
+                signals.watch(theirs, uuid4()),
+            ]
+            signals.hear("not a uuid")
+            signals.hear(f"{mine}:not a uuid")
+            signals.hear(str(mine))
+            woken = [await ticket.wait(0.05) for ticket in tickets]
+            for ticket in tickets:
+                ticket.close()
+            return woken
+
+        assert asyncio.run(scenario()) == [True, True, True, False]
+
+    @given(st.uuids(), st.uuids(), st.booleans())
+    @settings(max_examples=25, deadline=None)
+    def test_a_notice_heard_wakes_what_the_announcement_wakes(
+        self, workspace_id: UUID, worker_id: UUID, service: bool
+    ) -> None:
+        """Across processes (``notice`` sent, ``hear`` on the other side) an announcement
+        wakes the same tickets as within one."""
+        named = None if service else worker_id
+
+        async def scenario() -> list[bool]:
+            signals = InProcessRunSignals()
+            tickets = [
+                signals.watch(workspace_id, worker_id),
+                signals.watch_any(),
+                signals.watch(workspace_id, uuid4()),
+            ]
+            signals.hear(notice(workspace_id, named))
+            woken = [await ticket.wait(0.01) for ticket in tickets]
+            for ticket in tickets:
+                ticket.close()
+            return woken
+
+        assert asyncio.run(scenario()) == [not service, service, False]
 
     def test_an_announcement_from_another_thread_wakes_a_waiter(self) -> None:
         """The waiter's loop is woken by an announcement made on another thread."""
         signals = InProcessRunSignals()
-        workspace_id = uuid4()
+        workspace_id, worker_id = uuid4(), uuid4()
         watching = threading.Event()
 
         async def wait() -> bool:
-            ticket = signals.watch(workspace_id)
+            ticket = signals.watch(workspace_id, worker_id)
             watching.set()
             try:
                 return await ticket.wait(10)
@@ -224,7 +279,7 @@ class TestInProcessSignals:
         waiter.start()
         assert watching.wait(5)
         began = time.monotonic()
-        signals.announce(workspace_id)
+        signals.announce(workspace_id, worker_id)
         waiter.join(10)
         assert result == [True]
         assert time.monotonic() - began < 5

@@ -253,6 +253,10 @@ class Operations:
     ) -> Invitation:
         """Invite a person by email."""
 
+    @endpoint("GET", "/v1/workspaces/{workspace_id}/invitations/{invitation_id}")
+    def get_invitation(self, workspace_id: ID, invitation_id: ID) -> Invitation:
+        """One invitation and its state."""
+
     @endpoint("POST", "/v1/invitations/{invitation_id}/accept", body="json")
     def accept_invitation(self, invitation_id: ID) -> Membership:
         """Accept an invitation sent to the caller's email."""
@@ -423,6 +427,10 @@ class Operations:
         state: str | None = None,
     ) -> Page[Artifact]:
         """The workspace's artifacts (``state="deleted"``: only deleted ones)."""
+
+    @endpoint("GET", "/v1/artifacts/{artifact_id}")
+    def get_artifact(self, artifact_id: ID) -> Artifact:
+        """One artifact, whatever its state."""
 
     @endpoint("POST", "/v1/artifacts/download-urls", body="json")
     def request_downloads(self, artifact_ids: list[ID]) -> Downloads:

@@ -149,8 +149,20 @@ class MemoryRunRepository(MemoryRepository):
             for run in self._tx.read(self.table).values()
         )
 
-    async def announce_queued(self, workspace_id: UUID) -> None:
+    async def announce_queued(self, workspace_id: UUID, worker_id: UUID | None) -> None:
         """Nothing: one process holds the store; its ``RunSignals`` wake its claims."""
+
+    async def workers_with_queued(
+        self, waiting: Collection[tuple[UUID, UUID]]
+    ) -> set[tuple[UUID, UUID]]:
+        backups: Mapping[UUID, Backup] = self._tx.read(MemoryBackupRepository.table)
+        wanted = set(waiting)
+        found: set[tuple[UUID, UUID]] = set()
+        for run in self._tx.read(self.table).values():
+            owner = backups.get(run.backup_id)
+            if run.state is RunState.QUEUED and owner is not None and owner.worker_id:
+                found.add((run.workspace_id, owner.worker_id))
+        return found & wanted
 
     async def next_queued(self, workspace_id: UUID, worker_id: UUID) -> Run | None:
         backups: Mapping[UUID, Backup] = self._tx.read(MemoryBackupRepository.table)

@@ -9,6 +9,7 @@ from uuid import UUID
 
 import attrs
 
+from strongroom.adapters.signals import notice
 from strongroom.adapters.sql import rows, run_rows
 from strongroom.adapters.sql.catalog import Q
 from strongroom.adapters.sql.rows import Params, Row
@@ -161,11 +162,23 @@ class SqlRunRepository(SqlRepository):
         }
         return count_of(await self._db.fetch_one(Q.RUN_OPEN_EXISTS, params)) > 0
 
-    async def announce_queued(self, workspace_id: UUID) -> None:
+    async def announce_queued(self, workspace_id: UUID, worker_id: UUID | None) -> None:
         """PostgreSQL: ``pg_notify`` in the write transaction (delivered at commit);
         SQLite: nothing to say."""
-        params = {"workspace_id": self._codec.uuid(workspace_id)}
+        params: Params = {"payload": notice(workspace_id, worker_id)}
         await self._db.fetch_one(Q.RUN_ANNOUNCE, params, writes=True)
+
+    async def workers_with_queued(
+        self, waiting: Collection[tuple[UUID, UUID]]
+    ) -> set[tuple[UUID, UUID]]:
+        """One statement over the queued runs, whatever the number of pairs."""
+        wanted = set(waiting)
+        if not wanted:
+            return set()
+        workers = self._codec.text_list(sorted({str(worker_id) for _, worker_id in wanted}))
+        found = await self._db.fetch_all(Q.RUN_WORKERS_WITH_QUEUED, {"worker_ids": workers})
+        read = self._codec.read_uuid
+        return {(read(row["workspace_id"]), read(row["worker_id"])) for row in found} & wanted
 
     async def next_queued(self, workspace_id: UUID, worker_id: UUID) -> Run | None:
         """The oldest queued run of the worker's backups, locked (skipping locked ones)."""

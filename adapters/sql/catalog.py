@@ -89,6 +89,7 @@ class Q(StrEnum):
     RUN_LEASE_EXPIRED = "run_lease_expired"
     RUN_OPEN_EXISTS = "run_open_exists"
     RUN_ANNOUNCE = "run_announce"
+    RUN_WORKERS_WITH_QUEUED = "run_workers_with_queued"
     FILTER_RUN_STATE = "filter_run_state"
     FILTER_RUN_AFTER = "filter_run_after"
     RESTORE_INSERT = "restore_insert"

@@ -1,14 +1,19 @@
 """Wake-ups of waiting claims across processes on one PostgreSQL database: LISTEN/NOTIFY.
 
-A unit of work that queues runs calls ``pg_notify('strongroom_runs', <workspace id>)``
-inside its transaction (``runs.announce_queued``), so the notification goes out when it
-commits and never if it rolls back. Each process keeps ONE dedicated connection listening
-on that channel (started with the first waiting claim, not one per waiting request) and
-wakes its own waiting claims of that workspace.
+A unit of work that queues work calls ``pg_notify('strongroom_runs', <payload>)`` inside
+its transaction (``runs.announce_queued``), so the notification goes out when it commits
+and never if it rolls back. The payload (``adapters.signals.notice``) names the workspace
+and the worker that can take the work, ``<workspace id>:<worker id>``, or
+``<workspace id>:`` for the service's work. Each process keeps ONE dedicated connection
+listening on that channel (started with the first waiter, not one per waiting request)
+and wakes its own waiters for that worker (or the service's). A bare ``<workspace id>``,
+what an earlier version sends, wakes every waiter of the workspace; an earlier version
+ignores this one's payloads and finds the work on its own re-check.
 
 A lost connection is reconnected after ``RECONNECT_SECONDS``; while it is down, and once
 it is back, every waiting claim is woken to look again (a notification sent meanwhile is
-lost). A lost notification only delays a claim until its next periodic re-check.
+lost). A lost notification only delays a claim until its process's next re-check
+(``SWEEP_SECONDS`` in ``ports/driving/claims.py``).
 """
 
 from __future__ import annotations
@@ -53,21 +58,21 @@ class PostgresRunSignals:
             raise TypeError("a pool with computed connection parameters cannot listen")
         return cls(conninfo, kwargs)
 
-    def watch(self, workspace_id: UUID) -> _Ticket:
-        """A ticket for the next announcement of ``workspace_id``; starts the listening
-        connection on first use."""
+    def watch(self, workspace_id: UUID, worker_id: UUID) -> _Ticket:
+        """A ticket for the next announcement of work for ``worker_id``; starts the
+        listening connection on first use."""
         self.start()
-        return self._local.watch(workspace_id)
+        return self._local.watch(workspace_id, worker_id)
 
     def watch_any(self) -> _Ticket:
-        """A ticket for the next announcement of any workspace; starts the listening
+        """A ticket for the next announcement of the service's work; starts the listening
         connection on first use."""
         self.start()
         return self._local.watch_any()
 
-    def announce(self, workspace_id: UUID) -> None:
-        """Wake this process's waiting claims at once (other processes hear the NOTIFY)."""
-        self._local.announce(workspace_id)
+    def announce(self, workspace_id: UUID, worker_id: UUID | None) -> None:
+        """Wake this process's waiters at once (other processes hear the NOTIFY)."""
+        self._local.announce(workspace_id, worker_id)
 
     def start(self) -> None:
         """Start listening on the running loop, unless already listening."""
@@ -89,11 +94,7 @@ class PostgresRunSignals:
                     # Runs queued while nobody listened: every waiting claim looks again.
                     self._local.announce_all()
                     async for note in connection.notifies():
-                        try:
-                            workspace_id = UUID(note.payload)
-                        except ValueError:
-                            continue
-                        self._local.announce(workspace_id)
+                        self._local.hear(note.payload)
             except (psycopg.Error, OSError) as error:
                 failures += 1
                 # Once per outage at warning level; the retries every second at debug.

@@ -8,9 +8,10 @@ from __future__ import annotations
 import asyncio
 import os
 import socket
+import time
 from collections.abc import Sequence
 from contextlib import suppress
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any, Protocol
 
 import psycopg
@@ -75,8 +76,8 @@ def translate(error: psycopg.Error, params: Params) -> Exception:
     if isinstance(error, psycopg.IntegrityError):
         detail = error.diag.message_primary or str(error)
         return refusal(error.diag.constraint_name, params, detail)
-    if isinstance(error, psycopg.OperationalError | psycopg.errors.DivisionByZero):
-        # No statement divides but the commit guard (``_commit_guarded``): its client gave up.
+    if isinstance(error, psycopg.OperationalError):
+        # A COMMIT past its deadline (``_commit_guarded``) is one: query_canceled.
         return UpstreamUnavailableError(DATABASE_UNAVAILABLE)
     return error
 
@@ -101,30 +102,29 @@ def _shut(fileno: int) -> None:
         pass  # already closed: the statement fails or has finished anyway
 
 
-COMMIT_GUARD = b"SELECT 1 / (clock_timestamp() < %s)::int"
-"""Fails (division by zero) once its time has passed: the last step before a ``COMMIT``."""
+COMMIT_DEADLINE = (
+    b"INSERT INTO commit_deadlines (backend_pid, commit_by) VALUES (pg_backend_pid(), %s)"
+    b" ON CONFLICT (backend_pid) DO UPDATE SET commit_by = EXCLUDED.commit_by"
+)
+"""The last step before a ``COMMIT``: the latest instant at which it may commit, checked by
+the deferred trigger ``commit_deadlines_checked`` (migration 0020) inside the ``COMMIT``."""
 COMMIT_MARGIN = 1.0
-"""How long before the client cuts a commit's statements the server must have begun it."""
+"""How long before the client cuts a commit's statements the server must have begun to
+commit them: covers the difference between the two clocks."""
 
 
-def commit_by(seconds: float) -> datetime:
-    """The latest time at which a transaction whose client cuts it ``seconds`` from now
-    may still commit."""
-    return datetime.now(UTC) + timedelta(seconds=max(seconds - COMMIT_MARGIN, 0.0))
-
-
-async def _commit_guarded(connection: psycopg.AsyncConnection[Any], seconds: float) -> None:
-    """Queue, in an open pipeline, ``COMMIT`` behind ``COMMIT_GUARD`` for ``seconds``.
+async def _commit_guarded(connection: psycopg.AsyncConnection[Any], deadline: _Deadline) -> None:
+    """Queue, in an open pipeline, ``COMMIT`` behind ``COMMIT_DEADLINE`` at
+    ``deadline.commit_by``.
 
     A write answered 502 must not commit (contract section 13). The client answers 502
-    when it cuts a statement at its deadline, but a paused or overloaded server may still
-    hold the statements in its socket and run them later, when nothing can cancel them
-    first: the guard, evaluated by the server as it reaches the commit, aborts the
-    transaction once the client may have given up (``COMMIT`` then rolls back). The server's
-    clock is compared with the client's: ``COMMIT_MARGIN`` covers their difference and the
-    time from the guard to the commit. Both unprepared (``_may_prepare``).
+    only once ``deadline`` has cut the connection, but a paused or overloaded server may
+    still hold the statements in its socket and run them later, when nothing can cancel
+    them first: the ``COMMIT`` itself, through its deferred trigger, compares the server's
+    clock with ``commit_by`` (``COMMIT_MARGIN`` before the cut) and rolls back once the
+    client may have given up. Both unprepared (``_may_prepare``).
     """
-    await connection.execute(COMMIT_GUARD, (commit_by(seconds),), prepare=False)
+    await connection.execute(COMMIT_DEADLINE, (deadline.commit_by,), prepare=False)
     await connection.execute(b"COMMIT", prepare=False)
 
 
@@ -165,12 +165,20 @@ class _Deadline:
     generator-based context manager: every statement enters one.
     """
 
-    __slots__ = ("_fileno", "_timer", "cut")
+    __slots__ = ("_fileno", "_latest", "_timer", "cut")
 
     def __init__(self, connection: psycopg.AsyncConnection[Any], seconds: float) -> None:
         self.cut = False
         self._fileno = connection.fileno()
+        # Read before the timer starts: the cut (and any 502) comes after this instant.
+        self._latest = time.time() + max(seconds - COMMIT_MARGIN, 0.0)
         self._timer = asyncio.get_running_loop().call_later(seconds, self._shut)
+
+    @property
+    def commit_by(self) -> datetime:
+        """The latest instant at which the block's statements may commit:
+        ``COMMIT_MARGIN`` before the client cuts them."""
+        return datetime.fromtimestamp(self._latest, UTC)
 
     def _shut(self) -> None:
         self.cut = True
@@ -355,7 +363,7 @@ class PostgresTransaction:
                                 await cursor.execute(text, params, prepare=_may_prepare(index))
                                 cursors.append(cursor)
                             if commit:
-                                await _commit_guarded(connection, seconds)
+                                await _commit_guarded(connection, deadline)
                     finally:
                         # Open if BEGIN went through (aborted if a step failed).
                         status = connection.info.transaction_status
@@ -400,7 +408,7 @@ class PostgresTransaction:
         say so (``backup_create_counted`` inserts ``ON CONFLICT (id) DO NOTHING``). The
         retry waits for locks at most ``RETRY_LOCK_TIMEOUT`` (as ``write_all``'s). The
         server drops a statement whose client has gone within ``CLIENT_CHECK_MS``
-        (``client_connection_check_interval``), and the commit guard aborts one reached
+        (``client_connection_check_interval``), and the commit's deadline rolls back one reached
         too late, so an attempt cut while it waits does not commit once it is free.
         """
         while True:
@@ -417,7 +425,7 @@ class PostgresTransaction:
                             if retried:
                                 await connection.execute(RETRY_LOCK_TIMEOUT)
                             await cursor.execute(text, params)
-                            await _commit_guarded(connection, seconds)
+                            await _commit_guarded(connection, deadline)
                     finally:
                         status = connection.info.transaction_status
                         self._writing = status != TransactionStatus.IDLE
@@ -451,7 +459,7 @@ class PostgresTransaction:
             with _Deadline(connection, seconds) as deadline:
                 if command == b"COMMIT":
                     async with connection.pipeline():
-                        await _commit_guarded(connection, seconds)
+                        await _commit_guarded(connection, deadline)
                 else:
                     await connection.execute(command)
         except psycopg.Error as error:
@@ -527,7 +535,7 @@ async def run_batch(database: Pools, statements: Sequence[Statement]) -> list[Ro
                     # The first step is prepared (unless the pool never prepares), so
                     # the later ones, the same text, run prepared (``_may_prepare``).
                     await cursor.execute(text, params, prepare=True if index == 0 else None)
-                await _commit_guarded(connection, seconds)
+                await _commit_guarded(connection, deadline)
             return [await cursor.fetchone() for cursor in cursors]
     except psycopg.Error as error:
         lone = len(statements) == 1

@@ -428,3 +428,25 @@ CREATE TABLE webhook_deliveries (
 CREATE INDEX webhook_deliveries_by_webhook
     ON webhook_deliveries (webhook_id, created_at DESC, id DESC);
 CREATE INDEX webhook_deliveries_due ON webhook_deliveries (next_attempt_at) WHERE state = 'pending';
+
+-- The commit deadline (0020): every commit the service sends writes its connection's row
+-- first; the deferred trigger fails the COMMIT once the server's clock has passed it.
+CREATE UNLOGGED TABLE commit_deadlines (
+    backend_pid integer PRIMARY KEY,
+    commit_by timestamptz NOT NULL
+) WITH (fillfactor = 50);
+
+CREATE FUNCTION refuse_late_commit() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF clock_timestamp() >= NEW.commit_by THEN
+        RAISE EXCEPTION 'commit deadline passed: the client has given up'
+            USING ERRCODE = 'query_canceled';
+    END IF;
+    RETURN NULL;
+END
+$$;
+
+CREATE CONSTRAINT TRIGGER commit_deadlines_checked
+    AFTER INSERT OR UPDATE ON commit_deadlines
+    DEFERRABLE INITIALLY DEFERRED
+    FOR EACH ROW EXECUTE FUNCTION refuse_late_commit();

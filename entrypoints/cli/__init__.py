@@ -21,7 +21,9 @@ from strongroom.entrypoints.cli import (
     auth,
     backups,
     keys,
+    machines,
     proof,
+    restores,
     retention,
     runs,
     server,
@@ -74,6 +76,8 @@ for command in (
     proof.proof,
     status.status,
     *transfers.COMMANDS,
+    *machines.COMMANDS,
+    *restores.COMMANDS,
     *snapshots.COMMANDS,
 ):
     cli.add_command(command)

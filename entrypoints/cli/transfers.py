@@ -199,7 +199,16 @@ def push_command(
 def _example_epilog() -> str:
     # \b keeps click from re-wrapping each paragraph of the example.
     paragraphs = EXAMPLE_CONFIG.strip().split("\n\n")
-    return "Example configuration:\n\n" + "\n\n".join(f"\b\n{p}" for p in paragraphs)
+    setup = (
+        "\b\nSetup, signed in as a workspace admin:\n"
+        "  strongroom worker create rack-1 > worker.token && chmod 600 worker.token\n"
+        "  strongroom worker list          # the worker's id (WID)\n"
+        "  strongroom backup create nightly --kind local --format archive\n"
+        "  strongroom backup set nightly --worker WID --expire-after P30D --lock-for P7D\n"
+        "then name worker.token as token_file and the backup's id under [[backups]]."
+    )
+    example = "\n\n".join(f"\b\n{p}" for p in paragraphs)
+    return f"{setup}\n\nExample configuration:\n\n{example}"
 
 
 @click.command("agent", epilog=_example_epilog(), short_help="run the worker agent (local backups)")

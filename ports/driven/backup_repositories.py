@@ -113,11 +113,20 @@ class RunRepository(Protocol):
         """Whether the backup has a ``queued`` or ``running`` run."""
         ...
 
-    async def announce_queued(self, workspace_id: UUID) -> None:
-        """Say that the workspace has new queued runs, to waiting claims of every process,
-        when (and only if) the unit of work commits. PostgreSQL notifies listeners inside
-        the transaction; adapters serving one process do nothing (the use case's
-        ``RunSignals`` wakes its own process after the commit)."""
+    async def announce_queued(self, workspace_id: UUID, worker_id: UUID | None) -> None:
+        """Say that the workspace has new queued work for ``worker_id`` (None: the
+        service's), to the waiters of every process, when (and only if) the unit of work
+        commits. PostgreSQL notifies listeners inside the transaction; adapters serving
+        one process do nothing (the use case's ``RunSignals`` wakes its own process after
+        the commit)."""
+        ...
+
+    async def workers_with_queued(
+        self, waiting: Collection[tuple[UUID, UUID]]
+    ) -> set[tuple[UUID, UUID]]:
+        """Which of the ``waiting`` (workspace id, worker id) pairs have a ``queued`` run
+        of a backup assigned to that worker: every waiting claim of a process re-checked
+        in one statement."""
         ...
 
     async def next_queued(self, workspace_id: UUID, worker_id: UUID) -> Run | None:

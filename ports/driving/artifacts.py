@@ -357,6 +357,15 @@ class Artifacts:
         async with self._deps.uow() as uow:
             return await uow.artifacts.list(workspace_id, deleted, page)
 
+    async def get(self, caller: Caller | Grant, artifact_id: UUID) -> Artifact:
+        """One artifact of the caller's workspace, whatever its state (the list's
+        permission; another workspace's is not found)."""
+        caller, workspace_id = await self._access.resolve(
+            caller, LIST_ARTIFACTS, target_id=artifact_id
+        )
+        async with self._deps.uow() as uow:
+            return lookups.existing(await uow.artifacts.get(workspace_id, artifact_id), "artifact")
+
     async def download_url(
         self, caller: Caller | Grant, artifact_id: UUID
     ) -> tuple[PresignedRequest, datetime]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
+import logging
 import threading
 from collections.abc import Awaitable, Callable
 from uuid import UUID
@@ -28,9 +28,15 @@ CLAIM_RUN = Requirement((Permission.ARTIFACTS_UPLOAD,), "run.claim")
 HEARTBEAT_RUN = Requirement((Permission.ARTIFACTS_UPLOAD,))
 FAIL_RUN = Requirement((Permission.ARTIFACTS_UPLOAD,), "run.fail")
 CLAIM_REFUSAL = "only a worker can claim runs; persons and API keys cannot"
-# How often a waiting claim looks again without a wake-up: the safety net under the
-# ``RunSignals`` wake-ups (a lost one only delays a claim by this much).
-RECHECK_SECONDS = 1.0
+# How often a process re-checks, in one statement for all its waiting claims, whether a
+# run was queued for one of them without its wake-up reaching it (a notification lost with
+# the listening connection, an earlier version's, a backup assigned to a waiting worker):
+# the safety net under the ``RunSignals`` wake-ups. A waiting claim never looks on its own.
+SWEEP_SECONDS = 5.0
+
+logger = logging.getLogger(__name__)
+# A waiting claim's key: its workspace and worker.
+Waiter = tuple[UUID, UUID]
 
 
 @attrs.frozen
@@ -57,7 +63,9 @@ class Claims:
         self._artifacts = artifacts
         self._stopping = False
         self._guard = threading.Lock()
-        self._stop_waiters: set[asyncio.Future[None]] = set()
+        # The tickets of the claims waiting in this process, by workspace and worker.
+        self._waiting: dict[Waiter, set[Wakeup]] = {}
+        self._sweeper: asyncio.Task[None] | None = None
 
     def stop_waiting(self) -> None:
         """The process is stopping: every waiting claim looks once more and answers (204
@@ -65,10 +73,14 @@ class Claims:
         claims do not wait. Callable from any thread."""
         with self._guard:
             self._stopping = True
-            waiters, self._stop_waiters = self._stop_waiters, set()
-        for waiter in waiters:
-            with contextlib.suppress(RuntimeError):  # its loop closed meanwhile
-                waiter.get_loop().call_soon_threadsafe(_resolve, waiter)
+            tickets = [ticket for waiting in self._waiting.values() for ticket in waiting]
+        for ticket in tickets:
+            ticket.wake()
+
+    def waiting(self) -> int:
+        """How many claims wait in this process."""
+        with self._guard:
+            return sum(len(tickets) for tickets in self._waiting.values())
 
     async def claim(
         self,
@@ -79,18 +91,18 @@ class Claims:
         """``POST /v1/claims``: the oldest queued run of a backup assigned to the calling
         worker, now ``running`` with a lease; None when none is queued within
         ``wait_seconds``. Each look is its own unit of work, so a waiting claim holds no
-        database connection: between looks it waits for a wake-up of its workspace
-        (``RunSignals``), or ``RECHECK_SECONDS`` at most. Never refused for billing;
-        audited as ``run.claim``.
+        database connection: between looks it waits for a wake-up of its worker
+        (``RunSignals``, or this process's re-check every ``SWEEP_SECONDS``). Never
+        refused for billing; audited as ``run.claim``.
 
         The checks come in the contract's order: the credential (401), a worker's only
         (403 for persons and API keys), then ``wait_seconds`` (400; a callable parses
         the request's body only then).
 
         ``still_there`` says whether the claimer can still be answered (its connection is
-        open): a claimer gone stops waiting and claims nothing, and a run claimed for a
-        claimer found gone afterwards is released at once (``_release``), not left
-        ``running`` until its lease ends."""
+        open), asked before each look: a claimer gone stops waiting and claims nothing,
+        and a run claimed for a claimer found gone afterwards is released at once
+        (``_release``), not left ``running`` until its lease ends."""
         caller = await self._caller(who)
         worker_id = ensure_worker(caller)
         wait = check_claim_wait(wait_seconds() if callable(wait_seconds) else wait_seconds)
@@ -102,7 +114,7 @@ class Claims:
         while True:
             # The ticket is taken before the look: a run queued between the look and the
             # wait still wakes this claim.
-            wakeup = self._deps.signals.watch(workspace_id) if wait else None
+            wakeup = self._deps.signals.watch(workspace_id, worker_id) if wait else None
             try:
                 if still_there is not None and not await still_there():
                     return None
@@ -111,9 +123,10 @@ class Claims:
                     await self._release(caller, workspace_id, claimed.run)
                     return None
                 remaining = deadline - loop.time()
-                if wakeup is None or claimed is not None or remaining <= 0 or self._stopping:
+                if wakeup is None or claimed is not None or remaining <= 0:
                     return claimed
-                await self._wait(wakeup, min(remaining, RECHECK_SECONDS))
+                if not await self._wait((workspace_id, worker_id), wakeup, remaining):
+                    return None  # stopping: looked once more just now
             finally:
                 if wakeup is not None:
                     wakeup.close()
@@ -128,9 +141,9 @@ class Claims:
                 return  # changed meanwhile (cancelled, say): the change stands
             released = claimed.release()
             await uow.runs.update(released)
-            await uow.runs.announce_queued(workspace_id)
+            await uow.runs.announce_queued(workspace_id, claimed.worker_id)
             change.collect(changed("run.requeue", claimed, released))
-        self._deps.signals.announce(workspace_id)
+        self._deps.signals.announce(workspace_id, claimed.worker_id)
 
     async def _caller(self, who: Bearer | Caller | Grant) -> Caller:
         """Who calls: a bearer authenticated now (401 ``unauthenticated`` otherwise)."""
@@ -138,23 +151,54 @@ class Claims:
             return await self._access.authenticate(who.token, who.request_id)
         return who.caller if isinstance(who, Grant) else who
 
-    async def _wait(self, wakeup: Wakeup, timeout: float) -> None:
-        """Until the wake-up, ``timeout`` or ``stop_waiting``, whichever comes first."""
-        stopped = asyncio.get_running_loop().create_future()
+    async def _wait(self, waiter: Waiter, wakeup: Wakeup, timeout: float) -> bool:
+        """Until the wake-up, ``timeout``, the re-check finding a run for ``waiter``, or
+        ``stop_waiting``; False, without waiting, when the process is stopping."""
         with self._guard:
             if self._stopping:
-                return
-            self._stop_waiters.add(stopped)
-        waiting = asyncio.ensure_future(wakeup.wait(timeout))
+                return False
+            self._waiting.setdefault(waiter, set()).add(wakeup)
+            sweeper = self._sweeper
+            if sweeper is None or sweeper.done() or sweeper.get_loop().is_closed():
+                self._sweeper = asyncio.get_running_loop().create_task(
+                    self._sweep(), name="strongroom-claims-sweep"
+                )
         try:
-            await asyncio.wait({waiting, stopped}, return_when=asyncio.FIRST_COMPLETED)
+            await wakeup.wait(timeout)
         finally:
             with self._guard:
-                self._stop_waiters.discard(stopped)
-            if not waiting.done():
-                waiting.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await waiting
+                tickets = self._waiting.get(waiter)
+                if tickets is not None:
+                    tickets.discard(wakeup)
+                    if not tickets:
+                        del self._waiting[waiter]
+        return True
+
+    async def _sweep(self) -> None:
+        """Every ``SWEEP_SECONDS`` while claims wait: one statement finds which of the
+        waiting workers have a queued run, and wakes their claims (which then look)."""
+        failures = 0
+        while True:
+            await asyncio.sleep(SWEEP_SECONDS)
+            with self._guard:
+                if not self._waiting:
+                    if self._sweeper is asyncio.current_task():
+                        self._sweeper = None
+                    return
+                waiting = list(self._waiting)
+            try:
+                async with self._deps.uow() as uow:
+                    found = await uow.runs.workers_with_queued(waiting)
+            except Exception as error:  # the database is away: the next round tries again
+                failures += 1
+                log = logger.warning if failures == 1 else logger.debug
+                log("re-check of waiting claims failed (%s); trying again", error)
+                continue
+            failures = 0
+            with self._guard:
+                due = [ticket for waiter in found for ticket in self._waiting.get(waiter, ())]
+            for ticket in due:
+                ticket.wake()
 
     async def _claim_once(
         self, caller: Caller, workspace_id: UUID, worker_id: UUID
@@ -203,8 +247,3 @@ class Claims:
             await notify_run(self._deps, uow, failed)
             change.collect(changed("run.fail", run, failed))
         return failed
-
-
-def _resolve(future: asyncio.Future[None]) -> None:
-    if not future.done():
-        future.set_result(None)

@@ -130,7 +130,7 @@ class Drills:
             )
             drill = await self._queue(change.uow, backup, now)
             change.collect(created("drill.create", drill))
-        self._deps.signals.announce(workspace_id)
+        self._deps.signals.announce(workspace_id, None)
         return drill
 
     async def _queue(self, uow: UnitOfWork, backup: Backup, now: datetime) -> Drill:
@@ -141,7 +141,7 @@ class Drills:
         drill = Drill.queued(self._deps.ids.new_id(), backup.workspace_id, backup.id, now)
         await uow.drills.add(drill)
         # Drill runners wait on the run signals' channel (``wakeup``).
-        await uow.runs.announce_queued(backup.workspace_id)
+        await uow.runs.announce_queued(backup.workspace_id, None)
         return drill
 
     async def schedule_due(
@@ -205,7 +205,7 @@ class Drills:
                 uow.collect(by_system(self._deps, workspace_id, skipped))
             await uow.commit()
         if decision.queue:
-            self._deps.signals.announce(workspace_id)
+            self._deps.signals.announce(workspace_id, None)
             return "scheduled"
         return "skipped"
 

@@ -77,8 +77,9 @@ class ServiceRuns:
         return ServiceRuns(self._deps, self._artifacts, lease)
 
     def wakeup(self) -> Wakeup:
-        """A ticket for the next announcement of queued runs (a trigger, a scheduled slot,
-        a requeue) in any workspace: take it before looking, then wait on it."""
+        """A ticket for the next announcement of the service's work (a cloud run
+        triggered, scheduled or requeued; a restore; a drill) in any workspace: take it
+        before looking, then wait on it."""
         return self._deps.signals.watch_any()
 
     async def claim(self) -> HeldRun | None:

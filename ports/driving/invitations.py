@@ -126,6 +126,17 @@ class Invitations:
         async with self._deps.uow() as uow:
             return await uow.invitations.list(workspace_id, page)
 
+    async def get(
+        self, caller: Caller | Grant, workspace_id: UUID, invitation_id: UUID
+    ) -> Invitation:
+        """One invitation of the workspace (another workspace's is not found)."""
+        caller, _ = await self._access.resolve(caller, READ_INVITATIONS, workspace_id=workspace_id)
+        async with self._deps.uow() as uow:
+            found = await uow.invitations.get(workspace_id, invitation_id)
+        if found is None:
+            raise NotFoundError("invitation")
+        return found
+
     async def accept(self, caller: Caller, invitation_id: UUID) -> Membership:
         """Join the invitation's workspace; the caller's email must be the invited one."""
         user = caller.person(ACCEPT_REFUSAL)

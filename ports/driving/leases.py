@@ -85,8 +85,8 @@ class Leases:
                 by_system(self._deps, workspace_id, changed(ACTIONS[after.state], run, after))
             )
             if after.state is RunState.QUEUED:
-                await uow.runs.announce_queued(workspace_id)
+                await uow.runs.announce_queued(workspace_id, run.worker_id)
             await uow.commit()
         if after.state is RunState.QUEUED:
-            self._deps.signals.announce(workspace_id)
+            self._deps.signals.announce(workspace_id, run.worker_id)
         return after.state

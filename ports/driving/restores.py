@@ -134,17 +134,18 @@ class Restores:
             change.collect(created("restore.create", restore))
             # Restore runners wait on the run signals' channel too (``wakeup``): the same
             # NOTIFY at commit reaches those of other processes.
-            await uow.runs.announce_queued(workspace_id)
+            await uow.runs.announce_queued(workspace_id, None)
             return restore
 
         restore = await run_idempotent(self._deps, caller, idempotency, now, store, CREATED_RESTORE)
-        self._deps.signals.announce(workspace_id)
+        self._deps.signals.announce(workspace_id, None)
         return restore
 
     def wakeup(self) -> Wakeup:
-        """A ticket for the next announcement of queued work in any workspace (a restore
-        asked for, and also a queued run: one spurious look): take it before looking for
-        queued restores, then wait on it with the poll interval as timeout."""
+        """A ticket for the next announcement of the service's work in any workspace (a
+        restore asked for, and also a cloud run or a drill: one spurious look): take it
+        before looking for queued restores, then wait on it with the poll interval as
+        timeout."""
         return self._deps.signals.watch_any()
 
     async def get(self, caller: Caller | Grant, restore_id: UUID) -> Restore:

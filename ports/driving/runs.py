@@ -84,11 +84,11 @@ class Runs:
             run = Run.queued(self._deps.ids.new_id(), backup, RunTrigger.API, now)
             await uow.runs.add(run)
             change.collect(Recorded("backup.trigger", backup.id, diff({}, {"run_id": str(run.id)})))
-            await uow.runs.announce_queued(workspace_id)
+            await uow.runs.announce_queued(workspace_id, run.worker_id)
             return run
 
         run = await run_idempotent(self._deps, caller, idempotency, now, store, ResultForm(Run))
-        self._deps.signals.announce(workspace_id)
+        self._deps.signals.announce(workspace_id, run.worker_id)
         return run
 
     async def get(self, caller: Caller | Grant, run_id: UUID) -> Run:

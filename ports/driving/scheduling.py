@@ -114,7 +114,7 @@ class Scheduler:
             outcome = await self._apply(uow, backup, decision, now)
             await uow.commit()
         if outcome == "scheduled":
-            self._deps.signals.announce(workspace_id)
+            self._deps.signals.announce(workspace_id, backup.worker_id)
         return outcome
 
     async def _apply(
@@ -134,5 +134,5 @@ class Scheduler:
         uow.collect(
             by_system(self._deps, backup.workspace_id, created("run.schedule", run, slot=slot))
         )
-        await uow.runs.announce_queued(backup.workspace_id)
+        await uow.runs.announce_queued(backup.workspace_id, run.worker_id)
         return "scheduled"

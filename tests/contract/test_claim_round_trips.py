@@ -78,6 +78,6 @@ def test_a_claim_is_one_credential_read_and_one_transaction(
         ["BEGIN", "SELECT runs.id, runs.workspace_id,"],
         ["UPDATE runs SET"],
         ["SELECT id, workspace_id,"],
-        # The commit guard (a write never commits past its deadline) rides in the same trip.
-        ["INSERT INTO audit_events", "SELECT 1 /", "COMMIT"],
+        # The commit's deadline (a write never commits past it) rides in the same trip.
+        ["INSERT INTO audit_events", "INSERT INTO commit_deadlines", "COMMIT"],
     ]

@@ -8,7 +8,7 @@ from typing import Any
 from uuid import UUID, uuid4
 
 import attrs
-from contract_records import T0, Adapter, at, backup, user, workspace
+from contract_records import T0, Adapter, at, backup, user, worker, workspace
 
 from strongroom.domain.backups import Backup, BackupState, Schedule
 from strongroom.domain.runs import Run, RunState, RunTrigger
@@ -94,7 +94,7 @@ class TestAdvanceSchedule:
 
 
 class TestOpenRuns:
-    """``runs.has_open`` and ``runs.announce_queued``."""
+    """``runs.has_open``, ``runs.announce_queued`` and ``runs.workers_with_queued``."""
 
     def test_queued_or_running_runs_are_open_finished_ones_not(self, adapter: Adapter) -> None:
         """Per backup and workspace."""
@@ -122,7 +122,28 @@ class TestOpenRuns:
         run = Run.queued(uuid4(), owner, RunTrigger.SCHEDULE, T0)
         with adapter.uow() as uow:
             uow.runs.add(run)
-            uow.runs.announce_queued(mine.id)
+            uow.runs.announce_queued(mine.id, owner.worker_id)
             uow.commit()
         with adapter.uow() as uow:
             assert uow.runs.get(mine.id, run.id) == run
+
+    def test_the_waiting_workers_with_a_queued_run_in_one_statement(self, adapter: Adapter) -> None:
+        """Of the pairs asked about, those whose worker has a queued run of a backup
+        assigned to it in that workspace: not a running or finished run's worker, not a
+        pair naming another workspace, not a worker nobody asked about."""
+        ada = user()
+        mine, theirs = workspace(ada), workspace(ada)
+        rack, shelf, busy, idle, stray = (worker(mine.id) for _ in range(5))
+        owners = {w.id: scheduled(mine.id, None, worker_id=w.id) for w in (rack, shelf, busy)}
+        queued = [Run.queued(uuid4(), owners[w.id], RunTrigger.API, T0) for w in (rack, shelf)]
+        running = attrs.evolve(
+            Run.queued(uuid4(), owners[busy.id], RunTrigger.API, T0),
+            state=RunState.RUNNING,
+            started_at=at(1),
+        )
+        adapter.store(ada, mine, theirs, rack, shelf, busy, idle, stray)
+        adapter.store(*owners.values(), *queued, running)
+        asked = [(mine.id, w.id) for w in (rack, busy, idle)] + [(theirs.id, shelf.id)]
+        with adapter.uow() as uow:
+            assert uow.runs.workers_with_queued(asked) == {(mine.id, rack.id)}
+            assert uow.runs.workers_with_queued([]) == set()

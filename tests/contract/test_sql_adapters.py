@@ -170,7 +170,7 @@ class TestPostgresRoundTrips:
     ) -> None:
         """Creating a backup through the facade as a ``Caller``: the workspace with its
         count (one SELECT), then the counted insert and its audit event (one statement,
-        sent with BEGIN, the commit guard and COMMIT in one pipeline): the quota is the
+        sent with BEGIN, the commit's deadline and COMMIT in one pipeline): the quota is the
         counter's."""
         database, counter = counted
         target, token = _member_with_session(database, "admin")
@@ -179,7 +179,7 @@ class TestPostgresRoundTrips:
         counter.sent.clear()
         created = facade.backups.create(caller, target.id, "Nightly", BackupKind.MANUAL)
         sent = [statement.split()[0] for statement in counter.sent]
-        assert sent == ["SELECT", "BEGIN", "WITH", "SELECT", "COMMIT"]
+        assert sent == ["SELECT", "BEGIN", "WITH", "INSERT", "COMMIT"]
         assert facade.backups.get(caller, created.id) == created
         assert facade.workspaces.quotas(caller, target.id)[0].usage == 1
 
@@ -187,8 +187,8 @@ class TestPostgresRoundTrips:
         self, counted: tuple[PostgresDatabase, CountingCursor]
     ) -> None:
         """With the session's bearer: the session joined with the workspace and its count
-        (one SELECT), then the event and the backup (one statement, with BEGIN, the commit
-        guard and COMMIT in the same pipeline: one round trip). The use case decides
+        (one SELECT), then the event and the backup (one statement, with BEGIN, the commit's
+        deadline and COMMIT in the same pipeline: one round trip). The use case decides
         between the two."""
         database, counter = counted
         target, token = _member_with_session(database, "admin")
@@ -196,7 +196,7 @@ class TestPostgresRoundTrips:
         counter.sent.clear()
         created = facade.backups.create(Bearer(token), target.id, "Nightly", BackupKind.MANUAL)
         sent = [statement.split()[0] for statement in counter.sent]
-        assert sent == ["SELECT", "BEGIN", "WITH", "SELECT", "COMMIT"]
+        assert sent == ["SELECT", "BEGIN", "WITH", "INSERT", "COMMIT"]
         assert facade.backups.get(Bearer(token), created.id) == created
 
     def test_a_unit_that_does_nothing_costs_nothing(
@@ -226,8 +226,8 @@ class TestPostgresRoundTrips:
             uow.backups.add(backup(target.id))
             uow.commit()
         kinds = [statement.split()[0] for statement in counter.sent]
-        # The SELECT before COMMIT is the commit guard (no write commits past its deadline).
-        assert kinds == ["BEGIN", "SELECT", "SELECT", "INSERT", "SELECT", "COMMIT"]
+        # The INSERT before COMMIT is the commit's deadline (no write commits past it).
+        assert kinds == ["BEGIN", "SELECT", "SELECT", "INSERT", "INSERT", "COMMIT"]
 
 
 class TestAsyncUnits:

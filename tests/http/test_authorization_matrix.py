@@ -166,6 +166,7 @@ def build_world(api: Api, caller: str, operation: Operation) -> World:
         "/v1/workers/{id}": worker["id"],
         "/v1/workspaces/{wid}/members/{id}": target_member,
         "/v1/invitations/{id}/accept": invitation["id"],
+        "/v1/workspaces/{wid}/invitations/{id}": invitation["id"],
         "/v1/restores/{id}": str(restore.id),
         "slug": "ops",
         "did": pinged.json()["id"],

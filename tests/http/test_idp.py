@@ -511,6 +511,11 @@ class TestDevicePage:
         assert 'name="decision" value="deny"' in text
         assert 'value=""' in text  # nothing prefilled
 
+    def test_the_page_links_sign_up(self, client: TestClient) -> None:
+        """A person without an account finds the way to make one (the dashboard's sign-up)."""
+        text = assert_html_page(client.get("/idp/device"), 200)
+        assert '<a href="/app#/signup">Create one</a>' in text
+
     def test_the_form_action_reaches_the_decision_endpoint(self, client: TestClient) -> None:
         """The relative action ``device`` resolves, from the page, to ``/idp/device``."""
         page = client.get("/idp/device")

@@ -28,7 +28,7 @@ __all__ = ["sqlite_stack"]  # the fixture, found by its name
 
 LONG_POLL = 30  # the stopped agent's wait_seconds: the run is triggered well within it
 # How long the server has to (wrongly) claim the run for the gone agent: a wake-up is
-# immediate, and a waiting claim looks again every second anyway.
+# immediate (the claim asks whether its claimer is still there before it looks).
 CLAIM_WINDOW = 2.5
 
 

@@ -116,12 +116,6 @@ def writing_through_a_pause(
             writer.result()
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="a pause between the commit guard and COMMIT's arrival still commits a write "
-    "answered 502 in about 1 run in 6 (docs/decisions/uncommitted-502.md); the check must "
-    "move into COMMIT itself before this holds every time",
-)
 def test_no_create_answered_502_exists_afterwards(service: Service) -> None:
     """Every create answered 502 is absent afterwards, every one answered 201 present."""
     answered: dict[str, int] = {}

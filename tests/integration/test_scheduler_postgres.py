@@ -199,7 +199,7 @@ class TestWakeUps:
         """With the re-check beyond the wait, only the notification can answer: a trigger
         and a scheduled slot on B wake claims on A; a rolled-back announcement does not;
         after A's listening connection is killed, it reconnects and wakes again."""
-        monkeypatch.setattr(claims, "RECHECK_SECONDS", 60.0)
+        monkeypatch.setattr(claims, "SWEEP_SECONDS", 60.0)
 
         async def scenario() -> None:
             clock = ManualClock(datetime(2030, 1, 2, 12, 0, tzinfo=UTC))
@@ -224,7 +224,7 @@ class TestWakeUps:
 
                 task = await waiting_claim()
                 async with b.deps.uow() as uow:  # announced, never committed
-                    await uow.runs.announce_queued(made.workspace_id)
+                    await uow.runs.announce_queued(made.workspace_id, made.worker.worker_id)
                 await asyncio.sleep(0.5)
                 assert not task.done()
                 clock.advance(MINUTE)

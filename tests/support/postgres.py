@@ -21,7 +21,7 @@ import socket
 import subprocess
 import tempfile
 from collections.abc import Iterator
-from contextlib import closing, contextmanager
+from contextlib import closing, contextmanager, suppress
 from pathlib import Path
 from typing import Any
 from uuid import uuid4
@@ -240,11 +240,18 @@ class StoppedCluster:
 
     def pause(self) -> None:
         for pid in self._processes():
-            os.kill(pid, signal.SIGSTOP)
+            _signal(pid, signal.SIGSTOP)
 
     def resume(self) -> None:
         for pid in reversed(self._processes()):
-            os.kill(pid, signal.SIGCONT)
+            _signal(pid, signal.SIGCONT)
+
+
+def _signal(pid: int, number: signal.Signals) -> None:
+    """Send ``number`` to ``pid`` unless it has exited since it was listed (a backend
+    whose client went away ends as soon as it runs again)."""
+    with suppress(ProcessLookupError):
+        os.kill(pid, number)
 
 
 def _parent_of(process: Path) -> int | None:

@@ -24,6 +24,7 @@ def pool_of(path: str, parameter: str) -> str:
         ("/v1/api-keys/", "api_key"),
         ("/v1/workers/", "worker"),
         ("/v1/invitations/", "invitation"),
+        ("/v1/workspaces/{wid}/invitations/", "invitation"),
         ("/v1/workspaces/{wid}/members/", "user"),
         ("/v1/restores/", "restore"),
         ("/v1/webhooks/", "webhook"),

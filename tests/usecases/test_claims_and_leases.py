@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from uuid import UUID
 
 import pytest
 
 from strongroom.adapters.memory.services import ManualClock
+from strongroom.adapters.signals import InProcessRunSignals
 from strongroom.adapters.storage.local import LocalDiskStorage
 from strongroom.domain.artifacts import ArtifactState
 from strongroom.domain.backups import BackupChanges, BackupKind
@@ -25,7 +27,7 @@ from strongroom.domain.errors import (
 from strongroom.domain.pagination import PageRequest
 from strongroom.domain.principals import Caller, PrincipalType
 from strongroom.domain.runs import LEASE, Progress, RunState
-from strongroom.ports.driving import Bearer, Strongroom
+from strongroom.ports.driving import Bearer, Strongroom, claims
 from strongroom.ports.driving.leases import LeaseReport
 from support.people import api_key, audit_events, retention, upload, workspace_admin
 
@@ -102,6 +104,56 @@ class TestClaim:
         )
         assert claimed is not None
         assert claimed.run.id == run_id
+
+    async def test_a_run_for_another_worker_does_not_wake_a_waiting_claim(
+        self, facade: Strongroom
+    ) -> None:
+        """Two workers of one workspace wait; a run of the first's backup is taken by the
+        first, and the second's claim never looks again (it asks whether its claimer is
+        still there before each look and after a claim: once, when it came in)."""
+        ada, _ = await workspace_admin(facade, "ada@example.com")
+        rack, shelf = await worker_of(facade, ada), await worker_of(facade, ada, "shelf")
+        backup = await local_backup(facade, ada, rack, "Nightly")
+        looks = {"rack": 0, "shelf": 0}
+
+        def counted(name: str) -> Callable[[], Awaitable[bool]]:
+            async def still_there() -> bool:
+                looks[name] += 1
+                return True
+
+            return still_there
+
+        racked = asyncio.ensure_future(facade.claims.claim(rack, 30, counted("rack")))
+        shelved = asyncio.ensure_future(facade.claims.claim(shelf, 30, counted("shelf")))
+        await asyncio.sleep(0.2)
+        assert facade.claims.waiting() == 2
+        run = await facade.runs.trigger(ada, backup)
+        claimed = await asyncio.wait_for(racked, 5)
+        assert claimed is not None
+        assert claimed.run.id == run.id
+        await asyncio.sleep(0.2)
+        assert looks == {"rack": 3, "shelf": 1}
+        assert not shelved.done()
+        facade.claims.stop_waiting()
+        assert await asyncio.wait_for(shelved, 5) is None
+        assert facade.claims.waiting() == 0
+
+    async def test_a_run_whose_wake_up_was_lost_is_found_by_the_re_check(
+        self, facade: Strongroom, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """No wake-up reaches the waiting claim (announcements lost); the process's
+        periodic re-check finds the run and the claim takes it long before its 30 s."""
+        monkeypatch.setattr(claims, "SWEEP_SECONDS", 0.2)
+        monkeypatch.setattr(InProcessRunSignals, "announce", lambda *_: None)
+        ada, _ = await workspace_admin(facade, "ada@example.com")
+        rack = await worker_of(facade, ada)
+        backup = await local_backup(facade, ada, rack, "Nightly")
+        waiting = asyncio.ensure_future(facade.claims.claim(rack, wait_seconds=30))
+        await asyncio.sleep(0.3)
+        run = await facade.runs.trigger(ada, backup)
+        claimed = await asyncio.wait_for(waiting, 5)
+        assert claimed is not None
+        assert claimed.run.id == run.id
 
     async def test_stop_waiting_answers_waiting_claims_at_once(self, facade: Strongroom) -> None:
         """The server stops (``stop_waiting``, from another thread): two claims waiting

@@ -254,12 +254,12 @@ class TestWakeUps:
         assert claimed.backup.id == backup_id
         assert claimed.run.trigger is RunTrigger.SCHEDULE
 
-    async def test_a_waiting_claim_is_woken_by_a_trigger_not_by_its_recheck(
+    async def test_a_waiting_claim_is_woken_by_a_trigger_not_by_the_re_check(
         self, facade: Strongroom, monkeypatch: pytest.MonkeyPatch
     ) -> None:
         """With the periodic re-check pushed beyond the wait, only the trigger's
         announcement can answer the claim before its 20 s are up."""
-        monkeypatch.setattr(claims, "RECHECK_SECONDS", 60.0)
+        monkeypatch.setattr(claims, "SWEEP_SECONDS", 60.0)
         ada, _ = await workspace_admin(facade, "ada@example.com")
         rack = await worker_of(facade, ada)
         backup_id = await scheduled_backup(facade, ada, rack, "Quarterly")

@@ -26,8 +26,9 @@ function clientIdOf(config) {
   return config.issuer === `${location.origin}/idp` ? WEB_CLIENT : config.client_id;
 }
 
-/** Leave for the identity provider's sign-in page. */
-export async function startSignIn() {
+/** Leave for the identity provider's sign-in page; with `credentials` (just signed up with
+ * the built-in provider), post them to it straight away so that nobody types them twice. */
+export async function startSignIn(credentials) {
   if (!crypto.subtle) {
     throw new ApiError(0, "insecure_context", "Signing in needs HTTPS (or localhost): the browser offers no SHA-256 here.", null);
   }
@@ -56,6 +57,23 @@ export async function startSignIn() {
     state,
     scope: (config.scopes || []).join(" "),
   };
+  if (credentials) {
+    const form = document.createElement("form");
+    form.method = "post";
+    form.action = config.authorization_endpoint;
+    form.hidden = true;
+    const { scope, ...fields } = params;
+    for (const [name, value] of Object.entries({ ...fields, ...credentials })) {
+      const input = document.createElement("input");
+      input.type = "hidden";
+      input.name = name;
+      input.value = value;
+      form.append(input);
+    }
+    document.body.append(form);
+    form.submit();
+    return;
+  }
   for (const [name, value] of Object.entries(params)) target.searchParams.set(name, value);
   location.assign(target.toString());
 }

@@ -183,6 +183,15 @@ async def list_artifacts(ctx: ApiContext, grant: Grant, wid: UUID) -> Page[Domai
     return await ctx.facade.artifacts.list_in(grant, wid, state == "deleted", ctx.page())
 
 
+@routes.get("/v1/artifacts/{aid}", Artifact, "The artifact.", LIST_ARTIFACTS)
+async def get_artifact(facade: Strongroom, grant: Grant, aid: UUID) -> DomainArtifact:
+    """Get an artifact
+
+    One artifact of the workspace as the list shows it, whatever its state (deleted ones
+    included). Another workspace's artifact is not found. Needs `artifacts:read`."""
+    return await facade.artifacts.get(grant, aid)
+
+
 @routes.action(
     "/v1/artifacts/{aid}/download-url", Download, "The presigned download.", DOWNLOAD_ARTIFACT
 )
@@ -238,6 +247,7 @@ async def request_downloads(ctx: ApiContext, grant: Grant, body: DownloadsReques
     "The artifact, its verification `pending` until its bytes are re-read.",
     VERIFY_ARTIFACT,
     status=202,
+    located="/v1/artifacts/{aid}",
     errors={
         "conflict": "the artifact is deleted",
         "invalid_state": "the artifact is not confirmed yet",

@@ -41,7 +41,7 @@ def listed(page: Page[DomainInvitation], now: datetime) -> Any:
     "The invitation.",
     CREATE_INVITATION,
     billing="config",
-    located="/v1/workspaces/{wid}/invitations",
+    located="/v1/workspaces/{wid}/invitations/{id}",
 )
 async def create_invitation(
     ctx: ApiContext,
@@ -86,6 +86,17 @@ async def list_invitations(facade: Strongroom, grant: Grant, wid: UUID, page: Pa
     The workspace's invitations, newest first. Needs `invitations:read`."""
     invitations = await facade.invitations.list(grant, wid, page)
     return listed(invitations, facade.now())
+
+
+@routes.get(
+    "/v1/workspaces/{wid}/invitations/{id}", Invitation, "The invitation.", READ_INVITATIONS
+)
+async def get_invitation(facade: Strongroom, grant: Grant, wid: UUID, id: UUID) -> Any:
+    """Get an invitation
+
+    One invitation of the workspace, with its state. Needs `invitations:read`."""
+    invitation = await facade.invitations.get(grant, wid, id)
+    return presented(invitation, facade.now())
 
 
 @routes.action(

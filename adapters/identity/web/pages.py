@@ -106,8 +106,14 @@ def device_page(
 ) -> Response:
     """The device page, its form filled from ``form`` (shown unless the notice is a
     success)."""
-    values = {"user_code": form.get("user_code", ""), "email": form.get("email", "")}
-    hidden = {"form_hidden": notice.kind == "success"}
+    values = {
+        "user_code": form.get("user_code", ""),
+        "email": form.get("email", ""),
+        "signup_url": "/app#/signup",
+    }
+    idp = builtin_of(ctx)
+    signup = notice.kind != "success" and idp is not None and idp.signup_enabled
+    hidden = {"form_hidden": notice.kind == "success", "signup_hidden": not signup}
     return page(ctx, "device.html", words, values, notice, hidden)
 
 

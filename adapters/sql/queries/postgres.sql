@@ -27,9 +27,19 @@ SELECT /*fragment backup_insert_values*/
 FROM w
 
 -- name: run_announce
--- Waiting claims of every process hear of new queued runs of the workspace: the
--- notification is delivered when the transaction commits, and never if it rolls back.
-SELECT pg_notify('strongroom_runs', CAST(:workspace_id AS text)) AS announced
+-- The waiters of every process hear of new queued work (:payload names the workspace and
+-- the worker that can take it): the notification is delivered when the transaction
+-- commits, and never if it rolls back.
+SELECT pg_notify('strongroom_runs', CAST(:payload AS text)) AS announced
+
+-- name: run_workers_with_queued
+-- The workspaces and workers among :worker_ids (a text[] of uuids) that have a queued run
+-- of a backup assigned to them: every claim waiting in a process re-checked at once. It
+-- walks the queued runs (runs_queued), so its cost follows the queue's length.
+SELECT DISTINCT backups.workspace_id, backups.worker_id
+FROM runs
+JOIN backups ON backups.workspace_id = runs.workspace_id AND backups.id = runs.backup_id
+WHERE runs.state = 'queued' AND backups.worker_id = ANY(CAST(:worker_ids AS uuid[]))
 
 -- name: session_find_with_backups_body
 -- session_find_with_backups as one row: the session's columns (g_*), the page's items as

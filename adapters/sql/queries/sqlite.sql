@@ -28,6 +28,14 @@ WHERE id = :workspace_id AND backup_count < :usage_below
 -- the commit, so there is nothing to say to the database.
 SELECT NULL AS announced
 
+-- name: run_workers_with_queued
+-- The workspaces and workers among :worker_ids (a JSON array of uuids) that have a queued
+-- run of a backup assigned to them: every claim waiting in the process re-checked at once.
+SELECT DISTINCT backups.workspace_id, backups.worker_id
+FROM runs
+JOIN backups ON backups.workspace_id = runs.workspace_id AND backups.id = runs.backup_id
+WHERE runs.state = 'queued' AND backups.worker_id IN (SELECT value FROM json_each(:worker_ids))
+
 -- name: session_find_with_backups_body
 -- session_find_with_backups as one row: the session's columns (g_*), the page's items as
 -- the API's JSON texts joined by commas in list order (items; NULL when none), and the

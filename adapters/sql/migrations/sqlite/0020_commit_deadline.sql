@@ -1,0 +1,3 @@
+-- 0020 the commit deadline of PostgreSQL: nothing on SQLite, whose commits run in the
+-- service's own process (no server holds a COMMIT the client has given up on). The number
+-- is kept so that both dialects have the same migrations.

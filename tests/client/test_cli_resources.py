@@ -1,0 +1,196 @@
+"""``worker``, ``api-key``, ``restore-job`` and ``artifact show|verify`` against
+``strongroom serve`` over a socket: what a person reads, what a script parses with
+``--json``, and the exit codes of docs/clients.md (0 done, 1 refused, 2 usage)."""
+
+from __future__ import annotations
+
+import json
+import re
+from uuid import uuid4
+
+import test_cli_client as live_server
+
+from strongroom.client import Client, Retention
+
+# The live server's fixtures and helpers, shared with test_cli_client.
+live, url, config_home, person = (
+    live_server.live,
+    live_server.url,
+    live_server.config_home,
+    live_server.person,
+)
+as_json, strongroom, upload_run = (
+    live_server.as_json,
+    live_server.strongroom,
+    live_server.upload_run,
+)
+
+
+def ready_backup(person: Client, name: str) -> str:
+    """A manual backup with a retention (no longer a draft); its id."""
+    workspace_id = person.get_me().workspace_id
+    assert workspace_id is not None
+    backup = person.create_backup(workspace_id, name, "manual")
+    person.update_backup(backup.id, retention=Retention("P7D"))
+    return str(backup.id)
+
+
+class TestWorkers:
+    """``worker list|create|show|delete``."""
+
+    def test_create_prints_the_token_once_for_the_agent(self, person: Client, url: str) -> None:
+        """Standard output holds only the token (``> token`` keeps it), standard error says
+        it is shown once; the token works as the worker; list and show never show it."""
+        created = strongroom("worker", "create", "rack-1")
+        assert created.exit_code == 0, created.stderr
+        token = created.stdout.strip()
+        assert re.fullmatch(r"bkw_\S+", token)
+        assert "shown only once" in created.stderr
+        with Client(url, token) as agent:
+            assert agent.claim_run(wait_seconds=0) is None
+        (listed,) = as_json(strongroom("worker", "list", "--json"))
+        assert listed["name"] == "rack-1"
+        assert "token" not in listed
+        table = strongroom("worker", "list")
+        assert "rack-1" in table.stdout
+        assert token not in table.stdout
+        shown = as_json(strongroom("worker", "show", listed["id"], "--json"))
+        assert shown == listed
+
+    def test_the_agent_setup_takes_cli_commands_alone(self, person: Client, url: str) -> None:
+        """docs/clients.md's setup: the token from ``worker create``, a local backup
+        assigned to the worker with ``backup set``; a triggered run is the worker's to
+        claim."""
+        token = strongroom("worker", "create", "rack-3").stdout.strip()
+        (worker,) = as_json(strongroom("worker", "list", "--json"))
+        created = strongroom(
+            "backup", "create", "nightly", "--kind", "local", "--format", "archive"
+        )
+        assert created.exit_code == 0, created.stderr
+        assigned = strongroom(
+            "backup",
+            "set",
+            "nightly",
+            "--worker",
+            worker["id"],
+            "--expire-after",
+            "P30D",
+            "--lock-for",
+            "P7D",
+        )
+        assert assigned.exit_code == 0, assigned.stderr
+        run = as_json(strongroom("backup", "trigger", "nightly", "--json"))
+        with Client(url, token) as agent:
+            claim = agent.claim_run(wait_seconds=5)
+        assert claim is not None
+        assert str(claim.run.id) == run["id"]
+
+    def test_json_create_and_delete(self, person: Client) -> None:
+        """``--json`` answers the worker with its token; after ``delete --yes`` a show of
+        it exits 1 with the API's ``not_found``."""
+        created = as_json(strongroom("worker", "create", "rack-2", "--json"))
+        assert created["name"] == "rack-2"
+        assert created["token"].startswith("bkw_")
+        deleted = as_json(strongroom("worker", "delete", created["id"], "--yes", "--json"))
+        assert deleted == {"deleted": created["id"]}
+        gone = strongroom("worker", "show", created["id"])
+        assert gone.exit_code == 1
+        assert "not_found" in gone.stderr
+
+    def test_usage_errors_exit_2(self, person: Client) -> None:
+        """A malformed id and a missing name are usage errors."""
+        assert strongroom("worker", "show", "not-an-id").exit_code == 2
+        assert strongroom("worker", "create").exit_code == 2
+
+
+class TestApiKeys:
+    """``api-key list|create|revoke``."""
+
+    def test_create_list_revoke(self, person: Client, url: str) -> None:
+        """The key holds the permissions given and its token works until revoked."""
+        created = as_json(strongroom("api-key", "create", "ci", "-p", "backups:read", "--json"))
+        assert created["permissions"] == ["backups:read"]
+        with Client(url, created["token"]) as key:
+            assert key.get_me().workspace_id is not None
+        (listed,) = as_json(strongroom("api-key", "list", "--json"))
+        assert listed["id"] == created["id"]
+        assert "token" not in listed
+        revoked = strongroom("api-key", "revoke", created["id"], "--yes")
+        assert revoked.exit_code == 0, revoked.stderr
+        assert f"Revoked API key {created['id']}" in revoked.stdout
+        assert as_json(strongroom("api-key", "list", "--json")) == []
+
+    def test_human_create_prints_only_the_token(self, person: Client) -> None:
+        created = strongroom("api-key", "create", "script", "-p", "artifacts:read")
+        assert created.exit_code == 0, created.stderr
+        assert re.fullmatch(r"bkk_\S+", created.stdout.strip())
+
+    def test_refusals(self, person: Client) -> None:
+        """An unknown permission is the API's refusal (exit 1); no ``-p`` is usage (2)."""
+        unknown = strongroom("api-key", "create", "x", "-p", "no:such")
+        assert unknown.exit_code == 1
+        assert "strongroom: error:" in unknown.stderr
+        assert strongroom("api-key", "create", "x").exit_code == 2
+        assert strongroom("api-key", "revoke", str(uuid4()), "--yes").exit_code == 1
+
+
+class TestArtifactShowVerify:
+    """``artifact show|verify``."""
+
+    def test_show_and_verify(self, person: Client) -> None:
+        """``show`` answers what the list shows; ``verify`` asks for a re-read and answers
+        the artifact, its verification ``pending``."""
+        artifact_id = str(upload_run(person, ready_backup(person, "shown"), b"shown", "s.bin"))
+        shown = as_json(strongroom("artifact", "show", artifact_id, "--json"))
+        (listed,) = as_json(strongroom("artifact", "list", "--json"))
+        assert shown == listed
+        lines = strongroom("artifact", "show", artifact_id)
+        assert "s.bin" in lines.stdout
+        assert "sha256" in lines.stdout
+        verified = as_json(strongroom("artifact", "verify", artifact_id, "--json"))
+        assert (verified["id"], verified["verification"]) == (artifact_id, "pending")
+        said = strongroom("artifact", "verify", artifact_id)
+        assert said.stdout.strip() == f"artifact {artifact_id} verification pending"
+
+    def test_an_unknown_artifact_exits_1(self, person: Client) -> None:
+        for verb in ("show", "verify"):
+            missing = strongroom("artifact", verb, str(uuid4()))
+            assert missing.exit_code == 1
+            assert "not_found" in missing.stderr
+
+
+class TestRestoreJobs:
+    """``restore-job create|show|wait`` (a whole restore into a bucket:
+    tests/integration, on SeaweedFS)."""
+
+    TARGET = json.dumps({"type": "s3", "endpoint": "http://127.0.0.1:9", "bucket": "back"})
+    CREDENTIALS = json.dumps({"access_key_id": "id", "secret_access_key": "secret"})
+
+    def test_a_manual_backups_artifact_is_refused(self, person: Client) -> None:
+        """The service restores only cloud artifacts: the API's refusal, exit 1; with
+        ``--json`` the refusal is JSON."""
+        artifact_id = str(upload_run(person, ready_backup(person, "local"), b"manual", "m.bin"))
+        args = ("restore-job", "create", artifact_id, "--target", self.TARGET)
+        refused = strongroom(*args, "--credentials-stdin", stdin=self.CREDENTIALS)
+        assert refused.exit_code == 1
+        assert "strongroom: error:" in refused.stderr
+        as_script = strongroom(*args, "--credentials-stdin", "--json", stdin=self.CREDENTIALS)
+        assert as_script.exit_code == 1
+        assert "error" in json.loads(as_script.stdout or as_script.stderr)
+
+    def test_usage_and_unknown_ids(self, person: Client) -> None:
+        """Bad target JSON is usage (2); an unknown restore exits 1 for show and wait."""
+        bad = strongroom(
+            "restore-job",
+            "create",
+            str(uuid4()),
+            "--target",
+            "{nope",
+            "--credentials-stdin",
+            stdin=self.CREDENTIALS,
+        )
+        assert bad.exit_code == 2
+        for verb in ("show", "wait"):
+            missing = strongroom("restore-job", verb, str(uuid4()))
+            assert missing.exit_code == 1
+            assert "not_found" in missing.stderr
