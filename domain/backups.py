@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-import functools
-import re
-import zoneinfo
 from collections.abc import Mapping
-from datetime import UTC, datetime
+from datetime import datetime
 from enum import Enum, StrEnum
 from typing import Any, Literal
 from uuid import UUID
 
 import attrs
-from croniter import CroniterBadDateError, croniter
 
+from strongroom.domain.cron import Schedule
+from strongroom.domain.drill_policy import SERVICE_TARGET, DrillPolicy
 from strongroom.domain.durations import Duration
 from strongroom.domain.encryption import BackupFormat, Encryption
 from strongroom.domain.endpoints import DEFAULT_POLICY, EndpointPolicy
@@ -26,7 +24,8 @@ from strongroom.domain.errors import (
     ValidationFailedError,
 )
 from strongroom.domain.keep_rules import KeepRules
-from strongroom.domain.slots import next_slot
+
+__all__ = ["DrillPolicy", "Schedule"]
 
 
 class BackupKind(StrEnum):
@@ -149,123 +148,6 @@ class CustomerS3Destination:
 Destination = ServiceDestination | CustomerS3Destination
 
 
-# A fixed instant from which a cron expression must fire at least once (it always does
-# within a few years unless it names a date that never exists, such as 30 February).
-_CRON_PROBE = datetime(2000, 1, 1, tzinfo=UTC)
-
-
-@attrs.frozen
-class _CronField:
-    """One of the five fields of a cron expression: its range and its English names."""
-
-    label: str
-    low: int
-    high: int
-    names: Mapping[str, int] = attrs.field(factory=dict)
-
-    def value(self, text: str) -> int | None:
-        """A number within the range, or a name (any case); ``None`` for anything else."""
-        if _CRON_NUMBER.fullmatch(text):
-            number = int(text)
-            return number if self.low <= number <= self.high else None
-        return self.names.get(text.lower())
-
-    def accepts(self, text: str) -> bool:
-        """A list of ``*``, values and ranges ``a-b`` (``a <= b``), where ``*`` and ranges
-        may take a step ``/n`` of 1 up to the field's largest value."""
-        for item in text.split(","):
-            base, slash, step = item.partition("/")
-            if slash and not (_CRON_NUMBER.fullmatch(step) and 1 <= int(step) <= self.high):
-                return False
-            if base == "*":
-                continue
-            low, dash, high = base.partition("-")
-            first = self.value(low)
-            if first is None:
-                return False
-            if not dash:
-                if slash:  # a step needs a range: ``5/15`` is not standard cron
-                    return False
-                continue
-            last = self.value(high)
-            if last is None or last < first:
-                return False
-        return True
-
-
-_CRON_NUMBER = re.compile(r"[0-9]{1,2}", re.ASCII)
-_MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
-_WEEKDAYS = ("sun", "mon", "tue", "wed", "thu", "fri", "sat")
-_CRON_FIELDS = (
-    _CronField("minute", 0, 59),
-    _CronField("hour", 0, 23),
-    _CronField("day-of-month", 1, 31),
-    _CronField("month", 1, 12, {name: number for number, name in enumerate(_MONTHS, 1)}),
-    # 0 and 7 are both Sunday.
-    _CronField("day-of-week", 0, 7, {name: number for number, name in enumerate(_WEEKDAYS)}),
-)
-
-
-def _check_cron_grammar(expression: str) -> None:
-    """The grammar contract 13 allows, checked before croniter (which takes more: ``L``,
-    ``?``, ``W``, ``#``, ``H``, seconds, any step). Messages never repeat the expression."""
-    fields = re.split(r"[ \t]+", expression.strip(" \t"))
-    if len(fields) != len(_CRON_FIELDS):
-        raise InvalidRequestError("schedule.cron must be a 5-field cron expression")
-    for text, field in zip(fields, _CRON_FIELDS, strict=True):
-        if not field.accepts(text):
-            raise InvalidRequestError(
-                f"schedule.cron: the {field.label} field takes numbers {field.low}-{field.high}"
-                f"{', names' if field.names else ''}, *, ranges, steps within the range and "
-                "lists, nothing else"
-            )
-
-
-def _valid_cron(expression: str) -> str:
-    _check_cron_grammar(expression)
-    if not croniter.is_valid(expression):
-        raise InvalidRequestError("schedule.cron must be a 5-field cron expression")
-    try:
-        croniter(expression, _CRON_PROBE).get_next(datetime)
-    except CroniterBadDateError as error:
-        raise InvalidRequestError("schedule.cron never fires") from error
-    return expression
-
-
-# Names the time zone database holds that are not zones of the world: the host's own
-# zone, the database's template and placeholder, and the alternative trees.
-_NOT_ZONES = frozenset({"localtime", "posixrules", "Factory"})
-
-
-@functools.cache
-def canonical_timezones() -> frozenset[str]:
-    """The IANA names a schedule may use (contract 13)."""
-    return frozenset(
-        name
-        for name in zoneinfo.available_timezones()
-        if name not in _NOT_ZONES and not name.startswith(("posix/", "right/"))
-    )
-
-
-def _valid_timezone(name: str) -> str:
-    if name not in canonical_timezones():
-        raise InvalidRequestError("schedule.timezone must be an IANA time zone name")
-    return name
-
-
-@attrs.frozen
-class Schedule:
-    """When a local or cloud backup runs: a 5-field cron expression in an IANA time zone."""
-
-    cron: str = attrs.field(converter=_valid_cron)
-    timezone: str = attrs.field(converter=_valid_timezone)
-
-    def next_after(self, moment: datetime) -> datetime:
-        """The first slot strictly after ``moment``, in UTC, with the DST rules of
-        contract 11 (see ``schedules``)."""
-        return next_slot(self.cron, self.timezone, moment)
-
-
 @attrs.frozen
 class RetentionPolicy:
     """How long artifacts are kept, and how long they cannot be removed by anyone; with
@@ -320,6 +202,7 @@ class BackupChanges:
         default=UNSET, validator=_shaped_credentials
     )
     encryption: Encryption | Unset | None = UNSET
+    drill: DrillPolicy | Unset | None = UNSET
 
     def mentioned(self) -> list[str]:
         """Names of the fields this PATCH sets."""
@@ -362,6 +245,21 @@ def check_encryption_kind(kind: BackupKind) -> None:
         raise ValidationFailedError("encryption is refused on a cloud backup")
 
 
+def check_drill(kind: BackupKind, drill: DrillPolicy | None) -> None:
+    """A ``drill`` the rules refuse (``validation_failed``): any on a local or manual
+    backup (their copies are restored client-side), a target other than the service's own
+    scratch target (a drill never writes to the customer's systems)."""
+    if kind is not BackupKind.CLOUD:
+        raise ValidationFailedError(
+            f"drill is refused on a {kind} backup: the service drills only cloud backups"
+        )
+    if drill is not None and drill.target != SERVICE_TARGET:
+        raise ValidationFailedError(
+            f"drill.target type {drill.target.type} is not offered: a drill restores only "
+            'into a scratch target the service owns ({"type": "service"})'
+        )
+
+
 @attrs.frozen
 class Backup:
     """A named backup configuration of one kind in one workspace."""
@@ -384,6 +282,9 @@ class Backup:
     next_run_at: datetime | None = None
     encryption: Encryption | None = None
     freshness: Freshness | None = None
+    drill: DrillPolicy | None = None
+    # The next drill slot: set only while drills are scheduled (``drill_schedule``).
+    next_drill_at: datetime | None = None
 
     @classmethod
     def draft(
@@ -394,9 +295,11 @@ class Backup:
         kind: BackupKind,
         now: datetime,
         encryption: Encryption | None = None,
+        drill: DrillPolicy | None = None,
     ) -> Backup:
         """A new backup: a reserved id with a name and a kind, in state ``draft``; with
-        ``encryption`` (checked by ``check_encryption_kind``) a snapshot backup."""
+        ``encryption`` (checked by ``check_encryption_kind``) a snapshot backup; with
+        ``drill`` (checked by ``check_drill``) drilled once it is active."""
         return cls(
             backup_id,
             workspace_id,
@@ -407,6 +310,7 @@ class Backup:
             now,
             now,
             encryption=encryption,
+            drill=drill,
         )
 
     @property
@@ -460,6 +364,8 @@ class Backup:
         self._check_destination_rules(changes)
         if changes.encryption is not UNSET:
             check_encryption_kind(kind)
+        if changes.drill is not UNSET:
+            check_drill(kind, changes.drill)
         if isinstance(changes.source, S3Source):
             endpoints.check_endpoint(changes.source.endpoint, "source.endpoint")
         if isinstance(changes.source, PostgresSource):
@@ -515,6 +421,8 @@ class Backup:
             updated = attrs.evolve(updated, worker_id=changes.worker_id)
         if changes.freshness is not UNSET:
             updated = attrs.evolve(updated, freshness=changes.freshness)
+        if changes.drill is not UNSET:
+            updated = attrs.evolve(updated, drill=changes.drill)
         if changes.destination is not UNSET:
             updated = attrs.evolve(updated, destination=changes.destination)
             if isinstance(changes.destination, ServiceDestination):
@@ -531,10 +439,13 @@ class Backup:
             updated = attrs.evolve(updated, state=BackupState.ACTIVE)
         if updated == self:
             return self
-        if updated.is_scheduled == self.is_scheduled and updated.schedule == self.schedule:
-            # The timing did not change: a slot that is due stays due for the scheduler.
-            return attrs.evolve(updated, updated_at=now)
-        return updated.rescheduled(now)
+        # Timing that did not change keeps its slot: a slot that is due stays due.
+        updated = attrs.evolve(updated, updated_at=now)
+        if updated.is_scheduled != self.is_scheduled or updated.schedule != self.schedule:
+            updated = attrs.evolve(updated, next_run_at=updated.next_run_after(now))
+        if updated.drill_schedule != self.drill_schedule:
+            updated = attrs.evolve(updated, next_drill_at=updated.next_drill_after(now))
+        return updated
 
     def is_complete(self) -> bool:
         """Whether the kind's configuration is complete (the condition for ``active``)."""
@@ -561,10 +472,31 @@ class Backup:
         """Whether the scheduler runs this backup: active, not paused, with a schedule."""
         return self.state is BackupState.ACTIVE and not self.paused and self.schedule is not None
 
+    @property
+    def drill_schedule(self) -> Schedule | None:
+        """When the scheduler queues drills of this backup: its drill's schedule while it
+        is active and not paused (a paused backup stops all scheduled work); else None."""
+        if self.state is not BackupState.ACTIVE or self.paused or self.drill is None:
+            return None
+        return self.drill.schedule
+
+    def next_run_after(self, now: datetime) -> datetime | None:
+        """The first run slot after ``now``; None when the backup is not scheduled."""
+        return self.schedule.next_after(now) if self.is_scheduled and self.schedule else None
+
+    def next_drill_after(self, now: datetime) -> datetime | None:
+        """The first drill slot after ``now``; None when drills are not scheduled."""
+        schedule = self.drill_schedule
+        return None if schedule is None else schedule.next_after(now)
+
     def rescheduled(self, now: datetime) -> Backup:
-        """A copy touched at ``now`` with ``next_run_at`` recomputed."""
-        next_run = self.schedule.next_after(now) if self.is_scheduled and self.schedule else None
-        return attrs.evolve(self, updated_at=now, next_run_at=next_run)
+        """A copy touched at ``now`` with ``next_run_at`` and ``next_drill_at`` recomputed."""
+        return attrs.evolve(
+            self,
+            updated_at=now,
+            next_run_at=self.next_run_after(now),
+            next_drill_at=self.next_drill_after(now),
+        )
 
     def ensure_runnable(self) -> None:
         """Refuse a new run of a draft or paused backup."""

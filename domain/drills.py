@@ -18,6 +18,7 @@ import attrs
 from strongroom.domain.audit import JsonValue
 from strongroom.domain.backups import Backup, BackupKind, PostgresSource, S3Source
 from strongroom.domain.errors import InvalidStateError, ValidationFailedError
+from strongroom.domain.slots import due_slot
 
 # How many differences a drill's error names before it says "and N more".
 NAMED_PROBLEMS = 5
@@ -170,3 +171,24 @@ class Drill:
         if self.state not in (DrillState.QUEUED, DrillState.RUNNING):
             raise InvalidStateError(f"drill is {self.state}")
         return attrs.evolve(self, state=DrillState.FAILED, finished_at=now, error=error)
+
+
+@attrs.frozen
+class DrillSlot:
+    """A drill slot that came: a ``queued`` drill (``queue``), or a skip because a drill of
+    the backup is still queued or running; either way ``next_drill_at`` follows."""
+
+    slot: datetime
+    next_drill_at: datetime
+    queue: bool
+
+
+def decide_drill_slot(backup: Backup, now: datetime, has_open_drill: bool) -> DrillSlot | None:
+    """What the scheduler does with ``backup``'s drill slot at ``now``; None when none is
+    due or drills are not scheduled (a draft, paused, or no ``drill``). Missed slots give
+    one drill, as missed run slots give one run."""
+    slot = due_slot(backup.next_drill_at, now)
+    schedule = backup.drill_schedule
+    if slot is None or schedule is None:
+        return None
+    return DrillSlot(slot, schedule.next_after(now), queue=not has_open_drill)

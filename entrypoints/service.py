@@ -261,14 +261,19 @@ async def run_leases_every(facade: Strongroom, interval: float) -> None:
 
 
 async def run_scheduler_every(facade: Strongroom, interval: float) -> None:
-    """Queue the runs of due schedule slots every ``interval`` seconds, forever (cancel the
-    task to stop); the first tick comes at once. Any number of processes may run it on
-    one database: each slot gives exactly one run (contract 11)."""
+    """Queue the runs of due schedule slots, and the drills of due drill slots, every
+    ``interval`` seconds, forever (cancel the task to stop); the first tick comes at once.
+    Any number of processes may run it on one database: each slot gives exactly one run
+    (contract 11), each drill slot one drill (contract 16)."""
     while True:
         try:
             await facade.scheduler.run_due()
         except Exception:
             logger.exception("the scheduler failed; it runs again next interval")
+        try:
+            await facade.drills.schedule_due()
+        except Exception:
+            logger.exception("the drill scheduler failed; it runs again next interval")
         await asyncio.sleep(interval)
 
 

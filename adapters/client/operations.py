@@ -28,7 +28,7 @@ from strongroom.adapters.wire.artifacts import (
     UploadRequest,
 )
 from strongroom.adapters.wire.audit import AuditEvent
-from strongroom.adapters.wire.backups import Backup, FreshnessPolicy
+from strongroom.adapters.wire.backups import Backup, DrillPolicyShape, FreshnessPolicy
 from strongroom.adapters.wire.backups import EncryptionShape as Encryption
 from strongroom.adapters.wire.claims import Claim
 from strongroom.adapters.wire.drills import Drill
@@ -321,6 +321,7 @@ class Operations:
         kind: str,
         idempotency_key: str | None = None,
         encryption: Encryption | Unset = UNSET,
+        drill: DrillPolicyShape | Unset = UNSET,
     ) -> Backup:
         """Create a backup (``local``, ``manual`` or ``cloud``), a draft until complete."""
 
@@ -342,6 +343,7 @@ class Operations:
         destination_credentials: S3Credentials | Unset = UNSET,
         encryption: Encryption | Unset | None = UNSET,
         freshness: FreshnessPolicy | Unset | None = UNSET,
+        drill: DrillPolicyShape | Unset | None = UNSET,
         if_match: str | None = None,
     ) -> Backup:
         """Change a backup's configuration (only the fields given)."""

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from uuid import UUID
 
+from attrs import evolve
+
 from strongroom.adapters.memory.tables import MemoryRepository, keyset_page, require
+from strongroom.domain.backups import Backup
 from strongroom.domain.drills import Drill, DrillState, TableFacts
 from strongroom.domain.pagination import Page, PageRequest
 
@@ -56,6 +59,36 @@ class MemoryDrillRepository(MemoryRepository):
         rows = self._tx.read(self.table).values()
         mine = [d for d in rows if d.workspace_id == workspace_id and d.backup_id == backup_id]
         return keyset_page(mine, page)
+
+    async def has_open(self, workspace_id: UUID, backup_id: UUID) -> bool:
+        return any(
+            d.workspace_id == workspace_id
+            and d.backup_id == backup_id
+            and d.state in (DrillState.QUEUED, DrillState.RUNNING)
+            for d in self._tx.read(self.table).values()
+        )
+
+    async def due_backups(self, now: datetime, limit: int) -> Sequence[Backup]:
+        found = [
+            b
+            for b in self._tx.read("backups").values()
+            if b.next_drill_at is not None
+            and b.next_drill_at <= now
+            and b.drill_schedule is not None
+        ]
+        found.sort(key=lambda b: (b.next_drill_at, b.id))
+        return found[:limit]
+
+    async def advance_backup(
+        self, workspace_id: UUID, backup_id: UUID, expected: datetime, next_drill_at: datetime
+    ) -> bool:
+        stored: Backup | None = self._tx.read("backups").get(backup_id)
+        if stored is None or stored.workspace_id != workspace_id:
+            return False
+        if stored.next_drill_at != expected:
+            return False
+        self._tx.write("backups")[backup_id] = evolve(stored, next_drill_at=next_drill_at)
+        return True
 
     async def record_manifest(
         self, workspace_id: UUID, artifact_id: UUID, manifest: Mapping[str, TableFacts]

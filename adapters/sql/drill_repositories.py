@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 from uuid import UUID
 
+from strongroom.adapters.sql import rows
 from strongroom.adapters.sql.catalog import Q
 from strongroom.adapters.sql.rows import (
     Codec,
@@ -17,7 +18,8 @@ from strongroom.adapters.sql.rows import (
     read_opt_timestamp,
     read_opt_uuid,
 )
-from strongroom.adapters.sql.statements import SqlRepository, page_params, require
+from strongroom.adapters.sql.statements import SqlRepository, count_of, page_params, require
+from strongroom.domain.backups import Backup
 from strongroom.domain.drills import Drill, DrillState, TableFacts
 from strongroom.domain.pagination import Page, PageRequest, page_of
 
@@ -111,6 +113,37 @@ class SqlDrillRepository(SqlRepository):
         filters = [Q.FILTER_DRILL_AFTER] if after else []
         found = await self._db.fetch_all(Q.DRILL_LIST_FOR_BACKUP, params, filters=filters)
         return page_of([drill_from_row(row, self._codec) for row in found], page)
+
+    async def has_open(self, workspace_id: UUID, backup_id: UUID) -> bool:
+        """Whether a drill of the backup is queued or running."""
+        params = {
+            "workspace_id": self._codec.uuid(workspace_id),
+            "backup_id": self._codec.uuid(backup_id),
+        }
+        return count_of(await self._db.fetch_one(Q.DRILL_OPEN_EXISTS, params)) > 0
+
+    async def due_backups(self, now: datetime, limit: int) -> Sequence[Backup]:
+        """Backups whose drill slot has come, soonest first (index ``backups_drill_due``)."""
+        params = {"now": self._codec.timestamp(now), "limit": limit}
+        found = await self._db.fetch_all(Q.BACKUP_DRILL_DUE, params)
+        return [rows.backup_from_row(row, self._codec) for row in found]
+
+    async def advance_backup(
+        self, workspace_id: UUID, backup_id: UUID, expected: datetime, next_drill_at: datetime
+    ) -> bool:
+        """Compare-and-set of ``next_drill_at`` on the locked row (the lock serialises
+        rivals); the body stays (the API does not show the next drill slot)."""
+        key = {"workspace_id": self._codec.uuid(workspace_id), "id": self._codec.uuid(backup_id)}
+        row = await self._db.fetch_one(Q.BACKUP_GET, key, writes=True)
+        stored = None if row is None else rows.backup_from_row(row, self._codec)
+        if stored is None or stored.next_drill_at != expected:
+            return False
+        params = {
+            **key,
+            "expected": self._codec.timestamp(expected),
+            "next_drill_at": self._codec.timestamp(next_drill_at),
+        }
+        return await self._db.execute(Q.BACKUP_ADVANCE_DRILL, params) == 1
 
     async def record_manifest(
         self, workspace_id: UUID, artifact_id: UUID, manifest: Mapping[str, TableFacts]

@@ -9,7 +9,8 @@ from typing import Any
 from strongroom.adapters.wire import CONVERTER, present
 from strongroom.adapters.wire.scalars import READING_STORED
 from strongroom.domain.audit import JsonValue
-from strongroom.domain.backups import Destination, Source
+from strongroom.domain.backups import Destination, Schedule, Source
+from strongroom.domain.drill_policy import DrillPolicy, DrillTarget
 
 
 def source_to_json(source: Source) -> dict[str, JsonValue]:
@@ -64,3 +65,17 @@ def _structured_once(value: Mapping[str, Any], union: Any) -> Any:
             _STRUCTURED.clear()
         _STRUCTURED[key] = found
     return found
+
+
+def drill_to_json(drill: DrillPolicy) -> dict[str, Any]:
+    """A backup's drill as its column stores it (the API's shape)."""
+    schedule = {"cron": drill.schedule.cron, "timezone": drill.schedule.timezone}
+    return {"schedule": schedule, "target": {"type": drill.target.type}}
+
+
+def drill_from_json(value: Mapping[str, Any]) -> DrillPolicy:
+    """A backup's drill from its column."""
+    schedule = value["schedule"]
+    return DrillPolicy(
+        Schedule(schedule["cron"], schedule["timezone"]), DrillTarget(value["target"]["type"])
+    )

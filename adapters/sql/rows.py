@@ -18,6 +18,8 @@ import attrs
 from strongroom.adapters.sql.location_rows import (
     destination_from_json,
     destination_to_json,
+    drill_from_json,
+    drill_to_json,
     source_from_json,
     source_to_json,
 )
@@ -393,6 +395,8 @@ def backup_params(backup: Backup, codec: Codec) -> Params:
         "freshness_max_age_seconds": None
         if backup.freshness is None
         else backup.freshness.max_age.seconds,
+        "drill": None if backup.drill is None else codec.json(drill_to_json(backup.drill)),
+        "next_drill_at": opt_timestamp(codec, backup.next_drill_at),
     }
 
 
@@ -471,6 +475,8 @@ def backup_from_row(row: Row, codec: Codec) -> Backup:
         if row["encryption"] is None
         else Encryption(codec.read_json(row["encryption"])),
         freshness=None if max_age is None else Freshness(Duration(max_age)),
+        drill=None if row["drill"] is None else drill_from_json(codec.read_json(row["drill"])),
+        next_drill_at=read_opt_timestamp(codec, row["next_drill_at"]),
     )
 
 

@@ -138,6 +138,10 @@ CREATE TABLE backups (
     -- The recovery point objective (0018).
     freshness_max_age_seconds bigint
         CONSTRAINT backups_freshness_check CHECK (freshness_max_age_seconds > 0),
+    -- Scheduled restore drills: the API's drill object, and its next slot while drills are
+    -- scheduled (0021).
+    drill jsonb CONSTRAINT backups_drill_check CHECK (jsonb_typeof(drill) = 'object'),
+    next_drill_at timestamptz,
     CONSTRAINT backups_name_unique UNIQUE (workspace_id, name_key),
     CONSTRAINT backups_workspace_id_unique UNIQUE (workspace_id, id),
     CONSTRAINT backups_schedule_check
@@ -148,6 +152,8 @@ CREATE TABLE backups (
 CREATE INDEX backups_by_workspace ON backups (workspace_id, created_at DESC, id DESC);
 -- The scheduler's look-up of due backups (0009).
 CREATE INDEX backups_due ON backups (next_run_at) WHERE next_run_at IS NOT NULL;
+-- The drill scheduler's look-up of due drill slots (0021).
+CREATE INDEX backups_drill_due ON backups (next_drill_at) WHERE next_drill_at IS NOT NULL;
 
 CREATE TABLE audit_events (
     id uuid PRIMARY KEY,

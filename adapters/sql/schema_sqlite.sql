@@ -142,6 +142,10 @@ CREATE TABLE backups (
     -- The recovery point objective (0018).
     freshness_max_age_seconds INTEGER
         CONSTRAINT backups_freshness_check CHECK (freshness_max_age_seconds > 0),
+    -- Scheduled restore drills: the API's drill object, and its next slot while drills are
+    -- scheduled (0021).
+    drill TEXT CONSTRAINT backups_drill_check CHECK (json_type(drill) = 'object'),
+    next_drill_at TEXT,
     CONSTRAINT backups_name_unique UNIQUE (workspace_id, name_key),
     CONSTRAINT backups_schedule_check
         CHECK ((schedule_cron IS NULL) = (schedule_timezone IS NULL)),
@@ -151,6 +155,8 @@ CREATE TABLE backups (
 CREATE INDEX backups_by_workspace ON backups (workspace_id, created_at DESC, id DESC);
 -- The scheduler's look-up of due backups (0009).
 CREATE INDEX backups_due ON backups (next_run_at) WHERE next_run_at IS NOT NULL;
+-- The drill scheduler's look-up of due drill slots (0021).
+CREATE INDEX backups_drill_due ON backups (next_drill_at) WHERE next_drill_at IS NOT NULL;
 
 CREATE TABLE audit_events (
     id TEXT PRIMARY KEY,

@@ -25,6 +25,7 @@ from strongroom.domain.backups import (
     Source,
     Unset,
 )
+from strongroom.domain.drill_policy import SERVICE_TARGET, DrillPolicy, DrillTarget
 from strongroom.domain.durations import Duration
 from strongroom.domain.encryption import MAX_RECIPIENTS, BackupFormat, Encryption
 
@@ -57,6 +58,33 @@ class FreshnessPolicy:
     """Longer than zero: without a successful run newer than this the backup is `late`."""
 
 
+@view_of(DrillTarget)
+@attrs.frozen
+class DrillTargetShape:
+    """Where a drill restores: a scratch target the service owns (a database it creates
+    and drops, a directory of its own); a drill never writes to the customer's systems."""
+
+    __schema_name__: ClassVar[str] = "DrillTarget"
+    type: str = attrs.field(default="service", metadata=meta(schema={"examples": ["service"]}))
+    """`service`, the only type offered (the default); another gives 422
+    `validation_failed`."""
+
+
+@view_of(DrillPolicy)
+@attrs.frozen
+class DrillPolicyShape:
+    """Scheduled restore drills of a cloud backup (contract 16): at each slot of `schedule`
+    the service queues one drill, as `POST /v1/backups/{bid}/drills` does (a slot is skipped
+    while a drill of the backup is queued or running; a paused or draft backup is not
+    drilled)."""
+
+    __schema_name__: ClassVar[str] = "DrillPolicy"
+    schedule: Schedule
+    """The same grammar and time zone rules as the backup's own `schedule`."""
+    target: DrillTarget = SERVICE_TARGET
+    """Where the drill restores; `{"type": "service"}` when absent."""
+
+
 @attrs.frozen
 class BackupCreate:
     """`POST /v1/workspaces/{wid}/backups`."""
@@ -67,6 +95,9 @@ class BackupCreate:
     encryption: Encryption | None = None
     """Local and manual backups: the age recipients (public keys) its snapshots are sealed
     to; set, the backup's `format` is `snapshot`."""
+    drill: DrillPolicy | None = None
+    """Cloud backups only (422 `validation_failed` otherwise): scheduled restore drills,
+    from the moment the backup is `active`."""
 
 
 @attrs.frozen
@@ -110,6 +141,9 @@ class BackupUpdate:
     freshness: Freshness | Unset | None = UNSET
     """The recovery point objective: `{"max_age": "P1D"}` makes the backup `late` when its
     newest successful run is older; null removes it (then two missed schedule slots do)."""
+    drill: DrillPolicy | Unset | None = UNSET
+    """Cloud backups only (422 `validation_failed` otherwise): scheduled restore drills;
+    null stops them."""
 
     def changes(self) -> BackupChanges:
         """The domain's changes: the fields share their names (the shapes of the
@@ -152,3 +186,5 @@ class Backup:
     """The age recipients (public keys) snapshots are sealed to; null for an archive backup."""
     freshness: Freshness | None = None
     """The recovery point objective (`GET /v1/workspaces/{wid}/health`); null without one."""
+    drill: DrillPolicy | None = None
+    """Scheduled restore drills (`GET /v1/backups/{bid}/drills`); null without them."""

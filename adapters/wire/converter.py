@@ -162,6 +162,12 @@ def _refusal(error: Exception, cls: type) -> StrongroomError:
     if isinstance(leaf, StrongroomError):
         if FIELD in leaf.message:
             return InvalidRequestError(leaf.message.replace(FIELD, path))
+        # A value's own message names it from its field on (``schedule.cron ...``); nested
+        # deeper (``drill.schedule``), the field's parents go in front.
+        parent, _, last = path.rpartition(".")
+        named = leaf.message.startswith((f"{last}.", f"{last} "))
+        if parent and named and isinstance(leaf, InvalidRequestError):
+            return InvalidRequestError(f"{parent}.{leaf.message}")
         return leaf
     if isinstance(leaf, KeyError) or str(leaf) == "missing":
         return InvalidRequestError(f"missing field: {path}")

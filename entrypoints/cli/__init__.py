@@ -32,6 +32,7 @@ from strongroom.entrypoints.cli import (
     runs,
     server,
     snapshots,
+    status,
     transfers,
     workspaces,
 )
@@ -147,6 +148,7 @@ for command in (
     artifacts.artifact,
     keys.key,
     proof.proof,
+    status.status,
     *transfers.COMMANDS,
     *machines.COMMANDS,
     *restores.COMMANDS,

@@ -3,13 +3,14 @@ service restores a backup's newest copy into to check it."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Protocol
 from uuid import UUID
 
 import attrs
 
+from strongroom.domain.backups import Backup
 from strongroom.domain.drills import Drill, TableFacts
 from strongroom.domain.pagination import Page, PageRequest
 from strongroom.ports.driven.storage import ObjectReader
@@ -44,6 +45,24 @@ class DrillRepository(Protocol):
         self, workspace_id: UUID, backup_id: UUID, page: PageRequest
     ) -> Page[Drill]:
         """A backup's drills, newest first."""
+        ...
+
+    async def has_open(self, workspace_id: UUID, backup_id: UUID) -> bool:
+        """Whether a drill of the backup is ``queued`` or ``running``."""
+        ...
+
+    async def due_backups(self, now: datetime, limit: int) -> Sequence[Backup]:
+        """Backups of every workspace whose drills are scheduled and whose
+        ``next_drill_at`` is at or before ``now``, soonest first (at most ``limit``; the
+        cost grows with the number due, not with the number of backups)."""
+        ...
+
+    async def advance_backup(
+        self, workspace_id: UUID, backup_id: UUID, expected: datetime, next_drill_at: datetime
+    ) -> bool:
+        """Compare-and-set: the backup's ``next_drill_at`` becomes ``next_drill_at`` if it
+        is ``expected``, locking the backup until the unit of work ends; whether it did
+        (of rival units, exactly one does)."""
         ...
 
     async def record_manifest(

@@ -15,6 +15,8 @@ from strongroom.domain.backups import (
     Backup,
     BackupChanges,
     BackupKind,
+    DrillPolicy,
+    check_drill,
     check_encryption_kind,
 )
 from strongroom.domain.billing import GatedOperation
@@ -87,6 +89,10 @@ def audit_snapshot(backup: Backup) -> dict[str, JsonValue]:
         "destination": backup.destination.type,
         # Public keys only: the recipients a snapshot backup seals to.
         "encryption": None if backup.encryption is None else list(backup.encryption.recipients),
+        "drill": None
+        if backup.drill is None
+        else f"{backup.drill.schedule.cron} ({backup.drill.schedule.timezone})"
+        f" target={backup.drill.target.type}",
     }
 
 
@@ -113,8 +119,10 @@ class Backups:
         kind: BackupKind,
         idempotency: IdempotencyKey | None = None,
         encryption: Encryption | None = None,
+        drill: DrillPolicy | None = None,
     ) -> Backup:
-        """Reserve a new backup in state ``draft`` (a snapshot backup with ``encryption``).
+        """Reserve a new backup in state ``draft`` (a snapshot backup with ``encryption``;
+        drilled on ``drill``'s schedule once it is active).
 
         One path for every caller, in the contract's order of checks: the caller's checks
         (a session's ``Bearer`` in the look-up that reads the workspace and its count),
@@ -126,6 +134,8 @@ class Backups:
         name = clean_name(name)
         if encryption is not None:
             check_encryption_kind(kind)
+        if drill is not None:
+            check_drill(kind, drill)
         now = self._deps.clock.now()
 
         # A key's unit holds its reservation: it reads the count again inside it.
@@ -133,7 +143,7 @@ class Backups:
 
         async def store(uow: UnitOfWork) -> Backup:
             return await self._admit_and_add(
-                uow, checked, workspace_id, read, name, kind, encryption
+                uow, checked, workspace_id, read, name, kind, encryption, drill
             )
 
         if idempotency is not None:
@@ -174,6 +184,7 @@ class Backups:
         name: str,
         kind: BackupKind,
         encryption: Encryption | None = None,
+        drill: DrillPolicy | None = None,
     ) -> Backup:
         """Decide on the workspace as read (``counted``, else read now) and add the backup
         and its event, guarded by the count decided on; read again on a lost race."""
@@ -191,6 +202,7 @@ class Backups:
                 kind,
                 self._deps.clock.now(),
                 encryption,
+                drill,
             )
             event = caller_event(
                 self._deps,

@@ -1,7 +1,9 @@
 """Restore drills (contract 16): ask the service to prove a backup restores, read how its
 drills went, and the steps of the service's drill runner (``adapters/runtime/drills``).
 
-``create`` records a ``queued`` drill of a cloud backup and wakes the runners. A runner
+``create`` records a ``queued`` drill of a cloud backup and wakes the runners;
+``schedule_due`` does the same at each due slot of a backup's ``drill.schedule`` (one per
+slot across instances: a compare-and-set of ``next_drill_at``). A runner
 takes one queued drill at a time (``take_next``: a locking read that skips rows other
 runners hold), on the backup's newest available artifact of a succeeded run, marks it
 ``running`` and commits; then, outside any transaction, streams the artifact into a
@@ -17,13 +19,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
+from datetime import datetime
 from uuid import UUID
 
 import attrs
 
 import strongroom.ports.driving.lookups as lookups
 from strongroom.domain.artifacts import Artifact, ArtifactState
-from strongroom.domain.audit import JsonValue
+from strongroom.domain.audit import JsonValue, diff
 from strongroom.domain.backups import Backup
 from strongroom.domain.drills import (
     DRILL_TIMEOUT,
@@ -32,10 +35,12 @@ from strongroom.domain.drills import (
     DrillState,
     TableFacts,
     check_drillable,
+    decide_drill_slot,
     object_problems,
     table_problems,
 )
-from strongroom.domain.events import changed, created
+from strongroom.domain.errors import StrongroomError
+from strongroom.domain.events import Recorded, changed, created
 from strongroom.domain.pagination import Page, PageRequest
 from strongroom.domain.permissions import Permission
 from strongroom.domain.principals import Caller
@@ -58,6 +63,8 @@ READ_DRILL = Requirement((Permission.BACKUPS_READ,))
 # Succeeded runs looked at, newest first, for an available artifact.
 RUNS_LOOKED_AT = 20
 STALE_BATCH = 10
+# Backups with a due drill slot looked at per look.
+SCHEDULE_BATCH = 500
 NOTHING_TO_DRILL = "the backup has no available artifact to drill"
 
 
@@ -82,6 +89,17 @@ class Outcome:
     restored_bytes: int = 0
     seconds: float = 0.0
     error: str | None = None
+
+
+@attrs.frozen
+class DrillScheduleReport:
+    """What one pass of the drill scheduler did."""
+
+    scheduled: int = 0
+    skipped: int = 0
+    # Slots another instance (or a change of the backup) took first.
+    taken: int = 0
+    errors: int = 0
 
 
 class Drills:
@@ -110,14 +128,86 @@ class Drills:
             backup = lookups.visible_backup(
                 caller, await lookups.backup(change.uow, workspace_id, backup_id)
             )
-            check_drillable(backup)
-            drill = Drill.queued(self._deps.ids.new_id(), workspace_id, backup.id, now)
-            await change.uow.drills.add(drill)
-            # Drill runners wait on the run signals' channel (``wakeup``).
-            await change.uow.runs.announce_queued(workspace_id, None)
+            drill = await self._queue(change.uow, backup, now)
             change.collect(created("drill.create", drill))
         self._deps.signals.announce(workspace_id, None)
         return drill
+
+    async def _queue(self, uow: UnitOfWork, backup: Backup, now: datetime) -> Drill:
+        """A ``queued`` drill of a drillable ``backup`` (``check_drillable``), added in
+        ``uow`` with the announcement that wakes the runners: the one way a drill is
+        asked for, by a person (``create``) or by a slot (``schedule_due``)."""
+        check_drillable(backup)
+        drill = Drill.queued(self._deps.ids.new_id(), backup.workspace_id, backup.id, now)
+        await uow.drills.add(drill)
+        # Drill runners wait on the run signals' channel (``wakeup``).
+        await uow.runs.announce_queued(backup.workspace_id, None)
+        return drill
+
+    async def schedule_due(
+        self, now: datetime | None = None, batch: int = SCHEDULE_BATCH
+    ) -> DrillScheduleReport:
+        """Queue one drill for every drill slot due at ``now`` (``drill.schedule`` by
+        ``system``), or skip it while a drill of the backup is queued or running
+        (``drill.skip``, ``reason: "overlap"``); each slot's ``next_drill_at`` moves past
+        ``now``. Each slot starts with a compare-and-set of ``next_drill_at``, as the run
+        scheduler's slots do: with any number of instances, one drill per slot."""
+        now = now or self._deps.clock.now()
+        counts = {"scheduled": 0, "skipped": 0, "taken": 0, "errors": 0}
+        while True:
+            async with self._deps.uow() as uow:
+                due = await uow.drills.due_backups(now, batch)
+            handled = 0
+            for backup in due:
+                try:
+                    outcome = await self._drill_slot(backup, now)
+                except StrongroomError:
+                    logger.exception("could not queue the drill of backup %s", backup.id)
+                    outcome = "errors"
+                counts[outcome] += 1
+                handled += outcome in ("scheduled", "skipped")
+            # Errors or slots taken by others may leave the batch full of the same rows.
+            if len(due) < batch or handled == 0:
+                break
+        report = DrillScheduleReport(**counts)
+        if report != DrillScheduleReport():
+            logger.info("drill scheduler: %s", report)
+        return report
+
+    async def _drill_slot(self, seen: Backup, now: datetime) -> str:
+        """One due backup's drill slot: ``scheduled``, ``skipped`` or ``taken``."""
+        slot, schedule = seen.next_drill_at, seen.drill_schedule
+        if slot is None or schedule is None:
+            return "taken"
+        workspace_id = seen.workspace_id
+        async with self._deps.uow() as uow:
+            # First the compare-and-set: it locks the backup, so rivals and a concurrent
+            # change wait, and the reads below see what this slot decides on.
+            following = schedule.next_after(now)
+            if not await uow.drills.advance_backup(workspace_id, seen.id, slot, following):
+                return "taken"
+            backup = await uow.backups.get(workspace_id, seen.id)
+            if backup is None:
+                return "taken"
+            has_open = await uow.drills.has_open(workspace_id, backup.id)
+            decision = decide_drill_slot(attrs.evolve(backup, next_drill_at=slot), now, has_open)
+            if decision is None:
+                return "taken"  # no longer drilled; rolled back with the unit
+            at = decision.slot.isoformat()
+            if decision.queue:
+                drill = await self._queue(uow, backup, now)
+                uow.collect(
+                    by_system(self._deps, workspace_id, created("drill.schedule", drill, slot=at))
+                )
+            else:
+                changes = diff({}, {"backup_id": str(backup.id), "reason": "overlap", "slot": at})
+                skipped = Recorded("drill.skip", backup.id, changes, target_type="backup")
+                uow.collect(by_system(self._deps, workspace_id, skipped))
+            await uow.commit()
+        if decision.queue:
+            self._deps.signals.announce(workspace_id, None)
+            return "scheduled"
+        return "skipped"
 
     async def list_for_backup(
         self, caller: Caller | Grant, backup_id: UUID, page: PageRequest

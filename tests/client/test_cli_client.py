@@ -358,3 +358,32 @@ def test_the_executable_signs_in_with_the_device_flow(url: str, tmp_path: Path) 
     assert run("backup", "frobnicate").returncode == 2
     with httpx2.Client(trust_env=False) as http:
         assert http.get(f"{url}/healthz").status_code == 200
+
+
+class TestStatus:
+    """``strongroom status``: the health table, late and failing first; exit 1 on either."""
+
+    def test_status_lists_health_and_exits_1_once_a_backup_fails(self, person: Client) -> None:
+        for name in ("good", "bad"):
+            strongroom("backup", "create", name, "--kind", "manual")
+            strongroom("backup", "set", name, "--expire-after", "P30D")
+        good = as_json(strongroom("backup", "show", "good", "--json"))["id"]
+        upload_run(person, good, b"fine")
+        calm = strongroom("status")
+        assert calm.exit_code == 0, calm.output
+        assert "good" in calm.stdout
+        assert "bad" in calm.stdout
+        bad = as_json(strongroom("backup", "show", "bad", "--json"))["id"]
+        person.fail_run(person.start_run(bad).id, "disk full")
+        alarmed = strongroom("status")
+        assert alarmed.exit_code == 1, alarmed.output
+        lines = [line for line in alarmed.stdout.splitlines() if "good" in line or "bad" in line]
+        assert "failing" in lines[0]
+        assert "disk full" in lines[0]
+        assert "ok" in lines[1]
+        answer = strongroom("status", "--json")
+        assert answer.exit_code == 1
+        shown = json.loads(answer.stdout)
+        assert [h["status"] for h in shown["data"]] == ["failing", "ok"]
+        assert shown["data"][0]["last_failure"]["error"] == "disk full"
+        assert shown["data"][0]["backup_id"] == bad

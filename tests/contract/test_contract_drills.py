@@ -5,10 +5,13 @@ from __future__ import annotations
 
 from uuid import UUID, uuid4
 
+import attrs
 import pytest
 from contract_records import Adapter, at
 from test_contract_restores import world
 
+from strongroom.domain.backups import Backup, BackupState, DrillPolicy, Schedule
+from strongroom.domain.drill_policy import DrillTarget
 from strongroom.domain.drills import Drill, TableFacts
 from strongroom.domain.pagination import PageRequest
 from strongroom.ports.driven.repositories import IntegrityViolationError
@@ -150,3 +153,82 @@ class TestManifests:
             uow.commit()
         with adapter.uow() as uow:
             assert uow.drills.manifest(wid, aid) is None
+
+
+DAILY = DrillPolicy(Schedule("0 3 * * *", "UTC"))
+
+
+def drilled(adapter: Adapter, due: float) -> tuple[UUID, Backup]:
+    """A workspace's active backup with scheduled drills, its next drill slot at ``due``."""
+    wid, bid, _, _ = backup_of(adapter)
+    with adapter.uow() as uow:
+        stored = uow.backups.get(wid, bid)
+        assert stored is not None
+        changed = attrs.evolve(
+            stored, state=BackupState.ACTIVE, paused=False, drill=DAILY, next_drill_at=at(due)
+        )
+        uow.backups.update(changed)
+        uow.commit()
+    return wid, changed
+
+
+class TestScheduledDrills:
+    def test_a_backup_keeps_its_drill_and_next_drill_slot(self, adapter: Adapter) -> None:
+        wid, backup = drilled(adapter, 10)
+        custom = DrillPolicy(Schedule("*/15 * * * *", "Europe/Paris"), DrillTarget("other"))
+        with adapter.uow() as uow:
+            assert uow.backups.get(wid, backup.id) == backup
+            uow.backups.update(attrs.evolve(backup, drill=custom, next_drill_at=None))
+            uow.commit()
+        with adapter.uow() as uow:
+            found = uow.backups.get(wid, backup.id)
+            assert found is not None
+            assert found.drill == custom
+            assert found.next_drill_at is None
+
+    def test_only_backups_whose_drill_slot_came_are_due_soonest_first(
+        self, adapter: Adapter
+    ) -> None:
+        _, later = drilled(adapter, 20)
+        _, sooner = drilled(adapter, 5)
+        _, future = drilled(adapter, 100)
+        _wid, paused = drilled(adapter, 1)
+        with adapter.uow() as uow:
+            uow.backups.update(attrs.evolve(paused, paused=True))
+            uow.commit()
+        with adapter.uow() as uow:
+            due = [b.id for b in uow.drills.due_backups(at(50), 10)]
+            assert due == [sooner.id, later.id]
+            assert [b.id for b in uow.drills.due_backups(at(50), 1)] == [sooner.id]
+        assert future.id not in due
+        assert paused.id not in due
+
+    def test_the_drill_slot_moves_once_from_the_slot_expected(self, adapter: Adapter) -> None:
+        wid, backup = drilled(adapter, 5)
+        with adapter.uow() as uow:
+            assert uow.drills.advance_backup(wid, backup.id, at(5), at(90))
+            uow.commit()
+        with adapter.uow() as uow:
+            assert not uow.drills.advance_backup(wid, backup.id, at(5), at(91))
+            assert not uow.drills.advance_backup(uuid4(), backup.id, at(90), at(91))
+            found = uow.backups.get(wid, backup.id)
+            assert found is not None
+            assert found.next_drill_at == at(90)
+
+    def test_a_queued_or_running_drill_is_open(self, adapter: Adapter) -> None:
+        wid, bid, rid, _ = backup_of(adapter)
+        with adapter.uow() as uow:
+            assert not uow.drills.has_open(wid, bid)
+        queued = drill(wid, bid)
+        store(adapter, queued)
+        with adapter.uow() as uow:
+            assert uow.drills.has_open(wid, bid)
+            assert not uow.drills.has_open(uuid4(), bid)
+            uow.drills.update(queued.started(rid, at(1)))
+            uow.commit()
+        with adapter.uow() as uow:
+            assert uow.drills.has_open(wid, bid)
+            uow.drills.update(queued.started(rid, at(1)).broke("x", at(2)))
+            uow.commit()
+        with adapter.uow() as uow:
+            assert not uow.drills.has_open(wid, bid)

@@ -49,6 +49,7 @@ RECORD_FIELDS = {
     "source",
     "has_credentials",
     "freshness",
+    "drill",
     "schedule",
     "worker_id",
     "retention",

@@ -41,9 +41,11 @@ async def create_backup(ctx: ApiContext) -> Response:
     is checked in the round trip that inserts.
 
     Errors:
-    - `invalid_request`: `kind` is not one of the kinds
+    - `invalid_request`: `kind` is not one of the kinds, a bad cron expression or time zone in
+      `drill.schedule`
     - `validation_failed`: `encryption` on a cloud backup, or a recipient that is not an age
-      X25519 recipient (1 to 10)
+      X25519 recipient (1 to 10); `drill` on a local or manual backup, or a `drill.target`
+      type other than `service`
     - `quota_exceeded`: `backups_per_workspace` is reached
     - `name_taken`: a backup of this name (case-insensitive) exists"""
     bearer = ctx.bearer()
@@ -62,6 +64,7 @@ async def create_backup(ctx: ApiContext) -> Response:
         body.kind,
         idempotency=idempotency,
         encryption=body.encryption,
+        drill=body.drill,
     )
     return answer(backup, 201)
 
@@ -106,7 +109,8 @@ async def update_backup(ctx: ApiContext, grant: Grant, bid: UUID) -> DomainBacku
       this workspace, `source` or `credentials` on a local or manual backup, `schedule` on a
       manual backup, a source type not offered for the kind, credentials of the other source
       type's shape, `encryption` on a cloud backup, a recipient that is not an age X25519
-      recipient (1 to 10)
+      recipient (1 to 10), `drill` on a local or manual backup, a `drill.target` type other
+      than `service`
     - `invalid_state`: `encryption: null` on a snapshot backup (a snapshot backup stays one)
     - `name_taken`: another backup has this name (case-insensitive)
     - `retention_immutable`: a different retention policy is already set

@@ -143,7 +143,7 @@ SELECT /*fragment session_grant_columns*/,
        b.id, b.workspace_id, b.name, b.kind, b.state, b.paused, b.source, b.sealed_credentials, b.schedule_cron, b.schedule_timezone,
        b.worker_id, b.retention_expire_after_seconds, b.retention_lock_for_seconds,
        b.retention_keep, b.destination, b.sealed_destination_credentials, b.next_run_at, b.created_at,
-       b.updated_at, b.encryption, b.freshness_max_age_seconds
+       b.updated_at, b.encryption, b.freshness_max_age_seconds, b.drill, b.next_drill_at
 /*fragment session_grant_joins*/
 LEFT JOIN backups AS b ON b.workspace_id = s.workspace_id AND b.id = :id
 WHERE s.token_hash = :token_hash
@@ -190,7 +190,8 @@ SELECT 0 AS part, g_id, g_token_hash, g_user_id, g_workspace_id, g_created_at, g
        NULL AS worker_id, NULL AS retention_expire_after_seconds,
        NULL AS retention_lock_for_seconds, NULL AS retention_keep, NULL AS destination,
        NULL AS sealed_destination_credentials, NULL AS next_run_at, NULL AS created_at,
-       NULL AS updated_at, NULL AS encryption, NULL AS freshness_max_age_seconds
+       NULL AS updated_at, NULL AS encryption, NULL AS freshness_max_age_seconds,
+       NULL AS drill, NULL AS next_drill_at
 FROM g
 UNION ALL
 SELECT 1, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
@@ -199,7 +200,7 @@ SELECT 1, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
        b.retention_expire_after_seconds, b.retention_lock_for_seconds, b.retention_keep,
        b.destination,
        b.sealed_destination_credentials, b.next_run_at, b.created_at, b.updated_at,
-       b.encryption, b.freshness_max_age_seconds
+       b.encryption, b.freshness_max_age_seconds, b.drill, b.next_drill_at
 FROM g
 JOIN (
     SELECT /*fragment backup_columns*/
@@ -220,7 +221,8 @@ UPDATE sessions SET revoked_at = :revoked_at WHERE id = :id AND revoked_at IS NU
 id, workspace_id, name, kind, state, paused, source, sealed_credentials,
        schedule_cron, schedule_timezone, worker_id, retention_expire_after_seconds,
        retention_lock_for_seconds, retention_keep, destination, sealed_destination_credentials,
-       next_run_at, created_at, updated_at, encryption, freshness_max_age_seconds
+       next_run_at, created_at, updated_at, encryption, freshness_max_age_seconds, drill,
+       next_drill_at
 
 -- name: backup_insert_columns
 -- Every column of a backup (name_key and body too), in the order of backup_insert_values:
@@ -228,14 +230,16 @@ id, workspace_id, name, kind, state, paused, source, sealed_credentials,
     id, workspace_id, name, name_key, kind, state, paused, source, sealed_credentials,
     schedule_cron, schedule_timezone, worker_id, retention_expire_after_seconds,
     retention_lock_for_seconds, retention_keep, destination, sealed_destination_credentials,
-    next_run_at, created_at, updated_at, body, encryption, freshness_max_age_seconds
+    next_run_at, created_at, updated_at, body, encryption, freshness_max_age_seconds, drill,
+    next_drill_at
 
 -- name: backup_insert_values
 -- The parameters of backup_insert_columns, in their order (a fragment).
     :id, :workspace_id, :name, :name_key, :kind, :state, :paused, :source, :sealed_credentials,
     :schedule_cron, :schedule_timezone, :worker_id, :retention_expire_after_seconds,
     :retention_lock_for_seconds, :retention_keep, :destination, :sealed_destination_credentials,
-    :next_run_at, :created_at, :updated_at, :body, :encryption, :freshness_max_age_seconds
+    :next_run_at, :created_at, :updated_at, :body, :encryption, :freshness_max_age_seconds,
+    :drill, :next_drill_at
 
 -- name: backup_insert
 INSERT INTO backups (
@@ -260,7 +264,8 @@ SET name = :name, name_key = :name_key, kind = :kind, state = :state, paused = :
     destination = :destination,
     sealed_destination_credentials = :sealed_destination_credentials,
     next_run_at = :next_run_at, created_at = :created_at, updated_at = :updated_at,
-    body = :body, encryption = :encryption, freshness_max_age_seconds = :freshness_max_age_seconds
+    body = :body, encryption = :encryption, freshness_max_age_seconds = :freshness_max_age_seconds,
+    drill = :drill, next_drill_at = :next_drill_at
 WHERE workspace_id = :workspace_id AND id = :id
 
 -- name: backup_delete
@@ -854,6 +859,32 @@ LIMIT :limit
 -- change nothing).
 UPDATE backups SET next_run_at = :next_run_at, body = :body
 WHERE workspace_id = :workspace_id AND id = :id AND next_run_at = :expected
+
+-- name: backup_drill_due
+-- Backups of every workspace whose next drill slot has come, soonest first, through the
+-- partial index backups_drill_due (0021); only backups whose drills are scheduled (active,
+-- unpaused, with a drill) have a next_drill_at, the rest is a safeguard.
+SELECT /*fragment backup_columns*/
+FROM backups
+WHERE next_drill_at <= :now AND state = 'active' AND NOT paused AND drill IS NOT NULL
+ORDER BY next_drill_at
+LIMIT :limit
+
+-- name: backup_advance_drill
+-- Compare-and-set of a backup's next drill slot, as backup_advance_schedule: of
+-- concurrent schedulers exactly one moves it from :expected and queues the slot's drill
+-- (the body stays: the API does not show the next drill slot).
+UPDATE backups SET next_drill_at = :next_drill_at
+WHERE workspace_id = :workspace_id AND id = :id AND next_drill_at = :expected
+
+-- name: drill_open_exists
+-- Whether a drill of a backup is queued or running (index drills_by_backup).
+SELECT count(*) AS n FROM (
+    SELECT 1 FROM drills
+    WHERE workspace_id = :workspace_id AND backup_id = :backup_id
+      AND state IN ('queued', 'running')
+    LIMIT 1
+) AS open_drills
 
 -- name: run_open_exists
 -- Whether a backup has a queued or running run (index runs_open).
