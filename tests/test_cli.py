@@ -180,14 +180,11 @@ class TestOperatorCommands:
         )
         assert code == 1
         assert "not_found" in err
-        bad_state = main(
-            ["admin", "billing", "00000000-0000-0000-0000-000000000000", "broke"]
-            + ["--data-dir", str(data_dir)]
-        )
+        nobody = "00000000-0000-0000-0000-000000000000"
+        bad_state = main(["admin", "billing", nobody, "broke", "--data-dir", str(data_dir)])
         assert bad_state == 2
         bad_limit = main(
-            ["admin", "quota", "00000000-0000-0000-0000-000000000000", "storage_bytes", "-1"]
-            + ["--data-dir", str(data_dir)]
+            ["admin", "quota", nobody, "storage_bytes", "-1", "--data-dir", str(data_dir)]
         )
         assert bad_limit != 0
 
