@@ -42,3 +42,9 @@ def seaweed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SeaweedServer]
     """One SeaweedFS S3 server for the whole test session (loopback, own credentials)."""
     with seaweed_server(tmp_path_factory.mktemp("seaweed")) as server:
         yield server
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Long-running tests (marked ``slow``) first, each file's order kept: spread over
+    the test processes at the start instead of one of them ending the run alone."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)

@@ -89,6 +89,9 @@ class DrillPolicyShape:
 class BackupCreate:
     """`POST /v1/workspaces/{wid}/backups`."""
 
+    # The example is a local backup, which takes no drill (cloud backups only).
+    __example_fields__: ClassVar[tuple[str, ...]] = ("name", "kind", "encryption")
+
     name: Name
     kind: BackupKind
     """Immutable once set."""

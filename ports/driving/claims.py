@@ -65,7 +65,7 @@ class Claims:
         self._guard = threading.Lock()
         # The tickets of the claims waiting in this process, by workspace and worker.
         self._waiting: dict[Waiter, set[Wakeup]] = {}
-        self._sweeper: asyncio.Task[None] | None = None
+        self._last_recheck = float("-inf")
 
     def stop_waiting(self) -> None:
         """The process is stopping: every waiting claim looks once more and answers (204
@@ -158,13 +158,13 @@ class Claims:
             if self._stopping:
                 return False
             self._waiting.setdefault(waiter, set()).add(wakeup)
-            sweeper = self._sweeper
-            if sweeper is None or sweeper.done() or sweeper.get_loop().is_closed():
-                self._sweeper = asyncio.get_running_loop().create_task(
-                    self._sweep(), name="strongroom-claims-sweep"
-                )
+        loop = asyncio.get_running_loop()
+        end = loop.time() + timeout
         try:
-            await wakeup.wait(timeout)
+            while (left := end - loop.time()) > 0:
+                if await wakeup.wait(min(left, SWEEP_SECONDS)):
+                    break
+                await self._recheck_if_due(loop.time())
         finally:
             with self._guard:
                 tickets = self._waiting.get(waiter)
@@ -174,31 +174,25 @@ class Claims:
                         del self._waiting[waiter]
         return True
 
-    async def _sweep(self) -> None:
-        """Every ``SWEEP_SECONDS`` while claims wait: one statement finds which of the
+    async def _recheck_if_due(self, now: float) -> None:
+        """At most once every ``SWEEP_SECONDS`` per process, done by whichever waiting
+        claim gets here first (no task of its own): one statement finds which of the
         waiting workers have a queued run, and wakes their claims (which then look)."""
-        failures = 0
-        while True:
-            await asyncio.sleep(SWEEP_SECONDS)
-            with self._guard:
-                if not self._waiting:
-                    if self._sweeper is asyncio.current_task():
-                        self._sweeper = None
-                    return
-                waiting = list(self._waiting)
-            try:
-                async with self._deps.uow() as uow:
-                    found = await uow.runs.workers_with_queued(waiting)
-            except Exception as error:  # the database is away: the next round tries again
-                failures += 1
-                log = logger.warning if failures == 1 else logger.debug
-                log("re-check of waiting claims failed (%s); trying again", error)
-                continue
-            failures = 0
-            with self._guard:
-                due = [ticket for waiter in found for ticket in self._waiting.get(waiter, ())]
-            for ticket in due:
-                ticket.wake()
+        with self._guard:
+            if now - self._last_recheck < SWEEP_SECONDS or not self._waiting:
+                return
+            self._last_recheck = now
+            waiting = list(self._waiting)
+        try:
+            async with self._deps.uow() as uow:
+                found = await uow.runs.workers_with_queued(waiting)
+        except Exception as error:  # the database is away: the next round tries again
+            logger.warning("re-check of waiting claims failed (%s); trying again", error)
+            return
+        with self._guard:
+            due = [ticket for waiter in found for ticket in self._waiting.get(waiter, ())]
+        for ticket in due:
+            ticket.wake()
 
     async def _claim_once(
         self, caller: Caller, workspace_id: UUID, worker_id: UUID

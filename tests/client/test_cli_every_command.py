@@ -24,6 +24,7 @@ from test_cli_client import (  # noqa: F401 (fixtures)
 
 from strongroom.client import Client, Retention
 from strongroom.entrypoints.cli import cli
+from support.client_people import admin_in_new_workspace
 
 # Commands that print no JSON, by name, with the reason.
 WITHOUT_JSON = {
@@ -118,10 +119,33 @@ def test_usage_errors_are_json_and_exit_2(path: tuple[str, ...], config_home: Pa
     assert result.stderr == ""
 
 
+@pytest.fixture(scope="module")
+def one_admin(live: tuple[str, Path]) -> str:
+    """One admin for the refusals of every command (the server limits sign-ups per
+    address, and each refusal names nothing that exists anyway); their token."""
+    with Client(live[0]) as anonymous:
+        return admin_in_new_workspace(anonymous, "every-command@example.com").token
+
+
+@pytest.fixture
+def signed_in(url: str, one_admin: str, config_home: Path, request: pytest.FixtureRequest) -> None:
+    """``one_admin`` stored as signed in, as ``login`` leaves it (``logout`` revokes its
+    session: it gets an admin of its own)."""
+    token = one_admin
+    if request.node.callspec.params["path"] == ("logout",):
+        with Client(url) as anonymous:
+            token = admin_in_new_workspace(anonymous, "logout@example.com").token
+    with Client(url, token) as client:
+        workspace_id = client.get_me().workspace_id
+    path = config_home / "strongroom" / "credentials.json"
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps({"server": url, "token": token, "workspace_id": str(workspace_id)}))
+    path.chmod(0o600)
+
+
 @pytest.mark.parametrize("path", WITH_JSON, ids=" ".join)
-def test_refusals_are_json_and_exit_1(
-    path: tuple[str, ...], person: Client, tmp_path: Path
-) -> None:
+@pytest.mark.usefixtures("signed_in")
+def test_refusals_are_json_and_exit_1(path: tuple[str, ...], tmp_path: Path) -> None:
     """Every argument naming nothing that exists: JSON (the envelope when refused)."""
     check_exit_and_json(strongroom(*refused_argv(path, tmp_path)))
 

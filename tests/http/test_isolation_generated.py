@@ -286,6 +286,7 @@ def run_attempts(api: Api, attacker: Tenant, victim: Tenant, count: int, seed: i
     assert set(statuses) <= {403, 404}, statuses
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("shard", range(SHARDS))
 def test_a_foreign_id_answers_like_a_random_one(shard: int) -> None:
     """Tenant A against B (even shards) and B against A (odd shards): 0 differences and

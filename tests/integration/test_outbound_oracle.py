@@ -225,6 +225,7 @@ def message_of(error: Exception) -> str:
     return text if isinstance(text, str) else str(error)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", list(PATHS))
 def test_every_way_of_failing_is_one_answer_in_one_time(
     path: str, places: dict[str, tuple[str, int]], seaweed: SeaweedServer

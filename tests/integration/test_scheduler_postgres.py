@@ -168,6 +168,7 @@ class TestManySchedulers:
 
         asyncio.run(scenario())
 
+    @pytest.mark.slow
     def test_two_schedulers_two_claimers_and_two_executors_across_a_dst_change(
         self, conninfo: str, tmp_path: Path
     ) -> None:
