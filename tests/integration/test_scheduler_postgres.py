@@ -3,7 +3,7 @@
 - Several scheduler instances, each on its own pool, running at the same time: exactly one
   run per slot, across slot boundaries and a DST change.
 - Two schedulers, two worker claimers and two service executors for a simulated stretch
-  of minute schedules on 200 backups, half of them a worker's and half cloud backups:
+  of minute schedules on 100 backups, half of them a worker's and half cloud backups:
   exactly one run per slot, no run claimed or executed twice. 16 simulated minutes around
   New York's fall-back change by default; the whole day with ``STRONGROOM_FULL_DAY=1``.
 - LISTEN/NOTIFY: a claim waiting on one instance is woken by a run queued on another (the
@@ -172,7 +172,7 @@ class TestManySchedulers:
     def test_two_schedulers_two_claimers_and_two_executors_across_a_dst_change(
         self, conninfo: str, tmp_path: Path
     ) -> None:
-        """200 backups, half in New York, for the 16 minutes around its fall-back (New
+        """100 backups, half in New York, for the 16 minutes around its fall-back (New
         York's slots stop at 06:00 UTC for the repeated hour); the whole day, both ends
         of the repeated hour included, with ``STRONGROOM_FULL_DAY=1`` (its first
         ``STRONGROOM_SIMULATED_MINUTES`` only, when set; progress printed every 30).
@@ -187,8 +187,8 @@ class TestManySchedulers:
         else:
             start, minutes = FALL_BACK - timedelta(minutes=8), 16
         minutes = int(os.environ.get("STRONGROOM_SIMULATED_MINUTES") or minutes)
-        took = simulate(conninfo, tmp_path / "objects", 200, start, minutes)
-        print(f"\nsimulated {minutes} minutes of 200 minute schedules in {took:.1f} s")
+        took = simulate(conninfo, tmp_path / "objects", 100, start, minutes)
+        print(f"\nsimulated {minutes} minutes of 100 minute schedules in {took:.1f} s")
 
 
 class TestWakeUps:

@@ -1,11 +1,12 @@
 """The soak of ``bench/soak.py``, short (issue 32): two ``strongroom serve`` processes on
 one PostgreSQL database and one SeaweedFS, mixed load over HTTP from clients that fail
-over between them, one instance killed with SIGKILL every 40 s and restarted.
+over between them, one instance killed with SIGKILL every 30 s and restarted.
 
-``STRONGROOM_SOAK_SECONDS`` (default 120) sets the load's length; with set-up and checks
-the test takes about a minute more. What counts as acknowledged is what the service
-answered: a request whose connection died, or that was never answered, acknowledged
-nothing (its write may or may not exist, and nothing is asserted of it)."""
+``STRONGROOM_SOAK_SECONDS`` (default 90, each instance killed once) sets the load's
+length; with set-up and checks the test takes about a minute more. What counts as
+acknowledged is what the service answered: a request whose connection died, or that was
+never answered, acknowledged nothing (its write may or may not exist, and nothing is
+asserted of it)."""
 
 from __future__ import annotations
 
@@ -20,8 +21,8 @@ sys.path.insert(0, str(BENCH))
 
 import soak  # noqa: E402
 
-SECONDS = float(os.environ.get("STRONGROOM_SOAK_SECONDS", "120"))
-KILL_EVERY = 40.0
+SECONDS = float(os.environ.get("STRONGROOM_SOAK_SECONDS", "90"))
+KILL_EVERY = 30.0
 
 
 @pytest.mark.slow
