@@ -87,6 +87,7 @@ class Q(StrEnum):
     RUN_NEXT_QUEUED = "run_next_queued"
     RUN_NEXT_QUEUED_CLOUD = "run_next_queued_cloud"
     RUN_LEASE_EXPIRED = "run_lease_expired"
+    RUN_LEFT_MANUAL = "run_left_manual"
     RUN_OPEN_EXISTS = "run_open_exists"
     RUN_ANNOUNCE = "run_announce"
     RUN_WORKERS_WITH_QUEUED = "run_workers_with_queued"

@@ -327,6 +327,27 @@ WHERE state = 'running' AND lease_expires_at <= :now
 ORDER BY lease_expires_at, id
 LIMIT :limit
 
+-- name: run_left_manual
+-- Running manual runs of every workspace with pending artifacts, none announced after
+-- :announced_before (the lease job's abandonment candidates; the domain decides), oldest
+-- first. Running runs come from the partial index runs_running, their artifacts from
+-- artifacts_by_backup.
+SELECT r.id, r.workspace_id, r.backup_id, r.state, r.trigger, r.worker_id, r.created_at,
+       r.started_at, r.finished_at, r.artifact_count, r.bytes, r.error, r.attempt,
+       r.lease_expires_at, r.cancel_requested, r.progress
+FROM runs AS r
+WHERE r.state = 'running' AND r.trigger = 'manual'
+  AND EXISTS (
+    SELECT 1 FROM artifacts AS a
+    WHERE a.workspace_id = r.workspace_id AND a.backup_id = r.backup_id AND a.run_id = r.id
+      AND a.state = 'pending')
+  AND NOT EXISTS (
+    SELECT 1 FROM artifacts AS a
+    WHERE a.workspace_id = r.workspace_id AND a.backup_id = r.backup_id AND a.run_id = r.id
+      AND a.state = 'pending' AND a.created_at > :announced_before)
+ORDER BY r.created_at, r.id
+LIMIT :limit
+
 -- name: run_list_for_backup
 -- A backup's runs, newest first (index runs_by_backup).
 SELECT id, workspace_id, backup_id, state, trigger, worker_id, created_at, started_at,
