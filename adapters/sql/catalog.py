@@ -63,6 +63,8 @@ class Q(StrEnum):
     SESSION_FIND_WITH_BACKUP_BODY = "session_find_with_backup_body"
     SESSION_FIND_WITH_BACKUPS_BODY = "session_find_with_backups_body"
     SESSION_REVOKE = "session_revoke"
+    SESSION_ORIGIN = "session_origin"
+    SESSION_REVOKE_FROM = "session_revoke_from"
     BACKUP_COLUMNS = "backup_columns"
     BACKUP_INSERT_COLUMNS = "backup_insert_columns"
     BACKUP_INSERT_VALUES = "backup_insert_values"

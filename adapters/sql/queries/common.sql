@@ -105,8 +105,10 @@ SELECT id, email, name, idp_subject, created_at FROM users WHERE id = :id /*lock
 SELECT id, email, name, idp_subject, created_at FROM users WHERE idp_subject = :idp_subject
 
 -- name: session_insert
-INSERT INTO sessions (id, token_hash, user_id, workspace_id, created_at, expires_at, revoked_at)
-VALUES (:id, :token_hash, :user_id, :workspace_id, :created_at, :expires_at, :revoked_at)
+INSERT INTO sessions (id, token_hash, user_id, workspace_id, created_at, expires_at, revoked_at,
+                      origin)
+VALUES (:id, :token_hash, :user_id, :workspace_id, :created_at, :expires_at, :revoked_at,
+        :origin)
 
 -- name: session_grant_columns
 -- session_find's columns prefixed g_ (a fragment, after a SELECT: /*fragment
@@ -215,6 +217,14 @@ ORDER BY part, created_at DESC, id DESC
 -- name: session_revoke
 -- The first revocation time stays.
 UPDATE sessions SET revoked_at = :revoked_at WHERE id = :id AND revoked_at IS NULL
+
+-- name: session_origin
+-- The identity provider's grant a session was made from (migration 0022).
+SELECT origin FROM sessions WHERE id = :id
+
+-- name: session_revoke_from
+-- Every live session made from one grant (index sessions_by_origin); first times stay.
+UPDATE sessions SET revoked_at = :revoked_at WHERE origin = :origin AND revoked_at IS NULL
 
 -- name: backup_columns
 -- A backup's columns as the repositories read them (a fragment, after a SELECT).
