@@ -37,6 +37,10 @@ MAX_ATTEMPTS = 3
 MAX_ERROR = 2000
 MAX_PROGRESS_MESSAGE = 2000
 LEASE_EXPIRED = "lease expired"
+# Contract 13 (turn 3): a manual run (no lease) whose client announced nothing for this
+# long while uploads are pending is failed with ``ABANDONED``, its uploads aborted.
+ABANDON_AFTER = timedelta(hours=24)
+ABANDONED = "abandoned"
 # Contract 11: a claim waits at most this long for a queued run (long poll).
 MAX_CLAIM_WAIT = 30
 
@@ -298,6 +302,24 @@ class Run:
             lease_expires_at=None,
             progress=None,
         )
+
+    def left_since(self, last_announced_at: datetime | None, now: datetime) -> bool:
+        """Whether a manual run was left by its client at ``now``: still ``running``, with
+        pending uploads of which the newest was announced at ``last_announced_at`` (None:
+        nothing pending, so nothing reserved), at least ``ABANDON_AFTER`` ago."""
+        return (
+            self.trigger is RunTrigger.MANUAL
+            and self.state is RunState.RUNNING
+            and last_announced_at is not None
+            and now - last_announced_at >= ABANDON_AFTER
+        )
+
+    def abandon(self, last_announced_at: datetime | None, now: datetime) -> Run:
+        """The manual run its client left (``left_since``): ``failed`` with ``error:
+        "abandoned"``, or ``cancelled`` when its cancel was requested."""
+        if not self.left_since(last_announced_at, now):
+            raise InvalidStateError("run is not a manual run left with pending uploads")
+        return self.fail(ABANDONED, now)
 
     def without_artifact(self, size: int) -> Run:
         """The run after one of its ``available`` artifacts (of ``size`` bytes) was deleted:

@@ -18,7 +18,7 @@ EXAMPLE_CONFIG = """\
 # strongroom agent --config /etc/strongroom/agent.toml
 server = "https://backups.example.com"   # the Strongroom API's base URL
 token_file = "/etc/strongroom/worker.token"   # the worker's bkw_ token (chmod 600)
-# token = "bkw_..."                      # or the token itself (not both)
+# token = "bkw_..."                      # or the token itself (not both; then chmod 600 this file)
 
 # Optional:
 # heartbeat_seconds = 15                 # how often a running backup reports progress
@@ -78,12 +78,25 @@ def load_config(path: Path) -> AgentConfig:
     """Read and check the configuration at ``path``; relative paths in it (``token_file``,
     ``paths``, ``state_dir``) are relative to the file's directory."""
     try:
+        mode = stat.S_IMODE(path.stat().st_mode)
         data = tomllib.loads(path.read_text())
     except OSError as error:
         raise ConfigError(f"{path}: cannot read: {error.strerror}") from error
     except tomllib.TOMLDecodeError as error:
         raise ConfigError(f"{path}: not valid TOML: {error}") from error
+    if "token" in data:
+        # A file that holds the token itself is a token file (``_token``).
+        _refuse_readable_by_others(path, mode, str(path), "it holds `token` and it")
     return parse_config(data, path.parent, str(path))
+
+
+def _refuse_readable_by_others(path: Path, mode: int, where: str, what: str) -> None:
+    """The rule of the CLI's own credentials file: a secret others can read is refused,
+    not used."""
+    if sys.platform != "win32" and mode & 0o077:
+        raise ConfigError(
+            f"{where}: {what} is readable by others (mode {mode:04o}); run: chmod 600 {path}"
+        )
 
 
 def parse_config(data: dict[str, Any], base: Path, where: str = "config") -> AgentConfig:
@@ -174,13 +187,7 @@ def _token(data: dict[str, Any], base: Path, where: str) -> str:
             raise ConfigError(
                 f"{where}: `token_file` {token_path}: cannot read: {error.strerror}"
             ) from error
-        # The same rule as the CLI's own credentials file: a token others can read is
-        # refused, not used.
-        if sys.platform != "win32" and mode & 0o077:
-            raise ConfigError(
-                f"{where}: `token_file` {token_path} is readable by others (mode {mode:04o});"
-                f" run: chmod 600 {token_path}"
-            )
+        _refuse_readable_by_others(token_path, mode, where, f"`token_file` {token_path}")
     if not isinstance(token, str) or not token.startswith("bkw_"):
         raise ConfigError(f"{where}: the token must be a worker credential (bkw_...)")
     return token

@@ -20,6 +20,7 @@ import asyncio
 import base64
 import hashlib
 import hmac
+import logging
 import math
 import os
 import re
@@ -52,6 +53,8 @@ from strongroom.domain.tokens import TokenKind, format_token, hash_token, token_
 from strongroom.ports.driven.clock import Clock, IdGenerator
 from strongroom.ports.driven.identity import CliConfig, Identity
 from strongroom.ports.driven.unit_of_work import UnitOfWork, UnitOfWorkFactory
+
+logger = logging.getLogger(__name__)
 
 AUTHORIZATION_CODE_LIFETIME = timedelta(seconds=60)
 _PKCE_VALUE = re.compile(r"[A-Za-z0-9\-._~]{43,128}")  # RFC 7636 section 4.1
@@ -132,6 +135,11 @@ def _code_binding(code: str, code_challenge: str, redirect_uri: str) -> str:
     return hash_token(f"{code}\n{code_challenge}\n{redirect_uri}")
 
 
+def grant_origin(grant_id: UUID) -> str:
+    """What sessions made from one of this provider's grants keep as their origin."""
+    return f"builtin:{grant_id}"
+
+
 def check_email(email: str) -> str:
     """A plausible email address, trimmed; ``invalid_request`` otherwise."""
     email = email.strip()
@@ -193,7 +201,12 @@ class BuiltinIdentityProvider:
                 raise UnauthenticatedError("access token expired")
             await uow.device_grants.update(attrs.evolve(grant, access_token_hash=None))
             await uow.commit()
-        return Identity(subject=str(account.id), email=account.email, name=account.name)
+        return Identity(
+            subject=str(account.id),
+            email=account.email,
+            name=account.name,
+            grant=grant_origin(grant.id),
+        )
 
     async def create_organization(self, name: str) -> str:
         """Organizations of the built-in provider are identifiers only; nothing is stored."""
@@ -474,12 +487,17 @@ class BuiltinIdentityProvider:
         )
         async with self._uow() as uow:
             grant = await uow.device_grants.get_by_device_code(binding, for_update=True)
-            if grant is None or grant.client_id != WEB_CLIENT_ID or grant.is_expired(now):
+            if grant is None or grant.client_id != WEB_CLIENT_ID:
                 raise refused
-            if grant.state is not GrantState.APPROVED:
-                if grant.access_token_hash is not None:
-                    await uow.device_grants.update(attrs.evolve(grant, access_token_hash=None))
-                    await uow.commit()
+            if grant.state is GrantState.ISSUED:
+                # A replay, however late: what the first exchange gave is revoked, the
+                # access token if still unspent and every session made from it.
+                await uow.device_grants.update(attrs.evolve(grant, access_token_hash=None))
+                revoked = await uow.sessions.revoke_from(grant_origin(grant.id), now)
+                await uow.commit()
+                logger.warning("authorization code replayed: %d sessions revoked", revoked)
+                raise refused
+            if grant.state is not GrantState.APPROVED or grant.is_expired(now):
                 raise refused
             token = format_token(TokenKind.IDP_ACCESS, self._ids.random_bytes(32))
             await uow.device_grants.update(

@@ -18,7 +18,7 @@ from strongroom.domain.errors import NameTakenError
 from strongroom.domain.names import name_key
 from strongroom.domain.pagination import Page, PageRequest, sort_key
 from strongroom.domain.restores import Restore, RestoreState
-from strongroom.domain.runs import Run, RunState
+from strongroom.domain.runs import Run, RunState, RunTrigger
 
 
 class MemoryBackupRepository(MemoryRepository):
@@ -139,6 +139,23 @@ class MemoryRunRepository(MemoryRepository):
             if run.state is RunState.RUNNING and run.lease_expired(now)
         ]
         found.sort(key=lambda run: (run.lease_expires_at, run.id))
+        return found[:limit]
+
+    async def left_manual(self, announced_before: datetime, limit: int) -> list[Run]:
+        newest: dict[UUID, datetime] = {}
+        for artifact in self._tx.read("artifacts").values():
+            if artifact.state is ArtifactState.PENDING:
+                seen = newest.get(artifact.run_id, artifact.created_at)
+                newest[artifact.run_id] = max(seen, artifact.created_at)
+        found = [
+            run
+            for run in self._tx.read(self.table).values()
+            if run.state is RunState.RUNNING
+            and run.trigger is RunTrigger.MANUAL
+            and run.id in newest
+            and newest[run.id] <= announced_before
+        ]
+        found.sort(key=lambda run: (run.created_at, run.id))
         return found[:limit]
 
     async def has_open(self, workspace_id: UUID, backup_id: UUID) -> bool:

@@ -185,11 +185,26 @@ class MemorySessionRepository(MemoryRepository):
 
     table = "sessions"
 
-    async def add(self, session: Session) -> None:
+    async def add(self, session: Session, origin: str | None = None) -> None:
         require(session.user_id in self._tx.read("users"), "session user exists")
         if session.workspace_id is not None:
             require(session.workspace_id in self._tx.read("workspaces"), "workspace exists")
         self._insert(session.id, session)
+        if origin is not None:
+            self._tx.write("session_origins")[session.id] = origin
+
+    async def origin_of(self, session_id: UUID) -> str | None:
+        live = session_id in self._tx.read(self.table)
+        origin: str | None = self._tx.read("session_origins").get(session_id)
+        return origin if live else None
+
+    async def revoke_from(self, origin: str, at: datetime) -> int:
+        made = [key for key, value in self._tx.read("session_origins").items() if value == origin]
+        sessions = self._tx.read(self.table)
+        live = [key for key in made if key in sessions and sessions[key].revoked_at is None]
+        for key in live:
+            await self.revoke(key, at)
+        return len(live)
 
     async def find(self, token_hash: str) -> SessionGrant | None:
         session = next(

@@ -21,6 +21,7 @@ TABLES = (
     "memberships",
     "users",
     "sessions",
+    "session_origins",
     "backups",
     "runs",
     "artifacts",

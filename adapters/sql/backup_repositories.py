@@ -154,6 +154,13 @@ class SqlRunRepository(SqlRepository):
         found = await self._db.fetch_all(Q.RUN_LEASE_EXPIRED, params)
         return [run_rows.run_from_row(row, self._codec) for row in found]
 
+    async def left_manual(self, announced_before: datetime, limit: int) -> list[Run]:
+        """Running manual runs with pending artifacts all announced by ``announced_before``,
+        oldest first."""
+        params = {"announced_before": self._codec.timestamp(announced_before), "limit": limit}
+        found = await self._db.fetch_all(Q.RUN_LEFT_MANUAL, params)
+        return [run_rows.run_from_row(row, self._codec) for row in found]
+
     async def has_open(self, workspace_id: UUID, backup_id: UUID) -> bool:
         """Whether the backup has a queued or running run."""
         params = {

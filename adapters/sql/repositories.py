@@ -179,9 +179,21 @@ class SqlUserRepository(SqlRepository):
 class SqlSessionRepository(SqlRepository):
     """Sessions."""
 
-    async def add(self, session: Session) -> None:
-        """Store a new session."""
-        await self._db.execute(Q.SESSION_INSERT, rows.session_params(session, self._codec))
+    async def add(self, session: Session, origin: str | None = None) -> None:
+        """Store a new session, with the grant it was made from."""
+        params = {**rows.session_params(session, self._codec), "origin": origin}
+        await self._db.execute(Q.SESSION_INSERT, params)
+
+    async def origin_of(self, session_id: UUID) -> str | None:
+        """The grant a session was made from, if any."""
+        row = await self._db.fetch_one(Q.SESSION_ORIGIN, {"id": self._codec.uuid(session_id)})
+        origin = None if row is None else row["origin"]
+        return origin if isinstance(origin, str) else None
+
+    async def revoke_from(self, origin: str, at: datetime) -> int:
+        """End every live session made from the grant ``origin``."""
+        params = {"origin": origin, "revoked_at": self._codec.timestamp(at)}
+        return await self._db.execute(Q.SESSION_REVOKE_FROM, params)
 
     async def find(self, token_hash: str) -> SessionGrant | None:
         """The session with this token hash, its person and role, in one query."""

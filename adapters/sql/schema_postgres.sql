@@ -58,10 +58,12 @@ CREATE TABLE sessions (
     workspace_id uuid REFERENCES workspaces (id) ON DELETE CASCADE,
     created_at timestamptz NOT NULL,
     expires_at timestamptz NOT NULL,
-    revoked_at timestamptz
+    revoked_at timestamptz,
+    origin text
 );
 CREATE INDEX sessions_by_token_hash ON sessions (token_hash);
 CREATE INDEX sessions_by_workspace ON sessions (workspace_id) WHERE workspace_id IS NOT NULL;
+CREATE INDEX sessions_by_origin ON sessions (origin) WHERE origin IS NOT NULL;
 
 CREATE TABLE workers (
     id uuid PRIMARY KEY,

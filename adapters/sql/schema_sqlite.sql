@@ -58,10 +58,12 @@ CREATE TABLE sessions (
     workspace_id TEXT REFERENCES workspaces (id) ON DELETE CASCADE,
     created_at TEXT NOT NULL,
     expires_at TEXT NOT NULL,
-    revoked_at TEXT
+    revoked_at TEXT,
+    origin TEXT
 ) STRICT;
 CREATE INDEX sessions_by_token_hash ON sessions (token_hash);
 CREATE INDEX sessions_by_workspace ON sessions (workspace_id) WHERE workspace_id IS NOT NULL;
+CREATE INDEX sessions_by_origin ON sessions (origin) WHERE origin IS NOT NULL;
 
 CREATE TABLE workers (
     id TEXT PRIMARY KEY,

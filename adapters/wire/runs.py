@@ -75,6 +75,9 @@ class Run:
     bytes: int = attrs.field(metadata=meta(schema={"minimum": 0}))
     """Total size of the run's `available` artifacts."""
     error: str | None
+    """Why a `failed` run failed: the `error` its holder or client reported, `lease expired`
+    after the last attempt, or `abandoned` for a manual run left 24 h with pending uploads
+    (their uploads aborted); null otherwise."""
     attempt: int = attrs.field(
         metadata=meta(
             f"1-based; a run whose lease expired is queued again with `attempt + 1`, up to "

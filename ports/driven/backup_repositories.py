@@ -109,6 +109,11 @@ class RunRepository(Protocol):
         first (at most ``limit``)."""
         ...
 
+    async def left_manual(self, announced_before: datetime, limit: int) -> list[Run]:
+        """Running manual runs of every workspace that have pending artifacts, none of them
+        announced after ``announced_before``; oldest run first (at most ``limit``)."""
+        ...
+
     async def has_open(self, workspace_id: UUID, backup_id: UUID) -> bool:
         """Whether the backup has a ``queued`` or ``running`` run."""
         ...

@@ -14,6 +14,10 @@ class Identity:
     subject: str
     email: str
     name: str
+    # The provider's grant behind the token, when the provider may later revoke what was
+    # made from it (a replayed authorization code, RFC 6749 section 4.1.2): the sessions
+    # made from this token, and those switched from them, carry it as their origin.
+    grant: str | None = None
 
 
 @attrs.frozen

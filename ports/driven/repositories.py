@@ -144,8 +144,17 @@ class Rendered:
 class SessionRepository(Protocol):
     """People's sessions."""
 
-    async def add(self, session: Session) -> None:
-        """Store a new session."""
+    async def add(self, session: Session, origin: str | None = None) -> None:
+        """Store a new session, made from the identity provider's grant ``origin`` (kept
+        only to revoke by it)."""
+        ...
+
+    async def origin_of(self, session_id: UUID) -> str | None:
+        """The grant a session was made from (``add``), if any."""
+        ...
+
+    async def revoke_from(self, origin: str, at: datetime) -> int:
+        """End every live session made from the grant ``origin``; how many."""
         ...
 
     async def find(self, token_hash: str) -> SessionGrant | None:

@@ -1,6 +1,8 @@
 """The lease job (contract 11): a claimed run whose lease ran out goes back to the queue
 with ``attempt + 1`` (its pending uploads aborted), or fails with ``"lease expired"``
-after the last attempt; a run whose cancel was requested is cancelled instead.
+after the last attempt; a run whose cancel was requested is cancelled instead. A manual
+run (no lease) left ``running`` with pending uploads for a day is failed ``"abandoned"``
+and its uploads aborted, which releases the storage they reserved (contract 13).
 
 Each run is its own unit of work, audited as ``system`` (``run.requeue``, ``run.fail`` or
 ``run.cancel``); a failure on one run is logged and the job goes on with the next.
@@ -14,9 +16,10 @@ from uuid import UUID
 
 import attrs
 
+from strongroom.domain.artifacts import ArtifactState
 from strongroom.domain.errors import StrongroomError
 from strongroom.domain.events import changed
-from strongroom.domain.runs import RunState
+from strongroom.domain.runs import ABANDON_AFTER, RunState
 from strongroom.ports.driving.artifacts import Artifacts
 from strongroom.ports.driving.dependencies import Dependencies
 from strongroom.ports.driving.notifications import notify_run
@@ -40,6 +43,7 @@ class LeaseReport:
     requeued: int = 0
     failed: int = 0
     cancelled: int = 0
+    abandoned: int = 0
     errors: int = 0
 
 
@@ -51,11 +55,13 @@ class Leases:
         self._artifacts = artifacts
 
     async def expire(self, now: datetime | None = None) -> LeaseReport:
-        """Requeue, fail or cancel every running run whose lease ran out by ``now``."""
+        """Requeue, fail or cancel every running run whose lease ran out by ``now``; fail
+        the manual runs left with pending uploads (``abandon``)."""
         now = now or self._deps.clock.now()
         async with self._deps.uow() as uow:
             expired = await uow.runs.lease_expired(now, BATCH)
-        counts = {"requeued": 0, "failed": 0, "cancelled": 0, "errors": 0}
+            left = await uow.runs.left_manual(now - ABANDON_AFTER, BATCH)
+        counts = {"requeued": 0, "failed": 0, "cancelled": 0, "abandoned": 0, "errors": 0}
         outcome = {RunState.QUEUED: "requeued", RunState.FAILED: "failed"}
         for candidate in expired:
             try:
@@ -66,8 +72,16 @@ class Leases:
                 continue
             if state is not None:
                 counts[outcome.get(state, "cancelled")] += 1
+        for candidate in left:
+            try:
+                abandoned = await self._abandon(candidate.workspace_id, candidate.id, now)
+            except StrongroomError:
+                logger.exception("could not end the abandoned run %s", candidate.id)
+                counts["errors"] += 1
+                continue
+            counts["abandoned"] += abandoned
         report = LeaseReport(**counts)
-        if expired:
+        if expired or left:
             logger.info("leases: %s", report)
         return report
 
@@ -90,3 +104,26 @@ class Leases:
         if after.state is RunState.QUEUED:
             self._deps.signals.announce(workspace_id, run.worker_id)
         return after.state
+
+    async def _abandon(self, workspace_id: UUID, run_id: UUID, now: datetime) -> bool:
+        """End one manual run its client left, its pending uploads aborted (their partial
+        objects removed, their records ``deleted``, so their bytes count no more); False
+        when an announcement, a confirm or a fail came first."""
+        async with self._deps.uow() as uow:
+            run = await uow.runs.get(workspace_id, run_id, for_update=True)
+            if run is None:
+                return False
+            artifacts = await uow.artifacts.list_for_run(workspace_id, run_id)
+            announced = [a.created_at for a in artifacts if a.state is ArtifactState.PENDING]
+            last = max(announced, default=None)
+            if not run.left_since(last, now):
+                return False
+            after = run.abandon(last, now)
+            await uow.runs.update(after)
+            await self._artifacts.abort_pending(uow, after)
+            await notify_run(self._deps, uow, after)
+            uow.collect(
+                by_system(self._deps, workspace_id, changed(ACTIONS[after.state], run, after))
+            )
+            await uow.commit()
+        return True

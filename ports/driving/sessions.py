@@ -113,7 +113,7 @@ class Sessions:
                     self._deps.ids.new_id(), identity.email, identity.name, identity.subject, now
                 )
                 await uow.users.add(user)
-            return await self._issue(uow, user, None, now)
+            return await self._issue(uow, user, None, now, identity.grant)
 
         try:
             return await run_idempotent(self._deps, owner, idempotency, now, create, ISSUED_SESSION)
@@ -123,8 +123,15 @@ class Sessions:
             return await run_idempotent(self._deps, owner, idempotency, now, create, ISSUED_SESSION)
 
     async def _issue(
-        self, uow: UnitOfWork, user: User, workspace_id: UUID | None, now: datetime
+        self,
+        uow: UnitOfWork,
+        user: User,
+        workspace_id: UUID | None,
+        now: datetime,
+        origin: str | None,
     ) -> IssuedSession:
+        """A new session; ``origin``: the identity provider's grant it comes from, which
+        the provider may revoke it by (a replayed authorization code)."""
         token = format_token(TokenKind.SESSION, self._deps.ids.random_bytes(32))
         session = Session(
             self._deps.ids.new_id(),
@@ -134,7 +141,7 @@ class Sessions:
             now,
             now + self._deps.session_ttl,
         )
-        await uow.sessions.add(session)
+        await uow.sessions.add(session, origin)
         return IssuedSession(token, session, user)
 
     async def replayed_switch(
@@ -174,7 +181,9 @@ class Sessions:
         async def create(uow: UnitOfWork) -> IssuedSession:
             if await uow.memberships.get(workspace_id, user.id) is None:
                 raise NotFoundError("workspace")
-            issued = await self._issue(uow, user, workspace_id, now)
+            # The new session comes from the same grant as the one it replaces.
+            origin = await uow.sessions.origin_of(caller.credential_id)
+            issued = await self._issue(uow, user, workspace_id, now, origin)
             await uow.sessions.revoke(caller.credential_id, now)
             switched = Recorded("session.switch", issued.session.id)
             uow.collect(by_caller(self._deps, caller, workspace_id, switched))

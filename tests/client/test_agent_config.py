@@ -19,8 +19,10 @@ BACKUP = "6f1c2a9e-0000-4000-8000-000000000001"
 
 
 def write(tmp_path: Path, text: str) -> Path:
+    """The configuration file, mode 0600 (it may hold the token)."""
     path = tmp_path / "agent.toml"
     path.write_text(text)
+    path.chmod(0o600)
     return path
 
 
@@ -49,6 +51,25 @@ class TestConfig:
             ConfigError, match=f"readable by others \\(mode 0{mode:o}\\).*chmod 600"
         ):
             parse_config(data, tmp_path)
+
+    @pytest.mark.parametrize("mode", [0o644, 0o640])
+    def test_a_configuration_holding_the_token_others_can_read_is_refused(
+        self, tmp_path: Path, mode: int
+    ) -> None:
+        """A file with ``token`` itself is a token file: readable by group or others it is
+        refused, and the message says how to fix it without showing the token; at 0600
+        it reads (issue 27, finding 12)."""
+        path = write(
+            tmp_path,
+            f'server = "http://127.0.0.1:1/"\ntoken = "bkw_inline_secret"\n'
+            f'[[backups]]\nid = "{BACKUP}"\npaths = ["data"]\n',
+        )
+        path.chmod(mode)
+        with pytest.raises(ConfigError, match=f"mode 0{mode:o}.*chmod 600") as refused:
+            load_config(path)
+        assert "bkw_inline_secret" not in str(refused.value)
+        path.chmod(0o600)
+        assert load_config(path).token == "bkw_inline_secret"
 
     def test_relative_paths_are_relative_to_the_file(self, tmp_path: Path) -> None:
         (tmp_path / "secret").write_text("bkw_x")

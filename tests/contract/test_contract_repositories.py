@@ -358,6 +358,45 @@ class TestSessions:
         with adapter.uow() as uow, pytest.raises(IntegrityViolationError):
             uow.sessions.add(dangling)
 
+    def test_sessions_made_from_one_grant_are_revoked_together(self, adapter: Adapter) -> None:
+        """A session keeps the grant it came from; revoking by the grant ends its live
+        sessions only (a revoked one keeps its first time), in every workspace, and none
+        made from another grant or from none (issue 27 finding 10)."""
+        ada = user()
+        target = workspace(ada)
+        first, switched, other, plain = (
+            session(ada.id),
+            session(ada.id, target.id),
+            session(ada.id),
+            session(ada.id),
+        )
+        adapter.store(ada, target, Membership(target.id, ada.id, "admin", T0))
+        with adapter.uow() as uow:
+            uow.sessions.add(first, "grant-1")
+            uow.sessions.add(switched, "grant-1")
+            uow.sessions.add(other, "grant-2")
+            uow.sessions.add(plain)
+            uow.sessions.revoke(first.id, at(10))
+            uow.commit()
+        with adapter.uow() as uow:
+            assert [uow.sessions.origin_of(s.id) for s in (first, other, plain)] == [
+                "grant-1",
+                "grant-2",
+                None,
+            ]
+            assert uow.sessions.origin_of(uuid4()) is None
+            assert uow.sessions.revoke_from("grant-1", at(20)) == 1
+            assert uow.sessions.revoke_from("grant-3", at(20)) == 0
+            uow.commit()
+        with adapter.uow() as uow:
+            found = {s.id: uow.sessions.find(s.token_hash) for s in (first, switched, other, plain)}
+        assert {key: grant.session.revoked_at for key, grant in found.items() if grant} == {
+            first.id: at(10),
+            switched.id: at(20),
+            other.id: None,
+            plain.id: None,
+        }
+
 
 class TestSessionJoinedReads:
     """A session's grant and the data a read wants, in one look-up scoped by the session."""

@@ -7,7 +7,9 @@ from uuid import uuid4
 import attrs
 import pytest
 from contract_records import T0, Adapter, at, backup, user, workspace
+from test_contract_artifacts import artifact
 
+from strongroom.domain.artifacts import ArtifactState
 from strongroom.domain.pagination import PageRequest
 from strongroom.domain.runs import Progress, Run, RunState, RunTrigger
 from strongroom.ports.driven.repositories import IntegrityViolationError
@@ -182,3 +184,37 @@ class TestRuns:
         with adapter.uow() as uow:
             assert uow.runs.lease_expired(now, 10) == [early, late]
             assert uow.runs.lease_expired(now, 1) == [early]
+
+    def test_manual_runs_left_with_pending_uploads_are_found_in_every_workspace(
+        self, adapter: Adapter
+    ) -> None:
+        """Running manual runs whose pending artifacts were all announced at or before the
+        bound, oldest first, at most ``limit``; not one with a later announcement, one with
+        nothing pending, a claimed run or a finished one (contract 13, issue 27 finding 11)."""
+        ada = user()
+        mine, theirs = workspace(ada), workspace(ada)
+        own, other = backup(mine.id), backup(theirs.id)
+        old = Run.manual(uuid4(), own, T0)
+        older = Run.manual(uuid4(), other, at(-5))
+        recent = Run.manual(uuid4(), own, at(1))
+        bare = Run.manual(uuid4(), own, at(2))
+        confirmed = Run.manual(uuid4(), own, at(3))
+        failed = Run.manual(uuid4(), own, at(4)).fail("disk full", at(5))
+        claimed = Run.queued(uuid4(), own, RunTrigger.API, at(6)).claim(uuid4(), at(6))
+        pending = [
+            artifact(old, "a", 10),
+            artifact(old, "b", 20),
+            artifact(older, "a", 0),
+            artifact(recent, "a", 10),
+            artifact(recent, "b", 21),
+            artifact(confirmed, "a", 10, state=ArtifactState.AVAILABLE),
+            artifact(failed, "a", 10),
+            artifact(claimed, "a", 10),
+        ]
+        adapter.store(ada, mine, theirs, own, other, old, older, recent, bare, confirmed)
+        adapter.store(failed, claimed, *pending)
+        with adapter.uow() as uow:
+            assert uow.runs.left_manual(at(20), 10) == [older, old]
+            assert uow.runs.left_manual(at(20), 1) == [older]
+            assert uow.runs.left_manual(at(19), 10) == [older]
+            assert uow.runs.left_manual(at(21), 10) == [older, old, recent]

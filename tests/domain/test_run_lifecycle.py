@@ -21,6 +21,7 @@ from hypothesis.stateful import (
 from strongroom.domain.backups import Backup, BackupKind, BackupState
 from strongroom.domain.errors import InvalidRequestError, InvalidStateError
 from strongroom.domain.runs import (
+    ABANDON_AFTER,
     FINISHED_STATES,
     LEASE,
     MAX_ATTEMPTS,
@@ -179,6 +180,28 @@ class TestTransitions:
         ):
             with pytest.raises(InvalidStateError):
                 act(finished)
+
+    def test_a_manual_run_left_a_day_with_pending_uploads_is_abandoned(self) -> None:
+        """Contract 13: 24 h after its newest pending upload was announced, a manual run
+        is ``failed`` with ``error: "abandoned"``; not a second before, not without
+        pending uploads, never a claimed run (its lease covers it)."""
+        manual = Run.manual(uuid4(), backup(BackupKind.MANUAL), T0)
+        announced = at(30)
+        day_later = announced + ABANDON_AFTER
+        assert not manual.left_since(announced, day_later - timedelta(microseconds=1))
+        assert not manual.left_since(None, at(10**7))
+        assert not queued().claim(WORKER, at(0)).left_since(announced, at(10**7))
+        with pytest.raises(InvalidStateError):
+            manual.abandon(announced, day_later - timedelta(seconds=1))
+        abandoned = manual.abandon(announced, day_later)
+        assert (abandoned.state, abandoned.error, abandoned.finished_at) == (
+            RunState.FAILED,
+            "abandoned",
+            day_later,
+        )
+        assert not abandoned.left_since(announced, at(10**7))
+        cancelled = manual.request_cancel(at(40)).abandon(announced, day_later)
+        assert (cancelled.state, cancelled.error) == (RunState.CANCELLED, None)
 
     def test_records_written_before_leases_keep_working(self) -> None:
         """A run built from the fields it had before contract 11 has the new ones at their

@@ -8,6 +8,7 @@ import base64
 import hashlib
 import secrets
 from collections.abc import Iterator
+from contextlib import ExitStack
 from datetime import timedelta
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -19,6 +20,7 @@ from starlette.testclient import TestClient
 from strongroom.adapters.identity.builtin import BuiltinIdentityProvider
 from strongroom.adapters.memory.services import ManualClock
 from strongroom.ports.driving import Strongroom
+from support.pg_facade import postgres_facade
 from support.world import PASSWORD, make_client, make_facade
 
 EMAIL = "ada@example.com"
@@ -37,6 +39,19 @@ def challenge_of(verifier: str) -> str:
 def clock() -> ManualClock:
     """A clock the tests move by hand."""
     return ManualClock()
+
+
+@pytest.fixture(params=["memory", "postgres"])
+def stores(request: pytest.FixtureRequest) -> Iterator[TestClient]:
+    """An HTTP client with one registered person, ``EMAIL``, on the in-memory store and on
+    a scratch PostgreSQL database."""
+    with ExitStack() as stack:
+        if request.param == "postgres":
+            facade = stack.enter_context(postgres_facade("strongroom_code_replay"))
+        else:
+            facade = make_facade()
+        facade.deps.identity.add_account(EMAIL, PASSWORD, "Ada Lovelace")
+        yield stack.enter_context(make_client(facade))
 
 
 @pytest.fixture
@@ -169,6 +184,58 @@ class TestTheTokenExchange:
         access = first.json()["access_token"]
         session = client.post("/v1/auth/sessions", headers={"Authorization": f"Bearer {access}"})
         assert session.status_code == 401
+
+    def test_a_replayed_code_revokes_the_sessions_made_from_it(self, stores: TestClient) -> None:
+        """RFC 6749 section 4.1.2, contract 13: the code's second exchange is refused and
+        ends the session its token was exchanged for and the session switched from it,
+        however late the replay; a session from another sign-in of the same person stays."""
+        client = stores
+
+        def signed_in() -> str:
+            v = verifier()
+            access = exchange(client, code_for(client, v), v).json()["access_token"]
+            made = client.post("/v1/auth/sessions", headers={"Authorization": f"Bearer {access}"})
+            assert made.status_code == 201, made.text
+            token: str = made.json()["token"]
+            return token
+
+        v = verifier()
+        code = code_for(client, v)
+        access = exchange(client, code, v).json()["access_token"]
+        made = client.post("/v1/auth/sessions", headers={"Authorization": f"Bearer {access}"})
+        first = made.json()["token"]
+        workspace = client.post(
+            "/v1/workspaces", json={"name": "Acme"}, headers={"Authorization": f"Bearer {first}"}
+        ).json()
+        switched = client.post(
+            "/v1/auth/switch",
+            json={"workspace_id": workspace["id"]},
+            headers={"Authorization": f"Bearer {first}"},
+        ).json()["token"]
+        kept = signed_in()
+        for token in (switched, kept):
+            me = client.get("/v1/me", headers={"Authorization": f"Bearer {token}"})
+            assert me.status_code == 200
+
+        assert oauth_error(exchange(client, code, v)) == "invalid_grant"
+        for token in (first, switched):
+            me = client.get("/v1/me", headers={"Authorization": f"Bearer {token}"})
+            assert me.status_code == 401
+        me = client.get("/v1/me", headers={"Authorization": f"Bearer {kept}"})
+        assert me.status_code == 200
+
+    def test_a_late_replay_still_revokes(self, client: TestClient, clock: ManualClock) -> None:
+        """A replay after the code's minute is refused as before, and still ends the
+        session made from it."""
+        v = verifier()
+        code = code_for(client, v)
+        access = exchange(client, code, v).json()["access_token"]
+        made = client.post("/v1/auth/sessions", headers={"Authorization": f"Bearer {access}"})
+        session = {"Authorization": f"Bearer {made.json()['token']}"}
+        clock.advance(timedelta(minutes=5))
+        assert client.get("/v1/me", headers=session).status_code == 200
+        assert oauth_error(exchange(client, code, v)) == "invalid_grant"
+        assert client.get("/v1/me", headers=session).status_code == 401
 
     def test_a_code_expires_after_a_minute(self, client: TestClient, clock: ManualClock) -> None:
         v = verifier()

@@ -14,13 +14,17 @@ floor) whichever it was.
 from __future__ import annotations
 
 import asyncio
+import base64
 import io
 import secrets
 import socket
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
+from datetime import UTC, datetime
+from typing import cast
 from urllib.parse import urlsplit
+from uuid import uuid4
 
 import pytest
 
@@ -31,11 +35,15 @@ from strongroom.adapters.restores.postgres import restore_postgres
 from strongroom.adapters.restores.s3 import restore_s3
 from strongroom.adapters.sources.postgres import PostgresSourceReader
 from strongroom.adapters.sources.s3 import S3SourceReader
+from strongroom.adapters.webhooks.sender import WebhookSender
 from strongroom.domain.backups import CustomerS3Destination, PostgresSource, S3Source
 from strongroom.domain.endpoints import EndpointPolicy
 from strongroom.domain.errors import UpstreamUnavailableError
+from strongroom.domain.webhooks import Attempt as WebhookAttempt
+from strongroom.domain.webhooks import Delivery, WebhookEvent
 from strongroom.ports.driven.restore_targets import RestoreFailedError
 from strongroom.ports.driven.sources import SourceError
+from strongroom.ports.driving.webhooks import Sendable, Webhooks
 from support.seaweed import SeaweedServer
 
 # Small enough for a quick table, large enough for libpq's 2 s minimum connect_timeout.
@@ -276,3 +284,36 @@ def test_a_customer_bucket_still_tells_a_missing_object(seaweed: SeaweedServer) 
     assert stored is not None
     assert stored.size == 5
     assert time.monotonic() - started < BUDGET.floor
+
+
+@pytest.mark.slow
+def test_a_webhook_that_nothing_answers_is_one_answer_in_one_time(
+    places: dict[str, tuple[str, int]],
+) -> None:
+    """Webhooks (contract 13: "sources, destinations, restore targets, webhooks"): a
+    closed, silent, garbage-answering or disallowed receiver is recorded as the same
+    attempt, no status and the webhook stage's message, at the budget's floor. An HTTP
+    server's own status is recorded as it is: that is what a webhook reports."""
+    sender = WebhookSender(cast(Webhooks, None), OUTBOUND, lambda: datetime.now(UTC))
+    secret = "whsec_" + base64.b64encode(secrets.token_bytes(24)).decode()
+
+    def attempt(place: tuple[str, int]) -> tuple[WebhookAttempt, float]:
+        delivery = Delivery(
+            uuid4(), uuid4(), uuid4(), WebhookEvent.RUN_FAILED, "{}", datetime.now(UTC)
+        )
+        url = f"http://{place[0]}:{place[1]}/hook?token={SECRET}"
+        started = time.monotonic()
+        made = sender.attempt(Sendable(delivery, url, secret))
+        return made, time.monotonic() - started
+
+    try:
+        unreachable = ["closed port", "silent port", "garbage port", "metadata name"]
+        made = {case: attempt(places[case]) for case in unreachable}
+        answered, _ = attempt(places["http server"])
+    finally:
+        sender.close()
+    assert {(a.status_code, a.error) for a, _ in made.values()} == {(None, Stage.WEBHOOK.message)}
+    took = {case: seconds for case, (_, seconds) in made.items()}
+    assert min(took.values()) >= BUDGET.floor - 0.05, took
+    assert max(took.values()) - min(took.values()) < SPREAD, took
+    assert (answered.status_code, answered.error) == (404, None)

@@ -22,14 +22,23 @@ from strongroom.domain.errors import (
     InvalidRequestError,
     InvalidStateError,
     NotFoundError,
+    QuotaExceededError,
     UnauthenticatedError,
 )
 from strongroom.domain.pagination import PageRequest
 from strongroom.domain.principals import Caller, PrincipalType
-from strongroom.domain.runs import LEASE, Progress, RunState
+from strongroom.domain.quotas import QuotaResource
+from strongroom.domain.runs import ABANDON_AFTER, LEASE, Progress, RunState
 from strongroom.ports.driving import Bearer, Strongroom, claims
 from strongroom.ports.driving.leases import LeaseReport
-from support.people import api_key, audit_events, retention, upload, workspace_admin
+from support.people import (
+    active_manual,
+    api_key,
+    audit_events,
+    retention,
+    upload,
+    workspace_admin,
+)
 
 SECOND = timedelta(seconds=1)
 
@@ -399,3 +408,59 @@ class TestOnlyTheHolderUploads:
         key = await api_key(facade, ada, ["artifacts:upload", "artifacts:confirm"])
         await upload(facade, storage, key, run.id, "archive", b"data")
         assert (await facade.artifacts.confirm(key, run.id)).state is RunState.SUCCEEDED
+
+
+class TestAbandonedManualRuns:
+    """Contract 13 (issue 27, finding 11): a manual run left ``running`` with pending
+    uploads for 24 h is failed ("abandoned"), releasing the storage they reserved."""
+
+    async def test_a_left_run_gives_its_reserved_bytes_back_after_a_day(
+        self, facade: Strongroom, storage: LocalDiskStorage, clock: ManualClock
+    ) -> None:
+        """A client announces 8 of a 10-byte quota and goes away: nothing more fits until
+        a day after its last announcement; then the run is ``failed`` "abandoned" by
+        ``system``, its partial object gone, and the 10 bytes fit again."""
+        ada, wid = await workspace_admin(facade, "ada@example.com")
+        await facade.workspaces.set_quota(wid, QuotaResource.STORAGE_BYTES, 10)
+        backup = await active_manual(facade, ada)
+        left = await facade.runs.start(ada, backup)
+        clock.advance(timedelta(hours=1))
+        pending = await upload(facade, storage, ada, left.id, "part.bin", b"eightbyt")
+        assert await storage.stat(pending.object_key) is not None
+        clock.advance(ABANDON_AFTER - SECOND)
+        assert await facade.leases.expire() == LeaseReport()
+        later = await facade.runs.start(ada, backup)
+        with pytest.raises(QuotaExceededError, match="storage_bytes"):
+            await facade.artifacts.upload_url(ada, later.id, "next.bin", 10, "ab" * 32)
+
+        clock.advance(SECOND)
+        assert await facade.leases.expire() == LeaseReport(abandoned=1)
+        ended = await facade.runs.get(ada, left.id)
+        assert (ended.state, ended.error) == (RunState.FAILED, "abandoned")
+        assert await storage.stat(pending.object_key) is None
+        gone = await facade.artifacts.get(ada, pending.id)
+        assert gone.state is ArtifactState.DELETED
+        await facade.artifacts.upload_url(ada, later.id, "next.bin", 10, "ab" * 32)
+        (event,) = await audit_events(facade, ada, "run.fail")
+        assert event.actor.type is PrincipalType.SYSTEM
+        # The run that was not left (announced just now) stays open a day more.
+        assert await facade.leases.expire() == LeaseReport()
+        assert (await facade.runs.get(ada, later.id)).state is RunState.RUNNING
+
+    async def test_a_run_without_pending_uploads_or_still_announcing_stays(
+        self, facade: Strongroom, storage: LocalDiskStorage, clock: ManualClock
+    ) -> None:
+        """Nothing announced reserves nothing: such a run stays ``running``; neither does
+        a run whose client announced again within the day."""
+        ada, _ = await workspace_admin(facade, "ada@example.com")
+        backup = await active_manual(facade, ada)
+        bare = await facade.runs.start(ada, backup)
+        busy = await facade.runs.start(ada, backup)
+        await upload(facade, storage, ada, busy.id, "one.bin", b"1")
+        clock.advance(ABANDON_AFTER - SECOND)
+        await upload(facade, storage, ada, busy.id, "two.bin", b"2")
+        clock.advance(2 * SECOND)
+        assert await facade.leases.expire() == LeaseReport()
+        for run in (bare, busy):
+            assert (await facade.runs.get(ada, run.id)).state is RunState.RUNNING
+        await facade.artifacts.confirm(ada, busy.id)

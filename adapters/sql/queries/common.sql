@@ -105,8 +105,10 @@ SELECT id, email, name, idp_subject, created_at FROM users WHERE id = :id /*lock
 SELECT id, email, name, idp_subject, created_at FROM users WHERE idp_subject = :idp_subject
 
 -- name: session_insert
-INSERT INTO sessions (id, token_hash, user_id, workspace_id, created_at, expires_at, revoked_at)
-VALUES (:id, :token_hash, :user_id, :workspace_id, :created_at, :expires_at, :revoked_at)
+INSERT INTO sessions (id, token_hash, user_id, workspace_id, created_at, expires_at, revoked_at,
+                      origin)
+VALUES (:id, :token_hash, :user_id, :workspace_id, :created_at, :expires_at, :revoked_at,
+        :origin)
 
 -- name: session_grant_columns
 -- session_find's columns prefixed g_ (a fragment, after a SELECT: /*fragment
@@ -215,6 +217,14 @@ ORDER BY part, created_at DESC, id DESC
 -- name: session_revoke
 -- The first revocation time stays.
 UPDATE sessions SET revoked_at = :revoked_at WHERE id = :id AND revoked_at IS NULL
+
+-- name: session_origin
+-- The identity provider's grant a session was made from (migration 0022).
+SELECT origin FROM sessions WHERE id = :id
+
+-- name: session_revoke_from
+-- Every live session made from one grant (index sessions_by_origin); first times stay.
+UPDATE sessions SET revoked_at = :revoked_at WHERE origin = :origin AND revoked_at IS NULL
 
 -- name: backup_columns
 -- A backup's columns as the repositories read them (a fragment, after a SELECT).
@@ -325,6 +335,27 @@ SELECT id, workspace_id, backup_id, state, trigger, worker_id, created_at, start
 FROM runs
 WHERE state = 'running' AND lease_expires_at <= :now
 ORDER BY lease_expires_at, id
+LIMIT :limit
+
+-- name: run_left_manual
+-- Running manual runs of every workspace with pending artifacts, none announced after
+-- :announced_before (the lease job's abandonment candidates; the domain decides), oldest
+-- first. Running runs come from the partial index runs_running, their artifacts from
+-- artifacts_by_backup.
+SELECT r.id, r.workspace_id, r.backup_id, r.state, r.trigger, r.worker_id, r.created_at,
+       r.started_at, r.finished_at, r.artifact_count, r.bytes, r.error, r.attempt,
+       r.lease_expires_at, r.cancel_requested, r.progress
+FROM runs AS r
+WHERE r.state = 'running' AND r.trigger = 'manual'
+  AND EXISTS (
+    SELECT 1 FROM artifacts AS a
+    WHERE a.workspace_id = r.workspace_id AND a.backup_id = r.backup_id AND a.run_id = r.id
+      AND a.state = 'pending')
+  AND NOT EXISTS (
+    SELECT 1 FROM artifacts AS a
+    WHERE a.workspace_id = r.workspace_id AND a.backup_id = r.backup_id AND a.run_id = r.id
+      AND a.state = 'pending' AND a.created_at > :announced_before)
+ORDER BY r.created_at, r.id
 LIMIT :limit
 
 -- name: run_list_for_backup
