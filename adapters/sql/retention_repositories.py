@@ -95,13 +95,16 @@ class SqlRetentionRepository(SqlRepository):
                     Q.RETENTION_LOCK_ARTIFACTS,
                     {
                         "workspace_id": workspace,
-                        "ids": codec.text_list([str(i) for i in artifact_ids]),
+                        "ids": codec.array([codec.uuid(i) for i in artifact_ids]),
                     },
                     "all",
                 ),
                 (
                     Q.RETENTION_LOCK_RUNS,
-                    {"workspace_id": workspace, "ids": codec.text_list([str(i) for i in run_ids])},
+                    {
+                        "workspace_id": workspace,
+                        "ids": codec.array([codec.uuid(i) for i in run_ids]),
+                    },
                     "all",
                 ),
             ]
