@@ -10,7 +10,7 @@ cloned with ``generate_series`` into ``--runs`` succeeded runs an hour apart (11
 for 100 000), each with its own available artifact. Timed: the explain endpoint's
 decision over the whole history (``retention.explain``, one page), then one pass of the
 job (``retention.run``): it decides over every run and removes what the rules give up,
-at most ``BATCH`` (10 000) artifacts a pass, ``CHUNK`` (500) per transaction, each
+at most ``BATCH`` (10 000) artifacts a pass, ``CHUNK`` (1 000) per transaction, each
 audited. Storage is the local disk (the clones' files do not exist: removing one is an
 ``unlink`` of nothing, so the figure is the database's and the decision's).
 """

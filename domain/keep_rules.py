@@ -163,19 +163,27 @@ def decide(
         note(ordered[0].run_id, "newest")
     window = timedelta(seconds=expire_after.seconds)
     within = f"within {expire_after}"
-    for run in ordered:
-        if now < run.finished_at + window:
-            note(run.run_id, within)
+    for run in ordered:  # newest first: the runs within the window come first
+        if not now < run.finished_at + window:
+            break
+        note(run.run_id, within)
     for run in ordered[: rules.last]:
         note(run.run_id, f"last {rules.last}")
     active = [(rule, _KEYS[rule], getattr(rules, rule)) for rule in BUCKETS]
     active = [(rule, key_of, count) for rule, key_of, count in active if count > 0]
     newest_in: list[dict[tuple[int, ...], RunFacts]] = [{} for _ in active]
-    if active:
-        for run in ordered:
-            local = run.finished_at.astimezone(zone)
-            for (_, key_of, _), newest in zip(active, newest_in, strict=True):
-                newest.setdefault(key_of(local), run)
+    hourly = rules.hourly > 0
+    previous: tuple[int, ...] = ()
+    for run in ordered if active else ():
+        local = run.finished_at.astimezone(zone)
+        # Every bucket is a function of the local date (and hour, for hourly): a run on the
+        # same one as the run before it (newer) falls in the buckets that run filled.
+        mark = (local.year, local.month, local.day, local.hour if hourly else 0)
+        if mark == previous:
+            continue
+        previous = mark
+        for (_, key_of, _), newest in zip(active, newest_in, strict=True):
+            newest.setdefault(key_of(local), run)
     for (rule, _, count), newest in zip(active, newest_in, strict=True):
         for key in heapq.nlargest(count, newest):
             note(newest[key].run_id, f"{rule} {_LABELS[rule].format(*key)}")
@@ -184,8 +192,13 @@ def decide(
             note(run.run_id, f"locked until {format_timestamp(run.locked_until)}")
         if run.held:
             note(run.run_id, "held")
-    referenced = {earlier for run in ordered if run.run_id in reasons for earlier in run.references}
-    for run in ordered:
+    referenced = {
+        earlier
+        for run in ordered
+        if run.references and run.run_id in reasons
+        for earlier in run.references
+    }
+    for run in ordered if referenced else ():
         if run.run_id in referenced:
             note(run.run_id, "referenced")
     return Decision(ordered, reasons, window, now)

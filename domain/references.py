@@ -122,12 +122,12 @@ def collectable(
 ) -> list[C]:
     """The available artifacts garbage collection removes now: of runs that are no longer
     live, referenced by no live run, not held, past their lock."""
+    spared = referenced | held
     return [
         artifact
         for artifact in artifacts
         if artifact.state is ArtifactState.AVAILABLE
         and artifact.run_id not in live_runs
-        and artifact.id not in referenced
-        and artifact.id not in held
+        and not (spared and artifact.id in spared)
         and not artifact.is_locked(now)
     ]

@@ -22,7 +22,7 @@ from strongroom.domain.artifacts import ArtifactState, locked
 from strongroom.domain.backups import Backup, RetentionPolicy
 from strongroom.domain.keep_rules import Decision, RunFacts, Verdict, decide
 from strongroom.domain.pagination import Cursor, Page, PageRequest
-from strongroom.domain.references import C, collectable, referenced_by_live
+from strongroom.domain.references import C, Collectable, collectable, referenced_by_live
 
 
 def zone_of(backup: Backup) -> tzinfo:
@@ -79,42 +79,52 @@ def plan(
 ) -> Plan[C]:
     """Decide for a backup's succeeded runs (``finished``: id and finish time) from its
     ``artifacts`` (the available ones) and ``references`` (run -> artifact ids)."""
-    available = [a for a in artifacts if a.state is ArtifactState.AVAILABLE]
     by_run: dict[UUID, list[C]] = {}
-    for artifact in available:
-        by_run.setdefault(artifact.run_id, []).append(artifact)
-    run_of = {artifact.id: artifact.run_id for artifact in available} if references else {}
+    for artifact in artifacts:
+        if artifact.state is ArtifactState.AVAILABLE:
+            own = by_run.get(artifact.run_id)
+            if own is None:
+                by_run[artifact.run_id] = [artifact]
+            else:
+                own.append(artifact)
+    run_of = {a.id: run_id for run_id, own in by_run.items() for a in own} if references else {}
     facts = []
     for run_id, finished_at in finished:
         own = by_run.get(run_id)
         if not own:
             continue
-        locks = [a.locked_until for a in own if a.locked_until is not None]
-        named = references.get(run_id)
+        named = references.get(run_id) if references else None
         facts.append(
             RunFacts(
-                run_id=run_id,
-                finished_at=finished_at,
-                locked_until=max(locks) if locks else None,
-                held=any(a.held for a in own),
-                references=(
-                    frozenset(run_of[a] for a in named if a in run_of) - {run_id}
-                    if named
-                    else frozenset()
-                ),
+                run_id,
+                finished_at,
+                *_lock_and_hold(own),
+                frozenset(run_of[a] for a in named if a in run_of) - {run_id}
+                if named
+                else frozenset(),
             )
         )
     decision = decide(facts, policy.expire_after, policy.keep, zone, now)
     live = decision.kept
-    expiring = decision.expiring
+    kept = decision.reasons
+    # The expiring runs' artifacts, newest run first.
+    expiring = [a for run in decision.ordered if run.run_id not in kept for a in by_run[run.run_id]]
     doomed = collectable(
-        (a for a in available if a.run_id in expiring),
+        expiring,
         live,
         referenced_by_live(references, live),
-        frozenset(a.id for a in available if a.held),
+        frozenset(a.id for a in expiring if a.held),
         now,
     )
     return Plan(decision, doomed)
+
+
+def _lock_and_hold(artifacts: Sequence[Collectable]) -> tuple[datetime | None, bool]:
+    """A run's lock (the latest of its artifacts' locks) and whether one of them is held."""
+    if len(artifacts) == 1:
+        return artifacts[0].locked_until, artifacts[0].held
+    locks = [a.locked_until for a in artifacts if a.locked_until is not None]
+    return (max(locks) if locks else None), any(a.held for a in artifacts)
 
 
 Dated = TypeVar("Dated", Verdict, RunFacts)

@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 import psycopg
 from psycopg.pq import TransactionStatus
-from psycopg.rows import DictRow, dict_row
+from psycopg.rows import DictRow, dict_row, tuple_row
 from psycopg_pool import AsyncConnectionPool
 
 from strongroom.adapters.sql.catalog import Q, Queries
@@ -238,7 +238,7 @@ class PostgresTransaction:
             try:
                 connection = await self._take_connection()
                 with _Deadline(connection, self._database.statement_deadline) as deadline:
-                    async with connection.cursor(row_factory=dict_row) as cursor:
+                    async with _cursor(connection, fetch) as cursor:
                         if writes and not self._writing:
                             await self._begin_with(connection, cursor, text, params)
                         else:
@@ -327,6 +327,11 @@ class PostgresTransaction:
         found: list[Row] = await self._run(query, params, filters, False, "all")
         return found
 
+    async def fetch_rows(self, query: Q, params: Params) -> list[tuple[Any, ...]]:
+        """Every row of a read as a tuple, received in the binary format."""
+        found: list[tuple[Any, ...]] = await self._run(query, params, (), False, "rows")
+        return found
+
     async def execute(self, query: Q, params: Params) -> int:
         """Run a write inside the transaction; the number of rows it changed."""
         changed: int = await self._run(query, params, (), True, "count")
@@ -342,12 +347,15 @@ class PostgresTransaction:
         step, it may hold that step's locks until it notices the loss, and the retry must
         not wait for it as long as the statement deadline.
         """
-        texts = [(self._queries.text(query, ()).encode(), params) for query, params, _ in steps]
+        texts = [
+            (self._queries.text(query, ()).encode(), params, fetch)
+            for query, params, fetch in steps
+        ]
         retried = False
         while True:
             began_writing = self._writing
             deadline: _Deadline | None = None
-            cursors: list[psycopg.AsyncCursor[DictRow]] = []
+            cursors: list[psycopg.AsyncCursor[Any]] = []
             try:
                 connection = await self._take_connection()
                 seconds = self._database.statement_deadline
@@ -358,8 +366,8 @@ class PostgresTransaction:
                                 await connection.execute(b"BEGIN")
                                 if retried:
                                     await connection.execute(RETRY_LOCK_TIMEOUT)
-                            for index, (text, params) in enumerate(texts):
-                                cursor = connection.cursor(row_factory=dict_row)
+                            for index, (text, params, fetch) in enumerate(texts):
+                                cursor = _cursor(connection, fetch)
                                 await cursor.execute(text, params, prepare=_may_prepare(index))
                                 cursors.append(cursor)
                             if commit:
@@ -381,7 +389,7 @@ class PostgresTransaction:
                     await self._discard()
                 # Which step failed is not known here: every step's parameters, the
                 # first's winning, name the refusal (constraint names tell them apart).
-                merged = {k: v for _, params in reversed(texts) for k, v in params.items()}
+                merged = {k: v for _, params, _ in reversed(texts) for k, v in params.items()}
                 raise translate(error, merged) from error
 
     async def write_alone(self, query: Q, params: Params) -> Row | None:
@@ -559,9 +567,17 @@ async def run_batch(database: Pools, statements: Sequence[Statement]) -> list[Ro
         await _give_back(pool, connection, was_autocommit)
 
 
-async def _result(cursor: psycopg.AsyncCursor[DictRow], fetch: Fetch) -> Any:
+def _cursor(connection: psycopg.AsyncConnection[Any], fetch: Fetch) -> psycopg.AsyncCursor[Any]:
+    """A cursor giving dicts, or (``rows``) tuples in the binary format: no dict made and
+    no text parsed per row."""
+    if fetch == "rows":
+        return connection.cursor(row_factory=tuple_row, binary=True)
+    return connection.cursor(row_factory=dict_row)
+
+
+async def _result(cursor: psycopg.AsyncCursor[Any], fetch: Fetch) -> Any:
     if fetch == "one":
         return await cursor.fetchone()
-    if fetch == "all":
+    if fetch in ("all", "rows"):
         return await cursor.fetchall()
     return cursor.rowcount

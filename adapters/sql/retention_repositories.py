@@ -34,31 +34,29 @@ class SqlRetentionRepository(SqlRepository):
     async def finished_runs(
         self, workspace_id: UUID, backup_id: UUID
     ) -> list[tuple[UUID, datetime]]:
-        """The backup's succeeded runs and their finish times."""
-        found = await self._db.fetch_all(
+        """The backup's succeeded runs and their finish times (rows as tuples: one per run)."""
+        found = await self._db.fetch_rows(
             Q.RETENTION_FINISHED_RUNS, self._backup(workspace_id, backup_id)
         )
-        codec = self._codec
-        return [
-            (codec.read_uuid(row["id"]), codec.read_timestamp(row["finished_at"])) for row in found
-        ]
+        uuid, timestamp = self._codec.read_uuid, self._codec.read_timestamp
+        return [(uuid(run_id), timestamp(finished_at)) for run_id, finished_at in found]
 
     async def available_artifacts(
         self, workspace_id: UUID, backup_id: UUID
     ) -> list[StoredArtifact]:
-        """The backup's available artifacts: id, run, lock and hold."""
-        found = await self._db.fetch_all(
+        """The backup's available artifacts: id, run, lock and hold (rows as tuples)."""
+        found = await self._db.fetch_rows(
             Q.RETENTION_AVAILABLE_ARTIFACTS, self._backup(workspace_id, backup_id)
         )
-        uuid, timestamp, flag = self._codec.read_uuid, self._codec.read_timestamp, bool
+        uuid, timestamp = self._codec.read_uuid, self._codec.read_timestamp
         return [
             StoredArtifact(
-                uuid(row["id"]),
-                uuid(row["run_id"]),
-                None if row["locked_until"] is None else timestamp(row["locked_until"]),
-                flag(row["held"]),
+                uuid(artifact_id),
+                uuid(run_id),
+                None if locked_until is None else timestamp(locked_until),
+                bool(held),
             )
-            for row in found
+            for artifact_id, run_id, locked_until, held in found
         ]
 
     async def references(self, workspace_id: UUID, backup_id: UUID) -> dict[UUID, frozenset[UUID]]:
@@ -97,13 +95,16 @@ class SqlRetentionRepository(SqlRepository):
                     Q.RETENTION_LOCK_ARTIFACTS,
                     {
                         "workspace_id": workspace,
-                        "ids": codec.text_list([str(i) for i in artifact_ids]),
+                        "ids": codec.array([codec.uuid(i) for i in artifact_ids]),
                     },
                     "all",
                 ),
                 (
                     Q.RETENTION_LOCK_RUNS,
-                    {"workspace_id": workspace, "ids": codec.text_list([str(i) for i in run_ids])},
+                    {
+                        "workspace_id": workspace,
+                        "ids": codec.array([codec.uuid(i) for i in run_ids]),
+                    },
                     "all",
                 ),
             ]

@@ -394,6 +394,9 @@ class SqliteTransaction:
                     if fetch == "count":
                         results.append(cursor.rowcount)
                         continue
+                    if fetch == "rows":
+                        results.append(cursor.fetchall())
+                        continue
                     names = [column[0] for column in cursor.description or ()]
                     if fetch == "one":
                         found = cursor.fetchone()
@@ -439,6 +442,11 @@ class SqliteTransaction:
     async def fetch_all(self, query: Q, params: Params, *, filters: Sequence[Q] = ()) -> list[Row]:
         """Every row of a read."""
         found: list[Row] = await self._statement(query, params, filters, False, "all")
+        return found
+
+    async def fetch_rows(self, query: Q, params: Params) -> list[tuple[Any, ...]]:
+        """Every row of a read, as sqlite3 gives them."""
+        found: list[tuple[Any, ...]] = await self._statement(query, params, (), False, "rows")
         return found
 
     async def execute(self, query: Q, params: Params) -> int:

@@ -20,7 +20,9 @@ from strongroom.ports.driven.repositories import (
     IntegrityViolationError,
 )
 
-Fetch = Literal["one", "all", "count"]
+# ``rows``: every row as a tuple, in the statement's column order (long reads: no dict per
+# row; on PostgreSQL in the binary format).
+Fetch = Literal["one", "all", "rows", "count"]
 
 
 # One statement of ``Statements.write_all``: the query, its parameters, what it answers.
@@ -58,6 +60,11 @@ class Statements(Protocol):
 
     async def fetch_all(self, query: Q, params: Params, *, filters: Sequence[Q] = ()) -> list[Row]:
         """Every row of a read."""
+        ...
+
+    async def fetch_rows(self, query: Q, params: Params) -> list[tuple[Any, ...]]:
+        """Every row of a read as a tuple, in the statement's column order: for reads of
+        thousands of rows (retention reads a backup's whole history)."""
         ...
 
     async def execute(self, query: Q, params: Params) -> int:

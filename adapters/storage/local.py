@@ -101,10 +101,13 @@ class LocalDiskStorage(ExtendsLocks):
         base = self._bases.get(area)
         if base is None:
             base = self._bases[area] = (self.root / area).resolve()
-        path = (base / (_check_key(key) + suffix)).resolve()
-        if not path.is_relative_to(base):  # unreachable with KEY_PATTERN; kept as a guard
+        # Inside ``base`` by its text: KEY_PATTERN admits no ``..`` and no empty segment,
+        # so the normalised path is the joined one (checked all the same, as a guard).
+        # No symbolic link is resolved: the storage makes every directory under ``base``.
+        joined = os.path.join(base, _check_key(key) + suffix)
+        if os.path.normpath(joined) != joined:
             raise StorageRefusalError(400, "invalid object key")
-        return path
+        return Path(joined)
 
     def object_path(self, key: str) -> Path:
         """Where the object ``key`` is stored."""
@@ -132,9 +135,11 @@ class LocalDiskStorage(ExtendsLocks):
             os.fsync(handle.fileno())
         os.replace(name, path)
 
-    def _meta(self, key: str) -> dict[str, Any] | None:
+    def _meta(self, key: str, path: Path | None = None) -> dict[str, Any] | None:
         try:
-            data: dict[str, Any] = json.loads(self._meta_path(key).read_text(encoding="utf-8"))
+            data: dict[str, Any] = json.loads(
+                (path or self._meta_path(key)).read_text(encoding="utf-8")
+            )
         except FileNotFoundError:
             return None
         return data
@@ -145,8 +150,8 @@ class LocalDiskStorage(ExtendsLocks):
             return None
         return datetime.fromisoformat(meta["locked_until"])
 
-    def _ensure_unlocked(self, key: str) -> None:
-        meta = self._meta(key) or {}
+    def _ensure_unlocked(self, key: str, meta_path: Path | None = None) -> None:
+        meta = self._meta(key, meta_path) or {}
         stored = meta.get("locked_until")
         until = None if stored is None else datetime.fromisoformat(stored)
         if until is not None and self._clock() < until:
@@ -524,9 +529,10 @@ class LocalDiskStorage(ExtendsLocks):
 
     @disk_errors
     def _delete(self, key: str) -> None:
-        self._ensure_unlocked(key)
+        meta = self._meta_path(key)
+        self._ensure_unlocked(key, meta)
         self.object_path(key).unlink(missing_ok=True)
-        self._meta_path(key).unlink(missing_ok=True)
+        meta.unlink(missing_ok=True)
 
 
 class Writer:

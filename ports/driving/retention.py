@@ -45,8 +45,9 @@ logger = logging.getLogger(__name__)
 STALE_UPLOAD_AGE = timedelta(days=1)
 # Expired artifacts looked at per run of the job (and artifacts the keep rules remove).
 BATCH = 10_000
-# Artifacts removed by the keep rules per unit of work.
-CHUNK = 500
+# Artifacts removed by the keep rules per unit of work (one S3 DeleteObjects request holds
+# 1 000 versions).
+CHUNK = 1_000
 READ_RETENTION = Requirement((Permission.BACKUPS_READ,))
 
 

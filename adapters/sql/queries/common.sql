@@ -937,13 +937,14 @@ JOIN runs AS r ON r.id = rr.run_id
 ORDER BY workspace_id, id
 
 -- name: retention_finished_runs
+-- Read as tuples (fetch_rows): the repository unpacks the columns in this order.
 SELECT id, finished_at
 FROM runs
 WHERE workspace_id = :workspace_id AND backup_id = :backup_id AND state = 'succeeded'
   AND finished_at IS NOT NULL
 
 -- name: retention_available_artifacts
--- What the decision needs of each: its run, lock and hold.
+-- What the decision needs of each: its run, lock and hold (read as tuples, in this order).
 SELECT id, run_id, locked_until, held
 FROM artifacts
 WHERE workspace_id = :workspace_id AND backup_id = :backup_id AND state = 'available'
