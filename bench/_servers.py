@@ -19,7 +19,7 @@ import subprocess
 import sys
 import time
 import urllib.parse
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import ExitStack, closing, contextmanager, suppress
 from pathlib import Path
 from typing import Any
@@ -122,7 +122,7 @@ class Proc:
         return "\n".join(text.splitlines()[-lines:])
 
 
-def _gone() -> suppress[ProcessLookupError]:
+def _gone() -> suppress:
     return suppress(ProcessLookupError)
 
 
@@ -166,13 +166,14 @@ def scratch_database(purpose: str, admin_conninfo: str = LOCAL_POSTGRES) -> Iter
             )
 
 
-def database_url(admin_conninfo: str, dbname: str) -> str:
+def database_url(admin_conninfo: str, dbname: str, port: int | None = None) -> str:
+    """The ``postgresql://`` URL of ``dbname`` (on ``port`` instead, for a proxy)."""
     parts = psycopg.conninfo.conninfo_to_dict(admin_conninfo)
     user = urllib.parse.quote(str(parts.get("user", "postgres")), safe="")
     password = parts.get("password")
     credentials = user if password is None else f"{user}:{urllib.parse.quote(str(password))}"
     host = str(parts.get("host", HOST))
-    return f"postgresql://{credentials}@{host}:{parts.get('port', 5432)}/{dbname}"
+    return f"postgresql://{credentials}@{host}:{port or parts.get('port', 5432)}/{dbname}"
 
 
 # SeaweedFS.
@@ -300,11 +301,18 @@ class Instance:
         self.proc.start()
 
 
-def admin_quota(env: Mapping[str, str], workspace_id: UUID, resource_name: str, limit: int) -> None:
-    """``strongroom admin quota WID RESOURCE LIMIT`` (0: unlimited) on the configured database."""
+def admin_quota(
+    env: Mapping[str, str],
+    workspace_id: UUID,
+    resource_name: str,
+    limit: int,
+    operator_flags: Sequence[str] = (),
+) -> None:
+    """``strongroom admin quota WID RESOURCE LIMIT`` (0: unlimited) on the database that
+    ``env`` configures, or that ``operator_flags`` (``--database-url``, ``--data-dir``) name."""
     command = [*strongroom_command(), "admin", "quota", str(workspace_id), resource_name]
     done = subprocess.run(
-        [*command, str(limit)],
+        [*command, str(limit), *operator_flags],
         env=dict(env),
         capture_output=True,
         text=True,

@@ -43,17 +43,14 @@ from strongroom.entrypoints.settings import Settings
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from fast_path import (  # noqa: E402
+from _fast_setup import (  # noqa: E402
     CLIENT_ID,
-    DEVICE_GRANT,
-    LOCAL_POSTGRES,
-    PASSWORD,
     PEER_SQL,
     PEER_TOKEN,
     admin_connection,
-    database_url,
     scratch_database,
 )
+from _servers import DEVICE_GRANT, LOCAL_POSTGRES, PASSWORD, database_url  # noqa: E402
 
 ASGI = Callable[..., Any]
 
@@ -244,7 +241,8 @@ def load_peers(dsn: str, folder: Path) -> ASGI:
         raise SystemExit(f"no peers.py in {folder}")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return module.app
+    app: ASGI = module.app
+    return app
 
 
 async def measure(options: argparse.Namespace) -> list[dict[str, Any]]:
@@ -254,7 +252,9 @@ async def measure(options: argparse.Namespace) -> list[dict[str, Any]]:
         peer_db = stack.enter_context(scratch_database(admin, "inproc_peer"))
         with admin_connection(admin, peer_db) as conn:
             conn.execute(PEER_SQL)
-            peer_bid = str(conn.execute("SELECT id FROM backups LIMIT 1").fetchone()[0])
+            row = conn.execute("SELECT id FROM backups LIMIT 1").fetchone()
+            assert row is not None
+            peer_bid = str(row[0])
         peers = Caller(load_peers(database_url(admin, peer_db), options.peers))
         await peers.start()
         n, c = options.requests, options.concurrency
