@@ -60,6 +60,7 @@ def served(
             **{k: v for k, v in unconfigured_environment().items() if k != "VIRTUAL_ENV"},
             "STRONGROOM_DATABASE_URL": postgres_url(conninfo),
             "STRONGROOM_SECRET_KEY": SECRET_KEY,
+            "STRONGROOM_SIGNUP": "true",  # on a database URL sign-up is off unless said
             "STRONGROOM_S3_ENDPOINT": seaweed.endpoint,
             "STRONGROOM_S3_ACCESS_KEY": seaweed.access_key,
             "STRONGROOM_S3_SECRET_KEY": seaweed.secret_key,
