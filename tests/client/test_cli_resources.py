@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 from uuid import uuid4
 
 import test_cli_client as live_server
@@ -97,6 +98,24 @@ class TestWorkers:
         gone = strongroom("worker", "show", created["id"])
         assert gone.exit_code == 1
         assert "not_found" in gone.stderr
+
+    def test_agent_once_as_json(self, person: Client, url: str, tmp_path: Path) -> None:
+        """``agent --once --json``: ``{"handled": 0}`` when nothing is queued; a token the
+        server refuses is the error envelope and exit 1."""
+        created = as_json(strongroom("worker", "create", "rack-j", "--json"))
+        config = tmp_path / "agent.toml"
+        for token, exit_code in ((created["token"], 0), ("bkw_not-a-real-token", 1)):
+            config.write_text(
+                f'server = "{url}"\ntoken = "{token}"\nstate_dir = "{tmp_path / "state"}"\n\n'
+                f'[[backups]]\nid = "{uuid4()}"\npaths = ["{tmp_path}"]\n'
+            )
+            ran = strongroom("agent", "--once", "--config", str(config), "--json")
+            assert ran.exit_code == exit_code, ran.stdout
+            said = json.loads(ran.stdout)
+            if exit_code == 0:
+                assert said == {"handled": 0}
+            else:
+                assert said["error"]["code"] == "unauthenticated"
 
     def test_unknown_names_exit_1_and_usage_errors_2(self, person: Client) -> None:
         """A worker is named by id, name or id prefix: one that names none exits 1 (as an
