@@ -89,18 +89,15 @@ def startup_errors(what: str) -> Iterator[None]:
         raise CommandError(f"{what}: {one_line(error)}", "startup_failed") from error
 
 
-def preflight(settings: Settings, *, migrate: bool | None, listen: bool = False) -> None:
-    """Open what a server process runs on, then close it: the database (migrated as
-    ``migrate`` says), the object storage, and with ``listen`` the address. A missing
-    piece is a ``CommandError`` (``startup_failed``) of one line."""
-    from strongroom.entrypoints.service import open_facade  # noqa: PLC0415
-
-    async def open_and_close() -> None:
-        async with open_facade(settings, migrate=migrate):
-            pass
+def preflight(settings: Settings, *, listen: bool = False) -> None:
+    """Reach what a server process runs on before it says it runs: the database (one
+    connection), the object storage (its bucket made when missing), and with ``listen``
+    the address. A missing piece is a ``CommandError`` (``startup_failed``) of one line."""
+    from strongroom.entrypoints.service import check_database, open_storage  # noqa: PLC0415
 
     with startup_errors("cannot start"):
-        asyncio.run(open_and_close())
+        check_database(settings)
+        open_storage(settings, settings.resolved_secret_key())
     if listen:
         with socket.socket() as probe:
             probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -131,7 +128,7 @@ def process_command(
         json_errors(as_json)
         settings = settings_of(data_dir, database_url)
         configure_logging(settings.log_format)
-        preflight(settings, migrate=None)
+        preflight(settings)
         from strongroom.entrypoints.service import describe_storage  # noqa: PLC0415
 
         state = describe_storage(settings)
@@ -235,7 +232,7 @@ def serve(
     from strongroom.entrypoints.service import describe_storage  # noqa: PLC0415
 
     configure_logging(settings.log_format)
-    preflight(settings, migrate=not no_migrate, listen=True)
+    preflight(settings, listen=True)
     app = create_app(settings, migrate=not no_migrate)
     url, state = f"http://{settings.host}:{settings.port}", describe_storage(settings)
     say(
