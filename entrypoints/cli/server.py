@@ -97,7 +97,11 @@ def preflight(settings: Settings, *, listen: bool = False) -> None:
 
     with startup_errors("cannot start"):
         check_database(settings)
-        open_storage(settings, settings.resolved_secret_key())
+        try:
+            open_storage(settings, settings.resolved_secret_key())
+        except StrongroomError as error:  # the store's refusal, as the service words it
+            message = f"cannot start: {error.message} ({error.code})"
+            raise CommandError(message, "startup_failed") from error
     if listen:
         with socket.socket() as probe:
             probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

@@ -266,3 +266,23 @@ def test_a_server_without_its_database_says_so_in_one_line_before_listening(
         "strongroom: error: cannot start: connection failed: connection to server at "
         '"127.0.0.1", port 5432 failed: FATAL:  database "strongroom_absent_db" does not exist'
     ]
+
+
+def test_a_server_without_its_object_storage_says_so_before_listening(tmp_path: Path) -> None:
+    """An S3 store that does not answer: the envelope (``startup_failed``), exit 1."""
+    store = {
+        "STRONGROOM_S3_ENDPOINT": UNREACHABLE,
+        "STRONGROOM_S3_ACCESS_KEY": "key",
+        "STRONGROOM_S3_SECRET_KEY": "secret",
+        "STRONGROOM_S3_BUCKET": "strongroom",
+    }
+    done = subprocess.run(
+        [str(STRONGROOM), "serve", "--port", str(free_port()), "--data-dir", str(tmp_path),
+         "--json"],
+        check=False, capture_output=True, text=True, env={**unconfigured_environment(), **store},
+        timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 1
+    refusal = json.loads(done.stdout)["error"]
+    assert refusal["code"] == "startup_failed"
+    assert refusal["message"].startswith("cannot start: object storage failed")
