@@ -92,6 +92,20 @@ def _postgres_adapter() -> type[PostgresDatabase]:
     return database
 
 
+def check_database(settings: Settings) -> None:
+    """Connect to the configured database once and hang up (a server's start-up check):
+    SQLite needs nothing (its file is made on open); PostgreSQL must answer and hold the
+    database. Raises what the driver raises (``SystemExit`` when it is not installed)."""
+    url = database_url(settings)
+    if url.startswith("sqlite:"):
+        return
+    if not url.startswith(("postgresql://", "postgres://")):
+        raise ValueError("STRONGROOM_DATABASE_URL must start with postgresql:// or sqlite:///")
+    _postgres_adapter()
+    psycopg = importlib.import_module("psycopg")
+    psycopg.connect(url, connect_timeout=10).close()
+
+
 @asynccontextmanager
 async def open_database(
     settings: Settings, *, migrate: bool | None = None, serving: bool = False

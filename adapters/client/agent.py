@@ -219,6 +219,7 @@ class Agent:
         self._transport = transport
         self.stop = stop or threading.Event()
         self.handled = 0
+        self.refusal: ApiError | None = None  # why ``run`` returned EXIT_REFUSED
         self._idle = False
         base = config.state_dir
         self._state_dir = (base / "state") if base else state_home() / "agent"
@@ -251,10 +252,12 @@ class Agent:
                     error.message,
                     error.request_id,
                 )
+                self.refusal = error
                 return EXIT_REFUSED
             except ApiError as error:
                 if once:
                     logger.error("claim failed: %s", error)
+                    self.refusal = error
                     return EXIT_REFUSED
                 failures += 1
                 delay = min(MAX_BACKOFF, 2.0 ** min(failures, 6))

@@ -2,8 +2,8 @@
 ``retention``, ``admin``; see ``server``) and the command-line client of the API
 (``login``, ``workspace``, ``backup``, ``run``, ``artifact``...; contract 12).
 
-Exit codes: 0 success, 1 an error (the API's message and request id on standard error),
-2 a usage error.
+Every command takes ``--json``. Exit codes (docs/clients.md): 0 success, 1 an error (the
+API's message and request id on standard error), 2 a usage error, 130 an interrupted push.
 """
 
 from __future__ import annotations

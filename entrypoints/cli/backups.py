@@ -167,7 +167,7 @@ def _credentials_from_stdin() -> S3Credentials | PostgresCredentials:
 @click.option("--no-schedule", is_flag=True, help="remove the schedule")
 @click.option("--expire-after", default=None, help="retention: ISO duration, e.g. P30D")
 @click.option("--lock-for", default=None, help="retention lock: ISO duration (PT0S: none)")
-@click.option("--worker", default=None, help="worker id (local backups)")
+@click.option("--worker", default=None, help="worker id, name or id prefix (local backups)")
 @click.option("--source", default=None, help='JSON, e.g. {"type": "s3", "endpoint": ...}')
 @click.option("--destination", default=None, help='JSON, e.g. {"type": "service"}')
 @click.option(
@@ -218,7 +218,7 @@ def set_(
         name=name if name is not None else UNSET,
         schedule=schedule,
         retention=retention,
-        worker_id=worker if worker is not None else UNSET,
+        worker_id=session.worker_id(worker) if worker is not None else UNSET,
         source=_json_option(source, Source, "source"),
         destination=_json_option(destination, Destination, "destination"),
         credentials=_credentials_from_stdin() if credentials_stdin else UNSET,

@@ -195,6 +195,24 @@ class Session:
             return exact
         return pick("run", ref, [(r, None) for r in self._run_ids()])
 
+    def worker_id(self, ref: str) -> UUID:
+        """A worker of the workspace by id, name, or id prefix."""
+        exact = _full_id(ref)
+        if exact is not None:
+            return exact
+        self.workspace_id()
+        workers = self.signed_in().list_workers.iterate(limit=200)
+        return pick("worker", ref, [(w.id, w.name) for w in workers], by_name=True)
+
+    def api_key_id(self, ref: str) -> UUID:
+        """An API key of the workspace by id, name, or id prefix."""
+        exact = _full_id(ref)
+        if exact is not None:
+            return exact
+        self.workspace_id()
+        keys = self.signed_in().list_api_keys.iterate(limit=200)
+        return pick("API key", ref, [(k.id, k.name) for k in keys], by_name=True)
+
     def snapshot_ref(self, ref: str) -> UUID:
         """A run or an artifact of the workspace by id or id prefix (a snapshot is named
         by either)."""

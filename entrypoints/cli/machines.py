@@ -4,7 +4,6 @@ machine credentials. A new token is printed once, on create; the API never shows
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from uuid import UUID
 
 import click
 
@@ -59,20 +58,20 @@ def create_worker(session: Session, name: str) -> None:
 
 @worker.command("show", help="one worker")
 @client_command
-@click.argument("worker_id", type=click.UUID)
-def show_worker(session: Session, worker_id: UUID) -> None:
-    """A worker and when it was last seen."""
-    session.workspace_id()
+@click.argument("worker_ref", metavar="WORKER")
+def show_worker(session: Session, worker_ref: str) -> None:
+    """A worker (by id, name or id prefix) and when it was last seen."""
+    worker_id = session.worker_id(worker_ref)
     emit(session, session.signed_in().get_worker(worker_id), columns=WORKER_COLUMNS)
 
 
 @worker.command("delete", help="delete a worker: its token stops working at once")
 @client_command
-@click.argument("worker_id", type=click.UUID)
+@click.argument("worker_ref", metavar="WORKER")
 @click.option("--yes", is_flag=True, help="do not ask for confirmation")
-def delete_worker(session: Session, worker_id: UUID, yes: bool) -> None:
+def delete_worker(session: Session, worker_ref: str, yes: bool) -> None:
     """Delete (revoke) a worker, after confirmation."""
-    session.workspace_id()
+    worker_id = session.worker_id(worker_ref)
     if not yes:
         click.confirm(f"Delete worker {worker_id}?", abort=True, err=True)
     session.signed_in().delete_worker(worker_id)
@@ -123,11 +122,11 @@ def create_api_key(
 
 @api_key.command("revoke", help="delete an API key: its token stops working at once")
 @client_command
-@click.argument("api_key_id", type=click.UUID)
+@click.argument("api_key_ref", metavar="KEY")
 @click.option("--yes", is_flag=True, help="do not ask for confirmation")
-def revoke_api_key(session: Session, api_key_id: UUID, yes: bool) -> None:
-    """Revoke an API key, after confirmation."""
-    session.workspace_id()
+def revoke_api_key(session: Session, api_key_ref: str, yes: bool) -> None:
+    """Revoke an API key (by id, name or id prefix), after confirmation."""
+    api_key_id = session.api_key_id(api_key_ref)
     if not yes:
         click.confirm(f"Revoke API key {api_key_id}?", abort=True, err=True)
     session.signed_in().delete_api_key(api_key_id)

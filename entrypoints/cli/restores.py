@@ -35,6 +35,27 @@ def _poll(
     return current
 
 
+class RestoreIdType(click.ParamType[UUID]):
+    """A restore's whole id: restores are printed whole (no table lists them, no list of
+    them exists to look a prefix up in)."""
+
+    name = "RESTORE"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> UUID:
+        try:
+            return value if isinstance(value, UUID) else UUID(str(value))
+        except ValueError:
+            self.fail(
+                f"{value!r} is not a restore id: give the whole id that "
+                "`restore-job create` printed (restores have no list to look a prefix up in)",
+                param,
+                ctx,
+            )
+
+
+RESTORE_ID = RestoreIdType()
+
+
 def _describe(restore: Restore) -> str:
     line = f"restore {restore.id} {restore.state}"
     return line + (f": {restore.error}" if restore.error else "")
@@ -75,7 +96,7 @@ def create(session: Session, artifact_ref: str, target: str, credentials_stdin: 
 
 @restore_job.command("show", help="one restore and its state")
 @client_command
-@click.argument("restore_id", type=click.UUID)
+@click.argument("restore_id", type=RESTORE_ID)
 def show(session: Session, restore_id: UUID) -> None:
     """A restore's state, target and error."""
     session.workspace_id()
@@ -84,7 +105,7 @@ def show(session: Session, restore_id: UUID) -> None:
 
 @restore_job.command("wait", help="wait until a restore ends; exit 0 if it succeeded, 1 otherwise")
 @client_command
-@click.argument("restore_id", type=click.UUID)
+@click.argument("restore_id", type=RESTORE_ID)
 @click.option("--timeout", type=click.FloatRange(min=0), default=None, help="seconds (no limit)")
 @click.option("--interval", type=click.FloatRange(min=0.1), default=2.0, show_default=True)
 def wait(session: Session, restore_id: UUID, timeout: float | None, interval: float) -> None:

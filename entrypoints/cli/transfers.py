@@ -41,6 +41,7 @@ from strongroom.client.snapshot_run import is_snapshot_name
 from strongroom.client.uploads import UploadCancelledError, UploadError
 from strongroom.entrypoints.cli.artifacts import find_artifact
 from strongroom.entrypoints.cli.context import (
+    JSON_FLAG,
     CommandError,
     Session,
     client_command,
@@ -55,9 +56,10 @@ EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
 
 
-def _usage(message: str) -> NoReturn:
-    click.echo(f"strongroom: error: {message}", err=True)
-    sys.exit(EXIT_USAGE)
+class AgentConfigError(CommandError):
+    """The agent's configuration file does not hold: exit 2, as a usage error."""
+
+    exit_code = EXIT_USAGE
 
 
 def _fail(message: str) -> NoReturn:
@@ -226,13 +228,17 @@ def _example_epilog() -> str:
 )
 @click.option("--once", is_flag=True, help="handle what is queued now, then exit")
 @click.option("--verbose", "-v", is_flag=True, help="log debugging details")
-def agent_command(config_path: Path, once: bool, verbose: bool) -> None:
+@click.option(
+    "--json", "as_json", is_flag=True, help="when it stops, print {handled} (or the error) as JSON"
+)
+def agent_command(config_path: Path, once: bool, verbose: bool, as_json: bool) -> None:
     """Run the worker agent: claim the runs of the local backups assigned to this worker,
     archive the directories the configuration names, upload, confirm.
 
     SIGTERM stops it cleanly (a run in progress is left to its lease). Exit codes: 0
-    stopped, 1 the server refused the token, 2 a configuration error.
+    stopped, 1 the server refused the token, 2 a configuration error (``bad_config``).
     """
+    click.get_current_context().meta[JSON_FLAG] = as_json
     logging.basicConfig(
         level=logging.DEBUG if verbose else logging.INFO,
         format="%(asctime)s %(levelname)s %(message)s",
@@ -243,7 +249,7 @@ def agent_command(config_path: Path, once: bool, verbose: bool) -> None:
     try:
         config = load_config(config_path)
     except ConfigError as error:
-        _usage(str(error))
+        raise AgentConfigError(str(error), "bad_config") from error
     with Client(config.server, config.token) as client:
         agent = Agent(config, ClientApi(client), client.http)
 
@@ -253,7 +259,12 @@ def agent_command(config_path: Path, once: bool, verbose: bool) -> None:
         signal.signal(signal.SIGTERM, on_term)
         signal.signal(signal.SIGINT, on_term)
         code = agent.run(once=once)
-    sys.exit(code)
+    if code != 0:
+        if agent.refusal is not None:
+            raise agent.refusal
+        sys.exit(code)
+    if as_json:
+        click.echo(json.dumps({"handled": agent.handled}))
 
 
 @click.command("restore", short_help="restore a snapshot or a directory backup")

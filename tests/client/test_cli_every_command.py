@@ -1,12 +1,16 @@
 """Every command of ``strongroom``, found by walking click's command tree (a new command is
-covered without being named here), run with ``--json`` against a live server: standard
-output parses as JSON on success and on error, and the exit code follows docs/clients.md
-(0 success, 1 an error, 2 usage; a usage error is the envelope's ``usage_error``)."""
+covered without being named here), takes ``--json`` and is run with it: the client's
+against a live server, the server's own (``serve``, ``migrate``, ``admin ...``) on a data
+directory of the test's. Standard output parses as JSON on success and on error, and the
+exit code follows docs/clients.md (0 success, 1 an error, 2 usage: the envelope's
+``usage_error``, or the agent's ``bad_config``)."""
 
 # ruff: noqa: F811 (the live-server fixtures of test_cli_client, imported)
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +18,7 @@ import click
 import pytest
 from click.testing import Result
 from test_cli_client import (  # noqa: F401 (fixtures)
+    STRONGROOM,
     config_home,
     live,
     person,
@@ -25,20 +30,12 @@ from test_cli_client import (  # noqa: F401 (fixtures)
 from strongroom.client import Client, Retention
 from strongroom.entrypoints.cli import cli
 from support.client_people import admin_in_new_workspace
+from support.serve_process import free_port, unconfigured_environment
 
-# Commands that print no JSON, by name, with the reason.
-WITHOUT_JSON = {
-    "serve": "runs the HTTP API until stopped; it logs, it answers nothing",
-    "agent": "a long-running service that logs (configured by its file, not by options)",
-    "completion": "prints a shell script, which is its whole point",
-    "scheduler": "a server process that runs until stopped",
-    "executor": "a server process that runs until stopped",
-    "migrate": "an operator command on the server's host (its storage, not the API)",
-    "retention run": "an operator command on the server's host (its storage, not the API)",
-    "admin billing": "an operator command on the server's host (its storage, not the API)",
-    "admin quota": "an operator command on the server's host (its storage, not the API)",
-    "admin user-add": "an operator command on the server's host (its storage, not the API)",
-}
+USAGE_CODES = {"usage_error", "bad_config"}  # exit 2
+# A database the server processes refuse at once (they open it before they run).
+NO_DATABASE = "mysql://nowhere/strongroom"
+SERVER_PROCESSES = {("serve",), ("scheduler",), ("executor",)}
 UNKNOWN = "00000000-0000-4000-8000-00000000dead"
 UNREACHABLE = "http://127.0.0.1:9"
 
@@ -85,6 +82,10 @@ def refused_argv(path: tuple[str, ...], tmp: Path) -> list[str]:
             argv.append(value)
     if path == ("login",):
         argv += ["--server", UNREACHABLE]  # no device flow to wait for
+    if any("--data-dir" in getattr(p, "opts", ()) for p in command_at(path).params):
+        argv += ["--data-dir", str(tmp / "data")]  # the server's own: a data dir of the test's
+    if path in SERVER_PROCESSES:
+        argv += ["--database-url", NO_DATABASE]  # refused before it would run until stopped
     return [*argv, "--json"]
 
 
@@ -99,16 +100,14 @@ def check_exit_and_json(result: Result) -> Any:
         assert result.exit_code == 0, printed
     else:
         assert set(error) >= {"code", "message", "request_id"}
-        assert result.exit_code == (2 if error["code"] == "usage_error" else 1), error
+        assert result.exit_code == (2 if error["code"] in USAGE_CODES else 1), error
     return printed
 
 
-def test_every_command_prints_json_or_is_listed_with_its_reason() -> None:
-    """A command without --json must be listed (with why); a listed one must exist."""
-    names = {" ".join(path) for path in leaves(cli)}
-    missing = sorted(n for n in names if not takes_json(tuple(n.split())) and n not in WITHOUT_JSON)
-    assert missing == []
-    assert set(WITHOUT_JSON) <= names
+def test_every_command_takes_json() -> None:
+    """The server's own commands, the agent and completion included."""
+    assert [" ".join(path) for path in leaves(cli) if not takes_json(path)] == []
+    assert {("serve",), ("migrate",), ("admin", "quota"), ("agent",)} <= set(WITH_JSON)
 
 
 @pytest.mark.parametrize("path", WITH_JSON, ids=" ".join)
@@ -199,3 +198,91 @@ def test_refusals_read_plainly(person: Client, tmp_path: Path) -> None:
     script = strongroom("completion", "bash")
     assert script.exit_code == 0
     assert "_STRONGROOM_COMPLETE" in script.stdout
+
+
+def test_server_commands_are_json(tmp_path: Path, config_home: Path) -> None:
+    """The operator's commands on a data directory: what they did, as JSON; a refusal of
+    the service (an unknown workspace) is the envelope and exit 1."""
+    data = ["--data-dir", str(tmp_path / "data"), "--json"]
+    applied = check_exit_and_json(strongroom("migrate", *data))
+    assert "initial" in applied["applied"]
+    assert check_exit_and_json(strongroom("migrate", *data))["applied"] == []
+    added = strongroom("admin", "user-add", "ops@example.com", "--password-stdin", *data,
+                       stdin="correct-horse-battery\n")  # fmt: skip
+    assert check_exit_and_json(added)["email"] == "ops@example.com"
+    assert check_exit_and_json(strongroom("retention", "run", *data))["failed"] == 0
+    refused = check_exit_and_json(strongroom("admin", "billing", UNKNOWN, "active", *data))
+    assert refused["error"]["code"] == "not_found"
+    script = check_exit_and_json(strongroom("completion", "zsh", "--json"))
+    assert script["shell"] == "zsh"
+    assert "_STRONGROOM_COMPLETE" in script["script"]
+
+
+def test_serve_says_where_it_listens_as_json_then_stops_cleanly(tmp_path: Path) -> None:
+    """``serve --json``: one JSON line on standard output (the logs go to standard error);
+    SIGTERM ends it with 0. A port in use is refused before that line, as the envelope."""
+    port = free_port()
+    command = [str(STRONGROOM), "serve", "--port", str(port), "--data-dir", str(tmp_path), "--json"]
+    server = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=unconfigured_environment()
+    )
+    try:
+        assert server.stdout is not None
+        said = json.loads(server.stdout.readline())
+        assert said["listening"] == f"http://127.0.0.1:{port}"
+        taken = subprocess.run(
+            command,
+            check=False,
+            capture_output=True,
+            text=True,
+            env=unconfigured_environment(),
+            timeout=60,
+        )
+        assert taken.returncode == 1
+        refusal = json.loads(taken.stdout)["error"]
+        assert refusal["code"] == "startup_failed"
+        assert f"cannot listen on 127.0.0.1:{port}" in refusal["message"]
+    finally:
+        server.send_signal(signal.SIGTERM)
+        assert server.wait(timeout=60) == 0
+        assert server.stdout is not None
+        assert server.stdout.read() == b""
+        server.stdout.close()
+
+
+def test_a_server_without_its_database_says_so_in_one_line_before_listening(
+    tmp_path: Path,
+) -> None:
+    """No "listening", one ``strongroom: error:`` line naming the cause, exit 1."""
+    done = subprocess.run(
+        [str(STRONGROOM), "serve", "--port", str(free_port()), "--data-dir", str(tmp_path),
+         "--database-url", "postgresql://postgres@127.0.0.1:5432/strongroom_absent_db"],
+        check=False, capture_output=True, text=True, env=unconfigured_environment(), timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 1
+    assert done.stdout == ""
+    errors = [line for line in done.stderr.splitlines() if line.startswith("strongroom: ")]
+    assert errors == [
+        "strongroom: error: cannot start: connection failed: connection to server at "
+        '"127.0.0.1", port 5432 failed: FATAL:  database "strongroom_absent_db" does not exist'
+    ]
+
+
+def test_a_server_without_its_object_storage_says_so_before_listening(tmp_path: Path) -> None:
+    """An S3 store that does not answer: the envelope (``startup_failed``), exit 1."""
+    store = {
+        "STRONGROOM_S3_ENDPOINT": UNREACHABLE,
+        "STRONGROOM_S3_ACCESS_KEY": "key",
+        "STRONGROOM_S3_SECRET_KEY": "secret",
+        "STRONGROOM_S3_BUCKET": "strongroom",
+    }
+    done = subprocess.run(
+        [str(STRONGROOM), "serve", "--port", str(free_port()), "--data-dir", str(tmp_path),
+         "--json"],
+        check=False, capture_output=True, text=True, env={**unconfigured_environment(), **store},
+        timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 1
+    refusal = json.loads(done.stdout)["error"]
+    assert refusal["code"] == "startup_failed"
+    assert refusal["message"].startswith("cannot start: object storage failed")

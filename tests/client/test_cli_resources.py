@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 from uuid import uuid4
 
 import test_cli_client as live_server
 
 from strongroom.client import Client, Retention
+from support.client_people import admin_in_new_workspace
 
 # The live server's fixtures and helpers, shared with test_cli_client.
 live, url, config_home, person = (
@@ -97,10 +99,102 @@ class TestWorkers:
         assert gone.exit_code == 1
         assert "not_found" in gone.stderr
 
-    def test_usage_errors_exit_2(self, person: Client) -> None:
-        """A malformed id and a missing name are usage errors."""
-        assert strongroom("worker", "show", "not-an-id").exit_code == 2
+    def test_agent_once_as_json(self, person: Client, url: str, tmp_path: Path) -> None:
+        """``agent --once --json``: ``{"handled": 0}`` when nothing is queued; a token the
+        server refuses is the error envelope and exit 1."""
+        created = as_json(strongroom("worker", "create", "rack-j", "--json"))
+        config = tmp_path / "agent.toml"
+        for token, exit_code in ((created["token"], 0), ("bkw_not-a-real-token", 1)):
+            config.write_text(
+                f'server = "{url}"\ntoken = "{token}"\nstate_dir = "{tmp_path / "state"}"\n\n'
+                f'[[backups]]\nid = "{uuid4()}"\npaths = ["{tmp_path}"]\n'
+            )
+            ran = strongroom("agent", "--once", "--config", str(config), "--json")
+            assert ran.exit_code == exit_code, ran.stdout
+            said = json.loads(ran.stdout)
+            if exit_code == 0:
+                assert said == {"handled": 0}
+            else:
+                assert said["error"]["code"] == "unauthenticated"
+
+    def test_unknown_names_exit_1_and_usage_errors_2(self, person: Client) -> None:
+        """A worker is named by id, name or id prefix: one that names none exits 1 (as an
+        unknown backup does); a missing name is a usage error."""
+        unknown = strongroom("worker", "show", "not-a-worker")
+        assert unknown.exit_code == 1
+        assert unknown.stderr == "strongroom: error: no worker named 'not-a-worker'\n"
         assert strongroom("worker", "create").exit_code == 2
+
+
+def short_ids(table: str) -> list[str]:
+    """The first column of a table as printed (its header left out)."""
+    return [line.split()[0] for line in table.splitlines()[1:]]
+
+
+class TestShortIds:
+    """The id a table prints (its first 8 characters) is taken back by every command that
+    names that object, resolved from the workspace's own list."""
+
+    def test_worker_show_delete_and_backup_set_take_the_printed_id(self, person: Client) -> None:
+        strongroom("worker", "create", "rack-a")
+        strongroom("worker", "create", "rack-b")
+        workers = {w["name"]: w for w in as_json(strongroom("worker", "list", "--json"))}
+        printed = short_ids(strongroom("worker", "list").stdout)
+        assert sorted(printed) == sorted(w["id"][:8] for w in workers.values())
+        a = workers["rack-a"]
+        assert as_json(strongroom("worker", "show", a["id"][:8], "--json")) == a
+        assert as_json(strongroom("worker", "show", "RACK-A", "--json")) == a
+        strongroom("backup", "create", "site", "--kind", "local", "--format", "archive")
+        assigned = strongroom("backup", "set", "site", "--worker", a["id"][:8], "--json")
+        assert as_json(assigned)["worker_id"] == a["id"]
+        deleted = strongroom("worker", "delete", workers["rack-b"]["id"][:8], "--yes", "--json")
+        assert as_json(deleted) == {"deleted": workers["rack-b"]["id"]}
+        assert [w["name"] for w in as_json(strongroom("worker", "list", "--json"))] == ["rack-a"]
+
+    def test_api_key_revoke_takes_the_printed_id_and_names_the_candidates(
+        self, person: Client
+    ) -> None:
+        """Two keys of one name: the name is ambiguous (exit 1, both ids named, JSON with
+        ``--json``); the printed id revokes one."""
+        first = as_json(strongroom("api-key", "create", "ci", "-p", "backups:read", "--json"))
+        second = as_json(strongroom("api-key", "create", "ci", "-p", "runs:read", "--json"))
+        ambiguous = strongroom("api-key", "revoke", "ci", "--yes")
+        assert ambiguous.exit_code == 1
+        assert ambiguous.stderr.startswith("strongroom: error: 'ci' names more than one API key")
+        assert first["id"] in ambiguous.stderr
+        assert second["id"] in ambiguous.stderr
+        as_script = strongroom("api-key", "revoke", "ci", "--yes", "--json")
+        assert as_script.exit_code == 1
+        assert json.loads(as_script.stdout)["error"]["code"] == "ambiguous"
+        assert first["id"][:8] in short_ids(strongroom("api-key", "list").stdout)
+        revoked = strongroom("api-key", "revoke", first["id"][:8], "--yes", "--json")
+        assert as_json(revoked) == {"revoked": first["id"]}
+        (left,) = as_json(strongroom("api-key", "list", "--json"))
+        assert left["id"] == second["id"]
+        unknown = strongroom("api-key", "revoke", "0000", "--yes")
+        assert unknown.exit_code == 1
+        assert "no API key named or with an id starting with '0000'" in unknown.stderr
+
+    def test_prefixes_are_looked_up_in_the_callers_workspace_only(
+        self, person: Client, url: str
+    ) -> None:
+        """Another workspace's worker is not found by its prefix (exit 1), by its whole id
+        the API refuses it (exit 1)."""
+        with Client(url) as anonymous:
+            other = admin_in_new_workspace(anonymous, "short-ids-other@example.com")
+            theirs = other.create_worker("theirs")
+            other.close()
+        for ref in (str(theirs.id)[:8], "theirs", str(theirs.id)):
+            refused = strongroom("worker", "show", ref)
+            assert refused.exit_code == 1, ref
+            assert "theirs" not in refused.stdout
+
+    def test_a_restore_is_named_by_its_whole_id(self, person: Client) -> None:
+        """Restores are printed whole (no table lists them): a prefix is a usage error
+        that says so."""
+        refused = strongroom("restore-job", "show", "71aa")
+        assert refused.exit_code == 2
+        assert "give the whole id that `restore-job create` printed" in refused.stderr
 
 
 class TestApiKeys:
