@@ -9,8 +9,11 @@ push`` into a snapshot backup of a local ``strongroom serve`` (SQLite + local di
 as processes measured alone (wall time, peak RSS from ``wait4``). Steps: the first
 backup; the incremental one after ``change_tree`` (5 % of the files); a full restore of
 the second snapshot; bytes stored after both runs; bytes the incremental run added; and,
-for Strongroom, restoring one file of about 1 MiB (bytes downloaded). It prints each
-figure and the ratio Strongroom / restic.
+for Strongroom, restoring one file of about 1 MiB (bytes downloaded) and ``strongroom
+agent --once`` as a write-only worker backing up the changed tree into a new local
+snapshot backup (a first backup: its wall time and peak RSS, beside restic's first
+backup). It prints each figure and the ratio Strongroom / restic; with ``--repeat N``,
+each run's table, then the median of each figure and of each run's ratio.
 """
 
 from __future__ import annotations
@@ -105,6 +108,53 @@ class Strongroom:
             )
         return str(backup["id"])
 
+    def agent_first_backup(self, tree: Path, home: Path) -> Step:
+        """A write-only worker's first snapshot of ``tree`` (a new local backup):
+        ``strongroom agent --once`` measured alone."""
+        with client_for(self.url) as client:
+            worker = expect(
+                client.post("/v1/workers", json={"name": "bench"}, headers=bearer(self.token)),
+                201,
+            )
+        created = run_measured(
+            [STRONGROOM, "backup", "create", f"agent-{secrets.token_hex(3)}", "--kind", "local"],
+            self.env,
+        ).output
+        block = created[created.index("[[backups]]") :].splitlines()
+        end = next(i for i, line in enumerate(block) if line.startswith("recipients"))
+        lines = "\n".join(block[: end + 1])
+        backup_id = next(line for line in block if line.startswith("id = ")).split('"')[1]
+        home.mkdir(parents=True, exist_ok=True)
+        token_file = home / "worker.token"
+        token_file.write_text(worker["token"])
+        token_file.chmod(0o600)
+        config = home / "agent.toml"
+        config.write_text(
+            f'server = "{self.url}"\ntoken_file = "{token_file}"\n'
+            f'state_dir = "{home / "state"}"\nwait_seconds = 0\n'
+            + lines.replace("/path/to/directory", str(tree))
+            + "\n"
+        )
+        with client_for(self.url) as client:
+            retention = {"expire_after": "P30D", "lock_for": "PT0S"}
+            expect(
+                client.patch(
+                    f"/v1/backups/{backup_id}",
+                    json={"retention": retention, "worker_id": worker["id"]},
+                    headers=bearer(self.token),
+                ),
+                200,
+            )
+            run = expect(
+                client.post(f"/v1/backups/{backup_id}/trigger", headers=bearer(self.token)), 202
+            )
+        step = run_measured([STRONGROOM, "agent", "--config", str(config), "--once"], self.env)
+        with client_for(self.url) as client:
+            done = expect(client.get(f"/v1/runs/{run['id']}", headers=bearer(self.token)), 200)
+        if done["state"] != "succeeded":
+            raise RuntimeError(f"the agent's run ended {done['state']}: {step.output[-2000:]}")
+        return step
+
 
 def one_mib_file(tree: Path) -> str:
     files = [p for p in tree.rglob("*") if p.is_file() and not p.is_symlink()]
@@ -126,7 +176,7 @@ def row(
 Figures = dict[str, tuple[float, float | None, str]]
 
 
-def one_run(work: Path, size_mib: int) -> Figures:
+def one_run(work: Path, size_mib: int, with_agent: bool) -> Figures:
     """Generate the tree under ``work``, back it up twice and restore it with both tools."""
     tree = work / "tree"
     stats = generate_tree(tree, size_mib * MIB)
@@ -158,6 +208,7 @@ def one_run(work: Path, size_mib: int) -> Figures:
         partial = _json(
             ours.command("restore", second_run, "--to", str(work / "one"), "--include", one)
         )
+        agent = ours.agent_first_backup(tree, work / "agent") if with_agent else None
     figures: Figures = {}
     for name, s, r in (
         ("first backup", s_first, r_first),
@@ -172,6 +223,13 @@ def one_run(work: Path, size_mib: int) -> Figures:
         (r_stored - r_after_first) / MIB,
         "MiB",
     )
+    if agent is not None:
+        figures["agent first backup: wall"] = (agent.seconds, r_first.seconds, "s")
+        figures["agent first backup: peak RSS"] = (
+            agent.peak_rss_bytes / MIB,
+            r_first.peak_rss_bytes / MIB,
+            "MiB",
+        )
     figures["restore one ~1 MiB file: downloaded"] = (
         partial["bytes_downloaded"] / MIB,
         None,
@@ -225,6 +283,11 @@ def main() -> None:
     parser.add_argument(
         "--repeat", type=int, default=1, help="runs, each on a fresh tree and server (1)"
     )
+    parser.add_argument(
+        "--no-agent",
+        action="store_true",
+        help="skip the agent's first backup of the changed tree into a second backup",
+    )
     options = parser.parse_args()
     runs: list[Figures] = []
     for number in range(1, options.repeat + 1):
@@ -232,7 +295,7 @@ def main() -> None:
         work = base / f"run-{number}" if options.repeat > 1 else base
         work.mkdir(parents=True, exist_ok=True)
         print(f"== run {number} of {options.repeat}", flush=True)
-        runs.append(one_run(work, options.size_mib))
+        runs.append(one_run(work, options.size_mib, not options.no_agent))
         print()
         show(runs[-1])
         print(flush=True)
