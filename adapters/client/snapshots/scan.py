@@ -73,6 +73,21 @@ def walk(root: bytes, excludes: Excludes, skipped: Skipped) -> Iterator[Found]:
             stack.append(_children(path, rel, skipped))
 
 
+@attrs.frozen
+class Walked:
+    """A whole walk kept (what it found, what it skipped), so that a tree measured for
+    progress before it is written is walked, and each name ``lstat``-ed, once."""
+
+    found: tuple[Found, ...]
+    skipped: tuple[tuple[str, str], ...]
+
+    @classmethod
+    def of(cls, root: bytes, excludes: Excludes) -> Walked:
+        skipped: Skipped = []
+        found = tuple(walk(root, excludes, skipped))
+        return cls(found, tuple(skipped))
+
+
 def _children(path: bytes, rel: bytes, skipped: Skipped) -> Iterator[tuple[bytes, bytes]]:
     try:
         names = sorted(os.listdir(path))
