@@ -2,14 +2,18 @@
 
     .venv/bin/python bench/snapshots.py                 # a ~1 GiB generated tree
     .venv/bin/python bench/snapshots.py --size-mib 64   # a quick run
+    .venv/bin/python bench/snapshots.py --repeat 3      # each run, then the medians
 
 restic (Debian's package) backs up to a local repository; Strongroom is ``strongroom
 push`` into a snapshot backup of a local ``strongroom serve`` (SQLite + local disk), both
 as processes measured alone (wall time, peak RSS from ``wait4``). Steps: the first
 backup; the incremental one after ``change_tree`` (5 % of the files); a full restore of
 the second snapshot; bytes stored after both runs; bytes the incremental run added; and,
-for Strongroom, restoring one file of about 1 MiB (bytes downloaded). It prints each
-figure and the ratio Strongroom / restic.
+for Strongroom, restoring one file of about 1 MiB (bytes downloaded) and ``strongroom
+agent --once`` as a write-only worker backing up the changed tree into a new local
+snapshot backup (a first backup: its wall time and peak RSS, beside restic's first
+backup). It prints each figure and the ratio Strongroom / restic; with ``--repeat N``,
+each run's table, then the median of each figure and of each run's ratio.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import argparse
 import json
 import secrets
 import shutil
+import statistics
 import sys
 import tempfile
 from pathlib import Path
@@ -103,6 +108,53 @@ class Strongroom:
             )
         return str(backup["id"])
 
+    def agent_first_backup(self, tree: Path, home: Path) -> Step:
+        """A write-only worker's first snapshot of ``tree`` (a new local backup):
+        ``strongroom agent --once`` measured alone."""
+        with client_for(self.url) as client:
+            worker = expect(
+                client.post("/v1/workers", json={"name": "bench"}, headers=bearer(self.token)),
+                201,
+            )
+        created = run_measured(
+            [STRONGROOM, "backup", "create", f"agent-{secrets.token_hex(3)}", "--kind", "local"],
+            self.env,
+        ).output
+        block = created[created.index("[[backups]]") :].splitlines()
+        end = next(i for i, line in enumerate(block) if line.startswith("recipients"))
+        lines = "\n".join(block[: end + 1])
+        backup_id = next(line for line in block if line.startswith("id = ")).split('"')[1]
+        home.mkdir(parents=True, exist_ok=True)
+        token_file = home / "worker.token"
+        token_file.write_text(worker["token"])
+        token_file.chmod(0o600)
+        config = home / "agent.toml"
+        config.write_text(
+            f'server = "{self.url}"\ntoken_file = "{token_file}"\n'
+            f'state_dir = "{home / "state"}"\nwait_seconds = 0\n'
+            + lines.replace("/path/to/directory", str(tree))
+            + "\n"
+        )
+        with client_for(self.url) as client:
+            retention = {"expire_after": "P30D", "lock_for": "PT0S"}
+            expect(
+                client.patch(
+                    f"/v1/backups/{backup_id}",
+                    json={"retention": retention, "worker_id": worker["id"]},
+                    headers=bearer(self.token),
+                ),
+                200,
+            )
+            run = expect(
+                client.post(f"/v1/backups/{backup_id}/trigger", headers=bearer(self.token)), 202
+            )
+        step = run_measured([STRONGROOM, "agent", "--config", str(config), "--once"], self.env)
+        with client_for(self.url) as client:
+            done = expect(client.get(f"/v1/runs/{run['id']}", headers=bearer(self.token)), 200)
+        if done["state"] != "succeeded":
+            raise RuntimeError(f"the agent's run ended {done['state']}: {step.output[-2000:]}")
+        return step
+
 
 def one_mib_file(tree: Path) -> str:
     files = [p for p in tree.rglob("*") if p.is_file() and not p.is_symlink()]
@@ -110,22 +162,25 @@ def one_mib_file(tree: Path) -> str:
     return str(chosen.relative_to(tree))
 
 
-def row(name: str, ours: float, theirs: float | None, unit: str) -> str:
-    ratio = f"{ours / theirs:6.2f}x" if theirs else "      -"
+def row(
+    name: str, ours: float, theirs: float | None, unit: str, ratio_of: float | None = None
+) -> str:
+    if ratio_of is None and theirs:
+        ratio_of = ours / theirs
+    ratio = f"{ratio_of:6.2f}x" if ratio_of is not None else "      -"
     peer = f"{theirs:12.2f}" if theirs is not None else "           -"
     return f"{name:<34} {ours:12.2f} {peer} {unit:<5} {ratio}"
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--size-mib", type=int, default=1024, help="tree size (1024)")
-    parser.add_argument("--workdir", type=Path, default=None, help="(a temporary directory)")
-    options = parser.parse_args()
-    work = options.workdir or Path(tempfile.mkdtemp(prefix="snapshot-bench-"))
-    work.mkdir(parents=True, exist_ok=True)
+# One run's figures: name -> (Strongroom, restic or None, unit).
+Figures = dict[str, tuple[float, float | None, str]]
+
+
+def one_run(work: Path, size_mib: int, with_agent: bool) -> Figures:
+    """Generate the tree under ``work``, back it up twice and restore it with both tools."""
     tree = work / "tree"
-    stats = generate_tree(tree, options.size_mib * MIB)
-    print(f"tree: {stats.files} files, {stats.bytes / MIB:.1f} MiB at {tree}")
+    stats = generate_tree(tree, size_mib * MIB)
+    print(f"tree: {stats.files} files, {stats.bytes / MIB:.1f} MiB at {tree}", flush=True)
     restic = Restic(work / "restic-repo", work / "restic-cache")
     restic.init()
     print(restic.version())
@@ -142,7 +197,7 @@ def main() -> None:
         s_first = ours.command("push", backup_id, str(tree))
         r_after_first, s_after_first = restic.stored_bytes(), ours.stored_bytes()
         changed = change_tree(tree)
-        print(f"changed {changed.files} files ({changed.bytes / MIB:.1f} MiB written)")
+        print(f"changed {changed.files} files ({changed.bytes / MIB:.1f} MiB written)", flush=True)
         r_second = restic.backup(tree)
         s_second = ours.command("push", backup_id, str(tree))
         second_run = _json(s_second)["run_id"]
@@ -153,28 +208,105 @@ def main() -> None:
         partial = _json(
             ours.command("restore", second_run, "--to", str(work / "one"), "--include", one)
         )
-    print()
-    print(f"{'step':<34} {'strongroom':>12} {'restic':>12} {'unit':<5} ratio")
+        agent = ours.agent_first_backup(tree, work / "agent") if with_agent else None
+    figures: Figures = {}
     for name, s, r in (
         ("first backup", s_first, r_first),
         ("incremental backup (5 %)", s_second, r_second),
         ("full restore", s_restore, r_restore),
     ):
-        print(row(f"{name}: wall", s.seconds, r.seconds, "s"))
-        print(row(f"{name}: peak RSS", s.peak_rss_bytes / MIB, r.peak_rss_bytes / MIB, "MiB"))
-    print(row("stored after two runs", s_stored / MIB, r_stored / MIB, "MiB"))
-    print(
-        row(
-            "uploaded by the incremental run",
-            (s_stored - s_after_first) / MIB,
-            (r_stored - r_after_first) / MIB,
+        figures[f"{name}: wall"] = (s.seconds, r.seconds, "s")
+        figures[f"{name}: peak RSS"] = (s.peak_rss_bytes / MIB, r.peak_rss_bytes / MIB, "MiB")
+    figures["stored after two runs"] = (s_stored / MIB, r_stored / MIB, "MiB")
+    figures["uploaded by the incremental run"] = (
+        (s_stored - s_after_first) / MIB,
+        (r_stored - r_after_first) / MIB,
+        "MiB",
+    )
+    if agent is not None:
+        figures["agent first backup: wall"] = (agent.seconds, r_first.seconds, "s")
+        figures["agent first backup: peak RSS"] = (
+            agent.peak_rss_bytes / MIB,
+            r_first.peak_rss_bytes / MIB,
             "MiB",
         )
+    figures["restore one ~1 MiB file: downloaded"] = (
+        partial["bytes_downloaded"] / MIB,
+        None,
+        "MiB",
     )
-    print(row(f"restore one file ({one})", partial["bytes_downloaded"] / MIB, None, "MiB"))
-    if options.workdir is None:
-        shutil.rmtree(work, ignore_errors=True)
-    print(f"(tree of {stats.bytes / MIB:.0f} MiB, {stats.files} files)")
+    size = (tree / one).stat().st_size / MIB
+    print(
+        f"(tree of {stats.bytes / MIB:.0f} MiB, {stats.files} files;"
+        f" one file: {one}, {size:.2f} MiB)"
+    )
+    return figures
+
+
+def show(figures: Figures) -> None:
+    print(f"{'step':<34} {'strongroom':>12} {'restic':>12} {'unit':<5} ratio")
+    for name, (ours, theirs, unit) in figures.items():
+        print(row(name, ours, theirs, unit))
+
+
+def medians(runs: list[Figures]) -> Figures:
+    """Per figure, the median of each side over the runs, and the median of the runs'
+    ratios printed beside it (the ratio of medians can differ from the median ratio)."""
+    out: Figures = {}
+    for name, (_, theirs, unit) in runs[0].items():
+        mine = [run[name][0] for run in runs if name in run]
+        peers = [run[name][1] for run in runs if name in run]
+        out[name] = (
+            statistics.median(mine),
+            statistics.median([p for p in peers if p is not None]) if theirs is not None else None,
+            unit,
+        )
+    return out
+
+
+def median_ratios(runs: list[Figures]) -> dict[str, float]:
+    ratios: dict[str, float] = {}
+    for name, (_, theirs, _) in runs[0].items():
+        if theirs:
+            ratios[name] = statistics.median(
+                run[name][0] / run[name][1]  # type: ignore[operator]
+                for run in runs
+                if name in run
+            )
+    return ratios
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--size-mib", type=int, default=1024, help="tree size (1024)")
+    parser.add_argument("--workdir", type=Path, default=None, help="(a temporary directory)")
+    parser.add_argument(
+        "--repeat", type=int, default=1, help="runs, each on a fresh tree and server (1)"
+    )
+    parser.add_argument(
+        "--no-agent",
+        action="store_true",
+        help="skip the agent's first backup of the changed tree into a second backup",
+    )
+    options = parser.parse_args()
+    runs: list[Figures] = []
+    for number in range(1, options.repeat + 1):
+        base = options.workdir or Path(tempfile.mkdtemp(prefix="snapshot-bench-"))
+        work = base / f"run-{number}" if options.repeat > 1 else base
+        work.mkdir(parents=True, exist_ok=True)
+        print(f"== run {number} of {options.repeat}", flush=True)
+        runs.append(one_run(work, options.size_mib, not options.no_agent))
+        print()
+        show(runs[-1])
+        print(flush=True)
+        if options.workdir is None:
+            shutil.rmtree(base, ignore_errors=True)
+    if len(runs) > 1:
+        print(f"== median of {len(runs)} runs (figures; ratio column: median of the runs' ratios)")
+        middle, ratios = medians(runs), median_ratios(runs)
+        print(f"{'step':<34} {'strongroom':>12} {'restic':>12} {'unit':<5} ratio")
+        for name, (ours, theirs, unit) in middle.items():
+            print(row(name, ours, theirs, unit, ratios.get(name)))
 
 
 if __name__ == "__main__":

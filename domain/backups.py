@@ -319,6 +319,15 @@ class Backup:
         return BackupFormat.ARCHIVE if self.encryption is None else BackupFormat.SNAPSHOT
 
     @property
+    def decided_run_by_run(self) -> bool:
+        """Whether retention decides this backup's runs with ``retention_plan.plan`` (keep
+        rules, newest, locks, references) rather than expiring artifact by artifact: its
+        policy has keep rules, or it is a snapshot backup (one artifact of a snapshot is no
+        backup to keep by itself; the snapshot is kept or goes whole)."""
+        keep = self.retention is not None and self.retention.keep is not None
+        return keep or self.format is BackupFormat.SNAPSHOT
+
+    @property
     def has_credentials(self) -> bool:
         """Whether source credentials are stored (they are never returned)."""
         return self.sealed_credentials is not None

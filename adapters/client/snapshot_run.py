@@ -39,7 +39,7 @@ from strongroom.client.snapshots import (
     decode_index,
     write_snapshot,
 )
-from strongroom.client.snapshots.scan import Excludes, walk
+from strongroom.client.snapshots.scan import Excludes, Walked
 from strongroom.client.uploads import Plan, UploadCancelledError
 
 PACK_PREFIX = "pack-"
@@ -88,14 +88,24 @@ class Tree:
     root: str
     excludes: tuple[str, ...] = ()
 
+    # The walk ``measure`` made, taken by the first write (``take_walk``).
+    _walked: list[Walked] = attrs.field(factory=list, eq=False, repr=False)
+
     def measure(self) -> tuple[int, int]:
-        """Files and bytes below the root (for progress and its ETA)."""
+        """Files and bytes below the root (for progress and its ETA). The walk is kept
+        for the snapshot's first write, which then walks the tree no second time."""
+        walked = Walked.of(os.fsencode(self.root), Excludes(self.excludes))
+        self._walked[:] = [walked]
         files = size = 0
-        for found in walk(os.fsencode(self.root), Excludes(self.excludes), []):
+        for found in walked.found:
             if stat.S_ISREG(found.st.st_mode):
                 files += 1
                 size += found.st.st_size
         return files, size
+
+    def take_walk(self) -> Walked | None:
+        """The walk ``measure`` kept, once; None when there is none (walk again)."""
+        return self._walked.pop() if self._walked else None
 
 
 @attrs.frozen
@@ -226,6 +236,7 @@ def run_snapshot(
                 options=WriteOptions(excludes=tree.excludes),
                 on_bytes=on_bytes,
                 on_file=on_file,
+                walked=tree.take_walk(),
             )
         finally:
             uploads.finish()

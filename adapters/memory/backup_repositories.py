@@ -365,11 +365,7 @@ class MemoryArtifactRepository(MemoryRepository):
 
         def ruled(a: Artifact) -> bool:
             backup = backups.get(a.backup_id)
-            return (
-                backup is not None
-                and backup.retention is not None
-                and backup.retention.keep is not None
-            )
+            return backup is not None and backup.decided_run_by_run
 
         found = [
             a for a in self._tx.read(self.table).values() if a.is_expired(now) and not ruled(a)

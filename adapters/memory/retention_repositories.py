@@ -24,11 +24,7 @@ class MemoryRetentionRepository(MemoryRepository):
     async def ruled_backups(self) -> list[tuple[UUID, UUID]]:
         backups: Mapping[UUID, Backup] = self._tx.read("backups")
         runs: Mapping[UUID, Run] = self._tx.read("runs")
-        found = {
-            (b.workspace_id, b.id)
-            for b in backups.values()
-            if b.retention is not None and b.retention.keep is not None
-        }
+        found = {(b.workspace_id, b.id) for b in backups.values() if b.decided_run_by_run}
         for run_id, _ in self._tx.read(self.table):
             run = runs.get(run_id)
             if run is not None:

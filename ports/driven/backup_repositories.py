@@ -228,7 +228,7 @@ class ArtifactRepository(Protocol):
 
     async def expired(self, now: datetime, limit: int) -> list[Artifact]:
         """Available artifacts of every workspace whose expiry has passed, oldest first:
-        not held, and of backups without keep rules (those decide run by run)."""
+        not held, and of backups not ``decided_run_by_run`` (keep rules, snapshots)."""
         ...
 
     async def to_verify(

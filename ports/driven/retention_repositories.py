@@ -19,7 +19,8 @@ class RetentionRepository(Protocol):
 
     async def ruled_backups(self) -> list[tuple[UUID, UUID]]:
         """The backups (workspace id, backup id) whose runs the keep rules decide: those
-        whose policy has keep rules, and those with runs that reference artifacts."""
+        ``Backup.decided_run_by_run`` (keep rules, or a snapshot backup), and those with
+        runs that reference artifacts."""
         ...
 
     async def finished_runs(

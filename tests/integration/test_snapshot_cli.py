@@ -6,25 +6,31 @@ a partial restore that downloads a small part of the data; ``check --read-data``
 flipped byte in storage and naming the files it affects; the agent's snapshot runs with a
 write-only worker; ``forget``.
 
-The server is ``strongroom serve`` as a process on SQLite and local disk.
+The server is ``strongroom serve`` as a process, on SQLite and local disk, and on
+PostgreSQL and SeaweedFS.
 """
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import secrets
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import attrs
 import pytest
-from integration_world import expect, workspace_admin
+from cloud_sources import minio_of
+from integration_world import SECRET_KEY, expect, postgres_url, workspace_admin
 from live_server import client_for
 
+from strongroom.adapters.sql.postgres import PostgresDatabase
+from support.postgres import PostgresServer, scratch_database
+from support.seaweed import SeaweedServer
 from support.serve_process import free_port, serving
 from support.trees import snapshot
 from support.world import bearer
@@ -38,18 +44,83 @@ class Stack:
     url: str
     workspace_id: str
     token: str
-    data_dir: Path
+    # Every stored object (not the database): name -> its bytes.
+    objects: Callable[[], Iterator[tuple[str, bytes]]]
+    # Replace the stored object whose name holds this artifact id.
+    rewrite: Callable[[str, bytes], None]
 
 
-@pytest.fixture
-def stack(tmp_path: Path) -> Iterator[Stack]:
+def _local_objects(data_dir: Path) -> Iterator[tuple[str, bytes]]:
+    for path in data_dir.rglob("*"):
+        if path.is_file() and path.suffix not in {".db", ".sqlite", ".db-wal", ".db-shm"}:
+            yield str(path), path.read_bytes()
+
+
+def _local_rewrite(data_dir: Path, artifact_id: str, data: bytes) -> None:
+    (found,) = [
+        p
+        for p in data_dir.rglob("*")
+        if p.is_file() and artifact_id in str(p) and p.stat().st_size == len(data)
+    ]
+    found.write_bytes(data)
+
+
+@pytest.fixture(params=["sqlite-local", "postgres-seaweedfs"])
+def stack(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Stack]:
     data_dir = tmp_path / "data"
     data_dir.mkdir()
     configuration = {"STRONGROOM_SIGNUP": "true", "STRONGROOM_LOG_FORMAT": "text"}
-    with serving(data_dir, free_port(), tmp_path / "serve.log", configuration) as url:
-        with client_for(url) as client:
-            workspace, token = workspace_admin(client, f"ada-{secrets.token_hex(4)}@example.com")
-        yield Stack(url, workspace["id"], token, data_dir)
+    email = f"ada-{secrets.token_hex(4)}@example.com"
+    if request.param == "sqlite-local":
+        with serving(data_dir, free_port(), tmp_path / "serve.log", configuration) as url:
+            with client_for(url) as client:
+                workspace, token = workspace_admin(client, email)
+            yield Stack(
+                url,
+                workspace["id"],
+                token,
+                lambda: _local_objects(data_dir),
+                lambda artifact_id, data: _local_rewrite(data_dir, artifact_id, data),
+            )
+        return
+    pg_server: PostgresServer = request.getfixturevalue("pg_server")
+    seaweed: SeaweedServer = request.getfixturevalue("seaweed")
+    bucket = "strongroom-" + secrets.token_hex(6)
+    root = minio_of(seaweed)
+
+    def objects() -> Iterator[tuple[str, bytes]]:
+        for item in root.list_objects(bucket, recursive=True, include_version=True):
+            response = root.get_object(bucket, item.object_name, version_id=item.version_id)
+            try:
+                yield f"{item.object_name}@{item.version_id}", response.read()
+            finally:
+                response.close()
+                response.release_conn()
+
+    def rewrite(artifact_id: str, data: bytes) -> None:
+        (name,) = {
+            item.object_name
+            for item in root.list_objects(bucket, recursive=True)
+            if artifact_id in item.object_name
+        }
+        # A new version of the object: what a download is served (no lock pins an older one).
+        root.put_object(bucket, name, io.BytesIO(data), len(data))
+
+    with scratch_database(pg_server, prefix="strongroom_snapcli") as conninfo:
+        with PostgresDatabase.from_url(conninfo, min_size=0) as database:
+            database.migrate()
+        configuration |= {
+            "STRONGROOM_DATABASE_URL": postgres_url(conninfo),
+            "STRONGROOM_SECRET_KEY": SECRET_KEY,
+            "STRONGROOM_S3_ENDPOINT": seaweed.endpoint,
+            "STRONGROOM_S3_ACCESS_KEY": seaweed.access_key,
+            "STRONGROOM_S3_SECRET_KEY": seaweed.secret_key,
+            "STRONGROOM_S3_BUCKET": bucket,
+        }
+        with serving(data_dir, free_port(), tmp_path / "serve.log", configuration) as url:
+            with client_for(url) as client:
+                workspace, token = workspace_admin(client, email)
+            yield Stack(url, workspace["id"], token, objects, rewrite)
 
 
 def call(stack: Stack, method: str, path: str, status: int, **options: Any) -> Any:
@@ -124,8 +195,13 @@ def make_tree(root: Path) -> None:
     os.symlink("/nonexistent/target", root / "dangling-link")
     os.link(root / "docs" / "note-02.txt", root / "hard-link.txt")
     (root / "ünïcode name.txt").write_text("marker-unicode")
+    (root / "private").mkdir()
+    (root / "private" / "key.txt").write_text("marker-private")
     if xattrs_supported(root):
         os.setxattr(root / "secret.txt", "user.tag", b"marker-xattr")
+        os.setxattr(root / "secret.txt", "user.empty", b"")
+        os.setxattr(root / "private", "user.dir-tag", b"marker-dir-xattr")
+    (root / "private").chmod(0o700)
     os.utime(root / "run.sh", ns=(1_600_000_000_123_456_789, 1_600_000_000_123_456_789))
 
 
@@ -140,9 +216,10 @@ def change_tree(root: Path) -> None:
 
 
 def xattrs_of(root: Path) -> dict[str, dict[str, bytes]]:
+    """The extended attributes of every file and directory under ``root`` that has some."""
     found = {}
-    for directory, _, files in os.walk(root):
-        for name in files:
+    for directory, subdirs, files in os.walk(root):
+        for name in [*subdirs, *files]:
             path = os.path.join(directory, name)
             if os.path.islink(path):
                 continue
@@ -182,7 +259,8 @@ def test_push_list_diff_restore_check_and_forget(stack: Stack, tmp_path: Path) -
     activate(stack, backup_id, patch)
     tree = tmp_path / "tree"
     make_tree(tree)
-    before = snapshot(tree)
+    before, before_xattrs = snapshot(tree), xattrs_of(tree)
+    assert before_xattrs, "the tree carries an extended attribute"
 
     first = machine.json("push", backup_id, str(tree), "--exclude", "*.tmp")
     assert first["files"] >= 45
@@ -215,6 +293,7 @@ def test_push_list_diff_restore_check_and_forget(stack: Stack, tmp_path: Path) -
         ".": restored["entries"]["."]
     }
     assert restored["hard_links"] == before["hard_links"]
+    assert xattrs_of(first_restore) == before_xattrs
     artifacts = call(stack, "GET", f"/v1/workspaces/{stack.workspace_id}/artifacts", 200)["data"]
     manifest_id = next(
         a["id"] for a in artifacts if a["run_id"] == second["run_id"] and a["name"] == "manifest"
@@ -237,15 +316,14 @@ def test_push_list_diff_restore_check_and_forget(stack: Stack, tmp_path: Path) -
         a for a in artifacts if a["run_id"] == first["run_id"] and a["name"].startswith("pack-")
     ]
     biggest = max(packs, key=lambda a: a["size"])
-    stored = [
-        p
-        for p in stack.data_dir.rglob("*")
-        if p.is_file() and biggest["id"] in str(p) and p.stat().st_size == biggest["size"]
-    ]
-    assert len(stored) == 1, stored
-    data = bytearray(stored[0].read_bytes())
-    data[len(data) // 2] ^= 0xFF
-    stored[0].write_bytes(bytes(data))
+    (data,) = {
+        data
+        for name, data in stack.objects()
+        if biggest["id"] in name and len(data) == biggest["size"]
+    }
+    flipped = bytearray(data)
+    flipped[len(flipped) // 2] ^= 0xFF
+    stack.rewrite(biggest["id"], bytes(flipped))
     # The first snapshot uses every chunk of its packs (the second no longer uses the
     # middle of big.bin, where the byte may land).
     damaged = machine.run("check", first["run_id"], "--read-data", "--json", ok=False)
@@ -272,11 +350,11 @@ def test_no_stored_object_holds_plaintext(stack: Stack, tmp_path: Path) -> None:
     tree = tmp_path / "tree"
     make_tree(tree)
     machine.json("push", backup_id, str(tree))
-    for path in stack.data_dir.rglob("*"):
-        if path.is_file() and path.suffix not in {".db", ".sqlite", ".db-wal", ".db-shm"}:
-            content = path.read_bytes()
-            assert b"marker-" not in content, path
-            assert "ünïcode".encode() not in content, path
+    stored = list(stack.objects())
+    assert len(stored) >= 4  # packs, index, manifest, sealed key
+    for name, content in stored:
+        assert b"marker-" not in content, name
+        assert "ünïcode".encode() not in content, name
 
 
 def test_the_agent_backs_up_snapshots_with_a_write_only_worker(

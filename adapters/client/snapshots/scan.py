@@ -6,6 +6,7 @@ import fnmatch
 import os
 import stat
 from collections.abc import Iterator, Sequence
+from typing import NamedTuple
 
 import attrs
 
@@ -35,13 +36,40 @@ class Excludes:
         return False
 
 
+class Lstat(NamedTuple):
+    """What a snapshot reads of a name's ``lstat`` (a tuple of eight numbers: a kept walk
+    holds one per name, a third of an ``os.stat_result``)."""
+
+    st_mode: int
+    st_size: int
+    st_mtime_ns: int
+    st_uid: int
+    st_gid: int
+    st_dev: int
+    st_ino: int
+    st_nlink: int
+
+    @classmethod
+    def of(cls, st: os.stat_result) -> Lstat:
+        return cls(
+            st.st_mode,
+            st.st_size,
+            st.st_mtime_ns,
+            st.st_uid,
+            st.st_gid,
+            st.st_dev,
+            st.st_ino,
+            st.st_nlink,
+        )
+
+
 @attrs.frozen
 class Found:
     """One name found by the walk: its relative and absolute paths and its ``lstat``."""
 
     rel: bytes
     path: bytes
-    st: os.stat_result
+    st: Lstat
 
 
 Skipped = list[tuple[str, str]]
@@ -50,7 +78,7 @@ Skipped = list[tuple[str, str]]
 def walk(root: bytes, excludes: Excludes, skipped: Skipped) -> Iterator[Found]:
     """The root, then every name below it depth first, sorted by bytes. Devices, sockets,
     FIFOs and what cannot be read are not kept: (path, reason) goes to ``skipped``."""
-    yield Found(b"", root, os.stat(root))
+    yield Found(b"", root, Lstat.of(os.stat(root)))
     stack: list[Iterator[tuple[bytes, bytes]]] = [_children(root, b"", skipped)]
     while stack:
         item = next(stack[-1], None)
@@ -68,9 +96,24 @@ def walk(root: bytes, excludes: Excludes, skipped: Skipped) -> Iterator[Found]:
         if not (stat.S_ISDIR(st.st_mode) or stat.S_ISREG(st.st_mode) or stat.S_ISLNK(st.st_mode)):
             skipped.append((os.fsdecode(rel), "not a file, directory or symbolic link"))
             continue
-        yield Found(rel, path, st)
+        yield Found(rel, path, Lstat.of(st))
         if stat.S_ISDIR(st.st_mode):
             stack.append(_children(path, rel, skipped))
+
+
+@attrs.frozen
+class Walked:
+    """A whole walk kept (what it found, what it skipped), so that a tree measured for
+    progress before it is written is walked, and each name ``lstat``-ed, once."""
+
+    found: tuple[Found, ...]
+    skipped: tuple[tuple[str, str], ...]
+
+    @classmethod
+    def of(cls, root: bytes, excludes: Excludes) -> Walked:
+        skipped: Skipped = []
+        found = tuple(walk(root, excludes, skipped))
+        return cls(found, tuple(skipped))
 
 
 def _children(path: bytes, rel: bytes, skipped: Skipped) -> Iterator[tuple[bytes, bytes]]:

@@ -457,14 +457,16 @@ WHERE workspace_id = :workspace_id AND storage = 'service' AND (state = 'availab
 OR state = 'pending'
 
 -- name: artifact_expired
--- Not held; of backups without keep rules (those the rules decide run by run, 0017).
+-- Not held; of backups the plan does not decide run by run (Backup.decided_run_by_run:
+-- keep rules, 0017, or a snapshot backup, encryption set).
 SELECT id, workspace_id, backup_id, run_id, name, size, sha256, state, storage, object_key,
        upload_id, created_at, expires_at, locked_until, verification, verified_at, held
 FROM artifacts
 WHERE state = 'available' AND expires_at <= :now AND NOT held
   AND NOT EXISTS (
       SELECT 1 FROM backups AS b
-      WHERE b.id = artifacts.backup_id AND b.retention_keep IS NOT NULL
+      WHERE b.id = artifacts.backup_id
+        AND (b.retention_keep IS NOT NULL OR b.encryption IS NOT NULL)
   )
 ORDER BY expires_at, id
 LIMIT :limit
@@ -928,8 +930,10 @@ SELECT count(*) AS n FROM (
 
 -- name: retention_ruled_backups
 -- The backups whose runs the keep rules decide (the retention job's one look-up across
--- workspaces): a policy with keep rules, or runs that reference artifacts (0017).
-SELECT workspace_id, id FROM backups WHERE retention_keep IS NOT NULL
+-- workspaces): a policy with keep rules (0017), a snapshot backup (encryption set:
+-- Backup.decided_run_by_run), or runs that reference artifacts.
+SELECT workspace_id, id FROM backups
+WHERE retention_keep IS NOT NULL OR encryption IS NOT NULL
 UNION
 SELECT r.workspace_id, r.backup_id
 FROM run_references AS rr
