@@ -109,6 +109,7 @@ class TestWorkers:
                 f'server = "{url}"\ntoken = "{token}"\nstate_dir = "{tmp_path / "state"}"\n\n'
                 f'[[backups]]\nid = "{uuid4()}"\npaths = ["{tmp_path}"]\n'
             )
+            config.chmod(0o600)  # it holds the token: the agent refuses it readable by others
             ran = strongroom("agent", "--once", "--config", str(config), "--json")
             assert ran.exit_code == exit_code, ran.stdout
             said = json.loads(ran.stdout)
