@@ -17,12 +17,13 @@ from contract_records import Adapter, MemoryAdapter, SqlAdapter
 
 from strongroom.adapters.sql.postgres import PostgresDatabase
 from strongroom.adapters.sql.sqlite import SqliteDatabase
-from support import pg_fixtures
+from support import pg_fixtures, stores
 from support.postgres import PostgresServer, scratch_database, truncate_all
 
 ADAPTERS = ["memory", "sqlite", "postgres"]
 
 pg_server = pg_fixtures.pg_server  # the shared server fixture, found by its name here
+fresh_adapters = stores.fresh_adapters  # memory, SQLite and PostgreSQL side by side
 
 
 @pytest.fixture(scope="session")

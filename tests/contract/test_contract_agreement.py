@@ -11,16 +11,14 @@ rows under one primary key (where the in-memory adapter overwrites and SQL refus
 from __future__ import annotations
 
 import itertools
-import shutil
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from functools import partial
-from pathlib import Path
 from typing import Any
 from uuid import UUID
 
 import attrs
 import pytest
-from contract_records import T0, Adapter, MemoryAdapter, SqlAdapter, at
+from contract_records import T0, Adapter, at
 from hypothesis import note, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
@@ -33,8 +31,6 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from strongroom.adapters.sql.postgres import PostgresDatabase
-from strongroom.adapters.sql.sqlite import SqliteDatabase
 from strongroom.domain.accounts import Account, DeviceGrant, GrantState
 from strongroom.domain.audit import AuditEvent, Change, Outcome
 from strongroom.domain.backups import Backup, BackupKind, RetentionPolicy
@@ -55,7 +51,6 @@ from strongroom.ports.driven.repositories import (
     IntegrityViolationError,
 )
 from strongroom.ports.driven.unit_of_work import UnitOfWork
-from support.postgres import truncate_all
 
 NAMES = st.sampled_from(["Nightly", "NIGHTLY", "nightly", "Weekly", "straße", "STRASSE", "Ω"])
 EMAILS = st.sampled_from(["ada@example.com", "ADA@example.com", "bob@example.com", "Ω@x.io"])
@@ -526,33 +521,6 @@ class AgreementMachine(RuleBasedStateMachine):
 
 def _add_workspace(uow: UnitOfWork, workspace: Workspace) -> None:
     uow.workspaces.add(workspace)
-
-
-@pytest.fixture
-def fresh_adapters(
-    sqlite_template: Path,
-    tmp_path_factory: pytest.TempPathFactory,
-    pg_session_database: PostgresDatabase,
-) -> Iterator[Callable[[], list[Adapter]]]:
-    """A maker of new, empty memory, SQLite and PostgreSQL adapters (one set per example)."""
-    opened: list[SqliteDatabase] = []
-
-    def make() -> list[Adapter]:
-        path = tmp_path_factory.mktemp("agreement") / "db.sqlite3"
-        shutil.copyfile(sqlite_template, path)
-        sqlite = SqliteDatabase(path)
-        opened.append(sqlite)
-        with pg_session_database.connection() as connection:
-            truncate_all(connection)
-        return [
-            MemoryAdapter(),
-            SqlAdapter("sqlite", sqlite.uow),
-            SqlAdapter("postgres", pg_session_database.uow),
-        ]
-
-    yield make
-    for database in opened:
-        database.close()
 
 
 @pytest.mark.slow

@@ -17,8 +17,7 @@ references. After every step:
 
 from __future__ import annotations
 
-import shutil
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -26,7 +25,7 @@ from uuid import UUID
 
 import attrs
 import pytest
-from contract_records import Adapter, MemoryAdapter, SqlAdapter
+from contract_records import Adapter, MemoryAdapter
 from hypothesis import note, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
@@ -40,8 +39,6 @@ from hypothesis.stateful import (
 
 from strongroom.adapters.memory.services import ManualClock
 from strongroom.adapters.runtime.blocking import blocking_call
-from strongroom.adapters.sql.postgres import PostgresDatabase
-from strongroom.adapters.sql.sqlite import SqliteDatabase
 from strongroom.adapters.storage.local import LocalDiskStorage
 from strongroom.domain.artifacts import Artifact, ArtifactState
 from strongroom.domain.backups import BackupChanges, BackupKind, KeepRules, RetentionPolicy
@@ -51,7 +48,6 @@ from strongroom.domain.errors import ConflictError
 from strongroom.domain.principals import Caller
 from strongroom.ports.driving import Strongroom
 from support.people import upload, workspace_admin
-from support.postgres import truncate_all
 from support.world import memory_facade
 
 CHUNKS = "abcdef"
@@ -295,37 +291,14 @@ def test_snapshots_survive_forget_expiry_and_collection_in_memory(
     )
 
 
-@pytest.fixture
-def fresh_sql(
-    sqlite_template: Path,
-    tmp_path_factory: pytest.TempPathFactory,
-    pg_session_database: PostgresDatabase,
-) -> Iterator[Callable[[], list[Adapter]]]:
-    """A maker of new, empty SQLite and PostgreSQL adapters (one pair per example)."""
-    opened: list[SqliteDatabase] = []
-
-    def make() -> list[Adapter]:
-        path = tmp_path_factory.mktemp("collection-sql") / "db.sqlite3"
-        shutil.copyfile(sqlite_template, path)
-        sqlite = SqliteDatabase(path)
-        opened.append(sqlite)
-        with pg_session_database.connection() as connection:
-            truncate_all(connection)
-        return [SqlAdapter("sqlite", sqlite.uow), SqlAdapter("postgres", pg_session_database.uow)]
-
-    yield make
-    for database in opened:
-        database.close()
-
-
 @pytest.mark.slow
 def test_the_sql_adapters_agree_with_memory_on_collection(
-    fresh_sql: Callable[[], list[Adapter]], tmp_path_factory: pytest.TempPathFactory
+    fresh_adapters: Callable[[], list[Adapter]], tmp_path_factory: pytest.TempPathFactory
 ) -> None:
     def machine() -> SnapshotCollection:
         clock = ManualClock(START)
         root = tmp_path_factory.mktemp("collection")
-        return SnapshotCollection(_stacks([MemoryAdapter(), *fresh_sql()], root, clock), clock)
+        return SnapshotCollection(_stacks(fresh_adapters(), root, clock), clock)
 
     run_state_machine_as_test(
         machine,  # type: ignore[arg-type]
