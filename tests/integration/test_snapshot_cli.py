@@ -32,10 +32,9 @@ from strongroom.adapters.sql.postgres import PostgresDatabase
 from support.postgres import PostgresServer, scratch_database
 from support.seaweed import SeaweedServer
 from support.serve_process import free_port, serving
-from support.trees import snapshot
+from support.trees import MIB, every_kind_tree, snapshot
 from support.world import bearer
 
-MIB = 1024 * 1024
 COMMAND = [str(Path(sys.executable).with_name("strongroom"))]
 
 
@@ -166,45 +165,6 @@ class Machine:
         return json.loads(self.run(*args, "--json").stdout)
 
 
-def xattrs_supported(directory: Path) -> bool:
-    probe = directory / ".probe"
-    probe.write_bytes(b"")
-    try:
-        os.setxattr(probe, "user.probe", b"1")
-    except OSError:
-        return False
-    finally:
-        probe.unlink()
-    return True
-
-
-def make_tree(root: Path) -> None:
-    """Every kind of entry the contract names."""
-    root.mkdir()
-    (root / "docs").mkdir()
-    for index in range(40):
-        (root / "docs" / f"note-{index:02d}.txt").write_text(f"marker-note-{index} " * 300)
-    (root / "big.bin").write_bytes(os.urandom(32 * MIB))
-    (root / "one.bin").write_bytes(os.urandom(MIB))
-    (root / "empty-dir" / "nested-empty").mkdir(parents=True)
-    (root / "run.sh").write_text("#!/bin/sh\necho marker-script\n")
-    (root / "run.sh").chmod(0o750)
-    (root / "secret.txt").write_text("marker-secret")
-    (root / "secret.txt").chmod(0o600)
-    os.symlink("docs/note-01.txt", root / "relative-link")
-    os.symlink("/nonexistent/target", root / "dangling-link")
-    os.link(root / "docs" / "note-02.txt", root / "hard-link.txt")
-    (root / "ünïcode name.txt").write_text("marker-unicode")
-    (root / "private").mkdir()
-    (root / "private" / "key.txt").write_text("marker-private")
-    if xattrs_supported(root):
-        os.setxattr(root / "secret.txt", "user.tag", b"marker-xattr")
-        os.setxattr(root / "secret.txt", "user.empty", b"")
-        os.setxattr(root / "private", "user.dir-tag", b"marker-dir-xattr")
-    (root / "private").chmod(0o700)
-    os.utime(root / "run.sh", ns=(1_600_000_000_123_456_789, 1_600_000_000_123_456_789))
-
-
 def change_tree(root: Path) -> None:
     with (root / "big.bin").open("r+b") as big:  # an edit in the middle
         big.seek(16 * MIB)
@@ -258,7 +218,7 @@ def test_push_list_diff_restore_check_and_forget(stack: Stack, tmp_path: Path) -
     backup_id, patch = new_snapshot_backup(stack, machine)
     activate(stack, backup_id, patch)
     tree = tmp_path / "tree"
-    make_tree(tree)
+    every_kind_tree(tree)
     before, before_xattrs = snapshot(tree), xattrs_of(tree)
     assert before_xattrs, "the tree carries an extended attribute"
 
@@ -348,7 +308,7 @@ def test_no_stored_object_holds_plaintext(stack: Stack, tmp_path: Path) -> None:
     backup_id, patch = new_snapshot_backup(stack, machine)
     activate(stack, backup_id, patch)
     tree = tmp_path / "tree"
-    make_tree(tree)
+    every_kind_tree(tree)
     machine.json("push", backup_id, str(tree))
     stored = list(stack.objects())
     assert len(stored) >= 4  # packs, index, manifest, sealed key
@@ -376,7 +336,7 @@ def test_the_agent_backs_up_snapshots_with_a_write_only_worker(
         {"retention": {"expire_after": "P30D", "lock_for": "PT0S"}, "worker_id": worker["id"]},
     )
     tree = tmp_path / "tree"
-    make_tree(tree)
+    every_kind_tree(tree)
     token_file = machine.home / "worker.token"
     token_file.write_text(worker["token"])
     token_file.chmod(0o600)

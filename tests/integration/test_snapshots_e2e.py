@@ -33,9 +33,10 @@ from strongroom.client.snapshots import (
 from support.postgres import PostgresServer, scratch_database
 from support.seaweed import SeaweedServer
 from support.serve_process import free_port, serving
+from support.trees import CONTENT_MARKER, MIB, NAME_MARKER, every_kind_tree
 from support.world import bearer
 
-MARKERS = (b"content-marker-ALPHA-7f3c", b"name-marker-BRAVO-91d2", b"edit-marker-DELTA-55e0")
+MARKERS = (CONTENT_MARKER.encode(), NAME_MARKER.encode(), b"edit-marker-DELTA-55e0")
 RETENTION = {"expire_after": "P30D", "lock_for": "PT1H"}
 
 
@@ -95,21 +96,6 @@ def service(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Service]
             httpx2.Client(base_url=url, trust_env=False, timeout=60) as client,
         ):
             yield Service(client, objects)
-
-
-def make_tree(root: Path) -> None:
-    """Every kind of entry contract 14 names, with marker strings in contents and names."""
-    (root / "docs" / "deep").mkdir(parents=True)
-    (root / "empty-dir").mkdir()
-    (root / "docs" / "letter.txt").write_bytes(MARKERS[0] * 4000)
-    (root / "docs" / "random.bin").write_bytes(os.urandom(3 << 20))
-    (root / "docs" / "deep" / MARKERS[1].decode()).write_bytes(b"x")
-    os.link(root / "docs" / "letter.txt", root / "hardlink")
-    os.symlink("docs/letter.txt", root / "link")
-    (root / "script").write_bytes(b"#!/bin/sh\n")
-    (root / "script").chmod(0o750)
-    for i, path in enumerate(sorted(root.rglob("*"), reverse=True)):
-        os.utime(path, ns=(1_600_000_000_000_000_000 + i,) * 2, follow_symlinks=False)
 
 
 def describe(root: Path) -> dict[str, tuple[Any, ...]]:
@@ -247,8 +233,7 @@ def test_snapshots_round_trip_deduplicated_without_plaintext(
     )
     writer = Writer(client, headers, backup["id"], RepositoryKey.generate(), recipients)
     tree = tmp_path / "tree"
-    tree.mkdir()
-    make_tree(tree)
+    every_kind_tree(tree, big=3 * MIB)
     first_tree = describe(tree)
     first = writer.snapshot(tree)
     (tree / "new.txt").write_bytes(MARKERS[2] * 100)
