@@ -81,7 +81,10 @@ export function formValues(form) {
 
 export function showError(error) {
   if (!(error instanceof ApiError)) error = new ApiError(0, "client_error", String(error.message || error), null);
-  if (error.code === "billing_restricted") showBanner(error.message);
+  if (error.code === "billing_restricted") {
+    showBanner(error);  // the refusal is said once, in the banner
+    return;
+  }
   const item = h("div", { className: "error", "data-code": error.code },
     h("span", {}, h("strong", {}, error.message), ` (${error.code})`),
     error.requestId ? h("span", { className: "rid" }, `Request ID: ${error.requestId}`) : null,
@@ -93,9 +96,11 @@ export function showError(error) {
   }
 }
 
-function showBanner(message) {
+function showBanner(error) {
   banner.hidden = false;
-  banner.textContent = `Writes are refused in this workspace: ${message}. Reads and downloads still work.`;
+  banner.replaceChildren(
+    `Writes are refused in this workspace: ${error.message}. Reads and downloads still work.`,
+    ...(error.requestId ? [" ", h("span", { className: "rid" }, `Request ID: ${error.requestId}`)] : []));
 }
 
 /** Run `work`, showing any failure; returns its result or undefined. */
