@@ -27,36 +27,8 @@ from strongroom.domain.permissions import (
     requested_permissions,
 )
 from strongroom.domain.principals import Actor, Caller, PrincipalType
+from support.catalog import CATALOG
 
-# The spec's eleven slugs plus the contract's eleven and section 15's `artifacts:hold`,
-# written out from the documents.
-CATALOG = frozenset(
-    {
-        "backups:read",
-        "backups:write",
-        "backups:trigger",
-        "runs:read",
-        "artifacts:upload",
-        "artifacts:confirm",
-        "artifacts:read",
-        "artifacts:download",
-        "artifacts:delete",
-        "artifacts:hold",
-        "workspaces:read",
-        "workspaces:write",
-        "members:read",
-        "members:write",
-        "invitations:read",
-        "invitations:write",
-        "roles:read",
-        "roles:write",
-        "workers:read",
-        "workers:write",
-        "api_keys:read",
-        "api_keys:write",
-        "audit:read",
-    }
-)
 READS = frozenset(slug for slug in CATALOG if slug.endswith(":read"))
 
 

@@ -11,33 +11,8 @@ from strongroom.adapters.memory.services import MemoryNamespaces
 from strongroom.adapters.memory.store import MemoryStore
 from strongroom.adapters.memory.unit_of_work import MemoryUnitOfWork
 from strongroom.domain.errors import UpstreamUnavailableError
+from support.catalog import CATALOG
 from support.world import Api, bearer, idp_access_token, make_client, make_facade
-
-CATALOG = {
-    "backups:read",
-    "backups:write",
-    "backups:trigger",
-    "runs:read",
-    "artifacts:upload",
-    "artifacts:confirm",
-    "artifacts:read",
-    "artifacts:download",
-    "artifacts:delete",
-    "artifacts:hold",
-    "workspaces:read",
-    "workspaces:write",
-    "members:read",
-    "members:write",
-    "invitations:read",
-    "invitations:write",
-    "roles:read",
-    "roles:write",
-    "workers:read",
-    "workers:write",
-    "api_keys:read",
-    "api_keys:write",
-    "audit:read",
-}
 
 
 class DeadStorage(MemoryNamespaces):
