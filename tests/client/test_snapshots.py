@@ -35,23 +35,12 @@ from strongroom.client.snapshots import (
 from strongroom.client.snapshots.crypto import Aead
 from strongroom.client.snapshots.index import decode_index
 from strongroom.client.snapshots.pack import PREFIX_SIZE, open_data_key
+from support.trees import xattrs_supported
 
 MIB = 1 << 20
 IDENTITY, _ = generate_identity()
 RECIPIENTS = [IDENTITY.recipient]
 KEY = RepositoryKey.generate()
-
-
-def xattrs_supported(directory: Path) -> bool:
-    probe = directory / ".xattr-probe"
-    probe.write_bytes(b"")
-    try:
-        os.setxattr(probe, "user.probe", b"1")
-    except OSError:
-        return False
-    finally:
-        probe.unlink()
-    return True
 
 
 @attrs.define
