@@ -184,6 +184,28 @@ def assert_serves(client: httpx2.Client, tenant: Tenant, name: str) -> None:
     assert name in tenant.backup_names(client)
 
 
+def assert_unavailable_then_serves(
+    service: Service, fault: Callable[[], None], cure: Callable[[], None], after: str
+) -> None:
+    """While ``fault`` holds every API call is a bounded 502, alone or in a burst, and
+    readiness says why; after ``cure`` the same process serves reads and writes again, and
+    none of the refused writes was stored."""
+    with service.client(BURST) as client:
+        tenant = new_tenant(client, service.facade)
+        fault()
+        try:
+            for name, call in api_calls(tenant).items():
+                assert_unavailable(timed(partial(call, client)), name)
+            assert_not_ready(client)
+            assert_burst_unavailable(client, tenant)
+        finally:
+            cure()
+        wait_until_ready(client)
+        assert_serves(client, tenant, after)
+    stored = stored_backups(service.conninfo, tenant.workspace_id)
+    assert not [name for name in stored if "fault" in name or "burst" in name], stored
+
+
 class TestDatabaseDown:
     """Every connection refused, as when the database process is stopped."""
 
@@ -193,20 +215,9 @@ class TestDatabaseDown:
         """Each call is a bounded 502, alone or in a burst; readiness says why; once the
         database is back the same process serves reads and writes again."""
         service = serve()
-        with service.client(BURST) as client:
-            tenant = new_tenant(client, service.facade)
-            service.proxy.go_down()
-            try:
-                for name, call in api_calls(tenant).items():
-                    assert_unavailable(timed(partial(call, client)), name)
-                assert_not_ready(client)
-                assert_burst_unavailable(client, tenant)
-            finally:
-                service.proxy.come_back()
-            wait_until_ready(client)
-            assert_serves(client, tenant, "after the outage")
-        stored = stored_backups(service.conninfo, tenant.workspace_id)
-        assert not [name for name in stored if "fault" in name or "burst" in name], stored
+        assert_unavailable_then_serves(
+            service, service.proxy.go_down, service.proxy.come_back, "after the outage"
+        )
 
     @pytest.mark.slow
     def test_recovery_does_not_wait_out_the_length_of_the_outage(
@@ -238,20 +249,9 @@ class TestDatabasePaused:
         """Statements and connection attempts are cut at their deadlines: 502, not a hang,
         alone or in a burst; readiness says why; then the same process serves again."""
         service = serve()
-        with service.client(BURST) as client:
-            tenant = new_tenant(client, service.facade)
-            service.proxy.pause()
-            try:
-                for name, call in api_calls(tenant).items():
-                    assert_unavailable(timed(partial(call, client)), name)
-                assert_not_ready(client)
-                assert_burst_unavailable(client, tenant)
-            finally:
-                service.proxy.resume()
-            wait_until_ready(client)
-            assert_serves(client, tenant, "after the pause")
-        stored = stored_backups(service.conninfo, tenant.workspace_id)
-        assert not [name for name in stored if "fault" in name or "burst" in name], stored
+        assert_unavailable_then_serves(
+            service, service.proxy.pause, service.proxy.resume, "after the pause"
+        )
 
 
 class TestConnectionsDropped:
