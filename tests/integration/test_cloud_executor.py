@@ -65,6 +65,19 @@ def facade_on(storage: S3Storage) -> Strongroom:
     return memory_facade(storage=storage, endpoint_policy=LOOPBACK)
 
 
+def postgres_changes(
+    conninfo: str, username: str | None = None, password: str = PASSWORD, **changes: Any
+) -> BackupChanges:
+    """Changes that make a backup dump the database ``conninfo`` names (its ``key=value``
+    words give host, port, database and, unless ``username``, the user), with ``changes``."""
+    params = dict(part.split("=", 1) for part in conninfo.split())
+    return BackupChanges(
+        source=PostgresSource(params["host"], int(params["port"]), params["dbname"]),
+        credentials={"username": username or params["user"], "password": password},
+        **changes,
+    )
+
+
 async def cloud_backup(facade: Strongroom, admin: Caller, changes: BackupChanges) -> UUID:
     backup = await facade.backups.create(admin, admin.scoped_workspace(), "Cloud", BackupKind.CLOUD)
     await facade.backups.update(admin, backup.id, changes)
@@ -171,13 +184,11 @@ def test_a_postgres_database_becomes_a_restorable_dump_in_the_customers_bucket(
         scratch_database(pg_server, "strongroom_restored") as restored,
     ):
         fill_database(source)
-        params = dict(part.split("=", 1) for part in source.split())
 
         async def scenario() -> Artifact:
             ada, _ = await workspace_admin(facade, "ada@example.com")
-            changes = BackupChanges(
-                source=PostgresSource(params["host"], int(params["port"]), params["dbname"]),
-                credentials={"username": params["user"], "password": PASSWORD},
+            changes = postgres_changes(
+                source,
                 retention=retention("P30D", "PT0S"),
                 destination=CustomerS3Destination(seaweed.endpoint, customer_bucket, "dumps"),
                 destination_credentials={
@@ -254,14 +265,11 @@ def test_a_failing_pg_dump_gives_its_error_without_the_password(
     facade = facade_on(s3_storage(seaweed))
     caplog.set_level(logging.DEBUG)
     with scratch_database(pg_server, "strongroom_src") as source:
-        params = dict(part.split("=", 1) for part in source.split())
 
         async def scenario() -> None:
             ada, _ = await workspace_admin(facade, "ada@example.com")
-            changes = BackupChanges(
-                source=PostgresSource(params["host"], int(params["port"]), params["dbname"]),
-                credentials={"username": "nobody_at_all", "password": PASSWORD},
-                retention=retention("P30D", "PT0S"),
+            changes = postgres_changes(
+                source, username="nobody_at_all", retention=retention("P30D", "PT0S")
             )
             await facade.runs.trigger(ada, await cloud_backup(facade, ada, changes))
             ended = await execute_next(facade)

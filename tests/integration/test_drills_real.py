@@ -20,7 +20,13 @@ import psycopg
 import pytest
 import zstandard
 from cloud_sources import PREFIX, source_bucket, unpack
-from test_cloud_executor import LOOPBACK, PASSWORD, cloud_backup, execute_next, facade_on
+from test_cloud_executor import (
+    LOOPBACK,
+    cloud_backup,
+    execute_next,
+    facade_on,
+    postgres_changes,
+)
 
 from strongroom.adapters.proofs.signing import ProofSigner
 from strongroom.adapters.restores.drills import ServiceDrillTargets
@@ -28,7 +34,7 @@ from strongroom.adapters.runtime.drills import DrillRunner
 from strongroom.adapters.storage.s3 import S3Storage
 from strongroom.adapters.wire.present import render
 from strongroom.domain.artifacts import Artifact
-from strongroom.domain.backups import BackupChanges, PostgresSource, S3Source
+from strongroom.domain.backups import BackupChanges, S3Source
 from strongroom.domain.drills import Drill, DrillState
 from strongroom.domain.pagination import PageRequest
 from strongroom.domain.principals import Caller
@@ -112,15 +118,10 @@ class TestPostgres:
         with scratch_database(pg_server, "strongroom_drillsrc") as source:
             fill(source)
             facade, _ = drilling_facade(seaweed, tmp_path, pg_server.admin_conninfo)
-            params = dict(part.split("=", 1) for part in source.split())
 
             async def scenario() -> Drill:
                 ada, _ = await workspace_admin(facade, "ada@example.com")
-                changes = BackupChanges(
-                    source=PostgresSource(params["host"], int(params["port"]), params["dbname"]),
-                    credentials={"username": params["user"], "password": PASSWORD},
-                    retention=retention("P30D", "PT1H"),
-                )
+                changes = postgres_changes(source, retention=retention("P30D", "PT1H"))
                 backup_id = await cloud_backup(facade, ada, changes)
                 await facade.runs.trigger(ada, backup_id)
                 ended = await execute_next(facade)
@@ -149,15 +150,10 @@ class TestPostgres:
         with scratch_database(pg_server, "strongroom_drillsrc") as source:
             fill(source)
             facade, storage = drilling_facade(seaweed, tmp_path, pg_server.admin_conninfo)
-            params = dict(part.split("=", 1) for part in source.split())
 
             async def scenario() -> Drill:
                 ada, _ = await workspace_admin(facade, "ada@example.com")
-                changes = BackupChanges(
-                    source=PostgresSource(params["host"], int(params["port"]), params["dbname"]),
-                    credentials={"username": params["user"], "password": PASSWORD},
-                    retention=retention("P30D", "PT0S"),
-                )
+                changes = postgres_changes(source, retention=retention("P30D", "PT0S"))
                 backup_id = await cloud_backup(facade, ada, changes)
                 await facade.runs.trigger(ada, backup_id)
                 assert (await execute_next(facade)).state is RunState.SUCCEEDED
