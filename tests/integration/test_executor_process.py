@@ -66,6 +66,21 @@ def executor_process(
             process.wait()
 
 
+def executor_facade(database: PostgresDatabase, storage: LocalDiskStorage) -> Strongroom:
+    """The test's own facade beside an ``executor_process``: the same database and object
+    storage (``data_dir / "objects"``), the built-in identity provider, loopback allowed."""
+    identity = BuiltinIdentityProvider(
+        uow=database.uow, clock=SystemClock(), ids=SecureIds(), hasher=FAST_HASHER
+    )
+    return bootstrap(
+        uow=database.uow,
+        identity=identity,
+        secret_key=SECRET_KEY,
+        storage=storage,
+        endpoint_policy=EndpointPolicy.parse("127.0.0.0/8"),
+    )
+
+
 async def wait_for(
     facade: Strongroom, admin: Caller, run_id: UUID, check: Callable[[Run], bool], what: str
 ) -> Run:
@@ -96,16 +111,7 @@ def test_a_killed_executor_s_run_is_requeued_and_the_next_attempt_succeeds(
         fill_database(source)
         params = dict(part.split("=", 1) for part in source.split())
         storage = LocalDiskStorage(data_dir / "objects", SECRET_KEY.encode())
-        identity = BuiltinIdentityProvider(
-            uow=database.uow, clock=SystemClock(), ids=SecureIds(), hasher=FAST_HASHER
-        )
-        facade = bootstrap(
-            uow=database.uow,
-            identity=identity,
-            secret_key=SECRET_KEY,
-            storage=storage,
-            endpoint_policy=EndpointPolicy.parse("127.0.0.0/8"),
-        )
+        facade = executor_facade(database, storage)
         url = postgres_url(state)
 
         async def scenario() -> None:

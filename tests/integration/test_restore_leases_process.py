@@ -17,24 +17,19 @@ from pathlib import Path
 from uuid import UUID
 
 from integration_world import SECRET_KEY, postgres_url
-from test_executor_process import executor_process
+from test_executor_process import executor_facade, executor_process
 from test_restores_real import archive_bucket, bucket_contents, client_of, fill_source_bucket
 
-from strongroom.adapters.identity.builtin import BuiltinIdentityProvider
 from strongroom.adapters.sql.postgres import PostgresDatabase
 from strongroom.adapters.storage.local import LocalDiskStorage
-from strongroom.adapters.system import SecureIds, SystemClock
 from strongroom.domain.backups import S3Source
-from strongroom.domain.endpoints import EndpointPolicy
 from strongroom.domain.principals import Caller
 from strongroom.domain.restores import Restore, RestoreState
-from strongroom.entrypoints.bootstrap import bootstrap
 from support.people import workspace_admin
 from support.postgres import PostgresServer, scratch_database
 from support.restores import cloud_backup, confirmed_artifact
 from support.seaweed import SeaweedServer
 from support.tcp_proxy import TcpProxy
-from support.world import FAST_HASHER
 
 
 def test_a_killed_executor_s_restore_runs_again_and_succeeds(
@@ -55,16 +50,7 @@ def test_a_killed_executor_s_restore_runs_again_and_succeeds(
     ):
         database.migrate()
         storage = LocalDiskStorage(data_dir / "objects", SECRET_KEY.encode())
-        identity = BuiltinIdentityProvider(
-            uow=database.uow, clock=SystemClock(), ids=SecureIds(), hasher=FAST_HASHER
-        )
-        facade = bootstrap(
-            uow=database.uow,
-            identity=identity,
-            secret_key=SECRET_KEY,
-            storage=storage,
-            endpoint_policy=EndpointPolicy.parse("127.0.0.0/8"),
-        )
+        facade = executor_facade(database, storage)
         url = postgres_url(state)
         keys = {"access_key_id": seaweed.access_key, "secret_access_key": seaweed.secret_key}
         target_bucket = "restored-" + secrets.token_hex(4)
