@@ -19,6 +19,8 @@ from strongroom.adapters.sql.postgres import PostgresDatabase
 from strongroom.adapters.system import SecureIds, SystemClock
 from strongroom.entrypoints.bootstrap import bootstrap
 from strongroom.ports.driving import Strongroom
+from support.postgres import PostgresServer, scratch_database
+from support.seaweed import SeaweedServer
 from support.world import FAST_HASHER, PASSWORD, bearer, idp_access_token
 
 # The service under test and the test's own facade share this key (and the database).
@@ -36,6 +38,25 @@ def postgres_url(conninfo: str) -> str:
     port = params.get("port") or 5432
     dbname = quote(str(params.get("dbname") or "postgres"), safe="")
     return f"postgresql://{credentials}@{host}:{port}/{dbname}"
+
+
+@contextmanager
+def on_postgres_and_seaweed(
+    pg_server: PostgresServer, seaweed: SeaweedServer, bucket: str, prefix: str
+) -> Iterator[dict[str, str]]:
+    """The settings of a ``strongroom serve`` on a migrated scratch database (named from
+    ``prefix``, dropped at the end) that stores in ``bucket`` on ``seaweed``."""
+    with scratch_database(pg_server, prefix=prefix) as conninfo:
+        with PostgresDatabase.from_url(conninfo, min_size=0) as database:
+            database.migrate()
+        yield {
+            "STRONGROOM_DATABASE_URL": postgres_url(conninfo),
+            "STRONGROOM_SECRET_KEY": SECRET_KEY,
+            "STRONGROOM_S3_ENDPOINT": seaweed.endpoint,
+            "STRONGROOM_S3_ACCESS_KEY": seaweed.access_key,
+            "STRONGROOM_S3_SECRET_KEY": seaweed.secret_key,
+            "STRONGROOM_S3_BUCKET": bucket,
+        }
 
 
 def setup_facade(database: PostgresDatabase) -> Any:

@@ -25,11 +25,10 @@ from typing import Any
 import attrs
 import pytest
 from cloud_sources import minio_of
-from integration_world import SECRET_KEY, expect, postgres_url, workspace_admin
+from integration_world import expect, on_postgres_and_seaweed, workspace_admin
 from live_server import client_for
 
-from strongroom.adapters.sql.postgres import PostgresDatabase
-from support.postgres import PostgresServer, scratch_database
+from support.postgres import PostgresServer
 from support.seaweed import SeaweedServer
 from support.serve_process import free_port, serving
 from support.trees import MIB, every_kind_tree, snapshot
@@ -105,17 +104,8 @@ def stack(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Stack]:
         # A new version of the object: what a download is served (no lock pins an older one).
         root.put_object(bucket, name, io.BytesIO(data), len(data))
 
-    with scratch_database(pg_server, prefix="strongroom_snapcli") as conninfo:
-        with PostgresDatabase.from_url(conninfo, min_size=0) as database:
-            database.migrate()
-        configuration |= {
-            "STRONGROOM_DATABASE_URL": postgres_url(conninfo),
-            "STRONGROOM_SECRET_KEY": SECRET_KEY,
-            "STRONGROOM_S3_ENDPOINT": seaweed.endpoint,
-            "STRONGROOM_S3_ACCESS_KEY": seaweed.access_key,
-            "STRONGROOM_S3_SECRET_KEY": seaweed.secret_key,
-            "STRONGROOM_S3_BUCKET": bucket,
-        }
+    with on_postgres_and_seaweed(pg_server, seaweed, bucket, "strongroom_snapcli") as stored_in:
+        configuration |= stored_in
         with serving(data_dir, free_port(), tmp_path / "serve.log", configuration) as url:
             with client_for(url) as client:
                 workspace, token = workspace_admin(client, email)

@@ -19,9 +19,8 @@ import attrs
 import httpx2
 import pytest
 from cloud_sources import minio_of
-from integration_world import SECRET_KEY, expect, postgres_url, workspace_admin
+from integration_world import expect, on_postgres_and_seaweed, workspace_admin
 
-from strongroom.adapters.sql.postgres import PostgresDatabase
 from strongroom.client.snapshots import (
     Catalog,
     Pack,
@@ -30,7 +29,7 @@ from strongroom.client.snapshots import (
     generate_identity,
     write_snapshot,
 )
-from support.postgres import PostgresServer, scratch_database
+from support.postgres import PostgresServer
 from support.seaweed import SeaweedServer
 from support.serve_process import free_port, serving
 from support.trees import CONTENT_MARKER, MIB, NAME_MARKER, every_kind_tree
@@ -69,17 +68,8 @@ def service(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Service]
     pg_server: PostgresServer = request.getfixturevalue("pg_server")
     seaweed: SeaweedServer = request.getfixturevalue("seaweed")
     bucket = "strongroom-" + secrets.token_hex(6)
-    with scratch_database(pg_server, prefix="strongroom_snap") as conninfo:
-        with PostgresDatabase.from_url(conninfo, min_size=0) as database:
-            database.migrate()
-        configuration |= {
-            "STRONGROOM_DATABASE_URL": postgres_url(conninfo),
-            "STRONGROOM_SECRET_KEY": SECRET_KEY,
-            "STRONGROOM_S3_ENDPOINT": seaweed.endpoint,
-            "STRONGROOM_S3_ACCESS_KEY": seaweed.access_key,
-            "STRONGROOM_S3_SECRET_KEY": seaweed.secret_key,
-            "STRONGROOM_S3_BUCKET": bucket,
-        }
+    with on_postgres_and_seaweed(pg_server, seaweed, bucket, "strongroom_snap") as stored_in:
+        configuration |= stored_in
         root = minio_of(seaweed)
 
         def objects() -> Iterator[bytes]:
