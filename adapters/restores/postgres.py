@@ -157,7 +157,7 @@ def _pg_restore(artifact: ObjectReader, conninfo: str, env: Mapping[str, str]) -
         stderr=subprocess.DEVNULL,
         env=dict(env),
     ) as process:
-        fed = _feed(artifact, process)
+        fed = feed_dump(artifact, process)
         code = process.wait()
     if code != 0:
         logger.info("a postgres restore target failed: pg_restore exited with %d", code)
@@ -166,8 +166,9 @@ def _pg_restore(artifact: ObjectReader, conninfo: str, env: Mapping[str, str]) -
         raise RestoreFailedError("pg_restore stopped before reading the whole dump")
 
 
-def _feed(artifact: ObjectReader, process: subprocess.Popen[bytes]) -> bool:
-    """Copy the dump into the tool's stdin; whether all of it went in."""
+def feed_dump(artifact: ObjectReader, process: subprocess.Popen[bytes]) -> bool:
+    """Copy the dump into the tool's stdin and close it; whether all of it went in (the
+    tool may stop early: its exit code and stderr say why). Killed on any other error."""
     stdin = process.stdin
     assert stdin is not None
     try:

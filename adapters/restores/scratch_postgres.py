@@ -17,6 +17,7 @@ import subprocess
 import uuid
 from typing import Any
 
+from strongroom.adapters.restores.postgres import feed_dump
 from strongroom.adapters.sources.pg_tables import read_tables
 from strongroom.domain.drills import TableFacts
 from strongroom.ports.driven.drills import DrillFailedError
@@ -24,7 +25,6 @@ from strongroom.ports.driven.storage import ObjectReader
 
 logger = logging.getLogger(__name__)
 
-CHUNK = 1024 * 1024
 SCRATCH_PREFIX = "strongroom_drill_"
 
 
@@ -74,18 +74,7 @@ def _pg_restore(artifact: ObjectReader, conninfo: str, password: str | None) -> 
     with subprocess.Popen(  # noqa: S603 (argv of our own, no shell)
         argv, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env
     ) as process:
-        stdin = process.stdin
-        assert stdin is not None
-        try:
-            while chunk := artifact.read(CHUNK):
-                stdin.write(chunk)
-            stdin.close()
-        except BrokenPipeError:
-            with contextlib.suppress(OSError):
-                stdin.close()
-        except BaseException:
-            process.kill()
-            raise
+        feed_dump(artifact, process)  # a pipe it broke: its exit code says why
         assert process.stderr is not None
         said = process.stderr.read()
         code = process.wait()
