@@ -138,6 +138,22 @@ def forms_show_the_chosen_type(driver: WebDriver, shot: Shots) -> None:
     assert {"host", "port", "database"} <= visible_names(driver, "source-form")
 
 
+def upload(api: httpx2.Client, run_id: str, name: str, content: bytes) -> None:
+    """Announce an artifact of the run and put its bytes at the URL the API gives."""
+    announced = api.post(
+        f"/v1/runs/{run_id}/upload-url",
+        json={"name": name, "size": len(content), "sha256": hashlib.sha256(content).hexdigest()},
+    )
+    assert announced.status_code == 201, announced.text
+    put = httpx2.put(
+        announced.json()["url"],
+        content=content,
+        headers=announced.json()["headers"],
+        trust_env=False,
+    )
+    assert put.status_code in (200, 201, 204), put.text
+
+
 def a_snapshot_backup(server: str, token: str, workspace_id: str) -> str:
     """A manual snapshot backup with one confirmed run, made through the API."""
     recipient = str(pyrage.x25519.Identity.generate().to_public())
@@ -154,20 +170,7 @@ def a_snapshot_backup(server: str, token: str, workspace_id: str) -> str:
         assert api.patch(f"/v1/backups/{bid}", json=retention).status_code == 200
         run = api.post("/v1/runs", json={"backup_id": bid})
         assert run.status_code == 201, run.text
-        content = b"sealed pack bytes" * 50
-        upload = api.post(
-            f"/v1/runs/{run.json()['id']}/upload-url",
-            json={
-                "name": "pack-0",
-                "size": len(content),
-                "sha256": hashlib.sha256(content).hexdigest(),
-            },
-        )
-        assert upload.status_code == 201, upload.text
-        put = httpx2.put(
-            upload.json()["url"], content=content, headers=upload.json()["headers"], trust_env=False
-        )
-        assert put.status_code in (200, 201, 204), put.text
+        upload(api, run.json()["id"], "pack-0", b"sealed pack bytes" * 50)
         assert api.post(f"/v1/runs/{run.json()['id']}/confirm", json={}).status_code == 200
         return str(run.json()["id"])
 
@@ -241,19 +244,7 @@ def test_a_new_person_backs_up_with_the_dashboard_alone(
         until(lambda: run_state(driver) == "running")
         until(lambda: driver.execute_script("return !!document.querySelector('#runs progress')"))
         shot("run-running")
-        upload = agent.post(
-            f"/v1/runs/{run_id}/upload-url",
-            json={
-                "name": "home.tar.zst",
-                "size": len(content),
-                "sha256": hashlib.sha256(content).hexdigest(),
-            },
-        )
-        assert upload.status_code == 201, upload.text
-        put = httpx2.put(
-            upload.json()["url"], content=content, headers=upload.json()["headers"], trust_env=False
-        )
-        assert put.status_code in (200, 201, 204), put.text
+        upload(agent, run_id, "home.tar.zst", content)
         confirmed = agent.post(f"/v1/runs/{run_id}/confirm", json={})
         assert confirmed.status_code == 200, confirmed.text
     until(lambda: run_state(driver) == "succeeded")
