@@ -1,8 +1,8 @@
 """Every cost flat in the size of the data (issue 32, scope 1): one PostgreSQL database grown
 through each size, the same figures measured at each, as ratios to the smallest size.
 
-    .venv/bin/python bench/scale.py                          # 10^2, 10^4, 10^6 backups
-    .venv/bin/python bench/scale.py --sizes 100,10000        # quick: under 2 minutes
+    .venv/bin/python bench/scale.py --requests 200           # 10^2, 10^4, 10^6 backups
+    .venv/bin/python bench/scale.py --sizes 100,10000        # quick: 1-2 minutes
     .venv/bin/python bench/scale.py --repeat 3 --json out.json
 
 All on 127.0.0.1: a scratch database (dropped at the end), ``strongroom serve`` on it (its
@@ -13,15 +13,17 @@ beside it ``size // 100`` small workspaces of 10 backups, at least 10) it bulk-l
 difference by SQL, runs ``VACUUM ANALYZE`` and a checkpoint, and measures ``--repeat``
 times (``_scale_measure.py``):
 
-- latency, the median of ``--requests`` sequential requests on one keep-alive connection:
-  the backup list's first page and a page behind a cursor at half the depth, GET of a
-  backup at that depth, a create, a claim (trigger, claim timed, fail) and the audit log's
-  first page;
+- the median latency of ``--requests`` sequential requests on one keep-alive connection,
+  and their CPU per request (server process and database backends, from /proc): the
+  backup list's first page and a page behind a cursor at half the depth, GET of a backup
+  at that depth, a create, a claim (trigger, claim timed, fail) and the audit log's first
+  page;
 - one pass of the retention job (20 expired plain artifacts, 10 runs of a keep-rules
   backup to collect) and one scheduler tick (10 scheduled backups due), each timed once
-  in this process through the service's facade on the same database.
+  (wall and CPU) in this process through the service's facade on the same database.
 
-Each figure is the median over the repeats; its ratio is to the smallest size's. The target
+Each figure is the median over the repeats; its ratio is to the smallest size's. On a
+shared machine the latency follows the other load; the CPU is the figure for growth. The target
 (issue 32): every figure at the largest size within 1.2x of the smallest's. A missed target
 is reported, never an error.
 """
@@ -208,7 +210,7 @@ def _parser() -> argparse.ArgumentParser:
     add = parser.add_argument
     add("--sizes", default="100,10000,1000000", help="backups in the big workspace, ascending")
     add("--repeat", type=int, default=3, help="measurements at each size; medians (3)")
-    add("--requests", type=int, default=200, help="requests per HTTP figure (200)")
+    add("--requests", type=int, default=100, help="requests per HTTP figure (100)")
     add("--hold", type=int, default=0, help="seconds to keep the database at the end (0)")
     add("--json", type=Path, default=None, help="also write every figure to this file")
     add(
