@@ -159,6 +159,9 @@ CREATE INDEX backups_by_workspace ON backups (workspace_id, created_at DESC, id 
 CREATE INDEX backups_due ON backups (next_run_at) WHERE next_run_at IS NOT NULL;
 -- The drill scheduler's look-up of due drill slots (0021).
 CREATE INDEX backups_drill_due ON backups (next_drill_at) WHERE next_drill_at IS NOT NULL;
+-- The retention job's backups decided run by run (0023).
+CREATE INDEX backups_ruled ON backups (workspace_id, id)
+    WHERE retention_keep IS NOT NULL OR encryption IS NOT NULL;
 
 CREATE TABLE audit_events (
     id TEXT PRIMARY KEY,
