@@ -12,11 +12,12 @@ from uuid import UUID
 import pytest
 
 from strongroom.adapters.memory.backup_repositories import MemoryRunRepository
+from strongroom.adapters.signals import InProcessRunSignals
 from strongroom.domain.backups import BackupChanges, BackupKind
 from strongroom.domain.errors import UnauthenticatedError
 from strongroom.domain.principals import Caller
 from strongroom.domain.runs import RunState
-from strongroom.ports.driving import Bearer, Strongroom
+from strongroom.ports.driving import Bearer, Strongroom, claims
 from support.people import audit_events, retention, workspace_admin
 
 
@@ -119,5 +120,26 @@ async def test_a_credential_rotated_while_its_claim_waits_claims_nothing(
         await asyncio.wait_for(waiting, 5)
     assert (await facade.runs.get(ada, run.id)).state is RunState.QUEUED
     claimed = await facade.claims.claim(Bearer(str(rotated.token)))
+    assert claimed is not None
+    assert claimed.run.id == run.id
+
+
+async def test_the_re_check_goes_on_after_the_claim_making_it_stops_waiting(
+    facade: Strongroom, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One waiting claim makes the process's re-check; when it stops waiting another
+    takes over: a run whose wake-up was lost, queued after the first claim ended, is
+    still found long before the second claim's 30 s."""
+    monkeypatch.setattr(claims, "SWEEP_SECONDS", 0.2)
+    monkeypatch.setattr(InProcessRunSignals, "announce", lambda *_: None)
+    ada, _ = await workspace_admin(facade, "ada@example.com")
+    rack, shelf = [await facade.workers.create(ada, name) for name in ("rack", "shelf")]
+    backup = await local_backup(facade, ada, shelf.worker.id, "Nightly")
+    first = asyncio.ensure_future(facade.claims.claim(Bearer(str(rack.token)), 1))
+    await asyncio.sleep(0.1)
+    second = asyncio.ensure_future(facade.claims.claim(Bearer(str(shelf.token)), 30))
+    assert await asyncio.wait_for(first, 5) is None
+    run = await facade.runs.trigger(ada, backup)
+    claimed = await asyncio.wait_for(second, 5)
     assert claimed is not None
     assert claimed.run.id == run.id
