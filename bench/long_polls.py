@@ -157,7 +157,12 @@ async def poll_forever(port: int, poller: Poller, state: State, opened: asyncio.
                 # Once, after the first 204: ask again after a random part of a poll's
                 # time, so that the renewals spread evenly (polls/30 per second) instead
                 # of coming back in the burst of the ramp every 30 s.
+                # The connection is closed first: the server's keep-alive timeout (5 s)
+                # would close it during the pause.
                 poller.spread = True
+                if writer is not None:
+                    writer.close()
+                    writer = None
                 await asyncio.sleep(random.uniform(0, WAIT_SECONDS))
         elif status == 201:
             poller.claimed_at = time.monotonic()

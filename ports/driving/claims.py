@@ -34,6 +34,9 @@ CLAIM_REFUSAL = "only a worker can claim runs; persons and API keys cannot"
 # the listening connection, an earlier version's, a backup assigned to a waiting worker):
 # the safety net under the ``RunSignals`` wake-ups. A waiting claim never looks on its own.
 SWEEP_SECONDS = 5.0
+# How close to its deadline a waiting claim stops waiting (an event loop's timer may fire
+# up to its resolution early: uvloop's are whole milliseconds).
+TIMER_SLACK = 0.01
 
 logger = logging.getLogger(__name__)
 # A waiting claim's key: its workspace and worker.
@@ -148,10 +151,13 @@ class Claims:
                     await self._release(caller, workspace_id, claimed.run)
                     return None
                 remaining = deadline - loop.time()
-                if wakeup is None or claimed is not None or remaining <= 0:
+                if wakeup is None or claimed is not None or remaining <= TIMER_SLACK:
                     return claimed
                 if not await self._wait((workspace_id, worker_id), wakeup, remaining):
-                    return None  # stopping: looked once more just now
+                    # The deadline, without a wake-up: nothing was announced for this
+                    # worker (a lost announcement is the re-check's, or the next poll's,
+                    # first look); or stopping: looked once more just now.
+                    return None
             finally:
                 if wakeup is not None:
                     wakeup.close()
@@ -178,7 +184,10 @@ class Claims:
 
     async def _wait(self, waiter: Waiter, wakeup: Wakeup, timeout: float) -> bool:
         """Until the wake-up, ``timeout``, the re-check finding a run for ``waiter``, or
-        ``stop_waiting``; False, without waiting, when the process is stopping.
+        ``stop_waiting``: whether it was woken (False at the deadline, and without waiting
+        when the process is stopping). Within ``TIMER_SLACK`` of the deadline counts as
+        the deadline: an event loop's timers may fire that much early, and waiting again
+        for what is left would spin.
 
         One waiting claim of the process at a time, the sweeper, wakes every
         ``SWEEP_SECONDS`` to make the re-check; the others sleep until their wake-up or
@@ -191,13 +200,15 @@ class Claims:
             self._waiting.setdefault(waiter, set()).add(wakeup)
         loop = asyncio.get_running_loop()
         end = loop.time() + timeout
+        woken = False
         try:
-            while (left := end - loop.time()) > 0:
+            while (left := end - loop.time()) > TIMER_SLACK:
                 with self._guard:
                     if self._sweeper is None:
                         self._sweeper = wakeup
                     sweeping = self._sweeper is wakeup
                 if await wakeup.wait(min(left, SWEEP_SECONDS) if sweeping else left):
+                    woken = True
                     break
                 if sweeping:
                     await self._recheck_if_due(loop.time())
@@ -214,7 +225,7 @@ class Claims:
                     successor = next(iter(next(iter(self._waiting.values()), ())), None)
             if successor is not None:
                 successor.wake()
-        return True
+        return woken
 
     async def _recheck_if_due(self, now: float) -> None:
         """At most once every ``SWEEP_SECONDS`` per process, done by whichever waiting
