@@ -19,8 +19,13 @@ measures:
   leaves one, in a window in which no poll expires (from the first second after the ramp
   in which the server used under 5 % of a core: it answers the polls' first looks after
   the client sent them); the client's CPU beside it;
+- the time of an ordinary request beside them (20 GETs of a backup by its admin);
 - the time from a ``trigger`` (just before it is sent) to the claim (201) of that run by
   the one worker it is assigned to, ``--probes`` times.
+
+After its first 204 each poll waits a random part of 30 s before asking again, so that
+from two poll times after the ramp the renewals come evenly (polls/30 per second): the
+steady state is measured there.
 
 It prints the figures against the targets (under 20 KiB per poll, under 5 % of one core
 idle, claimed within 1 s); a missed target is reported, never an error. ``--py-spy S``
@@ -34,6 +39,7 @@ import argparse
 import asyncio
 import json
 import os
+import random
 import shutil
 import subprocess
 import sys
@@ -83,6 +89,7 @@ class Poller:
     claimed: asyncio.Event = field(default_factory=asyncio.Event)
     claimed_at: float = 0.0
     run_id: str = ""
+    spread: bool = False
 
 
 @dataclass
@@ -146,6 +153,17 @@ async def poll_forever(port: int, poller: Poller, state: State, opened: asyncio.
             writer = None
         if status == 204:
             state.expired += 1
+            if not poller.spread:
+                # Once, after the first 204: ask again after a random part of a poll's
+                # time, so that the renewals spread evenly (polls/30 per second) instead
+                # of coming back in the burst of the ramp every 30 s.
+                # The connection is closed first: the server's keep-alive timeout (5 s)
+                # would close it during the pause.
+                poller.spread = True
+                if writer is not None:
+                    writer.close()
+                    writer = None
+                await asyncio.sleep(random.uniform(0, WAIT_SECONDS))
         elif status == 201:
             poller.claimed_at = time.monotonic()
             poller.run_id = json.loads(body)["run"]["id"]
@@ -292,6 +310,25 @@ def profile(pid: int, seconds: int, workdir: Path) -> list[str]:
     return lines
 
 
+async def ordinary_reads(
+    url: str, probes: list[tuple[str, int]], session_of: list[str], count: int = 20
+) -> list[float]:
+    """Seconds of ``count`` GETs of a backup by its admin, one after the other, while the
+    polls wait and renew (an ordinary request beside them: it must keep its pool slot)."""
+    backup_id, index = probes[0]
+    times = []
+    async with httpx2.AsyncClient(base_url=url, trust_env=False, timeout=60) as client:
+        for _ in range(count):
+            began = time.monotonic()
+            answer = await client.get(
+                f"/v1/backups/{backup_id}",
+                headers={"Authorization": f"Bearer {session_of[index]}"},
+            )
+            times.append(time.monotonic() - began if answer.status_code == 200 else float("inf"))
+            await asyncio.sleep(0.1)
+    return times
+
+
 async def trigger_probes(
     url: str, probes: list[tuple[str, int]], pollers: list[Poller], session_of: list[str]
 ) -> list[dict[str, Any]]:
@@ -376,11 +413,15 @@ async def measure(
         if quiet_left >= 5:
             figures["rss_with_polls_mib"] = rss_bytes(pid) / 2**20
             figures["idle_quiet"] = await cpu_over(pid, min(10.0, quiet_left - 0.5), state)
-        await asyncio.sleep(max(0.0, ramp_began + WAIT_SECONDS + 5 - time.monotonic()))
+        # Steady state: every poll renewed once after a random pause (poll_forever), so
+        # from two poll times after the ramp the renewals come evenly, polls/30 per second.
+        steady_from = ramp_began + ramp + 2 * WAIT_SECONDS + 2
+        await asyncio.sleep(max(0.0, steady_from - time.monotonic()))
         figures.setdefault("rss_with_polls_mib", rss_bytes(pid) / 2**20)
         figures["waiting_steady"] = state.waiting
         figures["idle_steady"] = await cpu_over(pid, 10, state)
         figures["database_connections"] = database_connections(args.dbname)
+        figures["get_while_polling_s"] = await ordinary_reads(instance.url, probes, session_of)
         figures["rss_per_poll_kib"] = (
             (figures["rss_with_polls_mib"] - figures["rss_before_mib"]) * 1024 / len(tokens)
         )
@@ -422,6 +463,9 @@ def report(figures: dict[str, Any]) -> str:
         f"{figures['rss_with_polls_mib']:.1f} MiB with the polls: {per_poll:.1f} KiB per poll"
         f" (target < 20 KiB: {verdict(per_poll * 1024 < RSS_TARGET)})",
         f"  server's database connections while they wait: {figures['database_connections']}",
+        "  GET of a backup while they wait and renew: p50 "
+        f"{percentile(figures['get_while_polling_s'], 0.5) * 1000:.0f} ms, max "
+        f"{max(figures['get_while_polling_s']) * 1000:.0f} ms",
         f"  server CPU without polls: {figures['idle_without_polls']['server_core']:.1%} of a core",
     ]
     if quiet:

@@ -3,7 +3,7 @@ accounts and device grants."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from datetime import datetime
 from uuid import UUID
 
@@ -72,6 +72,17 @@ class MemoryWorkerRepository(_Credentials):
     async def find(self, token_hash: str) -> Worker | None:
         found = self._find(token_hash)
         return found if isinstance(found, Worker) else None
+
+    async def find_many(self, token_hashes: Collection[str]) -> dict[str, Worker]:
+        wanted = set(token_hashes)
+        rows = self._tx.read(self.table).values()
+        return {w.token_hash: w for w in rows if isinstance(w, Worker) and w.token_hash in wanted}
+
+    async def touch_many(
+        self, worker_ids: Collection[UUID], at: datetime, stale_before: datetime
+    ) -> None:
+        for worker_id in set(worker_ids):
+            await self.touch(worker_id, at, stale_before)
 
     async def update(self, worker: Worker) -> None:
         stored = await self.get(worker.workspace_id, worker.id)

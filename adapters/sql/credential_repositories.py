@@ -3,6 +3,7 @@ device grants."""
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from datetime import datetime
 from uuid import UUID
 
@@ -43,6 +44,16 @@ class SqlWorkerRepository(SqlRepository):
         row = await self._db.fetch_one(Q.WORKER_FIND, {"token_hash": token_hash})
         return None if row is None else credential_rows.worker_from_row(row, self._codec)
 
+    async def find_many(self, token_hashes: Collection[str]) -> dict[str, Worker]:
+        """The workers of these hashes, in one statement whatever their number."""
+        wanted = sorted(set(token_hashes))
+        if not wanted:
+            return {}
+        params = {"token_hashes": self._codec.text_list(wanted)}
+        found = await self._db.fetch_all(Q.WORKER_FIND_MANY, params)
+        workers = (credential_rows.worker_from_row(row, self._codec) for row in found)
+        return {worker.token_hash: worker for worker in workers}
+
     async def update(self, worker: Worker) -> None:
         """Store a changed worker (its creation time never changes)."""
         changed = await self._db.execute(
@@ -56,6 +67,22 @@ class SqlWorkerRepository(SqlRepository):
             Q.WORKER_TOUCH,
             {
                 "id": self._codec.uuid(worker_id),
+                "at": self._codec.timestamp(at),
+                "stale_before": self._codec.timestamp(stale_before),
+            },
+        )
+
+    async def touch_many(
+        self, worker_ids: Collection[UUID], at: datetime, stale_before: datetime
+    ) -> None:
+        """``touch`` of every one of ``worker_ids``, in one statement."""
+        if not worker_ids:
+            return
+        ids = self._codec.text_list(sorted({str(worker_id) for worker_id in worker_ids}))
+        await self._db.execute(
+            Q.WORKER_TOUCH_MANY,
+            {
+                "ids": ids,
                 "at": self._codec.timestamp(at),
                 "stale_before": self._codec.timestamp(stale_before),
             },

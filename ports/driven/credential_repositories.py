@@ -3,6 +3,7 @@ built-in identity provider's accounts and device grants; errors as in ``reposito
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from datetime import datetime
 from typing import Protocol
 from uuid import UUID
@@ -31,12 +32,23 @@ class WorkerRepository(Protocol):
         """The worker whose current credential has this hash."""
         ...
 
+    async def find_many(self, token_hashes: Collection[str]) -> dict[str, Worker]:
+        """The workers whose current credentials have these hashes, by hash (a hash of no
+        worker is left out): the credentials of many concurrent requests in one look."""
+        ...
+
     async def update(self, worker: Worker) -> None:
         """Store a changed worker (a rotated credential)."""
         ...
 
     async def touch(self, worker_id: UUID, at: datetime, stale_before: datetime) -> None:
         """Set ``last_seen_at`` to ``at`` unless it is already at or after ``stale_before``."""
+        ...
+
+    async def touch_many(
+        self, worker_ids: Collection[UUID], at: datetime, stale_before: datetime
+    ) -> None:
+        """``touch`` of each of ``worker_ids``, in one write."""
         ...
 
     async def remove(self, workspace_id: UUID, worker_id: UUID) -> None:

@@ -10,7 +10,7 @@ instead, a use case runs the checks itself, so an embedder cannot skip them.
 from __future__ import annotations
 
 import hmac
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TypeVar
 from uuid import UUID
 
@@ -23,12 +23,13 @@ from strongroom.domain.errors import (
     UnauthenticatedError,
     WrongWorkspaceError,
 )
-from strongroom.domain.machines import USAGE_GRANULARITY, usage_is_stale
+from strongroom.domain.machines import USAGE_GRANULARITY, Worker, usage_is_stale
 from strongroom.domain.permissions import BUILTIN_ROLES, WORKER_PERMISSIONS, Permission
 from strongroom.domain.principals import Actor, Caller, PrincipalType
 from strongroom.domain.tokens import TokenKind, hash_token, token_kind
 from strongroom.ports.driven.repositories import SessionGrant
 from strongroom.ports.driven.unit_of_work import UnitOfWork
+from strongroom.ports.driving.coalescing import Coalesced
 from strongroom.ports.driving.dependencies import Dependencies
 from strongroom.ports.driving.recording import record_by_caller
 
@@ -149,6 +150,8 @@ class Access:
 
     def __init__(self, deps: Dependencies) -> None:
         self._deps = deps
+        # Workers' credentials, checked in batches of the requests that come together.
+        self._workers: Coalesced[str, Worker] = Coalesced(self._find_workers)
 
     async def authenticate(self, token: str, request_id: str | None = None) -> Caller:
         """The caller behind a bearer token; ``UnauthenticatedError`` for anything else."""
@@ -184,14 +187,9 @@ class Access:
 
     async def _authenticate_worker(self, token: str, request_id: str | None) -> Caller:
         token_hash = hash_token(token)
-        now = self._deps.clock.now()
-        async with self._deps.uow() as uow:
-            worker = await uow.workers.find(token_hash)
-            if worker is None or not hmac.compare_digest(worker.token_hash, token_hash):
-                raise UnauthenticatedError()
-            if usage_is_stale(worker.last_seen_at, now):
-                await uow.workers.touch(worker.id, now, now - USAGE_GRANULARITY)
-                await uow.commit()
+        worker = await self._workers.ask(token_hash)
+        if worker is None or not hmac.compare_digest(worker.token_hash, token_hash):
+            raise UnauthenticatedError()
         return Caller(
             actor=Actor(PrincipalType.WORKER, worker.id),
             credential_id=worker.id,
@@ -199,6 +197,19 @@ class Access:
             permissions=WORKER_PERMISSIONS,
             request_id=request_id,
         )
+
+    async def _find_workers(self, token_hashes: Sequence[str]) -> dict[str, Worker]:
+        """The workers of the credentials of concurrent requests, in one look (thousands of
+        long polls arriving at once take one pooled connection, not one each); each one
+        seen now, in one write (at most one per worker and ``USAGE_GRANULARITY``)."""
+        now = self._deps.clock.now()
+        async with self._deps.uow() as uow:
+            found = await uow.workers.find_many(token_hashes)
+            stale = [w.id for w in found.values() if usage_is_stale(w.last_seen_at, now)]
+            if stale:
+                await uow.workers.touch_many(stale, now, now - USAGE_GRANULARITY)
+                await uow.commit()
+        return found
 
     async def _authenticate_session(self, token: str, request_id: str | None) -> Caller:
         token_hash = hash_token(token)

@@ -186,3 +186,16 @@ FROM due, webhooks AS w
 WHERE d.id = due.id AND w.id = d.webhook_id
 RETURNING d.id, d.webhook_id, d.workspace_id, d.event, d.payload, d.created_at, d.state,
           d.attempts, :now AS next_attempt_at, w.url, w.sealed_secret
+
+-- name: worker_find_many
+-- The workers whose credentials hash to one of :token_hashes (a text[]): the credentials
+-- of many concurrent long polls in one look (workers_token_hash_unique).
+SELECT id, workspace_id, name, token_hash, created_at, last_seen_at
+FROM workers
+WHERE token_hash = ANY(CAST(:token_hashes AS text[]))
+
+-- name: worker_touch_many
+-- worker_touch of every worker among :ids (a text[] of uuids), in one statement.
+UPDATE workers
+SET last_seen_at = :at
+WHERE id = ANY(CAST(:ids AS uuid[])) AND (last_seen_at IS NULL OR last_seen_at < :stale_before)

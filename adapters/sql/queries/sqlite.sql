@@ -172,3 +172,17 @@ RETURNING id, webhook_id, workspace_id, event, payload, created_at, state, attem
           :now AS next_attempt_at,
           (SELECT w.url FROM webhooks AS w WHERE w.id = webhook_id) AS url,
           (SELECT w.sealed_secret FROM webhooks AS w WHERE w.id = webhook_id) AS sealed_secret
+
+-- name: worker_find_many
+-- The workers whose credentials hash to one of :token_hashes (a JSON array): the
+-- credentials of many concurrent long polls in one look.
+SELECT id, workspace_id, name, token_hash, created_at, last_seen_at
+FROM workers
+WHERE token_hash IN (SELECT value FROM json_each(:token_hashes))
+
+-- name: worker_touch_many
+-- worker_touch of every worker among :ids (a JSON array of uuids), in one statement.
+UPDATE workers
+SET last_seen_at = :at
+WHERE id IN (SELECT value FROM json_each(:ids))
+  AND (last_seen_at IS NULL OR last_seen_at < :stale_before)
