@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import cProfile
 import importlib.util
 import json
 import os
@@ -204,11 +205,16 @@ BATCHES = 20
 
 
 async def timed(
-    label: str, make: Callable[[int], Any], count: int, concurrency: int
+    label: str,
+    make: Callable[[int], Any],
+    count: int,
+    concurrency: int,
+    profile: cProfile.Profile | None = None,
 ) -> tuple[float, float]:
     """CPU and wall µs per request: ``count`` requests, ``concurrency`` at a time, in
     ``BATCHES`` batches; the least CPU per request of any batch (what the code costs when
-    the machine's other work interferes least) and the median wall time."""
+    the machine's other work interferes least) and the median wall time. ``profile``, if
+    given, runs during the batches (not the warm-up)."""
     for number in range(min(200, count)):  # warm-up: pools, prepared statements, caches
         await make(-1 - number)
     failures: list[int] = []
@@ -226,7 +232,11 @@ async def timed(
     for _ in range(BATCHES):
         batch = iter([next(numbers, -1) for _ in range(size)])
         cpu, wall = time.process_time(), time.perf_counter()
+        if profile is not None:
+            profile.enable()
         await asyncio.gather(*(worker(batch) for _ in range(concurrency)))
+        if profile is not None:
+            profile.disable()
         cpus.append((time.process_time() - cpu) / size * 1e6)
         walls.append((time.perf_counter() - wall) / size * 1e6)
     if failures:
@@ -268,6 +278,12 @@ async def measure(options: argparse.Namespace) -> list[dict[str, Any]]:
         await peers.stop()
         for backend in options.backends:
             env = {"STRONGROOM_SIGNUP": "1"}
+            if options.no_background:
+                env.update(
+                    STRONGROOM_EXECUTORS="0",
+                    STRONGROOM_HEALTH_INTERVAL="0",
+                    STRONGROOM_WEBHOOK_POLL="0",
+                )
             if backend == "postgres":
                 db = stack.enter_context(scratch_database(admin, "inproc"))
                 env["STRONGROOM_DATABASE_URL"] = database_url(admin, db)
@@ -289,7 +305,11 @@ async def measure(options: argparse.Namespace) -> list[dict[str, Any]]:
                 if options.rows and key not in options.rows:
                     continue
                 count = n if key != "list" else max(n // 4, 100)
-                cpu, wall = await timed(key, make, count, c)
+                # CPU time, not wall time: what a request costs, not what it waits for.
+                profile = cProfile.Profile(time.process_time) if options.profile else None
+                cpu, wall = await timed(key, make, count, c, profile)
+                if profile is not None:
+                    profile.dump_stats(f"{options.profile}.{backend}.{key}.pstats")
                 results.append(
                     {
                         "backend": backend,
@@ -340,6 +360,18 @@ def main() -> None:
         "--postgres", default=os.environ.get("STRONGROOM_BENCH_POSTGRES", LOCAL_POSTGRES)
     )
     parser.add_argument("--json")
+    parser.add_argument(
+        "--no-background",
+        action="store_true",
+        help="serve with no executor, health evaluator or webhook sender: their polls'"
+        " CPU is not counted against the requests (it weighs most at low concurrency)",
+    )
+    parser.add_argument(
+        "--profile",
+        metavar="PREFIX",
+        help="write each row's cProfile (CPU time, measured batches) to"
+        " PREFIX.BACKEND.ROW.pstats (the figures printed are then the profiler's)",
+    )
     parser.add_argument("--peers", type=Path, default=Path("/work/shared/bench"))
     options = parser.parse_args()
     results = uvloop.run(measure(options))

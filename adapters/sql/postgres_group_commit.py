@@ -10,8 +10,9 @@ pipeline of ``BEGIN``, the statements in arrival order and ``COMMIT``, on one co
 before it (the usage counter, a name just taken), so a batch decides exactly what the same
 statements one after another would.
 
-A lone statement runs alone, between its own ``BEGIN`` and ``COMMIT`` (the commit guarded so
-that no write answered 502 commits: ``postgres_transaction._commit_guarded``). A batch that
+A lone statement runs alone, in autocommit: one statement, which writes its commit's
+deadline itself, so that no write answered 502 commits (``postgres_transaction.run_batch``,
+migration 0020). A batch that
 fails as a whole (a name taken twice aborts the transaction, a connection lost) is written
 by none of its statements; each caller then runs its statement on its own, as without group
 commit (``RunAlone``), so a refusal reaches only its own caller. When the database is out of

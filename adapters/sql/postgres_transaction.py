@@ -395,7 +395,9 @@ class PostgresTransaction:
     async def write_alone(self, query: Q, params: Params) -> Row | None:
         """``query``, one statement, committed before it answers: one round trip. Run in
         the next batch of this loop's group commit (``postgres_group_commit``), which
-        commits concurrent ones together and a lone one alone."""
+        commits concurrent ones together and a lone one alone. The statement takes
+        ``COMMIT_BY``, its commit's deadline or ``None``, and writes ``COMMIT_DEADLINE``'s
+        row when given one (``backup_create_counted``): a lone statement is all it sends."""
         if self._writing:
             raise RuntimeError("write_alone is a transaction of its own: none may be open")
         text = self._queries.text(query).encode()
@@ -432,7 +434,7 @@ class PostgresTransaction:
                             await connection.execute(b"BEGIN")
                             if retried:
                                 await connection.execute(RETRY_LOCK_TIMEOUT)
-                            await cursor.execute(text, params)
+                            await cursor.execute(text, {**params, COMMIT_BY: None})
                             await _commit_guarded(connection, deadline)
                     finally:
                         status = connection.info.transaction_status
@@ -506,6 +508,11 @@ class PostgresTransaction:
             await self._give_back()
 
 
+COMMIT_BY = "commit_by"
+"""A ``write_alone`` statement's parameter: its commit's deadline (or ``None``), whose
+``COMMIT_DEADLINE`` row the statement writes itself (``backup_create_counted``)."""
+
+
 def workspace_of(statement: Statement) -> str:
     """The workspace whose row a ``write_alone`` statement (a backup's create in a session)
     locks."""
@@ -514,8 +521,10 @@ def workspace_of(statement: Statement) -> str:
 
 async def run_batch(database: Pools, statements: Sequence[Statement]) -> list[Row | None]:
     """The runner of ``postgres_group_commit``: ``statements`` on one connection of this
-    loop's pool between ``BEGIN`` and a guarded ``COMMIT`` (``_commit_guarded``) in one
-    pipeline; the first row of each.
+    loop's pool; the first row of each. A lone statement runs in autocommit with its
+    commit's deadline as its ``COMMIT_BY``: it writes the deadline's row, its own commit
+    checks it (migration 0020), and it is all that is sent. Several run in one pipeline
+    between ``BEGIN`` and ``COMMIT``, the first carrying the deadline.
 
     A lone statement's error is its answer, as ``write_alone``'s, except a connection lost
     before the server answered: ``RunAlone`` retries it. A batch's error rolls back all of
@@ -533,8 +542,13 @@ async def run_batch(database: Pools, statements: Sequence[Statement]) -> list[Ro
     try:
         if not was_autocommit:
             await connection.set_autocommit(True)
-        seconds = database.statement_deadline
-        with _Deadline(connection, seconds) as deadline:
+        with _Deadline(connection, database.statement_deadline) as deadline:
+            commit_by: datetime | None = deadline.commit_by
+            if len(statements) == 1:
+                (text, params), cursor = statements[0], connection.cursor(row_factory=dict_row)
+                cursors.append(cursor)
+                await cursor.execute(text, {**params, COMMIT_BY: commit_by}, prepare=True)
+                return [await cursor.fetchone()]
             async with connection.pipeline():
                 await connection.execute(b"BEGIN")
                 for index, (text, params) in enumerate(statements):
@@ -542,8 +556,11 @@ async def run_batch(database: Pools, statements: Sequence[Statement]) -> list[Ro
                     cursors.append(cursor)
                     # The first step is prepared (unless the pool never prepares), so
                     # the later ones, the same text, run prepared (``_may_prepare``).
-                    await cursor.execute(text, params, prepare=True if index == 0 else None)
-                await _commit_guarded(connection, deadline)
+                    await cursor.execute(
+                        text, {**params, COMMIT_BY: commit_by}, prepare=True if index == 0 else None
+                    )
+                    commit_by = None  # one deadline row per transaction
+                await connection.execute(b"COMMIT")
             return [await cursor.fetchone() for cursor in cursors]
     except psycopg.Error as error:
         lone = len(statements) == 1

@@ -85,8 +85,9 @@ class Statements(Protocol):
         """Run ``query`` as a transaction of its own, committed before it returns, as the
         unit's first statement; the first row of its last statement.
 
-        On PostgreSQL it is one statement (data-modifying CTEs) sent with its ``BEGIN`` and
-        guarded ``COMMIT``: one round trip, its locks held only while it runs and commits.
+        On PostgreSQL it is one statement (data-modifying CTEs) run in autocommit, which
+        also writes its commit's deadline (its ``commit_by`` parameter, given by the
+        adapter): one round trip, its locks held only while it runs and commits.
         On SQLite the text may be a script of several statements, run between ``BEGIN
         IMMEDIATE`` and ``COMMIT`` in one hop to a thread. It may be retried after a lost
         connection, so it must be written to do nothing twice.

@@ -55,8 +55,10 @@ def parse_json_object(body: bytes, content_type: str | None, *, optional: bool) 
         raise InvalidRequestError("body must be a JSON object")
     try:
         # JSON escapes can spell lone surrogates ("\ud800"), which no UTF-8 store or
-        # response can hold: refuse them here rather than fail after storing.
-        json.dumps(value, ensure_ascii=False).encode("utf-8")
+        # response can hold: refuse them here rather than fail after storing. Only an
+        # escape can (the text decoded as UTF-8), so a body without one is not checked.
+        if b"\\u" in body:
+            json.dumps(value, ensure_ascii=False).encode("utf-8")
     except UnicodeEncodeError as error:
         raise InvalidRequestError("body contains text that is not valid Unicode") from error
     return value

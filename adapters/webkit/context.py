@@ -25,7 +25,7 @@ from starlette.types import Scope
 from strongroom.adapters.webkit.bodies import parse_json_object
 from strongroom.adapters.webkit.conventions import LOCATED
 from strongroom.adapters.wire.converter import structure
-from strongroom.adapters.wire.present import present
+from strongroom.adapters.wire.present import kept_render, present
 from strongroom.adapters.wire.system import EmptyBody
 from strongroom.domain.errors import InvalidRequestError, StrongroomError, UnauthenticatedError
 from strongroom.domain.pagination import DEFAULT_LIMIT, Cursor, PageRequest
@@ -83,7 +83,12 @@ def json_response(data: Any, status: int = 200) -> Response:
 
 
 def answer(result: Any, status: int = 200, model: type | None = None, **extra: Any) -> Response:
-    """A JSON response presenting ``result`` (through ``model`` when given)."""
+    """A JSON response presenting ``result`` (through ``model`` when given): the text a
+    store just rendered of it when there is one (``kept_render``: a created backup)."""
+    if model is None and not extra and status >= 200 and status not in _NO_LENGTH:
+        kept = kept_render(result)
+        if kept is not None:
+            return JsonResponse(kept, status)
     return json_response(present(result, model, **extra), status)
 
 

@@ -1,12 +1,15 @@
 """Presenting: a domain object as the JSON value the wire shows, through its view.
 
 ``render`` is the one author of a stored body: a store writes ``render(backup)`` and a GET
-answers it as it is, so the two can never differ.
+answers it as it is, so the two can never differ. The answer to the write that stored it
+is that same text (``kept_render``): a create renders its backup once.
 """
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Callable, Mapping
+from contextlib import suppress
 from types import UnionType
 from typing import Any, Union, get_args, get_origin
 
@@ -15,6 +18,7 @@ import orjson
 
 from strongroom.adapters.wire.converter import CONVERTER
 from strongroom.adapters.wire.views import VIEWS
+from strongroom.domain.backups import Backup
 from strongroom.domain.pagination import Page
 
 Json = dict[str, Any]
@@ -140,10 +144,34 @@ def present(obj: Any, model: type | None = None, **extra: Any) -> Any:
     return _projection(model or VIEWS[type(obj)])(obj, extra)
 
 
+# The objects whose renders are kept: frozen, so that an object's text cannot change
+# (frozen attrs values all through), and rendered by the stores.
+_KEPT_TYPES: frozenset[type] = frozenset({Backup})
+_KEPT_RENDERS = 256
+# The latest renders of kept objects by identity, each with the object itself (so that its
+# id is not reused while it is here), oldest first. OrderedDict: one step per change,
+# whichever thread renders.
+_renders: OrderedDict[int, tuple[Any, bytes]] = OrderedDict()
+
+
 def render(obj: Any) -> bytes:
     """The JSON text (UTF-8) of a body answering ``obj``: ``present`` then orjson, as the
-    HTTP adapter writes it; a body a store keeps is written by this."""
-    return orjson.dumps(present(obj))
+    HTTP adapter writes it; a body a store keeps is written by this. The text of a backup
+    is kept a while for ``kept_render``."""
+    body = orjson.dumps(present(obj))
+    if type(obj) in _KEPT_TYPES:
+        _renders[id(obj)] = (obj, body)
+        if len(_renders) > _KEPT_RENDERS:
+            with suppress(KeyError):  # another thread took the oldest first
+                _renders.popitem(last=False)
+    return body
+
+
+def kept_render(obj: Any) -> bytes | None:
+    """The text ``render`` gave this very object lately (a store wrote it), or ``None``:
+    what presenting it again would give, without the work."""
+    kept = _renders.get(id(obj))
+    return kept[1] if kept is not None and kept[0] is obj else None
 
 
 def listing(page: Page[Any], item: Callable[[Any], Any] | None = None) -> Json:

@@ -169,8 +169,8 @@ class TestPostgresRoundTrips:
         self, counted: tuple[PostgresDatabase, CountingCursor]
     ) -> None:
         """Creating a backup through the facade as a ``Caller``: the workspace with its
-        count (one SELECT), then the counted insert and its audit event (one statement,
-        sent with BEGIN, the commit's deadline and COMMIT in one pipeline): the quota is the
+        count (one SELECT), then the counted insert, its audit event and the commit's
+        deadline (one statement in autocommit, no BEGIN, no COMMIT): the quota is the
         counter's."""
         database, counter = counted
         target, token = _member_with_session(database, "admin")
@@ -179,7 +179,7 @@ class TestPostgresRoundTrips:
         counter.sent.clear()
         created = facade.backups.create(caller, target.id, "Nightly", BackupKind.MANUAL)
         sent = [statement.split()[0] for statement in counter.sent]
-        assert sent == ["SELECT", "BEGIN", "WITH", "INSERT", "COMMIT"]
+        assert sent == ["SELECT", "WITH"]
         assert facade.backups.get(caller, created.id) == created
         assert facade.workspaces.quotas(caller, target.id)[0].usage == 1
 
@@ -187,16 +187,15 @@ class TestPostgresRoundTrips:
         self, counted: tuple[PostgresDatabase, CountingCursor]
     ) -> None:
         """With the session's bearer: the session joined with the workspace and its count
-        (one SELECT), then the event and the backup (one statement, with BEGIN, the commit's
-        deadline and COMMIT in the same pipeline: one round trip). The use case decides
-        between the two."""
+        (one SELECT), then the event, the backup and the commit's deadline (one statement
+        in autocommit: one round trip). The use case decides between the two."""
         database, counter = counted
         target, token = _member_with_session(database, "admin")
         facade = blocking(bootstrap(uow=database.uow))
         counter.sent.clear()
         created = facade.backups.create(Bearer(token), target.id, "Nightly", BackupKind.MANUAL)
         sent = [statement.split()[0] for statement in counter.sent]
-        assert sent == ["SELECT", "BEGIN", "WITH", "INSERT", "COMMIT"]
+        assert sent == ["SELECT", "WITH"]
         assert facade.backups.get(Bearer(token), created.id) == created
 
     def test_a_unit_that_does_nothing_costs_nothing(

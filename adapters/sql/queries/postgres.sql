@@ -86,6 +86,9 @@ FROM g, p
 -- connection writes nothing twice: the event's insert waits for the earlier attempt, if it
 -- is still running, and does nothing if that committed; its backup, committed after this
 -- statement's snapshot, then goes unseen here (created 0), and the repository looks again.
+-- :commit_by, when not NULL, is the commit's deadline (COMMIT_DEADLINE's row, migration
+-- 0020), written by the statement itself: alone in autocommit, its own commit checks it,
+-- with no BEGIN, deadline statement or COMMIT beside it (postgres_transaction.run_batch).
 WITH w AS (
   SELECT id FROM workspaces WHERE id = :workspace_id AND backup_count < :usage_below
   FOR NO KEY UPDATE
@@ -104,6 +107,11 @@ WITH w AS (
   SELECT /*fragment backup_insert_values*/
   FROM e
   RETURNING id
+), d AS (
+  INSERT INTO commit_deadlines (backend_pid, commit_by)
+  SELECT pg_backend_pid(), CAST(:commit_by AS timestamptz)
+  WHERE CAST(:commit_by AS timestamptz) IS NOT NULL
+  ON CONFLICT (backend_pid) DO UPDATE SET commit_by = EXCLUDED.commit_by
 )
 SELECT count(*) AS created FROM b
 
