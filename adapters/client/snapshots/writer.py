@@ -205,7 +205,9 @@ class _Run:
             self.stats.files_unchanged += 1
             self.stats.bytes_total += cached.size
             self.stats.chunks_reused += len(cached.chunks)
-            self.cache.put(found.rel, cached._replace(ctime_ns=st.st_ctime_ns))
+            if cached.ctime_ns != st.st_ctime_ns:  # from a version 1 cache
+                cached = cached._replace(ctime_ns=st.st_ctime_ns)
+            self.cache.put(found.rel, cached)
             self._progress(cached.size)
             return cached.size, cached.chunks
         size, ids = self.read_file(found.path)
