@@ -220,9 +220,11 @@ def run_snapshot(
     stop = stop or threading.Event()
     outcome = SnapshotOutcome(run_id)
     packs = dict(stored_packs)
-    usable = Catalog(
-        (cid, loc) for cid in catalog if (loc := catalog.get(cid)) and loc.pack.id in packs
-    )
+    usable = catalog
+    if not catalog.pack_ids() <= packs.keys():  # some packs are gone: leave their chunks out
+        usable = Catalog(
+            (cid, loc) for cid in catalog if (loc := catalog.get(cid)) and loc.pack.id in packs
+        )
     for attempt in (1, 2):
         uploads = _Uploads(api, http, run_id, stop, on_sent)
         try:

@@ -5,6 +5,7 @@ fetches only what it needs; check --read-data names the files a damaged pack aff
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import stat
@@ -13,6 +14,7 @@ from pathlib import Path
 
 import attrs
 import pytest
+import zstandard
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -268,6 +270,44 @@ def test_a_second_run_of_an_unchanged_tree_writes_no_chunk(tree: Path) -> None:
     assert with_cache.stats.files_unchanged == with_cache.stats.files
     assert set(with_cache.references) == set(packs)
     assert diff(reader(store, first).manifest, reader(store, with_cache).manifest) == []
+
+
+def test_the_local_cache_kept_on_disk_skips_unchanged_files_and_rereads_a_touched_one(
+    tree: Path,
+) -> None:
+    store, indexes = Store(), []
+    first = backup(tree, store, indexes)
+    saved = LocalCache.from_bytes(first.cache.to_bytes())  # as a push keeps it between runs
+    again = backup(tree, store, indexes, cache=saved)
+    assert again.stats.bytes_read == 0
+    assert again.stats.files_unchanged == again.stats.files
+    touched = next(
+        p
+        for p in sorted(tree.rglob("*"))
+        if p.is_file() and not p.is_symlink() and p.stat().st_nlink == 1 and p.stat().st_size
+    )
+    os.chmod(touched, stat.S_IMODE(touched.stat().st_mode))  # ctime moves, nothing else
+    third = backup(tree, store, indexes, cache=LocalCache.from_bytes(again.cache.to_bytes()))
+    assert third.stats.files_unchanged == third.stats.files - 1
+    assert third.stats.bytes_read == touched.stat().st_size
+    assert third.stats.chunks_new == 0
+
+
+def test_a_local_cache_of_version_1_still_skips_unchanged_files(tree: Path) -> None:
+    store, indexes = Store(), []
+    first = backup(tree, store, indexes)
+    version_1 = {
+        "version": 1,
+        "files": [
+            [os.fsdecode(path), f.size, f.mtime_ns, f.inode, [c.hex() for c in f.chunks]]
+            for path, f in first.cache.files.items()
+        ],
+    }
+    data = zstandard.ZstdCompressor().compress(json.dumps(version_1).encode())
+    second = backup(tree, store, indexes, cache=LocalCache.from_bytes(data))
+    assert second.stats.bytes_read == 0
+    assert second.stats.files_unchanged == second.stats.files
+    assert LocalCache.from_bytes(b"not a cache").get(b"anything") is None
 
 
 def test_an_edit_in_the_middle_of_a_large_file_writes_about_one_chunk(tmp_path: Path) -> None:

@@ -79,5 +79,8 @@ class Catalog:
     def __iter__(self) -> Iterator[bytes]:
         return iter(self._rows)
 
+    def pack_ids(self) -> set[str]:
+        return {loc.pack.id for loc in self._rows.values()}
+
     def packs(self) -> set[PackInfo]:
         return {loc.pack for loc in self._rows.values()}

@@ -12,6 +12,7 @@ import hashlib
 import secrets
 import struct
 from collections.abc import Sequence
+from typing import NamedTuple
 
 import attrs
 
@@ -38,9 +39,9 @@ class PackInfo:
     length: int
 
 
-@attrs.frozen
-class ChunkLocation:
-    """Where a chunk's blob is: pack, byte offset and blob length, and the chunk's size."""
+class ChunkLocation(NamedTuple):
+    """Where a chunk's blob is: pack, byte offset and blob length, and the chunk's size (a
+    named tuple: indexes and manifests hold one per chunk)."""
 
     pack: PackInfo
     offset: int

@@ -37,7 +37,7 @@ class Excludes:
 
 
 class Lstat(NamedTuple):
-    """What a snapshot reads of a name's ``lstat`` (a tuple of eight numbers: a kept walk
+    """What a snapshot reads of a name's ``lstat`` (a tuple of nine numbers: a kept walk
     holds one per name, a third of an ``os.stat_result``)."""
 
     st_mode: int
@@ -48,6 +48,7 @@ class Lstat(NamedTuple):
     st_dev: int
     st_ino: int
     st_nlink: int
+    st_ctime_ns: int
 
     @classmethod
     def of(cls, st: os.stat_result) -> Lstat:
@@ -60,6 +61,7 @@ class Lstat(NamedTuple):
             st.st_dev,
             st.st_ino,
             st.st_nlink,
+            st.st_ctime_ns,
         )
 
 

@@ -2,7 +2,7 @@
 
 The writer needs only the repository key and the recipients (never the identity): it is
 what a write-only worker runs. Chunks the catalog already holds are not packed again,
-and files whose size, mtime and inode match the local cache are not even read. Packs are
+and files whose size, mtime, ctime and inode match the local cache are not even read. Packs are
 handed to ``emit_pack`` as soon as they are full, so memory stays near one pack.
 """
 
@@ -196,22 +196,23 @@ class _Run:
         self.stats.files += 1
         if self.on_file is not None:
             self.on_file(os.fsdecode(found.rel))
-        cached = self.old_cache.files.get(found.rel)
+        cached = self.old_cache.get(found.rel)
         if (
             cached is not None
-            and (cached.size, cached.mtime_ns, cached.inode)
-            == (st.st_size, st.st_mtime_ns, st.st_ino)
+            and cached.matches(st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns)
             and all(self.known(c) for c in cached.chunks)
         ):
             self.stats.files_unchanged += 1
             self.stats.bytes_total += cached.size
             self.stats.chunks_reused += len(cached.chunks)
-            self.cache.files[found.rel] = cached
+            if cached.ctime_ns != st.st_ctime_ns:  # from a version 1 cache
+                cached = cached._replace(ctime_ns=st.st_ctime_ns)
+            self.cache.put(found.rel, cached)
             self._progress(cached.size)
             return cached.size, cached.chunks
         size, ids = self.read_file(found.path)
         self.stats.bytes_total += size
-        self.cache.files[found.rel] = CachedFile(size, st.st_mtime_ns, st.st_ino, ids)
+        self.cache.put(found.rel, CachedFile(size, st.st_mtime_ns, st.st_ino, ids, st.st_ctime_ns))
         return size, ids
 
     def read_file(self, path: bytes) -> tuple[int, tuple[bytes, ...]]:
