@@ -3,6 +3,7 @@ accounts and device grants."""
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Collection
 from datetime import datetime
 from uuid import UUID
@@ -15,6 +16,8 @@ from strongroom.domain.errors import NameTakenError
 from strongroom.domain.machines import ApiKey, Worker
 from strongroom.domain.names import email_key
 from strongroom.domain.pagination import Page, PageRequest
+
+_failure_numbers = itertools.count()
 
 
 class _Credentials(MemoryRepository):
@@ -141,7 +144,9 @@ class MemoryAccountRepository(MemoryRepository):
 
     async def record_failed_login(self, email: str, address: str, at: datetime) -> None:
         failures = self._tx.write("failed_logins")
-        failures[(email_key(email), address, at, len(failures))] = at
+        # A counter, not len(failures): after a purge len() repeats, and a second failure of
+        # the same email and address at the same instant would overwrite the first.
+        failures[(email_key(email), address, at, next(_failure_numbers))] = at
 
     async def recent_failed_logins(
         self, address: str, since: datetime, limit: int, *, email: str | None = None

@@ -58,3 +58,19 @@ class TestFailedLoginPurge:
             assert uow.accounts.recent_failed_logins("10.0.0.1", at(-3600), 10) == [at(30), at(0)]
             assert uow.accounts.recent_failed_logins("10.0.0.2", at(-3600), 10) == []
             assert uow.accounts.purge_failed_logins(at(0)) == 0
+
+    def test_failures_recorded_after_a_purge_are_all_counted(self, adapter: Adapter) -> None:
+        """Failures of one email and address at one instant, recorded after a purge, each
+        count: none overwrites one recorded before it."""
+        with adapter.uow() as uow:
+            for seconds in (-60, -30, 0, 30):
+                uow.accounts.record_failed_login("ada@example.com", "10.0.0.1", at(seconds))
+            uow.commit()
+        with adapter.uow() as uow:
+            assert uow.accounts.purge_failed_logins(at(0)) == 2
+            uow.accounts.record_failed_login("ada@example.com", "10.0.0.1", at(30))
+            uow.accounts.record_failed_login("ada@example.com", "10.0.0.1", at(30))
+            uow.commit()
+        with adapter.uow() as uow:
+            recent = uow.accounts.recent_failed_logins("10.0.0.1", at(-3600), 10)
+            assert recent == [at(30), at(30), at(30), at(0)]
